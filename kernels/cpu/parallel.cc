@@ -1,0 +1,98 @@
+#include "kernels/cpu/parallel.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/mutex.h"
+
+namespace tensord {
+namespace cpu {
+namespace {
+
+// A fixed pool of workers pulling closures from one queue.
+class Pool {
+ public:
+  explicit Pool(int n) {
+    for (int i = 0; i < n; ++i) workers_.emplace_back([this] { Loop(); });
+  }
+  // Workers are detached at exit: the pool lives for the process.
+  ~Pool() = delete;
+
+  void Schedule(std::function<void()> fn) {
+    absl::MutexLock lock(&mu_);
+    queue_.push_back(std::move(fn));
+  }
+  int size() const { return static_cast<int>(workers_.size()); }
+
+ private:
+  void Loop() {
+    while (true) {
+      std::function<void()> fn;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](std::vector<std::function<void()>>* q) { return !q->empty(); },
+            &queue_));
+        fn = std::move(queue_.back());
+        queue_.pop_back();
+      }
+      fn();
+    }
+  }
+
+  absl::Mutex mu_;
+  std::vector<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> workers_;
+};
+
+int ConfiguredThreads() {
+  if (const char* env = std::getenv("TENSORD_NUM_THREADS")) {
+    const int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+Pool& GetPool() {
+  // Leaked on purpose: kernels may run during static destruction of others.
+  static Pool* pool = new Pool(ConfiguredThreads() - 1);
+  return *pool;
+}
+
+}  // namespace
+
+int NumThreads() { return GetPool().size() + 1; }
+
+void ParallelFor(int64_t n, int64_t work_per_item,
+                 const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  const int64_t work = n * std::max<int64_t>(work_per_item, 1);
+  const int threads = NumThreads();
+  if (threads == 1 || work < kParallelGrain || n == 1) {
+    fn(0, n);
+    return;
+  }
+  const int64_t chunks =
+      std::min<int64_t>({threads, n, work / (kParallelGrain / 2)});
+  if (chunks <= 1) {
+    fn(0, n);
+    return;
+  }
+  const int64_t step = (n + chunks - 1) / chunks;
+  absl::BlockingCounter done(static_cast<int>(chunks - 1));
+  for (int64_t c = 1; c < chunks; ++c) {
+    const int64_t begin = c * step, end = std::min(n, begin + step);
+    GetPool().Schedule([&fn, &done, begin, end] {
+      if (begin < end) fn(begin, end);
+      done.DecrementCount();
+    });
+  }
+  fn(0, std::min(n, step));  // the calling thread takes the first range
+  done.Wait();
+}
+
+}  // namespace cpu
+}  // namespace tensord

@@ -1,0 +1,29 @@
+// The shared intra-op thread pool for CPU kernels.
+//
+// ParallelFor splits [0, n) into contiguous ranges when n * cost_per_item is
+// large enough to pay for the hand-off; otherwise it runs inline on the
+// calling (session executor) thread. Thread-safe; the pool is process-wide and
+// sized to the hardware concurrency (override with TENSORD_NUM_THREADS).
+#ifndef TENSORD_KERNELS_CPU_PARALLEL_H_
+#define TENSORD_KERNELS_CPU_PARALLEL_H_
+
+#include <cstdint>
+#include <functional>
+
+namespace tensord {
+namespace cpu {
+
+// Below this many elements of work a kernel runs single-threaded.
+inline constexpr int64_t kParallelGrain = 1 << 16;
+
+// Calls fn(begin, end) over disjoint ranges covering [0, n); returns when all
+// are done. `work_per_item` scales the grain (e.g. inner length).
+void ParallelFor(int64_t n, int64_t work_per_item,
+                 const std::function<void(int64_t, int64_t)>& fn);
+
+int NumThreads();
+
+}  // namespace cpu
+}  // namespace tensord
+
+#endif  // TENSORD_KERNELS_CPU_PARALLEL_H_

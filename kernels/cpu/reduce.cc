@@ -1,0 +1,131 @@
+#include "kernels/cpu/reduce.h"
+
+#include <limits>
+#include <type_traits>
+
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/parallel.h"
+
+namespace tensord {
+namespace cpu {
+namespace {
+
+// Splits in's dims into kept dims (walked per output element) and reduced
+// dims (walked per accumulation), both as size/stride lists.
+struct ReducePlan {
+  int kept_ndim = 0, red_ndim = 0;
+  int64_t kept_sizes[kMaxDims], kept_in_strides[kMaxDims],
+      kept_out_strides[kMaxDims];
+  int64_t red_sizes[kMaxDims], red_strides[kMaxDims];
+  int64_t kept_count = 1, red_count = 1;
+};
+
+ReducePlan MakePlan(const StridedView& in, const bool* reduced,
+                    const StridedView& out) {
+  ReducePlan p;
+  for (int d = 0; d < in.ndim; ++d) {
+    if (reduced[d]) {
+      p.red_sizes[p.red_ndim] = in.sizes[d];
+      p.red_strides[p.red_ndim++] = in.strides[d];
+      p.red_count *= in.sizes[d];
+    } else {
+      p.kept_sizes[p.kept_ndim] = in.sizes[d];
+      p.kept_in_strides[p.kept_ndim] = in.strides[d];
+      p.kept_out_strides[p.kept_ndim++] = out.strides[d];
+      p.kept_count *= in.sizes[d];
+    }
+  }
+  return p;
+}
+
+template <typename Acc, typename In>
+Acc Accumulate(ReduceOp op, const In* base, const ReducePlan& p) {
+  Acc acc;
+  switch (op) {
+    case ReduceOp::kProd: acc = Acc{1}; break;
+    case ReduceOp::kMax: acc = std::numeric_limits<Acc>::lowest(); break;
+    case ReduceOp::kMin: acc = std::numeric_limits<Acc>::max(); break;
+    default: acc = Acc{0};
+  }
+  if (p.red_count == 0) return acc;
+  const int inner = p.red_ndim - 1;
+  const int64_t n = p.red_sizes[inner], s = p.red_strides[inner];
+  int64_t counter[kMaxDims] = {};
+  const int64_t outer = p.red_count / n;
+  for (int64_t o = 0; o < outer; ++o) {
+    const In* ptr = base;
+    for (int d = 0; d < inner; ++d) ptr += counter[d] * p.red_strides[d];
+    switch (op) {
+      case ReduceOp::kSum:
+      case ReduceOp::kMean:
+        for (int64_t i = 0; i < n; ++i) acc += static_cast<Acc>(ptr[i * s]);
+        break;
+      case ReduceOp::kProd:
+        for (int64_t i = 0; i < n; ++i) acc *= static_cast<Acc>(ptr[i * s]);
+        break;
+      case ReduceOp::kMax:
+        for (int64_t i = 0; i < n; ++i) {
+          const Acc v = static_cast<Acc>(ptr[i * s]);
+          if (v > acc || v != v) acc = v;
+          if (acc != acc) break;
+        }
+        break;
+      case ReduceOp::kMin:
+        for (int64_t i = 0; i < n; ++i) {
+          const Acc v = static_cast<Acc>(ptr[i * s]);
+          if (v < acc || v != v) acc = v;
+          if (acc != acc) break;
+        }
+        break;
+    }
+    for (int d = inner - 1; d >= 0; --d) {
+      if (++counter[d] < p.red_sizes[d]) break;
+      counter[d] = 0;
+    }
+  }
+  if (op == ReduceOp::kMean) acc /= static_cast<Acc>(p.red_count);
+  return acc;
+}
+
+}  // namespace
+
+absl::Status Reduce(ReduceOp op, const StridedView& in, const bool* reduced,
+                    const StridedView& out) {
+  const ReducePlan plan = MakePlan(in, reduced, out);
+  if (plan.red_ndim == 0) {
+    return absl::InternalError("Reduce called with no reduced dimension");
+  }
+  if ((op == ReduceOp::kMax || op == ReduceOp::kMin) && plan.red_count == 0) {
+    return absl::InvalidArgumentError(
+        "max/min of an empty dimension has no identity");
+  }
+  absl::Status inner_status;
+  absl::Status status = DispatchAll(out.dtype, "reduce", [&](auto out_tag) {
+    using Out = decltype(out_tag);
+    // Accumulate floats in double and integers in int64 (bool as int64).
+    using Acc = std::conditional_t<std::is_floating_point_v<Out>, double,
+                                   int64_t>;
+    inner_status = DispatchAll(in.dtype, "reduce", [&](auto in_tag) {
+      using In = decltype(in_tag);
+      const In* in_data = in.ptr<const In>();
+      Out* out_data = out.ptr<Out>();
+      ParallelFor(plan.kept_count, plan.red_count, [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k) {
+          int64_t rem = k, in_off = 0, out_off = 0;
+          for (int d = plan.kept_ndim - 1; d >= 0; --d) {
+            const int64_t idx = rem % plan.kept_sizes[d];
+            rem /= plan.kept_sizes[d];
+            in_off += idx * plan.kept_in_strides[d];
+            out_off += idx * plan.kept_out_strides[d];
+          }
+          const Acc acc = Accumulate<Acc>(op, in_data + in_off, plan);
+          out_data[out_off] = static_cast<Out>(acc);
+        }
+      });
+    });
+  });
+  return status.ok() ? inner_status : status;
+}
+
+}  // namespace cpu
+}  // namespace tensord

@@ -1,0 +1,25 @@
+// Reductions over a set of dimensions (sum, mean, max, min, prod).
+//
+// Contract: `out` has the same ndim as `in`, with size 1 on every reduced dim
+// and in's size elsewhere (keepdim layout; the runtime drops dims after).
+// Floating sums accumulate in double; integer sums in int64.
+#ifndef TENSORD_KERNELS_CPU_REDUCE_H_
+#define TENSORD_KERNELS_CPU_REDUCE_H_
+
+#include "absl/status/status.h"
+#include "runtime/core/strided.h"
+
+namespace tensord {
+namespace cpu {
+
+enum class ReduceOp { kSum, kMean, kProd, kMax, kMin };
+
+// `reduced[d]` says whether dim d is reduced. in and out dtypes may differ
+// (e.g. int32 sum into int64); the accumulator is picked from out's dtype.
+absl::Status Reduce(ReduceOp op, const StridedView& in, const bool* reduced,
+                    const StridedView& out);
+
+}  // namespace cpu
+}  // namespace tensord
+
+#endif  // TENSORD_KERNELS_CPU_REDUCE_H_
