@@ -17,11 +17,13 @@ def _gencode_flags():
     flags.append("-gencode=arch=compute_%s,code=compute_%s" % (last, last))
     return " ".join(flags)
 
-def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], **kwargs):
+def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], nvcc_hdrs = [], **kwargs):
     """A cc_library whose .cu sources are compiled by nvcc (empty without CUDA).
 
     Each .cu becomes one position-independent object; C++ callers see only
-    `hdrs`, which must not require nvcc to parse.
+    `hdrs`, which must not require nvcc to parse. `nvcc_hdrs` are header
+    files or filegroups from other packages that the .cu sources include
+    (nvcc runs as a genrule, which sees only what it is given).
     """
     if not CUDA_FOUND:
         native.cc_library(name = name, hdrs = hdrs, deps = deps, **kwargs)
@@ -31,7 +33,7 @@ def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], **kwargs):
         obj = name + "_" + src.replace("/", "_").replace(".cu", ".pic.o")
         native.genrule(
             name = obj + "_nvcc",
-            srcs = [src] + hdrs + native.glob(["**/*.h"]) + ["@local_cuda//:cuda_headers"],
+            srcs = [src] + hdrs + nvcc_hdrs,
             outs = [obj],
             cmd = ("%s -std=c++17 -O3 %s -Xcompiler -fPIC -I. -I$(GENDIR) " % (NVCC, _gencode_flags()) +
                    "-DTENSORD_WITH_CUDA=1 %s -c $(location %s) -o $@" % (" ".join(copts), src)),

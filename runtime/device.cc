@@ -1,0 +1,54 @@
+#include "runtime/device.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_join.h"
+#include "runtime/cpu_device.h"
+#include "runtime/cuda_discovery.h"
+#include "spdlog/spdlog.h"
+
+namespace tensord {
+
+std::unique_ptr<DeviceRegistry> DeviceRegistry::Create(
+    const std::vector<std::string>& allowed) {
+  auto permitted = [&](const std::string& name) {
+    return allowed.empty() ||
+           std::find(allowed.begin(), allowed.end(), name) != allowed.end();
+  };
+  std::vector<std::unique_ptr<Device>> devices;
+  devices.push_back(MakeCpuDevice());  // always present: the embedded default
+  std::string why_none;
+  for (auto& gpu : DiscoverCudaDevices(&why_none)) {
+    if (permitted(gpu->name())) {
+      spdlog::info("device {}: {}", gpu->name(), gpu->description().description);
+      devices.push_back(std::move(gpu));
+    }
+  }
+  if (devices.size() == 1) {
+    spdlog::info("no CUDA device: {}; serving cpu only", why_none);
+  }
+  return std::make_unique<DeviceRegistry>(std::move(devices));
+}
+
+DeviceRegistry::DeviceRegistry(std::vector<std::unique_ptr<Device>> devices)
+    : devices_(std::move(devices)) {}
+
+Device* DeviceRegistry::Find(absl::string_view name) const {
+  if (name == "cuda" && devices_.size() > 1) return devices_[1].get();
+  for (const auto& d : devices_) {
+    if (d->name() == name) return d.get();
+  }
+  return nullptr;
+}
+
+Device* DeviceRegistry::default_device() const {
+  return devices_.size() > 1 ? devices_[1].get() : devices_[0].get();
+}
+
+std::string DeviceRegistry::Names() const {
+  std::vector<std::string> names;
+  for (const auto& d : devices_) names.push_back(d->name());
+  return absl::StrJoin(names, ", ");
+}
+
+}  // namespace tensord

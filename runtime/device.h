@@ -1,0 +1,75 @@
+// A compute device as the runtime sees it: a narrow interface.
+//
+// Devices are created once at daemon start and live until it exits; every
+// method is thread-safe. Ownership: the Device owns its allocator.
+#ifndef TENSORD_RUNTIME_DEVICE_H_
+#define TENSORD_RUNTIME_DEVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "runtime/core/strided.h"
+#include "runtime/memory/allocator.h"
+
+namespace tensord {
+
+enum class DeviceKind { kCpu, kCuda };
+
+struct DeviceDescription {
+  std::string name;         // "cpu", "cuda:0"
+  DeviceKind kind = DeviceKind::kCpu;
+  std::string description;  // CPU model / GPU name
+  uint64_t total_memory = 0;
+  std::string compute_capability;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceDescription& description() const = 0;
+  virtual Allocator* allocator() = 0;
+
+  // Copies `bytes` between host memory and this device's memory, in order on
+  // `stream`; returns once the copy is complete (CPU: a memcpy).
+  virtual absl::Status CopyFromHost(void* dst, const void* src, size_t bytes,
+                                    StreamHandle stream) = 0;
+  virtual absl::Status CopyToHost(void* dst, const void* src, size_t bytes,
+                                  StreamHandle stream) = 0;
+  // Waits until all work queued on `stream` is done.
+  virtual absl::Status Synchronize(StreamHandle stream) = 0;
+
+  const std::string& name() const { return description().name; }
+  DeviceKind kind() const { return description().kind; }
+};
+
+// The devices one daemon serves, cpu first; `cuda:N` follow when present.
+class DeviceRegistry {
+ public:
+  // Discovers devices: always the CPU; CUDA GPUs when built with CUDA and a
+  // driver is present (otherwise logs why not). `allowed` restricts by name
+  // (empty: all).
+  static std::unique_ptr<DeviceRegistry> Create(
+      const std::vector<std::string>& allowed = {});
+
+  explicit DeviceRegistry(std::vector<std::unique_ptr<Device>> devices);
+  // nullptr if there is no such device.
+  Device* Find(absl::string_view name) const;
+  Device* cpu() const { return devices_.front().get(); }
+  // cuda:0 when present, else cpu.
+  Device* default_device() const;
+  // "cpu, cuda:0" — for messages.
+  std::string Names() const;
+  const std::vector<std::unique_ptr<Device>>& devices() const {
+    return devices_;
+  }
+
+ private:
+  std::vector<std::unique_ptr<Device>> devices_;
+};
+
+}  // namespace tensord
+
+#endif  // TENSORD_RUNTIME_DEVICE_H_

@@ -1,0 +1,99 @@
+#include "runtime/ops/dispatch.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/elementwise.h"
+#include "runtime/core/status_macros.h"
+
+namespace tensord {
+namespace {
+
+absl::Status CheckArity(const OpDef& op, size_t n) {
+  const int count = static_cast<int>(n);
+  if (count < op.min_inputs || (op.max_inputs >= 0 && count > op.max_inputs)) {
+    const std::string expected =
+        op.max_inputs < 0 ? absl::StrCat("at least ", op.min_inputs)
+        : op.min_inputs == op.max_inputs
+            ? absl::StrCat(op.min_inputs)
+            : absl::StrCat(op.min_inputs, " to ", op.max_inputs);
+    return absl::InvalidArgumentError(absl::StrCat(
+        op.name, " takes ", expected, " input(s), got ", count));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSameDevice(const OpDef& op, absl::Span<const Tensor> inputs) {
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    if (inputs[i].device() != inputs[0].device()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          op.name, ": expected all tensors on the same device, found ",
+          inputs[0].device()->name(), " and ", inputs[i].device()->name(),
+          " (move one with .to())"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PrefixOp(const OpDef& op, absl::Status status) {
+  if (status.ok() || absl::StartsWith(status.message(), op.name)) return status;
+  return absl::Status(status.code(), absl::StrCat(op.name, ": ", status.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
+                                          absl::Span<const Tensor> inputs,
+                                          const Attrs& attrs,
+                                          const OpContext& ctx) {
+  TD_RETURN_IF_ERROR(CheckArity(op, inputs.size()));
+  TD_RETURN_IF_ERROR(CheckSameDevice(op, inputs));
+  if (op.view != nullptr) {
+    auto views = op.view(inputs, attrs, ctx);
+    if (!views.ok()) return PrefixOp(op, views.status());
+    return views;
+  }
+  auto specs = op.infer(inputs, attrs, ctx);
+  if (!specs.ok()) return PrefixOp(op, specs.status());
+  Device* device = inputs.empty() ? specs->front().device : inputs[0].device();
+  const KernelFn kernel = device->kind() == DeviceKind::kCpu ? op.cpu : op.cuda;
+  if (kernel == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        op.name, " is not implemented on ", device->name(), " yet"));
+  }
+  std::vector<Tensor> outputs;
+  outputs.reserve(specs->size());
+  for (const TensorSpec& spec : *specs) {
+    auto out = Tensor::Empty(spec.device, spec.dtype, spec.shape, ctx.alloc);
+    if (!out.ok()) return PrefixOp(op, out.status());
+    outputs.push_back(*std::move(out));
+  }
+  TD_RETURN_IF_ERROR(PrefixOp(op, kernel(inputs, outputs, attrs, ctx)));
+  return outputs;
+}
+
+absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype,
+                              const OpContext& ctx) {
+  if (t.dtype() == dtype) return t;
+  TD_ASSIGN_OR_RETURN(Tensor out,
+                      Tensor::Empty(t.device(), dtype, t.shape(), ctx.alloc));
+  if (t.device()->kind() != DeviceKind::kCpu) {
+    return absl::UnimplementedError(
+        absl::StrCat("dtype conversion on ", t.device()->name()));
+  }
+  TD_RETURN_IF_ERROR(cpu::Copy(t.view(), out.view()));
+  return out;
+}
+
+absl::StatusOr<Tensor> Contiguous(const Tensor& t, const OpContext& ctx) {
+  if (t.is_contiguous()) return t;
+  TD_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(t.device(), t.dtype(),
+                                                t.shape(), ctx.alloc));
+  if (t.device()->kind() != DeviceKind::kCpu) {
+    return absl::UnimplementedError(
+        absl::StrCat("strided copy on ", t.device()->name()));
+  }
+  TD_RETURN_IF_ERROR(cpu::Copy(t.view(), out.view()));
+  return out;
+}
+
+}  // namespace tensord

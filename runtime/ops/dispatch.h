@@ -1,0 +1,31 @@
+// Runs one op-table row on tensors: arity and device checks, shape inference,
+// output allocation, the device kernel. Thread-compatible: a session calls it
+// from its executor thread only.
+#ifndef TENSORD_RUNTIME_OPS_DISPATCH_H_
+#define TENSORD_RUNTIME_OPS_DISPATCH_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/ops/op_def.h"
+
+namespace tensord {
+
+// Every error names the op and is a user error (INVALID_ARGUMENT,
+// RESOURCE_EXHAUSTED, UNIMPLEMENTED, ...); no kernel runs unless the call
+// validated (Note [Infer before compute]).
+absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
+                                          absl::Span<const Tensor> inputs,
+                                          const Attrs& attrs,
+                                          const OpContext& ctx);
+
+// Shared helpers for the op families.
+// `t` converted to `dtype` (no copy when it already has it).
+absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype,
+                              const OpContext& ctx);
+// A contiguous copy of `t` (no copy when already contiguous).
+absl::StatusOr<Tensor> Contiguous(const Tensor& t, const OpContext& ctx);
+
+}  // namespace tensord
+
+#endif  // TENSORD_RUNTIME_OPS_DISPATCH_H_

@@ -1,0 +1,138 @@
+// Linear algebra: matmul with PyTorch's rules for 1-d, 2-d and batched
+// (broadcast) operands, on OpenBLAS.
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/matmul.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/ops/dispatch.h"
+#include "runtime/ops/op_helpers.h"
+#include "runtime/ops/op_table.h"
+
+namespace tensord {
+namespace {
+
+// The operands seen as batches of matrices: a [.., M, K], b [.., K, N].
+struct MatmulPlan {
+  Shape a_mat, b_mat;  // a and b with 1-d operands promoted to matrices
+  Shape batch;         // broadcast batch shape
+  int64_t m, k, n;
+  Shape out;           // final output shape (promoted dims dropped)
+};
+
+absl::StatusOr<MatmulPlan> Plan(const Tensor& a, const Tensor& b) {
+  if (a.ndim() == 0 || b.ndim() == 0) {
+    return absl::InvalidArgumentError(
+        "both arguments to matmul need to be at least 1-d, got " +
+        absl::StrCat(a.ndim(), "-d and ", b.ndim(), "-d"));
+  }
+  MatmulPlan p;
+  p.a_mat = a.shape();
+  p.b_mat = b.shape();
+  if (a.ndim() == 1) p.a_mat.insert(p.a_mat.begin(), 1);
+  if (b.ndim() == 1) p.b_mat.push_back(1);
+  p.m = p.a_mat[p.a_mat.size() - 2];
+  p.k = p.a_mat.back();
+  p.n = p.b_mat.back();
+  if (p.b_mat[p.b_mat.size() - 2] != p.k) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shapes ", ShapeToString(a.shape()), " and ", ShapeToString(b.shape()),
+        " cannot be multiplied (", p.k, " vs ", p.b_mat[p.b_mat.size() - 2],
+        ")"));
+  }
+  TD_ASSIGN_OR_RETURN(
+      p.batch,
+      BroadcastShapes(absl::MakeSpan(p.a_mat).subspan(0, p.a_mat.size() - 2),
+                      absl::MakeSpan(p.b_mat).subspan(0, p.b_mat.size() - 2)));
+  p.out = p.batch;
+  if (a.ndim() > 1) p.out.push_back(p.m);
+  if (b.ndim() > 1) p.out.push_back(p.n);
+  return p;
+}
+
+absl::StatusOr<std::vector<TensorSpec>> InferMatmul(absl::Span<const Tensor> in,
+                                                    const Attrs&,
+                                                    const OpContext&) {
+  if (in[0].dtype() != in[1].dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected both operands to have the same dtype, got ",
+        DTypeName(in[0].dtype()), " and ", DTypeName(in[1].dtype())));
+  }
+  if (in[0].dtype() == DType::kBool) {
+    return absl::InvalidArgumentError("matmul is not defined for bool tensors");
+  }
+  TD_ASSIGN_OR_RETURN(MatmulPlan p, Plan(in[0], in[1]));
+  TD_RETURN_IF_ERROR(CheckShape(p.out, ItemSize(in[0].dtype())));
+  return std::vector<TensorSpec>{{in[0].dtype(), p.out, in[0].device()}};
+}
+
+// `t` as a matrix stack: a 1-d left operand becomes a [1, K] row, a 1-d
+// right operand a [K, 1] column (views, stride 0 on the new dim).
+Tensor AsMatrix(const Tensor& t, bool left) {
+  if (t.ndim() != 1) return t;
+  const int64_t k = t.shape()[0], s = t.strides()[0];
+  return left ? t.AsStrided({1, k}, {0, s}, t.offset())
+              : t.AsStrided({k, 1}, {s, 0}, t.offset());
+}
+
+// A matrix stack broadcast to `batch` and flattened to a 3-d view [B, R, C];
+// copies (into *keep_alive) only when several batch dims cannot be merged.
+absl::StatusOr<StridedView> AsBatch3d(const Tensor& mat, const Shape& batch,
+                                      const OpContext& ctx, Tensor* keep_alive) {
+  Shape full = batch;
+  full.push_back(mat.shape()[mat.ndim() - 2]);
+  full.push_back(mat.shape().back());
+  StridedView v = mat.BroadcastView(full);
+  const int nb = static_cast<int>(batch.size());
+  bool mergeable = true;
+  for (int d = 0; d + 1 < nb; ++d) {
+    if (v.strides[d] != v.strides[d + 1] * v.sizes[d + 1]) mergeable = false;
+  }
+  if (!mergeable) {
+    Tensor expanded = mat.AsStrided(full, Strides(v.strides, v.strides + v.ndim),
+                                    mat.offset());
+    TD_ASSIGN_OR_RETURN(*keep_alive, Contiguous(expanded, ctx));
+    v = keep_alive->view();
+  }
+  StridedView out = v;
+  out.ndim = 3;
+  out.sizes[0] = NumElements(batch);
+  out.strides[0] = nb == 0 ? 0 : v.strides[nb - 1];
+  for (int i = 1; i < 3; ++i) {
+    out.sizes[i] = v.sizes[nb + i - 1];
+    out.strides[i] = v.strides[nb + i - 1];
+  }
+  return out;
+}
+
+absl::Status CpuMatmul(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
+                       const Attrs&, const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(MatmulPlan p, Plan(in[0], in[1]));
+  Tensor keep_a, keep_b;
+  TD_ASSIGN_OR_RETURN(StridedView a,
+                      AsBatch3d(AsMatrix(in[0], true), p.batch, ctx, &keep_a));
+  TD_ASSIGN_OR_RETURN(StridedView b,
+                      AsBatch3d(AsMatrix(in[1], false), p.batch, ctx, &keep_b));
+  StridedView o = out[0].view();
+  o.ndim = 3;
+  o.sizes[0] = NumElements(p.batch);
+  o.sizes[1] = p.m;
+  o.sizes[2] = p.n;
+  o.strides[2] = 1;
+  o.strides[1] = p.n;
+  o.strides[0] = p.m * p.n;
+  return cpu::BatchedMatmul(a, b, o);
+}
+
+}  // namespace
+
+std::vector<OpDef> LinalgOps() {
+  OpDef matmul;
+  matmul.name = "matmul";
+  matmul.min_inputs = matmul.max_inputs = 2;
+  matmul.infer = InferMatmul;
+  matmul.cpu = CpuMatmul;
+  matmul.differentiable = true;
+  matmul.doc = "Matrix product with NumPy/PyTorch batching and 1-d rules.";
+  return {std::move(matmul)};
+}
+
+}  // namespace tensord

@@ -1,0 +1,88 @@
+#include "runtime/ops/op_helpers.h"
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+
+namespace tensord {
+namespace {
+
+int Category(DType d) {
+  return d == DType::kBool ? 0 : IsFloating(d) ? 2 : 1;
+}
+
+}  // namespace
+
+AttrSpec Required(std::string name, AttrType type) {
+  return AttrSpec{std::move(name), type, true, {}};
+}
+
+AttrSpec Optional(std::string name, AttrType type, AttrValue default_value) {
+  return AttrSpec{std::move(name), type, false, std::move(default_value)};
+}
+
+std::vector<AttrSpec> CreationAttrs(std::vector<AttrSpec> leading,
+                                    DType default_dtype) {
+  leading.push_back(Optional("dtype", AttrType::kDType, default_dtype));
+  leading.push_back(Optional("device", AttrType::kString, std::string()));
+  return leading;
+}
+
+absl::StatusOr<Device*> ResolveDevice(const Attrs& attrs, const OpContext& ctx) {
+  const std::string& name = attrs.String("device");
+  if (name.empty()) return ctx.device;
+  Device* device = ctx.devices ? ctx.devices->Find(name) : nullptr;
+  if (device == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown device '", name, "' (this daemon serves: ",
+                     ctx.devices ? ctx.devices->Names() : "cpu", ")"));
+  }
+  return device;
+}
+
+DType ResultType(absl::Span<const Tensor> inputs) {
+  bool have_dim = false, have_zero = false;
+  DType dim_type = DType::kBool, zero_type = DType::kBool;
+  for (const Tensor& t : inputs) {
+    if (t.ndim() > 0) {
+      dim_type = have_dim ? PromoteTypes(dim_type, t.dtype()) : t.dtype();
+      have_dim = true;
+    } else {
+      zero_type = have_zero ? PromoteTypes(zero_type, t.dtype()) : t.dtype();
+      have_zero = true;
+    }
+  }
+  if (!have_dim) return zero_type;
+  if (!have_zero || Category(zero_type) <= Category(dim_type)) return dim_type;
+  // A 0-dim operand of a higher category: floating scalars give the default
+  // float type unless the 0-dim tensor itself is wider, as in PyTorch.
+  return zero_type;
+}
+
+absl::StatusOr<Shape> ShapeAttr(const Attrs& attrs, const std::string& name,
+                                DType dtype) {
+  const std::vector<int64_t>& v = attrs.Ints(name);
+  Shape shape(v.begin(), v.end());
+  TD_RETURN_IF_ERROR(CheckShape(shape, ItemSize(dtype)));
+  return shape;
+}
+
+absl::StatusOr<std::vector<bool>> ReducedDims(const Attrs& attrs, int rank) {
+  std::vector<bool> reduced(rank, false);
+  const std::vector<int64_t>& dims = attrs.Ints("dim");
+  if (dims.empty()) {
+    reduced.assign(rank, true);
+    return reduced;
+  }
+  for (int64_t d : dims) {
+    TD_ASSIGN_OR_RETURN(int wrapped, WrapDim(d, rank));
+    if (rank == 0) continue;
+    if (reduced[wrapped]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dim ", wrapped, " appears multiple times in dim"));
+    }
+    reduced[wrapped] = true;
+  }
+  return reduced;
+}
+
+}  // namespace tensord

@@ -1,0 +1,37 @@
+// Small helpers shared by the op families' rows (infer functions mostly).
+#ifndef TENSORD_RUNTIME_OPS_OP_HELPERS_H_
+#define TENSORD_RUNTIME_OPS_OP_HELPERS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/ops/op_def.h"
+
+namespace tensord {
+
+// Attribute spec shorthands for table rows.
+AttrSpec Required(std::string name, AttrType type);
+AttrSpec Optional(std::string name, AttrType type, AttrValue default_value);
+// The usual trailing attributes of creation ops: dtype (default float32
+// unless given) and device ("" = the session default).
+std::vector<AttrSpec> CreationAttrs(std::vector<AttrSpec> leading,
+                                    DType default_dtype = kDefaultFloat);
+
+// The device named by attribute "device" ("" = ctx.device).
+absl::StatusOr<Device*> ResolveDevice(const Attrs& attrs, const OpContext& ctx);
+
+// PyTorch's result_type for tensor operands: 0-dim operands only raise the
+// category (bool < integral < floating), as wrapped Python scalars do.
+DType ResultType(absl::Span<const Tensor> inputs);
+
+// Shape from an "ints" attribute, validated (no negatives, no overflow).
+absl::StatusOr<Shape> ShapeAttr(const Attrs& attrs, const std::string& name,
+                                DType dtype);
+
+// Normalised, de-duplicated reduction dims from attribute "dim" ([] = all).
+absl::StatusOr<std::vector<bool>> ReducedDims(const Attrs& attrs, int rank);
+
+}  // namespace tensord
+
+#endif  // TENSORD_RUNTIME_OPS_OP_HELPERS_H_

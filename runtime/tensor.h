@@ -1,0 +1,92 @@
+// Storage owns bytes on a device; Tensor is a strided view of a Storage.
+//
+// Several tensors (views) share one Storage through shared_ptr; the bytes go
+// back to the device allocator when the last view is destroyed. A Tensor is
+// a small value type: copying it makes another view of the same storage.
+// Not thread-safe by itself: a session's tensors are used by its executor.
+#ifndef TENSORD_RUNTIME_TENSOR_H_
+#define TENSORD_RUNTIME_TENSOR_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "runtime/core/dtype.h"
+#include "runtime/core/shape.h"
+#include "runtime/core/strided.h"
+#include "runtime/device.h"
+
+namespace tensord {
+
+class Storage {
+ public:
+  // Allocates `bytes` on `device` for `ctx.session`; RESOURCE_EXHAUSTED from
+  // the allocator passes through.
+  static absl::StatusOr<std::shared_ptr<Storage>> Allocate(
+      Device* device, size_t bytes, const AllocContext& ctx);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device* device() const { return device_; }
+  uint64_t session() const { return session_; }
+
+  // Bumped by every in-place write; autograd checks it (Note [Versions]).
+  uint64_t version() const { return version_; }
+  void BumpVersion() { ++version_; }
+
+ private:
+  Storage(Device* device, void* data, size_t nbytes, uint64_t session)
+      : device_(device), data_(data), nbytes_(nbytes), session_(session) {}
+  Device* device_;
+  void* data_;
+  size_t nbytes_;
+  uint64_t session_;
+  uint64_t version_ = 0;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // A new contiguous tensor (uninitialised memory).
+  static absl::StatusOr<Tensor> Empty(Device* device, DType dtype,
+                                      const Shape& shape,
+                                      const AllocContext& ctx);
+  // A view of `storage` (no copy). The caller guarantees the view fits.
+  Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape,
+         Strides strides, int64_t offset);
+
+  bool defined() const { return storage_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  const Strides& strides() const { return strides_; }
+  int64_t offset() const { return offset_; }  // in elements
+  int ndim() const { return static_cast<int>(shape_.size()); }
+  int64_t numel() const { return NumElements(shape_); }
+  size_t nbytes() const { return numel() * ItemSize(dtype_); }
+  Device* device() const { return storage_->device(); }
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  void* data() const;  // address of the first element
+  bool is_contiguous() const;
+
+  // The POD view kernels take.
+  StridedView view() const;
+  // This tensor seen with `shape` (broadcasting: stride 0 on expanded dims).
+  // The caller has checked that the shapes broadcast.
+  StridedView BroadcastView(const Shape& shape) const;
+  // Another view of the same storage.
+  Tensor AsStrided(Shape shape, Strides strides, int64_t offset) const;
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  DType dtype_ = DType::kFloat32;
+  Shape shape_;
+  Strides strides_;
+  int64_t offset_ = 0;
+};
+
+}  // namespace tensord
+
+#endif  // TENSORD_RUNTIME_TENSOR_H_
