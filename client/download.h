@@ -1,0 +1,77 @@
+// Reassembly of a `Get` answer (Data chunks for one request_id) and
+// conversion of the downloaded bytes to C++ element types. No I/O, no locks:
+// the session's reader thread feeds an assembler under its own mutex.
+#ifndef TENSORD_CLIENT_DOWNLOAD_H_
+#define TENSORD_CLIENT_DOWNLOAD_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/dtype.h"
+#include "proto/tensord.pb.h"
+
+namespace tensord {
+inline namespace client {
+
+// A downloaded tensor: C-contiguous little-endian bytes plus its meta.
+struct HostTensor {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  std::string device;
+  std::string bytes;
+
+  int64_t numel() const;
+};
+
+// Collects the Data chunks of one request. Chunks must arrive in order: the
+// first carries meta and total_bytes, offsets are consecutive, the last sets
+// `last`. Any violation is INTERNAL (a daemon bug, reported not trusted).
+class DataAssembler {
+ public:
+  // Applies one chunk. Returns an error on a protocol violation; after an
+  // error or once done() the assembler ignores nothing: callers stop feeding.
+  absl::Status Add(const v1::Data& chunk);
+  bool done() const { return done_; }
+  // Moves the assembled tensor out; only valid once done().
+  HostTensor Take() { return std::move(tensor_); }
+
+ private:
+  bool started_ = false;
+  bool done_ = false;
+  uint64_t total_bytes_ = 0;
+  HostTensor tensor_;
+};
+
+// Converts `numel` elements of `src_dtype` at `src` to T (numeric cast, as
+// torch's `.tolist()` then a C++ cast). T must have a DTypeOf.
+template <typename T>
+void ConvertElements(DType src_dtype, const void* src, int64_t numel, T* dst);
+
+// The common case: all elements of `tensor` as T.
+template <typename T>
+std::vector<T> ToVector(const HostTensor& tensor) {
+  std::vector<T> out(tensor.numel());
+  ConvertElements<T>(tensor.dtype, tensor.bytes.data(), tensor.numel(),
+                     out.data());
+  return out;
+}
+
+// Explicit instantiations live in download.cc.
+#define TENSORD_DECLARE_CONVERT(T) \
+  extern template void ConvertElements<T>(DType, const void*, int64_t, T*);
+TENSORD_DECLARE_CONVERT(float)
+TENSORD_DECLARE_CONVERT(double)
+TENSORD_DECLARE_CONVERT(int64_t)
+TENSORD_DECLARE_CONVERT(int32_t)
+TENSORD_DECLARE_CONVERT(int8_t)
+TENSORD_DECLARE_CONVERT(uint8_t)
+TENSORD_DECLARE_CONVERT(bool)
+#undef TENSORD_DECLARE_CONVERT
+
+}  // namespace client
+}  // namespace tensord
+
+#endif  // TENSORD_CLIENT_DOWNLOAD_H_

@@ -1,0 +1,50 @@
+// How a client connects to tensord and batches its commands.
+#ifndef TENSORD_CLIENT_OPTIONS_H_
+#define TENSORD_CLIENT_OPTIONS_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace grpc {
+class ChannelCredentials;
+}  // namespace grpc
+
+namespace tensord {
+inline namespace client {
+
+inline constexpr char kDefaultAddress[] = "127.0.0.1:50051";
+
+struct ClientOptions {
+  // "host:port". Empty: $TENSORD_ADDRESS, else 127.0.0.1:50051.
+  std::string address;
+  // Session token. Empty: $TENSORD_TOKEN (may be empty for --insecure).
+  std::string token;
+  // Shown by `tensorctl sessions`.
+  std::string client_name = "tensord-cpp";
+  // Null: plaintext (local development, or a daemon started --insecure).
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // How long Connect waits for the channel before UNAVAILABLE.
+  absl::Duration connect_timeout = absl::Seconds(10);
+
+  // Batching (see docs/protocol.md "A session"): a pending batch is sent at
+  // a sync point, after `batch_delay`, or once it holds `batch_max_commands`
+  // commands or `batch_max_bytes` bytes.
+  absl::Duration batch_delay = absl::Milliseconds(2);
+  size_t batch_max_bytes = size_t{1} << 20;
+  size_t batch_max_commands = 1024;
+  // Largest ServerFrame accepted. Data arrives in chunk_bytes (1 MiB)
+  // pieces, so this never limits tensor sizes.
+  int max_receive_message_bytes = 16 << 20;
+};
+
+// `options` with address and token filled from the environment and
+// defaults where empty.
+ClientOptions ResolveOptions(ClientOptions options);
+
+}  // namespace client
+}  // namespace tensord
+
+#endif  // TENSORD_CLIENT_OPTIONS_H_

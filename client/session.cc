@@ -1,0 +1,355 @@
+// Session setup, command batching and sending. Frame handling and the
+// waiting sync points are in session_reader.cc.
+#include "client/session.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/status.h"
+
+namespace tensord {
+inline namespace client {
+namespace internal {
+
+Session::Session(const ClientOptions& options,
+                 std::shared_ptr<grpc::Channel> channel)
+    : address_(options.address),
+      policy_{options.batch_max_bytes, options.batch_max_commands,
+              size_t{8} << 20},
+      batch_delay_(options.batch_delay),
+      channel_(std::move(channel)),
+      stub_(v1::Tensord::NewStub(channel_)) {}
+
+Session::~Session() { Close(); }
+
+absl::StatusOr<std::shared_ptr<Session>> Session::Open(
+    const ClientOptions& raw_options) {
+  const ClientOptions options = ResolveOptions(raw_options);
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      options.credentials ? options.credentials
+                          : grpc::InsecureChannelCredentials();
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(options.address, credentials, args);
+  if (!channel->WaitForConnected(
+          std::chrono::system_clock::now() +
+          absl::ToChronoMilliseconds(options.connect_timeout))) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot reach tensord at ", options.address, " (no connection within ",
+        absl::FormatDuration(options.connect_timeout),
+        "); is the daemon running? Set TENSORD_ADDRESS or "
+        "ClientOptions::address"));
+  }
+  std::shared_ptr<Session> session(new Session(options, std::move(channel)));
+  absl::Status status = session->Handshake(options);
+  if (!status.ok()) return status;
+  session->started_ = true;
+  session->reader_ = std::thread(&Session::ReadLoop, session.get());
+  session->flusher_ = std::thread(&Session::FlushLoop, session.get());
+  return session;
+}
+
+absl::Status Session::Handshake(const ClientOptions& options) {
+  if (!options.token.empty()) {
+    context_.AddMetadata("authorization", "Bearer " + options.token);
+  }
+  stream_ = stub_->Session(&context_);
+  v1::ClientFrame hello_frame;
+  v1::Hello* hello = hello_frame.mutable_hello();
+  hello->set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  hello->set_token(options.token);
+  hello->set_client_name(options.client_name);
+  v1::ServerFrame reply;
+  if (!stream_->Write(hello_frame) || !stream_->Read(&reply)) {
+    absl::Status status = StatusFromGrpc(stream_->Finish());
+    if (status.ok()) {
+      status = absl::UnavailableError("the stream closed before Welcome");
+    }
+    return absl::Status(status.code(), absl::StrCat("tensord at ", address_,
+                                                    " refused the session: ",
+                                                    status.message()));
+  }
+  absl::Status bad;
+  if (!reply.has_welcome()) {
+    bad = absl::InternalError(absl::StrCat(
+        "tensord at ", address_, " answered Hello without a Welcome"));
+  } else if (reply.welcome().protocol_version() != 0 &&
+             reply.welcome().protocol_version() !=
+                 v1::PROTOCOL_VERSION_CURRENT) {
+    bad = absl::FailedPreconditionError(absl::StrCat(
+        "tensord at ", address_, " speaks protocol version ",
+        reply.welcome().protocol_version(), "; this client speaks ",
+        static_cast<int>(v1::PROTOCOL_VERSION_CURRENT)));
+  }
+  if (!bad.ok()) {
+    context_.TryCancel();
+    stream_->Finish().ok();  // the status is ours (CANCELLED)
+    return bad;
+  }
+  welcome_ = std::move(*reply.mutable_welcome());
+  for (int i = 0; i < welcome_.ops_size(); ++i) {
+    op_index_[welcome_.ops(i).name()] = i;
+  }
+  if (welcome_.max_frame_bytes() != 0) {
+    policy_.max_frame_bytes = welcome_.max_frame_bytes();
+  }
+  chunk_bytes_ =
+      EffectiveChunkBytes(welcome_.chunk_bytes(), policy_.max_frame_bytes);
+  absl::MutexLock lock(&mu_);
+  default_device_ = welcome_.default_device();
+  return absl::OkStatus();
+}
+
+void Session::Close() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    if (!started_) {
+      closed_ = true;
+      return;
+    }
+  }
+  {
+    // Last commands (typically releases) go out before the half-close.
+    absl::MutexLock enqueue_lock(&enqueue_mu_);
+    Flush().IgnoreError();
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+  }
+  {
+    absl::MutexLock write_lock(&write_mu_);
+    if (!writes_done_) {
+      writes_done_ = true;
+      stream_->WritesDone();
+    }
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    closing_ = true;
+    // The daemon ends the stream once it has seen WritesDone; don't hang on
+    // one that doesn't.
+    if (!mu_.AwaitWithTimeout(absl::Condition(&reader_done_),
+                              absl::Seconds(5))) {
+      context_.TryCancel();
+    }
+  }
+  reader_.join();
+  flusher_.join();
+}
+
+const v1::OpSchema* Session::FindOp(absl::string_view name) const {
+  auto it = op_index_.find(name);
+  return it == op_index_.end() ? nullptr : &welcome_.ops(it->second);
+}
+
+absl::Status Session::CheckOpenLocked() const {
+  if (closed_) {
+    return absl::FailedPreconditionError(
+        "the tensord session is closed (its Client was destroyed)");
+  }
+  return stream_error_;
+}
+
+uint64_t Session::AllocateHandleLocked() { return next_handle_++; }
+
+absl::Status Session::Append(v1::Command command,
+                             const std::vector<uint64_t>& creates,
+                             const HandleMeta* known) {
+  // + seq field and the repeated-field framing.
+  const size_t size = command.ByteSizeLong() + 16;
+  if (!policy_.Fits(size)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a command of ", size,
+                     " bytes exceeds tensord's frame "
+                     "limit of ",
+                     policy_.max_frame_bytes, " bytes"));
+  }
+  bool flush_before;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::Status open = CheckOpenLocked();
+    if (!open.ok()) return open;
+    flush_before = policy_.FlushBefore(pending_.batch().commands_size(),
+                                       pending_bytes_, size);
+  }
+  if (flush_before) {
+    absl::Status status = Flush();
+    if (!status.ok()) return status;
+  }
+  bool flush_after;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::Status open = CheckOpenLocked();
+    if (!open.ok()) return open;
+    command.set_seq(next_seq_++);
+    for (uint64_t handle : creates) {
+      HandleState& state = handles_[handle];
+      state.seq = command.seq();
+      if (known != nullptr) {
+        state.known = true;
+        state.meta = *known;
+      }
+    }
+    if (pending_.batch().commands_size() == 0 && pending_releases_.empty()) {
+      first_pending_ = absl::Now();
+    }
+    *pending_.mutable_batch()->add_commands() = std::move(command);
+    pending_bytes_ += size;
+    flush_after =
+        policy_.FlushAfter(pending_.batch().commands_size(), pending_bytes_);
+  }
+  return flush_after ? Flush() : absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint64_t>> Session::EnqueueCall(
+    const v1::OpSchema& op, const std::vector<uint64_t>& inputs,
+    const google::protobuf::Map<std::string, v1::AttrValue>& attrs,
+    int num_outputs, const std::string& site) {
+  absl::MutexLock enqueue_lock(&enqueue_mu_);
+  std::vector<uint64_t> outputs;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::Status open = CheckOpenLocked();
+    if (!open.ok()) return open;
+    for (int i = 0; i < num_outputs; ++i) {
+      outputs.push_back(AllocateHandleLocked());
+    }
+  }
+  v1::Command command;
+  v1::Call* call = command.mutable_call();
+  call->set_op_id(op.id());
+  call->mutable_inputs()->Add(inputs.begin(), inputs.end());
+  *call->mutable_attrs() = attrs;
+  call->mutable_outputs()->Add(outputs.begin(), outputs.end());
+  call->set_site(site);
+  absl::Status status = Append(std::move(command), outputs, nullptr);
+  if (!status.ok()) return status;
+  return outputs;
+}
+
+absl::StatusOr<uint64_t> Session::EnqueueUpload(
+    const void* data, DType dtype, const std::vector<int64_t>& shape,
+    const std::string& device, bool requires_grad, const std::string& site) {
+  absl::StatusOr<uint64_t> total = TensorBytes(dtype, shape);
+  if (!total.ok()) return total.status();
+  absl::MutexLock enqueue_lock(&enqueue_mu_);
+  uint64_t handle;
+  HandleMeta meta{dtype, shape, device, requires_grad, absl::OkStatus()};
+  {
+    absl::MutexLock lock(&mu_);
+    absl::Status open = CheckOpenLocked();
+    if (!open.ok()) return open;
+    handle = AllocateHandleLocked();
+    if (meta.device.empty()) meta.device = default_device_;
+    in_chunked_put_ = true;  // no Release between this upload's chunks
+  }
+  absl::Status status;
+  for (const Chunk& chunk : PlanChunks(*total, chunk_bytes_)) {
+    v1::Command command;
+    v1::Put* put = command.mutable_put();
+    put->set_handle(handle);
+    put->set_offset(chunk.offset);
+    put->set_data(static_cast<const char*>(data) + chunk.offset, chunk.size);
+    put->set_last(chunk.last);
+    std::vector<uint64_t> creates;
+    if (chunk.offset == 0) {
+      put->set_dtype(ToWire(dtype));
+      put->mutable_shape()->Add(shape.begin(), shape.end());
+      put->set_device(device);
+      put->set_requires_grad(requires_grad);
+      put->set_site(site);
+      creates.push_back(handle);
+    }
+    status = Append(std::move(command), creates,
+                    chunk.offset == 0 ? &meta : nullptr);
+    if (!status.ok()) break;
+  }
+  absl::MutexLock lock(&mu_);
+  in_chunked_put_ = false;
+  if (!status.ok()) {
+    handles_.erase(handle);
+    return status;
+  }
+  return handle;
+}
+
+absl::Status Session::EnqueueOptions(const v1::SetOptions& options) {
+  absl::MutexLock enqueue_lock(&enqueue_mu_);
+  v1::Command command;
+  *command.mutable_options() = options;
+  absl::Status status = Append(std::move(command), {}, nullptr);
+  if (status.ok() && options.option_case() == v1::SetOptions::kDefaultDevice) {
+    absl::MutexLock lock(&mu_);
+    default_device_ = options.default_device();
+  }
+  return status;
+}
+
+void Session::QueueRelease(uint64_t handle) {
+  absl::MutexLock lock(&mu_);
+  handles_.erase(handle);
+  // A closed or broken session's handles are released by the daemon.
+  if (closed_ || !stream_error_.ok()) return;
+  if (pending_.batch().commands_size() == 0 && pending_releases_.empty()) {
+    first_pending_ = absl::Now();
+  }
+  pending_releases_.push_back(handle);
+}
+
+absl::Status Session::Flush() {
+  absl::MutexLock write_lock(&write_mu_);
+  v1::ClientFrame frame;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!pending_releases_.empty() && !in_chunked_put_ && stream_error_.ok()) {
+      v1::Command* command = pending_.mutable_batch()->add_commands();
+      command->set_seq(next_seq_++);
+      command->mutable_release()->mutable_handles()->Add(
+          pending_releases_.begin(), pending_releases_.end());
+      pending_releases_.clear();
+    }
+    const int count = pending_.batch().commands_size();
+    if (count == 0) return stream_error_;
+    sent_seq_ = pending_.batch().commands(count - 1).seq();
+    frame.Swap(&pending_);
+    pending_bytes_ = 0;
+    if (!stream_error_.ok()) return stream_error_;  // dropped: stream is over
+  }
+  if (writes_done_) {
+    return absl::FailedPreconditionError("the tensord session is closed");
+  }
+  if (!stream_->Write(frame)) {
+    absl::MutexLock lock(&mu_);
+    if (stream_error_.ok()) {
+      stream_error_ = absl::UnavailableError(absl::StrCat(
+          "the session stream to tensord at ", address_, " broke"));
+    }
+    return stream_error_;
+  }
+  return absl::OkStatus();
+}
+
+void Session::FlushLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return closing_ || pending_.batch().commands_size() > 0 ||
+               (!pending_releases_.empty() && !in_chunked_put_);
+      };
+      mu_.Await(absl::Condition(&has_work));
+      if (closing_) return;
+      // A timed condition wait, not a sleep: Close() wakes it at once.
+      mu_.AwaitWithDeadline(absl::Condition(&closing_),
+                            first_pending_ + batch_delay_);
+      if (closing_) return;
+    }
+    Flush().IgnoreError();
+  }
+}
+
+}  // namespace internal
+}  // namespace client
+}  // namespace tensord

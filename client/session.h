@@ -1,0 +1,191 @@
+// One tensord session: the gRPC stream, command batching, and the reader
+// thread that turns ServerFrames into handle metadata, downloads and sync
+// results. Works in handles; client/tensor.h wraps them in Tensors.
+//
+// Threading. Every public method is thread-safe. Three mutexes, always taken
+// in this order:
+//   enqueue_mu_  held by a command producer for its whole operation, so a
+//                producer's new handles are increasing in seq order and the
+//                Put chunks of one upload are consecutive commands;
+//   write_mu_    held around stream writes (one writer at a time); a flush
+//                takes the pending batch under mu_ while holding write_mu_,
+//                so frames leave in seq order;
+//   mu_          guards all state below; never held across network I/O.
+// Two threads are owned: the reader (blocks in stream Read, takes mu_) and
+// the flusher (sends a non-empty batch `batch_delay` after its first
+// command). Waiters block on mu_ conditions, never sleep.
+//
+// Releases (from Tensor destructors, any thread) only touch mu_: they queue
+// the handle and the next flush appends one Release command, never between
+// the chunks of an upload.
+#ifndef TENSORD_CLIENT_SESSION_H_
+#define TENSORD_CLIENT_SESSION_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "client/chunking.h"
+#include "client/download.h"
+#include "client/dtype.h"
+#include "client/options.h"
+#include "proto/tensord.grpc.pb.h"
+#include "proto/tensord.pb.h"
+
+namespace tensord {
+inline namespace client {
+namespace internal {
+
+// What the client knows about a handle.
+struct HandleMeta {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  std::string device;
+  bool requires_grad = false;
+  absl::Status error;  // non-OK: the handle is poisoned
+};
+
+class Session {
+ public:
+  // Connects, sends Hello and waits for Welcome. A refused handshake is the
+  // daemon's status (FAILED_PRECONDITION for a version mismatch,
+  // UNAUTHENTICATED for a bad token); no daemon is UNAVAILABLE.
+  static absl::StatusOr<std::shared_ptr<Session>> Open(
+      const ClientOptions& options);
+
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Sends what is pending, half-closes the stream and joins the threads.
+  // Later calls fail with FAILED_PRECONDITION; releases are dropped (the
+  // daemon releases every handle of a closed session). Idempotent.
+  void Close();
+
+  const v1::Welcome& welcome() const { return welcome_; }
+  const std::string& address() const { return address_; }
+  // Null when the catalog has no such op.
+  const v1::OpSchema* FindOp(absl::string_view name) const;
+
+  // Queues a Call of `op` creating `num_outputs` fresh handles, returned in
+  // order. `attrs` are already checked against the schema.
+  absl::StatusOr<std::vector<uint64_t>> EnqueueCall(
+      const v1::OpSchema& op, const std::vector<uint64_t>& inputs,
+      const google::protobuf::Map<std::string, v1::AttrValue>& attrs,
+      int num_outputs, const std::string& site);
+
+  // Queues the upload of `shape`-shaped C-contiguous `data` as Put chunks
+  // and returns the new handle; the meta is known at once. `data` is only
+  // read during the call.
+  absl::StatusOr<uint64_t> EnqueueUpload(const void* data, DType dtype,
+                                         const std::vector<int64_t>& shape,
+                                         const std::string& device,
+                                         bool requires_grad,
+                                         const std::string& site);
+
+  absl::Status EnqueueOptions(const v1::SetOptions& options);
+
+  // Drops the client's reference to `handle` (batched). Never blocks on I/O.
+  void QueueRelease(uint64_t handle);
+
+  // Sends the pending batch now.
+  absl::Status Flush();
+
+  // Sync point: waits until every earlier command ran; returns the first op
+  // error since the previous Sync (or a frame-level error seen since).
+  absl::Status Sync();
+
+  // Sync point: downloads `handle`'s values, or its poison status.
+  absl::StatusOr<HostTensor> Download(uint64_t handle, const std::string& site);
+
+  // The handle's meta; waits for its Ack only when not yet known.
+  absl::StatusOr<HandleMeta> WaitMeta(uint64_t handle);
+
+ private:
+  struct HandleState {
+    uint64_t seq = 0;  // the command creating it; 0 until appended
+    bool known = false;
+    HandleMeta meta;
+  };
+  struct PendingDownload {
+    DataAssembler assembler;
+    bool done = false;
+    absl::Status status;
+  };
+
+  Session(const ClientOptions& options, std::shared_ptr<grpc::Channel> channel);
+  absl::Status Handshake(const ClientOptions& options);
+
+  // Appends `command` (assigning its seq) to the pending batch, flushing
+  // before and after as BatchPolicy says. `creates` are registered with the
+  // command's seq; `known` (optional) is their meta when the client knows it.
+  absl::Status Append(v1::Command command, const std::vector<uint64_t>& creates,
+                      const HandleMeta* known)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
+  uint64_t AllocateHandleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckOpenLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  void ReadLoop();
+  void FlushLoop();
+  void HandleFrame(const v1::ServerFrame& frame);  // takes mu_
+
+  const std::string address_;
+  BatchPolicy policy_;  // max_frame_bytes set from Welcome, then fixed
+  const absl::Duration batch_delay_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Tensord::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::ClientFrame, v1::ServerFrame>>
+      stream_;
+  v1::Welcome welcome_;                             // immutable after Open
+  absl::flat_hash_map<std::string, int> op_index_;  // name -> welcome_.ops
+  uint64_t chunk_bytes_ = 0;
+  bool started_ = false;  // threads running; set once in Open
+
+  absl::Mutex enqueue_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
+  absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  bool writes_done_ ABSL_GUARDED_BY(write_mu_) = false;
+
+  mutable absl::Mutex mu_;
+  v1::ClientFrame pending_ ABSL_GUARDED_BY(mu_);
+  size_t pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time first_pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> pending_releases_ ABSL_GUARDED_BY(mu_);
+  bool in_chunked_put_ ABSL_GUARDED_BY(mu_) = false;
+  std::string default_device_ ABSL_GUARDED_BY(mu_);  // for Put metas
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t next_handle_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t sent_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t acked_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<uint64_t, HandleState> handles_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, PendingDownload> downloads_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, std::optional<absl::Status>> syncs_
+      ABSL_GUARDED_BY(mu_);
+  absl::Status frame_error_ ABSL_GUARDED_BY(mu_);   // Error{request_id=0}
+  absl::Status stream_error_ ABSL_GUARDED_BY(mu_);  // non-OK: stream is over
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;        // Close() started
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;       // threads should stop
+  bool reader_done_ ABSL_GUARDED_BY(mu_) = false;
+
+  std::thread reader_;
+  std::thread flusher_;
+};
+
+}  // namespace internal
+}  // namespace client
+}  // namespace tensord
+
+#endif  // TENSORD_CLIENT_SESSION_H_

@@ -1,0 +1,218 @@
+// The reader thread and the sync points that wait on what it receives.
+// See client/session.h for the locking order.
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/session.h"
+#include "client/status.h"
+
+namespace tensord {
+inline namespace client {
+namespace internal {
+namespace {
+
+// A wire status the daemon marked as an error but left at code 0.
+absl::Status NonOk(absl::Status status, absl::string_view what) {
+  if (!status.ok()) return status;
+  return absl::UnknownError(absl::StrCat(what, " without a status"));
+}
+
+}  // namespace
+
+void Session::ReadLoop() {
+  v1::ServerFrame frame;
+  while (stream_->Read(&frame)) HandleFrame(frame);
+  grpc::Status grpc_status;
+  {
+    // Finish must not race a Write; writes_done_ stops later ones.
+    absl::MutexLock write_lock(&write_mu_);
+    writes_done_ = true;
+    grpc_status = stream_->Finish();
+  }
+  absl::MutexLock lock(&mu_);
+  absl::Status status = StatusFromGrpc(grpc_status);
+  if (!status.ok()) {
+    status = absl::Status(status.code(),
+                          absl::StrCat("session with tensord at ", address_,
+                                       " ended: ", status.message()));
+  } else if (closing_ || closed_) {
+    status = absl::FailedPreconditionError("the tensord session is closed");
+  } else {
+    status = absl::UnavailableError(
+        absl::StrCat("tensord at ", address_, " ended the session"));
+  }
+  stream_error_ = status;
+  reader_done_ = true;
+}
+
+void Session::HandleFrame(const v1::ServerFrame& frame) {
+  absl::MutexLock lock(&mu_);
+  switch (frame.kind_case()) {
+    case v1::ServerFrame::kAck: {
+      for (const v1::TensorMeta& meta : frame.ack().created()) {
+        auto it = handles_.find(meta.handle());
+        if (it == handles_.end()) continue;  // already released
+        HandleState& state = it->second;
+        absl::StatusOr<DType> dtype = DTypeFromWire(meta.dtype());
+        state.known = true;
+        state.meta.dtype = dtype.ok() ? *dtype : DType::kFloat32;
+        state.meta.shape.assign(meta.shape().begin(), meta.shape().end());
+        state.meta.device = meta.device();
+        state.meta.requires_grad = meta.requires_grad();
+        state.meta.error = StatusFromProto(meta.error());
+        if (state.meta.error.ok() && !dtype.ok()) {
+          state.meta.error = absl::InternalError(
+              absl::StrCat("tensord sent handle ", meta.handle(), " with ",
+                           dtype.status().message()));
+        }
+      }
+      acked_seq_ = std::max(acked_seq_, frame.ack().last_seq());
+      break;
+    }
+    case v1::ServerFrame::kData: {
+      auto it = downloads_.find(frame.data().request_id());
+      if (it == downloads_.end() || it->second.done) break;
+      absl::Status status = it->second.assembler.Add(frame.data());
+      if (!status.ok()) {
+        it->second.done = true;
+        it->second.status = status;
+      } else if (it->second.assembler.done()) {
+        it->second.done = true;
+      }
+      break;
+    }
+    case v1::ServerFrame::kSyncDone: {
+      auto it = syncs_.find(frame.sync_done().request_id());
+      if (it != syncs_.end()) {
+        it->second = StatusFromProto(frame.sync_done().error());
+      }
+      break;
+    }
+    case v1::ServerFrame::kError: {
+      const uint64_t request_id = frame.error().request_id();
+      absl::Status status =
+          NonOk(StatusFromProto(frame.error().status()), "Error frame");
+      if (auto it = downloads_.find(request_id);
+          request_id != 0 && it != downloads_.end()) {
+        it->second.done = true;
+        it->second.status = status;
+      } else if (auto sync = syncs_.find(request_id);
+                 request_id != 0 && sync != syncs_.end()) {
+        sync->second = status;
+      } else if (frame_error_.ok()) {
+        frame_error_ = status;  // reported by the next Sync
+      }
+      break;
+    }
+    default:
+      break;  // a second Welcome or an unknown kind: nothing to do
+  }
+}
+
+absl::Status Session::Sync() {
+  uint64_t request_id;
+  {
+    absl::MutexLock enqueue_lock(&enqueue_mu_);
+    {
+      absl::MutexLock lock(&mu_);
+      absl::Status open = CheckOpenLocked();
+      if (!open.ok()) return open;
+      request_id = next_request_id_++;
+      syncs_[request_id];
+    }
+    v1::Command command;
+    command.mutable_sync()->set_request_id(request_id);
+    absl::Status status = Append(std::move(command), {}, nullptr);
+    if (!status.ok()) {
+      absl::MutexLock lock(&mu_);
+      syncs_.erase(request_id);
+      return status;
+    }
+  }
+  Flush().IgnoreError();  // a broken stream shows in stream_error_ below
+  absl::MutexLock lock(&mu_);
+  auto ready = [this, request_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return syncs_[request_id].has_value() || !stream_error_.ok();
+  };
+  mu_.Await(absl::Condition(&ready));
+  std::optional<absl::Status> result = syncs_[request_id];
+  syncs_.erase(request_id);
+  if (!result.has_value()) return stream_error_;
+  absl::Status frame_error = std::exchange(frame_error_, absl::OkStatus());
+  return result->ok() ? frame_error : *result;
+}
+
+absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
+                                             const std::string& site) {
+  uint64_t request_id;
+  {
+    absl::MutexLock enqueue_lock(&enqueue_mu_);
+    {
+      absl::MutexLock lock(&mu_);
+      absl::Status open = CheckOpenLocked();
+      if (!open.ok()) return open;
+      request_id = next_request_id_++;
+      downloads_[request_id];
+    }
+    v1::Command command;
+    v1::Get* get = command.mutable_get();
+    get->set_handle(handle);
+    get->set_request_id(request_id);
+    get->set_site(site);
+    absl::Status status = Append(std::move(command), {}, nullptr);
+    if (!status.ok()) {
+      absl::MutexLock lock(&mu_);
+      downloads_.erase(request_id);
+      return status;
+    }
+  }
+  Flush().IgnoreError();
+  absl::MutexLock lock(&mu_);
+  auto ready = [this, request_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return downloads_[request_id].done || !stream_error_.ok();
+  };
+  mu_.Await(absl::Condition(&ready));
+  PendingDownload download = std::move(downloads_[request_id]);
+  downloads_.erase(request_id);
+  if (!download.done) return stream_error_;
+  if (!download.status.ok()) return download.status;
+  return download.assembler.Take();
+}
+
+absl::StatusOr<HandleMeta> Session::WaitMeta(uint64_t handle) {
+  uint64_t seq;
+  bool need_flush;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = handles_.find(handle);
+    if (it == handles_.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("handle ", handle, " is not live in this session"));
+    }
+    if (it->second.known) return it->second.meta;
+    seq = it->second.seq;
+    need_flush = seq > sent_seq_;
+  }
+  if (need_flush) Flush().IgnoreError();
+  absl::MutexLock lock(&mu_);
+  auto ready = [this, handle, seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = handles_.find(handle);
+    return it == handles_.end() || it->second.known || acked_seq_ >= seq ||
+           !stream_error_.ok();
+  };
+  mu_.Await(absl::Condition(&ready));
+  auto it = handles_.find(handle);
+  if (it == handles_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("handle ", handle, " is not live in this session"));
+  }
+  if (it->second.known) return it->second.meta;
+  if (!stream_error_.ok()) return stream_error_;
+  return absl::InternalError(absl::StrCat("tensord acknowledged command ", seq,
+                                          " without the metadata of handle ",
+                                          handle, " it created"));
+}
+
+}  // namespace internal
+}  // namespace client
+}  // namespace tensord

@@ -1,0 +1,127 @@
+#include "client/tensor_impl.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tensord {
+inline namespace client {
+namespace internal {
+
+absl::StatusOr<std::vector<Tensor>> CallOp(
+    const std::shared_ptr<Session>& session, absl::string_view op_name,
+    const std::vector<Tensor>& inputs, const AttrMap& attrs, int num_outputs,
+    const Site& site) {
+  if (session == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(op_name, ": no tensord session (undefined inputs?)"));
+  }
+  const v1::OpSchema* op = session->FindOp(op_name);
+  if (op == nullptr) {
+    return absl::NotFoundError(absl::StrCat(
+        "tensord has no op '", op_name, "' (its catalog has ",
+        session->welcome().ops_size(), " ops; see Client::op_names())"));
+  }
+  const int n = static_cast<int>(inputs.size());
+  if (n < op->min_inputs() || (op->max_inputs() >= 0 && n > op->max_inputs())) {
+    std::string want =
+        op->max_inputs() == op->min_inputs()
+            ? absl::StrCat(op->min_inputs())
+            : (op->max_inputs() < 0
+                   ? absl::StrCat("at least ", op->min_inputs())
+                   : absl::StrCat(op->min_inputs(), "..", op->max_inputs()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op_name, " takes ", want, " inputs, got ", n));
+  }
+  if (num_outputs < 0 ||
+      (op->num_outputs() >= 0 && num_outputs != op->num_outputs())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op_name, " has ", op->num_outputs(), " outputs, not ", num_outputs));
+  }
+  google::protobuf::Map<std::string, v1::AttrValue> wire_attrs;
+  absl::Status attrs_status = AttrsToProto(*op, attrs, &wire_attrs);
+  if (!attrs_status.ok()) return attrs_status;
+
+  std::vector<uint64_t> handles;
+  handles.reserve(inputs.size());
+  for (int i = 0; i < n; ++i) {
+    const std::shared_ptr<TensorImpl>& impl = inputs[i].impl();
+    if (impl == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op_name, ": input ", i, " is an undefined Tensor"));
+    }
+    if (!impl->error.ok()) {
+      // Poisoned locally: the outputs carry the same error (nothing sent).
+      return std::vector<Tensor>(num_outputs, Tensor::FromError(impl->error));
+    }
+    if (impl->session != session) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          op_name, ": input ", i, " belongs to another tensord session"));
+    }
+    handles.push_back(impl->handle);
+  }
+  absl::StatusOr<std::vector<uint64_t>> outputs = session->EnqueueCall(
+      *op, handles, wire_attrs, num_outputs, site.ToString());
+  if (!outputs.ok()) return outputs.status();
+  std::vector<Tensor> result;
+  result.reserve(outputs->size());
+  for (uint64_t handle : *outputs) {
+    result.emplace_back(std::make_shared<TensorImpl>(session, handle));
+  }
+  return result;
+}
+
+Tensor CallOne(const std::shared_ptr<Session>& session, absl::string_view op,
+               const std::vector<Tensor>& inputs, const AttrMap& attrs,
+               const Site& site) {
+  absl::StatusOr<std::vector<Tensor>> outputs =
+      CallOp(session, op, inputs, attrs, 1, site);
+  if (!outputs.ok()) return Tensor::FromError(outputs.status());
+  return std::move((*outputs)[0]);
+}
+
+Tensor CallOne(absl::string_view op, const std::vector<Tensor>& inputs,
+               const AttrMap& attrs, const Site& site) {
+  std::shared_ptr<Session> session;
+  for (const Tensor& input : inputs) {
+    if (input.impl() == nullptr) continue;
+    // A local error propagates even without a session.
+    if (!input.impl()->error.ok())
+      return Tensor::FromError(input.impl()->error);
+    if (session == nullptr) session = input.impl()->session;
+  }
+  if (session == nullptr) {
+    return Tensor::FromError(absl::InvalidArgumentError(
+        absl::StrCat(op, ": called on undefined Tensors")));
+  }
+  return CallOne(session, op, inputs, attrs, site);
+}
+
+Tensor UploadTensor(const std::shared_ptr<Session>& session, const void* data,
+                    size_t size_bytes, DType dtype,
+                    const std::vector<int64_t>& shape,
+                    const std::string& device, bool requires_grad,
+                    const Site& site) {
+  if (session == nullptr) {
+    return Tensor::FromError(
+        absl::FailedPreconditionError("upload: no tensord session"));
+  }
+  absl::StatusOr<uint64_t> bytes = TensorBytes(dtype, shape);
+  if (!bytes.ok()) return Tensor::FromError(bytes.status());
+  if (*bytes != size_bytes) {
+    return Tensor::FromError(absl::InvalidArgumentError(
+        absl::StrCat("upload: ", size_bytes, " bytes of data for a ",
+                     DTypeName(dtype), " tensor of shape [",
+                     absl::StrJoin(shape, ", "), "] (", *bytes, " bytes)")));
+  }
+  absl::StatusOr<uint64_t> handle = session->EnqueueUpload(
+      data, dtype, shape, device, requires_grad, site.ToString());
+  if (!handle.ok()) return Tensor::FromError(handle.status());
+  return Tensor(std::make_shared<TensorImpl>(session, *handle));
+}
+
+}  // namespace internal
+}  // namespace client
+}  // namespace tensord

@@ -1,0 +1,16 @@
+// The tensord C++ client: include this one header.
+// See client/client.h (connection), client/tensor.h (Tensor) and
+// client/ops.h (op functions).
+#ifndef TENSORD_CLIENT_TENSORD_CLIENT_H_
+#define TENSORD_CLIENT_TENSORD_CLIENT_H_
+
+#include "client/attrs.h"
+#include "client/client.h"
+#include "client/dtype.h"
+#include "client/ops.h"
+#include "client/options.h"
+#include "client/site.h"
+#include "client/status.h"
+#include "client/tensor.h"
+
+#endif  // TENSORD_CLIENT_TENSORD_CLIENT_H_
