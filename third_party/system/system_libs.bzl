@@ -27,6 +27,7 @@ _LIBS = {
     "gtest": (["gtest", "gmock"], "libgtest-dev libgmock-dev"),
     "gtest_main": (["gtest_main"], "libgtest-dev"),
     "openblas": (["openblas"], "libopenblas-dev"),
+    "benchmark": (["benchmark"], "libbenchmark-dev"),
 }
 
 def _flags(ctx, what, modules, package):

@@ -1,0 +1,421 @@
+// The caching allocator, specified (after PyTorch's CUDACachingAllocator).
+//
+// Why cache: device allocation (cudaMalloc, mmap) is slow and often
+// synchronizing, while tensor programs free and reallocate the same sizes
+// every iteration. So freed memory stays with the allocator and is handed out
+// again; it goes back to the backend only on EmptyCache or to satisfy a
+// request the backend could not.
+//
+// Sizes. A request of n bytes is rounded up to a multiple of 512 (0 -> 512).
+// Rounded sizes <= 1 MiB are "small" and come from the small pool, whose
+// segments are 2 MiB; larger ones come from the large pool, whose segments
+// are 20 MiB for requests under 10 MiB and otherwise the request rounded up
+// to 2 MiB. Segments of the two pools never mix, so small tensors do not
+// fragment the large segments.
+//
+// Finding a block. Free blocks of a pool sit in a set ordered by
+// (stream, size, address); lower_bound(stream, size) is the smallest block of
+// that stream that fits (best fit, lowest address on ties). Only blocks of
+// the requesting stream are candidates: a block is reused on the stream it
+// was used on, so ordinary stream order makes the reuse safe without events.
+//
+// Splitting and coalescing. A block larger than the request is split when
+// the rest is worth keeping: in the small pool whenever at least 512 bytes
+// remain, in the large pool only when more than 1 MiB remains. When a block
+// is freed, it merges with a free neighbour on either side, so a segment whose
+// blocks are all free is again one block, which EmptyCache can release.
+//
+// Cross-stream use. RecordStream(ptr, s) notes that the block is also used on
+// stream s. Freeing such a block records an event on every noted stream; the
+// block is "active_pending_free" (neither allocated nor reusable) until all of
+// them complete. Allocate polls the outstanding events first (never blocks).
+//
+// Misses. When no cached block fits, the backend is asked for a new segment.
+// If it says RESOURCE_EXHAUSTED, every fully free cached segment is returned
+// to it (num_alloc_retries counts these retries) and the request is tried
+// once more; if that fails too, Allocate returns RESOURCE_EXHAUSTED with the
+// numbers a user needs (what was asked, capacity, allocated, reserved but
+// unallocated, what the session holds and its quota), num_ooms counts it,
+// and the allocator's state is exactly as before apart from the released
+// cache. Other backend errors pass through unchanged.
+//
+// Sessions. Every active block records its owning session; SessionBytes is
+// the exact sum of the sizes of blocks a session holds. A quota is checked
+// before anything else happens; if the block found is larger than the request
+// and would push the session over its quota, it is split even where it
+// normally would not be, so quota enforcement is exact.
+//
+// Note [Scrub]: no session ever reads bytes another session wrote. Backends
+// return zeroed memory from Malloc. A block remembers whose bytes it holds
+// (last_owner): kFreshMemory for never-used memory, a session id, or
+// kMixedOwners after blocks of different sessions merged. When a block goes
+// to a session other than its last owner (and it is not fresh), it is zeroed
+// first, on the new owner's stream, after the lock is dropped.
+//
+// Statistics follow torch.cuda.memory_stats() (see allocator_stats.h).
+#include "runtime/memory/caching_allocator.h"
+
+#include <utility>
+
+#include "absl/base/internal/raw_logging.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/memory/host_backend.h"
+
+namespace tensord {
+namespace {
+
+StatPool PoolOf(const Block* b) {
+  return b->pool->is_small ? kSmallPool : kLargePool;
+}
+
+}  // namespace
+
+CachingAllocator::CachingAllocator(std::unique_ptr<Backend> backend)
+    : backend_(std::move(backend)),
+      device_name_(backend_->DeviceName()),
+      device_index_(DeviceIndexFromName(device_name_)),
+      created_(absl::Now()) {}
+
+CachingAllocator::~CachingAllocator() {
+  absl::MutexLock lock(&mu_);
+  for (const PendingEvent& pe : pending_events_) {
+    backend_->DestroyEvent(pe.event);
+  }
+  for (auto& [addr, head] : segments_) {
+    size_t total = 0;
+    for (Block* b = head; b != nullptr;) {
+      total += b->size;
+      Block* next = b->next;
+      delete b;
+      b = next;
+    }
+    backend_->Free(reinterpret_cast<void*>(addr), total);
+  }
+}
+
+absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes,
+                                                 const AllocContext& ctx) {
+  const size_t rounded = RoundSize(bytes);
+  Block* block = nullptr;
+  bool scrub = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!pending_events_.empty()) ProcessEvents();
+    if (!quotas_.empty()) {
+      absl::Status quota = CheckQuota(rounded, ctx.session);
+      if (!quota.ok()) return quota;
+    }
+    BlockPool& pool = IsSmallSize(rounded) ? small_pool_ : large_pool_;
+    block = TakeCachedBlock(pool, rounded, ctx.stream);
+    if (block == nullptr) {
+      absl::StatusOr<Block*> fresh = AllocateSegment(pool, bytes, rounded, ctx);
+      if (!fresh.ok()) return fresh.status();
+      block = *fresh;
+    }
+    bool split = ShouldSplit(pool.is_small, block->size, rounded);
+    if (!split && block->size > rounded && !quotas_.empty()) {
+      auto q = quotas_.find(ctx.session);
+      auto used = session_bytes_.find(ctx.session);
+      const int64_t held = used == session_bytes_.end() ? 0 : used->second;
+      split = q != quotas_.end() &&
+              held + static_cast<int64_t>(block->size) > q->second;
+    }
+    if (split) SplitBlock(block, rounded);
+
+    block->allocated = true;
+    block->requested = bytes;
+    block->session = ctx.session;
+    scrub =
+        block->last_owner != kFreshMemory && block->last_owner != ctx.session;
+    block->last_owner = ctx.session;
+    allocated_.emplace(block->ptr, block);
+
+    const StatPool p = PoolOf(block);
+    const auto size = static_cast<int64_t>(block->size);
+    IncreaseStat(stats_.allocation, p, 1);
+    IncreaseStat(stats_.allocated_bytes, p, size);
+    IncreaseStat(stats_.active, p, 1);
+    IncreaseStat(stats_.active_bytes, p, size);
+    IncreaseStat(stats_.requested_bytes, p, static_cast<int64_t>(bytes));
+    session_bytes_[ctx.session] += size;
+    stream_bytes_[ctx.stream] += size;
+    if (trace_capacity_ > 0) {
+      Trace("alloc", block->ptr, block->size, ctx.stream, ctx.session);
+    }
+  }
+  void* ptr = block->ptr;  // stable: the block is ours until Free
+  if (scrub) {
+    // Lock dropped: zeroing a large block must not stall other threads, and
+    // nobody else can reach this block now.
+    absl::Status zeroed = backend_->Zero(ptr, block->size, ctx.stream);
+    if (!zeroed.ok()) {
+      absl::MutexLock lock(&mu_);
+      allocated_.erase(ptr);
+      FreeLocked(block, /*unscrubbed=*/true);
+      return zeroed;
+    }
+  }
+  return ptr;
+}
+
+absl::Status CachingAllocator::CheckQuota(size_t rounded, uint64_t session) {
+  auto q = quotas_.find(session);
+  if (q == quotas_.end()) return absl::OkStatus();
+  auto used = session_bytes_.find(session);
+  const int64_t held = used == session_bytes_.end() ? 0 : used->second;
+  if (held + static_cast<int64_t>(rounded) <= q->second) {
+    return absl::OkStatus();
+  }
+  ++quota_rejections_;
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "session ", session, " is over its memory quota on ", device_name_,
+      ": tried to allocate ", FormatBytes(rounded), ", quota is ",
+      FormatBytes(q->second), " and the session already holds ",
+      FormatBytes(held),
+      ". Release tensors the session no longer needs, or ask the operator "
+      "to raise the quota."));
+}
+
+Block* CachingAllocator::TakeCachedBlock(BlockPool& pool, size_t rounded,
+                                         StreamHandle stream) {
+  Block key;
+  key.stream = stream;
+  key.size = rounded;
+  auto it = pool.blocks.lower_bound(&key);
+  if (it == pool.blocks.end() || (*it)->stream != stream) return nullptr;
+  Block* block = *it;
+  UntrackInactive(block);
+  pool.blocks.erase(it);
+  return block;
+}
+
+absl::StatusOr<Block*> CachingAllocator::AllocateSegment(
+    BlockPool& pool, size_t bytes, size_t rounded, const AllocContext& ctx) {
+  const size_t segment_size = SegmentSize(rounded);
+  // Note: the backend runs under mu_ (as in PyTorch); a device allocation is
+  // rare once the cache is warm, and dropping the lock would let two threads
+  // grow the cache for the same request.
+  absl::StatusOr<void*> ptr = backend_->Malloc(segment_size);
+  if (!ptr.ok() && absl::IsResourceExhausted(ptr.status())) {
+    ++stats_.num_alloc_retries;
+    ReleaseCachedSegments();
+    ptr = backend_->Malloc(segment_size);
+  }
+  if (!ptr.ok()) {
+    if (!absl::IsResourceExhausted(ptr.status())) return ptr.status();
+    ++stats_.num_ooms;
+    if (trace_capacity_ > 0) {
+      Trace("oom", nullptr, segment_size, ctx.stream, ctx.session);
+    }
+    return OutOfMemoryError(bytes, segment_size, ctx, ptr.status());
+  }
+  auto* block = new Block;
+  block->ptr = *ptr;
+  block->size = segment_size;
+  block->stream = ctx.stream;
+  block->pool = &pool;
+  segments_.emplace(reinterpret_cast<uintptr_t>(block->ptr), block);
+  const StatPool p = PoolOf(block);
+  IncreaseStat(stats_.segment, p, 1);
+  IncreaseStat(stats_.reserved_bytes, p, static_cast<int64_t>(segment_size));
+  ++stats_.num_device_alloc;
+  if (trace_capacity_ > 0) {
+    Trace("segment_alloc", block->ptr, segment_size, ctx.stream, ctx.session);
+  }
+  return block;
+}
+
+void CachingAllocator::SplitBlock(Block* block, size_t rounded) {
+  auto* rest = new Block;
+  rest->ptr = static_cast<char*>(block->ptr) + rounded;
+  rest->size = block->size - rounded;
+  rest->stream = block->stream;
+  rest->pool = block->pool;
+  rest->last_owner = block->last_owner;
+  rest->prev = block;
+  rest->next = block->next;
+  if (block->next != nullptr) block->next->prev = rest;
+  block->next = rest;
+  block->size = rounded;
+  block->pool->blocks.insert(rest);
+  TrackInactive(rest);
+}
+
+void CachingAllocator::Free(void* ptr) {
+  if (ptr == nullptr) return;
+  absl::MutexLock lock(&mu_);
+  auto it = allocated_.find(ptr);
+  if (it == allocated_.end()) {
+    // A bug in the caller (double free or a foreign pointer); ignoring it
+    // keeps the allocator consistent.
+    ABSL_RAW_LOG(ERROR, "tensord: Free(%p) of memory not allocated by %s", ptr,
+                 device_name_.c_str());
+    return;
+  }
+  Block* block = it->second;
+  allocated_.erase(it);
+  FreeLocked(block, /*unscrubbed=*/false);
+}
+
+void CachingAllocator::FreeLocked(Block* block, bool unscrubbed) {
+  const StatPool p = PoolOf(block);
+  const auto size = static_cast<int64_t>(block->size);
+  DecreaseStat(stats_.allocation, p, 1);
+  DecreaseStat(stats_.allocated_bytes, p, size);
+  auto s = session_bytes_.find(block->session);
+  if ((s->second -= size) == 0) session_bytes_.erase(s);
+  auto t = stream_bytes_.find(block->stream);
+  if ((t->second -= size) == 0) stream_bytes_.erase(t);
+  block->allocated = false;
+  if (unscrubbed) block->last_owner = kMixedOwners;
+  if (trace_capacity_ > 0) {
+    Trace("free_requested", block->ptr, block->size, block->stream,
+          block->session);
+  }
+  if (block->stream_uses.empty()) {
+    ReturnToPool(block);
+    return;
+  }
+  block->pending_free = true;
+  for (StreamHandle stream : block->stream_uses) {
+    absl::StatusOr<EventHandle> event = backend_->RecordEvent(stream);
+    if (!event.ok()) {
+      // Without the event we cannot know when the other stream is done, so
+      // the block is never reused (leaked) rather than risk a race.
+      ABSL_RAW_LOG(ERROR, "tensord: %s: recording a free event failed: %s",
+                   device_name_.c_str(), event.status().ToString().c_str());
+      block->event_count = -1;
+      continue;
+    }
+    pending_events_.push_back(PendingEvent{*event, block});
+    if (block->event_count >= 0) ++block->event_count;
+  }
+  block->stream_uses.clear();
+}
+
+void CachingAllocator::ReturnToPool(Block* block) {
+  const StatPool p = PoolOf(block);
+  DecreaseStat(stats_.active, p, 1);
+  DecreaseStat(stats_.active_bytes, p, static_cast<int64_t>(block->size));
+  DecreaseStat(stats_.requested_bytes, p,
+               static_cast<int64_t>(block->requested));
+  block->requested = 0;
+  block->pending_free = false;
+  block->event_count = 0;
+  BlockSet& free_blocks = block->pool->blocks;
+  if (Block* prev = block->prev; prev != nullptr && prev->is_free()) {
+    UntrackInactive(prev);
+    free_blocks.erase(prev);
+    prev->size += block->size;
+    prev->next = block->next;
+    if (block->next != nullptr) block->next->prev = prev;
+    prev->last_owner = MergeOwners(prev->last_owner, block->last_owner);
+    delete block;
+    block = prev;
+  }
+  if (Block* next = block->next; next != nullptr && next->is_free()) {
+    UntrackInactive(next);
+    free_blocks.erase(next);
+    block->size += next->size;
+    block->next = next->next;
+    if (next->next != nullptr) next->next->prev = block;
+    block->last_owner = MergeOwners(block->last_owner, next->last_owner);
+    delete next;
+  }
+  free_blocks.insert(block);
+  TrackInactive(block);
+  if (trace_capacity_ > 0) {
+    Trace("free_completed", block->ptr, block->size, block->stream, 0);
+  }
+}
+
+void CachingAllocator::ProcessEvents() {
+  size_t kept = 0;
+  for (size_t i = 0; i < pending_events_.size(); ++i) {
+    PendingEvent pe = pending_events_[i];
+    absl::StatusOr<bool> done = backend_->EventCompleted(pe.event);
+    if (!done.ok() || !*done) {
+      pending_events_[kept++] = pe;  // errors: keep waiting, never reuse early
+      continue;
+    }
+    backend_->DestroyEvent(pe.event);
+    if (pe.block->event_count > 0 && --pe.block->event_count == 0) {
+      ReturnToPool(pe.block);
+    }
+  }
+  pending_events_.resize(kept);
+}
+
+int64_t CachingAllocator::ReleaseCachedSegments() {
+  if (!pending_events_.empty()) ProcessEvents();
+  int64_t released = 0;
+  for (BlockPool* pool : {&small_pool_, &large_pool_}) {
+    for (auto it = pool->blocks.begin(); it != pool->blocks.end();) {
+      Block* block = *it;
+      if (block->is_split()) {
+        ++it;
+        continue;
+      }
+      it = pool->blocks.erase(it);
+      const auto size = static_cast<int64_t>(block->size);
+      DecreaseStat(stats_.segment, PoolOf(block), 1);
+      DecreaseStat(stats_.reserved_bytes, PoolOf(block), size);
+      ++stats_.num_device_free;
+      if (trace_capacity_ > 0) {
+        Trace("segment_free", block->ptr, block->size, block->stream, 0);
+      }
+      segments_.erase(reinterpret_cast<uintptr_t>(block->ptr));
+      backend_->Free(block->ptr, block->size);
+      released += size;
+      delete block;
+    }
+  }
+  return released;
+}
+
+int64_t CachingAllocator::EmptyCache() {
+  absl::MutexLock lock(&mu_);
+  const int64_t released = ReleaseCachedSegments();
+  if (trace_capacity_ > 0) {
+    Trace("empty_cache", nullptr, static_cast<size_t>(released), nullptr, 0);
+  }
+  return released;
+}
+
+absl::Status CachingAllocator::RecordStream(void* ptr, StreamHandle stream) {
+  absl::MutexLock lock(&mu_);
+  auto it = allocated_.find(ptr);
+  if (it == allocated_.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "RecordStream: no live allocation at this address on ", device_name_));
+  }
+  Block* block = it->second;
+  if (stream == block->stream) return absl::OkStatus();
+  for (StreamHandle s : block->stream_uses) {
+    if (s == stream) return absl::OkStatus();
+  }
+  block->stream_uses.push_back(stream);
+  return absl::OkStatus();
+}
+
+void CachingAllocator::TrackInactive(const Block* block) {
+  if (!block->is_split()) return;
+  IncreaseStat(stats_.inactive_split, PoolOf(block), 1);
+  IncreaseStat(stats_.inactive_split_bytes, PoolOf(block),
+               static_cast<int64_t>(block->size));
+}
+
+void CachingAllocator::UntrackInactive(const Block* block) {
+  if (!block->is_split()) return;
+  DecreaseStat(stats_.inactive_split, PoolOf(block), 1);
+  DecreaseStat(stats_.inactive_split_bytes, PoolOf(block),
+               static_cast<int64_t>(block->size));
+}
+
+std::unique_ptr<CachingAllocator> MakeHostCachingAllocator(
+    std::string device_name) {
+  return std::make_unique<CachingAllocator>(
+      std::make_unique<HostBackend>(std::move(device_name)));
+}
+
+}  // namespace tensord

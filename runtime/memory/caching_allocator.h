@@ -1,0 +1,165 @@
+// CachingAllocator: one per device, PyTorch-style caching over a Backend.
+// The design (rounding, pools, best fit, splitting, coalescing, stream reuse
+// rules, retry, scrubbing, quotas) is specified at the top of
+// caching_allocator.cc.
+//
+// Ownership: owns its Backend and every segment obtained from it; the
+// destructor returns all segments, so the allocator must outlive every
+// pointer it handed out. Callers own a pointer from Allocate until they pass
+// it to Free.
+//
+// Thread safety: every public method is safe to call concurrently. One
+// absl::Mutex guards all state; the backend is called under it except for
+// Backend::Zero, which runs after the lock is dropped (the block is already
+// the caller's, so nobody else can touch it).
+#ifndef TENSORD_RUNTIME_MEMORY_CACHING_ALLOCATOR_H_
+#define TENSORD_RUNTIME_MEMORY_CACHING_ALLOCATOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "runtime/memory/allocator.h"
+#include "runtime/memory/allocator_stats.h"
+#include "runtime/memory/backend.h"
+#include "runtime/memory/block.h"
+#include "runtime/memory/snapshot.h"
+
+namespace tensord {
+
+class CachingAllocator : public Allocator {
+ public:
+  explicit CachingAllocator(std::unique_ptr<Backend> backend);
+  ~CachingAllocator() override;
+
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // Allocator. Allocate reuses a cached block of ctx.stream when one fits,
+  // else asks the backend (freeing the cache and retrying once on a miss).
+  // Memory last used by another session arrives zeroed.
+  absl::StatusOr<void*> Allocate(size_t bytes,
+                                 const AllocContext& ctx) override;
+  void Free(void* ptr) override;
+  int64_t SessionBytes(uint64_t session) const override;
+  // Returns every fully free segment to the backend. Blocks waiting for
+  // cross-stream events are not waited for; their segments stay.
+  int64_t EmptyCache() override;
+
+  // Marks `ptr` (live, from Allocate) as used on `stream` as well as its own:
+  // once freed, it is not reused until work queued on `stream` up to the
+  // Free has completed. NOT_FOUND for a pointer that is not live here.
+  absl::Status RecordStream(void* ptr, StreamHandle stream);
+
+  // Usable bytes of the live allocation at `ptr` (>= the request), or 0 if
+  // `ptr` is not a live allocation of this allocator.
+  size_t AllocationSize(const void* ptr) const;
+
+  // Caps the bytes `session` may hold at once; checked before allocating.
+  // A negative `bytes` removes the cap.
+  void SetSessionQuota(uint64_t session, int64_t bytes);
+  std::optional<int64_t> SessionQuota(uint64_t session) const;
+
+  MemoryStats GetStats() const;
+  // Torch-style flat keys, e.g. "allocated_bytes.all.current".
+  std::map<std::string, int64_t> Stats() const {
+    return StatsToMap(GetStats());
+  }
+  // Sets every peak to its current value (torch.cuda.reset_peak_memory_stats).
+  void ResetPeakStats();
+  // Zeroes the allocated/freed totals and the event counters.
+  void ResetAccumulatedStats();
+
+  // Keeps the last `max_entries` actions for Snapshot().trace (0: off).
+  void RecordHistory(size_t max_entries);
+  MemorySnapshot Snapshot() const;
+  std::string SnapshotJson() const { return SnapshotToJson(Snapshot()); }
+
+  const std::string& device_name() const { return device_name_; }
+  int device_index() const { return device_index_; }
+
+ private:
+  struct PendingEvent {
+    EventHandle event;
+    Block* block;
+  };
+
+  // Allocation steps (caching_allocator.cc).
+  absl::Status CheckQuota(size_t rounded, uint64_t session)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Block* TakeCachedBlock(BlockPool& pool, size_t rounded, StreamHandle stream)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<Block*> AllocateSegment(BlockPool& pool, size_t bytes,
+                                         size_t rounded,
+                                         const AllocContext& ctx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SplitBlock(Block* block, size_t rounded)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Bookkeeping for a block that stops being allocated; `unscrubbed` means
+  // its bytes may still belong to a previous owner.
+  void FreeLocked(Block* block, bool unscrubbed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes a freed block reusable: merges free neighbours, back into the pool.
+  void ReturnToPool(Block* block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ProcessEvents() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t ReleaseCachedSegments() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // inactive_split stats: counted while a block is free inside a split
+  // segment. Untrack before changing such a block, Track after.
+  void TrackInactive(const Block* block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UntrackInactive(const Block* block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Inspection and messages (caching_allocator_inspect.cc).
+  absl::Status OutOfMemoryError(size_t bytes, size_t segment_size,
+                                const AllocContext& ctx,
+                                const absl::Status& backend_status) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Trace(const char* action, const void* addr, size_t size,
+             StreamHandle stream, uint64_t session)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::unique_ptr<Backend> backend_;
+  const std::string device_name_;
+  const int device_index_;
+  const absl::Time created_;
+
+  mutable absl::Mutex mu_;
+  BlockPool small_pool_ ABSL_GUARDED_BY(mu_){true};
+  BlockPool large_pool_ ABSL_GUARDED_BY(mu_){false};
+  // Head block of every segment, by address.
+  std::map<uintptr_t, Block*> segments_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<const void*, Block*> allocated_ ABSL_GUARDED_BY(mu_);
+  std::vector<PendingEvent> pending_events_ ABSL_GUARDED_BY(mu_);
+  DeviceStats stats_ ABSL_GUARDED_BY(mu_);
+  int64_t quota_rejections_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<uint64_t, int64_t> session_bytes_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<StreamHandle, int64_t> stream_bytes_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, int64_t> quotas_ ABSL_GUARDED_BY(mu_);
+  size_t trace_capacity_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<TraceEntry> trace_ ABSL_GUARDED_BY(mu_);
+};
+
+// The CPU device's allocator: a CachingAllocator over HostBackend.
+std::unique_ptr<CachingAllocator> MakeHostCachingAllocator(
+    std::string device_name = "cpu");
+
+// "cuda:3" -> 3; names without ":<n>" -> 0.
+int DeviceIndexFromName(const std::string& device_name);
+
+// "512 B", "1.50 KiB", "20.00 MiB", "1.00 GiB".
+std::string FormatBytes(int64_t bytes);
+
+}  // namespace tensord
+
+#endif  // TENSORD_RUNTIME_MEMORY_CACHING_ALLOCATOR_H_

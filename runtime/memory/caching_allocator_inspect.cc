@@ -1,0 +1,182 @@
+// CachingAllocator's read-only side: statistics, snapshots, the action trace,
+// quotas and the out-of-memory message. Every method takes the same mutex as
+// the allocation path, so each result is a consistent point in time.
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "runtime/memory/caching_allocator.h"
+
+namespace tensord {
+
+std::string FormatBytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (std::llabs(bytes) < 1024) return absl::StrCat(bytes, " B");
+  if (std::llabs(bytes) < (int64_t{1} << 20)) {
+    return absl::StrFormat("%.2f KiB", b / 1024.0);
+  }
+  if (std::llabs(bytes) < (int64_t{1} << 30)) {
+    return absl::StrFormat("%.2f MiB", b / (1024.0 * 1024.0));
+  }
+  return absl::StrFormat("%.2f GiB", b / (1024.0 * 1024.0 * 1024.0));
+}
+
+int DeviceIndexFromName(const std::string& device_name) {
+  const size_t colon = device_name.rfind(':');
+  int index = 0;
+  if (colon == std::string::npos ||
+      !absl::SimpleAtoi(device_name.substr(colon + 1), &index) || index < 0) {
+    return 0;
+  }
+  return index;
+}
+
+int64_t CachingAllocator::SessionBytes(uint64_t session) const {
+  absl::MutexLock lock(&mu_);
+  auto it = session_bytes_.find(session);
+  return it == session_bytes_.end() ? 0 : it->second;
+}
+
+size_t CachingAllocator::AllocationSize(const void* ptr) const {
+  absl::MutexLock lock(&mu_);
+  auto it = allocated_.find(ptr);
+  return it == allocated_.end() ? 0 : it->second->size;
+}
+
+void CachingAllocator::SetSessionQuota(uint64_t session, int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  if (bytes < 0) {
+    quotas_.erase(session);
+  } else {
+    quotas_[session] = bytes;
+  }
+}
+
+std::optional<int64_t> CachingAllocator::SessionQuota(uint64_t session) const {
+  absl::MutexLock lock(&mu_);
+  auto it = quotas_.find(session);
+  if (it == quotas_.end()) return std::nullopt;
+  return it->second;
+}
+
+MemoryStats CachingAllocator::GetStats() const {
+  absl::MutexLock lock(&mu_);
+  MemoryStats out;
+  out.device = stats_;
+  out.session_bytes.insert(session_bytes_.begin(), session_bytes_.end());
+  out.stream_bytes.insert(stream_bytes_.begin(), stream_bytes_.end());
+  for (const BlockPool* pool : {&small_pool_, &large_pool_}) {
+    for (const Block* b : pool->blocks) {
+      const auto size = static_cast<int64_t>(b->size);
+      out.cached_free_bytes += size;
+      if (size > out.largest_free_block) out.largest_free_block = size;
+    }
+  }
+  if (out.cached_free_bytes > 0) {
+    out.fragmentation = 1.0 - static_cast<double>(out.largest_free_block) /
+                                  static_cast<double>(out.cached_free_bytes);
+  }
+  out.capacity = static_cast<int64_t>(backend_->Capacity());
+  out.quota_rejections = quota_rejections_;
+  return out;
+}
+
+void CachingAllocator::ResetPeakStats() {
+  absl::MutexLock lock(&mu_);
+  for (StatArray* a : {&stats_.allocation, &stats_.segment, &stats_.active,
+                       &stats_.inactive_split, &stats_.allocated_bytes,
+                       &stats_.reserved_bytes, &stats_.active_bytes,
+                       &stats_.inactive_split_bytes, &stats_.requested_bytes}) {
+    for (Stat& s : *a) s.ResetPeak();
+  }
+}
+
+void CachingAllocator::ResetAccumulatedStats() {
+  absl::MutexLock lock(&mu_);
+  for (StatArray* a : {&stats_.allocation, &stats_.segment, &stats_.active,
+                       &stats_.inactive_split, &stats_.allocated_bytes,
+                       &stats_.reserved_bytes, &stats_.active_bytes,
+                       &stats_.inactive_split_bytes, &stats_.requested_bytes}) {
+    for (Stat& s : *a) s.ResetAccumulated();
+  }
+  stats_.num_alloc_retries = stats_.num_ooms = 0;
+  stats_.num_device_alloc = stats_.num_device_free = 0;
+  quota_rejections_ = 0;
+}
+
+void CachingAllocator::RecordHistory(size_t max_entries) {
+  absl::MutexLock lock(&mu_);
+  trace_capacity_ = max_entries;
+  while (trace_.size() > trace_capacity_) trace_.pop_front();
+}
+
+void CachingAllocator::Trace(const char* action, const void* addr, size_t size,
+                             StreamHandle stream, uint64_t session) {
+  if (trace_.size() >= trace_capacity_) trace_.pop_front();
+  trace_.push_back(
+      TraceEntry{action, reinterpret_cast<uintptr_t>(addr), size,
+                 reinterpret_cast<uintptr_t>(stream), session,
+                 absl::ToInt64Microseconds(absl::Now() - created_)});
+}
+
+MemorySnapshot CachingAllocator::Snapshot() const {
+  absl::MutexLock lock(&mu_);
+  MemorySnapshot out;
+  out.segments.reserve(segments_.size());
+  for (const auto& [addr, head] : segments_) {
+    SegmentSnapshot seg;
+    seg.device = device_index_;
+    seg.device_name = device_name_;
+    seg.address = addr;
+    seg.stream = reinterpret_cast<uintptr_t>(head->stream);
+    seg.is_small = head->pool->is_small;
+    for (const Block* b = head; b != nullptr; b = b->next) {
+      BlockSnapshot bs;
+      bs.address = reinterpret_cast<uintptr_t>(b->ptr);
+      bs.size = b->size;
+      seg.total_size += b->size;
+      if (b->allocated || b->pending_free) {
+        bs.state = b->allocated ? BlockState::kActiveAllocated
+                                : BlockState::kActivePendingFree;
+        bs.requested_size = b->requested;
+        bs.owner_session = b->session;
+        seg.active_size += b->size;
+        seg.requested_size += b->requested;
+        if (b->allocated) seg.allocated_size += b->size;
+      }
+      seg.blocks.push_back(bs);
+    }
+    out.segments.push_back(std::move(seg));
+  }
+  out.trace.assign(trace_.begin(), trace_.end());
+  return out;
+}
+
+absl::Status CachingAllocator::OutOfMemoryError(
+    size_t bytes, size_t segment_size, const AllocContext& ctx,
+    const absl::Status& backend_status) const {
+  const int64_t capacity = static_cast<int64_t>(backend_->Capacity());
+  const int64_t reserved = stats_.reserved_bytes[kAllPools].current;
+  const int64_t allocated = stats_.allocated_bytes[kAllPools].current;
+  auto held = session_bytes_.find(ctx.session);
+  std::string quota;
+  if (auto q = quotas_.find(ctx.session); q != quotas_.end()) {
+    quota = absl::StrCat(" of its ", FormatBytes(q->second), " quota");
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "out of memory on ", device_name_, ": tried to allocate ",
+      FormatBytes(static_cast<int64_t>(bytes)), " (a new ",
+      FormatBytes(static_cast<int64_t>(segment_size)),
+      " segment); the device has a total capacity of ", FormatBytes(capacity),
+      ", of which ", FormatBytes(capacity - reserved),
+      " is not reserved by this allocator; ", FormatBytes(allocated),
+      " is allocated by tensors and ", FormatBytes(reserved - allocated),
+      " is reserved but unallocated; session ", ctx.session, " holds ",
+      FormatBytes(held == session_bytes_.end() ? 0 : held->second), quota,
+      ". Free tensors you no longer need; if reserved but unallocated memory "
+      "is large, the cache is fragmented (device said: ",
+      backend_status.message(), ")."));
+}
+
+}  // namespace tensord

@@ -1,0 +1,154 @@
+// Sessions: exact accounting, quotas checked before allocating, and Note
+// [Scrub] (bytes written by one session are zero when another receives them).
+#include <cstring>
+#include <memory>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/memory/caching_allocator.h"
+#include "runtime/memory/limited_backend.h"
+
+namespace tensord {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr size_t kKiB = 1024;
+constexpr size_t kMiB = 1024 * 1024;
+
+class SessionTest : public ::testing::Test {
+ protected:
+  SessionTest() {
+    auto backend = std::make_unique<LimitedBackend>(256 * kMiB);
+    backend_ = backend.get();
+    alloc_ = std::make_unique<CachingAllocator>(std::move(backend));
+  }
+  void* Alloc(size_t bytes, uint64_t session) {
+    absl::StatusOr<void*> p = alloc_->Allocate(bytes, AllocContext{session});
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? *p : nullptr;
+  }
+  static bool AllZero(const void* p, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) {
+      if (b[i] != 0) return false;
+    }
+    return true;
+  }
+
+  LimitedBackend* backend_;
+  std::unique_ptr<CachingAllocator> alloc_;
+};
+
+TEST_F(SessionTest, AccountingIsExact) {
+  void* a = Alloc(1000, 1);
+  void* b = Alloc(3 * kMiB, 1);
+  void* c = Alloc(1, 2);
+  EXPECT_EQ(alloc_->SessionBytes(1), int64_t(1024 + 3 * kMiB));
+  EXPECT_EQ(alloc_->SessionBytes(2), 512);
+  EXPECT_EQ(alloc_->SessionBytes(3), 0);
+  alloc_->Free(a);
+  EXPECT_EQ(alloc_->SessionBytes(1), int64_t(3 * kMiB));
+  alloc_->Free(b);
+  alloc_->Free(c);
+  EXPECT_EQ(alloc_->SessionBytes(1), 0);
+  EXPECT_EQ(alloc_->SessionBytes(2), 0);
+}
+
+TEST_F(SessionTest, MemoryPassingToAnotherSessionIsZeroed) {
+  void* a = Alloc(4096, 1);
+  // Keeps a from merging with the rest of the segment, whose bytes are
+  // fresh: a merged block of several owners would be scrubbed for anyone.
+  void* guard = Alloc(512, 1);
+  EXPECT_EQ(backend_->num_zero_calls(), 0);  // fresh memory: already zero
+  std::memset(a, 0xAB, 4096);
+  alloc_->Free(a);
+  void* b = Alloc(4096, 2);
+  ASSERT_EQ(b, a);
+  EXPECT_TRUE(AllZero(b, 4096));
+  EXPECT_EQ(backend_->num_zero_calls(), 1);
+  EXPECT_EQ(backend_->zeroed_bytes(), 4096);
+  std::memset(b, 0xCD, 4096);
+  alloc_->Free(b);
+  // The same session gets its own bytes back without a scrub.
+  void* c = Alloc(4096, 2);
+  ASSERT_EQ(c, a);
+  EXPECT_EQ(backend_->num_zero_calls(), 1);
+  EXPECT_EQ(static_cast<unsigned char*>(c)[0], 0xCD);
+  alloc_->Free(c);
+  alloc_->Free(guard);
+}
+
+TEST_F(SessionTest, MergedBlocksOfTwoSessionsAreZeroedForEither) {
+  void* a = Alloc(512, 1);
+  void* b = Alloc(512, 2);
+  ASSERT_EQ(static_cast<char*>(b), static_cast<char*>(a) + 512);
+  std::memset(a, 1, 512);
+  std::memset(b, 2, 512);
+  alloc_->Free(a);
+  alloc_->Free(b);  // a, b and the tail merge: mixed owners
+  void* c = Alloc(1024, 1);
+  ASSERT_EQ(c, a);
+  EXPECT_TRUE(AllZero(c, 1024));
+  alloc_->Free(c);
+}
+
+TEST_F(SessionTest, SplitRemainderKeepsItsOwner) {
+  void* a = Alloc(8 * kKiB, 1);
+  std::memset(a, 7, 8 * kKiB);
+  alloc_->Free(a);
+  // Session 2 takes the front 4 KiB; the back 4 KiB still holds session 1's
+  // bytes and must be zeroed when session 3 takes it.
+  void* b = Alloc(4 * kKiB, 2);
+  void* c = Alloc(4 * kKiB, 3);
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(static_cast<char*>(c), static_cast<char*>(a) + 4 * kKiB);
+  EXPECT_TRUE(AllZero(b, 4 * kKiB));
+  EXPECT_TRUE(AllZero(c, 4 * kKiB));
+  alloc_->Free(b);
+  alloc_->Free(c);
+}
+
+TEST_F(SessionTest, QuotaIsCheckedBeforeAllocating) {
+  alloc_->SetSessionQuota(5, kMiB);
+  EXPECT_EQ(alloc_->SessionQuota(5), int64_t(kMiB));
+  EXPECT_EQ(alloc_->SessionQuota(6), std::nullopt);
+  void* a = Alloc(600 * kKiB, 5);
+  const int64_t mallocs = backend_->num_mallocs();
+  absl::StatusOr<void*> b = alloc_->Allocate(600 * kKiB, AllocContext{5});
+  ASSERT_TRUE(absl::IsResourceExhausted(b.status())) << b.status();
+  const std::string msg(b.status().message());
+  EXPECT_THAT(msg, HasSubstr("session 5 is over its memory quota on test"));
+  EXPECT_THAT(msg, HasSubstr("tried to allocate 600.00 KiB"));
+  EXPECT_THAT(msg, HasSubstr("quota is 1.00 MiB"));
+  EXPECT_THAT(msg, HasSubstr("already holds 600.00 KiB"));
+  EXPECT_EQ(backend_->num_mallocs(), mallocs);
+  std::map<std::string, int64_t> stats = alloc_->Stats();
+  EXPECT_EQ(stats.at("num_ooms"), 0);
+  EXPECT_EQ(stats.at("num_quota_rejections"), 1);
+  EXPECT_EQ(stats.at("allocation.all.current"), 1);
+  // Other sessions are unaffected; exactly up to the quota is fine.
+  alloc_->Free(Alloc(2 * kMiB, 6));
+  void* c = Alloc(kMiB - 600 * kKiB, 5);
+  EXPECT_EQ(alloc_->SessionBytes(5), int64_t(kMiB));
+  alloc_->SetSessionQuota(5, -1);
+  void* d = Alloc(600 * kKiB, 5);
+  for (void* p : {a, c, d}) alloc_->Free(p);
+}
+
+TEST_F(SessionTest, QuotaForcesASplitInsteadOfOvercharging) {
+  // 19.25 MiB from a 20 MiB segment leaves 0.75 MiB, normally not split off.
+  const size_t request = 19 * kMiB + 256 * kKiB;
+  void* free_rider = Alloc(request, 1);
+  EXPECT_EQ(alloc_->AllocationSize(free_rider), 20 * kMiB);
+  alloc_->Free(free_rider);
+  alloc_->SetSessionQuota(2, 19 * kMiB + 512 * kKiB);
+  void* p = Alloc(request, 2);
+  EXPECT_EQ(p, free_rider);
+  EXPECT_EQ(alloc_->AllocationSize(p), request);
+  EXPECT_EQ(alloc_->SessionBytes(2), int64_t(request));
+  alloc_->Free(p);
+}
+
+}  // namespace
+}  // namespace tensord
