@@ -1,0 +1,499 @@
+"""A session: one gRPC bidirectional stream to the daemon, and the machinery around it.
+
+Threads (see docs/protocol.md for the wire semantics):
+- the caller's threads append commands to the open batch (``_frame``) under ``_lock``; handles
+  and command seqs are allocated under the same lock, so they increase in command order;
+- a flusher thread sends the open batch ``flush_interval`` (2 ms) after its first command, unless
+  a value read, a sync, or the size/count threshold sent it first;
+- gRPC's own thread drains ``_out`` (the request iterator) onto the stream;
+- a receiver thread applies replies: Ack metadata, Data chunks, SyncDone and Error frames, and
+  wakes waiters through ``_replies``. Waiting is always on that condition, never a sleep.
+
+Releases come from ``Tensor.__del__``, which may run inside any thread at any allocation,
+including one holding ``_lock``: they only append to a deque (atomic under the GIL), and are
+drained into a ``Release`` command at the next flush.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import queue
+import threading
+import time
+import weakref
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import grpc
+import numpy as np
+
+from . import _catalog, _errors, _grad
+from ._errors import ConnectionLost, Error, ProtocolError
+from ._proto import tensord_pb2 as pb
+from ._proto import tensord_pb2_grpc as pb_grpc
+
+PROTOCOL_VERSION = 1
+DEFAULT_ADDRESS = "127.0.0.1:50051"
+_MiB = 1 << 20
+
+
+class _Pending:
+    """A reply someone waits for: a Get's data, or a SyncDone."""
+
+    __slots__ = ("done", "error", "meta", "buf")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.error: Optional[Error] = None
+        self.meta: Any = None
+        self.buf = bytearray()
+
+
+class Session:
+    """One connection to a tensord daemon. Thread-safe.
+
+    Most programs never touch this class: ``tensord.connect()`` creates one and makes it the
+    default for ``tensord.randn`` and friends.
+    """
+
+    def __init__(self, address: str = DEFAULT_ADDRESS, token: Optional[str] = None, *,
+                 client_name: str = "tensord-python", connect_timeout: float = 30.0,
+                 flush_interval: float = 0.002, max_batch_commands: int = 1024,
+                 max_batch_bytes: int = _MiB, credentials: Optional[grpc.ChannelCredentials] = None
+                 ) -> None:
+        self.address = address
+        self._lock = threading.Lock()
+        self._replies = threading.Condition(self._lock)  # receiver → waiters
+        self._wake_flusher = threading.Condition(self._lock)  # first command → flusher
+        self._out: "queue.Queue[Optional[pb.ClientFrame]]" = queue.Queue(maxsize=64)
+        self._frame = pb.ClientFrame()
+        self._cmds = self._frame.batch.commands
+        self._frame_bytes = 0
+        self._seq = 0  # last seq allocated
+        self._sent_seq = 0  # last seq handed to the stream
+        self._acked_seq = 0
+        self._next_handle = 1
+        self._acked_handle = 0  # highest handle seen in an Ack
+        self._next_request = 1
+        self._meta: Dict[int, Any] = {}  # handle -> TensorMeta, until its Tensor takes it
+        self._dropped: set = set()  # released before their Ack arrived
+        self._released: "collections.deque[int]" = collections.deque()
+        self._pending: Dict[int, _Pending] = {}  # request_id -> Get/Sync waiting for replies
+        self._frame_errors: List[Error] = []  # Error{request_id=0}: malformed batches
+        self._grad_sent = True  # the daemon starts with grad mode on
+        self._broken: Optional[Error] = None  # set once the stream is over
+        self._closing = False
+        self._flush_interval = flush_interval
+        self._max_cmds = max_batch_commands
+
+        metadata = [("authorization", f"Bearer {token}")] if token else []
+        options = [("grpc.max_receive_message_length", -1),
+                   ("grpc.max_send_message_length", -1)]
+        if credentials is not None:
+            self._channel = grpc.secure_channel(address, credentials, options=options)
+        else:
+            self._channel = grpc.insecure_channel(address, options=options)
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=connect_timeout)
+        except grpc.FutureTimeoutError:
+            self._channel.close()
+            raise ConnectionLost(f"no tensord daemon answered at {address} within "
+                                 f"{connect_timeout:g} s; is it running? (set TENSORD_ADDRESS "
+                                 "or pass address=)", code=_errors.UNAVAILABLE, op="connect")
+        hello = pb.ClientFrame()
+        hello.hello.protocol_version = PROTOCOL_VERSION
+        hello.hello.token = token or ""
+        hello.hello.client_name = client_name
+        self._responses = pb_grpc.TensordStub(self._channel).Session(
+            self._requests(hello), metadata=metadata)
+        try:
+            first = next(self._responses)
+        except grpc.RpcError as e:
+            self._out.put(None)
+            self._channel.close()
+            raise _errors.from_rpc_error(e, "connect") from None
+        except StopIteration:
+            self._channel.close()
+            raise ConnectionLost("the daemon ended the session before Welcome",
+                                 code=_errors.UNAVAILABLE, op="connect") from None
+        if first.WhichOneof("kind") != "welcome":
+            raise ProtocolError(f"expected Welcome, got {first.WhichOneof('kind')}", op="connect")
+        w = first.welcome
+        if w.protocol_version and w.protocol_version != PROTOCOL_VERSION:
+            raise ProtocolError(f"daemon speaks protocol {w.protocol_version}, this client "
+                                f"{PROTOCOL_VERSION}", code=_errors.FAILED_PRECONDITION,
+                                op="connect")
+        self.welcome = w
+        self.session_id: str = w.session_id
+        self.server_version: str = w.server_version
+        self.devices: List[str] = [d.name for d in w.devices]
+        self.default_device: str = w.default_device or "cpu"
+        #: op name -> OpInfo, from the daemon's catalog
+        self.catalog: Dict[str, _catalog.OpInfo] = _catalog.build(w.ops)
+        self.chunk_bytes = int(w.chunk_bytes) or _MiB
+        max_frame = int(w.max_frame_bytes) or 8 * _MiB
+        # a batch is flushed before it would pass this; one Put chunk always fits in a frame
+        self._max_bytes = max(4096, min(max_batch_bytes, max_frame // 2 - 4096))
+        self.chunk_bytes = min(self.chunk_bytes, max_frame // 2)
+
+        self._receiver = threading.Thread(target=self._receive, name="tensord-receiver",
+                                          daemon=True)
+        self._flusher = threading.Thread(target=self._flush_loop, name="tensord-flusher",
+                                         daemon=True)
+        self._receiver.start()
+        self._flusher.start()
+        _open_sessions.add(self)
+
+    # ------------------------------------------------------------------ public
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closing else "open"
+        return f"<tensord.Session {self.session_id} at {self.address} ({state})>"
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` ran or the stream ended."""
+        return self._closing or self._broken is not None
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Sends what is queued, ends the stream (the daemon releases every handle) and waits
+        for the daemon to finish. Tensors of a closed session can no longer be used."""
+        with self._lock:
+            if self._closing:
+                return
+            if self._broken is None:
+                self._flush_locked()
+            self._closing = True
+            self._wake_flusher.notify_all()
+        self._put_frame(None)
+        self._receiver.join(timeout)
+        self._channel.close()
+        _open_sessions.discard(self)
+
+    def synchronize(self) -> None:
+        """Waits until the daemon ran every command sent so far; raises the first op error
+        raised since the previous synchronize (spoiled values raise again when touched)."""
+        with self._lock:
+            rid, p = self._request_locked()
+            cmd = self._add_locked()
+            cmd.sync.request_id = rid
+            self._flush_locked()
+            self._wait_locked(p, rid)
+            frame_errors, self._frame_errors = self._frame_errors, []
+        if p.error is not None:
+            raise _errors.fresh(p.error)
+        if frame_errors:
+            raise _errors.fresh(frame_errors[0])
+
+    def set_options(self, *, grad_enabled: Optional[bool] = None,
+                    default_device: Optional[str] = None, seed: Optional[int] = None) -> None:
+        """Queues ``SetOptions`` commands (they take effect in stream order)."""
+        with self._lock:
+            self._check_open_locked()
+            if grad_enabled is not None:
+                self._add_locked().options.grad_enabled = bool(grad_enabled)
+                self._grad_sent = bool(grad_enabled)
+            if default_device is not None:
+                self._add_locked().options.default_device = default_device
+            if seed is not None:
+                self._add_locked().options.seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+            self._after_add_locked()
+
+    # ------------------------------------------------------ used by tensors and ops
+
+    def call(self, op_id: int, inputs: Sequence[int], attrs: Sequence[Tuple[str, str, Any]],
+             num_outputs: int, site: str) -> Tuple[int, int]:
+        """Queues a Call; returns (first output handle, seq). ``attrs`` are (name, AttrValue
+        field, value) triples, already checked against the schema."""
+        grad = _grad.is_grad_enabled()
+        with self._lock:
+            self._check_open_locked()
+            if grad != self._grad_sent:
+                self._add_locked().options.grad_enabled = grad
+                self._grad_sent = grad
+            cmd = self._add_locked()
+            c = cmd.call
+            c.op_id = op_id
+            c.inputs.extend(inputs)
+            for name, field, value in attrs:
+                a = c.attrs[name]
+                if field == "ints":
+                    a.ints.values.extend(value)
+                elif field == "floats":
+                    a.floats.values.extend(value)
+                else:
+                    setattr(a, field, value)
+            first = self._next_handle
+            self._next_handle += num_outputs
+            c.outputs.extend(range(first, first + num_outputs))
+            c.site = site
+            seq = cmd.seq
+            self._after_add_locked()
+        return first, seq
+
+    def put(self, data: np.ndarray, dtype_proto: int, shape: Sequence[int], device: str,
+            requires_grad: bool, site: str) -> Tuple[int, int]:
+        """Uploads ``data`` (already in wire layout) into a new handle, in chunks of at most
+        ``chunk_bytes``; returns (handle, seq of the last chunk)."""
+        raw = memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8))
+        total = raw.nbytes
+        step = self.chunk_bytes
+        with self._lock:
+            self._check_open_locked()
+            handle = self._next_handle
+            self._next_handle += 1
+            offset = 0
+            while True:
+                chunk = bytes(raw[offset:offset + step])
+                if self._frame_bytes + len(chunk) > self._max_bytes and len(self._cmds):
+                    self._flush_locked()
+                cmd = self._add_locked()
+                p = cmd.put
+                p.handle = handle
+                p.offset = offset
+                p.data = chunk
+                if offset == 0:
+                    p.dtype = dtype_proto
+                    p.shape.extend(shape)
+                    p.device = device
+                    p.requires_grad = requires_grad
+                    p.site = site
+                offset += len(chunk)
+                self._frame_bytes += len(chunk)
+                if offset >= total:
+                    p.last = True
+                    break
+            seq = cmd.seq
+            self._after_add_locked()
+        return handle, seq
+
+    def get(self, handle: int, site: str) -> Tuple[Any, bytearray]:
+        """Downloads a handle's values: (TensorMeta, little-endian bytes). Raises its error."""
+        with self._lock:
+            rid, p = self._request_locked()
+            cmd = self._add_locked()
+            cmd.get.handle = handle
+            cmd.get.request_id = rid
+            cmd.get.site = site
+            self._flush_locked()
+            self._wait_locked(p, rid)
+        if p.error is not None:
+            raise _errors.fresh(p.error)
+        return p.meta, p.buf
+
+    def meta(self, handle: int, seq: int) -> Any:
+        """The TensorMeta the daemon acknowledged for ``handle`` (created by command ``seq``),
+        waiting for the Ack if needed. Each handle's meta is handed out once."""
+        with self._lock:
+            m = self._meta.pop(handle, None)
+            if m is not None:
+                return m
+            if self._broken is not None:
+                raise _errors.fresh(self._broken)
+            if seq > self._sent_seq:
+                self._flush_locked()
+            self._replies.wait_for(lambda: handle in self._meta or self._acked_seq >= seq
+                                   or self._broken is not None)
+            m = self._meta.pop(handle, None)
+            if m is not None:
+                return m
+            if self._broken is not None:
+                raise _errors.fresh(self._broken)
+        raise ProtocolError(f"the daemon acknowledged command {seq} without metadata for "
+                            f"handle {handle}", op="ack")
+
+    def release(self, handle: int) -> None:
+        """Queues ``handle`` for a batched Release. Safe from finalizers in any thread."""
+        if self._closing or self._broken is not None:
+            return
+        self._released.append(handle)
+        if self._lock.acquire(blocking=False):  # never block: we may be inside our own lock
+            try:
+                self._wake_flusher.notify()
+            finally:
+                self._lock.release()
+
+    def flush(self) -> None:
+        """Sends the open batch now."""
+        with self._lock:
+            if self._broken is None and not self._closing:
+                self._flush_locked()
+
+    # ----------------------------------------------------------------- internals
+
+    def _check_open_locked(self) -> None:
+        if self._broken is not None:
+            raise _errors.fresh(self._broken)
+        if self._closing:
+            raise ConnectionLost("the session is closed", code=_errors.CANCELLED, op="session")
+
+    def _add_locked(self) -> Any:
+        cmd = self._cmds.add()
+        self._seq += 1
+        cmd.seq = self._seq
+        self._frame_bytes += 64
+        return cmd
+
+    def _after_add_locked(self) -> None:
+        n = len(self._cmds)
+        if n >= self._max_cmds or self._frame_bytes >= self._max_bytes:
+            self._flush_locked()
+        elif n == 1:
+            self._wake_flusher.notify()
+
+    def _request_locked(self) -> Tuple[int, _Pending]:
+        self._check_open_locked()
+        rid = self._next_request
+        self._next_request += 1
+        p = _Pending()
+        self._pending[rid] = p
+        return rid, p
+
+    def _wait_locked(self, p: _Pending, rid: int) -> None:
+        self._replies.wait_for(lambda: p.done or self._broken is not None)
+        self._pending.pop(rid, None)
+        if not p.done:
+            p.error = self._broken
+
+    def _drain_released_locked(self) -> None:
+        if not self._released:
+            return
+        handles = []
+        while True:
+            try:
+                h = self._released.popleft()
+            except IndexError:
+                break
+            handles.append(h)
+            if self._meta.pop(h, None) is None and h > self._acked_handle:
+                self._dropped.add(h)  # its Ack is still to come: don't keep that meta
+        self._add_locked().release.handles.extend(handles)
+
+    def _flush_locked(self) -> None:
+        self._drain_released_locked()
+        if not len(self._cmds):
+            return
+        frame = self._frame
+        self._sent_seq = self._seq
+        self._frame = pb.ClientFrame()
+        self._cmds = self._frame.batch.commands
+        self._frame_bytes = 0
+        self._put_frame(frame)
+
+    def _put_frame(self, frame: Optional[pb.ClientFrame]) -> None:
+        # Bounded queue: backpressure on huge uploads. gRPC's sender never takes our lock.
+        while True:
+            try:
+                self._out.put(frame, timeout=0.5)
+                return
+            except queue.Full:
+                if self._broken is not None:
+                    return
+
+    def _requests(self, hello: pb.ClientFrame):  # the request iterator gRPC drains
+        yield hello
+        while True:
+            frame = self._out.get()
+            if frame is None:
+                return
+            yield frame
+
+    def _flush_loop(self) -> None:
+        with self._lock:
+            while not self._closing and self._broken is None:
+                if not len(self._cmds) and not self._released:
+                    self._wake_flusher.wait()
+                    continue
+                # let the batch grow for one interval, then send whatever is there
+                self._wake_flusher.wait(self._flush_interval)
+                if not self._closing and self._broken is None:
+                    self._flush_locked()
+
+    def _receive(self) -> None:
+        err: Optional[Error] = None
+        try:
+            for frame in self._responses:
+                kind = frame.WhichOneof("kind")
+                with self._lock:
+                    if kind == "ack":
+                        self._on_ack(frame.ack)
+                    elif kind == "data":
+                        self._on_data(frame.data)
+                    elif kind == "sync_done":
+                        p = self._pending.get(frame.sync_done.request_id)
+                        if p is not None:
+                            if frame.sync_done.error.code:
+                                p.error = _errors.from_status(frame.sync_done.error)
+                            p.done = True
+                    elif kind == "error":
+                        self._on_error(frame.error)
+                    self._replies.notify_all()
+            err = ConnectionLost("the daemon ended the session", code=_errors.UNAVAILABLE,
+                                 op="session")
+        except grpc.RpcError as e:
+            err = _errors.from_rpc_error(e)
+        except Exception as e:  # a bug here must not leave waiters hanging
+            err = ProtocolError(f"receiver failed: {e!r}", op="session")
+        with self._lock:
+            if self._closing and err.code in (_errors.UNAVAILABLE, _errors.CANCELLED):
+                err = ConnectionLost("the session is closed", code=_errors.CANCELLED,
+                                     op="session")
+            self._broken = err
+            self._replies.notify_all()
+            self._wake_flusher.notify_all()
+
+    def _on_ack(self, ack: Any) -> None:
+        self._acked_seq = ack.last_seq
+        for m in ack.created:
+            h = m.handle
+            if h > self._acked_handle:
+                self._acked_handle = h
+            if self._dropped and h in self._dropped:
+                self._dropped.discard(h)
+            else:
+                self._meta[h] = m
+        if self._dropped:
+            self._dropped = {h for h in self._dropped if h > self._acked_handle}
+
+    def _on_data(self, d: Any) -> None:
+        p = self._pending.get(d.request_id)
+        if p is None:
+            return
+        if d.HasField("meta"):
+            p.meta = d.meta
+            if d.total_bytes:
+                p.buf = bytearray(d.total_bytes)
+        n = len(d.data)
+        if n:
+            if d.offset + n > len(p.buf):
+                p.buf.extend(bytes(d.offset + n - len(p.buf)))
+            p.buf[d.offset:d.offset + n] = d.data
+        if d.last:
+            p.done = True
+
+    def _on_error(self, e: Any) -> None:
+        err = _errors.from_status(e.status)
+        p = self._pending.get(e.request_id) if e.request_id else None
+        if p is not None:
+            p.error = err
+            p.done = True
+        else:
+            self._frame_errors.append(err)
+
+
+_open_sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for s in list(_open_sessions):
+        try:
+            s.close(timeout=2.0)
+        except Exception:
+            pass

@@ -1,0 +1,359 @@
+"""``Tensor``: a handle to a value that lives in the daemon, and ``call``, the one way ops run.
+
+A Tensor owns one handle of one session. Creating it queues the command that fills the handle
+and returns at once; reading metadata (``shape``, ``dtype``) uses the daemon's Ack (usually
+already there), reading values (``numpy()``, ``item()``, ``repr``) downloads them. Dropping the
+last reference queues a batched ``Release``.
+
+Errors stay with the values they spoil: a tensor produced by a failing op raises that op's error
+(with the user's call site) when its metadata or values are read.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _context, _dtype, _errors, _format
+from ._catalog import OpInfo, bind_positional, encode_attrs
+from ._dtype import Size
+from ._session import Session
+from ._site import call_site
+
+Number = Union[int, float, bool]
+_SCALARS = (int, float, bool, np.number, np.bool_)
+
+
+class _Meta(NamedTuple):
+    shape: Size
+    dtype: Optional[_dtype.dtype]
+    device: str
+    requires_grad: bool
+    error: Optional[_errors.Error]
+
+
+def _meta_from_proto(m: Any) -> _Meta:
+    err = _errors.from_status(m.error) if m.HasField("error") and m.error.code else None
+    return _Meta(Size(m.shape), _dtype.BY_PROTO.get(m.dtype), m.device, m.requires_grad, err)
+
+
+def missing_op(name: str, session: Session, why: str = "") -> NotImplementedError:
+    return NotImplementedError(
+        f"the tensord daemon at {session.address} has no op '{name}' in its catalog"
+        + (f" ({why})" if why else "") + "; it may be added by a newer daemon")
+
+
+def _session_of(values: Sequence[Any]) -> Session:
+    for v in values:
+        if isinstance(v, Tensor):
+            return v._session
+        if isinstance(v, (list, tuple)):
+            for w in v:
+                if isinstance(w, Tensor):
+                    return w._session
+    return _context.default_session()
+
+
+def scalar_dtype(v: Any) -> _dtype.dtype:
+    """The dtype a Python scalar travels as (docs/protocol.md): bool, int64 or float32."""
+    if isinstance(v, (bool, np.bool_)):
+        return _dtype.bool_
+    if isinstance(v, (int, np.integer)):
+        return _dtype.int64
+    if isinstance(v, (float, np.floating)):
+        return _dtype.float32
+    raise TypeError(f"expected a Tensor or a number, got {type(v).__name__}")
+
+
+def upload(session: Session, arr: np.ndarray, dt: _dtype.dtype, device: Any = None,
+           requires_grad: bool = False, site: Optional[str] = None) -> "Tensor":
+    """A new tensor holding ``arr`` converted to ``dt`` (Put, chunked)."""
+    dev = _dtype.device_str(device)
+    wire = _dtype.to_wire_bytes(np.asarray(arr), dt)
+    handle, seq = session.put(wire, dt.proto, arr.shape, dev, requires_grad,
+                              site if site is not None else call_site())
+    return Tensor._make(session, handle, seq, dev or None)
+
+
+def call(name: str, inputs: Sequence[Any], attrs: Optional[dict] = None, *,
+         num_outputs: Optional[int] = None, session: Optional[Session] = None,
+         why: str = "") -> Any:
+    """Runs catalog op ``name``; returns a Tensor, or a tuple for multi-output ops.
+
+    Inputs are Tensors of one session, or Python scalars (sent as 0-dim tensors).
+    """
+    s = session or _session_of(inputs)
+    op = s.catalog.get(name)
+    if op is None:
+        raise missing_op(name, s, why)
+    return call_op(s, op, inputs, attrs or {}, num_outputs)
+
+
+def call_op(s: Session, op: OpInfo, inputs: Sequence[Any], attrs: dict,
+            num_outputs: Optional[int] = None) -> Any:
+    site = call_site()
+    n = len(inputs)
+    if n < op.min_inputs or (op.max_inputs >= 0 and n > op.max_inputs):
+        want = (f"{op.min_inputs}" if op.min_inputs == op.max_inputs else
+                f"{op.min_inputs} to {op.max_inputs}" if op.max_inputs >= 0 else
+                f"at least {op.min_inputs}")
+        raise TypeError(f"{op.name}() takes {want} tensor inputs, got {n}")
+    dev = None
+    for x in inputs:
+        if isinstance(x, Tensor):
+            if x._session is not s:
+                raise ValueError(f"{op.name}(): tensors belong to different tensord sessions")
+            dev = dev or x._dev
+    handles: List[int] = []
+    keep: List[Tensor] = []  # scalars' tensors stay alive until the Call is queued
+    for x in inputs:
+        if isinstance(x, Tensor):
+            handles.append(x._handle)
+        elif isinstance(x, _SCALARS):
+            dt = scalar_dtype(x)
+            t = upload(s, np.asarray(x, dtype=dt.numpy_dtype), dt, dev, site=site)
+            keep.append(t)
+            handles.append(t._handle)
+        elif isinstance(x, np.ndarray):
+            t = upload(s, x, _dtype.from_numpy_dtype(x.dtype), dev, site=site)
+            keep.append(t)
+            handles.append(t._handle)
+        else:
+            raise TypeError(f"{op.name}(): expected Tensor inputs, got {type(x).__name__}")
+    triples = encode_attrs(op, attrs)
+    nout = op.num_outputs
+    if nout < 0:
+        if num_outputs is None:
+            raise NotImplementedError(f"{op.name}: the number of outputs depends on its "
+                                      "attributes; pass _num_outputs= (no wrapper knows it yet)")
+        nout = num_outputs
+    first, seq = s.call(op.id, handles, triples, nout, site)
+    del keep
+    outs = tuple(Tensor._make(s, first + i, seq, dev) for i in range(nout))
+    return outs[0] if nout == 1 else outs
+
+
+class CatalogFunction:
+    """A catalog op as a Python function: ``f(*inputs, *attrs, **attrs)``.
+
+    Positional arguments fill the op's inputs first (up to its arity; a list for variadic ops),
+    then its attributes in schema order. The catalog is read at call time from the session of
+    the tensor arguments (or the default session).
+    """
+
+    def __init__(self, name: str, bound: Optional["Tensor"] = None) -> None:
+        self.__name__ = self.__qualname__ = name
+        self._bound = bound
+
+    @property
+    def __doc__(self) -> str:  # type: ignore[override]
+        s = self._bound._session if self._bound is not None else _context.current()
+        op = s.catalog.get(self.__name__) if s is not None else None
+        return f"{op.signature()}\n\n{op.doc}" if op is not None else "a tensord catalog op"
+
+    def __repr__(self) -> str:
+        return f"<tensord op {self.__name__}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._bound is not None:
+            args = (self._bound,) + args
+        s = _session_of(args)
+        op = s.catalog.get(self.__name__)
+        if op is None:
+            raise missing_op(self.__name__, s)
+        nout = kwargs.pop("_num_outputs", None)
+        if op.max_inputs < 0:  # variadic: a sequence of tensors first, as torch.cat
+            if args and isinstance(args[0], (list, tuple)):
+                inputs, extra = list(args[0]), args[1:]
+            else:
+                k = 0
+                while k < len(args) and isinstance(args[k], Tensor):
+                    k += 1
+                inputs, extra = list(args[:k]), args[k:]
+        else:
+            inputs = list(args[: op.max_inputs])
+            extra = args[op.max_inputs:]
+            for key in ("input", "other"):
+                if key in kwargs and key not in op.by_name:
+                    inputs.append(kwargs.pop(key))
+            while inputs and inputs[-1] is None and len(inputs) > op.min_inputs:
+                inputs.pop()
+        return call_op(s, op, inputs, bind_positional(op, extra, kwargs), nout)
+
+
+from ._tensor_methods import TensorMethods  # noqa: E402  (methods need call/upload above)
+
+
+class Tensor(TensorMethods):
+    """A tensor that lives in the daemon. Create one with ``tensord.tensor``, ``tensord.zeros``,
+    ``tensord.randn`` ... or as the result of an op; never directly."""
+
+    __slots__ = ("_session", "_handle", "_seq", "_info", "_dev", "__weakref__")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("create tensors with tensord.tensor(), tensord.zeros(), ... ")
+
+    @classmethod
+    def _make(cls, session: Session, handle: int, seq: int, dev: Optional[str]) -> "Tensor":
+        t = object.__new__(cls)
+        t._session = session
+        t._handle = handle
+        t._seq = seq
+        t._info = None
+        t._dev = dev  # requested device, if known ("" / None: the session default)
+        return t
+
+    def __del__(self) -> None:
+        try:
+            self._session.release(self._handle)
+        except Exception:  # interpreter shutdown, half-built object
+            pass
+
+    # ------------------------------------------------------------- metadata
+
+    def _meta(self) -> _Meta:
+        info = self._info
+        if info is None:
+            info = self._info = _meta_from_proto(self._session.meta(self._handle, self._seq))
+        if info.error is not None:
+            raise _errors.fresh(info.error)
+        return info
+
+    @property
+    def shape(self) -> Size:
+        """The tensor's shape (from the daemon's Ack; raises if the value is spoiled)."""
+        return self._meta().shape
+
+    def size(self, dim: Optional[int] = None) -> Union[Size, int]:
+        """The shape, or the size of dimension ``dim``."""
+        shape = self._meta().shape
+        return shape if dim is None else shape[_wrap_dim(dim, len(shape))]
+
+    @property
+    def dtype(self) -> _dtype.dtype:
+        """The element type."""
+        return self._meta().dtype  # type: ignore[return-value]
+
+    @property
+    def device(self) -> _dtype.device:
+        """The device the tensor lives on."""
+        return _dtype.device(self._meta().device)
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether the tensor lives on a CUDA device."""
+        return self._meta().device.startswith("cuda")
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether autograd records ops on this tensor."""
+        return self._meta().requires_grad
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return len(self._meta().shape)
+
+    def dim(self) -> int:
+        """The number of dimensions."""
+        return len(self._meta().shape)
+
+    def numel(self) -> int:
+        """The number of elements."""
+        return self._meta().shape.numel()
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        """Bytes per element."""
+        return self.dtype.itemsize
+
+    @property
+    def session(self) -> Session:
+        """The session that holds this tensor."""
+        return self._session
+
+    # --------------------------------------------------------------- values
+
+    def _download(self) -> Tuple[np.ndarray, _Meta]:
+        meta_pb, buf = self._session.get(self._handle, call_site())
+        info = _meta_from_proto(meta_pb) if meta_pb is not None else self._meta()
+        if self._info is None:
+            self._info = info
+        return _dtype.from_wire_bytes(buf, info.dtype, tuple(info.shape)), info
+
+    def numpy(self) -> np.ndarray:
+        """The values as a new NumPy array (bfloat16 arrives as float32). Waits for them."""
+        return self._download()[0]
+
+    def tolist(self) -> Any:
+        """The values as (nested) Python lists, or a Python number for a 0-dim tensor."""
+        return self.numpy().tolist()
+
+    def item(self) -> Number:
+        """The value of a one-element tensor as a Python number."""
+        a = self.numpy()
+        if a.size != 1:
+            raise ValueError(f"a Tensor with {a.size} elements cannot be converted to Scalar")
+        return a.reshape(-1)[0].item()
+
+    def __array__(self, dtype: Any = None) -> np.ndarray:
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __repr__(self) -> str:
+        if self._session.closed:
+            return f"<tensord.Tensor handle={self._handle} of a closed session>"
+        values, info = self._download()
+        return _format.format_tensor(values, info.dtype, info.device, info.requires_grad)
+
+    def __format__(self, spec: str) -> str:
+        if self.dim() == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __bool__(self) -> bool:
+        a = self.numpy()
+        if a.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(a.reshape(-1)[0])
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __len__(self) -> int:
+        shape = self._meta().shape
+        if not shape:
+            raise TypeError("len() of a 0-d tensor")
+        return shape[0]
+
+    def __iter__(self) -> Iterator["Tensor"]:
+        if not self._meta().shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(len(self)))
+
+    __hash__ = object.__hash__
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim % n
+
+
+def is_tensor(obj: Any) -> bool:
+    """True if ``obj`` is a tensord Tensor."""
+    return isinstance(obj, Tensor)

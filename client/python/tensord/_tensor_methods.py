@@ -1,0 +1,360 @@
+"""Tensor methods and operators with PyTorch's names and signatures.
+
+Each one maps onto catalog ops through ``_tensor.call``; ops the catalog lacks raise
+NotImplementedError naming the missing op. Any other catalog op is reachable as a method through
+``__getattr__`` (``x.exp()`` once the daemon has ``exp``).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _dtype, _tensor
+
+_SCALARS = (int, float, bool, np.number, np.bool_)
+
+
+def _operand(v: Any) -> bool:
+    return isinstance(v, (_tensor.Tensor, _SCALARS))
+
+
+def _shape_args(shape: Sequence[Any]) -> list:
+    """``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` all mean the shape [2, 3]."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return [operator.index(s) for s in shape]
+
+
+def _dims(dim: Any) -> Optional[list]:
+    if dim is None:
+        return None
+    if isinstance(dim, (tuple, list)):
+        return [operator.index(d) for d in dim]
+    return [operator.index(dim)]
+
+
+class TensorMethods:
+    """Mixed into ``Tensor``; see there."""
+
+    __slots__ = ()
+
+    # ------------------------------------------------------------ arithmetic
+
+    def add(self, other: Any, *, alpha: Any = 1) -> Any:
+        """``self + alpha * other``."""
+        return _tensor.call("add", [self, other], {"alpha": None if alpha == 1 else alpha})
+
+    def sub(self, other: Any, *, alpha: Any = 1) -> Any:
+        """``self - alpha * other``."""
+        return _tensor.call("sub", [self, other], {"alpha": None if alpha == 1 else alpha})
+
+    def mul(self, other: Any) -> Any:
+        """Elementwise product, with broadcasting."""
+        return _tensor.call("mul", [self, other])
+
+    def div(self, other: Any, *, rounding_mode: Optional[str] = None) -> Any:
+        """Elementwise true division, with broadcasting."""
+        return _tensor.call("div", [self, other], {"rounding_mode": rounding_mode})
+
+    def matmul(self, other: Any) -> Any:
+        """Matrix product (PyTorch's ``matmul`` rules)."""
+        return _tensor.call("matmul", [self, other])
+
+    def neg(self) -> Any:
+        """``-self``."""
+        return _tensor.call("neg", [self])
+
+    def relu(self) -> Any:
+        """``max(self, 0)`` elementwise."""
+        return _tensor.call("relu", [self])
+
+    def pow(self, exponent: Any) -> Any:
+        """``self ** exponent`` elementwise."""
+        return _tensor.call("pow", [self, exponent])
+
+    multiply, subtract, divide, negative, true_divide = mul, sub, div, neg, div
+
+    def __add__(self, other: Any) -> Any:
+        return _tensor.call("add", [self, other]) if _operand(other) else NotImplemented
+
+    def __radd__(self, other: Any) -> Any:
+        return _tensor.call("add", [other, self]) if _operand(other) else NotImplemented
+
+    def __sub__(self, other: Any) -> Any:
+        return _tensor.call("sub", [self, other]) if _operand(other) else NotImplemented
+
+    def __rsub__(self, other: Any) -> Any:
+        return _tensor.call("sub", [other, self]) if _operand(other) else NotImplemented
+
+    def __mul__(self, other: Any) -> Any:
+        return _tensor.call("mul", [self, other]) if _operand(other) else NotImplemented
+
+    def __rmul__(self, other: Any) -> Any:
+        return _tensor.call("mul", [other, self]) if _operand(other) else NotImplemented
+
+    def __truediv__(self, other: Any) -> Any:
+        return _tensor.call("div", [self, other]) if _operand(other) else NotImplemented
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return _tensor.call("div", [other, self]) if _operand(other) else NotImplemented
+
+    def __floordiv__(self, other: Any) -> Any:
+        return _tensor.call("div", [self, other], {"rounding_mode": "floor"}) \
+            if _operand(other) else NotImplemented
+
+    def __mod__(self, other: Any) -> Any:
+        return _tensor.call("remainder", [self, other]) if _operand(other) else NotImplemented
+
+    def __matmul__(self, other: Any) -> Any:
+        return _tensor.call("matmul", [self, other]) if _operand(other) else NotImplemented
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return _tensor.call("matmul", [other, self]) if _operand(other) else NotImplemented
+
+    def __pow__(self, other: Any) -> Any:
+        return _tensor.call("pow", [self, other]) if _operand(other) else NotImplemented
+
+    def __rpow__(self, other: Any) -> Any:
+        return _tensor.call("pow", [other, self]) if _operand(other) else NotImplemented
+
+    def __neg__(self) -> Any:
+        return _tensor.call("neg", [self])
+
+    def __pos__(self) -> Any:
+        return self
+
+    def __abs__(self) -> Any:
+        return _tensor.call("abs", [self])
+
+    def __invert__(self) -> Any:
+        return _tensor.call("bitwise_not", [self])
+
+    def __and__(self, other: Any) -> Any:
+        return _tensor.call("bitwise_and", [self, other]) if _operand(other) else NotImplemented
+
+    def __or__(self, other: Any) -> Any:
+        return _tensor.call("bitwise_or", [self, other]) if _operand(other) else NotImplemented
+
+    def __xor__(self, other: Any) -> Any:
+        return _tensor.call("bitwise_xor", [self, other]) if _operand(other) else NotImplemented
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    # comparisons: elementwise bool tensors, as in PyTorch
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        return _tensor.call("eq", [self, other]) if _operand(other) else NotImplemented
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        return _tensor.call("ne", [self, other]) if _operand(other) else NotImplemented
+
+    def __lt__(self, other: Any) -> Any:
+        return _tensor.call("lt", [self, other]) if _operand(other) else NotImplemented
+
+    def __le__(self, other: Any) -> Any:
+        return _tensor.call("le", [self, other]) if _operand(other) else NotImplemented
+
+    def __gt__(self, other: Any) -> Any:
+        return _tensor.call("gt", [self, other]) if _operand(other) else NotImplemented
+
+    def __ge__(self, other: Any) -> Any:
+        return _tensor.call("ge", [self, other]) if _operand(other) else NotImplemented
+
+    # in place: the catalog's in-place op when it has one; otherwise the name is rebound to a
+    # new tensor (other references to the old one keep the old value)
+    def _inplace(self, name: str, other: Any) -> Any:
+        if not _operand(other):
+            return NotImplemented
+        if name + "_" in self._session.catalog:
+            _tensor.call(name + "_", [self, other])
+            return self
+        return _tensor.call(name, [self, other])
+
+    def __iadd__(self, other: Any) -> Any:
+        return self._inplace("add", other)
+
+    def __isub__(self, other: Any) -> Any:
+        return self._inplace("sub", other)
+
+    def __imul__(self, other: Any) -> Any:
+        return self._inplace("mul", other)
+
+    def __itruediv__(self, other: Any) -> Any:
+        return self._inplace("div", other)
+
+    # ------------------------------------------------------------ reductions
+
+    def sum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+        """Sum over ``dim`` (an int or a tuple; None: every dimension)."""
+        return _tensor.call("sum", [self], {"dim": _dims(dim), "keepdim": keepdim or None,
+                                            "dtype": dtype})
+
+    def mean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+        """Mean over ``dim`` (an int or a tuple; None: every dimension)."""
+        return _tensor.call("mean", [self], {"dim": _dims(dim), "keepdim": keepdim or None,
+                                             "dtype": dtype})
+
+    # ---------------------------------------------------------- shape and views
+
+    def reshape(self, *shape: Any) -> Any:
+        """The same values with a new shape (one dimension may be -1)."""
+        return _tensor.call("reshape", [self], {"shape": _shape_args(shape)})
+
+    def view(self, *shape: Any) -> Any:
+        """A view with a new shape (``reshape`` where the daemon has no ``view`` op)."""
+        name = "view" if "view" in self._session.catalog else "reshape"
+        return _tensor.call(name, [self], {"shape": _shape_args(shape)})
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
+        """Flattens dimensions ``start_dim..end_dim`` into one."""
+        shape = list(self.shape)
+        if not shape:
+            return self.reshape(1)
+        s = _tensor._wrap_dim(start_dim, len(shape))
+        e = _tensor._wrap_dim(end_dim, len(shape))
+        if s > e:
+            raise ValueError("flatten() has invalid args: start_dim cannot come after end_dim")
+        n = 1
+        for d in shape[s:e + 1]:
+            n *= d
+        return self.reshape(shape[:s] + [n] + shape[e + 1:])
+
+    def transpose(self, dim0: int, dim1: int) -> Any:
+        """Swaps dimensions ``dim0`` and ``dim1``."""
+        return _tensor.call("transpose", [self], {"dim0": dim0, "dim1": dim1})
+
+    swapaxes = swapdims = transpose
+
+    def t(self) -> Any:
+        """Transpose of a tensor of at most 2 dimensions."""
+        n = self.dim()
+        if n > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
+        return self if n < 2 else self.transpose(0, 1)
+
+    @property
+    def T(self) -> Any:  # noqa: N802 (PyTorch's name)
+        """The tensor with its dimensions reversed."""
+        n = self.dim()
+        if n <= 2:
+            return self.t()
+        return _tensor.call("permute", [self], {"dims": list(range(n - 1, -1, -1))})
+
+    @property
+    def mT(self) -> Any:  # noqa: N802
+        """Transpose of the last two dimensions."""
+        return self.transpose(-2, -1)
+
+    def contiguous(self) -> Any:
+        """A contiguous tensor with the same values (this tensor when the daemon has no
+        ``contiguous`` op: it makes operands contiguous where a kernel needs it)."""
+        if "contiguous" in self._session.catalog:
+            return _tensor.call("contiguous", [self])
+        return self
+
+    def __getitem__(self, index: Any) -> Any:
+        from ._indexing import getitem
+        return getitem(self, index)
+
+    # -------------------------------------------------------- dtype and device
+
+    def to(self, *args: Any, **kwargs: Any) -> Any:
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``: this tensor if
+        nothing changes, else a converted copy."""
+        device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+        kwargs.pop("non_blocking", None)
+        copy = kwargs.pop("copy", False)
+        if kwargs:
+            raise TypeError(f"to() got unexpected arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, _dtype.dtype):
+                dtype = a
+            elif isinstance(a, _tensor.Tensor):
+                device, dtype = a.device, a.dtype
+            elif isinstance(a, (str, _dtype.device, int)):
+                device = a
+            else:
+                raise TypeError(f"to() got an unexpected argument {a!r}")
+        info = self._meta()
+        dev = _dtype.device_str(device) or info.device
+        dt = dtype or info.dtype
+        if dev == info.device and dt is info.dtype and not copy:
+            return self
+        if "to" in self._session.catalog:
+            return _tensor.call("to", [self], {"dtype": dt, "device": dev})
+        # No conversion op yet: through the client (a download and an upload; values only).
+        return _tensor.upload(self._session, self.numpy(), dt, dev)
+
+    def cpu(self) -> Any:
+        """This tensor on the CPU."""
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> Any:
+        """This tensor on a CUDA device (``cuda:0`` by default)."""
+        return self.to(_dtype.device_str(device if device is not None else "cuda"))
+
+    def type_as(self, other: Any) -> Any:
+        """This tensor converted to ``other``'s dtype."""
+        return self.to(other.dtype)
+
+    def float(self) -> Any:
+        """Converted to float32."""
+        return self.to(_dtype.float32)
+
+    def double(self) -> Any:
+        """Converted to float64."""
+        return self.to(_dtype.float64)
+
+    def half(self) -> Any:
+        """Converted to float16."""
+        return self.to(_dtype.float16)
+
+    def bfloat16(self) -> Any:
+        """Converted to bfloat16."""
+        return self.to(_dtype.bfloat16)
+
+    def long(self) -> Any:
+        """Converted to int64."""
+        return self.to(_dtype.int64)
+
+    def int(self) -> Any:
+        """Converted to int32."""
+        return self.to(_dtype.int32)
+
+    def char(self) -> Any:
+        """Converted to int8."""
+        return self.to(_dtype.int8)
+
+    def byte(self) -> Any:
+        """Converted to uint8."""
+        return self.to(_dtype.uint8)
+
+    def bool(self) -> Any:
+        """Converted to bool."""
+        return self.to(_dtype.bool_)
+
+    def is_floating_point(self) -> bool:
+        """Whether the dtype is a floating point type."""
+        return self.dtype.is_floating_point
+
+    # ------------------------------------------------------- every other op
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            s = object.__getattribute__(self, "_session")
+        except AttributeError:
+            raise AttributeError(name) from None
+        op = s.catalog.get(name)
+        if op is None or op.max_inputs == 0:
+            raise AttributeError(f"'Tensor' object has no attribute '{name}' (nor is '{name}' "
+                                 "an op in the daemon's catalog)")
+        return _tensor.CatalogFunction(name, bound=self)  # type: ignore[arg-type]
+
+    def __dir__(self) -> Any:
+        names = set(super().__dir__())
+        names.update(n for n, op in self._session.catalog.items() if op.max_inputs != 0)
+        return sorted(names)
