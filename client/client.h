@@ -100,11 +100,6 @@ class Client {
                          DTypeOf<T>::value, std::move(shape), options, site);
     }
   }
-  // A 1-d tensor of `data`.
-  template <typename T>
-  Tensor FromVector(const std::vector<T>& data, Site site = Site::Current()) {
-    return FromVector(data, {static_cast<int64_t>(data.size())}, {}, site);
-  }
 
   // ------------------------------------------------------------ session
   // Sync point: waits for every command so far; returns the first op error

@@ -1,0 +1,546 @@
+#include "client/fake_tensord.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tensord {
+namespace testing {
+namespace {
+
+struct FakeTensor {
+  v1::DType dtype = v1::FLOAT32;
+  std::vector<int64_t> shape;
+  std::vector<double> values;
+  v1::Status error;  // code != 0: poisoned
+};
+
+int64_t Numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+size_t ItemSize(v1::DType dtype) {
+  switch (dtype) {
+    case v1::FLOAT64:
+    case v1::INT64:
+      return 8;
+    case v1::FLOAT32:
+    case v1::INT32:
+      return 4;
+    case v1::BOOL:
+    case v1::UINT8:
+    case v1::INT8:
+      return 1;
+    default:
+      return 2;
+  }
+}
+
+double Load(v1::DType dtype, const char* p) {
+  switch (dtype) {
+    case v1::FLOAT64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case v1::INT64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
+    case v1::INT32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case v1::BOOL:
+    case v1::UINT8:
+      return static_cast<uint8_t>(*p);
+    case v1::INT8:
+      return static_cast<int8_t>(*p);
+    default: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+  }
+}
+
+void Store(v1::DType dtype, double v, char* p) {
+  switch (dtype) {
+    case v1::FLOAT64:
+      std::memcpy(p, &v, 8);
+      return;
+    case v1::INT64: {
+      int64_t i = static_cast<int64_t>(v);
+      std::memcpy(p, &i, 8);
+      return;
+    }
+    case v1::INT32: {
+      int32_t i = static_cast<int32_t>(v);
+      std::memcpy(p, &i, 4);
+      return;
+    }
+    case v1::BOOL:
+    case v1::UINT8:
+    case v1::INT8:
+      *p = static_cast<char>(static_cast<int>(v));
+      return;
+    default: {
+      float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+      return;
+    }
+  }
+}
+
+int Category(v1::DType d) {
+  if (d == v1::BOOL) return 0;
+  if (d == v1::FLOAT32 || d == v1::FLOAT64) return 2;
+  return 1;
+}
+
+v1::OpSchema* AddOp(v1::Welcome* w, const std::string& name, int min_in,
+                    int max_in) {
+  v1::OpSchema* op = w->add_ops();
+  op->set_id(w->ops_size());
+  op->set_name(name);
+  op->set_min_inputs(min_in);
+  op->set_max_inputs(max_in);
+  op->set_num_outputs(1);
+  return op;
+}
+
+void AddAttr(v1::OpSchema* op, const std::string& name, const std::string& type,
+             bool required = false) {
+  v1::AttrSchema* a = op->add_attrs();
+  a->set_name(name);
+  a->set_type(type);
+  a->set_required(required);
+}
+
+v1::Status MakeStatus(absl::StatusCode code, std::string message,
+                      const std::string& op, const std::string& site) {
+  v1::Status s;
+  s.set_code(static_cast<int>(code));
+  s.set_message(std::move(message));
+  s.set_op(op);
+  s.set_site(site);
+  return s;
+}
+
+}  // namespace
+
+// One session's state; runs on the gRPC handler thread.
+class FakeSession {
+ public:
+  FakeSession(FakeTensordService* service,
+              grpc::ServerReaderWriter<v1::ServerFrame, v1::ClientFrame>* io)
+      : service_(service), io_(io) {}
+
+  void Run(const v1::Welcome& welcome) {
+    welcome_ = welcome;
+    v1::ClientFrame frame;
+    while (io_->Read(&frame)) {
+      if (!frame.has_batch()) {
+        Violation("a non-batch frame after Hello");
+        continue;
+      }
+      {
+        absl::MutexLock lock(&service_->mu_);
+        FakeStats& s = service_->stats_;
+        s.frames++;
+        s.commands += frame.batch().commands_size();
+        s.max_frame_commands =
+            std::max(s.max_frame_commands, frame.batch().commands_size());
+        s.max_frame_bytes = std::max(s.max_frame_bytes, frame.ByteSizeLong());
+      }
+      if (frame.ByteSizeLong() > service_->options_.max_frame_bytes) {
+        Violation(absl::StrCat("frame of ", frame.ByteSizeLong(), " bytes"));
+      }
+      v1::ServerFrame ack_frame;
+      v1::Ack* ack = ack_frame.mutable_ack();
+      for (const v1::Command& command : frame.batch().commands()) {
+        if (command.seq() != last_seq_ + 1) {
+          Violation(absl::StrCat("seq ", command.seq(), " after ", last_seq_));
+        }
+        last_seq_ = command.seq();
+        if (put_handle_ != 0 && !command.has_put()) {
+          Violation("a command between the chunks of an upload");
+        }
+        Run(command, ack);
+      }
+      ack->set_last_seq(last_seq_);
+      io_->Write(ack_frame);
+      for (v1::ServerFrame& reply : replies_) io_->Write(reply);
+      replies_.clear();
+    }
+  }
+
+ private:
+  void Violation(std::string what) {
+    absl::MutexLock lock(&service_->mu_);
+    service_->stats_.violations.push_back(std::move(what));
+  }
+
+  void Created(uint64_t handle, v1::Ack* ack) {
+    const FakeTensor& t = tensors_[handle];
+    v1::TensorMeta* meta = ack->add_created();
+    meta->set_handle(handle);
+    meta->set_dtype(t.dtype);
+    meta->mutable_shape()->Add(t.shape.begin(), t.shape.end());
+    meta->set_device("cpu");
+    if (t.error.code() != 0) *meta->mutable_error() = t.error;
+  }
+
+  bool NewHandle(uint64_t handle) {
+    if (handle <= last_handle_) {
+      Violation(absl::StrCat("handle ", handle, " after ", last_handle_));
+      return false;
+    }
+    last_handle_ = handle;
+    return true;
+  }
+
+  void Poison(uint64_t handle, v1::Status status) {
+    if (first_error_.code() == 0) first_error_ = status;
+    tensors_[handle].error = std::move(status);
+  }
+
+  void Run(const v1::Command& command, v1::Ack* ack) {
+    switch (command.kind_case()) {
+      case v1::Command::kPut:
+        return RunPut(command.put(), ack);
+      case v1::Command::kCall:
+        return RunCall(command.call(), ack);
+      case v1::Command::kGet:
+        return RunGet(command.get());
+      case v1::Command::kRelease: {
+        absl::MutexLock lock(&service_->mu_);
+        for (uint64_t h : command.release().handles()) {
+          tensors_.erase(h);
+          service_->stats_.released.insert(h);
+        }
+        return;
+      }
+      case v1::Command::kSync: {
+        v1::ServerFrame reply;
+        reply.mutable_sync_done()->set_request_id(command.sync().request_id());
+        *reply.mutable_sync_done()->mutable_error() = first_error_;
+        first_error_ = v1::Status();
+        replies_.push_back(std::move(reply));
+        return;
+      }
+      case v1::Command::kOptions: {
+        absl::MutexLock lock(&service_->mu_);
+        service_->stats_.last_seed = command.options().seed();
+        return;
+      }
+      default:
+        Violation("a command with no kind");
+    }
+  }
+
+  void RunPut(const v1::Put& put, v1::Ack* ack) {
+    if (put.offset() == 0) {
+      if (!NewHandle(put.handle())) return;
+      put_handle_ = put.handle();
+      FakeTensor& t = tensors_[put.handle()];
+      t.dtype = put.dtype();
+      t.shape.assign(put.shape().begin(), put.shape().end());
+      put_bytes_.clear();
+    } else if (put.handle() != put_handle_ ||
+               put.offset() != put_bytes_.size()) {
+      Violation(absl::StrCat("Put chunk for ", put.handle(), " at ",
+                             put.offset(), " after ", put_bytes_.size()));
+      return;
+    }
+    put_bytes_.append(put.data());
+    if (!put.last()) return;
+    put_handle_ = 0;
+    FakeTensor& t = tensors_[put.handle()];
+    const size_t item = ItemSize(t.dtype);
+    if (put_bytes_.size() != Numel(t.shape) * item) {
+      Violation("Put total does not match its shape");
+    }
+    t.values.resize(put_bytes_.size() / item);
+    for (size_t i = 0; i < t.values.size(); ++i) {
+      t.values[i] = Load(t.dtype, put_bytes_.data() + i * item);
+    }
+    Created(put.handle(), ack);
+  }
+
+  void RunGet(const v1::Get& get) {
+    v1::ServerFrame reply;
+    auto it = tensors_.find(get.handle());
+    if (it == tensors_.end() || it->second.error.code() != 0) {
+      v1::Error* error = reply.mutable_error();
+      error->set_request_id(get.request_id());
+      *error->mutable_status() =
+          it == tensors_.end()
+              ? MakeStatus(absl::StatusCode::kNotFound,
+                           absl::StrCat("handle ", get.handle(), " not found"),
+                           "get", get.site())
+              : it->second.error;
+      replies_.push_back(std::move(reply));
+      return;
+    }
+    const FakeTensor& t = it->second;
+    const size_t item = ItemSize(t.dtype);
+    std::string bytes(t.values.size() * item, '\0');
+    for (size_t i = 0; i < t.values.size(); ++i) {
+      Store(t.dtype, t.values[i], bytes.data() + i * item);
+    }
+    const uint64_t chunk = service_->options_.chunk_bytes;
+    uint64_t offset = 0;
+    do {
+      v1::ServerFrame data_frame;
+      v1::Data* data = data_frame.mutable_data();
+      data->set_request_id(get.request_id());
+      if (offset == 0) {
+        data->mutable_meta()->set_handle(get.handle());
+        data->mutable_meta()->set_dtype(t.dtype);
+        data->mutable_meta()->mutable_shape()->Add(t.shape.begin(),
+                                                   t.shape.end());
+        data->mutable_meta()->set_device("cpu");
+        data->set_total_bytes(bytes.size());
+      }
+      const uint64_t n = std::min<uint64_t>(chunk, bytes.size() - offset);
+      data->set_offset(offset);
+      data->set_data(bytes.substr(offset, n));
+      offset += n;
+      data->set_last(offset == bytes.size());
+      replies_.push_back(std::move(data_frame));
+    } while (offset < bytes.size());
+  }
+
+  void RunCall(const v1::Call& call, v1::Ack* ack) {
+    if (call.outputs_size() != 1 || !NewHandle(call.outputs(0))) return;
+    const uint64_t out = call.outputs(0);
+    const v1::OpSchema* op = nullptr;
+    for (const v1::OpSchema& o : welcome_.ops()) {
+      if (o.id() == call.op_id()) op = &o;
+    }
+    const std::string name = op ? op->name() : "?";
+    auto fail = [&](absl::StatusCode code, std::string message) {
+      Poison(out, MakeStatus(code, std::move(message), name, call.site()));
+      Created(out, ack);
+    };
+    std::vector<const FakeTensor*> in;
+    for (uint64_t h : call.inputs()) {
+      auto it = tensors_.find(h);
+      if (it == tensors_.end()) {
+        return fail(absl::StatusCode::kNotFound,
+                    absl::StrCat("handle ", h, " not found"));
+      }
+      if (it->second.error.code() != 0) {
+        tensors_[out].error = it->second.error;  // same original error
+        Created(out, ack);
+        return;
+      }
+      in.push_back(&it->second);
+    }
+    FakeTensor result;
+    absl::Status status = Compute(name, call, in, &result);
+    if (!status.ok()) {
+      return fail(status.code(), std::string(status.message()));
+    }
+    tensors_[out] = std::move(result);
+    Created(out, ack);
+  }
+
+  static std::vector<int64_t> Ints(const v1::Call& call, const char* name) {
+    auto it = call.attrs().find(name);
+    if (it == call.attrs().end()) return {};
+    return {it->second.ints().values().begin(),
+            it->second.ints().values().end()};
+  }
+
+  static double Float(const v1::Call& call, const char* name, double dflt) {
+    auto it = call.attrs().find(name);
+    return it == call.attrs().end() ? dflt : it->second.f();
+  }
+
+  static absl::Status Compute(const std::string& name, const v1::Call& call,
+                              const std::vector<const FakeTensor*>& in,
+                              FakeTensor* r) {
+    if (name == "ones" || name == "zeros" || name == "full") {
+      r->shape = Ints(call, "shape");
+      auto dtype = call.attrs().find("dtype");
+      if (dtype != call.attrs().end()) r->dtype = dtype->second.dtype();
+      double fill = name == "ones" ? 1 : name == "zeros" ? 0 : 0;
+      if (name == "full") fill = Float(call, "fill_value", 0);
+      r->values.assign(Numel(r->shape), fill);
+      return absl::OkStatus();
+    }
+    if (name == "arange") {
+      const double start = Float(call, "start", 0), end = Float(call, "end", 0),
+                   step = Float(call, "step", 1);
+      for (double v = start; v < end; v += step) r->values.push_back(v);
+      r->shape = {static_cast<int64_t>(r->values.size())};
+      return absl::OkStatus();
+    }
+    if (name == "neg" || name == "relu") {
+      *r = *in[0];
+      for (double& v : r->values) v = name == "neg" ? -v : std::max(v, 0.0);
+      return absl::OkStatus();
+    }
+    if (name == "sum" || name == "mean") {
+      if (!Ints(call, "dim").empty()) {
+        return absl::UnimplementedError("the fake reduces over all dims only");
+      }
+      double s = 0;
+      for (double v : in[0]->values) s += v;
+      if (name == "mean") s /= in[0]->values.size();
+      r->dtype = in[0]->dtype;
+      r->values = {s};
+      return absl::OkStatus();
+    }
+    if (name == "matmul") {
+      const FakeTensor &a = *in[0], &b = *in[1];
+      if (a.shape.size() != 2 || b.shape.size() != 2 ||
+          a.shape[1] != b.shape[0]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "shapes [", absl::StrJoin(a.shape, ", "), "] and [",
+            absl::StrJoin(b.shape, ", "), "] cannot be multiplied"));
+      }
+      const int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+      r->dtype = a.dtype;
+      r->shape = {m, n};
+      r->values.assign(m * n, 0);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t p = 0; p < k; ++p)
+            r->values[i * n + j] += a.values[i * k + p] * b.values[p * n + j];
+      return absl::OkStatus();
+    }
+    if (in.size() != 2) return absl::UnimplementedError("not in the fake");
+    // Binary elementwise: equal shapes, or a 0-dim operand.
+    const FakeTensor &a = *in[0], &b = *in[1];
+    const bool a_scalar = a.shape.empty(), b_scalar = b.shape.empty();
+    if (!a_scalar && !b_scalar && a.shape != b.shape) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shapes [", absl::StrJoin(a.shape, ", "), "] and [",
+                       absl::StrJoin(b.shape, ", "), "] do not broadcast"));
+    }
+    const FakeTensor& big = b_scalar ? a : b;
+    const FakeTensor& small = b_scalar ? b : a;
+    r->shape = big.shape;
+    r->dtype =
+        Category(small.dtype) > Category(big.dtype) ? small.dtype : big.dtype;
+    if (name == "div" && Category(r->dtype) < 2) r->dtype = v1::FLOAT32;
+    const double alpha = Float(call, "alpha", 1);
+    r->values.resize(big.values.size());
+    for (size_t i = 0; i < r->values.size(); ++i) {
+      const double x = a.values[a_scalar ? 0 : i];
+      const double y = b.values[b_scalar ? 0 : i];
+      r->values[i] = name == "add"   ? x + alpha * y
+                     : name == "sub" ? x - alpha * y
+                     : name == "mul" ? x * y
+                                     : x / y;
+    }
+    return absl::OkStatus();
+  }
+
+  FakeTensordService* service_;
+  grpc::ServerReaderWriter<v1::ServerFrame, v1::ClientFrame>* io_;
+  v1::Welcome welcome_;
+  std::map<uint64_t, FakeTensor> tensors_;
+  std::vector<v1::ServerFrame> replies_;
+  uint64_t last_seq_ = 0;
+  uint64_t last_handle_ = 0;
+  uint64_t put_handle_ = 0;
+  std::string put_bytes_;
+  v1::Status first_error_;
+};
+
+grpc::Status FakeTensordService::Session(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<v1::ServerFrame, v1::ClientFrame>* stream) {
+  v1::ClientFrame hello;
+  if (!stream->Read(&hello) || !hello.has_hello()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the first frame must be Hello");
+  }
+  if (hello.hello().protocol_version() != 1) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("client speaks protocol version ",
+                     hello.hello().protocol_version(), ", daemon speaks 1"));
+  }
+  if (!options_.token.empty()) {
+    auto auth = context->client_metadata().find("authorization");
+    const std::string want = "Bearer " + options_.token;
+    if (hello.hello().token() != options_.token ||
+        auth == context->client_metadata().end() ||
+        std::string(auth->second.data(), auth->second.size()) != want) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "invalid token");
+    }
+  }
+  v1::ServerFrame welcome_frame;
+  v1::Welcome* w = welcome_frame.mutable_welcome();
+  w->set_session_id("fake-session-1");
+  w->set_protocol_version(1);
+  w->set_server_version("fake");
+  w->set_chunk_bytes(options_.chunk_bytes);
+  w->set_max_frame_bytes(options_.max_frame_bytes);
+  w->set_default_device("cpu");
+  v1::DeviceInfo* cpu = w->add_devices();
+  cpu->set_name("cpu");
+  cpu->set_kind("cpu");
+  for (const char* name : {"zeros", "ones", "full"}) {
+    v1::OpSchema* op = AddOp(w, name, 0, 0);
+    AddAttr(op, "shape", "ints");
+    AddAttr(op, "dtype", "dtype");
+    AddAttr(op, "device", "string");
+    if (std::string(name) == "full") AddAttr(op, "fill_value", "float", true);
+  }
+  v1::OpSchema* arange = AddOp(w, "arange", 0, 0);
+  AddAttr(arange, "start", "float");
+  AddAttr(arange, "end", "float", true);
+  AddAttr(arange, "step", "float");
+  AddAttr(arange, "dtype", "dtype");
+  AddAttr(arange, "device", "string");
+  for (const char* name : {"add", "sub"}) {
+    AddAttr(AddOp(w, name, 2, 2), "alpha", "float");
+  }
+  for (const char* name : {"mul", "div", "matmul"}) AddOp(w, name, 2, 2);
+  for (const char* name : {"neg", "relu"}) AddOp(w, name, 1, 1);
+  for (const char* name : {"sum", "mean"}) {
+    v1::OpSchema* op = AddOp(w, name, 1, 1);
+    AddAttr(op, "dim", "ints");
+    AddAttr(op, "keepdim", "bool");
+  }
+  stream->Write(welcome_frame);
+  FakeSession session(this, stream);
+  session.Run(*w);
+  return grpc::Status::OK;
+}
+
+FakeStats FakeTensordService::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+FakeTensord::FakeTensord(FakeOptions options) : service_(options) {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_frame_bytes));
+  builder.RegisterService(&service_);
+  server_ = builder.BuildAndStart();
+  address_ = absl::StrCat("127.0.0.1:", port);
+}
+
+FakeTensord::~FakeTensord() { server_->Shutdown(); }
+
+}  // namespace testing
+}  // namespace tensord
