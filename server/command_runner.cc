@@ -1,0 +1,195 @@
+#include "server/command_runner.h"
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/ops/dispatch.h"
+#include "runtime/ops/op_table.h"
+#include "server/proto_convert.h"
+
+namespace tensord {
+
+CommandRunner::CommandRunner(RunnerConfig config, FrameSink* sink)
+    : config_(config), sink_(sink), default_device_(config.devices->default_device()) {}
+
+CommandRunner::~CommandRunner() = default;
+
+void CommandRunner::RunBatch(const v1::Batch& batch) {
+  v1::ServerFrame frame;
+  v1::Ack* ack = frame.mutable_ack();
+  for (const v1::Command& cmd : batch.commands()) {
+    if (pending_put_ && !(cmd.has_put() && cmd.put().handle() == pending_put_->handle)) {
+      AbortPendingPut(ack);
+    }
+    Run(cmd, ack);
+    ack->set_last_seq(cmd.seq());
+  }
+  live_handles_.store(handles_.size());
+  sink_->Send(std::move(frame));
+}
+
+void CommandRunner::ReleaseAll() {
+  pending_put_.reset();
+  handles_.Clear();
+  live_handles_.store(0);
+}
+
+void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
+  switch (cmd.kind_case()) {
+    case v1::Command::kCall: return RunCall(cmd.call(), ack);
+    case v1::Command::kPut: return RunPut(cmd.put(), ack);
+    case v1::Command::kGet: return RunGet(cmd.get());
+    case v1::Command::kRelease:
+      for (uint64_t id : cmd.release().handles()) handles_.Release(id);
+      return;
+    case v1::Command::kSync: return RunSync(cmd.sync());
+    case v1::Command::kOptions: return RunOptions(cmd.options());
+    case v1::Command::KIND_NOT_SET:
+      return ReportFrameError(
+          absl::InvalidArgumentError(absl::StrCat(
+              "command with seq ", cmd.seq(), " has no kind (empty Command)")),
+          "frame", "");
+  }
+}
+
+void CommandRunner::Create(uint64_t id, HandleEntry entry, v1::Ack* ack) {
+  v1::TensorMeta* meta = ack->add_created();
+  meta->set_handle(id);
+  if (entry.poisoned()) {
+    *meta->mutable_error() = entry.error;
+  } else {
+    meta->set_dtype(static_cast<v1::DType>(entry.tensor.dtype()));
+    for (int64_t s : entry.tensor.shape()) meta->add_shape(s);
+    meta->set_device(entry.tensor.device()->name());
+    meta->set_requires_grad(entry.requires_grad);
+  }
+  handles_.Insert(id, std::move(entry));
+}
+
+void CommandRunner::NoteError(const v1::Status& status) {
+  if (!first_error_) first_error_ = status;
+}
+
+void CommandRunner::ReportFrameError(const absl::Status& status,
+                                     const std::string& what,
+                                     const std::string& site) {
+  v1::Status error = StatusToProto(status, what, site);
+  NoteError(error);
+  v1::ServerFrame frame;
+  frame.mutable_error()->set_request_id(0);
+  *frame.mutable_error()->mutable_status() = std::move(error);
+  sink_->Send(std::move(frame));
+}
+
+void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
+  ops_run_.fetch_add(1, std::memory_order_relaxed);
+  const auto& table = OpTable();
+  const std::string op_name =
+      call.op_id() < table.size() ? table[call.op_id()].name
+                                  : absl::StrCat("op#", call.op_id());
+  // Output ids are checked first: a bad id has no entry to carry an error.
+  uint64_t previous = handles_.max_id();
+  for (uint64_t id : call.outputs()) {
+    absl::Status s = handles_.CheckNew(id);
+    if (s.ok() && id <= previous) {
+      s = absl::InvalidArgumentError(absl::StrCat(
+          "output handles must strictly increase, got ", id, " after ", previous));
+    }
+    if (!s.ok()) return ReportFrameError(s, op_name, call.site());
+    previous = id;
+  }
+  auto fail = [&](const v1::Status& error) {
+    NoteError(error);
+    for (uint64_t id : call.outputs()) {
+      HandleEntry entry;
+      entry.error = error;
+      Create(id, std::move(entry), ack);
+    }
+  };
+  auto fail_with = [&](const absl::Status& status) {
+    fail(StatusToProto(status, op_name, call.site()));
+  };
+  if (call.op_id() >= table.size()) {
+    return fail_with(absl::InvalidArgumentError(absl::StrCat(
+        "unknown op id ", call.op_id(), " (the catalog has ", table.size(),
+        " ops)")));
+  }
+  const OpDef& op = table[call.op_id()];
+  if (op.num_outputs >= 0 && call.outputs_size() != op.num_outputs) {
+    return fail_with(absl::InvalidArgumentError(
+        absl::StrCat(op.name, " has ", op.num_outputs, " output(s), but ",
+                     call.outputs_size(), " output handle(s) were given")));
+  }
+  std::vector<Tensor> inputs;
+  inputs.reserve(call.inputs_size());
+  for (uint64_t id : call.inputs()) {
+    auto entry = handles_.Find(id);
+    if (!entry.ok()) return fail_with(entry.status());
+    if ((*entry)->poisoned()) return fail((*entry)->error);  // same error
+    inputs.push_back((*entry)->tensor);
+  }
+  auto given = AttrsFromProto(call.attrs());
+  if (!given.ok()) return fail_with(given.status());
+  auto attrs = Attrs::Build(op.name, op.attrs, *std::move(given));
+  if (!attrs.ok()) return fail_with(attrs.status());
+  OpContext ctx;
+  ctx.device = default_device_;
+  ctx.devices = config_.devices;
+  ctx.generator = &generator_;
+  ctx.alloc.session = config_.session;
+  auto outputs = RunOp(op, inputs, *attrs, ctx);
+  if (!outputs.ok()) return fail_with(outputs.status());
+  if (static_cast<int>(outputs->size()) != call.outputs_size()) {
+    return fail_with(absl::InvalidArgumentError(
+        absl::StrCat(op.name, " produced ", outputs->size(), " output(s), but ",
+                     call.outputs_size(), " output handle(s) were given")));
+  }
+  for (int i = 0; i < call.outputs_size(); ++i) {
+    HandleEntry entry;
+    entry.tensor = std::move((*outputs)[i]);
+    Create(call.outputs(i), std::move(entry), ack);
+  }
+}
+
+void CommandRunner::RunSync(const v1::Sync& sync) {
+  for (const auto& device : config_.devices->devices()) {
+    absl::Status s = device->Synchronize(nullptr);
+    if (!s.ok()) NoteError(StatusToProto(s, "sync", ""));
+  }
+  v1::ServerFrame frame;
+  frame.mutable_sync_done()->set_request_id(sync.request_id());
+  if (first_error_) *frame.mutable_sync_done()->mutable_error() = *first_error_;
+  first_error_.reset();
+  sink_->Send(std::move(frame));
+}
+
+void CommandRunner::RunOptions(const v1::SetOptions& options) {
+  switch (options.option_case()) {
+    case v1::SetOptions::kGradEnabled:
+      grad_enabled_ = options.grad_enabled();
+      return;
+    case v1::SetOptions::kSeed:
+      generator_.ManualSeed(options.seed());
+      return;
+    case v1::SetOptions::kDefaultDevice: {
+      Device* device = config_.devices->Find(options.default_device());
+      if (device == nullptr) {
+        return ReportFrameError(
+            absl::InvalidArgumentError(absl::StrCat(
+                "unknown device '", options.default_device(),
+                "' (this daemon serves: ", config_.devices->Names(), ")")),
+            "set_default_device", "");
+      }
+      default_device_ = device;
+      return;
+    }
+    case v1::SetOptions::OPTION_NOT_SET:
+      return ReportFrameError(
+          absl::InvalidArgumentError("SetOptions with no option set"),
+          "set_options", "");
+  }
+}
+
+}  // namespace tensord

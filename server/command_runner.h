@@ -1,0 +1,83 @@
+// Applies a session's commands in order: the heart of the session core.
+//
+// Owns the session's handle table, random generator and options. Runs only on
+// the session's executor thread (thread-compatible); it never blocks on the
+// network except through FrameSink::Send's flow control.
+#ifndef TENSORD_SERVER_COMMAND_RUNNER_H_
+#define TENSORD_SERVER_COMMAND_RUNNER_H_
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "proto/tensord.pb.h"
+#include "runtime/generator.h"
+#include "runtime/ops/op_def.h"
+#include "server/frame_sink.h"
+#include "server/handle_table.h"
+
+namespace tensord {
+
+struct RunnerConfig {
+  uint64_t session = 0;
+  DeviceRegistry* devices = nullptr;
+  size_t chunk_bytes = 1 << 20;
+};
+
+class CommandRunner {
+ public:
+  CommandRunner(RunnerConfig config, FrameSink* sink);
+  ~CommandRunner();
+
+  // Runs every command of `batch`, then sends one Ack for it.
+  void RunBatch(const v1::Batch& batch);
+  // Releases every handle (session end).
+  void ReleaseAll();
+
+  size_t live_handles() const { return live_handles_.load(); }
+  uint64_t ops_run() const { return ops_run_.load(); }
+
+ private:
+  // An upload in progress: chunks of one handle arrive as consecutive Puts.
+  struct PendingPut {
+    uint64_t handle = 0;
+    Tensor tensor;  // undefined once the upload failed: chunks are skipped
+    size_t received = 0;
+    bool requires_grad = false;
+    std::string site;
+  };
+
+  void Run(const v1::Command& cmd, v1::Ack* ack);
+  void RunCall(const v1::Call& call, v1::Ack* ack);
+  void RunPut(const v1::Put& put, v1::Ack* ack);
+  void RunGet(const v1::Get& get);
+  void RunSync(const v1::Sync& sync);
+  void RunOptions(const v1::SetOptions& options);
+  // Finishes a pending upload that was interrupted by another command.
+  void AbortPendingPut(v1::Ack* ack);
+
+  // Stores a created handle and lists it in the Ack.
+  void Create(uint64_t id, HandleEntry entry, v1::Ack* ack);
+  // Records an op failure for the next SyncDone.
+  void NoteError(const v1::Status& status);
+  // Reports an error that has no handle to live in (bad output ids, bad
+  // frames): recorded for Sync and sent as Error{request_id 0}.
+  void ReportFrameError(const absl::Status& status, const std::string& what,
+                        const std::string& site);
+
+  RunnerConfig config_;
+  FrameSink* sink_;
+  HandleTable handles_;
+  Generator generator_;
+  Device* default_device_;
+  bool grad_enabled_ = true;
+  std::optional<v1::Status> first_error_;  // since the last Sync
+  std::unique_ptr<PendingPut> pending_put_;
+  std::atomic<size_t> live_handles_{0};
+  std::atomic<uint64_t> ops_run_{0};
+};
+
+}  // namespace tensord
+
+#endif  // TENSORD_SERVER_COMMAND_RUNNER_H_

@@ -1,0 +1,158 @@
+// CommandRunner's data movement: chunked uploads (Put) and downloads (Get).
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/ops/dispatch.h"
+#include "server/command_runner.h"
+#include "server/proto_convert.h"
+
+namespace tensord {
+
+void CommandRunner::AbortPendingPut(v1::Ack* ack) {
+  std::unique_ptr<PendingPut> put = std::move(pending_put_);
+  if (!put->tensor.defined()) return;  // already failed and reported
+  HandleEntry entry;
+  entry.error = StatusToProto(
+      absl::InvalidArgumentError(absl::StrCat(
+          "upload of handle ", put->handle, " was interrupted after ",
+          put->received, " of ", put->tensor.nbytes(),
+          " bytes (its chunks must be consecutive commands ending with last)")),
+      "put", put->site);
+  NoteError(entry.error);
+  Create(put->handle, std::move(entry), ack);
+}
+
+void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
+  const bool continuation = pending_put_ != nullptr;
+  auto fail = [&](const absl::Status& status) {
+    HandleEntry entry;
+    entry.error = StatusToProto(status, "put", put.site());
+    NoteError(entry.error);
+    Create(put.handle(), std::move(entry), ack);
+    if (!put.last()) {  // swallow the rest of this upload's chunks
+      pending_put_ = std::make_unique<PendingPut>();
+      pending_put_->handle = put.handle();
+    } else {
+      pending_put_.reset();
+    }
+  };
+  if (continuation) {
+    PendingPut& p = *pending_put_;
+    if (!p.tensor.defined()) {  // a failed upload: drop chunks until the last
+      if (put.last()) pending_put_.reset();
+      return;
+    }
+    if (put.offset() != p.received ||
+        put.data().size() > p.tensor.nbytes() - p.received) {
+      return fail(absl::InvalidArgumentError(absl::StrCat(
+          "upload chunk of handle ", put.handle(), " at offset ", put.offset(),
+          " with ", put.data().size(), " bytes does not continue the ",
+          p.received, " of ", p.tensor.nbytes(), " bytes received")));
+    }
+  } else {
+    absl::Status id_ok = handles_.CheckNew(put.handle());
+    if (!id_ok.ok()) return ReportFrameError(id_ok, "put", put.site());
+    auto dtype = DTypeFromWire(put.dtype());
+    if (!dtype.ok()) return fail(dtype.status());
+    Shape shape(put.shape().begin(), put.shape().end());
+    absl::Status shape_ok = CheckShape(shape, ItemSize(*dtype));
+    if (!shape_ok.ok()) return fail(shape_ok);
+    Device* device = put.device().empty() ? default_device_
+                                          : config_.devices->Find(put.device());
+    if (device == nullptr) {
+      return fail(absl::InvalidArgumentError(
+          absl::StrCat("unknown device '", put.device(), "' (this daemon serves: ",
+                       config_.devices->Names(), ")")));
+    }
+    if (put.offset() != 0) {
+      return fail(absl::InvalidArgumentError(absl::StrCat(
+          "the first upload chunk of handle ", put.handle(),
+          " must have offset 0, got ", put.offset())));
+    }
+    const size_t total = NumElements(shape) * ItemSize(*dtype);
+    if (put.data().size() > total) {
+      return fail(absl::InvalidArgumentError(absl::StrCat(
+          "upload of handle ", put.handle(), " carries ", put.data().size(),
+          " bytes but ", DTypeName(*dtype), ShapeToString(shape), " holds ",
+          total)));
+    }
+    auto tensor = Tensor::Empty(device, *dtype, shape,
+                                AllocContext{config_.session, nullptr});
+    if (!tensor.ok()) return fail(tensor.status());
+    pending_put_ = std::make_unique<PendingPut>();
+    pending_put_->handle = put.handle();
+    pending_put_->tensor = *std::move(tensor);
+    pending_put_->requires_grad = put.requires_grad();
+    pending_put_->site = put.site();
+  }
+  PendingPut& p = *pending_put_;
+  absl::Status copied = p.tensor.device()->CopyFromHost(
+      static_cast<char*>(p.tensor.data()) + p.received, put.data().data(),
+      put.data().size(), nullptr);
+  if (!copied.ok()) return fail(copied);
+  p.received += put.data().size();
+  if (!put.last()) return;
+  if (p.received != p.tensor.nbytes()) {
+    return fail(absl::InvalidArgumentError(absl::StrCat(
+        "upload of handle ", put.handle(), " ended after ", p.received,
+        " bytes, but the tensor holds ", p.tensor.nbytes())));
+  }
+  HandleEntry entry;
+  entry.tensor = std::move(p.tensor);
+  entry.requires_grad = p.requires_grad;
+  pending_put_.reset();
+  Create(put.handle(), std::move(entry), ack);
+}
+
+void CommandRunner::RunGet(const v1::Get& get) {
+  auto send_error = [&](const v1::Status& status) {
+    v1::ServerFrame frame;
+    frame.mutable_error()->set_request_id(get.request_id());
+    *frame.mutable_error()->mutable_status() = status;
+    sink_->Send(std::move(frame));
+  };
+  auto entry = handles_.Find(get.handle());
+  if (!entry.ok()) return send_error(StatusToProto(entry.status(), "get", get.site()));
+  if ((*entry)->poisoned()) return send_error((*entry)->error);
+  OpContext ctx;
+  ctx.devices = config_.devices;
+  ctx.alloc.session = config_.session;
+  auto dense = Contiguous((*entry)->tensor, ctx);
+  if (!dense.ok()) return send_error(StatusToProto(dense.status(), "get", get.site()));
+  const Tensor& t = *dense;
+  const size_t total = t.nbytes();
+  // CPU memory is read in place; other devices copy through a host buffer.
+  std::vector<char> host;
+  const char* bytes = static_cast<const char*>(t.data());
+  if (t.device()->kind() != DeviceKind::kCpu) {
+    host.resize(total);
+    absl::Status s = t.device()->CopyToHost(host.data(), t.data(), total, nullptr);
+    if (!s.ok()) return send_error(StatusToProto(s, "get", get.site()));
+    bytes = host.data();
+  }
+  size_t offset = 0;
+  do {
+    const size_t n = std::min(config_.chunk_bytes, total - offset);
+    v1::ServerFrame frame;
+    v1::Data* data = frame.mutable_data();
+    data->set_request_id(get.request_id());
+    if (offset == 0) {
+      v1::TensorMeta* meta = data->mutable_meta();
+      meta->set_handle(get.handle());
+      meta->set_dtype(static_cast<v1::DType>(t.dtype()));
+      for (int64_t s : t.shape()) meta->add_shape(s);
+      meta->set_device(t.device()->name());
+      meta->set_requires_grad((*entry)->requires_grad);
+      data->set_total_bytes(total);
+    }
+    data->set_offset(offset);
+    data->set_data(bytes + offset, n);
+    offset += n;
+    data->set_last(offset == total);
+    sink_->Send(std::move(frame));
+  } while (offset < total);
+}
+
+}  // namespace tensord

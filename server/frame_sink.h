@@ -1,0 +1,26 @@
+// Where a session's replies go: the transport (gRPC stream) or a test.
+//
+// Thread safety: Send/End are called from the session's executor thread;
+// implementations synchronise with their own transport threads.
+#ifndef TENSORD_SERVER_FRAME_SINK_H_
+#define TENSORD_SERVER_FRAME_SINK_H_
+
+#include "absl/status/status.h"
+#include "proto/tensord.pb.h"
+
+namespace tensord {
+
+class FrameSink {
+ public:
+  virtual ~FrameSink() = default;
+  // Queues a frame for the client. May block while the transport's outbound
+  // buffer is full (flow control for large downloads); returns at once, and
+  // drops the frame, once the peer is gone.
+  virtual void Send(v1::ServerFrame frame) = 0;
+  // The session is over: no more frames follow; `status` ends the stream.
+  virtual void End(absl::Status status) = 0;
+};
+
+}  // namespace tensord
+
+#endif  // TENSORD_SERVER_FRAME_SINK_H_

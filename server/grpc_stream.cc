@@ -1,0 +1,264 @@
+#include "server/grpc_stream.h"
+
+#include <deque>
+
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace tensord {
+namespace {
+
+// Frames above this many queued bytes make Send wait (download flow control).
+constexpr size_t kMaxQueuedBytes = 64 << 20;
+
+class SessionReactor;
+
+// The FrameSink of one stream: queues frames and writes them one at a time.
+// Shared between the reactor (gRPC threads) and the session's executor.
+class StreamSink : public FrameSink {
+ public:
+  explicit StreamSink(SessionReactor* reactor) : reactor_(reactor) {}
+  void Send(v1::ServerFrame frame) override;
+  void End(absl::Status status) override;
+  // From OnWriteDone: the previous write finished (ok=false: peer gone).
+  void WriteDone(bool ok);
+  // The peer is gone or the reactor is done: drop everything, wake senders.
+  void MarkDead();
+  // Waits for any in-flight ResumeReading, then forgets the reactor.
+  void Detach();
+  // The session drained its queue: read the next client frame.
+  void ResumeReading();
+
+ private:
+  // Starts the next write if none is in flight; call without mu_ held.
+  void Pump();
+
+  absl::Mutex mu_;
+  SessionReactor* reactor_ ABSL_GUARDED_BY(mu_);  // nullptr after OnDone
+  std::deque<v1::ServerFrame> queue_ ABSL_GUARDED_BY(mu_);
+  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  v1::ServerFrame current_;  // the frame being written (owned by the write)
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  int resuming_ ABSL_GUARDED_BY(mu_) = 0;
+  bool dead_ ABSL_GUARDED_BY(mu_) = false;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status end_status_ ABSL_GUARDED_BY(mu_);
+};
+
+class SessionReactor
+    : public grpc::ServerBidiReactor<v1::ClientFrame, v1::ServerFrame> {
+ public:
+  SessionReactor(grpc::CallbackServerContext* context, SessionManager* sessions)
+      : context_(context),
+        sessions_(sessions),
+        sink_(std::make_shared<StreamSink>(this)) {
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client closed its side, or the stream broke
+      if (session_) {
+        session_->Close();
+      } else {
+        sink_->End(absl::InvalidArgumentError(
+            "the stream ended before a Hello frame"));
+      }
+      return;
+    }
+    if (!session_) return OnHello();
+    if (!in_.has_batch()) {
+      v1::ServerFrame frame;
+      frame.mutable_error()->mutable_status()->set_code(
+          static_cast<int>(absl::StatusCode::kInvalidArgument));
+      frame.mutable_error()->mutable_status()->set_message(
+          in_.has_hello() ? "unexpected second Hello in a session"
+                          : "empty ClientFrame (neither hello nor batch)");
+      sink_->Send(std::move(frame));
+      StartRead(&in_);
+      return;
+    }
+    if (session_->Submit(std::move(*in_.mutable_batch()))) StartRead(&in_);
+    // else: the session's on_drain callback resumes reading.
+  }
+
+  void OnWriteDone(bool ok) override { sink_->WriteDone(ok); }
+
+  void OnCancel() override {
+    sink_->MarkDead();
+    if (session_) session_->Kill(absl::CancelledError("the client went away"));
+  }
+
+  void OnDone() override {
+    sink_->Detach();
+    if (session_) {
+      session_->Kill(absl::CancelledError("stream done"));
+      sessions_->Remove(session_->params().id);
+    }
+    delete this;
+  }
+
+  void DoFinish(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+  void DoWrite(const v1::ServerFrame* frame) { StartWrite(frame); }
+  void DoRead() { StartRead(&in_); }
+
+ private:
+  void OnHello() {
+    if (!in_.has_hello()) {
+      sink_->End(absl::InvalidArgumentError(
+          "the first frame of a session must be a Hello"));
+      return;
+    }
+    auto session = sessions_->Open(in_.hello(), BearerToken(*context_),
+                                   context_->peer(), sink_);
+    if (!session.ok()) {
+      spdlog::warn("session refused for {}: {}", context_->peer(),
+                   session.status().ToString());
+      sink_->End(session.status());
+      return;
+    }
+    session_ = *std::move(session);
+    std::weak_ptr<StreamSink> sink = sink_;
+    session_->SetOnDrain([sink] {
+      if (auto s = sink.lock()) s->ResumeReading();
+    });
+    StartRead(&in_);
+  }
+
+  grpc::CallbackServerContext* context_;
+  SessionManager* sessions_;
+  std::shared_ptr<StreamSink> sink_;
+  std::shared_ptr<tensord::Session> session_;
+  v1::ClientFrame in_;
+};
+
+void StreamSink::Send(v1::ServerFrame frame) {
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](StreamSink* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+          return s->dead_ || s->queued_bytes_ < kMaxQueuedBytes;
+        },
+        this));
+    if (dead_ || ended_) return;
+    queued_bytes_ += frame.ByteSizeLong();
+    queue_.push_back(std::move(frame));
+  }
+  Pump();
+}
+
+void StreamSink::End(absl::Status status) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (ended_) return;
+    ended_ = true;
+    end_status_ = std::move(status);
+  }
+  Pump();
+}
+
+void StreamSink::Pump() {
+  SessionReactor* reactor = nullptr;
+  bool finish = false;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    if (writing_ || reactor_ == nullptr || finished_) return;
+    if (!queue_.empty() && !dead_) {
+      current_ = std::move(queue_.front());
+      queue_.pop_front();
+      queued_bytes_ -= std::min(queued_bytes_, current_.ByteSizeLong());
+      writing_ = true;
+      reactor = reactor_;
+    } else if (ended_ || dead_) {
+      finished_ = true;
+      finish = true;
+      status = dead_ && end_status_.ok() ? absl::CancelledError("peer gone")
+                                         : end_status_;
+      reactor = reactor_;
+    }
+  }
+  if (reactor == nullptr) return;
+  // gRPC allows one outstanding write; StartWrite/Finish are called outside
+  // mu_ because the library may run reactions on this thread.
+  if (finish) {
+    reactor->DoFinish(status);
+  } else {
+    reactor->DoWrite(&current_);
+  }
+}
+
+void StreamSink::WriteDone(bool ok) {
+  {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!ok) {
+      dead_ = true;
+      queue_.clear();
+      queued_bytes_ = 0;
+    }
+  }
+  Pump();
+}
+
+void StreamSink::MarkDead() {
+  {
+    absl::MutexLock lock(&mu_);
+    dead_ = true;
+    queue_.clear();
+    queued_bytes_ = 0;
+  }
+  Pump();
+}
+
+void StreamSink::ResumeReading() {
+  SessionReactor* reactor;
+  {
+    absl::MutexLock lock(&mu_);
+    reactor = reactor_;
+    if (reactor == nullptr || dead_) return;
+    ++resuming_;
+  }
+  reactor->DoRead();
+  absl::MutexLock lock(&mu_);
+  --resuming_;
+}
+
+void StreamSink::Detach() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](StreamSink* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+        return s->resuming_ == 0;
+      },
+      this));
+  reactor_ = nullptr;
+  dead_ = true;
+  queue_.clear();
+  queued_bytes_ = 0;
+}
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::ClientFrame, v1::ServerFrame>*
+TensordService::Session(grpc::CallbackServerContext* context) {
+  return new SessionReactor(context, sessions_);
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+std::string BearerToken(const grpc::ServerContextBase& context) {
+  const auto& md = context.client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) return "";
+  absl::string_view value(it->second.data(), it->second.size());
+  if (!absl::ConsumePrefix(&value, "Bearer ")) return "";
+  return std::string(value);
+}
+
+}  // namespace tensord

@@ -1,0 +1,42 @@
+#include "server/handle_table.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace tensord {
+
+absl::Status HandleTable::CheckNew(uint64_t id) const {
+  if (id == 0) {
+    return absl::InvalidArgumentError("handle 0 is reserved; handles start at 1");
+  }
+  if (entries_.contains(id)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("handle ", id, " is already in use in this session"));
+  }
+  if (id <= max_id_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "handle ", id, " is not above the last created handle ", max_id_,
+        " (handles must strictly increase and are never reused)"));
+  }
+  return absl::OkStatus();
+}
+
+void HandleTable::Insert(uint64_t id, HandleEntry entry) {
+  entries_[id] = std::move(entry);
+  if (id > max_id_) max_id_ = id;
+}
+
+absl::StatusOr<const HandleEntry*> HandleTable::Find(uint64_t id) const {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "handle ", id, " does not exist in this session (never created, or "
+        "already released)"));
+  }
+  return &it->second;
+}
+
+void HandleTable::Release(uint64_t id) { entries_.erase(id); }
+
+void HandleTable::Clear() { entries_.clear(); }
+
+}  // namespace tensord

@@ -1,0 +1,53 @@
+// A session's handles: client-chosen ids mapped to tensors or to the error
+// that spoiled them (Note [Poisoned handles]).
+//
+// Note [Poisoned handles]: a command that fails stores its status in each of
+// its output handles instead of a tensor; a command that reads a poisoned
+// handle stores the *same* status (op and call site of the first failure) in
+// its own outputs. The user sees the original error whichever value they
+// touch later.
+//
+// Thread-compatible: only the owning session's executor uses it.
+#ifndef TENSORD_SERVER_HANDLE_TABLE_H_
+#define TENSORD_SERVER_HANDLE_TABLE_H_
+
+#include <cstdint>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "proto/tensord.pb.h"
+#include "runtime/tensor.h"
+
+namespace tensord {
+
+struct HandleEntry {
+  Tensor tensor;        // defined unless poisoned
+  v1::Status error;     // code != 0: poisoned
+  bool requires_grad = false;
+  bool poisoned() const { return error.code() != 0; }
+};
+
+class HandleTable {
+ public:
+  // Checks that `id` may name a new handle: non-zero and above every id
+  // created so far. Does not reserve it.
+  absl::Status CheckNew(uint64_t id) const;
+  // Stores a new entry (after CheckNew) and raises the high-water mark.
+  void Insert(uint64_t id, HandleEntry entry);
+  // NOT_FOUND naming the id if the session holds no such handle.
+  absl::StatusOr<const HandleEntry*> Find(uint64_t id) const;
+  // Drops the handle; unknown ids are ignored (finalizers race with ends).
+  void Release(uint64_t id);
+  void Clear();
+
+  size_t size() const { return entries_.size(); }
+  uint64_t max_id() const { return max_id_; }
+
+ private:
+  absl::flat_hash_map<uint64_t, HandleEntry> entries_;
+  uint64_t max_id_ = 0;
+};
+
+}  // namespace tensord
+
+#endif  // TENSORD_SERVER_HANDLE_TABLE_H_

@@ -1,0 +1,149 @@
+// tensord: the tensor execution daemon.
+//
+//   tensord --listen=127.0.0.1:50051 --tokens_file=/etc/tensord/tokens
+//   tensord --listen=127.0.0.1:0 --insecure --port_file=/tmp/port  (tests)
+//
+// SIGINT/SIGTERM shut down cleanly (sessions told, memory freed, exit 0);
+// SIGHUP reloads the tokens file.
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "runtime/device.h"
+#include "server/grpc_admin.h"
+#include "server/grpc_stream.h"
+#include "server/session_manager.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "host:port to listen on (port 0 picks a free port and logs it), or "
+          "unix:/path for a Unix domain socket");
+ABSL_FLAG(bool, insecure, false,
+          "allow running without --tokens_file (local development only: "
+          "anyone who can reach the port gets a session)");
+ABSL_FLAG(std::string, tokens_file, "",
+          "file of 'USER TOKEN [quota=..] [admin]' lines; required unless "
+          "--insecure");
+ABSL_FLAG(std::string, log_level, "info", "trace|debug|info|warn|error");
+ABSL_FLAG(std::string, port_file, "",
+          "if set, the chosen port is written there once listening");
+ABSL_FLAG(std::string, devices, "",
+          "comma-separated devices to serve, e.g. cpu,cuda:0 (default: all)");
+
+namespace tensord {
+namespace {
+
+void WritePortFile(const std::string& path, int port) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << port << "\n";
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+int Main() {
+  spdlog::set_level(spdlog::level::from_str(absl::GetFlag(FLAGS_log_level)));
+  // Block the shutdown signals in every thread; the main thread waits on them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::unique_ptr<Authenticator> auth;
+  if (!absl::GetFlag(FLAGS_tokens_file).empty()) {
+    auto loaded = Authenticator::FromFile(absl::GetFlag(FLAGS_tokens_file));
+    if (!loaded.ok()) {
+      spdlog::critical("{}", loaded.status().ToString());
+      return 2;
+    }
+    auth = *std::move(loaded);
+  } else if (absl::GetFlag(FLAGS_insecure)) {
+    spdlog::warn("--insecure: no tokens are checked; anyone who can reach {} "
+                 "gets a session", absl::GetFlag(FLAGS_listen));
+    auth = Authenticator::Insecure();
+  } else {
+    spdlog::critical("refusing to start without --tokens_file; pass --insecure "
+                     "for local development");
+    return 2;
+  }
+
+  std::vector<std::string> allowed;
+  if (!absl::GetFlag(FLAGS_devices).empty()) {
+    allowed = absl::StrSplit(absl::GetFlag(FLAGS_devices), ',');
+  }
+  auto devices = DeviceRegistry::Create(allowed);
+  SessionManager sessions(devices.get(), auth.get());
+  TensordService tensord_service(&sessions);
+  AdminService admin_service(&sessions, absl::GetFlag(FLAGS_listen));
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen),
+                           grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&tensord_service);
+  builder.RegisterService(&admin_service);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxFrameBytes + (1 << 20)));
+  builder.SetMaxSendMessageSize(static_cast<int>(kMaxFrameBytes + (1 << 20)));
+  // Detect dead peers in seconds: ping idle connections every 10 s.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) {
+    spdlog::critical("cannot listen on {}", absl::GetFlag(FLAGS_listen));
+    return 2;
+  }
+  const std::string listen = absl::GetFlag(FLAGS_listen);
+  if (listen.rfind("unix:", 0) != 0) {
+    const std::string host = listen.substr(0, listen.rfind(':'));
+    spdlog::info("tensord {} listening on {}:{} (devices: {})", kServerVersion,
+                 host, port, devices->Names());
+  } else {
+    spdlog::info("tensord {} listening on {} (devices: {})", kServerVersion,
+                 listen, devices->Names());
+  }
+  if (!absl::GetFlag(FLAGS_port_file).empty()) {
+    WritePortFile(absl::GetFlag(FLAGS_port_file), port);
+  }
+
+  while (true) {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (sig == SIGHUP) {
+      absl::Status reloaded = auth->Reload();
+      spdlog::info("SIGHUP: tokens reloaded: {}", reloaded.ToString());
+      continue;
+    }
+    spdlog::info("signal {}: shutting down", sig);
+    break;
+  }
+  sessions.Shutdown();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  spdlog::info("tensord stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace tensord
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("tensord: the tensor execution daemon");
+  absl::ParseCommandLine(argc, argv);
+  return tensord::Main();
+}

@@ -1,0 +1,29 @@
+// Conversions between the wire (proto/) and the runtime's types. The only
+// place that knows both.
+#ifndef TENSORD_SERVER_PROTO_CONVERT_H_
+#define TENSORD_SERVER_PROTO_CONVERT_H_
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "proto/tensord.pb.h"
+#include "runtime/ops/attrs.h"
+#include "runtime/ops/op_def.h"
+
+namespace tensord {
+
+absl::StatusOr<std::map<std::string, AttrValue>> AttrsFromProto(
+    const google::protobuf::Map<std::string, v1::AttrValue>& attrs);
+
+v1::OpSchema OpSchemaToProto(uint32_t id, const OpDef& op);
+
+v1::DeviceInfo DeviceToProto(const DeviceDescription& device);
+
+// A user-facing status with the op and call site that caused it.
+v1::Status StatusToProto(const absl::Status& status, const std::string& op,
+                         const std::string& site);
+
+}  // namespace tensord
+
+#endif  // TENSORD_SERVER_PROTO_CONVERT_H_

@@ -1,0 +1,81 @@
+// One client session: an ordered executor over a bounded command queue.
+//
+// The transport submits batches without blocking; the session's own thread
+// applies them in order through its CommandRunner and sends replies to the
+// FrameSink. When the queue is deeper than `max_queued_batches`, the
+// transport stops reading from the client until OnDrain fires (backpressure
+// instead of unbounded memory). Thread-safe: Submit/Close/Kill/Info may be
+// called from any thread.
+#ifndef TENSORD_SERVER_SESSION_H_
+#define TENSORD_SERVER_SESSION_H_
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "proto/admin.pb.h"
+#include "server/command_runner.h"
+
+namespace tensord {
+
+struct SessionParams {
+  std::string id;
+  std::string resume_secret;
+  uint64_t number = 0;  // the allocator's session id
+  std::string user;
+  std::string client_name;
+  std::string peer;
+  DeviceRegistry* devices = nullptr;
+  size_t chunk_bytes = 1 << 20;
+  size_t max_queued_batches = 256;
+};
+
+class Session {
+ public:
+  Session(SessionParams params, std::shared_ptr<FrameSink> sink);
+  // Waits for the executor to finish (call Close or Kill first).
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Queues a batch; returns false when the queue is now over its bound, in
+  // which case the caller should pause reading until `on_drain` runs.
+  bool Submit(v1::Batch batch);
+  // Runs (on the executor thread) when a full queue has drained to half.
+  void SetOnDrain(std::function<void()> on_drain);
+  // No more batches: run what is queued, release every handle, end the sink.
+  void Close(absl::Status status = absl::OkStatus());
+  // Ends the session now: queued batches are dropped, handles released.
+  void Kill(absl::Status reason);
+  // Blocks until the executor has released everything and ended the sink.
+  void WaitDone();
+
+  const SessionParams& params() const { return params_; }
+  v1::SessionInfo Info() const;
+
+ private:
+  void ExecutorLoop();
+
+  const SessionParams params_;
+  const absl::Time created_ = absl::Now();
+  std::shared_ptr<FrameSink> sink_;
+  CommandRunner runner_;  // used by the executor thread only
+
+  mutable absl::Mutex mu_;
+  std::deque<v1::Batch> queue_ ABSL_GUARDED_BY(mu_);
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;  // transport stopped reading
+  absl::Status end_status_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> on_drain_ ABSL_GUARDED_BY(mu_);
+
+  std::thread executor_;  // last: starts after every member is ready
+};
+
+}  // namespace tensord
+
+#endif  // TENSORD_SERVER_SESSION_H_

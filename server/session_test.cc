@@ -1,0 +1,257 @@
+// The session core driven in process (no network): ordering, poisoning,
+// chunked transfers and handle rules. The same core behind real gRPC is
+// tested in tests/.
+#include <cstring>
+
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+#include "runtime/ops/op_table.h"
+#include "server/session_manager.h"
+
+namespace tensord {
+namespace {
+
+class RecordingSink : public FrameSink {
+ public:
+  void Send(v1::ServerFrame frame) override {
+    absl::MutexLock lock(&mu_);
+    frames_.push_back(std::move(frame));
+    cv_.SignalAll();
+  }
+  void End(absl::Status status) override {
+    absl::MutexLock lock(&mu_);
+    ended_ = true;
+    status_ = status;
+  }
+  // Waits until a frame matching `pred` arrived; returns it.
+  template <typename Pred>
+  v1::ServerFrame WaitFor(Pred pred) {
+    absl::MutexLock lock(&mu_);
+    for (size_t i = 0;; cv_.Wait(&mu_)) {
+      for (; i < frames_.size(); ++i) {
+        if (pred(frames_[i])) return frames_[i];
+      }
+    }
+  }
+  bool ended() {
+    absl::MutexLock lock(&mu_);
+    return ended_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::vector<v1::ServerFrame> frames_ ABSL_GUARDED_BY(mu_);
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+uint32_t OpId(const std::string& name) {
+  const auto& table = OpTable();
+  for (uint32_t i = 0; i < table.size(); ++i) {
+    if (table[i].name == name) return i;
+  }
+  ADD_FAILURE() << "no op " << name;
+  return 0;
+}
+
+class SessionTest : public ::testing::Test {
+ protected:
+  SessionTest()
+      : devices_(DeviceRegistry::Create()),
+        auth_(Authenticator::Insecure()),
+        manager_(devices_.get(), auth_.get()),
+        sink_(std::make_shared<RecordingSink>()) {
+    v1::Hello hello;
+    hello.set_protocol_version(kProtocolVersion);
+    auto s = manager_.Open(hello, "", "test", sink_);
+    EXPECT_TRUE(s.ok()) << s.status();
+    session_ = *s;
+  }
+  ~SessionTest() override {
+    session_->Close();
+    session_->WaitDone();
+  }
+  v1::Command* Add(v1::Batch* b) {
+    v1::Command* c = b->add_commands();
+    c->set_seq(++seq_);
+    return c;
+  }
+  void Full(v1::Batch* b, uint64_t out, std::vector<int64_t> shape, double v) {
+    v1::Call* call = Add(b)->mutable_call();
+    call->set_op_id(OpId("full"));
+    for (int64_t s : shape) (*call->mutable_attrs())["shape"].mutable_ints()->add_values(s);
+    (*call->mutable_attrs())["fill_value"].set_f(v);
+    call->add_outputs(out);
+  }
+  void Binary(v1::Batch* b, const std::string& op, uint64_t x, uint64_t y,
+              uint64_t out, const std::string& site = "") {
+    v1::Call* call = Add(b)->mutable_call();
+    call->set_op_id(OpId(op));
+    call->add_inputs(x);
+    call->add_inputs(y);
+    call->add_outputs(out);
+    call->set_site(site);
+  }
+  std::vector<float> GetFloats(uint64_t handle) {
+    v1::Batch b;
+    Add(&b)->mutable_get()->set_handle(handle);
+    b.mutable_commands(0)->mutable_get()->set_request_id(++request_);
+    const uint64_t rid = request_;
+    session_->Submit(b);
+    std::string bytes;
+    while (true) {
+      v1::ServerFrame f = sink_->WaitFor([&](const v1::ServerFrame& f) {
+        return (f.has_data() && f.data().request_id() == rid &&
+                f.data().offset() == bytes.size()) ||
+               (f.has_error() && f.error().request_id() == rid);
+      });
+      if (f.has_error()) {
+        last_error_ = f.error().status();
+        return {};
+      }
+      bytes += f.data().data();
+      if (f.data().last()) break;
+    }
+    std::vector<float> out(bytes.size() / 4);
+    std::memcpy(out.data(), bytes.data(), bytes.size());
+    return out;
+  }
+
+  std::unique_ptr<DeviceRegistry> devices_;
+  std::unique_ptr<Authenticator> auth_;
+  SessionManager manager_;
+  std::shared_ptr<RecordingSink> sink_;
+  std::shared_ptr<Session> session_;
+  uint64_t seq_ = 0, request_ = 0;
+  v1::Status last_error_;
+};
+
+TEST_F(SessionTest, WelcomeCarriesTheCatalog) {
+  v1::ServerFrame w = sink_->WaitFor([](auto& f) { return f.has_welcome(); });
+  EXPECT_EQ(w.welcome().ops_size(), static_cast<int>(OpTable().size()));
+  EXPECT_EQ(w.welcome().devices(0).name(), "cpu");
+  EXPECT_EQ(w.welcome().protocol_version(), kProtocolVersion);
+}
+
+TEST_F(SessionTest, OpsRunInOrderAndAckCarriesMetadata) {
+  v1::Batch b;
+  Full(&b, 1, {2, 3}, 1.5);
+  Full(&b, 2, {3}, 2.0);
+  Binary(&b, "mul", 1, 2, 3);
+  session_->Submit(b);
+  v1::ServerFrame ack = sink_->WaitFor([](auto& f) { return f.has_ack(); });
+  EXPECT_EQ(ack.ack().last_seq(), 3u);
+  ASSERT_EQ(ack.ack().created_size(), 3);
+  EXPECT_EQ(ack.ack().created(2).shape_size(), 2);
+  EXPECT_EQ(ack.ack().created(2).dtype(), v1::FLOAT32);
+  EXPECT_EQ(GetFloats(3), std::vector<float>(6, 3.0f));
+}
+
+TEST_F(SessionTest, PoisonPropagatesTheOriginalErrorAndOthersStayUsable) {
+  v1::Batch b;
+  Full(&b, 1, {2, 3}, 1);
+  Full(&b, 2, {4}, 1);
+  Binary(&b, "add", 1, 2, 3, "train.py:42");  // bad broadcast
+  Binary(&b, "mul", 3, 1, 4, "train.py:43");  // consumes the poison
+  Binary(&b, "mul", 1, 1, 5);                 // unrelated, fine
+  session_->Submit(b);
+  EXPECT_TRUE(GetFloats(4).empty());
+  EXPECT_EQ(last_error_.op(), "add");
+  EXPECT_EQ(last_error_.site(), "train.py:42");
+  EXPECT_EQ(last_error_.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_NE(last_error_.message().find("[2, 3] and [4]"), std::string::npos)
+      << last_error_.message();
+  EXPECT_EQ(GetFloats(5), std::vector<float>(6, 1.0f));
+  // Sync reports the first error since the last sync, once.
+  v1::Batch s;
+  Add(&s)->mutable_sync()->set_request_id(99);
+  session_->Submit(s);
+  v1::ServerFrame done = sink_->WaitFor([](auto& f) { return f.has_sync_done(); });
+  EXPECT_EQ(done.sync_done().error().op(), "add");
+}
+
+TEST_F(SessionTest, HandleRulesAreEnforced) {
+  v1::Batch b;
+  Full(&b, 5, {1}, 1);
+  Full(&b, 5, {1}, 2);  // reused id
+  Full(&b, 3, {1}, 3);  // below the high-water mark
+  Binary(&b, "add", 5, 42, 6);  // unknown input
+  session_->Submit(b);
+  v1::ServerFrame e = sink_->WaitFor([](auto& f) { return f.has_error(); });
+  EXPECT_NE(e.error().status().message().find("already in use"), std::string::npos);
+  e = sink_->WaitFor([](auto& f) {
+    return f.has_error() && f.error().status().message().find("not above") !=
+                                std::string::npos;
+  });
+  EXPECT_TRUE(GetFloats(6).empty());
+  EXPECT_EQ(last_error_.code(), static_cast<int>(absl::StatusCode::kNotFound));
+  EXPECT_EQ(GetFloats(5), std::vector<float>{1.0f});  // untouched by the reuse
+}
+
+TEST_F(SessionTest, ChunkedPutRoundTripsAndLyingChunksPoison) {
+  std::vector<float> values(3 << 18);  // 3 MiB in 1 MiB chunks
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+  const char* raw = reinterpret_cast<const char*>(values.data());
+  const size_t total = values.size() * 4, chunk = 1 << 20;
+  v1::Batch b;
+  for (size_t off = 0; off < total; off += chunk) {
+    v1::Put* put = Add(&b)->mutable_put();
+    put->set_handle(1);
+    if (off == 0) {
+      put->set_dtype(v1::FLOAT32);
+      put->add_shape(static_cast<int64_t>(values.size()));
+    }
+    put->set_offset(off);
+    put->set_data(raw + off, std::min(chunk, total - off));
+    put->set_last(off + chunk >= total);
+  }
+  // A second upload whose chunk skips bytes.
+  v1::Put* p1 = Add(&b)->mutable_put();
+  p1->set_handle(2);
+  p1->set_dtype(v1::FLOAT32);
+  p1->add_shape(4);
+  p1->set_data(raw, 4);
+  v1::Put* p2 = Add(&b)->mutable_put();
+  p2->set_handle(2);
+  p2->set_offset(8);
+  p2->set_data(raw, 8);
+  p2->set_last(true);
+  session_->Submit(b);
+  EXPECT_EQ(GetFloats(1), values);
+  EXPECT_TRUE(GetFloats(2).empty());
+  EXPECT_NE(last_error_.message().find("does not continue"), std::string::npos)
+      << last_error_.message();
+}
+
+TEST_F(SessionTest, ReleaseFreesMemoryAndCloseReleasesEverything) {
+  Allocator* alloc = devices_->cpu()->allocator();
+  const uint64_t number = session_->params().number;
+  v1::Batch b;
+  Full(&b, 1, {1024, 1024}, 1);
+  session_->Submit(b);
+  sink_->WaitFor([](auto& f) { return f.has_ack(); });
+  EXPECT_GE(alloc->SessionBytes(number), 4 << 20);
+  v1::Batch r;
+  Add(&r)->mutable_release()->add_handles(1);
+  Add(&r)->mutable_sync()->set_request_id(7);
+  session_->Submit(r);
+  sink_->WaitFor([](auto& f) { return f.has_sync_done(); });
+  EXPECT_EQ(alloc->SessionBytes(number), 0);
+}
+
+TEST(SessionManagerTest, VersionMismatchNamesBothVersions) {
+  auto devices = DeviceRegistry::Create();
+  auto auth = Authenticator::Insecure();
+  SessionManager manager(devices.get(), auth.get());
+  v1::Hello hello;
+  hello.set_protocol_version(99);
+  auto s = manager.Open(hello, "", "test", std::make_shared<RecordingSink>());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.status().message().find("version 99"), std::string::npos);
+  EXPECT_NE(s.status().message().find("version 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tensord
