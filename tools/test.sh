@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Quick start, command 2: installs what is missing and runs the whole test
+# suite: every C++ test (unit and real-daemon integration), the Python client
+# suite against a real daemon with PyTorch as the reference, and the C++
+# suites again under AddressSanitizer + UBSan.
+#
+#   tools/test.sh             # everything (what .ci/run runs)
+#   TENSORD_SKIP_ASAN=1 tools/test.sh
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+# Debian's interpreter: it owns python3-torch, -grpcio, -numpy (see README).
+PYTHON=/usr/bin/python3
+
+tools/install_deps.sh
+jobs_flag=()
+[ -n "${TENSORD_BAZEL_JOBS:-}" ] && jobs_flag=(--jobs="$TENSORD_BAZEL_JOBS")
+
+echo "== C++ tests (bazel test //...)"
+bazel test "${jobs_flag[@]}" //...
+
+echo "== Python client tests (pytest, real daemon, PyTorch reference)"
+bazel build "${jobs_flag[@]}" //server:tensord
+tools/gen_python_proto.sh
+PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q tests/python
+
+if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
+  echo "== C++ tests under AddressSanitizer + UBSan (bazel test --config=asan)"
+  bazel test "${jobs_flag[@]}" --config=asan //...
+fi
+echo "== all tensord tests passed"
