@@ -38,7 +38,8 @@ def getitem(t: "_tensor.Tensor", index: Any) -> "_tensor.Tensor":
         index = (index,)
     shape = list(t.shape)
     out = t
-    dim = 0
+    dim = 0  # in the result so far
+    src = 0  # in t, for messages (PyTorch's)
     for i in _expand(index, len(shape)):
         if i is None:
             out = _tensor.call("unsqueeze", [out], {"dim": dim}, why="indexing with None")
@@ -54,6 +55,7 @@ def getitem(t: "_tensor.Tensor", index: Any) -> "_tensor.Tensor":
                 out = _slice(out, dim, start, stop, step, length)
             shape[dim] = length
             dim += 1
+            src += 1
         elif isinstance(i, (bool, np.bool_)):
             raise NotImplementedError("indexing with a bool is not supported yet")
         elif isinstance(i, (_tensor.Tensor, list, np.ndarray)):
@@ -63,11 +65,12 @@ def getitem(t: "_tensor.Tensor", index: Any) -> "_tensor.Tensor":
             k = operator.index(i)
             size = shape[dim]
             if not -size <= k < size:
-                raise IndexError(f"index {k} is out of bounds for dimension {dim} with size "
+                raise IndexError(f"index {k} is out of bounds for dimension {src} with size "
                                  f"{size}")
             out = _tensor.call("select", [out], {"dim": dim, "index": k % size},
                                why="integer indexing")
             shape.pop(dim)
+            src += 1
     return out
 
 

@@ -180,6 +180,9 @@ class CatalogFunction:
                     inputs.append(kwargs.pop(key))
             while inputs and inputs[-1] is None and len(inputs) > op.min_inputs:
                 inputs.pop()
+        if any(isinstance(v, Tensor) for v in extra):
+            raise TypeError(f"{op.name}() takes at most {op.max_inputs} tensor inputs, got "
+                            f"{len(inputs) + sum(isinstance(v, Tensor) for v in extra)}")
         return call_op(s, op, inputs, bind_positional(op, extra, kwargs), nout)
 
 
