@@ -1,0 +1,88 @@
+// tensorctl: the operator's CLI for a tensord daemon (Admin service).
+//
+//   tensorctl devices | sessions | info | kill SESSION   [--json]
+//
+// Exit status: 0 on success, 1 on any error (message on stderr), 2 on a
+// usage error. Subcommands live in an explicit table (tensorctl_commands.h).
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "tools/tensorctl_commands.h"
+
+ABSL_FLAG(std::string, server, "",
+          "tensord address HOST:PORT (default: $TENSORD_ADDRESS, else "
+          "127.0.0.1:50051)");
+ABSL_FLAG(std::string, token, "",
+          "admin token (default: $TENSORD_ADMIN_TOKEN); sent as "
+          "'authorization: Bearer TOKEN'");
+ABSL_FLAG(bool, json, false, "print JSON instead of tables");
+ABSL_FLAG(int, timeout_s, 10, "seconds to wait for each admin call");
+
+namespace {
+
+std::string FromFlagOrEnv(const std::string& flag, const char* env,
+                          const char* fallback) {
+  if (!flag.empty()) return flag;
+  const char* value = std::getenv(env);
+  return (value != nullptr && *value != '\0') ? value : fallback;
+}
+
+int Fail(const std::string& message, int code = 1) {
+  std::cerr << "tensorctl: " << message << "\n";
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using tensord::tensorctl::Ctl;
+  using tensord::tensorctl::FindSubcommand;
+  using tensord::tensorctl::Subcommand;
+  absl::SetProgramUsageMessage(tensord::tensorctl::UsageText());
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() < 2) {
+    std::cerr << tensord::tensorctl::UsageText();
+    return 2;
+  }
+  const std::string name = positional[1];
+  if (name == "help") {
+    std::cout << tensord::tensorctl::UsageText();
+    return 0;
+  }
+  const Subcommand* command = FindSubcommand(name);
+  if (command == nullptr) {
+    return Fail(absl::StrCat("unknown command '", name,
+                             "'; run 'tensorctl help' for the list"),
+                2);
+  }
+  std::vector<std::string> args(positional.begin() + 2, positional.end());
+  const int n = static_cast<int>(args.size());
+  if (n < command->min_args || n > command->max_args) {
+    return Fail(absl::StrCat("usage: tensorctl ", command->name,
+                             command->usage[0] ? " " : "", command->usage),
+                2);
+  }
+
+  Ctl ctl;
+  ctl.address = FromFlagOrEnv(absl::GetFlag(FLAGS_server), "TENSORD_ADDRESS",
+                              "127.0.0.1:50051");
+  ctl.token =
+      FromFlagOrEnv(absl::GetFlag(FLAGS_token), "TENSORD_ADMIN_TOKEN", "");
+  ctl.json = absl::GetFlag(FLAGS_json);
+  ctl.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  ctl.out = &std::cout;
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(64 << 20);  // snapshots can be big
+  ctl.admin = tensord::v1::Admin::NewStub(grpc::CreateCustomChannel(
+      ctl.address, grpc::InsecureChannelCredentials(), channel_args));
+
+  absl::Status status = command->run(ctl, args);
+  if (!status.ok()) return Fail(std::string(status.message()));
+  return 0;
+}

@@ -1,0 +1,154 @@
+#include "tools/tensorctl_format.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace tensord {
+namespace tensorctl {
+
+Table::Table(std::vector<std::string> headers) {
+  for (std::string& h : headers) {
+    const bool right = !h.empty() && h[0] == '>';
+    right_.push_back(right);
+    headers_.push_back(right ? h.substr(1) : std::move(h));
+  }
+}
+
+void Table::AddRow(std::vector<std::string> cells) {
+  cells.resize(headers_.size());
+  rows_.push_back(std::move(cells));
+}
+
+std::string Table::ToString() const {
+  std::vector<size_t> width(headers_.size());
+  for (size_t c = 0; c < headers_.size(); ++c) width[c] = headers_[c].size();
+  for (const auto& row : rows_) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      width[c] = std::max(width[c], row[c].size());
+    }
+  }
+  std::string out;
+  auto emit = [&](const std::vector<std::string>& cells) {
+    std::string line;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const bool last = c + 1 == cells.size();
+      const std::string pad(width[c] - cells[c].size(), ' ');
+      if (right_[c]) {
+        absl::StrAppend(&line, pad, cells[c]);
+      } else {
+        absl::StrAppend(&line, cells[c], last ? "" : pad);
+      }
+      if (!last) line += "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    absl::StrAppend(&out, line, "\n");
+  };
+  emit(headers_);
+  for (const auto& row : rows_) emit(row);
+  return out;
+}
+
+std::string JsonString(absl::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          absl::StrAppendFormat(&out, "\\u%04x", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += "\"";
+  return out;
+}
+
+JsonObject& JsonObject::Add(absl::string_view key, absl::string_view value) {
+  return AddRaw(key, JsonString(value));
+}
+JsonObject& JsonObject::Add(absl::string_view key, int64_t value) {
+  return AddRaw(key, absl::StrCat(value));
+}
+JsonObject& JsonObject::Add(absl::string_view key, uint64_t value) {
+  return AddRaw(key, absl::StrCat(value));
+}
+JsonObject& JsonObject::Add(absl::string_view key, double value) {
+  // JSON has no NaN/Infinity.
+  return AddRaw(key, std::isfinite(value) ? absl::StrFormat("%.6g", value)
+                                          : std::string("null"));
+}
+JsonObject& JsonObject::Add(absl::string_view key, bool value) {
+  return AddRaw(key, value ? "true" : "false");
+}
+JsonObject& JsonObject::AddRaw(absl::string_view key, absl::string_view json) {
+  fields_.emplace_back(std::string(key), std::string(json));
+  return *this;
+}
+
+std::string JsonObject::ToString() const {
+  std::string out = "{";
+  for (size_t i = 0; i < fields_.size(); ++i) {
+    absl::StrAppend(&out, i == 0 ? "" : ",", JsonString(fields_[i].first), ":",
+                    fields_[i].second);
+  }
+  return out + "}";
+}
+
+std::string JsonArray(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    absl::StrAppend(&out, i == 0 ? "" : ",", items[i]);
+  }
+  return out + "]";
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B",   "KiB", "MiB",
+                                           "GiB", "TiB", "PiB"};
+  if (bytes < 1024) return absl::StrCat(bytes, " B");
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 5) {
+    value /= 1024;
+    ++unit;
+  }
+  return absl::StrFormat(value < 10 ? "%.1f %s" : "%.0f %s", value,
+                         kUnits[unit]);
+}
+
+std::string HumanDuration(double seconds) {
+  if (!(seconds >= 0)) return "-";
+  const int64_t s = static_cast<int64_t>(seconds);
+  if (s < 60) return absl::StrCat(s, "s");
+  if (s < 3600) return absl::StrCat(s / 60, "m", s % 60, "s");
+  if (s < 86400) return absl::StrCat(s / 3600, "h", (s % 3600) / 60, "m");
+  return absl::StrCat(s / 86400, "d", (s % 86400) / 3600, "h");
+}
+
+}  // namespace tensorctl
+}  // namespace tensord
