@@ -90,9 +90,11 @@ struct Block {
   // Freed by its owner but used on other streams whose events have not all
   // completed; neither allocated nor reusable.
   bool pending_free = false;
-  int event_count = 0;                 // outstanding events while pending_free
-  uint64_t session = 0;                // owner while active
-  uint64_t last_owner = kFreshMemory;  // whose bytes it holds; Note [Scrub]
+  int event_count = 0;               // outstanding events while pending_free
+  uint64_t session = 0;              // owner while active
+  int64_t* session_bytes = nullptr;  // its counters while allocated
+  int64_t* stream_bytes = nullptr;
+  uint64_t last_owner = kFreshMemory;     // whose bytes it holds; Note [Scrub]
   std::vector<StreamHandle> stream_uses;  // other streams (RecordStream)
 
   bool is_free() const { return !allocated && !pending_free; }

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -91,6 +92,35 @@ class CachingAllocator : public Allocator {
   int device_index() const { return device_index_; }
 
  private:
+  // Byte counters per session or stream. Entries have stable addresses, so
+  // an allocated block points at its own (Free needs no lookup), and a
+  // one-entry cache serves the usual run of requests from one session.
+  // Zero entries stay until EmptyCache prunes them.
+  template <typename Key>
+  struct ByteCounters {
+    std::unordered_map<Key, int64_t> map;
+    Key last_key{};
+    int64_t* last = nullptr;
+
+    int64_t* Get(Key key) {
+      if (last == nullptr || last_key != key) {
+        last = &map[key];
+        last_key = key;
+      }
+      return last;
+    }
+    int64_t Find(Key key) const {
+      auto it = map.find(key);
+      return it == map.end() ? 0 : it->second;
+    }
+    void PruneZeros() {
+      for (auto it = map.begin(); it != map.end();) {
+        it = it->second == 0 ? map.erase(it) : std::next(it);
+      }
+      last = nullptr;
+    }
+  };
+
   struct PendingEvent {
     EventHandle event;
     Block* block;
@@ -115,6 +145,13 @@ class CachingAllocator : public Allocator {
   void ReturnToPool(Block* block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ProcessEvents() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t ReleaseCachedSegments() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Block objects and set nodes are recycled; Note [Recycling].
+  Block* NewBlock() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecycleBlock(Block* block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PoolInsert(BlockSet& set, Block* block)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  BlockSet::iterator PoolErase(BlockSet& set, BlockSet::iterator it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // inactive_split stats: counted while a block is free inside a split
   // segment. Untrack before changing such a block, Track after.
   void TrackInactive(const Block* block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -143,9 +180,12 @@ class CachingAllocator : public Allocator {
   std::vector<PendingEvent> pending_events_ ABSL_GUARDED_BY(mu_);
   DeviceStats stats_ ABSL_GUARDED_BY(mu_);
   int64_t quota_rejections_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::flat_hash_map<uint64_t, int64_t> session_bytes_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<StreamHandle, int64_t> stream_bytes_ ABSL_GUARDED_BY(mu_);
+  ByteCounters<uint64_t> session_bytes_ ABSL_GUARDED_BY(mu_);
+  ByteCounters<StreamHandle> stream_bytes_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, int64_t> quotas_ ABSL_GUARDED_BY(mu_);
+  static constexpr size_t kMaxSpares = 1024;
+  std::vector<Block*> spare_blocks_ ABSL_GUARDED_BY(mu_);
+  std::vector<BlockSet::node_type> spare_nodes_ ABSL_GUARDED_BY(mu_);
   size_t trace_capacity_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<TraceEntry> trace_ ABSL_GUARDED_BY(mu_);
 };

@@ -34,8 +34,7 @@ int DeviceIndexFromName(const std::string& device_name) {
 
 int64_t CachingAllocator::SessionBytes(uint64_t session) const {
   absl::MutexLock lock(&mu_);
-  auto it = session_bytes_.find(session);
-  return it == session_bytes_.end() ? 0 : it->second;
+  return session_bytes_.Find(session);
 }
 
 size_t CachingAllocator::AllocationSize(const void* ptr) const {
@@ -64,8 +63,12 @@ MemoryStats CachingAllocator::GetStats() const {
   absl::MutexLock lock(&mu_);
   MemoryStats out;
   out.device = stats_;
-  out.session_bytes.insert(session_bytes_.begin(), session_bytes_.end());
-  out.stream_bytes.insert(stream_bytes_.begin(), stream_bytes_.end());
+  for (const auto& [session, bytes] : session_bytes_.map) {
+    if (bytes != 0) out.session_bytes[session] = bytes;
+  }
+  for (const auto& [stream, bytes] : stream_bytes_.map) {
+    if (bytes != 0) out.stream_bytes[stream] = bytes;
+  }
   for (const BlockPool* pool : {&small_pool_, &large_pool_}) {
     for (const Block* b : pool->blocks) {
       const auto size = static_cast<int64_t>(b->size);
@@ -159,7 +162,6 @@ absl::Status CachingAllocator::OutOfMemoryError(
   const int64_t capacity = static_cast<int64_t>(backend_->Capacity());
   const int64_t reserved = stats_.reserved_bytes[kAllPools].current;
   const int64_t allocated = stats_.allocated_bytes[kAllPools].current;
-  auto held = session_bytes_.find(ctx.session);
   std::string quota;
   if (auto q = quotas_.find(ctx.session); q != quotas_.end()) {
     quota = absl::StrCat(" of its ", FormatBytes(q->second), " quota");
@@ -173,7 +175,7 @@ absl::Status CachingAllocator::OutOfMemoryError(
       " is not reserved by this allocator; ", FormatBytes(allocated),
       " is allocated by tensors and ", FormatBytes(reserved - allocated),
       " is reserved but unallocated; session ", ctx.session, " holds ",
-      FormatBytes(held == session_bytes_.end() ? 0 : held->second), quota,
+      FormatBytes(session_bytes_.Find(ctx.session)), quota,
       ". Free tensors you no longer need; if reserved but unallocated memory "
       "is large, the cache is fragmented (device said: ",
       backend_status.message(), ")."));
