@@ -1,0 +1,103 @@
+#include "tests/daemon_process.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <regex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace tensord {
+namespace testing {
+namespace {
+
+std::string DaemonPath() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  if (srcdir && workspace) {
+    return absl::StrCat(srcdir, "/", workspace, "/server/tensord");
+  }
+  return "bazel-bin/server/tensord";
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DaemonProcess>> DaemonProcess::Start(
+    std::vector<std::string> extra_flags) {
+  int fds[2];
+  if (pipe(fds) != 0) return absl::InternalError("pipe failed");
+  const std::string path = DaemonPath();
+  std::vector<std::string> args = {path, "--listen=127.0.0.1:0"};
+  for (auto& f : extra_flags) args.push_back(f);
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("fork failed");
+  if (pid == 0) {
+    dup2(fds[1], STDERR_FILENO);
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(path.c_str(), argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  auto daemon = std::unique_ptr<DaemonProcess>(new DaemonProcess());
+  daemon->pid_ = pid;
+  daemon->log_fd_ = fds[0];
+  // Read the log until the listening line (blocking reads: event-driven).
+  std::string log;
+  const std::regex listening("listening on ([0-9.]+:[0-9]+)");
+  char buf[4096];
+  while (true) {
+    const ssize_t n = read(fds[0], buf, sizeof(buf));
+    if (n <= 0) {
+      return absl::InternalError(
+          absl::StrCat("tensord exited before listening; log:\n", log));
+    }
+    log.append(buf, n);
+    std::smatch m;
+    if (std::regex_search(log, m, listening)) {
+      daemon->address_ = m[1];
+      break;
+    }
+  }
+  // Keep draining the log so the daemon never blocks on a full pipe.
+  const int fd = fds[0];
+  std::thread([fd] {
+    char sink[4096];
+    while (read(fd, sink, sizeof(sink)) > 0) {
+    }
+  }).detach();
+  daemon->log_fd_ = -1;  // owned by the drain thread now
+  return daemon;
+}
+
+bool DaemonProcess::alive() const {
+  return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0;
+}
+
+int DaemonProcess::Terminate() {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return status;
+}
+
+DaemonProcess::~DaemonProcess() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+}  // namespace testing
+}  // namespace tensord
