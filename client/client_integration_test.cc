@@ -1,0 +1,185 @@
+// The client against the real daemon: spawns server/tensord on a free port
+// (--listen=127.0.0.1:0 --insecure --port_file) and drives it through the
+// public API.
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/tensord_client.h"
+#include "gtest/gtest.h"
+#include "proto/admin.grpc.pb.h"
+
+extern char** environ;
+
+namespace tensord {
+namespace {
+
+// One daemon for the whole suite.
+class Daemon {
+ public:
+  Daemon() {
+    const char* srcdir = std::getenv("TEST_SRCDIR");
+    const char* tmpdir = std::getenv("TEST_TMPDIR");
+    const std::string binary =
+        absl::StrCat(srcdir ? srcdir : ".", "/tensord/server/tensord");
+    const std::string port_file =
+        absl::StrCat(tmpdir ? tmpdir : "/tmp", "/tensord_port_", getpid());
+    std::remove(port_file.c_str());
+    std::string port_flag = "--port_file=" + port_file;
+    std::vector<std::string> args = {binary, "--listen=127.0.0.1:0",
+                                     "--insecure", port_flag,
+                                     "--log_level=warn"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (posix_spawn(&pid_, binary.c_str(), nullptr, nullptr, argv.data(),
+                    environ) != 0) {
+      pid_ = 0;
+      return;
+    }
+    // Test-only polling for the port file the daemon writes once listening.
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (absl::Now() < deadline) {
+      std::ifstream in(port_file);
+      int port = 0;
+      if (in >> port && port > 0) {
+        address_ = absl::StrCat("127.0.0.1:", port);
+        return;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  }
+  ~Daemon() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  const std::string& address() const { return address_; }
+
+ private:
+  pid_t pid_ = 0;
+  std::string address_;
+};
+
+Daemon* daemon_instance = nullptr;
+
+class ClientIntegrationTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { daemon_instance = new Daemon(); }
+  static void TearDownTestSuite() {
+    delete daemon_instance;
+    daemon_instance = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_FALSE(daemon_instance->address().empty())
+        << "server/tensord did not start";
+    ClientOptions options;
+    options.address = daemon_instance->address();
+    options.client_name = "client_integration_test";
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(ClientIntegrationTest, CatalogHasTheContractOps) {
+  for (const char* name : {"zeros", "ones", "empty", "full", "arange", "randn",
+                           "rand", "add", "sub", "mul", "div", "neg", "relu",
+                           "matmul", "sum", "mean", "reshape", "transpose"}) {
+    EXPECT_NE(client_->FindOp(name), nullptr) << name;
+  }
+  EXPECT_FALSE(client_->session_id().empty());
+  EXPECT_FALSE(client_->devices().empty());
+}
+
+TEST_F(ClientIntegrationTest, HelloArithmetic) {
+  Tensor x = client_->FromVector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor z = (x + x).matmul(ones(*client_, {3, 2}));
+  EXPECT_EQ(*z.to_vector<float>(), (std::vector<float>{12, 12, 30, 30}));
+  EXPECT_EQ(*z.sum().item<float>(), 84.0f);
+  EXPECT_EQ(*z.shape(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(*z.dtype(), DType::kFloat32);
+  EXPECT_EQ(*(x * 2.0 - 1.0).to_vector<float>(),
+            (std::vector<float>{1, 3, 5, 7, 9, 11}));
+  EXPECT_EQ((1.0 / x).item<float>().status().code(),
+            absl::StatusCode::kInvalidArgument);  // 6 elements: item() fails
+}
+
+TEST_F(ClientIntegrationTest, ReductionsAndShapes) {
+  Tensor x = client_->FromVector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_EQ(*x.sum({1}).to_vector<float>(), (std::vector<float>{6, 15}));
+  EXPECT_EQ(*x.sum({0}, true).shape(), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(*x.mean().item<float>(), 3.5f);
+  EXPECT_EQ(*x.transpose(0, 1).to_vector<float>(),
+            (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(*x.reshape({3, 2}).shape(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(*(-x).relu().sum().item<float>(), 0.0f);
+  EXPECT_EQ(*sub(x, x, 2.0).sum().item<float>(), -21.0f);
+  EXPECT_EQ(*arange(*client_, 0, 5, 2).to_vector<double>(),
+            (std::vector<double>{0, 2, 4}));
+  Tensor z64 = zeros(*client_, {2}, TensorOptions().set_dtype(DType::kFloat64));
+  EXPECT_EQ(*z64.dtype(), DType::kFloat64);
+  EXPECT_EQ(*full(*client_, {2, 2}, 2.5).sum().item<double>(), 10.0);
+}
+
+TEST_F(ClientIntegrationTest, ErrorsNameOpAndSite) {
+  Tensor a = ones(*client_, {2, 3});
+  Tensor bad = a.matmul(a);
+  Tensor worse = bad + 1.0;
+  absl::Status status = worse.to_vector<float>().status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("matmul at client_integration_test.cc:"),
+            std::string::npos)
+      << status;
+  EXPECT_EQ(bad.shape().status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(client_->synchronize().ok());
+  EXPECT_TRUE(client_->synchronize().ok());
+  EXPECT_EQ(*a.sum().item<float>(), 6.0f);  // the session goes on
+}
+
+TEST_F(ClientIntegrationTest, SeededRandomIsReproducible) {
+  ASSERT_TRUE(client_->manual_seed(42).ok());
+  std::vector<float> first = *randn(*client_, {16}).to_vector<float>();
+  ASSERT_TRUE(client_->manual_seed(42).ok());
+  std::vector<float> second = *randn(*client_, {16}).to_vector<float>();
+  EXPECT_EQ(first, second);
+}
+
+TEST_F(ClientIntegrationTest, MultiChunkRoundTrip) {
+  const size_t n = (size_t{9} << 20) / 4 + 7;  // 9 MiB: > max_frame_bytes
+  std::vector<float> data(n);
+  for (size_t i = 0; i < n; ++i) data[i] = static_cast<float>(i % 977);
+  Tensor x = client_->FromVector(data, {static_cast<int64_t>(n)});
+  absl::StatusOr<std::vector<float>> back = (x * 1).to_vector<float>();
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(*back == data);
+}
+
+TEST_F(ClientIntegrationTest, KilledSessionFailsCleanly) {
+  auto admin = v1::Admin::NewStub(grpc::CreateChannel(
+      daemon_instance->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::KillSessionRequest request;
+  request.set_session_id(client_->session_id());
+  v1::KillSessionResponse response;
+  ASSERT_TRUE(admin->KillSession(&context, request, &response).ok());
+  absl::Status status = client_->synchronize();
+  EXPECT_FALSE(status.ok());
+  Tensor x = ones(*client_, {2});  // no crash, no hang
+  EXPECT_FALSE(x.to_vector<float>().ok());
+}
+
+}  // namespace
+}  // namespace tensord
