@@ -101,12 +101,14 @@ class ConnectionLost(Error):
 
 
 _SHAPE_WORDS = re.compile(r"shape|size|dim|broadcast|rank|multiplied|numel|element", re.I)
+_DTYPE_WORDS = re.compile(r"dtype|floating|integral|\b(u?int(8|16|32|64)|float(16|32|64)|"
+                          r"bfloat16|bool)\b", re.I)
 
 
 def error_class(code: int, reason: str) -> Type[Error]:
     """The Error subclass for a status code (and, for INVALID_ARGUMENT, its message)."""
     if code == INVALID_ARGUMENT:
-        if "dtype" in reason.lower():
+        if _DTYPE_WORDS.search(reason):
             return DTypeError
         if _SHAPE_WORDS.search(reason):
             return ShapeError
@@ -125,8 +127,11 @@ def error_class(code: int, reason: str) -> Type[Error]:
 
 def from_status(status: Any) -> Error:
     """An Error from a wire ``tensord.v1.Status`` (code must be non-zero)."""
-    cls = error_class(status.code, status.message)
-    return cls(status.message, code=status.code, op=status.op, site=status.site)
+    reason = status.message
+    if status.op and reason.startswith(status.op + ": "):  # "matmul at x.py:3: matmul: ..."
+        reason = reason[len(status.op) + 2:]
+    return error_class(status.code, reason)(reason, code=status.code, op=status.op,
+                                            site=status.site)
 
 
 def from_rpc_error(err: Any, what: str = "session") -> Error:

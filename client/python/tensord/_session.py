@@ -93,29 +93,41 @@ class Session:
             self._channel = grpc.secure_channel(address, credentials, options=options)
         else:
             self._channel = grpc.insecure_channel(address, options=options)
-        try:
-            grpc.channel_ready_future(self._channel).result(timeout=connect_timeout)
-        except grpc.FutureTimeoutError:
-            self._channel.close()
-            raise ConnectionLost(f"no tensord daemon answered at {address} within "
-                                 f"{connect_timeout:g} s; is it running? (set TENSORD_ADDRESS "
-                                 "or pass address=)", code=_errors.UNAVAILABLE, op="connect")
         hello = pb.ClientFrame()
         hello.hello.protocol_version = PROTOCOL_VERSION
         hello.hello.token = token or ""
         hello.hello.client_name = client_name
+        # wait_for_ready: a daemon that is still starting is waited for, up to connect_timeout
+        # (a watchdog cancels the call; grpc.channel_ready_future would leave a polling thread
+        # that makes every channel.close() take 200 ms).
         self._responses = pb_grpc.TensordStub(self._channel).Session(
-            self._requests(hello), metadata=metadata)
+            self._requests(hello), metadata=metadata, wait_for_ready=True)
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            self._responses.cancel()
+
+        watchdog = threading.Timer(connect_timeout, expire)
+        watchdog.daemon = True
+        watchdog.start()
         try:
             first = next(self._responses)
-        except grpc.RpcError as e:
+        except (grpc.RpcError, StopIteration) as e:
+            watchdog.cancel()
+            timed_out = expired.is_set()
             self._out.put(None)
             self._channel.close()
+            if timed_out:
+                raise ConnectionLost(f"no tensord daemon answered at {address} within "
+                                     f"{connect_timeout:g} s; is it running? (set "
+                                     "TENSORD_ADDRESS or pass address=)",
+                                     code=_errors.UNAVAILABLE, op="connect") from None
+            if isinstance(e, StopIteration):
+                raise ConnectionLost("the daemon ended the session before Welcome",
+                                     code=_errors.UNAVAILABLE, op="connect") from None
             raise _errors.from_rpc_error(e, "connect") from None
-        except StopIteration:
-            self._channel.close()
-            raise ConnectionLost("the daemon ended the session before Welcome",
-                                 code=_errors.UNAVAILABLE, op="connect") from None
+        watchdog.cancel()
         if first.WhichOneof("kind") != "welcome":
             raise ProtocolError(f"expected Welcome, got {first.WhichOneof('kind')}", op="connect")
         w = first.welcome
