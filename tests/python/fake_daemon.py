@@ -150,7 +150,6 @@ class FakeDaemon(pb_grpc.TensordServicer):
         yield pb.ServerFrame(welcome=self.welcome(sid))
         ops = {100 + i: n for i, n in enumerate(OPS)}
         vals: Dict[int, Any] = {}  # handle -> ndarray or pb.Status (poisoned)
-        sites: Dict[int, str] = {}
         last_handle = 0
         first_error = None
         puts: Dict[int, Any] = {}

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import tensord as td
-from helpers import TD, TORCH, assert_same, from_torch, needs, randt, to_torch
+from helpers import TD, assert_same, from_torch, needs, randt
 
 pytestmark = pytest.mark.usefixtures("session")
 

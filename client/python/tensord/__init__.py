@@ -37,6 +37,15 @@ from . import nn  # noqa: E402  (needs the names above)
 
 __version__ = "0.1.0"
 
+__all__ = sorted(set(_ops_all) | {
+    "Size", "device", "dtype", "bfloat16", "bool_", "float16", "float32", "float64", "int8",
+    "int32", "int64", "uint8", "bool", "float", "double", "half", "long", "int",
+    "ConnectionLost", "DTypeError", "Error", "InvalidArgumentError", "NotFoundError",
+    "OutOfMemoryError", "PermissionDenied", "ProtocolError", "ShapeError", "UnimplementedError",
+    "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "Session", "Tensor",
+    "is_tensor", "nn", "connect", "close", "default_session", "synchronize", "manual_seed",
+    "set_default_device"})
+
 for _cls in (Error, InvalidArgumentError, ShapeError, DTypeError, NotFoundError, OutOfMemoryError,
              PermissionDenied, UnimplementedError, ProtocolError, ConnectionLost, Tensor, Session,
              Size, device, dtype):

@@ -13,7 +13,7 @@ working for code written against PyTorch.
 from __future__ import annotations
 
 import re
-from typing import Any, Optional, Type
+from typing import Any, Type
 
 # google.rpc.Code / absl::StatusCode values.
 OK = 0

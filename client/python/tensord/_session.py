@@ -20,7 +20,6 @@ import atexit
 import collections
 import queue
 import threading
-import time
 import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 

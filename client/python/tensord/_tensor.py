@@ -11,7 +11,6 @@ Errors stay with the values they spoil: a tensor produced by a failing op raises
 
 from __future__ import annotations
 
-import operator
 from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -320,7 +319,7 @@ class Tensor(TensorMethods):
     def __bool__(self) -> bool:
         a = self.numpy()
         if a.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(a.reshape(-1)[0])
 
     def __float__(self) -> float:

@@ -8,7 +8,7 @@ NotImplementedError naming the missing op. Any other catalog op is reachable as 
 from __future__ import annotations
 
 import operator
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
