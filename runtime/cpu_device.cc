@@ -31,9 +31,8 @@ class CpuDevice : public Device {
   CpuDevice() : allocator_(MakeHostCachingAllocator("cpu")) {
     desc_.name = "cpu";
     desc_.kind = DeviceKind::kCpu;
-    desc_.description = absl::StrCat(CpuModel(), " (",
-                                     std::thread::hardware_concurrency(),
-                                     " threads)");
+    desc_.description = absl::StrCat(
+        CpuModel(), " (", std::thread::hardware_concurrency(), " threads)");
     desc_.total_memory = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
                          static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
   }
@@ -58,6 +57,8 @@ class CpuDevice : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> MakeCpuDevice() { return std::make_unique<CpuDevice>(); }
+std::unique_ptr<Device> MakeCpuDevice() {
+  return std::make_unique<CpuDevice>();
+}
 
 }  // namespace tensord

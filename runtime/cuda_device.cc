@@ -20,8 +20,7 @@ namespace {
 
 absl::Status CudaStatus(cudaError_t err, absl::string_view what) {
   if (err == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(
-      absl::StrCat(what, ": ", cudaGetErrorString(err)));
+  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(err)));
 }
 
 class CudaDevice : public Device {
@@ -57,8 +56,8 @@ class CudaDevice : public Device {
     if (bytes == 0) return absl::OkStatus();
     cudaSetDevice(index_);
     auto s = static_cast<cudaStream_t>(stream);
-    absl::Status status =
-        CudaStatus(cudaMemcpyAsync(dst, src, bytes, kind, s), "cudaMemcpyAsync");
+    absl::Status status = CudaStatus(cudaMemcpyAsync(dst, src, bytes, kind, s),
+                                     "cudaMemcpyAsync");
     if (!status.ok()) return status;
     return CudaStatus(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   }
@@ -70,13 +69,14 @@ class CudaDevice : public Device {
 
 }  // namespace
 
-std::vector<std::unique_ptr<Device>> DiscoverCudaDevices(std::string* why_none) {
+std::vector<std::unique_ptr<Device>> DiscoverCudaDevices(
+    std::string* why_none) {
   std::vector<std::unique_ptr<Device>> devices;
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    *why_none = absl::StrCat("cudaGetDeviceCount failed: ",
-                             cudaGetErrorString(err));
+    *why_none =
+        absl::StrCat("cudaGetDeviceCount failed: ", cudaGetErrorString(err));
     return devices;
   }
   if (count == 0) {
@@ -92,7 +92,8 @@ std::vector<std::unique_ptr<Device>> DiscoverCudaDevices(std::string* why_none) 
       *why_none = std::string(allocator.status().message());
       continue;
     }
-    devices.push_back(std::make_unique<CudaDevice>(i, prop, *std::move(allocator)));
+    devices.push_back(
+        std::make_unique<CudaDevice>(i, prop, *std::move(allocator)));
   }
   return devices;
 }
@@ -101,7 +102,8 @@ bool CudaBuilt() { return true; }
 
 #else  // !TENSORD_WITH_CUDA
 
-std::vector<std::unique_ptr<Device>> DiscoverCudaDevices(std::string* why_none) {
+std::vector<std::unique_ptr<Device>> DiscoverCudaDevices(
+    std::string* why_none) {
   *why_none =
       "this tensord was built without the CUDA toolkit (rebuild on a machine "
       "with /usr/local/cuda or $CUDA_PATH)";

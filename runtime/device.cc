@@ -20,7 +20,8 @@ std::unique_ptr<DeviceRegistry> DeviceRegistry::Create(
   std::string why_none;
   for (auto& gpu : DiscoverCudaDevices(&why_none)) {
     if (permitted(gpu->name())) {
-      spdlog::info("device {}: {}", gpu->name(), gpu->description().description);
+      spdlog::info("device {}: {}", gpu->name(),
+                   gpu->description().description);
       devices.push_back(std::move(gpu));
     }
   }

@@ -19,7 +19,7 @@ namespace tensord {
 enum class DeviceKind { kCpu, kCuda };
 
 struct DeviceDescription {
-  std::string name;         // "cpu", "cuda:0"
+  std::string name;  // "cpu", "cuda:0"
   DeviceKind kind = DeviceKind::kCpu;
   std::string description;  // CPU model / GPU name
   uint64_t total_memory = 0;

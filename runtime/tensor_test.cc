@@ -39,9 +39,9 @@ TEST(TensorTest, StorageAccountsToTheSessionAndReturnsOnRelease) {
 TEST(TensorTest, EmptyRejectsBadShapes) {
   auto devices = DeviceRegistry::Create();
   EXPECT_FALSE(Tensor::Empty(devices->cpu(), DType::kFloat32, {-1}, {1}).ok());
-  EXPECT_FALSE(
-      Tensor::Empty(devices->cpu(), DType::kFloat32, {1LL << 40, 1LL << 30}, {1})
-          .ok());
+  EXPECT_FALSE(Tensor::Empty(devices->cpu(), DType::kFloat32,
+                             {1LL << 40, 1LL << 30}, {1})
+                   .ok());
 }
 
 TEST(DeviceRegistryTest, CpuIsAlwaysThere) {

@@ -14,8 +14,10 @@ namespace {
 
 absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
   int64_t scale = 1;
-  for (auto [suffix, factor] : {std::pair<absl::string_view, int64_t>{"GiB", 1LL << 30},
-                                {"MiB", 1LL << 20}, {"KiB", 1LL << 10}}) {
+  for (auto [suffix, factor] :
+       {std::pair<absl::string_view, int64_t>{"GiB", 1LL << 30},
+        {"MiB", 1LL << 20},
+        {"KiB", 1LL << 10}}) {
     if (absl::ConsumeSuffix(&text, suffix)) {
       scale = factor;
       break;
@@ -23,7 +25,8 @@ absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
   }
   int64_t value;
   if (!absl::SimpleAtoi(text, &value) || value < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("bad byte count '", text, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad byte count '", text, "'"));
   }
   return value * scale;
 }
@@ -110,7 +113,8 @@ absl::Status Authenticator::Reload() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<User> Authenticator::Authenticate(absl::string_view token) const {
+absl::StatusOr<User> Authenticator::Authenticate(
+    absl::string_view token) const {
   if (insecure()) return User{"anonymous", 0, 0, true};
   absl::MutexLock lock(&mu_);
   const User* found = nullptr;
@@ -125,7 +129,8 @@ absl::StatusOr<User> Authenticator::Authenticate(absl::string_view token) const 
   return *found;
 }
 
-absl::StatusOr<User> Authenticator::AuthenticateAdmin(absl::string_view token) const {
+absl::StatusOr<User> Authenticator::AuthenticateAdmin(
+    absl::string_view token) const {
   auto user = Authenticate(token);
   if (!user.ok()) return user.status();
   if (!user->admin) {

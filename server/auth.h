@@ -30,7 +30,8 @@ class Authenticator {
   // No tokens: every caller is the anonymous user, an admin (--insecure).
   static std::unique_ptr<Authenticator> Insecure();
   // Loads `path`; INVALID_ARGUMENT naming the line for syntax errors.
-  static absl::StatusOr<std::unique_ptr<Authenticator>> FromFile(std::string path);
+  static absl::StatusOr<std::unique_ptr<Authenticator>> FromFile(
+      std::string path);
   // Parses file contents (exposed for tests).
   static absl::StatusOr<std::vector<std::pair<std::string, User>>> Parse(
       absl::string_view contents);

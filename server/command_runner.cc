@@ -12,7 +12,9 @@
 namespace tensord {
 
 CommandRunner::CommandRunner(RunnerConfig config, FrameSink* sink)
-    : config_(config), sink_(sink), default_device_(config.devices->default_device()) {}
+    : config_(config),
+      sink_(sink),
+      default_device_(config.devices->default_device()) {}
 
 CommandRunner::~CommandRunner() = default;
 
@@ -20,7 +22,8 @@ void CommandRunner::RunBatch(const v1::Batch& batch) {
   v1::ServerFrame frame;
   v1::Ack* ack = frame.mutable_ack();
   for (const v1::Command& cmd : batch.commands()) {
-    if (pending_put_ && !(cmd.has_put() && cmd.put().handle() == pending_put_->handle)) {
+    if (pending_put_ &&
+        !(cmd.has_put() && cmd.put().handle() == pending_put_->handle)) {
       AbortPendingPut(ack);
     }
     Run(cmd, ack);
@@ -38,14 +41,19 @@ void CommandRunner::ReleaseAll() {
 
 void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
   switch (cmd.kind_case()) {
-    case v1::Command::kCall: return RunCall(cmd.call(), ack);
-    case v1::Command::kPut: return RunPut(cmd.put(), ack);
-    case v1::Command::kGet: return RunGet(cmd.get());
+    case v1::Command::kCall:
+      return RunCall(cmd.call(), ack);
+    case v1::Command::kPut:
+      return RunPut(cmd.put(), ack);
+    case v1::Command::kGet:
+      return RunGet(cmd.get());
     case v1::Command::kRelease:
       for (uint64_t id : cmd.release().handles()) handles_.Release(id);
       return;
-    case v1::Command::kSync: return RunSync(cmd.sync());
-    case v1::Command::kOptions: return RunOptions(cmd.options());
+    case v1::Command::kSync:
+      return RunSync(cmd.sync());
+    case v1::Command::kOptions:
+      return RunOptions(cmd.options());
     case v1::Command::KIND_NOT_SET:
       return ReportFrameError(
           absl::InvalidArgumentError(absl::StrCat(
@@ -86,16 +94,17 @@ void CommandRunner::ReportFrameError(const absl::Status& status,
 void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
   ops_run_.fetch_add(1, std::memory_order_relaxed);
   const auto& table = OpTable();
-  const std::string op_name =
-      call.op_id() < table.size() ? table[call.op_id()].name
+  const std::string op_name = call.op_id() < table.size()
+                                  ? table[call.op_id()].name
                                   : absl::StrCat("op#", call.op_id());
   // Output ids are checked first: a bad id has no entry to carry an error.
   uint64_t previous = handles_.max_id();
   for (uint64_t id : call.outputs()) {
     absl::Status s = handles_.CheckNew(id);
     if (s.ok() && id <= previous) {
-      s = absl::InvalidArgumentError(absl::StrCat(
-          "output handles must strictly increase, got ", id, " after ", previous));
+      s = absl::InvalidArgumentError(
+          absl::StrCat("output handles must strictly increase, got ", id,
+                       " after ", previous));
     }
     if (!s.ok()) return ReportFrameError(s, op_name, call.site());
     previous = id;
@@ -112,9 +121,9 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
     fail(StatusToProto(status, op_name, call.site()));
   };
   if (call.op_id() >= table.size()) {
-    return fail_with(absl::InvalidArgumentError(absl::StrCat(
-        "unknown op id ", call.op_id(), " (the catalog has ", table.size(),
-        " ops)")));
+    return fail_with(absl::InvalidArgumentError(
+        absl::StrCat("unknown op id ", call.op_id(), " (the catalog has ",
+                     table.size(), " ops)")));
   }
   const OpDef& op = table[call.op_id()];
   if (op.num_outputs >= 0 && call.outputs_size() != op.num_outputs) {

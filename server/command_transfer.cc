@@ -62,21 +62,21 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
     Device* device = put.device().empty() ? default_device_
                                           : config_.devices->Find(put.device());
     if (device == nullptr) {
-      return fail(absl::InvalidArgumentError(
-          absl::StrCat("unknown device '", put.device(), "' (this daemon serves: ",
-                       config_.devices->Names(), ")")));
+      return fail(absl::InvalidArgumentError(absl::StrCat(
+          "unknown device '", put.device(),
+          "' (this daemon serves: ", config_.devices->Names(), ")")));
     }
     if (put.offset() != 0) {
-      return fail(absl::InvalidArgumentError(absl::StrCat(
-          "the first upload chunk of handle ", put.handle(),
-          " must have offset 0, got ", put.offset())));
+      return fail(absl::InvalidArgumentError(
+          absl::StrCat("the first upload chunk of handle ", put.handle(),
+                       " must have offset 0, got ", put.offset())));
     }
     const size_t total = NumElements(shape) * ItemSize(*dtype);
     if (put.data().size() > total) {
-      return fail(absl::InvalidArgumentError(absl::StrCat(
-          "upload of handle ", put.handle(), " carries ", put.data().size(),
-          " bytes but ", DTypeName(*dtype), ShapeToString(shape), " holds ",
-          total)));
+      return fail(absl::InvalidArgumentError(
+          absl::StrCat("upload of handle ", put.handle(), " carries ",
+                       put.data().size(), " bytes but ", DTypeName(*dtype),
+                       ShapeToString(shape), " holds ", total)));
     }
     auto tensor = Tensor::Empty(device, *dtype, shape,
                                 AllocContext{config_.session, nullptr});
@@ -114,13 +114,15 @@ void CommandRunner::RunGet(const v1::Get& get) {
     sink_->Send(std::move(frame));
   };
   auto entry = handles_.Find(get.handle());
-  if (!entry.ok()) return send_error(StatusToProto(entry.status(), "get", get.site()));
+  if (!entry.ok())
+    return send_error(StatusToProto(entry.status(), "get", get.site()));
   if ((*entry)->poisoned()) return send_error((*entry)->error);
   OpContext ctx;
   ctx.devices = config_.devices;
   ctx.alloc.session = config_.session;
   auto dense = Contiguous((*entry)->tensor, ctx);
-  if (!dense.ok()) return send_error(StatusToProto(dense.status(), "get", get.site()));
+  if (!dense.ok())
+    return send_error(StatusToProto(dense.status(), "get", get.site()));
   const Tensor& t = *dense;
   const size_t total = t.nbytes();
   // CPU memory is read in place; other devices copy through a host buffer.
@@ -128,7 +130,8 @@ void CommandRunner::RunGet(const v1::Get& get) {
   const char* bytes = static_cast<const char*>(t.data());
   if (t.device()->kind() != DeviceKind::kCpu) {
     host.resize(total);
-    absl::Status s = t.device()->CopyToHost(host.data(), t.data(), total, nullptr);
+    absl::Status s =
+        t.device()->CopyToHost(host.data(), t.data(), total, nullptr);
     if (!s.ok()) return send_error(StatusToProto(s, "get", get.site()));
     bytes = host.data();
   }

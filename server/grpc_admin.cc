@@ -54,16 +54,18 @@ grpc::Status AdminService::MemoryStats(grpc::ServerContext* ctx,
                                        const v1::MemoryStatsRequest*,
                                        v1::MemoryStatsResponse*) {
   if (auto s = CheckAdmin(ctx); !s.ok()) return s;
-  return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                      "memory statistics are not wired into the Admin service yet");
+  return grpc::Status(
+      grpc::StatusCode::UNIMPLEMENTED,
+      "memory statistics are not wired into the Admin service yet");
 }
 
 grpc::Status AdminService::MemorySnapshot(grpc::ServerContext* ctx,
                                           const v1::MemorySnapshotRequest*,
                                           v1::MemorySnapshotResponse*) {
   if (auto s = CheckAdmin(ctx); !s.ok()) return s;
-  return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                      "memory snapshots are not wired into the Admin service yet");
+  return grpc::Status(
+      grpc::StatusCode::UNIMPLEMENTED,
+      "memory snapshots are not wired into the Admin service yet");
 }
 
 grpc::Status AdminService::EmptyCache(grpc::ServerContext* ctx,

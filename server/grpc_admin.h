@@ -16,20 +16,26 @@ class AdminService final : public v1::Admin::Service {
   AdminService(SessionManager* sessions, std::string listen_address)
       : sessions_(sessions), listen_address_(std::move(listen_address)) {}
 
-  grpc::Status ListDevices(grpc::ServerContext* ctx, const v1::ListDevicesRequest*,
+  grpc::Status ListDevices(grpc::ServerContext* ctx,
+                           const v1::ListDevicesRequest*,
                            v1::ListDevicesResponse* out) override;
-  grpc::Status ListSessions(grpc::ServerContext* ctx, const v1::ListSessionsRequest*,
+  grpc::Status ListSessions(grpc::ServerContext* ctx,
+                            const v1::ListSessionsRequest*,
                             v1::ListSessionsResponse* out) override;
-  grpc::Status KillSession(grpc::ServerContext* ctx, const v1::KillSessionRequest* req,
+  grpc::Status KillSession(grpc::ServerContext* ctx,
+                           const v1::KillSessionRequest* req,
                            v1::KillSessionResponse* out) override;
-  grpc::Status ServerInfo(grpc::ServerContext* ctx, const v1::ServerInfoRequest*,
+  grpc::Status ServerInfo(grpc::ServerContext* ctx,
+                          const v1::ServerInfoRequest*,
                           v1::ServerInfoResponse* out) override;
-  grpc::Status MemoryStats(grpc::ServerContext* ctx, const v1::MemoryStatsRequest* req,
+  grpc::Status MemoryStats(grpc::ServerContext* ctx,
+                           const v1::MemoryStatsRequest* req,
                            v1::MemoryStatsResponse* out) override;
   grpc::Status MemorySnapshot(grpc::ServerContext* ctx,
                               const v1::MemorySnapshotRequest* req,
                               v1::MemorySnapshotResponse* out) override;
-  grpc::Status EmptyCache(grpc::ServerContext* ctx, const v1::EmptyCacheRequest* req,
+  grpc::Status EmptyCache(grpc::ServerContext* ctx,
+                          const v1::EmptyCacheRequest* req,
                           v1::EmptyCacheResponse* out) override;
 
  private:

@@ -3,8 +3,8 @@
 #include <deque>
 
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "spdlog/spdlog.h"
 
 namespace tensord {
@@ -229,9 +229,8 @@ void StreamSink::ResumeReading() {
 void StreamSink::Detach() {
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
-      +[](StreamSink* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-        return s->resuming_ == 0;
-      },
+      +[](StreamSink* s)
+           ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) { return s->resuming_ == 0; },
       this));
   reactor_ = nullptr;
   dead_ = true;

@@ -6,7 +6,8 @@ namespace tensord {
 
 absl::Status HandleTable::CheckNew(uint64_t id) const {
   if (id == 0) {
-    return absl::InvalidArgumentError("handle 0 is reserved; handles start at 1");
+    return absl::InvalidArgumentError(
+        "handle 0 is reserved; handles start at 1");
   }
   if (entries_.contains(id)) {
     return absl::InvalidArgumentError(
@@ -28,9 +29,10 @@ void HandleTable::Insert(uint64_t id, HandleEntry entry) {
 absl::StatusOr<const HandleEntry*> HandleTable::Find(uint64_t id) const {
   auto it = entries_.find(id);
   if (it == entries_.end()) {
-    return absl::NotFoundError(absl::StrCat(
-        "handle ", id, " does not exist in this session (never created, or "
-        "already released)"));
+    return absl::NotFoundError(
+        absl::StrCat("handle ", id,
+                     " does not exist in this session (never created, or "
+                     "already released)"));
   }
   return &it->second;
 }

@@ -21,8 +21,8 @@
 namespace tensord {
 
 struct HandleEntry {
-  Tensor tensor;        // defined unless poisoned
-  v1::Status error;     // code != 0: poisoned
+  Tensor tensor;     // defined unless poisoned
+  v1::Status error;  // code != 0: poisoned
   bool requires_grad = false;
   bool poisoned() const { return error.code() != 0; }
 };

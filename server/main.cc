@@ -72,12 +72,15 @@ int Main() {
     }
     auth = *std::move(loaded);
   } else if (absl::GetFlag(FLAGS_insecure)) {
-    spdlog::warn("--insecure: no tokens are checked; anyone who can reach {} "
-                 "gets a session", absl::GetFlag(FLAGS_listen));
+    spdlog::warn(
+        "--insecure: no tokens are checked; anyone who can reach {} "
+        "gets a session",
+        absl::GetFlag(FLAGS_listen));
     auth = Authenticator::Insecure();
   } else {
-    spdlog::critical("refusing to start without --tokens_file; pass --insecure "
-                     "for local development");
+    spdlog::critical(
+        "refusing to start without --tokens_file; pass --insecure "
+        "for local development");
     return 2;
   }
 
@@ -97,7 +100,8 @@ int Main() {
                            grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&tensord_service);
   builder.RegisterService(&admin_service);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxFrameBytes + (1 << 20)));
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(kMaxFrameBytes + (1 << 20)));
   builder.SetMaxSendMessageSize(static_cast<int>(kMaxFrameBytes + (1 << 20)));
   // Detect dead peers in seconds: ping idle connections every 10 s.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);

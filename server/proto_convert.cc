@@ -34,10 +34,18 @@ absl::StatusOr<std::map<std::string, AttrValue>> AttrsFromProto(
   std::map<std::string, AttrValue> out;
   for (const auto& [name, value] : attrs) {
     switch (value.value_case()) {
-      case v1::AttrValue::kI: out[name] = value.i(); break;
-      case v1::AttrValue::kF: out[name] = value.f(); break;
-      case v1::AttrValue::kB: out[name] = value.b(); break;
-      case v1::AttrValue::kS: out[name] = value.s(); break;
+      case v1::AttrValue::kI:
+        out[name] = value.i();
+        break;
+      case v1::AttrValue::kF:
+        out[name] = value.f();
+        break;
+      case v1::AttrValue::kB:
+        out[name] = value.b();
+        break;
+      case v1::AttrValue::kS:
+        out[name] = value.s();
+        break;
       case v1::AttrValue::kInts:
         out[name] = std::vector<int64_t>(value.ints().values().begin(),
                                          value.ints().values().end());
@@ -77,7 +85,8 @@ v1::OpSchema OpSchemaToProto(uint32_t id, const OpDef& op) {
     attr->set_name(spec.name);
     attr->set_type(std::string(AttrTypeName(spec.type)));
     attr->set_required(spec.required);
-    if (!spec.required) *attr->mutable_default_value() = AttrToProto(spec.default_value);
+    if (!spec.required)
+      *attr->mutable_default_value() = AttrToProto(spec.default_value);
   }
   return schema;
 }

@@ -7,8 +7,9 @@ namespace tensord {
 Session::Session(SessionParams params, std::shared_ptr<FrameSink> sink)
     : params_(std::move(params)),
       sink_(std::move(sink)),
-      runner_(RunnerConfig{params_.number, params_.devices, params_.chunk_bytes},
-              sink_.get()),
+      runner_(
+          RunnerConfig{params_.number, params_.devices, params_.chunk_bytes},
+          sink_.get()),
       executor_([this] { ExecutorLoop(); }) {}
 
 Session::~Session() {

@@ -30,11 +30,11 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
     const v1::Hello& hello, absl::string_view metadata_token,
     absl::string_view peer, std::shared_ptr<FrameSink> sink) {
   if (hello.protocol_version() != kProtocolVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "protocol version mismatch: the client speaks version ",
-        hello.protocol_version(), ", this tensord ", kServerVersion,
-        " speaks version ", kProtocolVersion,
-        "; upgrade the client or the daemon"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("protocol version mismatch: the client speaks version ",
+                     hello.protocol_version(), ", this tensord ",
+                     kServerVersion, " speaks version ", kProtocolVersion,
+                     "; upgrade the client or the daemon"));
   }
   if (!hello.resume_session_id().empty()) {
     return absl::UnimplementedError(
@@ -117,7 +117,8 @@ void SessionManager::Shutdown() {
     absl::MutexLock lock(&mu_);
     for (auto& [id, s] : sessions_) all.push_back(s);
   }
-  for (auto& s : all) s->Kill(absl::UnavailableError("tensord is shutting down"));
+  for (auto& s : all)
+    s->Kill(absl::UnavailableError("tensord is shutting down"));
   for (auto& s : all) s->WaitDone();
 }
 

@@ -80,7 +80,8 @@ class SessionTest : public ::testing::Test {
   void Full(v1::Batch* b, uint64_t out, std::vector<int64_t> shape, double v) {
     v1::Call* call = Add(b)->mutable_call();
     call->set_op_id(OpId("full"));
-    for (int64_t s : shape) (*call->mutable_attrs())["shape"].mutable_ints()->add_values(s);
+    for (int64_t s : shape)
+      (*call->mutable_attrs())["shape"].mutable_ints()->add_values(s);
     (*call->mutable_attrs())["fill_value"].set_f(v);
     call->add_outputs(out);
   }
@@ -159,7 +160,8 @@ TEST_F(SessionTest, PoisonPropagatesTheOriginalErrorAndOthersStayUsable) {
   EXPECT_TRUE(GetFloats(4).empty());
   EXPECT_EQ(last_error_.op(), "add");
   EXPECT_EQ(last_error_.site(), "train.py:42");
-  EXPECT_EQ(last_error_.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(last_error_.code(),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
   EXPECT_NE(last_error_.message().find("[2, 3] and [4]"), std::string::npos)
       << last_error_.message();
   EXPECT_EQ(GetFloats(5), std::vector<float>(6, 1.0f));
@@ -167,22 +169,24 @@ TEST_F(SessionTest, PoisonPropagatesTheOriginalErrorAndOthersStayUsable) {
   v1::Batch s;
   Add(&s)->mutable_sync()->set_request_id(99);
   session_->Submit(s);
-  v1::ServerFrame done = sink_->WaitFor([](auto& f) { return f.has_sync_done(); });
+  v1::ServerFrame done =
+      sink_->WaitFor([](auto& f) { return f.has_sync_done(); });
   EXPECT_EQ(done.sync_done().error().op(), "add");
 }
 
 TEST_F(SessionTest, HandleRulesAreEnforced) {
   v1::Batch b;
   Full(&b, 5, {1}, 1);
-  Full(&b, 5, {1}, 2);  // reused id
-  Full(&b, 3, {1}, 3);  // below the high-water mark
+  Full(&b, 5, {1}, 2);          // reused id
+  Full(&b, 3, {1}, 3);          // below the high-water mark
   Binary(&b, "add", 5, 42, 6);  // unknown input
   session_->Submit(b);
   v1::ServerFrame e = sink_->WaitFor([](auto& f) { return f.has_error(); });
-  EXPECT_NE(e.error().status().message().find("already in use"), std::string::npos);
+  EXPECT_NE(e.error().status().message().find("already in use"),
+            std::string::npos);
   e = sink_->WaitFor([](auto& f) {
-    return f.has_error() && f.error().status().message().find("not above") !=
-                                std::string::npos;
+    return f.has_error() &&
+           f.error().status().message().find("not above") != std::string::npos;
   });
   EXPECT_TRUE(GetFloats(6).empty());
   EXPECT_EQ(last_error_.code(), static_cast<int>(absl::StatusCode::kNotFound));

@@ -61,7 +61,8 @@ TEST_F(IntegrationTest, ArithmeticMatchesHandComputedValues) {
   EXPECT_EQ(*m.shape(), (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(*m.to_vector<float>(), (std::vector<float>{14, 32, 32, 77}));
   EXPECT_FLOAT_EQ(*a.sum().item<float>(), 21.0f);
-  EXPECT_EQ(*a.mean({0}).to_vector<float>(), (std::vector<float>{2.5f, 3.5f, 4.5f}));
+  EXPECT_EQ(*a.mean({0}).to_vector<float>(),
+            (std::vector<float>{2.5f, 3.5f, 4.5f}));
   EXPECT_EQ(*(-a).relu().sum().item<float>(), 0.0f);
   EXPECT_EQ(*a.reshape({3, -1}).shape(), (std::vector<int64_t>{3, 2}));
 }
@@ -73,7 +74,8 @@ TEST_F(IntegrationTest, CreationOpsAndSeededRandomness) {
   EXPECT_EQ(*(*z)[0].to_vector<float>(), std::vector<float>(4, 0.0f));
   auto r = c->Call("arange", {}, {{"end", 5.0}});
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(*(*r)[0].to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(*(*r)[0].to_vector<int64_t>(),
+            (std::vector<int64_t>{0, 1, 2, 3, 4}));
   ASSERT_TRUE(c->manual_seed(123).ok());
   auto x1 = c->Call("randn", {}, {{"shape", std::vector<int64_t>{64}}});
   ASSERT_TRUE(c->manual_seed(123).ok());
@@ -85,7 +87,8 @@ TEST_F(IntegrationTest, LargeTensorRoundTripIsBitExact) {
   auto c = Connect();
   const size_t n = (80u << 20) / sizeof(float);  // 80 MiB: many chunks
   std::vector<float> values(n);
-  for (size_t i = 0; i < n; ++i) values[i] = std::sin(static_cast<float>(i)) * 1e3f;
+  for (size_t i = 0; i < n; ++i)
+    values[i] = std::sin(static_cast<float>(i)) * 1e3f;
   Tensor t = c->FromVector(values, {static_cast<int64_t>(n)});
   auto back = t.to_vector<float>();
   ASSERT_TRUE(back.ok()) << back.status();
@@ -103,17 +106,20 @@ TEST_F(IntegrationTest, ErrorsPoisonValuesNameTheOpAndTheDaemonGoesOn) {
   auto v = downstream.to_vector<float>();
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(v.status().message().find("matmul"), std::string::npos) << v.status();
+  EXPECT_NE(v.status().message().find("matmul"), std::string::npos)
+      << v.status();
   EXPECT_NE(v.status().message().find("integration_test.cc"), std::string::npos)
       << "the call site of the failing op: " << v.status();
-  EXPECT_NE(v.status().message().find("cannot be multiplied"), std::string::npos);
+  EXPECT_NE(v.status().message().find("cannot be multiplied"),
+            std::string::npos);
   EXPECT_FALSE(bad.shape().ok());
   EXPECT_EQ(*fine.sum().item<float>(), 42.0f);
   // synchronize() reports the first error since the last sync.
   EXPECT_FALSE(c->synchronize().ok());
   EXPECT_TRUE(c->synchronize().ok());
   // Unknown ops and bad attributes.
-  EXPECT_EQ(c->Call("no_such_op", {a}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(c->Call("no_such_op", {a}).status().code(),
+            absl::StatusCode::kNotFound);
   auto neg = c->Call("zeros", {}, {{"shape", std::vector<int64_t>{-1}}});
   if (neg.ok()) {
     EXPECT_FALSE((*neg)[0].to_vector<float>().ok());

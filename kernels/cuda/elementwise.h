@@ -12,9 +12,8 @@ namespace cuda {
 
 // out = a + alpha * b for float32 views of equal sizes (broadcast operands
 // carry stride 0), launched asynchronously on `stream`.
-absl::Status AddFloat32(const StridedView& a, const StridedView& b,
-                        float alpha, const StridedView& out,
-                        StreamHandle stream);
+absl::Status AddFloat32(const StridedView& a, const StridedView& b, float alpha,
+                        const StridedView& out, StreamHandle stream);
 
 }  // namespace cuda
 }  // namespace tensord

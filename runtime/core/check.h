@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define TD_CHECK(cond, msg)                                              \
-  do {                                                                   \
-    if (!(cond)) {                                                       \
-      std::fprintf(stderr, "%s:%d: check failed: %s: %s\n", __FILE__,    \
-                   __LINE__, #cond, msg);                                \
-      std::abort();                                                      \
-    }                                                                    \
+#define TD_CHECK(cond, msg)                                           \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      std::fprintf(stderr, "%s:%d: check failed: %s: %s\n", __FILE__, \
+                   __LINE__, #cond, msg);                             \
+      std::abort();                                                   \
+    }                                                                 \
   } while (0)
 
 #endif  // TENSORD_RUNTIME_CORE_CHECK_H_

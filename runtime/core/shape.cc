@@ -37,8 +37,9 @@ absl::Status CheckShape(absl::Span<const int64_t> shape, size_t item_size) {
           "shape ", ShapeToString(shape), " has a negative dimension"));
     }
     if (s != 0 && bytes > kLimit / s) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "shape ", ShapeToString(shape), " is too large (its size overflows)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", ShapeToString(shape),
+                       " is too large (its size overflows)"));
     }
     bytes *= s;
   }
@@ -65,10 +66,9 @@ absl::StatusOr<Shape> BroadcastShapes(absl::Span<const int64_t> a,
 absl::StatusOr<int> WrapDim(int64_t dim, int rank) {
   const int effective = std::max(rank, 1);
   if (dim < -effective || dim >= effective) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dimension ", dim, " is out of range for a tensor of ",
-                     rank, " dimensions (expected [", -effective, ", ",
-                     effective - 1, "])"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dimension ", dim, " is out of range for a tensor of ", rank,
+        " dimensions (expected [", -effective, ", ", effective - 1, "])"));
   }
   return static_cast<int>(dim < 0 ? dim + effective : dim);
 }

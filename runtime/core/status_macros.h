@@ -9,10 +9,10 @@
 #define TD_CONCAT_(a, b) TD_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function if `expr` is not OK.
-#define TD_RETURN_IF_ERROR(expr)                   \
-  do {                                             \
-    ::absl::Status td_status_ = (expr);            \
-    if (!td_status_.ok()) return td_status_;       \
+#define TD_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::absl::Status td_status_ = (expr);      \
+    if (!td_status_.ok()) return td_status_; \
   } while (0)
 
 // `TD_ASSIGN_OR_RETURN(auto x, F());` declares x from an OK StatusOr, or
