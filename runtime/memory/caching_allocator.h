@@ -143,6 +143,7 @@ class CachingAllocator : public Allocator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes a freed block reusable: merges free neighbours, back into the pool.
   void ReturnToPool(Block* block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Events and releasing memory (caching_allocator_release.cc).
   void ProcessEvents() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t ReleaseCachedSegments() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Block objects and set nodes are recycled; Note [Recycling].

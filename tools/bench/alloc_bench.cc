@@ -55,10 +55,9 @@ void BM_CachedAllocFreeContended(benchmark::State& state) {
   }
   // Google Benchmark starts all threads' loops together after setup.
   for (auto _ : state) {
-    void* p = *alloc->Allocate(4096, AllocContext{
-                                         static_cast<uint64_t>(
-                                             state.thread_index() + 1),
-                                         nullptr});
+    void* p = *alloc->Allocate(
+        4096,
+        AllocContext{static_cast<uint64_t>(state.thread_index() + 1), nullptr});
     benchmark::DoNotOptimize(p);
     alloc->Free(p);
   }
@@ -85,7 +84,10 @@ BENCHMARK(BM_MallocFree)->Arg(512)->Arg(64 << 10)->Arg(4 << 20);
 void BM_VariableBatch(benchmark::State& state) {
   std::unique_ptr<CachingAllocator> alloc = MakeHostCachingAllocator("cpu");
   const AllocContext ctx{1, nullptr};
-  const std::vector<size_t> widths = {784, 1024, 1024, 512, 256, 10};
+  // range(0) scales the widths: 1 = a small MLP, 4 = ~16x the bytes.
+  const size_t scale = static_cast<size_t>(state.range(0));
+  std::vector<size_t> widths = {784, 1024, 1024, 512, 256, 10};
+  for (size_t& w : widths) w *= scale;
   std::vector<void*> params;
   for (size_t i = 0; i + 1 < widths.size(); ++i) {
     params.push_back(*alloc->Allocate(widths[i] * widths[i + 1] * 4, ctx));
@@ -122,7 +124,7 @@ void BM_VariableBatch(benchmark::State& state) {
   state.counters["steps"] = static_cast<double>(steps);
   for (void* p : params) alloc->Free(p);
 }
-BENCHMARK(BM_VariableBatch);
+BENCHMARK(BM_VariableBatch)->Arg(1)->Arg(4);
 
 }  // namespace
 }  // namespace tensord
