@@ -64,6 +64,19 @@ TEST(ClientTest, NoDaemonIsUnavailable) {
             std::string::npos);
 }
 
+TEST(ClientTest, SilentDaemonTimesOut) {
+  FakeOptions fake;
+  fake.silent = true;
+  FakeTensord server(fake);
+  ClientOptions options;
+  options.address = server.address();
+  options.connect_timeout = absl::Milliseconds(300);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << client.status();
+}
+
 TEST(ClientTest, AddMatmulSum) {
   FakeTensord server;
   std::unique_ptr<Client> client = ConnectTo(server);

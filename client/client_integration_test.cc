@@ -167,6 +167,20 @@ TEST_F(ClientIntegrationTest, MultiChunkRoundTrip) {
   EXPECT_TRUE(*back == data);
 }
 
+// Set TENSORD_CLIENT_GIB_TEST=1 to run (needs ~5 GiB of memory).
+TEST_F(ClientIntegrationTest, OneGiBRoundTrip) {
+  if (std::getenv("TENSORD_CLIENT_GIB_TEST") == nullptr) {
+    GTEST_SKIP() << "set TENSORD_CLIENT_GIB_TEST=1 for the 1 GiB round trip";
+  }
+  const size_t n = (size_t{1} << 30) / 4 + 1;
+  std::vector<float> data(n);
+  for (size_t i = 0; i < n; ++i) data[i] = static_cast<float>(i % 4099);
+  Tensor x = client_->FromVector(data, {static_cast<int64_t>(n)});
+  absl::StatusOr<std::vector<float>> back = x.to_vector<float>();
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(*back == data);
+}
+
 TEST_F(ClientIntegrationTest, KilledSessionFailsCleanly) {
   auto admin = v1::Admin::NewStub(grpc::CreateChannel(
       daemon_instance->address(), grpc::InsecureChannelCredentials()));

@@ -469,6 +469,11 @@ grpc::Status FakeTensordService::Session(
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "the first frame must be Hello");
   }
+  if (options_.silent) {
+    while (stream->Read(&hello)) {
+    }
+    return grpc::Status(grpc::StatusCode::CANCELLED, "silent fake");
+  }
   if (hello.hello().protocol_version() != 1) {
     return grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,

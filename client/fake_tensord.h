@@ -24,6 +24,7 @@ struct FakeOptions {
   std::string token;  // empty: any token is accepted
   uint64_t chunk_bytes = uint64_t{1} << 20;
   uint64_t max_frame_bytes = uint64_t{8} << 20;
+  bool silent = false;  // never answer Hello (tests Connect's timeout)
 };
 
 struct FakeStats {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "client/status.h"
 
 namespace tensord {
@@ -62,8 +63,26 @@ absl::Status Session::Handshake(const ClientOptions& options) {
   hello->set_token(options.token);
   hello->set_client_name(options.client_name);
   v1::ServerFrame reply;
-  if (!stream_->Write(hello_frame) || !stream_->Read(&reply)) {
+  // A daemon that accepts the stream but never answers must not hang
+  // Connect: a watchdog cancels the call after connect_timeout.
+  absl::Notification answered;
+  bool timed_out = false;  // written by the watchdog, read after join()
+  std::thread watchdog([this, &answered, &options, &timed_out] {
+    if (!answered.WaitForNotificationWithTimeout(options.connect_timeout)) {
+      timed_out = true;
+      context_.TryCancel();
+    }
+  });
+  const bool ok = stream_->Write(hello_frame) && stream_->Read(&reply);
+  answered.Notify();
+  watchdog.join();
+  if (!ok) {
     absl::Status status = StatusFromGrpc(stream_->Finish());
+    if (timed_out) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("tensord at ", address_, " did not answer Hello within ",
+                       absl::FormatDuration(options.connect_timeout)));
+    }
     if (status.ok()) {
       status = absl::UnavailableError("the stream closed before Welcome");
     }
