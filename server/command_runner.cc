@@ -28,8 +28,9 @@ void CommandRunner::RunBatch(const v1::Batch& batch) {
     }
     Run(cmd, ack);
     ack->set_last_seq(cmd.seq());
+    // Per command, so Admin agrees with a SyncDone sent mid-batch.
+    live_handles_.store(handles_.size(), std::memory_order_relaxed);
   }
-  live_handles_.store(handles_.size());
   sink_->Send(std::move(frame));
 }
 

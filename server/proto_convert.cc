@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace tensord {
 namespace {
@@ -105,7 +106,11 @@ v1::Status StatusToProto(const absl::Status& status, const std::string& op,
                          const std::string& site) {
   v1::Status out;
   out.set_code(static_cast<int32_t>(status.code()));
-  out.set_message(std::string(status.message()));
+  // The runtime names the op in its messages ("matmul: shapes ..."); on the
+  // wire the op has its own field, so the prefix is not repeated.
+  absl::string_view message = status.message();
+  if (!op.empty()) absl::ConsumePrefix(&message, absl::StrCat(op, ": "));
+  out.set_message(std::string(message));
   out.set_op(op);
   out.set_site(site);
   return out;

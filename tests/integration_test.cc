@@ -130,15 +130,29 @@ TEST_F(IntegrationTest, ErrorsPoisonValuesNameTheOpAndTheDaemonGoesOn) {
   EXPECT_TRUE(daemon_->alive());
 }
 
-TEST_F(IntegrationTest, WrongProtocolVersionGetsAClearError) {
-  auto channel = grpc::CreateChannel(daemon_->address(),
-                                     grpc::InsecureChannelCredentials());
-  auto stub = v1::Tensord::NewStub(channel);
+// A raw Session stream (no client library) that has sent its Hello.
+struct RawStream {
+  std::unique_ptr<v1::Tensord::Stub> stub;
   grpc::ClientContext ctx;
-  auto stream = stub->Session(&ctx);
+  std::unique_ptr<grpc::ClientReaderWriter<v1::ClientFrame, v1::ServerFrame>>
+      stream;
+};
+
+std::unique_ptr<RawStream> OpenRaw(const std::string& address,
+                                   uint32_t version) {
+  auto raw = std::make_unique<RawStream>();
+  raw->stub = v1::Tensord::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  raw->stream = raw->stub->Session(&raw->ctx);
   v1::ClientFrame hello;
-  hello.mutable_hello()->set_protocol_version(7);
-  ASSERT_TRUE(stream->Write(hello));
+  hello.mutable_hello()->set_protocol_version(version);
+  EXPECT_TRUE(raw->stream->Write(hello));
+  return raw;
+}
+
+TEST_F(IntegrationTest, WrongProtocolVersionGetsAClearError) {
+  auto raw = OpenRaw(daemon_->address(), 7);
+  auto& stream = raw->stream;
   stream->WritesDone();
   v1::ServerFrame frame;
   EXPECT_FALSE(stream->Read(&frame));
@@ -149,14 +163,8 @@ TEST_F(IntegrationTest, WrongProtocolVersionGetsAClearError) {
 }
 
 TEST_F(IntegrationTest, MalformedFramesAreAnsweredAndTheSessionGoesOn) {
-  auto channel = grpc::CreateChannel(daemon_->address(),
-                                     grpc::InsecureChannelCredentials());
-  auto stub = v1::Tensord::NewStub(channel);
-  grpc::ClientContext ctx;
-  auto stream = stub->Session(&ctx);
-  v1::ClientFrame hello;
-  hello.mutable_hello()->set_protocol_version(1);
-  ASSERT_TRUE(stream->Write(hello));
+  auto raw = OpenRaw(daemon_->address(), 1);
+  auto& stream = raw->stream;
   v1::ServerFrame frame;
   ASSERT_TRUE(stream->Read(&frame));
   ASSERT_TRUE(frame.has_welcome());
