@@ -202,6 +202,24 @@ TEST_F(CachingAllocatorTest, EmptyCacheKeepsSegmentsInUse) {
   EXPECT_EQ(backend_->num_frees(), 2);
 }
 
+// A device error other than out-of-memory (e.g. a sticky CUDA error).
+class BrokenBackend : public LimitedBackend {
+ public:
+  BrokenBackend() : LimitedBackend(256 * kMiB) {}
+  absl::StatusOr<void*> Malloc(size_t) override {
+    return absl::InternalError("cudaMalloc: cudaErrorIllegalAddress");
+  }
+};
+
+TEST(CachingAllocatorErrorTest, DeviceErrorsPassThroughWithoutRetry) {
+  CachingAllocator alloc(std::make_unique<BrokenBackend>());
+  absl::StatusOr<void*> p = alloc.Allocate(100, AllocContext{});
+  EXPECT_TRUE(absl::IsInternal(p.status())) << p.status();
+  EXPECT_EQ(alloc.Stats().at("num_ooms"), 0);
+  EXPECT_EQ(alloc.Stats().at("num_alloc_retries"), 0);
+  EXPECT_EQ(alloc.Stats().at("segment.all.current"), 0);
+}
+
 TEST(MakeHostCachingAllocatorTest, AllocatesRealHostMemory) {
   std::unique_ptr<CachingAllocator> alloc = MakeHostCachingAllocator("cpu");
   EXPECT_EQ(alloc->device_name(), "cpu");
