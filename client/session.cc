@@ -202,6 +202,10 @@ absl::Status Session::Append(v1::Command command,
     absl::MutexLock lock(&mu_);
     absl::Status open = CheckOpenLocked();
     if (!open.ok()) return open;
+    // Releases queued by destructors go before this command, so memory
+    // freed on the client side is free for it on the daemon (as in eager
+    // PyTorch), not only at the end of the batch.
+    MoveReleasesIntoBatchLocked();
     command.set_seq(next_seq_++);
     for (uint64_t handle : creates) {
       HandleState& state = handles_[handle];
@@ -317,18 +321,23 @@ void Session::QueueRelease(uint64_t handle) {
   pending_releases_.push_back(handle);
 }
 
+void Session::MoveReleasesIntoBatchLocked() {
+  if (pending_releases_.empty() || in_chunked_put_ || !stream_error_.ok()) {
+    return;
+  }
+  v1::Command* command = pending_.mutable_batch()->add_commands();
+  command->set_seq(next_seq_++);
+  command->mutable_release()->mutable_handles()->Add(pending_releases_.begin(),
+                                                     pending_releases_.end());
+  pending_releases_.clear();
+}
+
 absl::Status Session::Flush() {
   absl::MutexLock write_lock(&write_mu_);
   v1::ClientFrame frame;
   {
     absl::MutexLock lock(&mu_);
-    if (!pending_releases_.empty() && !in_chunked_put_ && stream_error_.ok()) {
-      v1::Command* command = pending_.mutable_batch()->add_commands();
-      command->set_seq(next_seq_++);
-      command->mutable_release()->mutable_handles()->Add(
-          pending_releases_.begin(), pending_releases_.end());
-      pending_releases_.clear();
-    }
+    MoveReleasesIntoBatchLocked();
     const int count = pending_.batch().commands_size();
     if (count == 0) return stream_error_;
     sent_seq_ = pending_.batch().commands(count - 1).seq();

@@ -135,6 +135,8 @@ class Session {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
   uint64_t AllocateHandleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckOpenLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Appends the releases queued by destructors as one Release command.
+  void MoveReleasesIntoBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void ReadLoop();
   void FlushLoop();

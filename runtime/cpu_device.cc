@@ -37,7 +37,7 @@ class CpuDevice : public Device {
                          static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
   }
   const DeviceDescription& description() const override { return desc_; }
-  Allocator* allocator() override { return allocator_.get(); }
+  CachingAllocator* allocator() override { return allocator_.get(); }
   absl::Status CopyFromHost(void* dst, const void* src, size_t bytes,
                             StreamHandle) override {
     if (bytes) std::memcpy(dst, src, bytes);
@@ -52,7 +52,7 @@ class CpuDevice : public Device {
 
  private:
   DeviceDescription desc_;
-  std::unique_ptr<Allocator> allocator_;
+  std::unique_ptr<CachingAllocator> allocator_;
 };
 
 }  // namespace

@@ -26,7 +26,7 @@ absl::Status CudaStatus(cudaError_t err, absl::string_view what) {
 class CudaDevice : public Device {
  public:
   CudaDevice(int index, const cudaDeviceProp& prop,
-             std::unique_ptr<Allocator> allocator)
+             std::unique_ptr<CachingAllocator> allocator)
       : index_(index), allocator_(std::move(allocator)) {
     desc_.name = absl::StrCat("cuda:", index);
     desc_.kind = DeviceKind::kCuda;
@@ -35,7 +35,7 @@ class CudaDevice : public Device {
     desc_.compute_capability = absl::StrCat(prop.major, ".", prop.minor);
   }
   const DeviceDescription& description() const override { return desc_; }
-  Allocator* allocator() override { return allocator_.get(); }
+  CachingAllocator* allocator() override { return allocator_.get(); }
   absl::Status CopyFromHost(void* dst, const void* src, size_t bytes,
                             StreamHandle stream) override {
     return Copy(dst, src, bytes, cudaMemcpyHostToDevice, stream);
@@ -64,7 +64,7 @@ class CudaDevice : public Device {
 
   int index_;
   DeviceDescription desc_;
-  std::unique_ptr<Allocator> allocator_;
+  std::unique_ptr<CachingAllocator> allocator_;
 };
 
 }  // namespace

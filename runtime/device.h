@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "runtime/core/strided.h"
-#include "runtime/memory/allocator.h"
+#include "runtime/memory/caching_allocator.h"
 
 namespace tensord {
 
@@ -30,7 +30,9 @@ class Device {
  public:
   virtual ~Device() = default;
   virtual const DeviceDescription& description() const = 0;
-  virtual Allocator* allocator() = 0;
+  // Every device allocates through a caching allocator (stats, snapshot,
+  // quotas and empty_cache are read from it by the Admin service).
+  virtual CachingAllocator* allocator() = 0;
 
   // Copies `bytes` between host memory and this device's memory, in order on
   // `stream`; returns once the copy is complete (CPU: a memcpy).

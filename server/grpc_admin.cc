@@ -51,21 +51,44 @@ grpc::Status AdminService::ServerInfo(grpc::ServerContext* ctx,
 }
 
 grpc::Status AdminService::MemoryStats(grpc::ServerContext* ctx,
-                                       const v1::MemoryStatsRequest*,
-                                       v1::MemoryStatsResponse*) {
+                                       const v1::MemoryStatsRequest* req,
+                                       v1::MemoryStatsResponse* out) {
   if (auto s = CheckAdmin(ctx); !s.ok()) return s;
-  return grpc::Status(
-      grpc::StatusCode::UNIMPLEMENTED,
-      "memory statistics are not wired into the Admin service yet");
+  for (const auto& d : sessions_->devices()->devices()) {
+    if (!req->device().empty() && req->device() != d->name()) continue;
+    const tensord::MemoryStats stats = d->allocator()->GetStats();
+    v1::DeviceMemoryStats* dev = out->add_devices();
+    dev->set_device(d->name());
+    for (const auto& [key, value] : StatsToMap(stats)) {
+      (*dev->mutable_stats())[key] = value;
+    }
+    for (const auto& [number, bytes] : stats.session_bytes) {
+      if (bytes != 0) {
+        (*dev->mutable_session_bytes())[sessions_->SessionIdOf(number)] = bytes;
+      }
+    }
+  }
+  if (out->devices_size() == 0) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("no device '", req->device(), "'"));
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status AdminService::MemorySnapshot(grpc::ServerContext* ctx,
-                                          const v1::MemorySnapshotRequest*,
-                                          v1::MemorySnapshotResponse*) {
+                                          const v1::MemorySnapshotRequest* req,
+                                          v1::MemorySnapshotResponse* out) {
   if (auto s = CheckAdmin(ctx); !s.ok()) return s;
-  return grpc::Status(
-      grpc::StatusCode::UNIMPLEMENTED,
-      "memory snapshots are not wired into the Admin service yet");
+  const std::string name = req->device().empty()
+                               ? sessions_->devices()->default_device()->name()
+                               : req->device();
+  Device* device = sessions_->devices()->Find(name);
+  if (device == nullptr) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("no device '", name, "'"));
+  }
+  out->set_json(device->allocator()->SnapshotJson());
+  return grpc::Status::OK;
 }
 
 grpc::Status AdminService::EmptyCache(grpc::ServerContext* ctx,

@@ -53,6 +53,12 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   params.peer = std::string(peer);
   params.devices = devices_;
   params.chunk_bytes = kChunkBytes;
+  // Quotas are checked by the allocators before allocating.
+  if (user->quota_bytes > 0) {
+    for (const auto& d : devices_->devices()) {
+      d->allocator()->SetSessionQuota(params.number, user->quota_bytes);
+    }
+  }
   auto session = std::make_shared<Session>(params, sink);
   v1::ServerFrame welcome;
   *welcome.mutable_welcome() = MakeWelcome(*session);
@@ -95,6 +101,11 @@ void SessionManager::Remove(const std::string& id) {
     sessions_.erase(it);
   }
   // `session` may be the last reference: destroyed here, outside the lock.
+  if (session) {
+    for (const auto& d : devices_->devices()) {
+      d->allocator()->SetSessionQuota(session->params().number, -1);
+    }
+  }
 }
 
 absl::Status SessionManager::Kill(const std::string& id) {
@@ -139,6 +150,14 @@ v1::ListDevicesResponse SessionManager::Devices() const {
     *out.add_devices() = DeviceToProto(d->description());
   }
   return out;
+}
+
+std::string SessionManager::SessionIdOf(uint64_t number) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, s] : sessions_) {
+    if (s->params().number == number) return id;
+  }
+  return absl::StrCat("#", number);  // ended, or the daemon itself (0)
 }
 
 size_t SessionManager::size() const {

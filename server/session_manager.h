@@ -43,6 +43,8 @@ class SessionManager {
   std::vector<v1::SessionInfo> List() const;
   v1::ListDevicesResponse Devices() const;
   size_t size() const;
+  // The id of the session the allocators know as `number`.
+  std::string SessionIdOf(uint64_t number) const;
   Authenticator* auth() const { return auth_; }
   DeviceRegistry* devices() const { return devices_; }
 
