@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/dtype.h"
+#include "runtime/core/half.h"
 
 namespace tensord {
 namespace cpu {
@@ -16,13 +17,27 @@ namespace cpu {
 template <typename Fn>
 absl::Status DispatchAll(DType dtype, absl::string_view what, Fn&& fn) {
   switch (dtype) {
-    case DType::kFloat32: fn(float{}); return absl::OkStatus();
-    case DType::kFloat64: fn(double{}); return absl::OkStatus();
-    case DType::kInt64: fn(int64_t{}); return absl::OkStatus();
-    case DType::kInt32: fn(int32_t{}); return absl::OkStatus();
-    case DType::kInt8: fn(int8_t{}); return absl::OkStatus();
-    case DType::kUInt8: fn(uint8_t{}); return absl::OkStatus();
-    case DType::kBool: fn(bool{}); return absl::OkStatus();
+    case DType::kFloat32:
+      fn(float{});
+      return absl::OkStatus();
+    case DType::kFloat64:
+      fn(double{});
+      return absl::OkStatus();
+    case DType::kInt64:
+      fn(int64_t{});
+      return absl::OkStatus();
+    case DType::kInt32:
+      fn(int32_t{});
+      return absl::OkStatus();
+    case DType::kInt8:
+      fn(int8_t{});
+      return absl::OkStatus();
+    case DType::kUInt8:
+      fn(uint8_t{});
+      return absl::OkStatus();
+    case DType::kBool:
+      fn(bool{});
+      return absl::OkStatus();
     default:
       return absl::UnimplementedError(absl::StrCat(
           what, " does not support dtype ", DTypeName(dtype), " on cpu"));
@@ -33,12 +48,42 @@ absl::Status DispatchAll(DType dtype, absl::string_view what, Fn&& fn) {
 template <typename Fn>
 absl::Status DispatchFloat(DType dtype, absl::string_view what, Fn&& fn) {
   switch (dtype) {
-    case DType::kFloat32: fn(float{}); return absl::OkStatus();
-    case DType::kFloat64: fn(double{}); return absl::OkStatus();
+    case DType::kFloat32:
+      fn(float{});
+      return absl::OkStatus();
+    case DType::kFloat64:
+      fn(double{});
+      return absl::OkStatus();
     default:
       return absl::UnimplementedError(absl::StrCat(
           what, " does not support dtype ", DTypeName(dtype), " on cpu"));
   }
+}
+
+// As DispatchAll, plus the half types as Half/BFloat16 (copies and fills).
+template <typename Fn>
+absl::Status DispatchWithHalf(DType dtype, absl::string_view what, Fn&& fn) {
+  switch (dtype) {
+    case DType::kFloat16:
+      fn(Half{});
+      return absl::OkStatus();
+    case DType::kBFloat16:
+      fn(BFloat16{});
+      return absl::OkStatus();
+    default:
+      return DispatchAll(dtype, what, fn);
+  }
+}
+
+// Integral and bool types only (bitwise ops).
+template <typename Fn>
+absl::Status DispatchIntegral(DType dtype, absl::string_view what, Fn&& fn) {
+  if (dtype == DType::kFloat32 || dtype == DType::kFloat64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is only defined for integer and bool tensors, got ",
+        DTypeName(dtype)));
+  }
+  return DispatchAll(dtype, what, fn);
 }
 
 }  // namespace cpu

@@ -15,8 +15,8 @@ namespace cpu {
 namespace {
 
 template <typename T>
-StridedView View(std::vector<T>& data, DType dtype,
-                 std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+StridedView View(std::vector<T>& data, DType dtype, std::vector<int64_t> sizes,
+                 std::vector<int64_t> strides) {
   StridedView v;
   v.data = data.data();
   v.dtype = dtype;
@@ -30,7 +30,7 @@ StridedView View(std::vector<T>& data, DType dtype,
 
 TEST(ElementwiseTest, BroadcastAddWithAlpha) {
   std::vector<float> a = {1, 2, 3, 4, 5, 6};  // [2, 3]
-  std::vector<float> b = {10, 20};             // [2, 1] broadcast over cols
+  std::vector<float> b = {10, 20};            // [2, 1] broadcast over cols
   std::vector<float> out(6);
   ASSERT_TRUE(Binary(BinaryOp::kAdd, View(a, DType::kFloat32, {2, 3}, {3, 1}),
                      View(b, DType::kFloat32, {2, 3}, {1, 0}), 0.5,

@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 
+#include "kernels/cpu/parallel.h"
 #include "runtime/core/strided.h"
 
 namespace tensord {
@@ -42,7 +43,8 @@ LoopShape<N> MakeLoop(const std::array<const StridedView*, N>& views) {
       }
       if (mergeable) {
         loop.sizes[k - 1] *= first.sizes[d];
-        for (int v = 0; v < N; ++v) loop.strides[v][k - 1] = views[v]->strides[d];
+        for (int v = 0; v < N; ++v)
+          loop.strides[v][k - 1] = views[v]->strides[d];
         continue;
       }
     }
@@ -63,8 +65,8 @@ LoopShape<N> MakeLoop(const std::array<const StridedView*, N>& views) {
 // and `item` each view's element size.
 template <int N, typename Body>
 void ForEachInner(const LoopShape<N>& loop, const std::array<char*, N>& base,
-                  const std::array<int64_t, N>& item, int64_t begin, int64_t end,
-                  Body&& body) {
+                  const std::array<int64_t, N>& item, int64_t begin,
+                  int64_t end, Body&& body) {
   const int inner = loop.ndim - 1;
   int64_t counter[kMaxDims] = {};
   // Decompose `begin` into the odometer.
@@ -74,7 +76,8 @@ void ForEachInner(const LoopShape<N>& loop, const std::array<char*, N>& base,
     rem /= loop.sizes[d];
   }
   std::array<int64_t, N> inner_stride;
-  for (int v = 0; v < N; ++v) inner_stride[v] = loop.strides[v][inner] * item[v];
+  for (int v = 0; v < N; ++v)
+    inner_stride[v] = loop.strides[v][inner] * item[v];
   for (int64_t outer = begin; outer < end; ++outer) {
     std::array<char*, N> ptr = base;
     for (int d = 0; d < inner; ++d) {
@@ -95,6 +98,65 @@ int64_t OuterCount(const LoopShape<N>& loop) {
   int64_t n = 1;
   for (int d = 0; d + 1 < loop.ndim; ++d) n *= loop.sizes[d];
   return n;
+}
+
+// Runs body(ptrs, n, byte_strides) over the coalesced loop of `views`,
+// split over the intra-op pool by outer index.
+template <int N, typename Body>
+void RunLoop(const std::array<const StridedView*, N>& views, Body&& body) {
+  const LoopShape<N> loop = MakeLoop<N>(views);
+  std::array<char*, N> base;
+  std::array<int64_t, N> item;
+  for (int v = 0; v < N; ++v) {
+    base[v] = static_cast<char*>(views[v]->data);
+    item[v] = static_cast<int64_t>(ItemSize(views[v]->dtype));
+  }
+  if (views[0]->numel() == 0) return;
+  const int64_t inner = loop.sizes[loop.ndim - 1];
+  ParallelFor(OuterCount(loop), inner, [&](int64_t begin, int64_t end) {
+    ForEachInner<N>(loop, base, item, begin, end, body);
+  });
+}
+
+// Elementwise map out[i] = f(in0[i], ...) with every view of type T (or Out
+// for the output), stride-1 inner loops written so they vectorise.
+template <typename Out, typename T, typename F>
+void Map1(const StridedView& in, const StridedView& out, F f) {
+  RunLoop<2>({&out, &in}, [&](const std::array<char*, 2>& p, int64_t n,
+                              const std::array<int64_t, 2>& s) {
+    Out* o = reinterpret_cast<Out*>(p[0]);
+    const T* x = reinterpret_cast<const T*>(p[1]);
+    if (s[0] == sizeof(Out) && s[1] == sizeof(T)) {
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
+    } else {
+      const int64_t so = s[0] / sizeof(Out), sx = s[1] / sizeof(T);
+      for (int64_t i = 0; i < n; ++i) o[i * so] = f(x[i * sx]);
+    }
+  });
+}
+
+template <typename Out, typename T, typename F>
+void Map2(const StridedView& a, const StridedView& b, const StridedView& out,
+          F f) {
+  RunLoop<3>({&out, &a, &b}, [&](const std::array<char*, 3>& p, int64_t n,
+                                 const std::array<int64_t, 3>& s) {
+    Out* o = reinterpret_cast<Out*>(p[0]);
+    const T* x = reinterpret_cast<const T*>(p[1]);
+    const T* y = reinterpret_cast<const T*>(p[2]);
+    if (s[0] == sizeof(Out) && s[1] == sizeof(T) && s[2] == sizeof(T)) {
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
+    } else if (s[0] == sizeof(Out) && s[1] == sizeof(T) && s[2] == 0) {
+      const T yv = *y;
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], yv);
+    } else if (s[0] == sizeof(Out) && s[1] == 0 && s[2] == sizeof(T)) {
+      const T xv = *x;
+      for (int64_t i = 0; i < n; ++i) o[i] = f(xv, y[i]);
+    } else {
+      const int64_t so = s[0] / sizeof(Out), sx = s[1] / sizeof(T),
+                    sy = s[2] / sizeof(T);
+      for (int64_t i = 0; i < n; ++i) o[i * so] = f(x[i * sx], y[i * sy]);
+    }
+  });
 }
 
 }  // namespace cpu

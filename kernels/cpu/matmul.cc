@@ -15,12 +15,14 @@ namespace {
 // transpose flag and leading dimension, or false if neither layout holds.
 bool BlasLayout(int64_t rows, int64_t cols, int64_t row_stride,
                 int64_t col_stride, CBLAS_TRANSPOSE* trans, int64_t* ld) {
-  if (col_stride == 1 && (rows == 1 || row_stride >= std::max<int64_t>(cols, 1))) {
+  if (col_stride == 1 &&
+      (rows == 1 || row_stride >= std::max<int64_t>(cols, 1))) {
     *trans = CblasNoTrans;
     *ld = rows == 1 ? std::max<int64_t>(cols, 1) : row_stride;
     return true;
   }
-  if (row_stride == 1 && (cols == 1 || col_stride >= std::max<int64_t>(rows, 1))) {
+  if (row_stride == 1 &&
+      (cols == 1 || col_stride >= std::max<int64_t>(rows, 1))) {
     *trans = CblasTrans;
     *ld = cols == 1 ? std::max<int64_t>(rows, 1) : col_stride;
     return true;
@@ -57,8 +59,8 @@ void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k,
         cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f,
                     c, ldc);
       } else {
-        cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0,
-                    c, ldc);
+        cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c,
+                    ldc);
       }
       return;
     }

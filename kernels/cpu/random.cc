@@ -15,7 +15,8 @@ namespace {
 std::array<uint32_t, 4> Philox(uint64_t counter, uint64_t key) {
   uint32_t c[4] = {static_cast<uint32_t>(counter),
                    static_cast<uint32_t>(counter >> 32), 0, 0};
-  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+  uint32_t k0 = static_cast<uint32_t>(key),
+           k1 = static_cast<uint32_t>(key >> 32);
   for (int round = 0; round < 10; ++round) {
     const uint64_t p0 = uint64_t{0xD2511F53} * c[0];
     const uint64_t p1 = uint64_t{0xCD9E8D57} * c[2];
@@ -32,7 +33,9 @@ std::array<uint32_t, 4> Philox(uint64_t counter, uint64_t key) {
 }
 
 // Uniform in (0, 1]: never 0, so log() in Box-Muller is finite.
-double ToUnit(uint32_t x) { return (static_cast<double>(x) + 1.0) / 4294967296.0; }
+double ToUnit(uint32_t x) {
+  return (static_cast<double>(x) + 1.0) / 4294967296.0;
+}
 
 }  // namespace
 
@@ -60,7 +63,8 @@ absl::Status FillRandom(Distribution dist, uint64_t seed, uint64_t offset,
             v[2 * pair + 1] = radius * std::sin(2 * M_PI * u2);
           }
         }
-        for (int i = 0; i < 4 && blk * 4 + i < n; ++i) o[blk * 4 + i] = static_cast<T>(v[i]);
+        for (int i = 0; i < 4 && blk * 4 + i < n; ++i)
+          o[blk * 4 + i] = static_cast<T>(v[i]);
       }
     });
   });

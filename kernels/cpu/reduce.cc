@@ -1,5 +1,6 @@
 #include "kernels/cpu/reduce.h"
 
+#include <algorithm>
 #include <limits>
 #include <type_traits>
 
@@ -38,14 +39,44 @@ ReducePlan MakePlan(const StridedView& in, const bool* reduced,
   return p;
 }
 
+// A stride-1 run summed with independent lanes so the loop vectorises
+// (the lanes also make the sum more accurate than one running total).
+template <typename Acc, typename In>
+Acc SumRun(const In* p, int64_t n) {
+  constexpr int kLanes = 8;
+  Acc lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lanes[j] += static_cast<Acc>(p[i + j]);
+  }
+  Acc acc = 0;
+  for (; i < n; ++i) acc += static_cast<Acc>(p[i]);
+  for (int j = 0; j < kLanes; ++j) acc += lanes[j];
+  return acc;
+}
+
 template <typename Acc, typename In>
 Acc Accumulate(ReduceOp op, const In* base, const ReducePlan& p) {
   Acc acc;
   switch (op) {
-    case ReduceOp::kProd: acc = Acc{1}; break;
-    case ReduceOp::kMax: acc = std::numeric_limits<Acc>::lowest(); break;
-    case ReduceOp::kMin: acc = std::numeric_limits<Acc>::max(); break;
-    default: acc = Acc{0};
+    case ReduceOp::kProd:
+      acc = Acc{1};
+      break;
+    case ReduceOp::kMax:
+      acc = std::numeric_limits<Acc>::has_infinity
+                ? -std::numeric_limits<Acc>::infinity()
+                : std::numeric_limits<Acc>::lowest();
+      break;
+    case ReduceOp::kMin:
+      acc = std::numeric_limits<Acc>::has_infinity
+                ? std::numeric_limits<Acc>::infinity()
+                : std::numeric_limits<Acc>::max();
+      break;
+    case ReduceOp::kAll:
+      acc = Acc{1};
+      break;
+    default:
+      acc = Acc{0};
   }
   if (p.red_count == 0) return acc;
   const int inner = p.red_ndim - 1;
@@ -58,7 +89,21 @@ Acc Accumulate(ReduceOp op, const In* base, const ReducePlan& p) {
     switch (op) {
       case ReduceOp::kSum:
       case ReduceOp::kMean:
-        for (int64_t i = 0; i < n; ++i) acc += static_cast<Acc>(ptr[i * s]);
+        if (s == 1) {
+          acc += SumRun<Acc>(ptr, n);
+        } else {
+          for (int64_t i = 0; i < n; ++i) acc += static_cast<Acc>(ptr[i * s]);
+        }
+        break;
+      case ReduceOp::kAll:
+        for (int64_t i = 0; i < n; ++i) {
+          if (ptr[i * s] == In{0}) acc = Acc{0};
+        }
+        break;
+      case ReduceOp::kAny:
+        for (int64_t i = 0; i < n; ++i) {
+          if (ptr[i * s] != In{0}) acc = Acc{1};
+        }
         break;
       case ReduceOp::kProd:
         for (int64_t i = 0; i < n; ++i) acc *= static_cast<Acc>(ptr[i * s]);
@@ -100,11 +145,39 @@ absl::Status Reduce(ReduceOp op, const StridedView& in, const bool* reduced,
         "max/min of an empty dimension has no identity");
   }
   absl::Status inner_status;
+  // A full sum of a contiguous tensor: split the one reduction over the
+  // pool (the generic path parallelises over output elements only).
+  if ((op == ReduceOp::kSum || op == ReduceOp::kMean) && plan.kept_count == 1 &&
+      in.is_contiguous() && plan.red_count >= kParallelGrain) {
+    absl::Status status = DispatchAll(out.dtype, "reduce", [&](auto out_tag) {
+      using Out = decltype(out_tag);
+      using Acc =
+          std::conditional_t<std::is_floating_point_v<Out>, double, int64_t>;
+      inner_status = DispatchAll(in.dtype, "reduce", [&](auto in_tag) {
+        using In = decltype(in_tag);
+        const In* data = in.ptr<const In>();
+        const int64_t n = plan.red_count;
+        const int64_t chunks = 64, step = (n + chunks - 1) / chunks;
+        Acc partial[chunks] = {};
+        ParallelFor(chunks, step, [&](int64_t b, int64_t e) {
+          for (int64_t c = b; c < e; ++c) {
+            const int64_t lo = c * step, hi = std::min(n, lo + step);
+            if (lo < hi) partial[c] = SumRun<Acc>(data + lo, hi - lo);
+          }
+        });
+        Acc acc = 0;
+        for (int64_t c = 0; c < chunks; ++c) acc += partial[c];
+        if (op == ReduceOp::kMean) acc /= static_cast<Acc>(n);
+        *out.ptr<Out>() = static_cast<Out>(acc);
+      });
+    });
+    return status.ok() ? inner_status : status;
+  }
   absl::Status status = DispatchAll(out.dtype, "reduce", [&](auto out_tag) {
     using Out = decltype(out_tag);
     // Accumulate floats in double and integers in int64 (bool as int64).
-    using Acc = std::conditional_t<std::is_floating_point_v<Out>, double,
-                                   int64_t>;
+    using Acc =
+        std::conditional_t<std::is_floating_point_v<Out>, double, int64_t>;
     inner_status = DispatchAll(in.dtype, "reduce", [&](auto in_tag) {
       using In = decltype(in_tag);
       const In* in_data = in.ptr<const In>();

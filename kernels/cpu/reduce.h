@@ -12,12 +12,21 @@
 namespace tensord {
 namespace cpu {
 
-enum class ReduceOp { kSum, kMean, kProd, kMax, kMin };
+enum class ReduceOp { kSum, kMean, kProd, kMax, kMin, kAll, kAny };
+
+// Statistics that need more than one pass or an index (reduce_stats.cc).
+enum class StatOp { kVar, kStd, kLogSumExp, kNorm, kArgMax, kArgMin };
 
 // `reduced[d]` says whether dim d is reduced. in and out dtypes may differ
 // (e.g. int32 sum into int64); the accumulator is picked from out's dtype.
 absl::Status Reduce(ReduceOp op, const StridedView& in, const bool* reduced,
                     const StridedView& out);
+
+// `param` is the correction for kVar/kStd and p for kNorm. kArgMax/kArgMin
+// write int64 flat indices over the reduced dims (first occurrence; NaN
+// wins, as in PyTorch); out is floating for the others.
+absl::Status ReduceStat(StatOp op, const StridedView& in, const bool* reduced,
+                        double param, const StridedView& out);
 
 }  // namespace cpu
 }  // namespace tensord

@@ -8,13 +8,20 @@ namespace {
 
 bool Matches(AttrType type, const AttrValue& v) {
   switch (type) {
-    case AttrType::kInt: return std::holds_alternative<int64_t>(v);
-    case AttrType::kFloat: return std::holds_alternative<double>(v);
-    case AttrType::kBool: return std::holds_alternative<bool>(v);
-    case AttrType::kString: return std::holds_alternative<std::string>(v);
-    case AttrType::kInts: return std::holds_alternative<std::vector<int64_t>>(v);
-    case AttrType::kFloats: return std::holds_alternative<std::vector<double>>(v);
-    case AttrType::kDType: return std::holds_alternative<DType>(v);
+    case AttrType::kInt:
+      return std::holds_alternative<int64_t>(v);
+    case AttrType::kFloat:
+      return std::holds_alternative<double>(v);
+    case AttrType::kBool:
+      return std::holds_alternative<bool>(v);
+    case AttrType::kString:
+      return std::holds_alternative<std::string>(v);
+    case AttrType::kInts:
+      return std::holds_alternative<std::vector<int64_t>>(v);
+    case AttrType::kFloats:
+      return std::holds_alternative<std::vector<double>>(v);
+    case AttrType::kDType:
+      return std::holds_alternative<DType>(v);
   }
   return false;
 }
@@ -23,13 +30,20 @@ bool Matches(AttrType type, const AttrValue& v) {
 
 absl::string_view AttrTypeName(AttrType type) {
   switch (type) {
-    case AttrType::kInt: return "int";
-    case AttrType::kFloat: return "float";
-    case AttrType::kBool: return "bool";
-    case AttrType::kString: return "string";
-    case AttrType::kInts: return "ints";
-    case AttrType::kFloats: return "floats";
-    case AttrType::kDType: return "dtype";
+    case AttrType::kInt:
+      return "int";
+    case AttrType::kFloat:
+      return "float";
+    case AttrType::kBool:
+      return "bool";
+    case AttrType::kString:
+      return "string";
+    case AttrType::kInts:
+      return "ints";
+    case AttrType::kFloats:
+      return "floats";
+    case AttrType::kDType:
+      return "dtype";
   }
   return "?";
 }
@@ -40,11 +54,12 @@ absl::StatusOr<Attrs> Attrs::Build(absl::string_view op,
   Attrs attrs;
   for (const AttrSpec& spec : schema) {
     auto it = given.find(spec.name);
-    if (it == given.end() || std::holds_alternative<std::monostate>(it->second)) {
+    if (it == given.end() ||
+        std::holds_alternative<std::monostate>(it->second)) {
       if (spec.required) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            op, ": missing required attribute '", spec.name, "' (",
-            AttrTypeName(spec.type), ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(op, ": missing required attribute '", spec.name, "' (",
+                         AttrTypeName(spec.type), ")"));
       }
       attrs.values_[spec.name] = spec.default_value;
       if (it != given.end()) given.erase(it);
@@ -52,10 +67,12 @@ absl::StatusOr<Attrs> Attrs::Build(absl::string_view op,
     }
     AttrValue value = std::move(it->second);
     given.erase(it);
-    if (spec.type == AttrType::kFloat && std::holds_alternative<int64_t>(value)) {
+    if (spec.type == AttrType::kFloat &&
+        std::holds_alternative<int64_t>(value)) {
       value = static_cast<double>(std::get<int64_t>(value));
     }
-    if (spec.type == AttrType::kInts && std::holds_alternative<int64_t>(value)) {
+    if (spec.type == AttrType::kInts &&
+        std::holds_alternative<int64_t>(value)) {
       value = std::vector<int64_t>{std::get<int64_t>(value)};
     }
     if (!Matches(spec.type, value)) {
@@ -66,8 +83,8 @@ absl::StatusOr<Attrs> Attrs::Build(absl::string_view op,
     attrs.values_[spec.name] = std::move(value);
   }
   if (!given.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": unknown attribute '", given.begin()->first, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": unknown attribute '", given.begin()->first, "'"));
   }
   return attrs;
 }
@@ -80,7 +97,8 @@ const AttrValue& Attrs::Get(const std::string& name) const {
 
 bool Attrs::Has(const std::string& name) const {
   auto it = values_.find(name);
-  return it != values_.end() && !std::holds_alternative<std::monostate>(it->second);
+  return it != values_.end() &&
+         !std::holds_alternative<std::monostate>(it->second);
 }
 int64_t Attrs::Int(const std::string& name) const {
   return std::get<int64_t>(Get(name));

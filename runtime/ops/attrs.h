@@ -17,9 +17,9 @@ namespace tensord {
 enum class AttrType { kInt, kFloat, kBool, kString, kInts, kFloats, kDType };
 
 // std::monostate is "None": an optional attribute that was not given.
-using AttrValue = std::variant<std::monostate, int64_t, double, bool,
-                               std::string, std::vector<int64_t>,
-                               std::vector<double>, DType>;
+using AttrValue =
+    std::variant<std::monostate, int64_t, double, bool, std::string,
+                 std::vector<int64_t>, std::vector<double>, DType>;
 
 struct AttrSpec {
   std::string name;

@@ -22,7 +22,8 @@ absl::Status CudaAdd(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
         DTypeName(in[0].dtype()), " and ", DTypeName(in[1].dtype())));
   }
   const Shape& shape = out[0].shape();
-  return cuda::AddFloat32(in[0].BroadcastView(shape), in[1].BroadcastView(shape),
+  return cuda::AddFloat32(in[0].BroadcastView(shape),
+                          in[1].BroadcastView(shape),
                           static_cast<float>(attrs.Float("alpha")),
                           out[0].view(), ctx.alloc.stream);
 }

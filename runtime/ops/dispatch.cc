@@ -16,8 +16,8 @@ absl::Status CheckArity(const OpDef& op, size_t n) {
         : op.min_inputs == op.max_inputs
             ? absl::StrCat(op.min_inputs)
             : absl::StrCat(op.min_inputs, " to ", op.max_inputs);
-    return absl::InvalidArgumentError(absl::StrCat(
-        op.name, " takes ", expected, " input(s), got ", count));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op.name, " takes ", expected, " input(s), got ", count));
   }
   return absl::OkStatus();
 }
@@ -36,7 +36,40 @@ absl::Status CheckSameDevice(const OpDef& op, absl::Span<const Tensor> inputs) {
 
 absl::Status PrefixOp(const OpDef& op, absl::Status status) {
   if (status.ok() || absl::StartsWith(status.message(), op.name)) return status;
-  return absl::Status(status.code(), absl::StrCat(op.name, ": ", status.message()));
+  return absl::Status(status.code(),
+                      absl::StrCat(op.name, ": ", status.message()));
+}
+
+bool IsHalf(DType d) { return d == DType::kFloat16 || d == DType::kBFloat16; }
+
+// Note [Half compute]: CPU kernels compute in float32/float64 only. For a row
+// without native_half, half inputs are converted to float32, half outputs are
+// computed into float32 temporaries and converted back, so every op supports
+// float16/bfloat16 with float32 accuracy in between (as PyTorch's CPU
+// kernels accumulate in float).
+absl::StatusOr<std::vector<Tensor>> RunKernelInFloat(
+    const OpDef& op, KernelFn kernel, absl::Span<const Tensor> inputs,
+    std::vector<Tensor> outputs, const Attrs& attrs, const OpContext& ctx) {
+  std::vector<Tensor> in(inputs.begin(), inputs.end());
+  for (Tensor& t : in) {
+    if (IsHalf(t.dtype())) {
+      TD_ASSIGN_OR_RETURN(t, CastTo(t, DType::kFloat32, ctx));
+    }
+  }
+  std::vector<Tensor> tmp = outputs;
+  for (Tensor& t : tmp) {
+    if (IsHalf(t.dtype())) {
+      TD_ASSIGN_OR_RETURN(
+          t, Tensor::Empty(t.device(), DType::kFloat32, t.shape(), ctx.alloc));
+    }
+  }
+  TD_RETURN_IF_ERROR(PrefixOp(op, kernel(in, tmp, attrs, ctx)));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (IsHalf(outputs[i].dtype())) {
+      TD_RETURN_IF_ERROR(cpu::Copy(tmp[i].view(), outputs[i].view()));
+    }
+  }
+  return outputs;
 }
 
 }  // namespace
@@ -47,8 +80,14 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
                                           const OpContext& ctx) {
   TD_RETURN_IF_ERROR(CheckArity(op, inputs.size()));
   TD_RETURN_IF_ERROR(CheckSameDevice(op, inputs));
-  if (op.view != nullptr) {
-    auto views = op.view(inputs, attrs, ctx);
+  for (const Tensor& t : inputs) {
+    if (!t.defined()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op.name, ": an input is an undefined tensor"));
+    }
+  }
+  if (op.view != nullptr || op.composite != nullptr) {
+    auto views = (op.view ? op.view : op.composite)(inputs, attrs, ctx);
     if (!views.ok()) return PrefixOp(op, views.status());
     return views;
   }
@@ -67,8 +106,27 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
     if (!out.ok()) return PrefixOp(op, out.status());
     outputs.push_back(*std::move(out));
   }
+  if (!op.native_half && device->kind() == DeviceKind::kCpu) {
+    bool half = false;
+    for (const Tensor& t : inputs) half |= IsHalf(t.dtype());
+    for (const Tensor& t : outputs) half |= IsHalf(t.dtype());
+    if (half) {
+      return RunKernelInFloat(op, kernel, inputs, std::move(outputs), attrs,
+                              ctx);
+    }
+  }
   TD_RETURN_IF_ERROR(PrefixOp(op, kernel(inputs, outputs, attrs, ctx)));
   return outputs;
+}
+
+absl::Status CopyInto(const Tensor& dst, const Tensor& src) {
+  if (dst.device()->kind() != DeviceKind::kCpu) {
+    return absl::UnimplementedError(
+        absl::StrCat("in-place writes on ", dst.device()->name()));
+  }
+  TD_RETURN_IF_ERROR(cpu::Copy(src.BroadcastView(dst.shape()), dst.view()));
+  dst.storage()->BumpVersion();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype,
@@ -86,8 +144,8 @@ absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype,
 
 absl::StatusOr<Tensor> Contiguous(const Tensor& t, const OpContext& ctx) {
   if (t.is_contiguous()) return t;
-  TD_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(t.device(), t.dtype(),
-                                                t.shape(), ctx.alloc));
+  TD_ASSIGN_OR_RETURN(
+      Tensor out, Tensor::Empty(t.device(), t.dtype(), t.shape(), ctx.alloc));
   if (t.device()->kind() != DeviceKind::kCpu) {
     return absl::UnimplementedError(
         absl::StrCat("strided copy on ", t.device()->name()));

@@ -26,6 +26,10 @@ absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype,
 // A contiguous copy of `t` (no copy when already contiguous).
 absl::StatusOr<Tensor> Contiguous(const Tensor& t, const OpContext& ctx);
 
+// Writes `src` (broadcast to dst's shape, converted to its dtype) into dst's
+// memory and bumps dst's storage version (in-place ops).
+absl::Status CopyInto(const Tensor& dst, const Tensor& src);
+
 }  // namespace tensord
 
 #endif  // TENSORD_RUNTIME_OPS_DISPATCH_H_

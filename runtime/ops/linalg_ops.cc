@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/matmul.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/ops/compose.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
 #include "runtime/ops/op_table.h"
@@ -15,7 +16,7 @@ struct MatmulPlan {
   Shape a_mat, b_mat;  // a and b with 1-d operands promoted to matrices
   Shape batch;         // broadcast batch shape
   int64_t m, k, n;
-  Shape out;           // final output shape (promoted dims dropped)
+  Shape out;  // final output shape (promoted dims dropped)
 };
 
 absl::StatusOr<MatmulPlan> Plan(const Tensor& a, const Tensor& b) {
@@ -33,10 +34,10 @@ absl::StatusOr<MatmulPlan> Plan(const Tensor& a, const Tensor& b) {
   p.k = p.a_mat.back();
   p.n = p.b_mat.back();
   if (p.b_mat[p.b_mat.size() - 2] != p.k) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "shapes ", ShapeToString(a.shape()), " and ", ShapeToString(b.shape()),
-        " cannot be multiplied (", p.k, " vs ", p.b_mat[p.b_mat.size() - 2],
-        ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shapes ", ShapeToString(a.shape()), " and ",
+                     ShapeToString(b.shape()), " cannot be multiplied (", p.k,
+                     " vs ", p.b_mat[p.b_mat.size() - 2], ")"));
   }
   TD_ASSIGN_OR_RETURN(
       p.batch,
@@ -76,7 +77,8 @@ Tensor AsMatrix(const Tensor& t, bool left) {
 // A matrix stack broadcast to `batch` and flattened to a 3-d view [B, R, C];
 // copies (into *keep_alive) only when several batch dims cannot be merged.
 absl::StatusOr<StridedView> AsBatch3d(const Tensor& mat, const Shape& batch,
-                                      const OpContext& ctx, Tensor* keep_alive) {
+                                      const OpContext& ctx,
+                                      Tensor* keep_alive) {
   Shape full = batch;
   full.push_back(mat.shape()[mat.ndim() - 2]);
   full.push_back(mat.shape().back());
@@ -87,8 +89,8 @@ absl::StatusOr<StridedView> AsBatch3d(const Tensor& mat, const Shape& batch,
     if (v.strides[d] != v.strides[d + 1] * v.sizes[d + 1]) mergeable = false;
   }
   if (!mergeable) {
-    Tensor expanded = mat.AsStrided(full, Strides(v.strides, v.strides + v.ndim),
-                                    mat.offset());
+    Tensor expanded = mat.AsStrided(
+        full, Strides(v.strides, v.strides + v.ndim), mat.offset());
     TD_ASSIGN_OR_RETURN(*keep_alive, Contiguous(expanded, ctx));
     v = keep_alive->view();
   }
@@ -103,8 +105,9 @@ absl::StatusOr<StridedView> AsBatch3d(const Tensor& mat, const Shape& batch,
   return out;
 }
 
-absl::Status CpuMatmul(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
-                       const Attrs&, const OpContext& ctx) {
+absl::Status CpuMatmul(absl::Span<const Tensor> in,
+                       absl::Span<const Tensor> out, const Attrs&,
+                       const OpContext& ctx) {
   TD_ASSIGN_OR_RETURN(MatmulPlan p, Plan(in[0], in[1]));
   Tensor keep_a, keep_b;
   TD_ASSIGN_OR_RETURN(StridedView a,
@@ -122,17 +125,110 @@ absl::Status CpuMatmul(absl::Span<const Tensor> in, absl::Span<const Tensor> out
   return cpu::BatchedMatmul(a, b, o);
 }
 
+// mm: exactly 2-d operands; bmm: 3-d with equal batch sizes.
+template <int kRank>
+absl::StatusOr<std::vector<TensorSpec>> InferFixedRank(
+    absl::Span<const Tensor> in, const Attrs& attrs, const OpContext& ctx) {
+  const char* what = kRank == 2 ? "mm" : "bmm";
+  for (const Tensor& t : in) {
+    if (t.ndim() != kRank) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": expected ", kRank, "-d tensors, got shapes ",
+          ShapeToString(in[0].shape()), " and ", ShapeToString(in[1].shape())));
+    }
+  }
+  if (kRank == 3 && in[0].shape()[0] != in[1].shape()[0]) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bmm: batch sizes differ: ", ShapeToString(in[0].shape()),
+                     " and ", ShapeToString(in[1].shape())));
+  }
+  return InferMatmul(in, attrs, ctx);
+}
+
+// addmm(input, mat1, mat2): beta * input + alpha * (mat1 @ mat2).
+absl::StatusOr<std::vector<Tensor>> Addmm(absl::Span<const Tensor> in,
+                                          const Attrs& attrs,
+                                          const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(Tensor prod, Call1("mm", {in[1], in[2]}, {}, ctx));
+  TD_RETURN_IF_ERROR(BroadcastShapes(in[0].shape(), prod.shape()).status());
+  const double beta = attrs.Float("beta"), alpha = attrs.Float("alpha");
+  Tensor bias = in[0];
+  if (beta != 1) {
+    TD_ASSIGN_OR_RETURN(Tensor b,
+                        Scalar(beta, in[0].dtype(), in[0].device(), ctx));
+    TD_ASSIGN_OR_RETURN(bias, Call1("mul", {in[0], b}, {}, ctx));
+  }
+  if (beta == 0) {  // beta = 0 ignores input, NaNs included (PyTorch)
+    TD_ASSIGN_OR_RETURN(bias, Scalar(0, in[0].dtype(), in[0].device(), ctx));
+  }
+  TD_ASSIGN_OR_RETURN(Tensor out, Call1("add", {prod, bias}, {}, ctx));
+  if (alpha != 1) {
+    TD_ASSIGN_OR_RETURN(Tensor a,
+                        Scalar(alpha, prod.dtype(), prod.device(), ctx));
+    TD_ASSIGN_OR_RETURN(Tensor scaled, Call1("mul", {prod, a}, {}, ctx));
+    TD_ASSIGN_OR_RETURN(out, Call1("add", {scaled, bias}, {}, ctx));
+  }
+  if (out.shape() != prod.shape()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("addmm: input of shape ", ShapeToString(in[0].shape()),
+                     " does not broadcast to ", ShapeToString(prod.shape())));
+  }
+  return std::vector<Tensor>{out};
+}
+
+// linear(input, weight, bias?): input @ weight.T + bias.
+absl::StatusOr<std::vector<Tensor>> Linear(absl::Span<const Tensor> in,
+                                           const Attrs&, const OpContext& ctx) {
+  if (in[1].ndim() != 2 && in[1].ndim() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("linear: weight must be 1-d or 2-d, got shape ",
+                     ShapeToString(in[1].shape())));
+  }
+  TD_ASSIGN_OR_RETURN(Tensor wt, Call1("t", {in[1]}, {}, ctx));
+  TD_ASSIGN_OR_RETURN(Tensor out, Call1("matmul", {in[0], wt}, {}, ctx));
+  if (in.size() == 3) {
+    TD_ASSIGN_OR_RETURN(out, Call1("add", {out, in[2]}, {}, ctx));
+  }
+  return std::vector<Tensor>{out};
+}
+
 }  // namespace
 
 std::vector<OpDef> LinalgOps() {
-  OpDef matmul;
-  matmul.name = "matmul";
-  matmul.min_inputs = matmul.max_inputs = 2;
+  std::vector<OpDef> ops;
+  OpDef matmul =
+      MakeOp("matmul", 2, 2, {},
+             "Matrix product with NumPy/PyTorch batching and 1-d rules.");
   matmul.infer = InferMatmul;
   matmul.cpu = CpuMatmul;
-  matmul.differentiable = true;
-  matmul.doc = "Matrix product with NumPy/PyTorch batching and 1-d rules.";
-  return {std::move(matmul)};
+  matmul.examples = {Example({{2, 3}, {3, 4}}), Example({{2, 2, 3}, {3}})};
+  ops.push_back(std::move(matmul));
+  OpDef mm = MakeOp("mm", 2, 2, {}, "Product of two matrices.");
+  mm.infer = InferFixedRank<2>;
+  mm.cpu = CpuMatmul;
+  mm.examples = {Example({{2, 3}, {3, 4}})};
+  ops.push_back(std::move(mm));
+  OpDef bmm =
+      MakeOp("bmm", 2, 2, {}, "Batched product of [b, n, m] and [b, m, p].");
+  bmm.infer = InferFixedRank<3>;
+  bmm.cpu = CpuMatmul;
+  bmm.examples = {Example({{2, 2, 3}, {2, 3, 4}})};
+  ops.push_back(std::move(bmm));
+  OpDef addmm = MakeOp("addmm", 3, 3,
+                       {Optional("beta", AttrType::kFloat, 1.0),
+                        Optional("alpha", AttrType::kFloat, 1.0)},
+                       "beta * input + alpha * (mat1 @ mat2).");
+  addmm.composite = Addmm;
+  addmm.examples = {
+      Example({{4}, {2, 3}, {3, 4}}, {{"beta", 0.5}, {"alpha", 2.0}})};
+  ops.push_back(std::move(addmm));
+  OpDef linear =
+      MakeOp("linear", 2, 3, {}, "input @ weight.T + bias (bias optional).");
+  linear.composite = Linear;
+  linear.examples = {Example({{2, 3}, {4, 3}, {4}}),
+                     Example({{5, 2, 3}, {4, 3}})};
+  ops.push_back(std::move(linear));
+  return ops;
 }
 
 }  // namespace tensord

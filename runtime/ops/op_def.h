@@ -11,6 +11,7 @@
 #ifndef TENSORD_RUNTIME_OPS_OP_DEF_H_
 #define TENSORD_RUNTIME_OPS_OP_DEF_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,16 +45,35 @@ using KernelFn = absl::Status (*)(absl::Span<const Tensor> inputs,
 using ViewFn = absl::StatusOr<std::vector<Tensor>> (*)(
     absl::Span<const Tensor> inputs, const Attrs& attrs, const OpContext& ctx);
 
+// A small call of an op for the table-walking test (op_table_test.cc):
+// input shapes and dtypes (random values; integer inputs are zeros, which
+// are valid indices and targets) and attributes.
+struct OpExample {
+  std::vector<Shape> shapes;
+  std::vector<DType> dtypes;  // empty or shorter: float32 for the rest
+  std::map<std::string, AttrValue> attrs;
+};
+
 struct OpDef {
   std::string name;
   int min_inputs = 0;
-  int max_inputs = 0;   // -1: variadic
+  int max_inputs = 0;  // -1: variadic
   int num_outputs = 1;
   std::vector<AttrSpec> attrs;
-  InferFn infer = nullptr;   // compute ops
-  KernelFn cpu = nullptr;    // compute ops: the CPU kernel wrapper
-  KernelFn cuda = nullptr;   // compute ops: the CUDA one (nullptr: none yet)
-  ViewFn view = nullptr;     // view ops (no infer/kernels)
+  InferFn infer = nullptr;  // compute ops
+  KernelFn cpu = nullptr;   // compute ops: the CPU kernel wrapper
+  KernelFn cuda = nullptr;  // compute ops: the CUDA one (nullptr: none yet)
+  ViewFn view = nullptr;    // view ops (no infer/kernels)
+  // Ops written in terms of other ops (in-place ops, losses, norms): they
+  // validate up front, then call rows through RunOp. Exactly one of
+  // infer/view/composite is set.
+  ViewFn composite = nullptr;
+  // Kernels that read half types themselves (copies); for the others the
+  // dispatcher computes in float32 (Note [Half compute] in dispatch.cc).
+  bool native_half = false;
+  // Example calls for the consistency test; a row with required attributes
+  // or non-float inputs must have one.
+  std::vector<OpExample> examples;
   bool differentiable = false;
   std::string doc;
 };

@@ -6,9 +6,7 @@
 namespace tensord {
 namespace {
 
-int Category(DType d) {
-  return d == DType::kBool ? 0 : IsFloating(d) ? 2 : 1;
-}
+int Category(DType d) { return d == DType::kBool ? 0 : IsFloating(d) ? 2 : 1; }
 
 }  // namespace
 
@@ -27,7 +25,8 @@ std::vector<AttrSpec> CreationAttrs(std::vector<AttrSpec> leading,
   return leading;
 }
 
-absl::StatusOr<Device*> ResolveDevice(const Attrs& attrs, const OpContext& ctx) {
+absl::StatusOr<Device*> ResolveDevice(const Attrs& attrs,
+                                      const OpContext& ctx) {
   const std::string& name = attrs.String("device");
   if (name.empty()) return ctx.device;
   Device* device = ctx.devices ? ctx.devices->Find(name) : nullptr;
@@ -64,6 +63,37 @@ absl::StatusOr<Shape> ShapeAttr(const Attrs& attrs, const std::string& name,
   Shape shape(v.begin(), v.end());
   TD_RETURN_IF_ERROR(CheckShape(shape, ItemSize(dtype)));
   return shape;
+}
+
+OpDef MakeOp(std::string name, int min_inputs, int max_inputs,
+             std::vector<AttrSpec> attrs, std::string doc) {
+  OpDef def;
+  def.name = std::move(name);
+  def.min_inputs = min_inputs;
+  def.max_inputs = max_inputs;
+  def.attrs = std::move(attrs);
+  def.differentiable = true;
+  def.doc = std::move(doc);
+  return def;
+}
+
+OpExample Example(std::vector<Shape> shapes,
+                  std::map<std::string, AttrValue> attrs,
+                  std::vector<DType> dtypes) {
+  return OpExample{std::move(shapes), std::move(dtypes), std::move(attrs)};
+}
+
+absl::Status RequireFloating(const Tensor& t, const std::string& what) {
+  if (IsFloating(t.dtype())) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " needs a floating point tensor, got ",
+                   DTypeName(t.dtype()), " (convert with .float() first)"));
+}
+
+absl::Status RequireDim(const Tensor& t, int ndim, const std::string& what) {
+  if (t.ndim() == ndim) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, " must be ", ndim, "-d, got shape ", ShapeToString(t.shape())));
 }
 
 absl::StatusOr<std::vector<bool>> ReducedDims(const Attrs& attrs, int rank) {

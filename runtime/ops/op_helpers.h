@@ -29,6 +29,20 @@ DType ResultType(absl::Span<const Tensor> inputs);
 absl::StatusOr<Shape> ShapeAttr(const Attrs& attrs, const std::string& name,
                                 DType dtype);
 
+// A row with the common fields set (differentiable by default); callers set
+// infer+cpu, view or composite, and examples.
+OpDef MakeOp(std::string name, int min_inputs, int max_inputs,
+             std::vector<AttrSpec> attrs, std::string doc);
+
+// An example call: input shapes (float32) and attributes.
+OpExample Example(std::vector<Shape> shapes,
+                  std::map<std::string, AttrValue> attrs = {},
+                  std::vector<DType> dtypes = {});
+
+// Errors for the common validations, worded as PyTorch's.
+absl::Status RequireFloating(const Tensor& t, const std::string& what);
+absl::Status RequireDim(const Tensor& t, int ndim, const std::string& what);
+
 // Normalised, de-duplicated reduction dims from attribute "dim" ([] = all).
 absl::StatusOr<std::vector<bool>> ReducedDims(const Attrs& attrs, int rank);
 

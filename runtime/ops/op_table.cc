@@ -7,13 +7,26 @@ namespace tensord {
 const std::vector<OpDef>& OpTable() {
   static const std::vector<OpDef>* table = [] {
     auto* t = new std::vector<OpDef>();
-    for (auto family : {CreationOps, PointwiseOps, ReductionOps, LinalgOps,
-                        ViewOps}) {
+    for (auto family : {CreationOps, UnaryOps, PointwiseOps, CompareOps,
+                        InPlaceOps, ReductionOps, LinalgOps, ViewOps, ShapeOps,
+                        IndexOps, NnOps, ConvOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     return t;
   }();
   return *table;
+}
+
+const OpDef* FindOpInFamilies(const std::string& name) {
+  static const std::vector<OpDef>* rows = [] {
+    auto* r = new std::vector<OpDef>(UnaryOps());
+    for (OpDef& def : PointwiseOps()) r->push_back(std::move(def));
+    return r;
+  }();
+  for (const OpDef& def : *rows) {
+    if (def.name == name) return &def;
+  }
+  return nullptr;
 }
 
 const OpDef* FindOp(absl::string_view name) {

@@ -18,10 +18,21 @@ const OpDef* FindOp(absl::string_view name);
 
 // The families (each in its own *_ops.cc).
 std::vector<OpDef> CreationOps();
+std::vector<OpDef> UnaryOps();
 std::vector<OpDef> PointwiseOps();
+std::vector<OpDef> CompareOps();
+std::vector<OpDef> InPlaceOps();
 std::vector<OpDef> ReductionOps();
 std::vector<OpDef> LinalgOps();
 std::vector<OpDef> ViewOps();
+std::vector<OpDef> ShapeOps();
+std::vector<OpDef> IndexOps();
+std::vector<OpDef> NnOps();
+std::vector<OpDef> ConvOps();
+
+// A row of the unary/pointwise families by name while the table is being
+// built (in-place rows copy their twin's schema); nullptr if none.
+const OpDef* FindOpInFamilies(const std::string& name);
 
 }  // namespace tensord
 

@@ -1,5 +1,6 @@
-// Pointwise ops with broadcasting and PyTorch type promotion: add, sub, mul,
-// div, neg, relu.
+// Binary arithmetic with broadcasting and PyTorch type promotion: add, sub,
+// mul, div (true/trunc/floor), pow, maximum, minimum, remainder,
+// floor_divide, bitwise and/or/xor.
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/elementwise.h"
 #include "runtime/core/status_macros.h"
@@ -10,44 +11,72 @@
 namespace tensord {
 namespace {
 
-absl::StatusOr<std::vector<TensorSpec>> InferBinary(
-    absl::Span<const Tensor> in, const Attrs&, const OpContext&) {
-  TD_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(in[0].shape(), in[1].shape()));
-  return std::vector<TensorSpec>{{ResultType(in), std::move(shape), in[0].device()}};
+using Specs = absl::StatusOr<std::vector<TensorSpec>>;
+
+Specs InferBinary(absl::Span<const Tensor> in, const Attrs&, const OpContext&) {
+  TD_ASSIGN_OR_RETURN(Shape shape,
+                      BroadcastShapes(in[0].shape(), in[1].shape()));
+  return std::vector<TensorSpec>{
+      {ResultType(in), std::move(shape), in[0].device()}};
 }
 
-// True division: integer operands give the default float type.
-absl::StatusOr<std::vector<TensorSpec>> InferDiv(absl::Span<const Tensor> in,
-                                                 const Attrs& attrs,
-                                                 const OpContext& ctx) {
+absl::Status NoBool(absl::Span<const Tensor> in, const char* what) {
+  if (in[0].dtype() == DType::kBool && in[1].dtype() == DType::kBool) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " is not supported for bool tensors"));
+  }
+  return absl::OkStatus();
+}
+
+Specs InferDiv(absl::Span<const Tensor> in, const Attrs& attrs,
+               const OpContext& ctx) {
   TD_ASSIGN_OR_RETURN(auto specs, InferBinary(in, attrs, ctx));
-  if (!IsFloating(specs[0].dtype)) specs[0].dtype = kDefaultFloat;
+  const std::string& mode = attrs.String("rounding_mode");
+  if (mode.empty()) {
+    if (!IsFloating(specs[0].dtype)) specs[0].dtype = kDefaultFloat;
+  } else if (mode != "trunc" && mode != "floor") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+        "found '",
+        mode, "'"));
+  } else if (specs[0].dtype == DType::kBool) {
+    specs[0].dtype = DType::kInt64;
+  }
   return specs;
 }
 
-absl::StatusOr<std::vector<TensorSpec>> InferSubtractable(
-    absl::Span<const Tensor> in, const Attrs& attrs, const OpContext& ctx) {
+Specs InferSub(absl::Span<const Tensor> in, const Attrs& attrs,
+               const OpContext& ctx) {
   if (in[0].dtype() == DType::kBool || in[1].dtype() == DType::kBool) {
     return absl::InvalidArgumentError(
-        "subtraction with bool tensors is not supported; use logical_xor or "
-        "~ instead");
+        "Subtraction, the `-` operator, with a bool tensor is not supported. "
+        "If you are trying to invert a mask, use the `~` or `logical_not()` "
+        "operator instead.");
   }
   return InferBinary(in, attrs, ctx);
 }
 
-absl::StatusOr<std::vector<TensorSpec>> InferUnary(absl::Span<const Tensor> in,
-                                                   const Attrs&,
-                                                   const OpContext&) {
-  if (in[0].dtype() == DType::kBool) {
-    return absl::InvalidArgumentError(
-        "this op is not defined for bool tensors; convert with .to() first");
+Specs InferArith(absl::Span<const Tensor> in, const Attrs& attrs,
+                 const OpContext& ctx) {
+  TD_RETURN_IF_ERROR(NoBool(in, "this op"));
+  return InferBinary(in, attrs, ctx);
+}
+
+Specs InferBitwise(absl::Span<const Tensor> in, const Attrs& attrs,
+                   const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(auto specs, InferBinary(in, attrs, ctx));
+  if (IsFloating(specs[0].dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bitwise ops are only defined for integer and bool tensors, got ",
+        DTypeName(specs[0].dtype)));
   }
-  return std::vector<TensorSpec>{{in[0].dtype(), in[0].shape(), in[0].device()}};
+  return specs;
 }
 
 template <cpu::BinaryOp kOp>
-absl::Status CpuBinary(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
-                       const Attrs& attrs, const OpContext& ctx) {
+absl::Status CpuBinary(absl::Span<const Tensor> in,
+                       absl::Span<const Tensor> out, const Attrs& attrs,
+                       const OpContext& ctx) {
   const DType dtype = out[0].dtype();
   TD_ASSIGN_OR_RETURN(Tensor a, CastTo(in[0], dtype, ctx));
   TD_ASSIGN_OR_RETURN(Tensor b, CastTo(in[1], dtype, ctx));
@@ -60,33 +89,22 @@ absl::Status CpuBinary(absl::Span<const Tensor> in, absl::Span<const Tensor> out
                      out[0].view());
 }
 
-template <cpu::UnaryOp kOp>
-absl::Status CpuUnary(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
-                      const Attrs&, const OpContext&) {
-  return cpu::Unary(kOp, in[0].view(), out[0].view());
+absl::Status CpuDiv(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
+                    const Attrs& attrs, const OpContext& ctx) {
+  const std::string& mode = attrs.String("rounding_mode");
+  if (mode == "trunc")
+    return CpuBinary<cpu::BinaryOp::kTruncDiv>(in, out, attrs, ctx);
+  if (mode == "floor")
+    return CpuBinary<cpu::BinaryOp::kFloorDiv>(in, out, attrs, ctx);
+  return CpuBinary<cpu::BinaryOp::kDiv>(in, out, attrs, ctx);
 }
 
 OpDef BinaryRow(std::string name, InferFn infer, KernelFn cpu_fn,
-                std::string doc, bool has_alpha = false) {
-  OpDef def;
-  def.name = std::move(name);
-  def.min_inputs = def.max_inputs = 2;
-  if (has_alpha) def.attrs = {Optional("alpha", AttrType::kFloat, 1.0)};
+                std::string doc) {
+  OpDef def = MakeOp(std::move(name), 2, 2, {}, std::move(doc));
   def.infer = infer;
   def.cpu = cpu_fn;
-  def.differentiable = true;
-  def.doc = std::move(doc);
-  return def;
-}
-
-OpDef UnaryRow(std::string name, KernelFn cpu_fn, std::string doc) {
-  OpDef def;
-  def.name = std::move(name);
-  def.min_inputs = def.max_inputs = 1;
-  def.infer = InferUnary;
-  def.cpu = cpu_fn;
-  def.differentiable = true;
-  def.doc = std::move(doc);
+  def.examples = {Example({{2, 3}, {3}}), Example({{2, 1}, {}})};
   return def;
 }
 
@@ -95,20 +113,47 @@ OpDef UnaryRow(std::string name, KernelFn cpu_fn, std::string doc) {
 KernelFn CudaAddKernel();  // cuda_pointwise.cc: nullptr without CUDA
 
 std::vector<OpDef> PointwiseOps() {
+  using B = cpu::BinaryOp;
   std::vector<OpDef> ops;
-  OpDef add = BinaryRow("add", InferBinary, CpuBinary<cpu::BinaryOp::kAdd>,
-                        "input + alpha * other, broadcasting.", true);
+  OpDef add = BinaryRow("add", InferBinary, CpuBinary<B::kAdd>,
+                        "input + alpha * other, broadcasting.");
+  add.attrs = {Optional("alpha", AttrType::kFloat, 1.0)};
   add.cuda = CudaAddKernel();
   ops.push_back(std::move(add));
-  ops.push_back(BinaryRow("sub", InferSubtractable,
-                          CpuBinary<cpu::BinaryOp::kSub>,
-                          "input - alpha * other, broadcasting.", true));
-  ops.push_back(BinaryRow("mul", InferBinary, CpuBinary<cpu::BinaryOp::kMul>,
+  OpDef sub = BinaryRow("sub", InferSub, CpuBinary<B::kSub>,
+                        "input - alpha * other, broadcasting.");
+  sub.attrs = {Optional("alpha", AttrType::kFloat, 1.0)};
+  ops.push_back(std::move(sub));
+  ops.push_back(BinaryRow("mul", InferBinary, CpuBinary<B::kMul>,
                           "input * other, broadcasting."));
-  ops.push_back(BinaryRow("div", InferDiv, CpuBinary<cpu::BinaryOp::kDiv>,
-                          "True division input / other, broadcasting."));
-  ops.push_back(UnaryRow("neg", CpuUnary<cpu::UnaryOp::kNeg>, "-input."));
-  ops.push_back(UnaryRow("relu", CpuUnary<cpu::UnaryOp::kRelu>, "max(input, 0)."));
+  OpDef div = BinaryRow("div", InferDiv, CpuDiv,
+                        "input / other: true division, or rounded with "
+                        "rounding_mode 'trunc' or 'floor'.");
+  div.attrs = {Optional("rounding_mode", AttrType::kString, std::string())};
+  ops.push_back(std::move(div));
+  ops.push_back(BinaryRow("pow", InferArith, CpuBinary<B::kPow>,
+                          "input ** exponent (integers stay integers)."));
+  ops.push_back(BinaryRow("maximum", InferBinary, CpuBinary<B::kMax>,
+                          "Elementwise maximum (NaN propagates)."));
+  ops.push_back(BinaryRow("minimum", InferBinary, CpuBinary<B::kMin>,
+                          "Elementwise minimum (NaN propagates)."));
+  ops.push_back(BinaryRow("remainder", InferArith, CpuBinary<B::kRemainder>,
+                          "Python's modulus: the sign of the divisor."));
+  ops.push_back(BinaryRow("floor_divide", InferArith, CpuBinary<B::kFloorDiv>,
+                          "floor(input / other)."));
+  for (auto [name, op] : {std::pair{"bitwise_and", B::kBitAnd},
+                          std::pair{"bitwise_or", B::kBitOr},
+                          std::pair{"bitwise_xor", B::kBitXor}}) {
+    KernelFn fn = op == B::kBitAnd  ? CpuBinary<B::kBitAnd>
+                  : op == B::kBitOr ? CpuBinary<B::kBitOr>
+                                    : CpuBinary<B::kBitXor>;
+    OpDef def =
+        BinaryRow(name, InferBitwise, fn,
+                  "Bitwise op of integer or bool tensors, broadcasting.");
+    def.differentiable = false;
+    def.examples = {Example({{2, 3}, {3}}, {}, {DType::kInt64, DType::kInt64})};
+    ops.push_back(std::move(def));
+  }
   return ops;
 }
 

@@ -1,0 +1,229 @@
+#include "kernels/cpu/nn.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/parallel.h"
+
+namespace tensord {
+namespace cpu {
+namespace {
+
+// exp for float written so the loop vectorises (Cephes' expf polynomial,
+// ~1 ulp; std::exp is a library call per element).
+inline float VecExp(float x) {
+  x = std::min(88.3762626647949f, std::max(-87.3365447505531f, x));
+  const float magic = 12582912.0f;  // 1.5 * 2^23: round to nearest
+  float n = (x * 1.44269504088896341f + magic) - magic;
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * r * r + r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return y * scale;
+}
+
+template <typename T>
+void SoftmaxRow(const T* x, T* y, int64_t n, bool log) {
+  T m = -std::numeric_limits<T>::infinity();
+  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+  if (std::isinf(m) && m < 0) m = 0;  // an all -inf row: NaN as PyTorch
+  double sum = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    float part = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float e = VecExp(x[i] - m);
+      if (!log) y[i] = e;
+      part += e;
+    }
+    sum = part;
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const T e = std::exp(x[i] - m);
+      if (!log) y[i] = e;
+      sum += e;
+    }
+  }
+  if (log) {
+    const T lse = m + static_cast<T>(std::log(sum));
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - lse;
+  } else {
+    const T inv = static_cast<T>(1.0 / sum);
+    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+  }
+}
+
+}  // namespace
+
+absl::Status Softmax(const StridedView& in, int64_t outer, int64_t dim,
+                     int64_t inner, bool log, const StridedView& out) {
+  return DispatchFloat(in.dtype, "softmax", [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = in.ptr<const T>();
+    T* y = out.ptr<T>();
+    if (inner == 1) {
+      ParallelFor(outer, dim * 8, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o)
+          SoftmaxRow(x + o * dim, y + o * dim, dim, log);
+      });
+      return;
+    }
+    ParallelFor(outer * inner, dim * 8, [&](int64_t b, int64_t e) {
+      std::vector<T> xs(dim), ys(dim);
+      for (int64_t r = b; r < e; ++r) {
+        const int64_t o = r / inner, i = r % inner;
+        for (int64_t d = 0; d < dim; ++d) xs[d] = x[(o * dim + d) * inner + i];
+        SoftmaxRow(xs.data(), ys.data(), dim, log);
+        for (int64_t d = 0; d < dim; ++d) y[(o * dim + d) * inner + i] = ys[d];
+      }
+    });
+  });
+}
+
+absl::Status MaxPool2d(const StridedView& in, const Window2d& w,
+                       const StridedView& out) {
+  const int64_t planes = in.sizes[0] * in.sizes[1], h = in.sizes[2],
+                wd = in.sizes[3];
+  return DispatchFloat(in.dtype, "max_pool2d", [&](auto tag) {
+    using T = decltype(tag);
+    ParallelFor(planes, w.oh * w.ow * w.kh * w.kw, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) {
+        const T* x = in.ptr<const T>() + p * h * wd;
+        T* y = out.ptr<T>() + p * w.oh * w.ow;
+        for (int64_t i = 0; i < w.oh; ++i) {
+          for (int64_t j = 0; j < w.ow; ++j) {
+            T m = -std::numeric_limits<T>::infinity();
+            for (int64_t a = 0; a < w.kh; ++a) {
+              const int64_t r = i * w.sh - w.ph + a * w.dh;
+              if (r < 0 || r >= h) continue;
+              for (int64_t c = 0; c < w.kw; ++c) {
+                const int64_t q = j * w.sw - w.pw + c * w.dw;
+                if (q < 0 || q >= wd) continue;
+                const T v = x[r * wd + q];
+                if (v > m || std::isnan(v)) m = v;
+              }
+            }
+            y[i * w.ow + j] = m;
+          }
+        }
+      }
+    });
+  });
+}
+
+absl::Status AvgPool2d(const StridedView& in, const Window2d& w,
+                       bool count_include_pad, const StridedView& out) {
+  const int64_t planes = in.sizes[0] * in.sizes[1], h = in.sizes[2],
+                wd = in.sizes[3];
+  return DispatchFloat(in.dtype, "avg_pool2d", [&](auto tag) {
+    using T = decltype(tag);
+    ParallelFor(planes, w.oh * w.ow * w.kh * w.kw, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) {
+        const T* x = in.ptr<const T>() + p * h * wd;
+        T* y = out.ptr<T>() + p * w.oh * w.ow;
+        for (int64_t i = 0; i < w.oh; ++i) {
+          for (int64_t j = 0; j < w.ow; ++j) {
+            int64_t r0 = i * w.sh - w.ph, c0 = j * w.sw - w.pw;
+            int64_t r1 = std::min(r0 + w.kh, h + w.ph),
+                    c1 = std::min(c0 + w.kw, wd + w.pw);
+            const int64_t padded = (r1 - r0) * (c1 - c0);
+            r0 = std::max<int64_t>(r0, 0);
+            c0 = std::max<int64_t>(c0, 0);
+            r1 = std::min(r1, h);
+            c1 = std::min(c1, wd);
+            double s = 0;
+            for (int64_t r = r0; r < r1; ++r) {
+              for (int64_t q = c0; q < c1; ++q) s += x[r * wd + q];
+            }
+            const int64_t count =
+                count_include_pad ? padded : (r1 - r0) * (c1 - c0);
+            y[i * w.ow + j] = static_cast<T>(s / static_cast<double>(count));
+          }
+        }
+      }
+    });
+  });
+}
+
+absl::Status AdaptiveAvgPool2d(const StridedView& in, const StridedView& out) {
+  const int64_t planes = in.sizes[0] * in.sizes[1], h = in.sizes[2],
+                wd = in.sizes[3], oh = out.sizes[2], ow = out.sizes[3];
+  return DispatchFloat(in.dtype, "adaptive_avg_pool2d", [&](auto tag) {
+    using T = decltype(tag);
+    ParallelFor(planes, h * wd, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) {
+        const T* x = in.ptr<const T>() + p * h * wd;
+        T* y = out.ptr<T>() + p * oh * ow;
+        for (int64_t i = 0; i < oh; ++i) {
+          const int64_t r0 = i * h / oh, r1 = ((i + 1) * h + oh - 1) / oh;
+          for (int64_t j = 0; j < ow; ++j) {
+            const int64_t c0 = j * wd / ow, c1 = ((j + 1) * wd + ow - 1) / ow;
+            double s = 0;
+            for (int64_t r = r0; r < r1; ++r) {
+              for (int64_t q = c0; q < c1; ++q) s += x[r * wd + q];
+            }
+            y[i * ow + j] =
+                static_cast<T>(s / static_cast<double>((r1 - r0) * (c1 - c0)));
+          }
+        }
+      }
+    });
+  });
+}
+
+absl::Status Im2Col(const StridedView& image, const Window2d& w,
+                    const StridedView& col) {
+  const int64_t channels = image.sizes[0], h = image.sizes[1],
+                wd = image.sizes[2];
+  return DispatchFloat(image.dtype, "conv2d", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t rows = channels * w.kh * w.kw, cols = w.oh * w.ow;
+    ParallelFor(rows, cols, [&](int64_t b, int64_t e) {
+      for (int64_t row = b; row < e; ++row) {
+        const int64_t c = row / (w.kh * w.kw), a = (row / w.kw) % w.kh,
+                      k = row % w.kw;
+        const T* x = image.ptr<const T>() + c * h * wd;
+        T* dst = col.ptr<T>() + row * cols;
+        for (int64_t i = 0; i < w.oh; ++i) {
+          const int64_t r = i * w.sh - w.ph + a * w.dh;
+          T* d = dst + i * w.ow;
+          if (r < 0 || r >= h) {
+            std::fill(d, d + w.ow, T{0});
+            continue;
+          }
+          const T* src = x + r * wd;
+          const int64_t off = k * w.dw - w.pw;
+          if (w.sw == 1) {
+            // A contiguous run: the in-bounds middle is one copy.
+            const int64_t lo = std::max<int64_t>(0, -off),
+                          hi = std::min<int64_t>(w.ow, wd - off);
+            for (int64_t j = 0; j < std::min(lo, w.ow); ++j) d[j] = T{0};
+            if (hi > lo)
+              std::memcpy(d + lo, src + lo + off, (hi - lo) * sizeof(T));
+            for (int64_t j = std::max(hi, lo); j < w.ow; ++j) d[j] = T{0};
+          } else {
+            for (int64_t j = 0; j < w.ow; ++j) {
+              const int64_t q = j * w.sw + off;
+              d[j] = (q >= 0 && q < wd) ? src[q] : T{0};
+            }
+          }
+        }
+      }
+    });
+  });
+}
+
+}  // namespace cpu
+}  // namespace tensord

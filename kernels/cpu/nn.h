@@ -1,0 +1,43 @@
+// Neural-net kernels on contiguous float32/float64 tensors: softmax,
+// im2col for convolution, 2-d pooling.
+//
+// Contract: views are C-contiguous and of one floating dtype; shapes were
+// validated by the runtime (windows fit, outputs sized by its formulas).
+#ifndef TENSORD_KERNELS_CPU_NN_H_
+#define TENSORD_KERNELS_CPU_NN_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "runtime/core/strided.h"
+
+namespace tensord {
+namespace cpu {
+
+// in/out seen as [outer, dim, inner]; (log_)softmax along dim.
+absl::Status Softmax(const StridedView& in, int64_t outer, int64_t dim,
+                     int64_t inner, bool log, const StridedView& out);
+
+struct Window2d {
+  int64_t kh, kw, sh, sw, ph, pw, dh = 1, dw = 1;
+  int64_t oh, ow;  // output size
+};
+
+// One image [C, H, W] (data at `in`) to columns [C*kh*kw, oh*ow] at `col`.
+absl::Status Im2Col(const StridedView& image, const Window2d& w,
+                    const StridedView& col);
+
+// in [N, C, H, W], out [N, C, oh, ow]. Padding never wins a max.
+absl::Status MaxPool2d(const StridedView& in, const Window2d& w,
+                       const StridedView& out);
+// count_include_pad: divide by the window clipped to the padded input
+// (PyTorch's rule), else by the in-bounds count.
+absl::Status AvgPool2d(const StridedView& in, const Window2d& w,
+                       bool count_include_pad, const StridedView& out);
+// PyTorch's adaptive windows: [floor(i*H/oh), ceil((i+1)*H/oh)).
+absl::Status AdaptiveAvgPool2d(const StridedView& in, const StridedView& out);
+
+}  // namespace cpu
+}  // namespace tensord
+
+#endif  // TENSORD_KERNELS_CPU_NN_H_

@@ -1,0 +1,132 @@
+// Multi-pass reductions: var/std (two-pass, double), logsumexp (max-shifted),
+// p-norms and arg-max/min. Each output element gathers its reduced elements
+// in row-major order into a per-thread buffer, then computes its statistic.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/reduce.h"
+
+namespace tensord {
+namespace cpu {
+namespace {
+
+double Stat(StatOp op, const std::vector<double>& v, double param) {
+  const size_t n = v.size();
+  switch (op) {
+    case StatOp::kVar:
+    case StatOp::kStd: {
+      double mean = 0;
+      for (double x : v) mean += x;
+      mean /= static_cast<double>(n);
+      double ss = 0;
+      for (double x : v) ss += (x - mean) * (x - mean);
+      const double var = ss / std::max(0.0, static_cast<double>(n) - param);
+      return op == StatOp::kStd ? std::sqrt(var) : var;
+    }
+    case StatOp::kLogSumExp: {
+      double m = -std::numeric_limits<double>::infinity();
+      for (double x : v) m = std::max(m, x);
+      if (n == 0) return m;
+      if (std::isinf(m)) return m;
+      double s = 0;
+      for (double x : v) s += std::exp(x - m);
+      return m + std::log(s);
+    }
+    case StatOp::kNorm: {
+      if (std::isinf(param)) {
+        double m = param > 0 ? 0 : std::numeric_limits<double>::infinity();
+        for (double x : v) {
+          m = param > 0 ? std::max(m, std::fabs(x)) : std::min(m, std::fabs(x));
+        }
+        return m;
+      }
+      if (param == 0) {
+        double c = 0;
+        for (double x : v) c += x != 0;
+        return c;
+      }
+      double s = 0;
+      if (param == 2) {
+        for (double x : v) s += x * x;
+        return std::sqrt(s);
+      }
+      for (double x : v) s += std::pow(std::fabs(x), param);
+      return std::pow(s, 1.0 / param);
+    }
+    case StatOp::kArgMax:
+    case StatOp::kArgMin: {
+      size_t best = 0;
+      for (size_t i = 0; i < n; ++i) {
+        if (std::isnan(v[i])) return static_cast<double>(i);
+        if (op == StatOp::kArgMax ? v[i] > v[best] : v[i] < v[best]) best = i;
+      }
+      return static_cast<double>(best);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+absl::Status ReduceStat(StatOp op, const StridedView& in, const bool* reduced,
+                        double param, const StridedView& out) {
+  int kept = 0, red = 0;
+  int64_t kept_sizes[kMaxDims], kept_in[kMaxDims], kept_out[kMaxDims];
+  int64_t red_sizes[kMaxDims], red_strides[kMaxDims];
+  int64_t kept_count = 1, red_count = 1;
+  for (int d = 0; d < in.ndim; ++d) {
+    if (reduced[d]) {
+      red_sizes[red] = in.sizes[d];
+      red_strides[red++] = in.strides[d];
+      red_count *= in.sizes[d];
+    } else {
+      kept_sizes[kept] = in.sizes[d];
+      kept_in[kept] = in.strides[d];
+      kept_out[kept++] = out.strides[d];
+      kept_count *= in.sizes[d];
+    }
+  }
+  const bool is_arg = op == StatOp::kArgMax || op == StatOp::kArgMin;
+  if (is_arg && red_count == 0 && kept_count > 0) {
+    return absl::InvalidArgumentError(
+        "argmax/argmin of an empty dimension has no answer");
+  }
+  absl::Status inner;
+  absl::Status status = DispatchAll(in.dtype, "reduction", [&](auto tag) {
+    using In = decltype(tag);
+    const In* data = in.ptr<const In>();
+    inner = DispatchAll(out.dtype, "reduction", [&](auto out_tag) {
+      using Out = decltype(out_tag);
+      Out* o = out.ptr<Out>();
+      ParallelFor(kept_count, red_count, [&](int64_t b, int64_t e) {
+        std::vector<double> buf(red_count);
+        for (int64_t k = b; k < e; ++k) {
+          int64_t rem = k, in_off = 0, out_off = 0;
+          for (int d = kept - 1; d >= 0; --d) {
+            const int64_t idx = rem % kept_sizes[d];
+            rem /= kept_sizes[d];
+            in_off += idx * kept_in[d];
+            out_off += idx * kept_out[d];
+          }
+          for (int64_t r = 0; r < red_count; ++r) {
+            int64_t rr = r, off = in_off;
+            for (int d = red - 1; d >= 0; --d) {
+              off += (rr % red_sizes[d]) * red_strides[d];
+              rr /= red_sizes[d];
+            }
+            buf[r] = static_cast<double>(data[off]);
+          }
+          o[out_off] = static_cast<Out>(Stat(op, buf, param));
+        }
+      });
+    });
+  });
+  return status.ok() ? inner : status;
+}
+
+}  // namespace cpu
+}  // namespace tensord

@@ -1,0 +1,40 @@
+#include "runtime/ops/compose.h"
+
+#include "kernels/cpu/elementwise.h"
+#include "runtime/core/check.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/ops/dispatch.h"
+#include "runtime/ops/op_table.h"
+
+namespace tensord {
+
+absl::StatusOr<std::vector<Tensor>> CallOp(
+    const std::string& name, std::vector<Tensor> inputs,
+    std::map<std::string, AttrValue> attrs, const OpContext& ctx) {
+  const OpDef* op = FindOp(name);
+  TD_CHECK(op != nullptr, name.c_str());
+  TD_ASSIGN_OR_RETURN(Attrs built,
+                      Attrs::Build(name, op->attrs, std::move(attrs)));
+  return RunOp(*op, inputs, built, ctx);
+}
+
+absl::StatusOr<Tensor> Call1(const std::string& name,
+                             std::vector<Tensor> inputs,
+                             std::map<std::string, AttrValue> attrs,
+                             const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                      CallOp(name, std::move(inputs), std::move(attrs), ctx));
+  return out[0];
+}
+
+absl::StatusOr<Tensor> Scalar(double value, DType dtype, Device* device,
+                              const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(Tensor t, Tensor::Empty(device, dtype, {}, ctx.alloc));
+  if (device->kind() != DeviceKind::kCpu) {
+    return absl::UnimplementedError("scalars on " + device->name());
+  }
+  TD_RETURN_IF_ERROR(cpu::Fill(t.view(), value));
+  return t;
+}
+
+}  // namespace tensord

@@ -1,0 +1,328 @@
+// conv2d (im2col + OpenBLAS GEMM per image and group), max_pool2d,
+// avg_pool2d, adaptive_avg_pool2d on NCHW tensors (pools also take CHW).
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/nn.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/ops/dispatch.h"
+#include "runtime/ops/op_helpers.h"
+#include "runtime/ops/op_table.h"
+
+namespace tensord {
+namespace {
+
+using Specs = absl::StatusOr<std::vector<TensorSpec>>;
+
+// An ints attribute of 1 or 2 values as a pair (`fallback` when empty).
+absl::StatusOr<std::pair<int64_t, int64_t>> Pair(
+    const Attrs& attrs, const char* name, std::pair<int64_t, int64_t> fallback,
+    int64_t min_value) {
+  const auto& v = attrs.Ints(name);
+  std::pair<int64_t, int64_t> p = fallback;
+  if (v.size() == 1)
+    p = {v[0], v[0]};
+  else if (v.size() == 2)
+    p = {v[0], v[1]};
+  else if (!v.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, " must be one int or a pair, got ", ShapeToString(v)));
+  }
+  if (p.first < min_value || p.second < min_value) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, " must be >= ", min_value, ", got ", ShapeToString(v)));
+  }
+  return p;
+}
+
+struct ConvPlan {
+  cpu::Window2d w;
+  int64_t n, c, h, wd, o, groups;
+};
+
+absl::StatusOr<ConvPlan> PlanConv(absl::Span<const Tensor> in,
+                                  const Attrs& attrs) {
+  const Tensor &x = in[0], &weight = in[1];
+  TD_RETURN_IF_ERROR(RequireDim(x, 4, "conv2d input"));
+  TD_RETURN_IF_ERROR(RequireDim(weight, 4, "conv2d weight"));
+  TD_RETURN_IF_ERROR(RequireFloating(x, "conv2d"));
+  if (weight.dtype() != x.dtype() ||
+      (in.size() == 3 && in[2].dtype() != x.dtype())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv2d: input, weight and bias must have one dtype, got ",
+                     DTypeName(x.dtype()), " and ", DTypeName(weight.dtype())));
+  }
+  ConvPlan p;
+  p.n = x.shape()[0], p.c = x.shape()[1], p.h = x.shape()[2],
+  p.wd = x.shape()[3];
+  p.o = weight.shape()[0];
+  p.groups = attrs.Int("groups");
+  if (p.groups < 1 || p.c % p.groups != 0 || p.o % p.groups != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv2d: groups=", p.groups, " must divide in_channels (",
+                     p.c, ") and out_channels (", p.o, ")"));
+  }
+  if (weight.shape()[1] * p.groups != p.c) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "conv2d: expected input ", ShapeToString(x.shape()), " to have ",
+        weight.shape()[1] * p.groups, " channels (weight ",
+        ShapeToString(weight.shape()), ", groups=", p.groups, "), but got ",
+        p.c, " channels instead"));
+  }
+  if (in.size() == 3 && (in[2].ndim() != 1 || in[2].shape()[0] != p.o)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv2d: bias must have shape [", p.o, "], got ",
+                     ShapeToString(in[2].shape())));
+  }
+  TD_ASSIGN_OR_RETURN(auto s, Pair(attrs, "stride", {1, 1}, 1));
+  TD_ASSIGN_OR_RETURN(auto pad, Pair(attrs, "padding", {0, 0}, 0));
+  TD_ASSIGN_OR_RETURN(auto d, Pair(attrs, "dilation", {1, 1}, 1));
+  p.w = {weight.shape()[2], weight.shape()[3], s.first,  s.second, pad.first,
+         pad.second,        d.first,           d.second, 0,        0};
+  const int64_t eh = d.first * (p.w.kh - 1) + 1,
+                ew = d.second * (p.w.kw - 1) + 1;
+  p.w.oh = (p.h + 2 * pad.first - eh) / s.first + 1;
+  p.w.ow = (p.wd + 2 * pad.second - ew) / s.second + 1;
+  if (p.h + 2 * pad.first < eh || p.wd + 2 * pad.second < ew) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv2d: kernel size (", eh, " x ", ew,
+                     ") can't be greater than the "
+                     "padded input size (",
+                     p.h + 2 * pad.first, " x ", p.wd + 2 * pad.second, ")"));
+  }
+  return p;
+}
+
+Specs InferConv(absl::Span<const Tensor> in, const Attrs& attrs,
+                const OpContext&) {
+  TD_ASSIGN_OR_RETURN(ConvPlan p, PlanConv(in, attrs));
+  Shape out{p.n, p.o, p.w.oh, p.w.ow};
+  TD_RETURN_IF_ERROR(CheckShape(out, ItemSize(in[0].dtype())));
+  return std::vector<TensorSpec>{{in[0].dtype(), out, in[0].device()}};
+}
+
+StridedView Matrix(void* data, DType dtype, int64_t rows, int64_t cols) {
+  StridedView v;
+  v.data = data;
+  v.dtype = dtype;
+  v.ndim = 3;
+  v.sizes[0] = 1, v.sizes[1] = rows, v.sizes[2] = cols;
+  v.strides[0] = rows * cols, v.strides[1] = cols, v.strides[2] = 1;
+  return v;
+}
+
+absl::Status CpuConv(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
+                     const Attrs& attrs, const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(ConvPlan p, PlanConv(in, attrs));
+  TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
+  TD_ASSIGN_OR_RETURN(Tensor weight, Contiguous(in[1], ctx));
+  const DType dt = x.dtype();
+  const size_t item = ItemSize(dt);
+  const int64_t cg = p.c / p.groups, og = p.o / p.groups;
+  const int64_t k = cg * p.w.kh * p.w.kw, l = p.w.oh * p.w.ow;
+  const bool direct = p.w.kh == 1 && p.w.kw == 1 && p.w.sh == 1 &&
+                      p.w.sw == 1 && p.w.ph == 0 && p.w.pw == 0;
+  Tensor col;
+  if (!direct) {
+    TD_ASSIGN_OR_RETURN(col, Tensor::Empty(x.device(), dt, {k, l}, ctx.alloc));
+  }
+  char* xb = static_cast<char*>(x.data());
+  char* wb = static_cast<char*>(weight.data());
+  char* ob = static_cast<char*>(out[0].data());
+  for (int64_t n = 0; n < p.n; ++n) {
+    for (int64_t g = 0; g < p.groups; ++g) {
+      char* image = xb + ((n * p.c + g * cg) * p.h * p.wd) * item;
+      void* cols = image;
+      if (!direct) {
+        StridedView iv;
+        iv.data = image;
+        iv.dtype = dt;
+        iv.ndim = 3;
+        iv.sizes[0] = cg, iv.sizes[1] = p.h, iv.sizes[2] = p.wd;
+        TD_RETURN_IF_ERROR(cpu::Im2Col(iv, p.w, col.view()));
+        cols = col.data();
+      }
+      TD_RETURN_IF_ERROR(cpu::BatchedMatmul(
+          Matrix(wb + g * og * k * item, dt, og, k), Matrix(cols, dt, k, l),
+          Matrix(ob + ((n * p.o + g * og) * l) * item, dt, og, l)));
+    }
+  }
+  if (in.size() == 3) {
+    const Tensor b = in[2].AsStrided(
+        {1, p.o, 1, 1}, {0, in[2].strides()[0], 0, 0}, in[2].offset());
+    const StridedView o = out[0].view();
+    TD_RETURN_IF_ERROR(cpu::Binary(cpu::BinaryOp::kAdd, o,
+                                   b.BroadcastView(out[0].shape()), 1.0, o));
+  }
+  return absl::OkStatus();
+}
+
+// Pools: input [N, C, H, W] or [C, H, W].
+absl::Status CheckPoolInput(const Tensor& x, const char* what) {
+  TD_RETURN_IF_ERROR(RequireFloating(x, what));
+  if (x.ndim() != 3 && x.ndim() != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": expected 3D or 4D input, got shape ",
+                     ShapeToString(x.shape())));
+  }
+  return absl::OkStatus();
+}
+
+int64_t PoolOut(int64_t size, int64_t k, int64_t s, int64_t p, int64_t d,
+                bool ceil) {
+  const int64_t span = size + 2 * p - d * (k - 1) - 1;
+  int64_t out = (ceil ? (span + s - 1) / s : span / s) + 1;
+  if (ceil && (out - 1) * s >= size + p) --out;
+  return out;
+}
+
+template <bool kMax>
+absl::StatusOr<cpu::Window2d> PlanPool(const Tensor& x, const Attrs& attrs) {
+  const char* what = kMax ? "max_pool2d" : "avg_pool2d";
+  TD_RETURN_IF_ERROR(CheckPoolInput(x, what));
+  TD_ASSIGN_OR_RETURN(auto k, Pair(attrs, "kernel_size", {0, 0}, 1));
+  TD_ASSIGN_OR_RETURN(auto s, Pair(attrs, "stride", k, 1));
+  TD_ASSIGN_OR_RETURN(auto pad, Pair(attrs, "padding", {0, 0}, 0));
+  std::pair<int64_t, int64_t> d{1, 1};
+  if (kMax) {
+    TD_ASSIGN_OR_RETURN(d, Pair(attrs, "dilation", {1, 1}, 1));
+  }
+  if (pad.first > k.first / 2 || pad.second > k.second / 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what,
+        ": pad should be at most half of effective kernel size, but got pad=",
+        pad.first, ", kernel_size=", k.first));
+  }
+  const int64_t h = x.shape()[x.ndim() - 2], w = x.shape()[x.ndim() - 1];
+  const bool ceil = attrs.Bool("ceil_mode");
+  cpu::Window2d win{k.first,
+                    k.second,
+                    s.first,
+                    s.second,
+                    pad.first,
+                    pad.second,
+                    d.first,
+                    d.second,
+                    PoolOut(h, k.first, s.first, pad.first, d.first, ceil),
+                    PoolOut(w, k.second, s.second, pad.second, d.second, ceil)};
+  if (win.oh <= 0 || win.ow <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": output size is too small for input ",
+                     ShapeToString(x.shape())));
+  }
+  return win;
+}
+
+Shape PoolShape(const Tensor& x, int64_t oh, int64_t ow) {
+  Shape s = x.shape();
+  s[s.size() - 2] = oh;
+  s[s.size() - 1] = ow;
+  return s;
+}
+
+// The [N, C, H, W] view of a (contiguous) 3-d or 4-d tensor.
+StridedView As4d(const Tensor& t) {
+  StridedView v = t.view();
+  if (v.ndim == 3) {
+    for (int i = 3; i > 0; --i)
+      v.sizes[i] = v.sizes[i - 1], v.strides[i] = v.strides[i - 1];
+    v.ndim = 4;
+    v.sizes[0] = 1;
+    v.strides[0] = v.sizes[1] * v.strides[1];
+  }
+  return v;
+}
+
+template <bool kMax>
+Specs InferPool(absl::Span<const Tensor> in, const Attrs& attrs,
+                const OpContext&) {
+  TD_ASSIGN_OR_RETURN(cpu::Window2d w, PlanPool<kMax>(in[0], attrs));
+  return std::vector<TensorSpec>{
+      {in[0].dtype(), PoolShape(in[0], w.oh, w.ow), in[0].device()}};
+}
+
+template <bool kMax>
+absl::Status CpuPool(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
+                     const Attrs& attrs, const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(cpu::Window2d w, PlanPool<kMax>(in[0], attrs));
+  TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
+  if (kMax) return cpu::MaxPool2d(As4d(x), w, As4d(out[0]));
+  return cpu::AvgPool2d(As4d(x), w, attrs.Bool("count_include_pad"),
+                        As4d(out[0]));
+}
+
+Specs InferAdaptive(absl::Span<const Tensor> in, const Attrs& attrs,
+                    const OpContext&) {
+  TD_RETURN_IF_ERROR(CheckPoolInput(in[0], "adaptive_avg_pool2d"));
+  TD_ASSIGN_OR_RETURN(auto o, Pair(attrs, "output_size", {0, 0}, 0));
+  if (attrs.Ints("output_size").empty()) {
+    return absl::InvalidArgumentError(
+        "adaptive_avg_pool2d: output_size is required");
+  }
+  return std::vector<TensorSpec>{
+      {in[0].dtype(), PoolShape(in[0], o.first, o.second), in[0].device()}};
+}
+
+absl::Status CpuAdaptive(absl::Span<const Tensor> in,
+                         absl::Span<const Tensor> out, const Attrs&,
+                         const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
+  return cpu::AdaptiveAvgPool2d(As4d(x), As4d(out[0]));
+}
+
+AttrSpec Ints(const char* name, std::vector<int64_t> v) {
+  return Optional(name, AttrType::kInts, std::move(v));
+}
+
+}  // namespace
+
+std::vector<OpDef> ConvOps() {
+  using I = std::vector<int64_t>;
+  std::vector<OpDef> ops;
+  OpDef conv =
+      MakeOp("conv2d", 2, 3,
+             {Ints("stride", {1}), Ints("padding", {0}), Ints("dilation", {1}),
+              Optional("groups", AttrType::kInt, int64_t{1})},
+             "2-d convolution of NCHW input with [O, C/groups, kH, kW] "
+             "weight and optional bias.");
+  conv.infer = InferConv;
+  conv.cpu = CpuConv;
+  conv.examples = {
+      Example({{2, 4, 5, 5}, {6, 2, 3, 3}, {6}},
+              {{"stride", I{2, 1}}, {"padding", I{1}}, {"groups", int64_t{2}}}),
+      Example({{1, 3, 4, 4}, {2, 3, 1, 1}})};
+  ops.push_back(std::move(conv));
+  OpDef maxp =
+      MakeOp("max_pool2d", 1, 1,
+             {Required("kernel_size", AttrType::kInts), Ints("stride", {}),
+              Ints("padding", {0}), Ints("dilation", {1}),
+              Optional("ceil_mode", AttrType::kBool, false)},
+             "2-d max pooling (stride defaults to kernel_size).");
+  maxp.infer = InferPool<true>;
+  maxp.cpu = CpuPool<true>;
+  maxp.examples = {
+      Example({{1, 2, 5, 5}}, {{"kernel_size", I{2}}, {"ceil_mode", true}})};
+  ops.push_back(std::move(maxp));
+  OpDef avgp = MakeOp(
+      "avg_pool2d", 1, 1,
+      {Required("kernel_size", AttrType::kInts), Ints("stride", {}),
+       Ints("padding", {0}), Optional("ceil_mode", AttrType::kBool, false),
+       Optional("count_include_pad", AttrType::kBool, true)},
+      "2-d average pooling (stride defaults to kernel_size).");
+  avgp.infer = InferPool<false>;
+  avgp.cpu = CpuPool<false>;
+  avgp.examples = {
+      Example({{1, 2, 5, 5}},
+              {{"kernel_size", I{3}}, {"padding", I{1}}, {"stride", I{2}}})};
+  ops.push_back(std::move(avgp));
+  OpDef ada = MakeOp("adaptive_avg_pool2d", 1, 1,
+                     {Required("output_size", AttrType::kInts)},
+                     "2-d average pooling to a given output size.");
+  ada.infer = InferAdaptive;
+  ada.cpu = CpuAdaptive;
+  ada.examples = {Example({{1, 2, 5, 7}}, {{"output_size", I{2, 3}}})};
+  ops.push_back(std::move(ada));
+  return ops;
+}
+
+}  // namespace tensord

@@ -1,0 +1,190 @@
+// Indexing: index_select, gather, scatter, scatter_add, embedding. Index
+// tensors are int64; their values are checked by the kernels before any
+// write (they are data, not shapes).
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/index.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/ops/compose.h"
+#include "runtime/ops/dispatch.h"
+#include "runtime/ops/op_helpers.h"
+#include "runtime/ops/op_table.h"
+
+namespace tensord {
+namespace {
+
+using Specs = absl::StatusOr<std::vector<TensorSpec>>;
+
+absl::Status RequireInt64(const Tensor& t, const char* what) {
+  if (t.dtype() == DType::kInt64) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, "(): Expected dtype int64 for index, got ", DTypeName(t.dtype())));
+}
+
+Specs InferIndexSelect(absl::Span<const Tensor> in, const Attrs& attrs,
+                       const OpContext&) {
+  TD_RETURN_IF_ERROR(RequireInt64(in[1], "index_select"));
+  if (in[1].ndim() > 1) {
+    return absl::InvalidArgumentError(
+        "index_select(): Index is supposed to be a vector");
+  }
+  TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), in[0].ndim()));
+  Shape shape = in[0].shape();
+  if (!shape.empty()) shape[d] = in[1].numel();
+  return std::vector<TensorSpec>{{in[0].dtype(), shape, in[0].device()}};
+}
+
+absl::Status CpuIndexSelect(absl::Span<const Tensor> in,
+                            absl::Span<const Tensor> out, const Attrs& attrs,
+                            const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), in[0].ndim()));
+  TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
+  TD_ASSIGN_OR_RETURN(Tensor idx, Contiguous(in[1], ctx));
+  return cpu::IndexSelect(x.view(), d, idx.view(), out[0].view());
+}
+
+// gather/scatter: index has input's rank and fits it outside dim.
+absl::Status CheckIndexShape(const Tensor& self, const Tensor& index, int d,
+                             const char* what) {
+  if (index.ndim() != self.ndim() && !(index.ndim() <= 1 && self.ndim() <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what,
+        "(): Index tensor must have the same number of dimensions as "
+        "input tensor (",
+        ShapeToString(index.shape()), " vs ", ShapeToString(self.shape()),
+        ")"));
+  }
+  for (int k = 0; k < index.ndim() && k < self.ndim(); ++k) {
+    if (k != d && index.shape()[k] > self.shape()[k]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, "(): Size does not match at dimension ", k, " expected index ",
+          ShapeToString(index.shape()), " to be smaller than self ",
+          ShapeToString(self.shape()), " apart from dimension ", d));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Specs InferGather(absl::Span<const Tensor> in, const Attrs& attrs,
+                  const OpContext&) {
+  TD_RETURN_IF_ERROR(RequireInt64(in[1], "gather"));
+  TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), in[0].ndim()));
+  TD_RETURN_IF_ERROR(CheckIndexShape(in[0], in[1], d, "gather"));
+  return std::vector<TensorSpec>{
+      {in[0].dtype(), in[1].shape(), in[0].device()}};
+}
+
+StridedView AtLeast1d(StridedView v) {
+  if (v.ndim == 0) {
+    v.ndim = 1;
+    v.sizes[0] = 1;
+    v.strides[0] = 1;
+  }
+  return v;
+}
+
+absl::Status CpuGather(absl::Span<const Tensor> in,
+                       absl::Span<const Tensor> out, const Attrs& attrs,
+                       const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), in[0].ndim()));
+  TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
+  TD_ASSIGN_OR_RETURN(Tensor idx, Contiguous(in[1], ctx));
+  return cpu::Gather(AtLeast1d(x.view()), d, AtLeast1d(idx.view()),
+                     AtLeast1d(out[0].view()));
+}
+
+// scatter(input, index, src): src is a tensor at least index's size, or a
+// 0-d value broadcast to index's shape.
+Specs InferScatter(absl::Span<const Tensor> in, const Attrs& attrs,
+                   const OpContext&) {
+  TD_RETURN_IF_ERROR(RequireInt64(in[1], "scatter"));
+  TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), in[0].ndim()));
+  TD_RETURN_IF_ERROR(CheckIndexShape(in[0], in[1], d, "scatter"));
+  if (in[2].ndim() != 0) {
+    TD_RETURN_IF_ERROR(CheckIndexShape(in[2], in[1], -1, "scatter"));
+  }
+  return std::vector<TensorSpec>{
+      {in[0].dtype(), in[0].shape(), in[0].device()}};
+}
+
+template <bool kAdd>
+absl::Status CpuScatter(absl::Span<const Tensor> in,
+                        absl::Span<const Tensor> out, const Attrs& attrs,
+                        const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), in[0].ndim()));
+  TD_RETURN_IF_ERROR(cpu::Copy(in[0].view(), out[0].view()));
+  TD_ASSIGN_OR_RETURN(Tensor idx, Contiguous(in[1], ctx));
+  Tensor src = in[2];
+  if (src.ndim() == 0 && in[1].ndim() > 0) {
+    src = src.AsStrided(in[1].shape(), Strides(in[1].ndim(), 0), src.offset());
+  }
+  TD_ASSIGN_OR_RETURN(src, CastTo(src, out[0].dtype(), ctx));
+  TD_ASSIGN_OR_RETURN(src, Contiguous(src, ctx));
+  return cpu::Scatter(AtLeast1d(out[0].view()), d, AtLeast1d(idx.view()),
+                      AtLeast1d(src.view()), kAdd);
+}
+
+// embedding(weight, indices) as torch.embedding: rows of weight.
+absl::StatusOr<std::vector<Tensor>> Embedding(absl::Span<const Tensor> in,
+                                              const Attrs&,
+                                              const OpContext& ctx) {
+  if (in[0].ndim() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("embedding: 'weight' must be 2-D, got shape ",
+                     ShapeToString(in[0].shape())));
+  }
+  TD_RETURN_IF_ERROR(RequireInt64(in[1], "embedding"));
+  TD_ASSIGN_OR_RETURN(
+      Tensor flat,
+      Call1("reshape", {in[1]}, {{"shape", std::vector<int64_t>{-1}}}, ctx));
+  TD_ASSIGN_OR_RETURN(Tensor rows, Call1("index_select", {in[0], flat},
+                                         {{"dim", int64_t{0}}}, ctx));
+  std::vector<int64_t> shape(in[1].shape().begin(), in[1].shape().end());
+  shape.push_back(in[0].shape()[1]);
+  TD_ASSIGN_OR_RETURN(Tensor out,
+                      Call1("reshape", {rows}, {{"shape", shape}}, ctx));
+  return std::vector<Tensor>{out};
+}
+
+}  // namespace
+
+std::vector<OpDef> IndexOps() {
+  const AttrSpec dim = Required("dim", AttrType::kInt);
+  std::vector<OpDef> ops;
+  OpDef is = MakeOp("index_select", 2, 2, {dim},
+                    "Entries of input at `index` (1-d int64) along dim.");
+  is.infer = InferIndexSelect;
+  is.cpu = CpuIndexSelect;
+  is.native_half = true;
+  is.examples = {Example({{3, 4}, {5}}, {{"dim", int64_t{1}}},
+                         {DType::kFloat32, DType::kInt64})};
+  ops.push_back(std::move(is));
+  OpDef gather = MakeOp("gather", 2, 2, {dim},
+                        "out[i][j] = input[index[i][j]][j] (dim 0), etc.");
+  gather.infer = InferGather;
+  gather.cpu = CpuGather;
+  gather.native_half = true;
+  gather.examples = {Example({{3, 4}, {2, 4}}, {{"dim", int64_t{0}}},
+                             {DType::kFloat32, DType::kInt64})};
+  ops.push_back(std::move(gather));
+  for (bool add : {false, true}) {
+    OpDef def = MakeOp(add ? "scatter_add" : "scatter", 3, 3, {dim},
+                       add ? "input with src added at index along dim."
+                           : "input with src written at index along dim.");
+    def.infer = InferScatter;
+    def.cpu = add ? CpuScatter<true> : CpuScatter<false>;
+    def.examples = {Example({{3, 4}, {2, 4}, {2, 4}}, {{"dim", int64_t{0}}},
+                            {DType::kFloat32, DType::kInt64, DType::kFloat32})};
+    ops.push_back(std::move(def));
+  }
+  OpDef emb =
+      MakeOp("embedding", 2, 2, {},
+             "Rows of weight picked by int64 indices (torch.embedding).");
+  emb.composite = Embedding;
+  emb.examples = {
+      Example({{5, 3}, {2, 4}}, {}, {DType::kFloat32, DType::kInt64})};
+  ops.push_back(std::move(emb));
+  return ops;
+}
+
+}  // namespace tensord

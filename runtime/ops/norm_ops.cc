@@ -1,0 +1,139 @@
+// batch_norm and layer_norm, composed of reduction and pointwise rows.
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/ops/compose.h"
+#include "runtime/ops/op_helpers.h"
+
+namespace tensord {
+
+using Outs = absl::StatusOr<std::vector<Tensor>>;
+using I = std::vector<int64_t>;
+
+namespace {
+
+// (x - mean) * rsqrt(var + eps) * weight + bias, stats broadcast as `shape`.
+absl::StatusOr<Tensor> Normalize(const Tensor& x, Tensor mean, Tensor var,
+                                 const Tensor* weight, const Tensor* bias,
+                                 const I& shape, const I& wshape, double eps,
+                                 const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(mean, Call1("reshape", {mean}, {{"shape", shape}}, ctx));
+  TD_ASSIGN_OR_RETURN(var, Call1("reshape", {var}, {{"shape", shape}}, ctx));
+  TD_ASSIGN_OR_RETURN(Tensor e, Scalar(eps, var.dtype(), var.device(), ctx));
+  TD_ASSIGN_OR_RETURN(Tensor d, Call1("add", {var, e}, {}, ctx));
+  TD_ASSIGN_OR_RETURN(Tensor inv, Call1("rsqrt", {d}, {}, ctx));
+  TD_ASSIGN_OR_RETURN(Tensor y, Call1("sub", {x, mean}, {}, ctx));
+  TD_ASSIGN_OR_RETURN(y, Call1("mul", {y, inv}, {}, ctx));
+  if (weight != nullptr) {
+    TD_ASSIGN_OR_RETURN(Tensor w,
+                        Call1("reshape", {*weight}, {{"shape", wshape}}, ctx));
+    TD_ASSIGN_OR_RETURN(y, Call1("mul", {y, w}, {}, ctx));
+  }
+  if (bias != nullptr) {
+    TD_ASSIGN_OR_RETURN(Tensor b,
+                        Call1("reshape", {*bias}, {{"shape", wshape}}, ctx));
+    TD_ASSIGN_OR_RETURN(y, Call1("add", {y, b}, {}, ctx));
+  }
+  return y;
+}
+
+absl::Status CheckChannels(const Tensor& t, int64_t c, const char* what) {
+  if (t.ndim() == 1 && t.shape()[0] == c) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("batch_norm: ", what, " should have shape [", c, "], got ",
+                   ShapeToString(t.shape())));
+}
+
+}  // namespace
+
+Outs BatchNorm(absl::Span<const Tensor> in, const Attrs& attrs,
+               const OpContext& ctx) {
+  const Tensor& x = in[0];
+  TD_RETURN_IF_ERROR(RequireFloating(x, "batch_norm"));
+  if (x.ndim() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_norm: expected an input with at least 2 dims, got ",
+                     ShapeToString(x.shape())));
+  }
+  if (in.size() == 2) {
+    return absl::InvalidArgumentError(
+        "batch_norm takes running_mean and running_var together");
+  }
+  const int64_t c = x.shape()[1];
+  const char* names[] = {"", "running_mean", "running_var", "weight", "bias"};
+  for (size_t i = 1; i < in.size(); ++i)
+    TD_RETURN_IF_ERROR(CheckChannels(in[i], c, names[i]));
+  const bool training = attrs.Bool("training") || in.size() < 3;
+  I dims{0}, shape{1, c};
+  for (int d = 2; d < x.ndim(); ++d) dims.push_back(d), shape.push_back(1);
+  Tensor mean, var;
+  if (training) {
+    const int64_t n = x.numel() / std::max<int64_t>(c, 1);
+    if (n <= 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Expected more than 1 value per channel when training, "
+                       "got input size ",
+                       ShapeToString(x.shape())));
+    }
+    TD_ASSIGN_OR_RETURN(mean, Call1("mean", {x}, {{"dim", dims}}, ctx));
+    TD_ASSIGN_OR_RETURN(
+        var, Call1("var", {x}, {{"dim", dims}, {"unbiased", false}}, ctx));
+    if (in.size() >= 3) {
+      const double m = attrs.Float("momentum");
+      TD_ASSIGN_OR_RETURN(
+          Tensor unbiased,
+          Call1("var", {x}, {{"dim", dims}, {"unbiased", true}}, ctx));
+      for (auto [stat, run] :
+           {std::pair{mean, in[1]}, std::pair{unbiased, in[2]}}) {
+        TD_ASSIGN_OR_RETURN(Tensor keep,
+                            Scalar(1 - m, run.dtype(), run.device(), ctx));
+        TD_ASSIGN_OR_RETURN(Tensor take,
+                            Scalar(m, run.dtype(), run.device(), ctx));
+        TD_ASSIGN_OR_RETURN(Tensor a, Call1("mul", {run, keep}, {}, ctx));
+        TD_ASSIGN_OR_RETURN(Tensor b, Call1("mul", {stat, take}, {}, ctx));
+        TD_ASSIGN_OR_RETURN(a, Call1("add", {a, b}, {}, ctx));
+        TD_RETURN_IF_ERROR(Call1("copy_", {run, a}, {}, ctx).status());
+      }
+    }
+  } else {
+    mean = in[1];
+    var = in[2];
+  }
+  TD_ASSIGN_OR_RETURN(Tensor y,
+                      Normalize(x, mean, var, in.size() > 3 ? &in[3] : nullptr,
+                                in.size() > 4 ? &in[4] : nullptr, shape, shape,
+                                attrs.Float("eps"), ctx));
+  return std::vector<Tensor>{y};
+}
+
+Outs LayerNorm(absl::Span<const Tensor> in, const Attrs& attrs,
+               const OpContext& ctx) {
+  const Tensor& x = in[0];
+  TD_RETURN_IF_ERROR(RequireFloating(x, "layer_norm"));
+  const I& ns = attrs.Ints("normalized_shape");
+  const int k = static_cast<int>(ns.size());
+  bool ok = k >= 1 && k <= x.ndim();
+  for (int i = 0; ok && i < k; ++i) ok = x.shape()[x.ndim() - k + i] == ns[i];
+  for (size_t i = 1; ok && i < in.size(); ++i)
+    ok = I(in[i].shape().begin(), in[i].shape().end()) == ns;
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer_norm: input ", ShapeToString(x.shape()),
+                     " (and weight/bias) must end with "
+                     "normalized_shape ",
+                     ShapeToString(ns)));
+  }
+  I dims, shape(x.shape().begin(), x.shape().end());
+  for (int d = x.ndim() - k; d < x.ndim(); ++d) dims.push_back(d), shape[d] = 1;
+  TD_ASSIGN_OR_RETURN(Tensor mean, Call1("mean", {x}, {{"dim", dims}}, ctx));
+  TD_ASSIGN_OR_RETURN(
+      Tensor var, Call1("var", {x}, {{"dim", dims}, {"unbiased", false}}, ctx));
+  I wshape(x.ndim(), 1);
+  for (int i = 0; i < k; ++i) wshape[x.ndim() - k + i] = ns[i];
+  TD_ASSIGN_OR_RETURN(Tensor y,
+                      Normalize(x, mean, var, in.size() > 1 ? &in[1] : nullptr,
+                                in.size() > 2 ? &in[2] : nullptr, shape, wshape,
+                                attrs.Float("eps"), ctx));
+  return std::vector<Tensor>{y};
+}
+
+}  // namespace tensord
