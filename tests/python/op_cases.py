@@ -1,0 +1,288 @@
+"""The reference cases of test_ops_reference.py: one or more per catalog op.
+
+A case names the daemon op, its arguments (torch tensors, ``NC(t)`` for a non-contiguous daemon
+tensor with t's values, Python scalars) and keyword attributes, and how to compute the same with
+torch (default: ``torch.<op>`` with the same arguments). Attribute names are PyTorch's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
+
+import torch
+import torch.nn.functional as F
+
+
+class NC(NamedTuple):
+    """A tensor the daemon should hold non-contiguously (a transposed view)."""
+    t: torch.Tensor
+
+
+class Case(NamedTuple):
+    op: str
+    args: List[Any]
+    kwargs: Dict[str, Any] = {}
+    ref: Optional[Callable[..., Any]] = None  # torch(*args, **kwargs); default torch.<op>
+    nout: Optional[int] = None  # for ops whose output count depends on attributes
+    check: Optional[Callable[[Any, Any], None]] = None  # custom comparison (random ops)
+    rtol: Optional[float] = None
+
+
+def R(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0, lo: float = None) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed * 131 + len(shape) * 7 + sum(shape))
+    if dtype.is_floating_point:
+        t = torch.randn(shape, generator=g, dtype=torch.float64)
+        if lo is not None:
+            t = t.abs() + lo
+        return t.to(dtype)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=g).bool()
+    low = 0 if dtype == torch.uint8 else -9
+    return torch.randint(low, 10, shape, generator=g).to(dtype)
+
+
+def I(*shape: int, high: int, seed: int = 0) -> torch.Tensor:  # noqa: E743 (int64 indices)
+    g = torch.Generator().manual_seed(seed + 99)
+    return torch.randint(0, high, shape, generator=g)
+
+
+UNARY = ["neg", "abs", "sign", "exp", "sin", "cos", "tanh", "sigmoid", "relu", "erf", "floor",
+         "ceil", "round", "trunc", "square", "expm1", "reciprocal"]
+POSITIVE = ["log", "log1p", "sqrt", "rsqrt"]
+BINARY = ["add", "sub", "mul", "div", "maximum", "minimum"]
+COMPARE = ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"]
+SHAPES = [((3, 4), (3, 4)), ((2, 1, 4), (3, 1)), ((), (3,)), ((2, 3), ()), ((0, 3), (3,))]
+
+
+def _random_check(mean: float, std: float) -> Callable[[Any, Any], None]:
+    def check(got: Any, want: Any) -> None:
+        g = torch.from_numpy(got.numpy()).double()
+        assert tuple(g.shape) == tuple(want.shape) and got.dtype.is_floating_point
+        assert abs(g.mean().item() - mean) < 0.05 and abs(g.std().item() - std) < 0.05
+    return check
+
+
+def _shape_check(got: Any, want: Any) -> None:
+    assert tuple(got.shape) == tuple(want.shape)
+
+
+def _dropout_check(got: Any, want: Any) -> None:
+    g = torch.from_numpy(got.numpy())
+    x = torch.ones(g.shape)
+    kept = (g != 0).double().mean().item()
+    assert abs(kept - 0.7) < 0.03
+    assert torch.allclose(g[g != 0], x[g != 0] / 0.7)
+
+
+def _randint_check(got: Any, want: Any) -> None:
+    g = torch.from_numpy(got.numpy())
+    assert g.dtype == torch.int64 and tuple(g.shape) == (1000,)
+    assert g.min().item() == 3 and g.max().item() == 9
+
+
+def cases() -> List[Case]:
+    c: List[Case] = []
+    # ---------------------------------------------------------------- unary
+    for op in UNARY:
+        c += [Case(op, [R(3, 4)]), Case(op, [NC(R(4, 5))]), Case(op, [R()]), Case(op, [R(0, 2)]),
+              Case(op, [R(5, dtype=torch.float64)])]
+    for op in POSITIVE:
+        c += [Case(op, [R(3, 4, lo=0.1)]), Case(op, [NC(R(4, 3, lo=0.1))])]
+    for op in ["exp", "sqrt", "sigmoid"]:
+        c.append(Case(op, [R(6, dtype=torch.int64).abs()]))  # integer input: float32 result
+    for op in ["neg", "abs", "sign", "floor"]:
+        c.append(Case(op, [R(6, dtype=torch.int32)]))
+    c += [Case("gelu", [R(3, 4)]), Case("silu", [R(3, 4)]), Case("exp", [R(3, 4, dtype=torch.float16)], ref=lambda x: x.float().exp().half()),
+          Case("tanh", [R(3, 4, dtype=torch.bfloat16)]),
+          Case("bitwise_not", [R(3, 4, dtype=torch.int64)]), Case("bitwise_not", [R(4, dtype=torch.bool)]),
+          Case("logical_not", [R(3, 4)]), Case("logical_not", [R(3, dtype=torch.bool)]),
+          Case("clamp", [R(3, 4)], {"min": -0.5, "max": 0.5}),
+          Case("clamp", [NC(R(3, 4))], {"min": 0.1}),
+          Case("clamp", [R(3, 4, dtype=torch.int64)], {"max": 2}),
+          Case("clamp", [R(5, dtype=torch.int64)], {"min": 0.5}),
+          Case("clamp", [R(5)], {"min": 1.0, "max": -1.0})]
+    # --------------------------------------------------------------- binary
+    for op in BINARY + COMPARE:
+        for a, b in SHAPES:
+            c.append(Case(op, [R(*a), R(*b, seed=1)]))
+        c += [Case(op, [NC(R(3, 4)), 2]), Case(op, [R(2, 3, dtype=torch.int64), R(3, dtype=torch.int32)]),
+              Case(op, [R(3, dtype=torch.int64), 1.5]), Case(op, [R(3, dtype=torch.float16), R(3)])]
+    c += [Case("add", [R(2, 3), R(3)], {"alpha": 2.5}), Case("sub", [R(2, 3), 1], {"alpha": 2}),
+          Case("div", [R(4, dtype=torch.int64), R(4, dtype=torch.int64).abs() + 1]),
+          Case("div", [R(5), R(5, seed=1)], {"rounding_mode": "floor"}),
+          Case("div", [R(6, dtype=torch.int64), 4], {"rounding_mode": "trunc"}),
+          Case("div", [R(6, dtype=torch.int64), -4], {"rounding_mode": "floor"}),
+          Case("add", [R(3, dtype=torch.bool), R(3, dtype=torch.bool, seed=2)]),
+          Case("mul", [R(3, dtype=torch.bool), 2.5]),
+          Case("pow", [R(3, 4, lo=0.5), R(4)]), Case("pow", [R(3, 4), 2]),
+          Case("pow", [R(5, dtype=torch.int64), 3]), Case("pow", [2, R(4)]),
+          Case("remainder", [R(3, 4), R(4, lo=0.5)]), Case("remainder", [R(6, dtype=torch.int64), -4]),
+          Case("floor_divide", [R(6, dtype=torch.int64), 4]), Case("floor_divide", [R(6), 0.7])]
+    for op in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
+        c += [Case(op, [R(3, 4, dtype=torch.int64), R(4, dtype=torch.int64, seed=1)]),
+              Case(op, [R(5, dtype=torch.bool), R(5, dtype=torch.bool, seed=3)])]
+    c += [Case("where", [R(3, 4, dtype=torch.bool), R(3, 4), R(4, seed=1)]),
+          Case("where", [R(3, 1, dtype=torch.bool), R(1, 4, dtype=torch.int64), 0.5]),
+          Case("masked_fill", [R(3, 4), R(4, dtype=torch.bool), -1.5]),
+          Case("masked_fill", [NC(R(3, 4)), R(3, 4, dtype=torch.bool), 2],
+               ref=lambda x, m, v: x.masked_fill(m, v))]
+    # ------------------------------------------------------------- in place
+    ip = lambda name: (lambda x, *a, **k: getattr(x.clone(), name)(*a, **k))  # noqa: E731
+    c += [Case("add_", [R(3, 4), R(4)], {"alpha": 2.0}, ref=ip("add_")),
+          Case("sub_", [R(3, 4), 1.5], ref=ip("sub_")), Case("mul_", [NC(R(3, 4)), R(4)], ref=ip("mul_")),
+          Case("div_", [R(3, 4), R(3, 1, lo=0.5)], ref=ip("div_")),
+          Case("add_", [R(3, dtype=torch.int64), 2], ref=ip("add_")),
+          Case("clamp_", [R(3, 4)], {"min": -0.1, "max": 0.2}, ref=ip("clamp_")),
+          Case("relu_", [R(3, 4)], ref=ip("relu_")), Case("zero_", [NC(R(3, 4))], ref=ip("zero_")),
+          Case("fill_", [R(3, 4), 2.5], ref=ip("fill_")),
+          Case("copy_", [R(3, 4), R(4, dtype=torch.int64)], ref=ip("copy_"))]
+    # ----------------------------------------------------------- reductions
+    for op in ["sum", "mean", "prod", "amax", "amin", "logsumexp", "all", "any"]:
+        dims = [{"dim": 1}, {"dim": -1, "keepdim": True}, {"dim": -1}]
+        if op not in ("prod", "all", "any"):  # torch 1.13 takes one dim for these
+            dims.append({"dim": (0, 2), "keepdim": True})
+        if op not in ("logsumexp",):
+            dims.append({})
+        for kw in dims:
+            c.append(Case(op, [R(2, 3, 4)], kw))
+        c.append(Case(op, [NC(R(4, 3))], {"dim": 0}))
+        c.append(Case(op, [R()], {"dim": 0} if op == "logsumexp" else {}))
+    c += [Case("sum", [R(3, 4, dtype=torch.int32)], {"dim": 1}), Case("sum", [R(5, dtype=torch.bool)]),
+          Case("sum", [R(0, 3)], {"dim": 0}), Case("prod", [R(0, 3)]), Case("mean", [R(0, 3)], {"dim": 1}),
+          Case("sum", [R(3, 4, dtype=torch.float16)], {"dim": 1}),
+          Case("sum", [R(3, 4)], {"dtype": torch.float64}),
+          Case("any", [R(3, 4, dtype=torch.int64)], {"dim": 1}),
+          Case("all", [R(3, 4, dtype=torch.bool)], {"dim": 0}),
+          Case("sum", [R(1 << 17)], rtol=1e-4)]
+    for op in ["argmax", "argmin"]:
+        c += [Case(op, [R(3, 4)]), Case(op, [R(3, 4)], {"dim": 1}),
+              Case(op, [NC(R(3, 4))], {"dim": 0, "keepdim": True}),
+              Case(op, [R(5, dtype=torch.int64)])]
+    for op in ["var", "std"]:
+        c += [Case(op, [R(3, 4)]), Case(op, [R(3, 4)], {"dim": 1, "unbiased": False}),
+              Case(op, [R(2, 3, 4)], {"dim": (0, 2), "keepdim": True}),
+              Case(op, [R(3, 4)], {"dim": 0, "correction": 2},
+                   ref=lambda x, dim, correction, op=op: getattr(torch, op)(x, dim=dim, correction=correction))]
+    c += [Case("norm", [R(3, 4)]), Case("norm", [R(3, 4)], {"p": 1.0, "dim": 1}),
+          Case("norm", [NC(R(3, 4))], {"p": float("inf"), "dim": 0, "keepdim": True}),
+          Case("norm", [R(3, 4)], {"p": 3.0}, ref=lambda x, p: torch.norm(x, p=p))]
+    for op in ["max", "min"]:
+        c += [Case(op, [R(3, 4)], nout=1), Case(op, [R(3, 4)], {"dim": 1}, nout=2),
+              Case(op, [R(2, 3, 4)], {"dim": 0, "keepdim": True}, nout=2),
+              Case(op, [R(3, 4), R(4)], nout=1)]
+    # --------------------------------------------------------------- linalg
+    c += [Case("matmul", [R(3, 4), R(4, 5)]), Case("matmul", [NC(R(3, 4)), R(4)]),
+          Case("matmul", [R(2, 3, 4), R(4, 2)]), Case("matmul", [R(4), R(4)]),
+          Case("matmul", [R(3, 0), R(0, 2)]),
+          Case("mm", [R(3, 4), NC(R(4, 5))]), Case("mm", [R(3, 4, dtype=torch.float64), R(4, 2, dtype=torch.float64)]),
+          Case("bmm", [R(2, 3, 4), R(2, 4, 5)]),
+          Case("addmm", [R(5), R(3, 4), R(4, 5)], {"beta": 0.5, "alpha": 2.0}),
+          Case("addmm", [R(3, 5), R(3, 4), R(4, 5)]),
+          Case("linear", [R(2, 3), R(4, 3), R(4)], ref=F.linear),
+          Case("linear", [R(5, 2, 3), NC(R(4, 3))], ref=F.linear)]
+    # ---------------------------------------------------------------- views
+    c += [Case("reshape", [R(2, 3, 4)], {"shape": (4, -1)}), Case("reshape", [NC(R(3, 4))], {"shape": (-1,)}),
+          Case("view", [R(2, 3, 4)], {"shape": (6, 4)}, ref=lambda x, shape: x.view(shape)),
+          Case("transpose", [R(2, 3, 4)], {"dim0": 0, "dim1": 2}),
+          Case("t", [R(2, 3)]), Case("t", [R(3)]),
+          Case("permute", [R(2, 3, 4)], {"dims": (2, 0, 1)}),
+          Case("expand", [R(3, 1)], {"size": (2, 3, 4)}, ref=lambda x, size: x.expand(size)),
+          Case("expand", [R(3, 1)], {"size": (-1, 5)}, ref=lambda x, size: x.expand(size)),
+          Case("squeeze", [R(3, 1, 2, 1)]), Case("squeeze", [R(3, 1, 2)], {"dim": 1}),
+          Case("unsqueeze", [R(3, 2)], {"dim": -1}), Case("unsqueeze", [R()], {"dim": 0}),
+          Case("flatten", [R(2, 3, 4)], {"start_dim": 1}), Case("flatten", [R()]),
+          Case("narrow", [R(4, 5)], {"dim": 1, "start": 1, "length": 3}),
+          Case("select", [R(4, 5)], {"dim": 1, "index": -2}),
+          Case("slice", [R(4, 7)], {"dim": 1, "start": 1, "end": 6, "step": 2},
+               ref=lambda x, dim, start, end, step: x[:, start:end:step]),
+          Case("slice", [NC(R(5, 4))], {"dim": 0, "step": 3}, ref=lambda x, dim, step: x[::step]),
+          Case("contiguous", [NC(R(3, 4))], ref=lambda x: x.contiguous()),
+          Case("clone", [NC(R(3, 4))]),
+          Case("to", [R(3, 4)], {"dtype": torch.int32}, ref=lambda x, dtype: x.to(dtype)),
+          Case("to", [R(3, 4) * 100], {"dtype": torch.float16}, ref=lambda x, dtype: x.to(dtype)),
+          Case("to", [R(3, 4)], {"dtype": torch.bfloat16}, ref=lambda x, dtype: x.to(dtype)),
+          Case("to", [R(3, dtype=torch.int64)], {"dtype": torch.bool}, ref=lambda x, dtype: x.to(dtype)),
+          Case("unbind", [R(3, 2)], {"dim": 1}, nout=2),
+          Case("split", [R(5, 2)], {"split_size_or_sections": 2}, nout=3),
+          Case("split", [R(5, 2)], {"split_size_or_sections": [1, 4]}, nout=2),
+          Case("chunk", [R(5, 2)], {"chunks": 3}, nout=3),
+          Case("cat", [[R(2, 3), NC(R(3, 4)).t.t(), R(1, 3)]], ref=torch.cat),
+          Case("cat", [[R(2, 3), R(2, 1)]], {"dim": 1}, ref=torch.cat),
+          Case("cat", [[R(2, dtype=torch.int64), R(3)]], ref=torch.cat),
+          Case("stack", [[R(2, 3), R(2, 3)]], {"dim": 1}, ref=torch.stack)]
+    # ------------------------------------------------------------- indexing
+    c += [Case("index_select", [R(4, 5), I(3, high=5)], {"dim": 1},
+               ref=lambda x, i, dim: torch.index_select(x, dim, i)),
+          Case("index_select", [NC(R(4, 5)), I(6, high=4)], {"dim": 0},
+               ref=lambda x, i, dim: torch.index_select(x, dim, i)),
+          Case("gather", [R(3, 4), I(3, 2, high=4)], {"dim": 1}, ref=lambda x, i, dim: torch.gather(x, dim, i)),
+          Case("gather", [R(3, 4), I(2, 4, high=3)], {"dim": 0}, ref=lambda x, i, dim: torch.gather(x, dim, i)),
+          Case("scatter", [R(3, 4), torch.tensor([[0, 1], [2, 0]]), R(2, 2)], {"dim": 1},
+               ref=lambda x, i, s, dim: torch.scatter(x, dim, i, s)),
+          Case("scatter_add", [R(3, 4), I(5, 4, high=3), R(5, 4)], {"dim": 0},
+               ref=lambda x, i, s, dim: torch.scatter_add(x, dim, i, s), rtol=1e-5),
+          Case("embedding", [R(10, 3), I(2, 4, high=10)])]
+    # ------------------------------------------------------------------- nn
+    c += [Case("softmax", [R(4, 5)], {"dim": 1}), Case("softmax", [R(2, 3, 4)], {"dim": 1}),
+          Case("softmax", [NC(R(3, 4))], {"dim": -1}), Case("softmax", [R(3, 4) * 50], {"dim": 0}),
+          Case("log_softmax", [R(4, 5)], {"dim": 1}), Case("log_softmax", [R(2, 3, 4)], {"dim": 0}),
+          Case("softmax", [R(3, 4, dtype=torch.float64)], {"dim": 1}),
+          Case("dropout", [torch.ones(100, 100)], {"p": 0.3}, ref=F.dropout, check=_dropout_check),
+          Case("dropout", [R(3, 4)], {"p": 0.3, "training": False}, ref=F.dropout),
+          Case("mse_loss", [R(3, 4), R(3, 4, seed=1)], ref=F.mse_loss),
+          Case("mse_loss", [R(3, 4), R(4, seed=1)], {"reduction": "sum"}, ref=F.mse_loss),
+          Case("nll_loss", [F.log_softmax(R(5, 3), 1), I(5, high=3)], ref=F.nll_loss),
+          Case("nll_loss", [F.log_softmax(R(5, 3), 1), torch.tensor([0, 2, -100, 1, 1]), R(3, lo=0.5)],
+               {"reduction": "mean"}, ref=F.nll_loss),
+          Case("nll_loss", [F.log_softmax(R(2, 3, 4), 1), I(2, 4, high=3)], {"reduction": "none"},
+               ref=F.nll_loss),
+          Case("cross_entropy", [R(5, 3), I(5, high=3)], ref=F.cross_entropy),
+          Case("cross_entropy", [R(5, 3), torch.tensor([0, 2, 7, 1, 1])],
+               {"ignore_index": 7, "reduction": "sum"}, ref=F.cross_entropy),
+          Case("cross_entropy", [R(5, 4), I(5, high=4)], {"label_smoothing": 0.2}, ref=F.cross_entropy),
+          Case("cross_entropy", [R(5, 4), I(5, high=4), R(4, lo=0.5)], {"label_smoothing": 0.1},
+               ref=F.cross_entropy),
+          Case("cross_entropy", [R(2, 3, 4), I(2, 4, high=3)], {"reduction": "none"}, ref=F.cross_entropy),
+          Case("cross_entropy", [R(5, 3), torch.softmax(R(5, 3, seed=4), 1)], ref=F.cross_entropy),
+          Case("conv2d", [R(2, 4, 7, 7), R(6, 4, 3, 3), R(6)], ref=F.conv2d),
+          Case("conv2d", [R(2, 4, 7, 6), R(6, 2, 3, 2)],
+               {"stride": (2, 1), "padding": (1, 0), "dilation": (1, 2), "groups": 2}, ref=F.conv2d),
+          Case("conv2d", [NC(R(3, 3)).t.reshape(1, 1, 3, 3), R(2, 1, 1, 1)], ref=F.conv2d),
+          Case("max_pool2d", [R(2, 3, 7, 7)], {"kernel_size": 3, "stride": 2, "padding": 1}, ref=F.max_pool2d),
+          Case("max_pool2d", [R(3, 6, 5)], {"kernel_size": (2, 3), "ceil_mode": True, "dilation": 1},
+               ref=F.max_pool2d),
+          Case("avg_pool2d", [R(2, 3, 7, 7)], {"kernel_size": 3, "stride": 2, "padding": 1}, ref=F.avg_pool2d),
+          Case("avg_pool2d", [R(1, 2, 5, 5)], {"kernel_size": 2, "ceil_mode": True,
+                                               "count_include_pad": False}, ref=F.avg_pool2d),
+          Case("adaptive_avg_pool2d", [R(2, 3, 7, 5)], {"output_size": (3, 2)}, ref=F.adaptive_avg_pool2d),
+          Case("batch_norm", [R(4, 3, 2, 2), R(3), R(3, lo=0.5), R(3), R(3)], {"training": False},
+               ref=F.batch_norm),
+          Case("batch_norm", [R(4, 3), R(3), R(3, lo=0.5)], {"training": True, "momentum": 0.2},
+               ref=lambda x, m, v, **k: F.batch_norm(x, m.clone(), v.clone(), **k)),
+          Case("layer_norm", [R(2, 3, 4), R(3, 4), R(3, 4)], {"normalized_shape": (3, 4)},
+               ref=lambda x, w, b, normalized_shape: F.layer_norm(x, normalized_shape, w, b)),
+          Case("layer_norm", [R(2, 5)], {"normalized_shape": (5,), "eps": 1e-3},
+               ref=lambda x, normalized_shape, eps: F.layer_norm(x, normalized_shape, eps=eps))]
+    # ------------------------------------------------------------- creation
+    c += [Case("zeros", [], {"shape": (2, 3)}, ref=lambda shape: torch.zeros(shape)),
+          Case("ones", [], {"shape": (0, 3), "dtype": torch.int32},
+               ref=lambda shape, dtype: torch.ones(shape, dtype=dtype)),
+          Case("empty", [], {"shape": (4,)}, ref=lambda shape: torch.empty(shape), check=_shape_check),
+          Case("full", [], {"shape": (2,), "fill_value": 7.0}, ref=lambda shape, fill_value: torch.full(shape, fill_value)),
+          Case("arange", [], {"start": 1.0, "end": 4.0, "step": 0.5, "dtype": torch.float32},
+               ref=lambda **k: torch.arange(**k)),
+          Case("linspace", [], {"start": -1.0, "end": 2.0, "steps": 7}, ref=lambda **k: torch.linspace(**k)),
+          Case("linspace", [], {"start": 0.0, "end": 1.0, "steps": 1}, ref=lambda **k: torch.linspace(**k)),
+          Case("eye", [], {"n": 3}, ref=lambda n: torch.eye(n)),
+          Case("eye", [], {"n": 2, "m": 4, "dtype": torch.int64}, ref=lambda **k: torch.eye(**k)),
+          Case("randn", [], {"shape": (200, 100)}, ref=lambda shape: torch.randn(shape), check=_random_check(0, 1)),
+          Case("rand", [], {"shape": (200, 100)}, ref=lambda shape: torch.rand(shape),
+               check=_random_check(0.5, (1 / 12) ** 0.5)),
+          Case("randint", [], {"low": 3, "high": 10, "size": (1000,)},
+               ref=lambda **k: torch.randint(**k), check=_randint_check),
+          Case("zeros_like", [R(2, 3)]), Case("ones_like", [R(2, dtype=torch.int64)]),
+          Case("empty_like", [R(2, 3)], check=_shape_check),
+          Case("full_like", [R(2, 3)], {"fill_value": 2.5}),
+          Case("rand_like", [R(200, 100)], check=_random_check(0.5, (1 / 12) ** 0.5)),
+          Case("randn_like", [R(200, 100, dtype=torch.float64)], check=_random_check(0, 1))]
+    return c
