@@ -6,10 +6,12 @@
 // SIGINT/SIGTERM shut down cleanly (sessions told, memory freed, exit 0);
 // SIGHUP reloads the tokens file.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -21,6 +23,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "runtime/core/status_macros.h"
 #include "runtime/device.h"
 #include "server/grpc_admin.h"
 #include "server/grpc_stream.h"
@@ -39,11 +42,56 @@ ABSL_FLAG(std::string, tokens_file, "",
 ABSL_FLAG(std::string, log_level, "info", "trace|debug|info|warn|error");
 ABSL_FLAG(std::string, port_file, "",
           "if set, the chosen port is written there once listening");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM server certificate chain: serve TLS (with --tls_key)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle: require and verify client certificates (mutual TLS)");
+ABSL_FLAG(std::string, unix_socket_mode, "0660",
+          "permissions of a --listen=unix:PATH socket (the on-box gate)");
 ABSL_FLAG(std::string, devices, "",
           "comma-separated devices to serve, e.g. cpu,cuda:0 (default: all)");
 
 namespace tensord {
 namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+// Plaintext unless --tls_cert/--tls_key are given; mutual TLS with
+// --tls_client_ca.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials() {
+  const std::string cert = absl::GetFlag(FLAGS_tls_cert);
+  const std::string key = absl::GetFlag(FLAGS_tls_key);
+  const std::string ca = absl::GetFlag(FLAGS_tls_client_ca);
+  if (cert.empty() && key.empty()) {
+    if (!ca.empty()) {
+      return absl::InvalidArgumentError(
+          "--tls_client_ca needs --tls_cert and --tls_key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  if (cert.empty() || key.empty()) {
+    return absl::InvalidArgumentError(
+        "TLS needs both --tls_cert and --tls_key");
+  }
+  grpc::SslServerCredentialsOptions options(
+      ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                 : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  TD_ASSIGN_OR_RETURN(pair.cert_chain, ReadFile(cert));
+  TD_ASSIGN_OR_RETURN(pair.private_key, ReadFile(key));
+  options.pem_key_cert_pairs.push_back(std::move(pair));
+  if (!ca.empty()) {
+    TD_ASSIGN_OR_RETURN(options.pem_root_certs, ReadFile(ca));
+  }
+  return grpc::SslServerCredentials(options);
+}
 
 void WritePortFile(const std::string& path, int port) {
   const std::string tmp = path + ".tmp";
@@ -97,11 +145,15 @@ int Main() {
   TensordService tensord_service(&sessions);
   AdminService admin_service(&sessions, absl::GetFlag(FLAGS_listen));
 
+  auto credentials = ServerCredentials();
+  if (!credentials.ok()) {
+    spdlog::critical("{}", credentials.status().ToString());
+    return 2;
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(absl::GetFlag(FLAGS_listen),
-                           grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), *credentials, &port);
   builder.RegisterService(&tensord_service);
   builder.RegisterService(&admin_service);
   builder.SetMaxReceiveMessageSize(
@@ -118,6 +170,18 @@ int Main() {
     return 2;
   }
   const std::string listen = absl::GetFlag(FLAGS_listen);
+  if (listen.rfind("unix:", 0) == 0) {
+    // gRPC creates the socket with the umask's mode; the file mode is the
+    // access control for on-box users, so set it explicitly.
+    const std::string path = listen.substr(5);
+    const mode_t mode = static_cast<mode_t>(
+        std::stoul(absl::GetFlag(FLAGS_unix_socket_mode), nullptr, 8));
+    if (chmod(path.c_str(), mode) != 0) {
+      spdlog::critical("cannot chmod {} to {}", path,
+                       absl::GetFlag(FLAGS_unix_socket_mode));
+      return 2;
+    }
+  }
   if (listen.rfind("unix:", 0) != 0) {
     const std::string host = listen.substr(0, listen.rfind(':'));
     spdlog::info("tensord {} listening on {}:{} (devices: {})", kServerVersion,

@@ -53,7 +53,7 @@ absl::StatusOr<std::unique_ptr<DaemonProcess>> DaemonProcess::Start(
   daemon->log_fd_ = fds[0];
   // Read the log until the listening line (blocking reads: event-driven).
   std::string log;
-  const std::regex listening("listening on ([0-9.]+:[0-9]+)");
+  const std::regex listening("listening on (\\S+) \\(");
   char buf[4096];
   while (true) {
     const ssize_t n = read(fds[0], buf, sizeof(buf));

@@ -1,0 +1,130 @@
+// Transport security against the real daemon: TLS, mutual TLS with
+// certificates made by openssl in the set-up, and the Unix socket's mode.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "client/tensord_client.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/daemon_process.h"
+
+namespace tensord {
+namespace {
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A CA, a server certificate for 127.0.0.1 and a client certificate.
+class Certs {
+ public:
+  Certs() : dir_(::testing::TempDir() + "/certs") {
+    const std::string script = absl::StrCat(
+        "set -e; mkdir -p ", dir_, "; cd ", dir_, ";",
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem "
+        "-days 1 -subj /CN=tensord-test-ca 2>/dev/null;",
+        "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > san.ext;",
+        "openssl req -newkey rsa:2048 -nodes -keyout server.key -out "
+        "server.csr "
+        "-subj /CN=localhost 2>/dev/null;",
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key "
+        "-CAcreateserial -out server.pem -days 1 -extfile san.ext 2>/dev/null;",
+        "openssl req -newkey rsa:2048 -nodes -keyout client.key -out "
+        "client.csr "
+        "-subj /CN=alice 2>/dev/null;",
+        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key "
+        "-CAcreateserial -out client.pem -days 1 2>/dev/null");
+    ok_ = std::system(("bash -c '" + script + "'").c_str()) == 0;
+  }
+  bool ok() const { return ok_; }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+
+ private:
+  std::string dir_;
+  bool ok_;
+};
+
+absl::StatusOr<std::unique_ptr<Client>> ConnectWith(
+    const std::string& address,
+    std::shared_ptr<grpc::ChannelCredentials> creds) {
+  ClientOptions options;
+  options.address = address;
+  options.credentials = std::move(creds);
+  options.connect_timeout = absl::Seconds(3);
+  return Client::Connect(options);
+}
+
+TEST(TlsTest, TlsServesTlsClientsOnly) {
+  Certs certs;
+  ASSERT_TRUE(certs.ok()) << "openssl failed";
+  auto d = testing::DaemonProcess::Start(
+      {"--insecure", "--tls_cert=" + certs.path("server.pem"),
+       "--tls_key=" + certs.path("server.key")});
+  ASSERT_TRUE(d.ok()) << d.status();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = Read(certs.path("ca.pem"));
+  auto c = ConnectWith((*d)->address(), grpc::SslCredentials(ssl));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*(*c)->FromVector<float>({4, 5}, {2}).sum().item<float>(), 9.0f);
+  EXPECT_FALSE(
+      ConnectWith((*d)->address(), grpc::InsecureChannelCredentials()).ok());
+}
+
+TEST(TlsTest, MutualTlsRequiresAClientCertificate) {
+  Certs certs;
+  ASSERT_TRUE(certs.ok());
+  auto d = testing::DaemonProcess::Start(
+      {"--insecure", "--tls_cert=" + certs.path("server.pem"),
+       "--tls_key=" + certs.path("server.key"),
+       "--tls_client_ca=" + certs.path("ca.pem")});
+  ASSERT_TRUE(d.ok()) << d.status();
+  grpc::SslCredentialsOptions anonymous;
+  anonymous.pem_root_certs = Read(certs.path("ca.pem"));
+  EXPECT_FALSE(
+      ConnectWith((*d)->address(), grpc::SslCredentials(anonymous)).ok());
+  grpc::SslCredentialsOptions with_cert = anonymous;
+  with_cert.pem_private_key = Read(certs.path("client.key"));
+  with_cert.pem_cert_chain = Read(certs.path("client.pem"));
+  auto c = ConnectWith((*d)->address(), grpc::SslCredentials(with_cert));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*(*c)->FromVector<float>({1, 2}, {2}).sum().item<float>(), 3.0f);
+}
+
+TEST(TlsTest, UnixSocketModeIsTheGate) {
+  // Socket paths are limited to 107 bytes: a short directory of our own.
+  char dir[] = "/tmp/tensord-sock-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/tensord.sock";
+  auto d = testing::DaemonProcess::Start(
+      {"--insecure", "--listen=unix:" + path, "--unix_socket_mode=0600"});
+  ASSERT_TRUE(d.ok()) << d.status();
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto c = ConnectWith("unix:" + path, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*(*c)->FromVector<float>({7}, {1}).item<float>(), 7.0f);
+  c->reset();
+  EXPECT_EQ((*d)->Terminate(), 0);
+  unlink(path.c_str());
+  rmdir(dir);
+}
+
+TEST(TlsTest, RefusesToStartOpenByAccident) {
+  auto d = testing::DaemonProcess::Start({});  // neither tokens nor --insecure
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("refusing to start"), std::string::npos)
+      << d.status();
+}
+
+}  // namespace
+}  // namespace tensord
