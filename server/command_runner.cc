@@ -55,6 +55,14 @@ void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
       return RunSync(cmd.sync());
     case v1::Command::kOptions:
       return RunOptions(cmd.options());
+    case v1::Command::kBackward:
+    case v1::Command::kSetRequiresGrad:
+    case v1::Command::kGetGrad:
+    case v1::Command::kSetGrad:
+      return ReportFrameError(
+          absl::UnimplementedError("autograd commands are not supported by "
+                                   "this tensord yet"),
+          "autograd", "");
     case v1::Command::KIND_NOT_SET:
       return ReportFrameError(
           absl::InvalidArgumentError(absl::StrCat(
