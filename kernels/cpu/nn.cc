@@ -17,7 +17,8 @@ namespace {
 // exp for float written so the loop vectorises (Cephes' expf polynomial,
 // ~1 ulp; std::exp is a library call per element).
 inline float VecExp(float x) {
-  x = std::min(88.3762626647949f, std::max(-87.3365447505531f, x));
+  x = x > 88.3762626647949f ? 88.3762626647949f : x;
+  x = x < -87.3365447505531f ? -87.3365447505531f : x;
   const float magic = 12582912.0f;  // 1.5 * 2^23: round to nearest
   float n = (x * 1.44269504088896341f + magic) - magic;
   float r = x - n * 0.693359375f;
@@ -35,26 +36,63 @@ inline float VecExp(float x) {
   return y * scale;
 }
 
+// Reductions with independent lanes so the loops vectorise without
+// reassociation flags.
+template <typename T>
+T RowMax(const T* x, int64_t n) {
+  constexpr int kLanes = 8;
+  T lanes[kLanes];
+  for (int j = 0; j < kLanes; ++j)
+    lanes[j] = -std::numeric_limits<T>::infinity();
+  int64_t i = 0;
+  // NaN wins (x != x), as PyTorch's max propagates it.
+  auto pick = [](T a, T v) { return (v > a || v != v) ? v : a; };
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lanes[j] = pick(lanes[j], x[i + j]);
+  }
+  T m = -std::numeric_limits<T>::infinity();
+  for (; i < n; ++i) m = pick(m, x[i]);
+  for (int j = 0; j < kLanes; ++j) m = pick(m, lanes[j]);
+  return m;
+}
+
+template <typename T>
+double RowSum(const T* x, int64_t n) {
+  constexpr int kLanes = 8;
+  T lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lanes[j] += x[i + j];
+  }
+  double s = 0;
+  for (; i < n; ++i) s += x[i];
+  for (int j = 0; j < kLanes; ++j) s += lanes[j];
+  return s;
+}
+
+// y = exp(x - max) / sum, or x - max - log(sum); y is scratch in between.
 template <typename T>
 void SoftmaxRow(const T* x, T* y, int64_t n, bool log) {
-  T m = -std::numeric_limits<T>::infinity();
-  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+  T m = RowMax(x, n);
   if (std::isinf(m) && m < 0) m = 0;  // an all -inf row: NaN as PyTorch
-  double sum = 0;
+  double sum;
   if constexpr (std::is_same_v<T, float>) {
-    float part = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const float e = VecExp(x[i] - m);
-      if (!log) y[i] = e;
-      part += e;
+    // exp and its sum in one pass, with 8 independent float lanes.
+    float lanes[8] = {};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      for (int j = 0; j < 8; ++j) {
+        const float e = VecExp(x[i + j] - m);
+        y[i + j] = e;
+        lanes[j] += e;
+      }
     }
-    sum = part;
+    sum = 0;
+    for (; i < n; ++i) sum += (y[i] = VecExp(x[i] - m));
+    for (int j = 0; j < 8; ++j) sum += lanes[j];
   } else {
-    for (int64_t i = 0; i < n; ++i) {
-      const T e = std::exp(x[i] - m);
-      if (!log) y[i] = e;
-      sum += e;
-    }
+    for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i] - m);
+    sum = RowSum(y, n);
   }
   if (log) {
     const T lse = m + static_cast<T>(std::log(sum));
