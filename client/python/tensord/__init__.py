@@ -30,20 +30,24 @@ from ._errors import (ConnectionLost, DTypeError, Error, InvalidArgumentError, N
 from ._grad import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._ops import *  # noqa: F401,F403 (the PyTorch-named functions)
 from ._ops import __all__ as _ops_all
+from ._multi_ops import *  # noqa: F401,F403 (max/min/split/... with PyTorch signatures)
+from ._multi_ops import __all__ as _multi_all
 from ._session import DEFAULT_ADDRESS, Session
 from ._tensor import CatalogFunction, Tensor, is_tensor
 
-from . import nn  # noqa: E402  (needs the names above)
+from . import autograd, nn, optim  # noqa: E402  (need the names above)
+from ._serialization import load, save  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = sorted(set(_ops_all) | {
+__all__ = sorted(set(_ops_all) | set(_multi_all) | {
     "Size", "device", "dtype", "bfloat16", "bool_", "float16", "float32", "float64", "int8",
     "int32", "int64", "uint8", "bool", "float", "double", "half", "long", "int",
     "ConnectionLost", "DTypeError", "Error", "InvalidArgumentError", "NotFoundError",
     "OutOfMemoryError", "PermissionDenied", "ProtocolError", "ShapeError", "UnimplementedError",
     "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "Session", "Tensor",
-    "is_tensor", "nn", "connect", "close", "default_session", "synchronize", "manual_seed",
+    "is_tensor", "nn", "optim", "autograd", "save", "load", "connect", "close",
+    "default_session", "synchronize", "manual_seed",
     "set_default_device"})
 
 for _cls in (Error, InvalidArgumentError, ShapeError, DTypeError, NotFoundError, OutOfMemoryError,

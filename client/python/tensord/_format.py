@@ -118,7 +118,8 @@ def _add_suffixes(text: str, suffixes: List[str], indent: int) -> str:
 
 
 def format_tensor(values: np.ndarray, dtype: "_dtype.dtype", device: str,
-                  requires_grad: bool = False, prefix: str = "tensor(") -> str:
+                  requires_grad: bool = False, prefix: str = "tensor(",
+                  grad_fn: str = "") -> str:
     """The text PyTorch prints for a tensor with these values, dtype and device."""
     indent = len(prefix)
     suffixes = []
@@ -138,6 +139,8 @@ def format_tensor(values: np.ndarray, dtype: "_dtype.dtype", device: str,
         summarize = values.size > THRESHOLD
         fmt = _Formatter(_summarized(values) if summarize else values, dtype.is_floating_point)
         body = _tensor_str(values, indent, summarize, fmt)
-    if requires_grad:
+    if grad_fn:
+        suffixes.append(f"grad_fn=<{grad_fn}>")
+    elif requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)

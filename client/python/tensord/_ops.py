@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import _context, _dtype, _tensor
+from ._site import call_site
 from ._tensor import Tensor, call
 from ._tensor_methods import _dims, _shape_args
 
@@ -25,23 +26,13 @@ __all__ = [
 
 def _creation(name: str, attrs: dict, requires_grad: bool) -> Tensor:
     s = _context.default_session()
-    if requires_grad and "requires_grad" not in s.catalog.get(name, _NO_OP).by_name:
-        raise NotImplementedError(
-            f"{name}(requires_grad=True): this daemon cannot mark op outputs as leaves yet; "
-            "create the values and upload them with tensord.tensor(..., requires_grad=True)")
-    if requires_grad:
-        attrs["requires_grad"] = True
     out = call(name, [], attrs, session=s)
     if attrs.get("device"):
         out._dev = _dtype.device_str(attrs["device"])
+    if requires_grad:  # a fresh op output is a leaf: mark it (queued, no wait)
+        s.set_requires_grad(out._handle, True, call_site())
+        out._rg = True
     return out
-
-
-class _NoOp:
-    by_name: dict = {}
-
-
-_NO_OP = _NoOp()
 
 
 # ---------------------------------------------------------------- from data
@@ -156,6 +147,16 @@ def rand(*size: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None,
 
 def _like(name: str, input: Tensor, dtype: Any, device: Any, requires_grad: bool,
           **attrs: Any) -> Tensor:
+    s = input._session
+    if name + "_like" in s.catalog:  # the daemon's *_like op: no wait for input's shape
+        attrs.update(dtype=dtype, device=device)
+        out = call(name + "_like", [input], attrs)
+        if device is not None:
+            out._dev = _dtype.device_str(device)
+        if requires_grad:
+            s.set_requires_grad(out._handle, True, call_site())
+            out._rg = True
+        return out
     info = input._meta()
     attrs.update(shape=list(info.shape), dtype=dtype or info.dtype,
                  device=device if device is not None else info.device)

@@ -225,9 +225,7 @@ class Session:
         grad = _grad.is_grad_enabled()
         with self._lock:
             self._check_open_locked()
-            if grad != self._grad_sent:
-                self._add_locked().options.grad_enabled = grad
-                self._grad_sent = grad
+            self._grad_mode_locked(grad)
             cmd = self._add_locked()
             c = cmd.call
             c.op_id = op_id
@@ -247,6 +245,64 @@ class Session:
             seq = cmd.seq
             self._after_add_locked()
         return first, seq
+
+    def backward(self, roots: Sequence[int], grads: Sequence[int], *, retain_graph: bool,
+                 create_graph: bool, inputs: Sequence[int] = (), allow_unused: bool = False,
+                 site: str = "") -> Tuple[int, int]:
+        """Queues one Backward (the whole backward pass); returns (first output handle, seq).
+        Outputs exist only with ``inputs`` (autograd.grad): one new handle per input."""
+        grad = _grad.is_grad_enabled()
+        with self._lock:
+            self._check_open_locked()
+            self._grad_mode_locked(grad)
+            cmd = self._add_locked()
+            b = cmd.backward
+            b.roots.extend(roots)
+            b.grads.extend(grads)
+            b.retain_graph = retain_graph
+            b.create_graph = create_graph
+            b.inputs.extend(inputs)
+            first = self._next_handle
+            self._next_handle += len(inputs)
+            b.outputs.extend(range(first, first + len(inputs)))
+            b.allow_unused = allow_unused
+            b.site = site
+            seq = cmd.seq
+            self._after_add_locked()
+        return first, seq
+
+    def set_requires_grad(self, handle: int, requires_grad: bool, site: str) -> None:
+        """Queues SetRequiresGrad (leaves only; on a non-leaf it fails like an op)."""
+        with self._lock:
+            self._check_open_locked()
+            c = self._add_locked().set_requires_grad
+            c.handle = handle
+            c.requires_grad = requires_grad
+            c.site = site
+            self._after_add_locked()
+
+    def get_grad(self, handle: int) -> Tuple[int, int]:
+        """Queues GetGrad; returns (the new handle naming ``handle``'s .grad, seq). Its meta
+        says ``is_none`` when there is no gradient."""
+        with self._lock:
+            self._check_open_locked()
+            cmd = self._add_locked()
+            out = self._next_handle
+            self._next_handle += 1
+            cmd.get_grad.handle = handle
+            cmd.get_grad.output = out
+            seq = cmd.seq
+            self._after_add_locked()
+        return out, seq
+
+    def set_grad(self, handle: int, grad: int) -> None:
+        """Queues SetGrad (``grad = 0``: None)."""
+        with self._lock:
+            self._check_open_locked()
+            c = self._add_locked().set_grad
+            c.handle = handle
+            c.grad = grad
+            self._after_add_locked()
 
     def put(self, data: np.ndarray, dtype_proto: int, shape: Sequence[int], device: str,
             requires_grad: bool, site: str) -> Tuple[int, int]:
@@ -343,6 +399,12 @@ class Session:
             raise _errors.fresh(self._broken)
         if self._closing:
             raise ConnectionLost("the session is closed", code=_errors.CANCELLED, op="session")
+
+    def _grad_mode_locked(self, grad: bool) -> None:
+        # the daemon sees the grad mode of the thread that issued each command, in stream order
+        if grad != self._grad_sent:
+            self._add_locked().options.grad_enabled = grad
+            self._grad_sent = grad
 
     def _add_locked(self) -> Any:
         cmd = self._cmds.add()

@@ -31,11 +31,15 @@ class _Meta(NamedTuple):
     device: str
     requires_grad: bool
     error: Optional[_errors.Error]
+    is_none: bool = False  # the handle names None (a .grad never set, an unused input)
+    is_leaf: bool = True
+    grad_fn: str = ""  # the graph node that made it, e.g. "MulBackward0"
 
 
 def _meta_from_proto(m: Any) -> _Meta:
     err = _errors.from_status(m.error) if m.HasField("error") and m.error.code else None
-    return _Meta(Size(m.shape), _dtype.BY_PROTO.get(m.dtype), m.device, m.requires_grad, err)
+    return _Meta(Size(m.shape), _dtype.BY_PROTO.get(m.dtype), m.device, m.requires_grad, err,
+                 m.is_none, m.is_leaf, m.grad_fn)
 
 
 def missing_op(name: str, session: Session, why: str = "") -> NotImplementedError:
@@ -186,13 +190,14 @@ class CatalogFunction:
 
 
 from ._tensor_methods import TensorMethods  # noqa: E402  (methods need call/upload above)
+from ._autograd_methods import AutogradMethods  # noqa: E402
 
 
-class Tensor(TensorMethods):
+class Tensor(TensorMethods, AutogradMethods):
     """A tensor that lives in the daemon. Create one with ``tensord.tensor``, ``tensord.zeros``,
     ``tensord.randn`` ... or as the result of an op; never directly."""
 
-    __slots__ = ("_session", "_handle", "_seq", "_info", "_dev", "__weakref__")
+    __slots__ = ("_session", "_handle", "_seq", "_info", "_dev", "_rg", "__weakref__")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("create tensors with tensord.tensor(), tensord.zeros(), ... ")
@@ -205,6 +210,7 @@ class Tensor(TensorMethods):
         t._seq = seq
         t._info = None
         t._dev = dev  # requested device, if known ("" / None: the session default)
+        t._rg = None  # requires_grad as set by this client since the Ack (None: the Ack's)
         return t
 
     def __del__(self) -> None:
@@ -247,11 +253,6 @@ class Tensor(TensorMethods):
     def is_cuda(self) -> bool:
         """Whether the tensor lives on a CUDA device."""
         return self._meta().device.startswith("cuda")
-
-    @property
-    def requires_grad(self) -> bool:
-        """Whether autograd records ops on this tensor."""
-        return self._meta().requires_grad
 
     @property
     def ndim(self) -> int:
@@ -309,7 +310,9 @@ class Tensor(TensorMethods):
         if self._session.closed:
             return f"<tensord.Tensor handle={self._handle} of a closed session>"
         values, info = self._download()
-        return _format.format_tensor(values, info.dtype, info.device, info.requires_grad)
+        rg = self._rg if self._rg is not None else info.requires_grad
+        return _format.format_tensor(values, info.dtype, info.device, rg,
+                                     grad_fn=info.grad_fn if rg else "")
 
     def __format__(self, spec: str) -> str:
         if self.dim() == 0:

@@ -196,6 +196,52 @@ class TensorMethods:
         return _tensor.call("mean", [self], {"dim": _dims(dim), "keepdim": keepdim or None,
                                              "dtype": dtype})
 
+    def max(self, dim: Any = None, keepdim: bool = False) -> Any:
+        """The largest element; over ``dim``: ``(values, indices)``; with a tensor: the
+        elementwise maximum."""
+        from ._multi_ops import max
+        return max(self, dim, keepdim)  # type: ignore[arg-type]
+
+    def min(self, dim: Any = None, keepdim: bool = False) -> Any:
+        """The smallest element; over ``dim``: ``(values, indices)``; with a tensor: the
+        elementwise minimum."""
+        from ._multi_ops import min
+        return min(self, dim, keepdim)  # type: ignore[arg-type]
+
+    # ------------------------------------------------- several outputs, indexing
+
+    def split(self, split_size: Any, dim: int = 0) -> Any:
+        """Views of pieces of ``dim`` (a size, or a list of sizes)."""
+        from ._multi_ops import split
+        return split(self, split_size, dim)  # type: ignore[arg-type]
+
+    def chunk(self, chunks: int, dim: int = 0) -> Any:
+        """Views of at most ``chunks`` equal pieces of ``dim``."""
+        from ._multi_ops import chunk
+        return chunk(self, chunks, dim)  # type: ignore[arg-type]
+
+    def unbind(self, dim: int = 0) -> Any:
+        """Views of each slice along ``dim``."""
+        from ._multi_ops import unbind
+        return unbind(self, dim)  # type: ignore[arg-type]
+
+    def gather(self, dim: int, index: Any) -> Any:
+        """``torch.gather(self, dim, index)``."""
+        return _tensor.call("gather", [self, index], {"dim": dim})
+
+    def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Any:
+        """``torch.scatter(self, dim, index, src)``."""
+        from ._multi_ops import scatter
+        return scatter(self, dim, index, src, value=value)  # type: ignore[arg-type]
+
+    def scatter_add(self, dim: int, index: Any, src: Any) -> Any:
+        """``torch.scatter_add(self, dim, index, src)``."""
+        return _tensor.call("scatter_add", [self, index, src], {"dim": dim})
+
+    def index_select(self, dim: int, index: Any) -> Any:
+        """Entries at ``index`` along ``dim``."""
+        return _tensor.call("index_select", [self, index], {"dim": dim})
+
     # ---------------------------------------------------------- shape and views
 
     def reshape(self, *shape: Any) -> Any:

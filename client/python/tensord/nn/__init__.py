@@ -1,5 +1,14 @@
-"""Neural-network building blocks, laid out as ``torch.nn``. So far: ``functional``."""
+"""Neural-network building blocks, laid out as ``torch.nn``: ``Module`` and containers,
+``Parameter``, layers, losses, ``functional`` and ``init``."""
 
-from . import functional
+from . import functional, init
+from .layers import *  # noqa: F401,F403
+from .layers import __all__ as _layers_all
+from .loss import (BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss,  # noqa: F401
+                   NLLLoss)
+from .module import Module, ModuleDict, ModuleList, Sequential
+from .parameter import Parameter
 
-__all__ = ["functional"]
+__all__ = ["functional", "init", "Module", "ModuleDict", "ModuleList", "Sequential",
+           "Parameter", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss",
+           "NLLLoss"] + _layers_all

@@ -1,26 +1,128 @@
-"""Functional neural-network ops, as ``torch.nn.functional``.
+"""Functional neural-network ops, as ``torch.nn.functional``, over the daemon's NN ops.
 
-``relu`` and ``linear`` are written here (``linear`` composes ``matmul`` and ``add`` where the
-daemon has no ``linear`` op). Every other catalog op is reachable by name too
-(``F.softmax(x, dim=1)``, ``F.cross_entropy(logits, target)``, ``F.conv2d(...)`` once the daemon
-has them), with the op's attributes as keyword arguments.
+Signatures are PyTorch's; each maps onto one catalog op where the daemon has it (``linear``,
+``conv2d``, pooling, ``softmax``, ``dropout``, losses, norms, ``embedding``) or composes a few.
+Every other catalog op is reachable by name too (``F.<op>(...)``), with its attributes as
+keyword arguments.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import operator
+from typing import Any, List, Optional, Sequence, Union
 
 from .. import _context, _tensor
+from .._multi_ops import batch_norm, layer_norm  # noqa: F401 (PyTorch's F names)
 from .._tensor import CatalogFunction, Tensor, call
 
+_IntOrPair = Union[int, Sequence[int]]
+
+
+def _pair(v: _IntOrPair, name: str) -> List[int]:
+    if isinstance(v, (list, tuple)):
+        out = [operator.index(x) for x in v]
+        if len(out) == 1:
+            out = out * 2
+        if len(out) != 2:
+            raise ValueError(f"{name} must be an int or a pair of ints, got {v!r}")
+        return out
+    return [operator.index(v)] * 2
+
+
+def _reduction(reduction: str, size_average: Any = None, reduce: Any = None) -> str:
+    if size_average is not None or reduce is not None:  # PyTorch's legacy arguments
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "none" if not reduce else "mean" if size_average else "sum"
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+# ----------------------------------------------------------------- activations
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    """``max(input, 0)`` elementwise; ``inplace=True`` needs the daemon's ``relu_``."""
+    """``max(input, 0)`` elementwise."""
     if inplace:
         call("relu_", [input], why="relu(inplace=True)")
         return input
     return call("relu", [input])
 
+
+def relu_(input: Tensor) -> Tensor:
+    """``relu`` in place."""
+    return relu(input, inplace=True)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """Gaussian error linear unit (exact, with erf; ``approximate='tanh'`` is composed)."""
+    if approximate == "none":
+        return call("gelu", [input])
+    if approximate != "tanh":
+        raise ValueError(f"approximate argument must be either none or tanh, got {approximate}")
+    inner = (input + input * input * input * 0.044715) * 0.7978845608028654
+    return input * 0.5 * (call("tanh", [inner]) + 1.0)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``input * sigmoid(input)``."""
+    return call("silu", [input])
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """``1 / (1 + exp(-input))``."""
+    return call("sigmoid", [input])
+
+
+def tanh(input: Tensor) -> Tensor:
+    """Hyperbolic tangent."""
+    return call("tanh", [input])
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """``input`` where positive, ``negative_slope * input`` elsewhere."""
+    return call("where", [call("gt", [input, 0.0]), input, input * negative_slope])
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    """``clamp(input, min_val, max_val)``."""
+    return call("clamp", [input], {"min": min_val, "max": max_val})
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """``clamp(input, 0, 6)``."""
+    return hardtanh(input, 0.0, 6.0)
+
+
+def softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
+            dtype: Any = None) -> Tensor:
+    """Softmax over ``dim``."""
+    if dim is None:
+        raise TypeError("softmax(): dim is required (PyTorch's implicit dim is deprecated)")
+    return call("softmax", [input], {"dim": dim, "dtype": dtype})
+
+
+def log_softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
+                dtype: Any = None) -> Tensor:
+    """Log of softmax over ``dim``."""
+    if dim is None:
+        raise TypeError("log_softmax(): dim is required")
+    return call("log_softmax", [input], {"dim": dim, "dtype": dtype})
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,
+            inplace: bool = False) -> Tensor:
+    """Zeroes elements with probability ``p`` (the daemon's session generator) and scales the
+    rest by ``1/(1-p)``; the identity unless ``training``."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    return call("dropout", [input], {"p": float(p), "training": True})
+
+
+# ------------------------------------------------------------ linear and conv
 
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``input @ weight.T + bias``: ``weight`` is ``(out_features, in_features)``."""
@@ -30,9 +132,160 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
     return out if bias is None else call("add", [out, bias])
 
 
+def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
+           stride: _IntOrPair = 1, padding: Union[str, _IntOrPair] = 0,
+           dilation: _IntOrPair = 1, groups: int = 1) -> Tensor:
+    """2-d convolution of NCHW ``input`` with ``(out, in/groups, kH, kW)`` ``weight``.
+    ``padding`` may be ints, ``'valid'`` or ``'same'`` (stride 1, odd effective kernel)."""
+    dil = _pair(dilation, "dilation")
+    if isinstance(padding, str):
+        if padding == "valid":
+            pad = [0, 0]
+        elif padding == "same":
+            if _pair(stride, "stride") != [1, 1]:
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            ks = weight.shape[2:]
+            total = [d * (k - 1) for d, k in zip(dil, ks)]
+            if any(t % 2 for t in total):
+                raise NotImplementedError("padding='same' with an even effective kernel needs "
+                                          "asymmetric padding, which the daemon's conv2d lacks")
+            pad = [t // 2 for t in total]
+        else:
+            raise ValueError(f"Invalid padding string '{padding}'")
+    else:
+        pad = _pair(padding, "padding")
+    ins = [input, weight] + ([bias] if bias is not None else [])
+    return call("conv2d", ins, {"stride": _pair(stride, "stride"), "padding": pad,
+                                "dilation": dil, "groups": groups})
+
+
+def max_pool2d(input: Tensor, kernel_size: _IntOrPair, stride: Optional[_IntOrPair] = None,
+               padding: _IntOrPair = 0, dilation: _IntOrPair = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Tensor:
+    """2-d max pooling (``stride`` defaults to ``kernel_size``)."""
+    if return_indices:
+        raise NotImplementedError("max_pool2d(return_indices=True) is not in the daemon yet")
+    return call("max_pool2d", [input], {
+        "kernel_size": _pair(kernel_size, "kernel_size"),
+        "stride": _pair(stride, "stride") if stride is not None and stride != [] else [],
+        "padding": _pair(padding, "padding"), "dilation": _pair(dilation, "dilation"),
+        "ceil_mode": ceil_mode})
+
+
+def avg_pool2d(input: Tensor, kernel_size: _IntOrPair, stride: Optional[_IntOrPair] = None,
+               padding: _IntOrPair = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: Optional[int] = None
+               ) -> Tensor:
+    """2-d average pooling (``stride`` defaults to ``kernel_size``)."""
+    if divisor_override is not None:
+        raise NotImplementedError("avg_pool2d(divisor_override=) is not in the daemon yet")
+    return call("avg_pool2d", [input], {
+        "kernel_size": _pair(kernel_size, "kernel_size"),
+        "stride": _pair(stride, "stride") if stride is not None and stride != [] else [],
+        "padding": _pair(padding, "padding"), "ceil_mode": ceil_mode,
+        "count_include_pad": count_include_pad})
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: _IntOrPair) -> Tensor:
+    """Average pooling to an ``output_size`` grid."""
+    return call("adaptive_avg_pool2d", [input], {"output_size": _pair(output_size,
+                                                                      "output_size")})
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: Optional[int] = None,
+              max_norm: Optional[float] = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by the int64 indices ``input`` (the daemon's op takes
+    ``(weight, indices)``, like ``torch.embedding``). ``padding_idx`` rows still get
+    gradients here (unlike PyTorch): keep them zero by not training them, or mask."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding(max_norm=, scale_grad_by_freq=, sparse=) are not "
+                                  "supported by the daemon")
+    return call("embedding", [weight, input])
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot encoding of class indices (a new last dim of ``num_classes``)."""
+    if num_classes < 0:
+        num_classes = int(call("amax", [tensor]).item()) + 1
+    s = tensor._session
+    classes = call("arange", [], {"start": 0.0, "end": float(num_classes), "dtype": "int64",
+                                  "device": tensor.device}, session=s)
+    hot = call("eq", [call("unsqueeze", [tensor], {"dim": -1}), classes])
+    return call("to", [hot], {"dtype": "int64"})
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """``input / max(norm(input, p, dim), eps)``."""
+    n = call("norm", [input], {"p": float(p), "dim": [dim], "keepdim": True})
+    return input / call("clamp", [n], {"min": eps})
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
+    """``norm(x1 - x2 + eps, p)`` over the last dim."""
+    return call("norm", [x1 - x2 + eps], {"p": float(p), "dim": [-1], "keepdim": keepdim})
+
+
+# ----------------------------------------------------------------------- losses
+
+def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
+             reduction: str = "mean") -> Tensor:
+    """Mean squared error."""
+    return call("mse_loss", [input, target],
+                {"reduction": _reduction(reduction, size_average, reduce)})
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
+            reduction: str = "mean") -> Tensor:
+    """Mean absolute error."""
+    r = _reduction(reduction, size_average, reduce)
+    d = call("abs", [input - target])
+    return d if r == "none" else call(r, [d])
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
+             size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
+             reduction: str = "mean") -> Tensor:
+    """Negative log likelihood of class targets given log-probabilities ``[N, C, ...]``."""
+    ins = [input, target] + ([weight] if weight is not None else [])
+    return call("nll_loss", ins, {"reduction": _reduction(reduction, size_average, reduce),
+                                  "ignore_index": ignore_index})
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
+                  size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """``nll_loss(log_softmax(input, 1), target)``: class-index or probability targets,
+    class weights, label smoothing."""
+    ins = [input, target] + ([weight] if weight is not None else [])
+    return call("cross_entropy", ins, {
+        "reduction": _reduction(reduction, size_average, reduce), "ignore_index": ignore_index,
+        "label_smoothing": float(label_smoothing)})
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Optional[Tensor] = None, size_average: Any = None,
+                                     reduce: Any = None, reduction: str = "mean",
+                                     pos_weight: Optional[Tensor] = None) -> Tensor:
+    """``max(x, 0) - x * t + log(1 + exp(-|x|))``, composed of pointwise ops."""
+    r = _reduction(reduction, size_average, reduce)
+    neg_abs = call("neg", [call("abs", [input])])
+    log_term = call("log1p", [call("exp", [neg_abs])])
+    if pos_weight is not None:
+        lw = (pos_weight - 1.0) * target + 1.0
+        loss = (1.0 - target) * input + lw * (log_term + call("relu", [-input]))
+    else:
+        loss = call("relu", [input]) - input * target + log_term
+    if weight is not None:
+        loss = loss * weight
+    return loss if r == "none" else call(r, [loss])
+
+
 def __getattr__(name: str) -> Any:
     s = _context.current()
     if s is not None and name in s.catalog:
         return CatalogFunction(name)
     raise AttributeError(f"module 'tensord.nn.functional' has no attribute '{name}'"
                          + ("" if s is not None else " (catalog ops appear after connect())"))
+
