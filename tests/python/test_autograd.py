@@ -1,0 +1,222 @@
+"""The autograd API against PyTorch: gradient values, retain_graph, create_graph, autograd.grad,
+detach, grad modes, requires_grad_, accumulation, zero_grad."""
+
+import numpy as np
+import pytest
+import torch
+
+import tensord as td
+from autograd_support import grad_session  # noqa: F401 (fixture)
+from helpers import from_torch
+
+pytestmark = pytest.mark.usefixtures("grad_session")
+
+
+def pair(a: np.ndarray, requires_grad: bool = True):
+    """The same leaf in tensord and torch."""
+    return (td.tensor(a, requires_grad=requires_grad),
+            torch.tensor(a, requires_grad=requires_grad))
+
+
+def close(t: td.Tensor, want: torch.Tensor, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    np.testing.assert_allclose(t.numpy(), want.detach().numpy(), rtol=rtol, atol=atol)
+
+
+def rand(*shape: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def test_grad_values_through_a_small_model():
+    x = rand(8, 5, seed=1)
+    w1, tw1 = pair(rand(5, 16, seed=2))
+    b1, tb1 = pair(rand(16, seed=3))
+    w2, tw2 = pair(rand(16, 3, seed=4))
+    y = np.array([0, 2, 1, 1, 0, 2, 2, 1])
+
+    def model(lib, w1, b1, w2):
+        h = lib.nn.functional.relu(lib.tensor(x) @ w1 + b1)
+        logits = lib.tanh(h) @ w2
+        return lib.nn.functional.cross_entropy(logits, lib.tensor(y)) + (w1 * w1).mean()
+
+    loss, tloss = model(td, w1, b1, w2), model(torch, tw1, tb1, tw2)
+    loss.backward()
+    tloss.backward()
+    assert loss.item() == pytest.approx(tloss.item(), rel=1e-5)
+    for a, b in ((w1, tw1), (b1, tb1), (w2, tw2)):
+        close(a.grad, b.grad)
+
+
+def test_leaves_flags_and_grad_fn():
+    x = td.tensor([1.0, 2.0], requires_grad=True)
+    c = td.tensor([3.0, 4.0])
+    y = x * c
+    assert x.is_leaf and x.requires_grad and x.grad_fn is None
+    assert c.is_leaf and not c.requires_grad
+    assert not y.is_leaf and y.requires_grad
+    assert y.grad_fn is not None and y.grad_fn.name().endswith("Backward0")
+    assert not (c * 2).requires_grad
+    assert x.grad is None
+
+
+def test_creation_ops_with_requires_grad():
+    for t in (td.zeros(2, 3, requires_grad=True), td.randn(4, requires_grad=True),
+              td.ones_like(td.ones(2), requires_grad=True)):
+        assert t.requires_grad and t.is_leaf
+    z = td.zeros(3, requires_grad=True)
+    (z + 1).sum().backward()
+    assert z.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_backward_with_gradient_for_non_scalars():
+    a = rand(3, 4)
+    x, tx = pair(a)
+    g = rand(3, 4, seed=9)
+    (x.exp() * 2).backward(td.tensor(g))
+    (tx.exp() * 2).backward(torch.tensor(g))
+    close(x.grad, tx.grad)
+    with pytest.raises(RuntimeError, match="scalar"):
+        (x * 2).backward()
+
+
+def test_grads_accumulate_and_retain_graph():
+    x, tx = pair(rand(5))
+    y, ty = (x * x).sum(), (tx * tx).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    ty.backward(retain_graph=True)
+    ty.backward()
+    close(x.grad, tx.grad)  # 2 * 2x
+    with pytest.raises(td.Error):
+        y.backward()  # the graph was freed by the second backward
+    z = (x * 3).sum()  # the session goes on
+    z.backward()
+    close(x.grad, tx.grad + 3)
+
+
+def test_backward_on_a_tensor_without_grad_is_an_error():
+    with pytest.raises(td.Error):
+        td.ones(3).sum().backward()
+    assert (td.ones(2) + 1).tolist() == [2.0, 2.0]
+
+
+def test_create_graph_second_order():
+    x, tx = pair(rand(4))
+    (g,) = td.autograd.grad((x ** 3).sum(), x, create_graph=True)
+    (tg,) = torch.autograd.grad((tx ** 3).sum(), tx, create_graph=True)
+    close(g, tg)
+    assert g.requires_grad
+    (g2,) = td.autograd.grad(g.sum(), x)
+    (tg2,) = torch.autograd.grad(tg.sum(), tx)
+    close(g2, tg2)  # 6x
+    x.grad = None
+    gg = td.autograd.grad((x.sin() * x).sum(), x, create_graph=True)[0]
+    gg.sum().backward()
+    tgg = torch.autograd.grad((tx.sin() * tx).sum(), tx, create_graph=True)[0]
+    tgg.sum().backward()
+    close(x.grad, tx.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_autograd_grad_several_inputs_and_unused():
+    x, tx = pair(rand(3))
+    w, tw = pair(rand(3, seed=5))
+    u = td.tensor([1.0], requires_grad=True)
+    out = (x * w).sum() + (w * w).sum()
+    gx, gw = td.autograd.grad(out, [x, w], retain_graph=True)
+    tgx, tgw = torch.autograd.grad((tx * tw).sum() + (tw * tw).sum(), [tx, tw])
+    close(gx, tgx)
+    close(gw, tgw)
+    assert x.grad is None and w.grad is None  # autograd.grad leaves .grad alone
+    gx2, gu = td.autograd.grad(out, [x, u], allow_unused=True, retain_graph=True)
+    close(gx2, tgx)
+    assert gu is None
+    with pytest.raises((RuntimeError, td.Error)):
+        td.autograd.grad(out, [x, u])
+
+
+def test_grad_outputs():
+    x, tx = pair(rand(2, 3))
+    go = rand(2, 3, seed=3)
+    (g,) = td.autograd.grad(x * x, x, grad_outputs=td.tensor(go))
+    (tg,) = torch.autograd.grad(tx * tx, tx, grad_outputs=torch.tensor(go))
+    close(g, tg)
+
+
+def test_detach():
+    x, tx = pair(rand(4))
+    d = x.detach()
+    assert not d.requires_grad and d.is_leaf
+    y = (x * d).sum()  # d is a constant: grad is d
+    y.backward()
+    close(x.grad, tx.detach())
+    assert not (d * 2).requires_grad
+
+
+def test_no_grad_enable_grad_set_grad_enabled():
+    x = td.ones(2, requires_grad=True)
+    with td.no_grad():
+        y = x * 2
+        with td.enable_grad():
+            z = x * 2
+    assert not y.requires_grad and z.requires_grad
+
+    @td.no_grad()
+    def f(t):
+        return t * 3
+    assert not f(x).requires_grad
+    td.set_grad_enabled(False)
+    try:
+        assert not (x * 2).requires_grad
+        assert not td.is_grad_enabled()
+    finally:
+        td.set_grad_enabled(True)
+    with td.set_grad_enabled(False):
+        assert not (x + 1).requires_grad
+    assert (x + 1).requires_grad
+
+
+def test_requires_grad_setter_and_method():
+    x = td.tensor([1.0, 2.0])
+    assert not x.requires_grad
+    assert x.requires_grad_() is x
+    assert x.requires_grad
+    (x * x).sum().backward()
+    assert x.grad.tolist() == [2.0, 4.0]
+    x.requires_grad = False
+    assert not x.requires_grad and not (x * 2).requires_grad
+    y = td.tensor([1.0], requires_grad=True) * 2
+    with pytest.raises(RuntimeError, match="leaf"):
+        y.requires_grad_(False)
+
+
+def test_grad_setter_and_zero_grad():
+    lin = td.nn.Linear(3, 2)
+    lin(td.ones(4, 3)).sum().backward()
+    assert lin.weight.grad is not None
+    lin.zero_grad(set_to_none=False)
+    assert lin.weight.grad.tolist() == [[0.0] * 3] * 2
+    lin.zero_grad()
+    assert lin.weight.grad is None and lin.bias.grad is None
+    lin.bias.grad = td.ones(2)
+    assert lin.bias.grad.tolist() == [1.0, 1.0]
+    lin(td.ones(1, 3)).sum().backward()  # accumulates into the assigned grad
+    assert lin.bias.grad.tolist() == [2.0, 2.0]
+    lin.bias.grad = None
+    assert lin.bias.grad is None
+
+
+def test_leaf_grads_match_torch_for_broadcast_ops():
+    a, ta = pair(rand(4, 1))
+    b, tb = pair(rand(1, 3, seed=4))
+    ((a + b) * (a - b)).mean().backward()
+    ((ta + tb) * (ta - tb)).mean().backward()
+    close(a.grad, ta.grad)
+    close(b.grad, tb.grad)
+
+
+def test_parameter_is_a_leaf_alias():
+    t = from_torch(torch.arange(4.0))
+    p = td.nn.Parameter(t)
+    assert isinstance(p, td.Tensor) and p.requires_grad and p.is_leaf
+    (p * p).sum().backward()
+    assert p.grad.tolist() == [0.0, 2.0, 4.0, 6.0]
+    assert td.nn.Parameter(t, requires_grad=False).requires_grad is False

@@ -1,0 +1,174 @@
+"""tensord.optim against torch.optim: parameter trajectories over several steps from the same
+weights and data; param groups, skipped parameters, zero_grad, state_dict round trips."""
+
+import numpy as np
+import pytest
+import torch
+
+import tensord as td
+from autograd_support import grad_session, optim_session  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.usefixtures("optim_session")
+
+
+def models(seed: int = 0):
+    torch.manual_seed(seed)
+    tnet = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    net = td.nn.Sequential(td.nn.Linear(5, 8), td.nn.Tanh(), td.nn.Linear(8, 3))
+    net.load_state_dict({k: v.detach().numpy() for k, v in tnet.state_dict().items()})
+    return net, tnet
+
+
+def data(step: int):
+    g = np.random.default_rng(step)
+    return (g.standard_normal((16, 5)).astype(np.float32),
+            g.standard_normal((16, 3)).astype(np.float32))
+
+
+def run(lib, net, opt, steps: int, loss_fn=None):
+    losses = []
+    for s in range(steps):
+        x, y = data(s)
+        opt.zero_grad()
+        loss = lib.nn.functional.mse_loss(net(lib.tensor(x)), lib.tensor(y))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def assert_same_params(net, tnet, rtol=1e-5, atol=1e-6):
+    for (k, p), (_, tp) in zip(net.named_parameters(), tnet.named_parameters()):
+        np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=rtol, atol=atol,
+                                   err_msg=k)
+
+
+SGD_CASES = [dict(lr=0.1), dict(lr=0.05, momentum=0.9), dict(lr=0.05, momentum=0.9,
+                                                                 nesterov=True),
+             dict(lr=0.05, momentum=0.8, dampening=0.3), dict(lr=0.1, weight_decay=0.01),
+             dict(lr=0.05, momentum=0.9, weight_decay=0.05, dampening=0.1),
+             dict(lr=0.05, momentum=0.5, maximize=True)]
+
+
+@pytest.mark.parametrize("kw", SGD_CASES, ids=[str(c) for c in SGD_CASES])
+def test_sgd_trajectory_matches_torch(kw):
+    net, tnet = models()
+    losses = run(td, net, td.optim.SGD(net.parameters(), **kw), 6)
+    tlosses = run(torch, tnet, torch.optim.SGD(tnet.parameters(), **kw), 6)
+    np.testing.assert_allclose(losses, tlosses, rtol=1e-5, atol=1e-6)
+    assert_same_params(net, tnet)
+
+
+ADAM_CASES = [(td.optim.Adam, torch.optim.Adam, dict()),
+              (td.optim.Adam, torch.optim.Adam, dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6)),
+              (td.optim.Adam, torch.optim.Adam, dict(lr=0.01, weight_decay=0.1)),
+              (td.optim.Adam, torch.optim.Adam, dict(lr=0.01, maximize=True)),
+              (td.optim.AdamW, torch.optim.AdamW, dict(lr=0.01)),
+              (td.optim.AdamW, torch.optim.AdamW, dict(lr=0.01, weight_decay=0.3))]
+
+
+@pytest.mark.parametrize("cls,tcls,kw", ADAM_CASES,
+                         ids=[f"{c[0].__name__}{c[2]}" for c in ADAM_CASES])
+def test_adam_trajectory_matches_torch(cls, tcls, kw):
+    net, tnet = models(1)
+    losses = run(td, net, cls(net.parameters(), **kw), 6)
+    tlosses = run(torch, tnet, tcls(tnet.parameters(), **kw), 6)
+    np.testing.assert_allclose(losses, tlosses, rtol=1e-5, atol=1e-6)
+    assert_same_params(net, tnet, rtol=1e-4, atol=1e-6)
+
+
+def test_adamw_default_weight_decay():
+    net, _ = models()
+    assert td.optim.AdamW(net.parameters()).param_groups[0]["weight_decay"] == 1e-2
+    assert td.optim.Adam(net.parameters()).param_groups[0]["weight_decay"] == 0
+
+
+def test_param_groups_and_skipped_parameters():
+    net, tnet = models(2)
+    groups = [{"params": net[0].parameters(), "lr": 0.01},
+              {"params": net[2].parameters(), "momentum": 0.9}]
+    tgroups = [{"params": tnet[0].parameters(), "lr": 0.01},
+               {"params": tnet[2].parameters(), "momentum": 0.9}]
+    opt = td.optim.SGD(groups, lr=0.1)
+    topt = torch.optim.SGD(tgroups, lr=0.1)
+    assert [g["lr"] for g in opt.param_groups] == [0.01, 0.1]
+    run(td, net, opt, 3)
+    run(torch, tnet, topt, 3)
+    assert_same_params(net, tnet)
+    # a parameter without grad is skipped (and keeps its value)
+    extra = td.nn.Parameter(td.ones(2))
+    topt_extra = torch.nn.Parameter(torch.ones(2))
+    opt.add_param_group({"params": [extra]})
+    topt.add_param_group({"params": [topt_extra]})
+    run(td, net, opt, 2)
+    run(torch, tnet, topt, 2)
+    assert extra.tolist() == [1.0, 1.0]
+    assert_same_params(net, tnet)
+
+
+def test_adam_parameters_with_different_step_counts():
+    a, b = td.nn.Parameter(td.ones(2)), td.nn.Parameter(td.ones(2))
+    ta, tb = torch.nn.Parameter(torch.ones(2)), torch.nn.Parameter(torch.ones(2))
+    opt, topt = td.optim.Adam([a, b], lr=0.1), torch.optim.Adam([ta, tb], lr=0.1)
+    for step in range(4):
+        opt.zero_grad()
+        topt.zero_grad()
+        ((a * a).sum() + ((b * 3).sum() if step % 2 else 0)).backward()
+        ((ta * ta).sum() + ((tb * 3).sum() if step % 2 else 0)).backward()
+        opt.step()
+        topt.step()
+    np.testing.assert_allclose(a.numpy(), ta.detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(b.numpy(), tb.detach().numpy(), rtol=1e-5)
+
+
+def test_zero_grad_set_to_none_and_zeros():
+    net, _ = models()
+    opt = td.optim.SGD(net.parameters(), lr=0.1)
+    net(td.ones(2, 5)).sum().backward()
+    opt.zero_grad(set_to_none=False)
+    assert all(not p.grad.numpy().any() for p in net.parameters())
+    opt.zero_grad()
+    assert all(p.grad is None for p in net.parameters())
+
+
+@pytest.mark.parametrize("make", [lambda p: td.optim.SGD(p, lr=0.05, momentum=0.9),
+                                  lambda p: td.optim.Adam(p, lr=0.01)])
+def test_state_dict_round_trip_continues_the_trajectory(make, tmp_path):
+    net, _ = models(3)
+    opt = make(net.parameters())
+    run(td, net, opt, 3)
+    path = str(tmp_path / "ckpt.npz")
+    td.save({"model": net.state_dict(), "opt": opt.state_dict()}, path)
+    sd = opt.state_dict()
+    assert set(sd) == {"state", "param_groups"} and sd["param_groups"][0]["params"] == [0, 1,
+                                                                                           2, 3]
+    losses = run(td, net, opt, 3)
+
+    net2, _ = models(4)
+    opt2 = make(net2.parameters())
+    ckpt = td.load(path)
+    net2.load_state_dict(ckpt["model"])
+    opt2.load_state_dict(ckpt["opt"])
+    losses2 = run(td, net2, opt2, 3)
+    np.testing.assert_allclose(losses2, losses, rtol=1e-6)
+
+
+def test_step_is_one_command_per_group():
+    net, _ = models()
+    opt = td.optim.Adam(net.parameters())
+    net(td.ones(2, 5)).sum().backward()
+    s = td.default_session()
+    calls = []
+    orig = s.call
+
+    def spy(op_id, *a, **k):
+        calls.append(op_id)
+        return orig(op_id, *a, **k)
+    s.call = spy
+    try:
+        opt.step()
+        opt.step()
+    finally:
+        del s.call
+    adam = s.catalog["adam_step"].id
+    assert calls.count(adam) == 2
