@@ -1,7 +1,11 @@
 #include "server/grpc_admin.h"
 
+#include <map>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "runtime/cuda_discovery.h"
+#include "runtime/memory/snapshot.h"
 #include "runtime/ops/op_table.h"
 #include "server/grpc_stream.h"
 
@@ -87,7 +91,34 @@ grpc::Status AdminService::MemorySnapshot(grpc::ServerContext* ctx,
     return grpc::Status(grpc::StatusCode::NOT_FOUND,
                         absl::StrCat("no device '", name, "'"));
   }
-  out->set_json(device->allocator()->SnapshotJson());
+  // One snapshot feeds both forms, so the JSON and the structured segments
+  // always describe the same instant.
+  const tensord::MemorySnapshot snapshot = device->allocator()->Snapshot();
+  out->set_json(SnapshotToJson(snapshot));
+  out->set_device(name);
+  std::map<uint64_t, std::string> session_ids;  // one lookup per session
+  for (const SegmentSnapshot& s : snapshot.segments) {
+    v1::MemorySegment* segment = out->add_segments();
+    segment->set_address(s.address);
+    segment->set_total_size(s.total_size);
+    segment->set_allocated_size(s.allocated_size);
+    segment->set_active_size(s.active_size);
+    segment->set_requested_size(s.requested_size);
+    segment->set_stream(s.stream);
+    segment->set_segment_type(s.is_small ? "small" : "large");
+    for (const BlockSnapshot& b : s.blocks) {
+      v1::MemoryBlock* block = segment->add_blocks();
+      block->set_address(b.address);
+      block->set_size(b.size);
+      block->set_requested_size(b.requested_size);
+      block->set_state(BlockStateName(b.state));
+      if (b.owner_session.has_value()) {
+        auto [it, inserted] = session_ids.try_emplace(*b.owner_session);
+        if (inserted) it->second = sessions_->SessionIdOf(*b.owner_session);
+        block->set_session_id(it->second);
+      }
+    }
+  }
   return grpc::Status::OK;
 }
 
@@ -95,6 +126,11 @@ grpc::Status AdminService::EmptyCache(grpc::ServerContext* ctx,
                                       const v1::EmptyCacheRequest* req,
                                       v1::EmptyCacheResponse* out) {
   if (auto s = CheckAdmin(ctx); !s.ok()) return s;
+  if (!req->device().empty() &&
+      sessions_->devices()->Find(req->device()) == nullptr) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("no device '", req->device(), "'"));
+  }
   int64_t released = 0;
   for (const auto& d : sessions_->devices()->devices()) {
     if (req->device().empty() || req->device() == d->name()) {

@@ -1,9 +1,14 @@
 // tensorctl: the operator's CLI for a tensord daemon (Admin service).
 //
 //   tensorctl devices | sessions | info | kill SESSION   [--json]
+//   tensorctl memory | segments | empty-cache   [--device D] [--json]
+//   tensorctl snapshot -o FILE [--device D]
+//   tensorctl top [--interval=1s] [--iterations=N]
 //
 // Exit status: 0 on success, 1 on any error (message on stderr), 2 on a
 // usage error. Subcommands live in an explicit table (tensorctl_commands.h).
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -13,6 +18,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "tools/tensorctl_commands.h"
 
 ABSL_FLAG(std::string, server, "",
@@ -23,6 +29,14 @@ ABSL_FLAG(std::string, token, "",
           "'authorization: Bearer TOKEN'");
 ABSL_FLAG(bool, json, false, "print JSON instead of tables");
 ABSL_FLAG(int, timeout_s, 10, "seconds to wait for each admin call");
+ABSL_FLAG(std::string, device, "",
+          "memory, empty-cache: one device (default: every device); "
+          "segments, snapshot: the device (default: the daemon's default)");
+ABSL_FLAG(std::string, output, "",
+          "snapshot: the file to write (also -o FILE; '-' for stdout)");
+ABSL_FLAG(absl::Duration, interval, absl::Seconds(1),
+          "top: time between refreshes");
+ABSL_FLAG(int, iterations, 0, "top: refreshes before exiting (0: forever)");
 
 namespace {
 
@@ -38,6 +52,27 @@ int Fail(const std::string& message, int code = 1) {
   return code;
 }
 
+// Spells `-o FILE` / `-o=FILE` as --output for absl's parser, which has no
+// short options. The strings live in `storage` for the life of argv.
+std::vector<char*> WithShortOptions(int argc, char** argv,
+                                    std::vector<std::string>& storage) {
+  storage.reserve(argc);
+  std::vector<char*> out;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-o") {
+      storage.push_back("--output");
+    } else if (arg.rfind("-o=", 0) == 0) {
+      storage.push_back("--output=" + arg.substr(3));
+    } else {
+      out.push_back(argv[i]);
+      continue;
+    }
+    out.push_back(storage.back().data());
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -45,7 +80,10 @@ int main(int argc, char** argv) {
   using tensord::tensorctl::FindSubcommand;
   using tensord::tensorctl::Subcommand;
   absl::SetProgramUsageMessage(tensord::tensorctl::UsageText());
-  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  std::vector<std::string> storage;
+  std::vector<char*> args_in = WithShortOptions(argc, argv, storage);
+  std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(args_in.size()), args_in.data());
   if (positional.size() < 2) {
     std::cerr << tensord::tensorctl::UsageText();
     return 2;
@@ -76,6 +114,11 @@ int main(int argc, char** argv) {
       FromFlagOrEnv(absl::GetFlag(FLAGS_token), "TENSORD_ADMIN_TOKEN", "");
   ctl.json = absl::GetFlag(FLAGS_json);
   ctl.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  ctl.device = absl::GetFlag(FLAGS_device);
+  ctl.output = absl::GetFlag(FLAGS_output);
+  ctl.interval = absl::GetFlag(FLAGS_interval);
+  ctl.iterations = absl::GetFlag(FLAGS_iterations);
+  ctl.clear_screen = isatty(STDOUT_FILENO) != 0;
   ctl.out = &std::cout;
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(64 << 20);  // snapshots can be big

@@ -20,7 +20,16 @@ constexpr Subcommand kSubcommands[] = {
     {"info", "", "daemon version, uptime and counters", 0, 0, &RunInfo},
     {"kill", "SESSION", "end a session and release its handles", 1, 1,
      &RunKill},
-    // memory, segments, snapshot, empty-cache, top: rows go here.
+    {"memory", "", "allocator summary and per-session bytes [--device D]", 0, 0,
+     &RunMemory},
+    {"segments", "", "map of segments and blocks [--device D]", 0, 0,
+     &RunSegments},
+    {"snapshot", "", "write the allocator snapshot JSON: -o FILE [--device D]",
+     0, 0, &RunSnapshot},
+    {"empty-cache", "", "release cached free segments [--device D]", 0, 0,
+     &RunEmptyCache},
+    {"top", "", "live sessions and memory [--interval=1s] [--iterations=N]", 0,
+     0, &RunTop},
 };
 
 std::string DeviceMemory(const v1::SessionInfo& s) {

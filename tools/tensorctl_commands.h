@@ -2,6 +2,8 @@
 // (kSubcommands in tensorctl_commands.cc). To add one (memory, segments,
 // snapshot, empty-cache, top), write `absl::Status RunFoo(Ctl&, args)` in
 // its own tools/tensorctl_foo.cc, declare it below, and add a row.
+// Flags shared by several commands (--device, -o, --interval, --iterations)
+// are parsed in tensorctl.cc and reach the commands through Ctl.
 #ifndef TENSORD_TOOLS_TENSORCTL_COMMANDS_H_
 #define TENSORD_TOOLS_TENSORCTL_COMMANDS_H_
 
@@ -26,6 +28,12 @@ struct Ctl {
   std::string token;
   bool json = false;
   absl::Duration timeout = absl::Seconds(10);
+  std::string device;  // --device: empty means every device (memory,
+                       // empty-cache) or the default one (segments, snapshot)
+  std::string output;  // snapshot's -o FILE ("-": stdout)
+  absl::Duration interval = absl::Seconds(1);  // top's refresh period
+  int iterations = 0;         // top's refreshes; 0: until interrupted
+  bool clear_screen = false;  // top repaints with ANSI codes (a terminal)
   std::unique_ptr<v1::Admin::Stub> admin;
   std::ostream* out = nullptr;
 
@@ -58,6 +66,13 @@ absl::Status RunDevices(Ctl& ctl, Args args);
 absl::Status RunSessions(Ctl& ctl, Args args);
 absl::Status RunInfo(Ctl& ctl, Args args);
 absl::Status RunKill(Ctl& ctl, Args args);
+// tensorctl_memory.cc
+absl::Status RunMemory(Ctl& ctl, Args args);
+absl::Status RunSegments(Ctl& ctl, Args args);
+absl::Status RunSnapshot(Ctl& ctl, Args args);
+absl::Status RunEmptyCache(Ctl& ctl, Args args);
+// tensorctl_top.cc
+absl::Status RunTop(Ctl& ctl, Args args);
 
 }  // namespace tensorctl
 }  // namespace tensord

@@ -127,6 +127,72 @@ std::string JsonArray(const std::vector<std::string>& items) {
   return out + "]";
 }
 
+std::string BlockBar(const std::vector<BarSpan>& spans, int width) {
+  uint64_t total = 0;
+  for (const BarSpan& span : spans) total += span.size;
+  if (width <= 0 || total == 0) return "";
+  const size_t n = spans.size();
+  std::string out;
+  out.reserve(width);
+  if (n <= static_cast<size_t>(width)) {
+    // Floors of the exact shares, at least 1 each; the characters left go to
+    // the largest remainders, and any excess from the minimum comes back
+    // from the widest spans.
+    std::vector<int64_t> chars(n);
+    std::vector<double> remainder(n);
+    int64_t used = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double exact = static_cast<double>(spans[i].size) * width / total;
+      const double floor = std::floor(exact);
+      chars[i] = std::max<int64_t>(1, static_cast<int64_t>(floor));
+      remainder[i] = floor >= 1 ? exact - floor : -1;  // bumped: no extra
+      used += chars[i];
+    }
+    while (used < width) {
+      const size_t best = std::max_element(remainder.begin(), remainder.end()) -
+                          remainder.begin();
+      if (remainder[best] < 0) break;  // cannot happen; see the comment
+      ++chars[best];
+      remainder[best] = -1;
+      ++used;
+    }
+    while (used > width) {
+      --*std::max_element(chars.begin(), chars.end());
+      --used;
+    }
+    for (size_t i = 0; i < n; ++i) out.append(chars[i], spans[i].glyph);
+    return out;
+  }
+  // More spans than characters: character c covers bytes
+  // [c*total/width, (c+1)*total/width); 128-bit products cannot overflow.
+  using u128 = unsigned __int128;
+  size_t i = 0;
+  uint64_t span_begin = 0;  // offset of spans[i]
+  for (int c = 0; c < width; ++c) {
+    const uint64_t lo = static_cast<uint64_t>(u128{total} * c / width);
+    const uint64_t hi = static_cast<uint64_t>(u128{total} * (c + 1) / width);
+    while (span_begin + spans[i].size <= lo) span_begin += spans[i++].size;
+    uint64_t best_bytes = 0;
+    char glyph = spans[i].glyph;
+    uint64_t begin = span_begin;
+    for (size_t j = i; j < n && begin < hi; begin += spans[j++].size) {
+      const uint64_t overlap =
+          std::min(hi, begin + spans[j].size) - std::max(lo, begin);
+      if (overlap > best_bytes) {
+        best_bytes = overlap;
+        glyph = spans[j].glyph;
+      }
+    }
+    out += glyph;
+  }
+  return out;
+}
+
+std::string Percent(double fraction) {
+  return std::isfinite(fraction) ? absl::StrFormat("%.1f%%", fraction * 100)
+                                 : std::string("-");
+}
+
 std::string HumanBytes(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"B",   "KiB", "MiB",
                                            "GiB", "TiB", "PiB"};

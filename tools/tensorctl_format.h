@@ -58,6 +58,23 @@ class JsonObject {
 // "[a,b]" from already-encoded JSON values.
 std::string JsonArray(const std::vector<std::string>& items);
 
+// One run of bytes in a bar: `size` bytes drawn with `glyph`.
+struct BarSpan {
+  uint64_t size;
+  char glyph;
+};
+
+// Draws `spans`, in order, as exactly `width` characters, each span's share
+// proportional to its size. While there are no more spans than characters
+// every span gets at least one character, so a 512-byte block in a 20 MiB
+// segment stays visible (the widest spans give the characters back);
+// otherwise each character shows the span covering most of its bytes.
+// Empty when `width` <= 0 or the spans hold no bytes.
+std::string BlockBar(const std::vector<BarSpan>& spans, int width);
+
+// 0.125 -> "12.5%".
+std::string Percent(double fraction);
+
 // 1536 -> "1.5 KiB"; 0 -> "0 B".
 std::string HumanBytes(uint64_t bytes);
 // 3725.2 -> "1h2m"; 42.5 -> "42s".

@@ -50,6 +50,42 @@ TEST(HumanTest, BytesAndDurations) {
   EXPECT_EQ(HumanDuration(90000), "1d1h");
 }
 
+TEST(BlockBarTest, ProportionalShares) {
+  EXPECT_EQ(BlockBar({{512, '#'}, {512, '.'}}, 8), "####....");
+  EXPECT_EQ(BlockBar({{1, '#'}, {2, '+'}, {1, '.'}}, 8), "##++++..");
+  EXPECT_EQ(BlockBar({{3, '#'}}, 5), "#####");
+  // Remainders: 10/3 each -> 3,3,3 and the spare to the first largest.
+  EXPECT_EQ(BlockBar({{1, 'a'}, {1, 'b'}, {1, 'c'}}, 10), "aaaabbbccc");
+  EXPECT_EQ(BlockBar({}, 8), "");
+  EXPECT_EQ(BlockBar({{0, '#'}}, 8), "");
+  EXPECT_EQ(BlockBar({{1, '#'}}, 0), "");
+}
+
+TEST(BlockBarTest, TinyBlocksStayVisible) {
+  // 512 B allocated at the start of a 20 MiB segment: one '#', not zero.
+  const uint64_t kSegment = 20 << 20;
+  EXPECT_EQ(BlockBar({{512, '#'}, {kSegment - 512, '.'}}, 10), "#.........");
+  // Two tiny blocks around a big one: the big one gives characters back.
+  EXPECT_EQ(BlockBar({{1, '#'}, {1000, '.'}, {1, '+'}}, 4), "#..+");
+  EXPECT_EQ(BlockBar({{1, '#'}, {1, '+'}}, 2), "#+");
+}
+
+TEST(BlockBarTest, MoreBlocksThanCharacters) {
+  // Six blocks in three characters: each character shows its majority.
+  EXPECT_EQ(
+      BlockBar({{3, '#'}, {1, '.'}, {1, '.'}, {3, '.'}, {3, '+'}, {1, '#'}}, 3),
+      "#.+");
+  std::vector<BarSpan> many(1000, {1, '#'});
+  many[999] = {1, '.'};
+  EXPECT_EQ(BlockBar(many, 4), "####");
+}
+
+TEST(HumanTest, Percent) {
+  EXPECT_EQ(Percent(0.125), "12.5%");
+  EXPECT_EQ(Percent(0), "0.0%");
+  EXPECT_EQ(Percent(1.0 / 0.0), "-");
+}
+
 }  // namespace
 }  // namespace tensorctl
 }  // namespace tensord

@@ -1,0 +1,278 @@
+// End to end: the real tensorctl binary against the real tensord, with
+// tensors created by the C++ client. Each command runs through popen as an
+// operator would, and its text and --json output are checked for the
+// numbers the allocator must report.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "client/tensord_client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/daemon_process.h"
+
+namespace tensord {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+constexpr int64_t kMiB = 1 << 20;
+
+struct CtlResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+std::string TensorctlPath() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  if (srcdir && workspace) {
+    return absl::StrCat(srcdir, "/", workspace, "/tools/tensorctl");
+  }
+  return "bazel-bin/tools/tensorctl";
+}
+
+// The value of the first `"key":NUMBER` in `json`, or -1.
+int64_t JsonNumber(const std::string& json, const std::string& key) {
+  const std::regex re("\"" + std::regex_replace(key, std::regex("\\."), "\\.") +
+                      "\":(-?[0-9]+)");
+  std::smatch m;
+  return std::regex_search(json, m, re) ? std::stoll(m[1]) : -1;
+}
+
+// Brackets and braces balance outside strings and the text is one value:
+// enough to catch truncated or interleaved output without a JSON library.
+bool BalancedJson(const std::string& text) {
+  std::string stack;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      stack.push_back(c == '{' ? '}' : ']');
+    } else if (c == '}' || c == ']') {
+      if (stack.empty() || stack.back() != c) return false;
+      stack.pop_back();
+      if (stack.empty() &&
+          text.find_first_not_of(" \n", i + 1) != std::string::npos) {
+        return false;
+      }
+    }
+  }
+  return !in_string && stack.empty() && !text.empty() && text[0] == '{';
+}
+
+class TensorctlTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto d = testing::DaemonProcess::Start();
+    ASSERT_TRUE(d.ok()) << d.status();
+    daemon_ = d->release();
+  }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+
+  std::unique_ptr<Client> Connect(const std::string& name) {
+    ClientOptions options;
+    options.address = daemon_->address();
+    options.client_name = name;
+    auto c = Client::Connect(options);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  }
+
+  // `n` float32 zeros on the cpu device, uploaded and synchronized.
+  static Tensor Floats(Client& c, int64_t n) {
+    UploadOptions options;
+    options.device = "cpu";
+    Tensor t = c.FromVector<float>(std::vector<float>(n), {n}, options);
+    EXPECT_TRUE(c.synchronize().ok());
+    return t;
+  }
+
+  static CtlResult Ctl(const std::string& args) {
+    const std::string command = absl::StrCat(
+        TensorctlPath(), " --server=", daemon_->address(), " ", args, " 2>&1");
+    CtlResult result;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) return result;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0)
+      result.output.append(buf, n);
+    const int status = pclose(pipe);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return result;
+  }
+
+  static int64_t CpuStat(const std::string& key) {
+    const CtlResult r = Ctl("memory --device=cpu --json");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return JsonNumber(r.output, key);
+  }
+
+  static testing::DaemonProcess* daemon_;
+};
+testing::DaemonProcess* TensorctlTest::daemon_ = nullptr;
+
+TEST_F(TensorctlTest, HelpListsTheMemoryCommands) {
+  const CtlResult r = Ctl("help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* name :
+       {"memory", "segments", "snapshot", "empty-cache", "top"}) {
+    EXPECT_THAT(r.output, HasSubstr(absl::StrCat("  ", name, " "))) << name;
+  }
+}
+
+TEST_F(TensorctlTest, MemorySummaryShowsBytesAndSessions) {
+  auto c = Connect("memory-test");
+  Tensor small = Floats(*c, 1024);      // 4 KiB: small pool
+  Tensor large = Floats(*c, 3 * kMiB);  // 12 MiB: large pool
+  const CtlResult text = Ctl("memory --device=cpu");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_THAT(text.output, StartsWith("memory summary: cpu\n"));
+  EXPECT_THAT(text.output, HasSubstr("Allocated memory"));
+  EXPECT_THAT(text.output, HasSubstr("  from large pool"));
+  EXPECT_THAT(text.output, HasSubstr("num_device_alloc"));
+  EXPECT_THAT(text.output, HasSubstr("fragmentation"));
+  EXPECT_THAT(text.output, HasSubstr(c->session_id()));
+  EXPECT_THAT(text.output, HasSubstr("memory-test"));  // joined from sessions
+
+  const CtlResult json = Ctl("memory --device=cpu --json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_TRUE(BalancedJson(json.output)) << json.output;
+  EXPECT_GE(JsonNumber(json.output, "allocated_bytes.all.current"),
+            12 * kMiB + 4096);
+  EXPECT_GE(JsonNumber(json.output, "allocated_bytes.small_pool.current"),
+            4096);
+  EXPECT_GE(JsonNumber(json.output, "reserved_bytes.all.current"), 12 * kMiB);
+  EXPECT_THAT(json.output,
+              HasSubstr(absl::StrCat("{\"session_id\":\"", c->session_id(),
+                                     "\",\"user\":")));
+  // This session's share is at least what it uploaded.
+  const std::regex mine("\"" + c->session_id() +
+                        "\"[^}]*\"allocated_bytes\":([0-9]+)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(json.output, m, mine)) << json.output;
+  EXPECT_GE(std::stoll(m[1]), 12 * kMiB + 4096);
+
+  const CtlResult missing = Ctl("memory --device=nope");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.output, HasSubstr("no device 'nope'"));
+}
+
+TEST_F(TensorctlTest, SegmentsMapBlocksToSessions) {
+  auto c = Connect("segments-test");
+  Tensor t = Floats(*c, 256);  // 1 KiB
+  const CtlResult text = Ctl("segments --device=cpu");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_THAT(text.output, StartsWith("segments on cpu: "));
+  EXPECT_THAT(text.output, HasSubstr("active_allocated"));
+  EXPECT_THAT(text.output, HasSubstr("#"));
+  EXPECT_THAT(text.output, HasSubstr(absl::StrCat(c->session_id(),
+                                                  "  (requested 1.0 KiB)")));
+
+  const CtlResult json = Ctl("segments --device=cpu --json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_TRUE(BalancedJson(json.output)) << json.output;
+  EXPECT_THAT(json.output, StartsWith("{\"device\":\"cpu\",\"segments\":[{"));
+  EXPECT_THAT(json.output,
+              HasSubstr(absl::StrCat("\"requested_size\":1024,\"state\":"
+                                     "\"active_allocated\",\"session_id\":\"",
+                                     c->session_id(), "\"")));
+}
+
+TEST_F(TensorctlTest, SnapshotWritesTorchShapedJson) {
+  auto c = Connect("snapshot-test");
+  Tensor t = Floats(*c, 1024);
+  const std::string path = ::testing::TempDir() + "/snapshot.json";
+  const CtlResult r = Ctl(absl::StrCat("snapshot --device=cpu -o ", path));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(absl::StrCat("wrote the snapshot of cpu (")));
+  EXPECT_THAT(r.output, HasSubstr(path));
+  std::stringstream file;
+  file << std::ifstream(path).rdbuf();
+  const std::string json = file.str();
+  EXPECT_TRUE(BalancedJson(json)) << json.substr(0, 200);
+  EXPECT_THAT(json, StartsWith("{\"segments\":[{"));
+  EXPECT_THAT(json, HasSubstr("\"device_traces\":"));
+  EXPECT_THAT(json, HasSubstr("\"state\":\"active_allocated\""));
+
+  const CtlResult j = Ctl(absl::StrCat("snapshot -o=", path, " --json"));
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  EXPECT_TRUE(BalancedJson(j.output)) << j.output;
+  EXPECT_GT(JsonNumber(j.output, "segments"), 0);
+
+  const CtlResult missing = Ctl("snapshot");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.output, HasSubstr("snapshot -o FILE"));
+}
+
+TEST_F(TensorctlTest, EmptyCacheReleasesFreedSegments) {
+  auto c = Connect("empty-cache-test");
+  // 16 MiB is over the 10 MiB large-pool threshold: its own segment.
+  std::optional<Tensor> big = Floats(*c, 4 * kMiB);
+  const int64_t reserved_before = CpuStat("reserved_bytes.all.current");
+  ASSERT_GE(reserved_before, 16 * kMiB);
+  big.reset();  // queues the Release; synchronize makes the daemon apply it
+  ASSERT_TRUE(c->synchronize().ok());
+
+  const CtlResult r = Ctl("empty-cache --device=cpu --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, StartsWith("{\"device\":\"cpu\",\"released_bytes\":"));
+  EXPECT_GE(JsonNumber(r.output, "released_bytes"), 16 * kMiB);
+  EXPECT_LE(CpuStat("reserved_bytes.all.current"), reserved_before - 16 * kMiB);
+
+  const CtlResult again = Ctl("empty-cache --device=cpu");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_THAT(again.output, StartsWith("released "));
+  EXPECT_THAT(again.output, HasSubstr(" bytes) from cpu\n"));
+}
+
+TEST_F(TensorctlTest, TopShowsSessionsAndDevices) {
+  auto c = Connect("top-test");
+  Tensor t = Floats(*c, 1024);
+  const CtlResult text = Ctl("top --iterations=1");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_THAT(text.output, StartsWith("tensord "));
+  EXPECT_THAT(text.output, HasSubstr(daemon_->address()));
+  EXPECT_THAT(text.output, HasSubstr("DEVICE  ALLOCATED"));
+  EXPECT_THAT(text.output, HasSubstr("SESSION"));
+  EXPECT_THAT(text.output, HasSubstr(c->session_id()));
+  EXPECT_THAT(text.output, HasSubstr("top-test"));
+  EXPECT_THAT(text.output, Not(HasSubstr("\033[")));  // a pipe: no repaint
+
+  const CtlResult json = Ctl("top --iterations=2 --interval=10ms --json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  std::istringstream lines(json.output);
+  std::string line;
+  int frames = 0;
+  while (std::getline(lines, line)) {
+    ++frames;
+    EXPECT_TRUE(BalancedJson(line)) << line;
+    EXPECT_THAT(line, StartsWith("{\"time\":"));
+    EXPECT_THAT(line, HasSubstr(absl::StrCat("\"session_id\":\"",
+                                             c->session_id(), "\"")));
+    EXPECT_GT(JsonNumber(line, "allocated_bytes"), 0);
+  }
+  EXPECT_EQ(frames, 2);
+
+  EXPECT_EQ(Ctl("top --iterations=-1").exit_code, 1);
+}
+
+}  // namespace
+}  // namespace tensord

@@ -1,0 +1,126 @@
+// tensorctl's allocator commands: memory, segments, snapshot, empty-cache.
+// Each is one Admin RPC (memory adds ListSessions for user and client names)
+// rendered by tensorctl_memory_view.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "tools/tensorctl_commands.h"
+#include "tools/tensorctl_format.h"
+#include "tools/tensorctl_memory_view.h"
+
+namespace tensord {
+namespace tensorctl {
+namespace {
+
+constexpr int kBarWidth = 48;
+
+absl::Status FetchSnapshot(Ctl& ctl, v1::MemorySnapshotResponse* response) {
+  v1::MemorySnapshotRequest request;
+  request.set_device(ctl.device);
+  grpc::Status status =
+      ctl.admin->MemorySnapshot(ctl.NewContext().get(), request, response);
+  return status.ok() ? absl::OkStatus()
+                     : ctl.RpcError("MemorySnapshot", status);
+}
+
+}  // namespace
+
+absl::Status RunMemory(Ctl& ctl, Args) {
+  v1::MemoryStatsRequest request;
+  request.set_device(ctl.device);
+  v1::MemoryStatsResponse stats;
+  grpc::Status status =
+      ctl.admin->MemoryStats(ctl.NewContext().get(), request, &stats);
+  if (!status.ok()) return ctl.RpcError("MemoryStats", status);
+  v1::ListSessionsResponse sessions;
+  status = ctl.admin->ListSessions(ctl.NewContext().get(),
+                                   v1::ListSessionsRequest(), &sessions);
+  if (!status.ok()) return ctl.RpcError("ListSessions", status);
+  if (ctl.json) {
+    *ctl.out << MemoryStatsJson(stats, sessions) << "\n";
+    return absl::OkStatus();
+  }
+  for (int i = 0; i < stats.devices_size(); ++i) {
+    *ctl.out << (i > 0 ? "\n" : "")
+             << FormatMemorySummary(stats.devices(i), sessions);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunSegments(Ctl& ctl, Args) {
+  v1::MemorySnapshotResponse snapshot;
+  if (absl::Status s = FetchSnapshot(ctl, &snapshot); !s.ok()) return s;
+  *ctl.out << (ctl.json ? SegmentsJson(snapshot) + "\n"
+                        : FormatSegments(snapshot, kBarWidth));
+  return absl::OkStatus();
+}
+
+absl::Status RunSnapshot(Ctl& ctl, Args) {
+  if (ctl.output.empty()) {
+    return absl::InvalidArgumentError(
+        "usage: tensorctl snapshot -o FILE [--device D] (FILE '-' is stdout)");
+  }
+  v1::MemorySnapshotResponse snapshot;
+  if (absl::Status s = FetchSnapshot(ctl, &snapshot); !s.ok()) return s;
+  if (ctl.output == "-") {
+    *ctl.out << snapshot.json() << "\n";
+    return absl::OkStatus();
+  }
+  {
+    std::ofstream file(ctl.output, std::ios::binary | std::ios::trunc);
+    file << snapshot.json() << "\n";
+    file.close();
+    if (!file) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot write the snapshot to ", ctl.output, ": ",
+                       std::strerror(errno),
+                       " (check the directory exists and is writable)"));
+    }
+  }
+  uint64_t reserved = 0;
+  for (const v1::MemorySegment& s : snapshot.segments()) {
+    reserved += s.total_size();
+  }
+  if (ctl.json) {
+    *ctl.out << JsonObject()
+                    .Add("device", snapshot.device())
+                    .Add("file", ctl.output)
+                    .Add("json_bytes",
+                         static_cast<uint64_t>(snapshot.json().size() + 1))
+                    .Add("segments", snapshot.segments_size())
+                    .Add("reserved_bytes", reserved)
+                    .ToString()
+             << "\n";
+  } else {
+    *ctl.out << "wrote the snapshot of " << snapshot.device() << " ("
+             << snapshot.segments_size() << " segments, "
+             << HumanBytes(reserved) << " reserved) to " << ctl.output << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunEmptyCache(Ctl& ctl, Args) {
+  v1::EmptyCacheRequest request;
+  request.set_device(ctl.device);
+  v1::EmptyCacheResponse response;
+  grpc::Status status =
+      ctl.admin->EmptyCache(ctl.NewContext().get(), request, &response);
+  if (!status.ok()) return ctl.RpcError("EmptyCache", status);
+  const std::string where = ctl.device.empty() ? "every device" : ctl.device;
+  if (ctl.json) {
+    *ctl.out << JsonObject()
+                    .Add("device", ctl.device)
+                    .Add("released_bytes", response.released_bytes())
+                    .ToString()
+             << "\n";
+  } else {
+    *ctl.out << "released " << HumanBytes(response.released_bytes()) << " ("
+             << response.released_bytes() << " bytes) from " << where << "\n";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tensorctl
+}  // namespace tensord
