@@ -60,7 +60,9 @@ class SessionReactor
 
   void OnReadDone(bool ok) override {
     if (!ok) {  // the client closed its side, or the stream broke
-      if (session_) {
+      if (session_ && context_->IsCancelled()) {
+        sessions_->StreamEnded(session_, sink_.get(), /*dropped=*/true);
+      } else if (session_) {
         session_->Close();
       } else {
         sink_->End(absl::InvalidArgumentError(
@@ -88,15 +90,14 @@ class SessionReactor
 
   void OnCancel() override {
     sink_->MarkDead();
-    if (session_) session_->Kill(absl::CancelledError("the client went away"));
+    if (session_)
+      sessions_->StreamEnded(session_, sink_.get(), /*dropped=*/true);
   }
 
   void OnDone() override {
     sink_->Detach();
-    if (session_) {
-      session_->Kill(absl::CancelledError("stream done"));
-      sessions_->Remove(session_->params().id);
-    }
+    if (session_)
+      sessions_->StreamEnded(session_, sink_.get(), /*dropped=*/false);
     delete this;
   }
 

@@ -49,6 +49,10 @@ ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA bundle: require and verify client certificates (mutual TLS)");
 ABSL_FLAG(std::string, unix_socket_mode, "0660",
           "permissions of a --listen=unix:PATH socket (the on-box gate)");
+ABSL_FLAG(absl::Duration, resume_grace, absl::Seconds(30),
+          "how long a session whose stream dropped can be resumed before its "
+          "memory is released");
+ABSL_FLAG(int, max_sessions_per_user, 16, "open sessions allowed per user");
 ABSL_FLAG(std::string, devices, "",
           "comma-separated devices to serve, e.g. cpu,cuda:0 (default: all)");
 
@@ -141,7 +145,10 @@ int Main() {
     allowed = absl::StrSplit(absl::GetFlag(FLAGS_devices), ',');
   }
   auto devices = DeviceRegistry::Create(allowed);
-  SessionManager sessions(devices.get(), auth.get());
+  SessionLimits limits;
+  limits.resume_grace = absl::GetFlag(FLAGS_resume_grace);
+  limits.max_sessions_per_user = absl::GetFlag(FLAGS_max_sessions_per_user);
+  SessionManager sessions(devices.get(), auth.get(), limits);
   TensordService tensord_service(&sessions);
   AdminService admin_service(&sessions, absl::GetFlag(FLAGS_listen));
 

@@ -1,15 +1,17 @@
 #include "server/session.h"
 
+#include <algorithm>
+
 #include "spdlog/spdlog.h"
 
 namespace tensord {
 
-Session::Session(SessionParams params, std::shared_ptr<FrameSink> sink)
+Session::Session(SessionParams params)
     : params_(std::move(params)),
-      sink_(std::move(sink)),
+      outbox_(params_.replay_bytes),
       runner_(
           RunnerConfig{params_.number, params_.devices, params_.chunk_bytes},
-          sink_.get()),
+          &outbox_),
       executor_([this] { ExecutorLoop(); }) {}
 
 Session::~Session() {
@@ -78,7 +80,20 @@ void Session::ExecutorLoop() {
       }
     }
     if (drained) drained();  // outside the lock: the transport resumes reading
+    // A resumed client resends what it did not see acknowledged; commands
+    // already applied are dropped here, so nothing runs twice.
+    const uint64_t applied = applied_seq_.load();
+    auto* commands = batch.mutable_commands();
+    commands->erase(std::remove_if(commands->begin(), commands->end(),
+                                   [applied](const v1::Command& c) {
+                                     return c.seq() <= applied;
+                                   }),
+                    commands->end());
+    if (batch.commands_size() == 0) continue;
+    const uint64_t last = batch.commands(batch.commands_size() - 1).seq();
+    outbox_.SetSeq(last);
     runner_.RunBatch(batch);
+    applied_seq_.store(last);
   }
   runner_.ReleaseAll();
   absl::Status status;
@@ -88,9 +103,37 @@ void Session::ExecutorLoop() {
   }
   spdlog::info("session {} ({}) ended: {}", params_.id, params_.user,
                status.ok() ? "closed by client" : status.ToString());
-  sink_->End(status);
+  outbox_.End(status);
   absl::MutexLock lock(&mu_);
   done_ = true;
+}
+
+absl::Status Session::Attach(std::shared_ptr<FrameSink> sink,
+                             uint64_t received_seq, v1::ServerFrame welcome) {
+  absl::Status attached =
+      outbox_.Attach(std::move(sink), received_seq, std::move(welcome));
+  if (attached.ok()) {
+    absl::MutexLock lock(&mu_);
+    detached_ = false;
+  }
+  return attached;
+}
+
+bool Session::Detach(const FrameSink* sink) {
+  if (!outbox_.Detach(sink)) return false;
+  absl::MutexLock lock(&mu_);
+  detached_ = true;
+  return true;
+}
+
+bool Session::detached() const {
+  absl::MutexLock lock(&mu_);
+  return detached_;
+}
+
+bool Session::ending() const {
+  absl::MutexLock lock(&mu_);
+  return closing_;
 }
 
 v1::SessionInfo Session::Info() const {
@@ -102,7 +145,10 @@ v1::SessionInfo Session::Info() const {
   info.set_age_seconds(absl::ToDoubleSeconds(absl::Now() - created_));
   {
     absl::MutexLock lock(&mu_);
-    info.set_state(done_ ? "closed" : closing_ ? "closing" : "active");
+    info.set_state(done_       ? "closed"
+                   : closing_  ? "closing"
+                   : detached_ ? "detached"
+                               : "active");
     info.set_queue_depth(queue_.size());
   }
   info.set_live_handles(runner_.live_handles());

@@ -9,6 +9,7 @@
 #ifndef TENSORD_SERVER_SESSION_H_
 #define TENSORD_SERVER_SESSION_H_
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "absl/time/time.h"
 #include "proto/admin.pb.h"
 #include "server/command_runner.h"
+#include "server/session_outbox.h"
 
 namespace tensord {
 
@@ -32,11 +34,12 @@ struct SessionParams {
   DeviceRegistry* devices = nullptr;
   size_t chunk_bytes = 1 << 20;
   size_t max_queued_batches = 256;
+  size_t replay_bytes = 64 << 20;  // Note [Resume]
 };
 
 class Session {
  public:
-  Session(SessionParams params, std::shared_ptr<FrameSink> sink);
+  explicit Session(SessionParams params);
   // Waits for the executor to finish (call Close or Kill first).
   ~Session();
   Session(const Session&) = delete;
@@ -54,6 +57,19 @@ class Session {
   // Blocks until the executor has released everything and ended the sink.
   void WaitDone();
 
+  // Streams (Note [Resume] in session_outbox.h). Attach sends `welcome`,
+  // then the replies after `received_seq`; the session counts as attached.
+  absl::Status Attach(std::shared_ptr<FrameSink> sink, uint64_t received_seq,
+                      v1::ServerFrame welcome);
+  // The stream `sink` dropped: replies are buffered, commands keep running.
+  // False if another stream is attached by now.
+  bool Detach(const FrameSink* sink);
+  bool detached() const;
+  bool AttachedTo(const FrameSink* sink) { return outbox_.AttachedTo(sink); }
+  bool ending() const;  // Close/Kill was called
+  // The last command seq applied (commands at or below it are skipped).
+  uint64_t applied_seq() const { return applied_seq_.load(); }
+
   const SessionParams& params() const { return params_; }
   v1::SessionInfo Info() const;
 
@@ -62,14 +78,16 @@ class Session {
 
   const SessionParams params_;
   const absl::Time created_ = absl::Now();
-  std::shared_ptr<FrameSink> sink_;
+  SessionOutbox outbox_;
   CommandRunner runner_;  // used by the executor thread only
+  std::atomic<uint64_t> applied_seq_{0};
 
   mutable absl::Mutex mu_;
   std::deque<v1::Batch> queue_ ABSL_GUARDED_BY(mu_);
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool paused_ ABSL_GUARDED_BY(mu_) = false;  // transport stopped reading
+  bool detached_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);
   std::function<void()> on_drain_ ABSL_GUARDED_BY(mu_);
 

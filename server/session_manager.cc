@@ -1,5 +1,7 @@
 #include "server/session_manager.h"
 
+#include <algorithm>
+
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -23,8 +25,60 @@ std::string RandomHex(int bytes) {
 
 }  // namespace
 
-SessionManager::SessionManager(DeviceRegistry* devices, Authenticator* auth)
-    : devices_(devices), auth_(auth) {}
+SessionManager::SessionManager(DeviceRegistry* devices, Authenticator* auth,
+                               SessionLimits limits)
+    : limits_(limits),
+      devices_(devices),
+      auth_(auth),
+      reaper_([this] { ReaperLoop(); }) {}
+
+SessionManager::~SessionManager() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  reaper_.join();
+}
+
+void SessionManager::ReaperLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    absl::Time next = absl::InfiniteFuture();
+    for (const auto& [id, deadline] : deadlines_)
+      next = std::min(next, deadline);
+    // Wakes at the earliest deadline, or when a detach/stop changes things.
+    const uint64_t seen = deadlines_changed_;
+    auto changed = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_ || deadlines_changed_ != seen;
+    };
+    mu_.AwaitWithDeadline(absl::Condition(&changed), next);
+    if (stopping_) break;
+    const absl::Time now = absl::Now();
+    std::vector<std::shared_ptr<Session>> expired;
+    for (auto it = deadlines_.begin(); it != deadlines_.end();) {
+      auto current = it++;
+      if (current->second > now) continue;
+      auto s = sessions_.find(current->first);
+      if (s != sessions_.end() && s->second->detached()) {
+        expired.push_back(s->second);
+        sessions_.erase(s);
+      }
+      deadlines_.erase(current);
+    }
+    mu_.Unlock();  // killing joins nothing, but runs outside the registry lock
+    for (auto& session : expired) {
+      spdlog::info("session {} was not resumed within {}: releasing it",
+                   session->params().id,
+                   absl::FormatDuration(limits_.resume_grace));
+      session->Kill(absl::DeadlineExceededError("resume grace period over"));
+      for (const auto& d : devices_->devices()) {
+        d->allocator()->SetSessionQuota(session->params().number, -1);
+      }
+    }
+    expired.clear();  // last references: executors finish and free memory
+    mu_.Lock();
+  }
+}
 
 absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
     const v1::Hello& hello, absl::string_view metadata_token,
@@ -36,14 +90,25 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
                      kServerVersion, " speaks version ", kProtocolVersion,
                      "; upgrade the client or the daemon"));
   }
-  if (!hello.resume_session_id().empty()) {
-    return absl::UnimplementedError(
-        "resuming a detached session is not supported by this tensord yet");
-  }
   const absl::string_view token =
       hello.token().empty() ? metadata_token : absl::string_view(hello.token());
   auto user = auth_->Authenticate(token);
   if (!user.ok()) return user.status();
+  if (!hello.resume_session_id().empty()) return Resume(hello, *user, sink);
+  {
+    absl::MutexLock lock(&mu_);
+    int count = 0;
+    for (const auto& [id, s] : sessions_) {
+      if (s->params().user == user->name) ++count;
+    }
+    if (count >= limits_.max_sessions_per_user) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "user '", user->name, "' already has ", count,
+          " sessions (the limit is ", limits_.max_sessions_per_user,
+          "); close one, or ask the operator to raise "
+          "--max_sessions_per_user"));
+    }
+  }
   SessionParams params;
   params.id = RandomHex(8);
   params.resume_secret = RandomHex(16);
@@ -53,16 +118,18 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   params.peer = std::string(peer);
   params.devices = devices_;
   params.chunk_bytes = kChunkBytes;
+  params.max_queued_batches = limits_.max_queued_batches;
   // Quotas are checked by the allocators before allocating.
   if (user->quota_bytes > 0) {
     for (const auto& d : devices_->devices()) {
       d->allocator()->SetSessionQuota(params.number, user->quota_bytes);
     }
   }
-  auto session = std::make_shared<Session>(params, sink);
+  auto session = std::make_shared<Session>(params);
   v1::ServerFrame welcome;
   *welcome.mutable_welcome() = MakeWelcome(*session);
-  sink->Send(std::move(welcome));
+  absl::Status attached = session->Attach(sink, 0, std::move(welcome));
+  if (!attached.ok()) return attached;
   {
     absl::MutexLock lock(&mu_);
     sessions_[params.id] = session;
@@ -70,6 +137,62 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   spdlog::info("session {} opened by {} ({}) from {}", params.id, params.user,
                params.client_name, params.peer);
   return session;
+}
+
+absl::StatusOr<std::shared_ptr<Session>> SessionManager::Resume(
+    const v1::Hello& hello, const User& user, std::shared_ptr<FrameSink> sink) {
+  std::shared_ptr<Session> session;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(hello.resume_session_id());
+    if (it != sessions_.end()) session = it->second;
+  }
+  // The same answer for an unknown id and a wrong secret: ids are not oracles.
+  if (session == nullptr ||
+      !ConstantTimeEquals(session->params().resume_secret,
+                          hello.resume_secret()) ||
+      session->params().user != user.name) {
+    return absl::NotFoundError(
+        absl::StrCat("no resumable session '", hello.resume_session_id(),
+                     "' for this token and secret (it may have expired after "
+                     "the grace period)"));
+  }
+  if (!session->detached() || session->ending()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "session '", hello.resume_session_id(),
+        "' is not detached (another stream holds it, or it is ending)"));
+  }
+  v1::ServerFrame welcome;
+  *welcome.mutable_welcome() = MakeWelcome(*session);
+  welcome.mutable_welcome()->set_resumed(true);
+  welcome.mutable_welcome()->set_resumed_applied_seq(session->applied_seq());
+  absl::Status attached =
+      session->Attach(sink, hello.resume_received_seq(), std::move(welcome));
+  if (!attached.ok()) return attached;
+  {
+    absl::MutexLock lock(&mu_);
+    deadlines_.erase(session->params().id);
+  }
+  spdlog::info("session {} resumed by {}", session->params().id, user.name);
+  return session;
+}
+
+void SessionManager::StreamEnded(const std::shared_ptr<Session>& session,
+                                 const FrameSink* sink, bool dropped) {
+  if (dropped && !session->ending() &&
+      limits_.resume_grace > absl::ZeroDuration()) {
+    if (!session->Detach(sink)) return;  // a new stream already resumed it
+    spdlog::info("session {} detached: resumable for {}", session->params().id,
+                 absl::FormatDuration(limits_.resume_grace));
+    absl::MutexLock lock(&mu_);
+    deadlines_[session->params().id] = absl::Now() + limits_.resume_grace;
+    ++deadlines_changed_;
+    return;
+  }
+  // Detached (the reaper's now) or resumed by another stream: not ours.
+  if (!session->AttachedTo(sink)) return;
+  session->Kill(absl::CancelledError("the stream ended"));
+  Remove(session->params().id);
 }
 
 v1::Welcome SessionManager::MakeWelcome(const Session& session) const {
@@ -126,6 +249,7 @@ void SessionManager::Shutdown() {
   std::vector<std::shared_ptr<Session>> all;
   {
     absl::MutexLock lock(&mu_);
+    deadlines_.clear();
     for (auto& [id, s] : sessions_) all.push_back(s);
   }
   for (auto& s : all)

@@ -6,11 +6,13 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "proto/admin.pb.h"
 #include "server/auth.h"
 #include "server/session.h"
@@ -22,18 +24,34 @@ inline constexpr char kServerVersion[] = "0.1.0";
 inline constexpr size_t kChunkBytes = 1 << 20;
 inline constexpr size_t kMaxFrameBytes = 8 << 20;
 
+struct SessionLimits {
+  // How long a session whose stream dropped waits to be resumed before its
+  // handles are released (0: released at once).
+  absl::Duration resume_grace = absl::Seconds(30);
+  int max_sessions_per_user = 16;
+  size_t max_queued_batches = 256;
+};
+
 class SessionManager {
  public:
-  SessionManager(DeviceRegistry* devices, Authenticator* auth);
+  SessionManager(DeviceRegistry* devices, Authenticator* auth,
+                 SessionLimits limits = SessionLimits());
+  ~SessionManager();  // stops the reaper; call Shutdown first
 
   // Checks `hello` (protocol version, token: from Hello or `metadata_token`)
-  // and starts a session whose replies go to `sink`. The Welcome is the
-  // first frame sent to the sink. FAILED_PRECONDITION names both versions;
-  // UNAUTHENTICATED for tokens.
+  // and starts a session whose replies go to `sink`, or resumes the detached
+  // session `hello` names (Note [Resume]). The Welcome is the first frame
+  // sent to the sink. FAILED_PRECONDITION names both versions;
+  // UNAUTHENTICATED for tokens; RESOURCE_EXHAUSTED past the per-user cap.
   absl::StatusOr<std::shared_ptr<Session>> Open(
       const v1::Hello& hello, absl::string_view metadata_token,
       absl::string_view peer, std::shared_ptr<FrameSink> sink);
-  // Forgets a session whose stream is over.
+  // The stream `sink` of `session` ended. `dropped`: it broke (cancelled,
+  // not closed by the client), so the session is detached for the grace
+  // period; otherwise, or once the session is ending, it is forgotten.
+  void StreamEnded(const std::shared_ptr<Session>& session,
+                   const FrameSink* sink, bool dropped);
+  // Forgets a session.
   void Remove(const std::string& id);
   // Ends a session (tensorctl kill); NOT_FOUND if there is none.
   absl::Status Kill(const std::string& id);
@@ -50,13 +68,24 @@ class SessionManager {
 
  private:
   v1::Welcome MakeWelcome(const Session& session) const;
+  absl::StatusOr<std::shared_ptr<Session>> Resume(
+      const v1::Hello& hello, const User& user,
+      std::shared_ptr<FrameSink> sink);
+  // Releases detached sessions whose grace period is over.
+  void ReaperLoop();
 
+  const SessionLimits limits_;
   DeviceRegistry* const devices_;
   Authenticator* const auth_;
   std::atomic<uint64_t> next_number_{1};
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_
       ABSL_GUARDED_BY(mu_);
+  // Detached sessions and when their grace period ends.
+  absl::flat_hash_map<std::string, absl::Time> deadlines_ ABSL_GUARDED_BY(mu_);
+  uint64_t deadlines_changed_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread reaper_;  // last: starts after the members it uses
 };
 
 }  // namespace tensord

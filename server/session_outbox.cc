@@ -1,0 +1,91 @@
+#include "server/session_outbox.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace tensord {
+
+void SessionOutbox::SetSeq(uint64_t seq) {
+  absl::MutexLock lock(&mu_);
+  seq_ = seq;
+}
+
+void SessionOutbox::Send(v1::ServerFrame frame) {
+  std::shared_ptr<FrameSink> sink;
+  {
+    absl::MutexLock lock(&mu_);
+    frame.set_seq(seq_);
+    buffered_bytes_ += frame.ByteSizeLong();
+    buffer_.push_back(frame);
+    while (buffered_bytes_ > max_bytes_ && !buffer_.empty()) {
+      evicted_seq_ = std::max(evicted_seq_, buffer_.front().seq());
+      buffered_bytes_ -= buffer_.front().ByteSizeLong();
+      buffer_.pop_front();
+    }
+    sink = sink_;
+  }
+  // Outside mu_: Send may wait for the transport (flow control).
+  if (sink) {
+    absl::MutexLock forward(&forward_mu_);
+    sink->Send(std::move(frame));
+  }
+}
+
+void SessionOutbox::End(absl::Status status) {
+  std::shared_ptr<FrameSink> sink;
+  {
+    absl::MutexLock lock(&mu_);
+    ended_ = true;
+    end_status_ = status;
+    sink = sink_;
+  }
+  if (sink) {
+    absl::MutexLock forward(&forward_mu_);
+    sink->End(std::move(status));
+  }
+}
+
+absl::Status SessionOutbox::Attach(std::shared_ptr<FrameSink> sink,
+                                   uint64_t received_seq,
+                                   v1::ServerFrame welcome) {
+  absl::MutexLock forward(&forward_mu_);
+  std::deque<v1::ServerFrame> replay;
+  absl::Status end;
+  bool ended;
+  {
+    absl::MutexLock lock(&mu_);
+    if (received_seq < evicted_seq_) {
+      return absl::DataLossError(
+          absl::StrCat("cannot resume: replies after command ", received_seq,
+                       " were dropped while detached (more than ", max_bytes_,
+                       " bytes of replies); start a new session"));
+    }
+    for (const v1::ServerFrame& f : buffer_) {
+      if (f.seq() > received_seq) replay.push_back(f);
+    }
+    sink_ = sink;
+    ended = ended_;
+    end = end_status_;
+  }
+  sink->Send(std::move(welcome));
+  for (auto& f : replay) sink->Send(std::move(f));
+  if (ended) sink->End(end);
+  return absl::OkStatus();
+}
+
+bool SessionOutbox::Detach(const FrameSink* sink) {
+  absl::MutexLock lock(&mu_);
+  if (sink_.get() != sink) return false;
+  sink_.reset();
+  return true;
+}
+
+}  // namespace tensord
+
+namespace tensord {
+
+bool SessionOutbox::AttachedTo(const FrameSink* sink) {
+  absl::MutexLock lock(&mu_);
+  return sink_.get() == sink;
+}
+
+}  // namespace tensord
