@@ -307,7 +307,16 @@ absl::Status Session::EnqueueOptions(const v1::SetOptions& options) {
     absl::MutexLock lock(&mu_);
     default_device_ = options.default_device();
   }
+  if (status.ok() && options.option_case() == v1::SetOptions::kGradEnabled) {
+    absl::MutexLock lock(&mu_);
+    grad_enabled_ = options.grad_enabled();
+  }
   return status;
+}
+
+bool Session::grad_enabled() const {
+  absl::MutexLock lock(&mu_);
+  return grad_enabled_;
 }
 
 void Session::QueueRelease(uint64_t handle) {

@@ -54,6 +54,9 @@ struct HandleMeta {
   std::string device;
   bool requires_grad = false;
   absl::Status error;  // non-OK: the handle is poisoned
+  bool is_none = false;  // names None (a .grad never set, an unused input)
+  bool is_leaf = true;
+  std::string grad_fn;  // e.g. "MulBackward0"; empty for leaves
 };
 
 class Session {
@@ -95,6 +98,24 @@ class Session {
                                          const std::string& site);
 
   absl::Status EnqueueOptions(const v1::SetOptions& options);
+  // The grad mode last sent with SetOptions (the daemon starts with it on).
+  bool grad_enabled() const;
+
+  // Autograd commands (docs/protocol.md "Autograd"; session_autograd.cc).
+  // Backward returns the handles it creates: one per input when `inputs` is
+  // non-empty (autograd.grad), else none.
+  absl::StatusOr<std::vector<uint64_t>> EnqueueBackward(
+      const std::vector<uint64_t>& roots, const std::vector<uint64_t>& grads,
+      bool retain_graph, bool create_graph, const std::vector<uint64_t>& inputs,
+      bool allow_unused, const std::string& site);
+  absl::Status EnqueueSetRequiresGrad(uint64_t handle, bool requires_grad,
+                                      const std::string& site);
+  // A new handle naming `handle`'s .grad (its meta says is_none for None).
+  absl::StatusOr<uint64_t> EnqueueGetGrad(uint64_t handle);
+  // grad = 0: None.
+  absl::Status EnqueueSetGrad(uint64_t handle, uint64_t grad);
+  // Records a client-side change of `handle`'s requires_grad in its meta.
+  void NoteRequiresGrad(uint64_t handle, bool requires_grad);
 
   // Drops the client's reference to `handle` (batched). Never blocks on I/O.
   void QueueRelease(uint64_t handle);
@@ -117,6 +138,9 @@ class Session {
     uint64_t seq = 0;  // the command creating it; 0 until appended
     bool known = false;
     HandleMeta meta;
+    // requires_grad set by this client (SetRequiresGrad) before the Ack came:
+    // it wins over the Ack's value (-1: none).
+    int8_t requires_grad_override = -1;
   };
   struct PendingDownload {
     DataAssembler assembler;
@@ -166,6 +190,7 @@ class Session {
   std::vector<uint64_t> pending_releases_ ABSL_GUARDED_BY(mu_);
   bool in_chunked_put_ ABSL_GUARDED_BY(mu_) = false;
   std::string default_device_ ABSL_GUARDED_BY(mu_);  // for Put metas
+  bool grad_enabled_ ABSL_GUARDED_BY(mu_) = true;
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t next_handle_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;

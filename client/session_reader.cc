@@ -59,6 +59,12 @@ void Session::HandleFrame(const v1::ServerFrame& frame) {
         state.meta.shape.assign(meta.shape().begin(), meta.shape().end());
         state.meta.device = meta.device();
         state.meta.requires_grad = meta.requires_grad();
+        state.meta.is_none = meta.is_none();
+        state.meta.is_leaf = meta.is_leaf();
+        state.meta.grad_fn = meta.grad_fn();
+        if (state.requires_grad_override >= 0) {
+          state.meta.requires_grad = state.requires_grad_override != 0;
+        }
         state.meta.error = StatusFromProto(meta.error());
         if (state.meta.error.ok() && !dtype.ok()) {
           state.meta.error = absl::InternalError(

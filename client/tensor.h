@@ -127,6 +127,34 @@ class Tensor {
   Tensor transpose(int64_t dim0, int64_t dim1,
                    Site site = Site::Current()) const;
 
+  // ------------------------------------------------------------ autograd
+  // (client/tensor_autograd.cc; free functions and NoGradGuard in
+  // client/autograd.h). The graph lives in the daemon.
+  //
+  // One Backward command, then a synchronize: a failing backward (graph
+  // freed, saved tensor modified in place, root without grad) is returned
+  // here. `gradient`: undefined for a scalar root.
+  absl::Status backward(const Tensor& gradient = Tensor(),
+                        bool retain_graph = false, bool create_graph = false,
+                        Site site = Site::Current()) const;
+  // The accumulated gradient (GetGrad; waits for its Ack), or an undefined
+  // Tensor when there is none (PyTorch C++'s convention).
+  absl::StatusOr<Tensor> grad() const;
+  // Assigns .grad (an undefined `grad`: None). Queued, no wait.
+  absl::Status set_grad(const Tensor& grad) const;
+  // Marks this leaf as requiring grad (or not). Queued, no wait; on a
+  // non-leaf the daemon reports the error at the next sync point.
+  absl::Status set_requires_grad(bool requires_grad,
+                                 Site site = Site::Current()) const;
+  // set_requires_grad, returning this tensor (a local error on failure).
+  Tensor requires_grad_(bool requires_grad = true,
+                        Site site = Site::Current()) const;
+  // Shares storage, outside the graph (catalog op `detach`).
+  Tensor detach(Site site = Site::Current()) const;
+  absl::StatusOr<bool> is_leaf() const;
+  // The graph node's name ("MulBackward0"); empty for leaves.
+  absl::StatusOr<std::string> grad_fn() const;
+
   const std::shared_ptr<internal::TensorImpl>& impl() const { return impl_; }
 
  private:

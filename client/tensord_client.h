@@ -1,13 +1,16 @@
 // The tensord C++ client: include this one header.
-// See client/client.h (connection), client/tensor.h (Tensor) and
-// client/ops.h (op functions).
+// See client/client.h (connection), client/tensor.h (Tensor),
+// client/ops.h (op functions), client/autograd.h (NoGradGuard,
+// autograd::grad) and client/optim.h (SGD, Adam).
 #ifndef TENSORD_CLIENT_TENSORD_CLIENT_H_
 #define TENSORD_CLIENT_TENSORD_CLIENT_H_
 
 #include "client/attrs.h"
+#include "client/autograd.h"
 #include "client/client.h"
 #include "client/dtype.h"
 #include "client/ops.h"
+#include "client/optim.h"
 #include "client/options.h"
 #include "client/site.h"
 #include "client/status.h"
