@@ -220,3 +220,12 @@ def test_parameter_is_a_leaf_alias():
     (p * p).sum().backward()
     assert p.grad.tolist() == [0.0, 2.0, 4.0, 6.0]
     assert td.nn.Parameter(t, requires_grad=False).requires_grad is False
+
+
+def test_requires_grad_on_a_non_leaf_that_requires_grad_is_a_no_op():
+    x = td.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * 2).requires_grad_()
+    assert y.requires_grad and not y.is_leaf
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+    td.synchronize()  # no error was left behind

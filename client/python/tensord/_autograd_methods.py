@@ -62,11 +62,11 @@ class AutogradMethods:
 
     def requires_grad_(self, requires_grad: bool = True) -> Any:
         """Sets ``requires_grad`` of this leaf in place; returns the tensor. As in PyTorch,
-        turning it off on a non-leaf is an error (raised here when the Ack is already known,
-        else by the daemon at the next sync point)."""
+        turning it off on a non-leaf is an error, raised here, and turning it on is a no-op
+        there (so this reads the tensor's Ack, like ``shape``)."""
         flag = bool(requires_grad)
-        info = self._info  # type: ignore[attr-defined]
-        if info is not None and info.error is None and not info.is_leaf:
+        info = self._meta()  # type: ignore[attr-defined]
+        if not info.is_leaf:
             if flag:
                 return self  # a non-leaf that requires grad already does
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
