@@ -75,4 +75,13 @@ Tensor Tensor::AsStrided(Shape shape, Strides strides, int64_t offset) const {
   return Tensor(storage_, dtype_, std::move(shape), std::move(strides), offset);
 }
 
+AutogradMeta& Tensor::EnsureAutograd() {
+  if (autograd_ == nullptr) autograd_ = std::make_shared<AutogradMeta>();
+  return *autograd_;
+}
+
+Tensor Tensor::Detached() const {
+  return Tensor(storage_, dtype_, shape_, strides_, offset_);
+}
+
 }  // namespace tensord

@@ -4,6 +4,11 @@
 // back to the device allocator when the last view is destroyed. A Tensor is
 // a small value type: copying it makes another view of the same storage.
 // Not thread-safe by itself: a session's tensors are used by its executor.
+//
+// Note [Autograd meta]: a Tensor may carry a shared AutogradMeta
+// (requires_grad, grad, grad_fn, output_nr). Copies of a Tensor are the same
+// logical tensor and share it; views made with AsStrided (and Detached) are
+// new tensors without one. runtime/autograd owns its meaning.
 #ifndef TENSORD_RUNTIME_TENSOR_H_
 #define TENSORD_RUNTIME_TENSOR_H_
 
@@ -17,6 +22,9 @@
 #include "runtime/device.h"
 
 namespace tensord {
+
+class Node;  // a graph node (runtime/autograd/node.h)
+struct AutogradMeta;
 
 class Storage {
  public:
@@ -79,13 +87,52 @@ class Tensor {
   // Another view of the same storage.
   Tensor AsStrided(Shape shape, Strides strides, int64_t offset) const;
 
+  // Autograd (Note [Autograd meta]). autograd() may be null: a tensor that
+  // does not require grad and has no .grad.
+  AutogradMeta* autograd() const { return autograd_.get(); }
+  const std::shared_ptr<AutogradMeta>& autograd_ptr() const {
+    return autograd_;
+  }
+  // Creates the meta if missing (on this object: copies made later share).
+  AutogradMeta& EnsureAutograd();
+  void set_autograd(std::shared_ptr<AutogradMeta> meta) {
+    autograd_ = std::move(meta);
+  }
+  bool requires_grad() const;
+  const std::shared_ptr<Node>& grad_fn() const;
+  bool is_leaf() const { return grad_fn() == nullptr; }
+  // The same view of the same storage as a new tensor with no autograd meta.
+  Tensor Detached() const;
+
  private:
   std::shared_ptr<Storage> storage_;
   DType dtype_ = DType::kFloat32;
   Shape shape_;
   Strides strides_;
   int64_t offset_ = 0;
+  std::shared_ptr<AutogradMeta> autograd_;
 };
+
+struct AutogradMeta {
+  bool requires_grad = false;
+  std::shared_ptr<Node> grad_fn;  // null: a leaf
+  int output_nr = 0;              // which output of grad_fn this tensor is
+  Tensor grad;                    // undefined: None
+  // A leaf's AccumulateGrad node while some graph uses it (weak: the graph
+  // owns it, the leaf does not).
+  std::weak_ptr<Node> grad_accumulator;
+  // The output of a view op recorded in the graph: in-place writes to it
+  // are refused (tensord does not rebase the base's history).
+  bool is_view = false;
+};
+
+inline bool Tensor::requires_grad() const {
+  return autograd_ != nullptr && autograd_->requires_grad;
+}
+inline const std::shared_ptr<Node>& Tensor::grad_fn() const {
+  static const std::shared_ptr<Node> kNone;
+  return autograd_ != nullptr ? autograd_->grad_fn : kNone;
+}
 
 }  // namespace tensord
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/autograd/node.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_table.h"
@@ -56,13 +57,13 @@ void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
     case v1::Command::kOptions:
       return RunOptions(cmd.options());
     case v1::Command::kBackward:
+      return RunBackward(cmd.backward(), ack);
     case v1::Command::kSetRequiresGrad:
+      return RunSetRequiresGrad(cmd.set_requires_grad());
     case v1::Command::kGetGrad:
+      return RunGetGrad(cmd.get_grad(), ack);
     case v1::Command::kSetGrad:
-      return ReportFrameError(
-          absl::UnimplementedError("autograd commands are not supported by "
-                                   "this tensord yet"),
-          "autograd", "");
+      return RunSetGrad(cmd.set_grad());
     case v1::Command::KIND_NOT_SET:
       return ReportFrameError(
           absl::InvalidArgumentError(absl::StrCat(
@@ -76,11 +77,17 @@ void CommandRunner::Create(uint64_t id, HandleEntry entry, v1::Ack* ack) {
   meta->set_handle(id);
   if (entry.poisoned()) {
     *meta->mutable_error() = entry.error;
+  } else if (entry.is_none()) {
+    meta->set_is_none(true);
   } else {
-    meta->set_dtype(static_cast<v1::DType>(entry.tensor.dtype()));
-    for (int64_t s : entry.tensor.shape()) meta->add_shape(s);
-    meta->set_device(entry.tensor.device()->name());
-    meta->set_requires_grad(entry.requires_grad);
+    Tensor& t = entry.tensor;
+    t.EnsureAutograd();  // copies of this handle's tensor share identity
+    meta->set_dtype(static_cast<v1::DType>(t.dtype()));
+    for (int64_t s : t.shape()) meta->add_shape(s);
+    meta->set_device(t.device()->name());
+    meta->set_requires_grad(t.requires_grad());
+    meta->set_is_leaf(t.is_leaf());
+    if (t.grad_fn() != nullptr) meta->set_grad_fn(t.grad_fn()->name());
   }
   handles_.Insert(id, std::move(entry));
 }
@@ -107,17 +114,7 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
                                   ? table[call.op_id()].name
                                   : absl::StrCat("op#", call.op_id());
   // Output ids are checked first: a bad id has no entry to carry an error.
-  uint64_t previous = handles_.max_id();
-  for (uint64_t id : call.outputs()) {
-    absl::Status s = handles_.CheckNew(id);
-    if (s.ok() && id <= previous) {
-      s = absl::InvalidArgumentError(
-          absl::StrCat("output handles must strictly increase, got ", id,
-                       " after ", previous));
-    }
-    if (!s.ok()) return ReportFrameError(s, op_name, call.site());
-    previous = id;
-  }
+  if (!CheckNewOutputs(call.outputs(), op_name, call.site())) return;
   auto fail = [&](const v1::Status& error) {
     NoteError(error);
     for (uint64_t id : call.outputs()) {
@@ -143,21 +140,22 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
   std::vector<Tensor> inputs;
   inputs.reserve(call.inputs_size());
   for (uint64_t id : call.inputs()) {
-    auto entry = handles_.Find(id);
-    if (!entry.ok()) return fail_with(entry.status());
-    if ((*entry)->poisoned()) return fail((*entry)->error);  // same error
-    inputs.push_back((*entry)->tensor);
+    v1::Status poisoned;
+    auto t = FindTensor(id, &poisoned);
+    if (poisoned.code() != 0) return fail(poisoned);  // the same error
+    if (!t.ok()) return fail_with(t.status());
+    inputs.push_back(*std::move(t));
   }
   auto given = AttrsFromProto(call.attrs());
   if (!given.ok()) return fail_with(given.status());
   auto attrs = Attrs::Build(op.name, op.attrs, *std::move(given));
   if (!attrs.ok()) return fail_with(attrs.status());
-  OpContext ctx;
-  ctx.device = default_device_;
-  ctx.devices = config_.devices;
-  ctx.generator = &generator_;
-  ctx.alloc.session = config_.session;
-  auto outputs = RunOp(op, inputs, *attrs, ctx);
+  OpContext ctx = MakeContext();
+  if (grad_enabled_) {
+    recorder_.set_site(call.site());
+    ctx.recorder = &recorder_;
+  }
+  auto outputs = RunRecorded(op, inputs, *attrs, ctx);
   if (!outputs.ok()) return fail_with(outputs.status());
   if (static_cast<int>(outputs->size()) != call.outputs_size()) {
     return fail_with(absl::InvalidArgumentError(
@@ -169,6 +167,50 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
     entry.tensor = std::move((*outputs)[i]);
     Create(call.outputs(i), std::move(entry), ack);
   }
+}
+
+OpContext CommandRunner::MakeContext() {
+  OpContext ctx;
+  ctx.device = default_device_;
+  ctx.devices = config_.devices;
+  ctx.generator = &generator_;
+  ctx.alloc.session = config_.session;
+  return ctx;
+}
+
+bool CommandRunner::CheckNewOutputs(absl::Span<const uint64_t> ids,
+                                    const std::string& what,
+                                    const std::string& site) {
+  uint64_t previous = handles_.max_id();
+  for (uint64_t id : ids) {
+    absl::Status s = handles_.CheckNew(id);
+    if (s.ok() && id <= previous) {
+      s = absl::InvalidArgumentError(
+          absl::StrCat("output handles must strictly increase, got ", id,
+                       " after ", previous));
+    }
+    if (!s.ok()) {
+      ReportFrameError(s, what, site);
+      return false;
+    }
+    previous = id;
+  }
+  return true;
+}
+
+absl::StatusOr<Tensor> CommandRunner::FindTensor(uint64_t id,
+                                                 v1::Status* poisoned) {
+  auto entry = handles_.Find(id);
+  if (!entry.ok()) return entry.status();
+  if ((*entry)->poisoned()) {
+    *poisoned = (*entry)->error;
+    return absl::InvalidArgumentError((*entry)->error.message());
+  }
+  if ((*entry)->is_none()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "handle ", id, " is None (a .grad that was never computed?)"));
+  }
+  return (*entry)->tensor;
 }
 
 void CommandRunner::RunSync(const v1::Sync& sync) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "proto/tensord.pb.h"
+#include "runtime/autograd/recorder.h"
 #include "runtime/generator.h"
 #include "runtime/ops/op_def.h"
 #include "server/frame_sink.h"
@@ -54,6 +55,19 @@ class CommandRunner {
   void RunGet(const v1::Get& get);
   void RunSync(const v1::Sync& sync);
   void RunOptions(const v1::SetOptions& options);
+  // Autograd commands (command_autograd.cc).
+  void RunBackward(const v1::Backward& backward, v1::Ack* ack);
+  void RunSetRequiresGrad(const v1::SetRequiresGrad& cmd);
+  void RunGetGrad(const v1::GetGrad& cmd, v1::Ack* ack);
+  void RunSetGrad(const v1::SetGrad& cmd);
+  // Checks that `ids` may name new handles (non-zero, strictly increasing);
+  // reports a frame error naming `what` otherwise.
+  bool CheckNewOutputs(absl::Span<const uint64_t> ids, const std::string& what,
+                       const std::string& site);
+  // A live tensor for `id`: NOT_FOUND, the poisoning status, or an error for
+  // a None handle.
+  absl::StatusOr<Tensor> FindTensor(uint64_t id, v1::Status* poisoned);
+  OpContext MakeContext();
   // Finishes a pending upload that was interrupted by another command.
   void AbortPendingPut(v1::Ack* ack);
 
@@ -72,6 +86,7 @@ class CommandRunner {
   Generator generator_;
   Device* default_device_;
   bool grad_enabled_ = true;
+  GraphRecorder recorder_;  // Note [Recording]; used while grad mode is on
   std::optional<v1::Status> first_error_;  // since the last Sync
   std::unique_ptr<PendingPut> pending_put_;
   std::atomic<size_t> live_handles_{0};

@@ -101,7 +101,14 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
   }
   HandleEntry entry;
   entry.tensor = std::move(p.tensor);
-  entry.requires_grad = p.requires_grad;
+  if (p.requires_grad) {
+    if (!IsFloating(entry.tensor.dtype())) {
+      return fail(absl::InvalidArgumentError(absl::StrCat(
+          "only tensors of floating point dtype can require gradients, got ",
+          DTypeName(entry.tensor.dtype()))));
+    }
+    entry.tensor.EnsureAutograd().requires_grad = true;
+  }
   pending_put_.reset();
   Create(put.handle(), std::move(entry), ack);
 }
@@ -117,6 +124,12 @@ void CommandRunner::RunGet(const v1::Get& get) {
   if (!entry.ok())
     return send_error(StatusToProto(entry.status(), "get", get.site()));
   if ((*entry)->poisoned()) return send_error((*entry)->error);
+  if ((*entry)->is_none()) {
+    return send_error(StatusToProto(
+        absl::InvalidArgumentError(absl::StrCat(
+            "handle ", get.handle(), " is None (a .grad never computed)")),
+        "get", get.site()));
+  }
   OpContext ctx;
   ctx.devices = config_.devices;
   ctx.alloc.session = config_.session;
@@ -147,7 +160,9 @@ void CommandRunner::RunGet(const v1::Get& get) {
       meta->set_dtype(static_cast<v1::DType>(t.dtype()));
       for (int64_t s : t.shape()) meta->add_shape(s);
       meta->set_device(t.device()->name());
-      meta->set_requires_grad((*entry)->requires_grad);
+      const Tensor& named = (*entry)->tensor;
+      meta->set_requires_grad(named.requires_grad());
+      meta->set_is_leaf(named.is_leaf());
       data->set_total_bytes(total);
     }
     data->set_offset(offset);

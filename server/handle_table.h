@@ -20,11 +20,13 @@
 
 namespace tensord {
 
+// A handle names a tensor (with its autograd meta: Note [Autograd meta] in
+// runtime/tensor.h), or an error, or None (a .grad that was never set).
 struct HandleEntry {
-  Tensor tensor;     // defined unless poisoned
+  Tensor tensor;     // defined unless poisoned or None
   v1::Status error;  // code != 0: poisoned
-  bool requires_grad = false;
   bool poisoned() const { return error.code() != 0; }
+  bool is_none() const { return !poisoned() && !tensor.defined(); }
 };
 
 class HandleTable {

@@ -15,6 +15,10 @@ absl::StatusOr<std::vector<Tensor>> CallOp(
   TD_CHECK(op != nullptr, name.c_str());
   TD_ASSIGN_OR_RETURN(Attrs built,
                       Attrs::Build(name, op->attrs, std::move(attrs)));
+  // Note [Autograd recording] (op_def.h): composites and formulas record.
+  if (ctx.recorder != nullptr) {
+    return ctx.recorder->Run(*op, inputs, built, ctx);
+  }
   return RunOp(*op, inputs, built, ctx);
 }
 

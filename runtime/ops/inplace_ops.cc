@@ -104,6 +104,7 @@ OpDef InPlaceRow(const std::string& twin, ViewFn fn) {
   OpDef def = MakeOp(twin + "_", base->min_inputs, base->max_inputs,
                      base->attrs, "In-place " + twin + ": " + base->doc);
   def.composite = fn;
+  def.inplace = true;
   def.examples = base->examples;
   if (twin == "div") {  // true division into a float tensor only
     def.examples = {Example({{2, 3}, {3}})};
@@ -123,15 +124,18 @@ std::vector<OpDef> InPlaceOps() {
   ops.push_back(InPlaceRow("relu", InPlace<5>));
   OpDef zero = MakeOp("zero_", 1, 1, {}, "Fills input with zeros in place.");
   zero.composite = Zero;
+  zero.inplace = true;
   ops.push_back(std::move(zero));
   OpDef fill =
       MakeOp("fill_", 2, 2, {}, "Fills input with a 0-d value in place.");
   fill.composite = Fill;
+  fill.inplace = true;
   fill.examples = {Example({{2, 3}, {}})};
   ops.push_back(std::move(fill));
   OpDef copy = MakeOp("copy_", 2, 2, {},
                       "Copies src (broadcast, converted) into input in place.");
   copy.composite = CopyFrom;
+  copy.inplace = true;
   copy.examples = {
       Example({{2, 3}, {3}}, {}, {DType::kFloat32, DType::kInt64})};
   ops.push_back(std::move(copy));

@@ -89,7 +89,9 @@ Outs BatchNorm(absl::Span<const Tensor> in, const Attrs& attrs,
         TD_ASSIGN_OR_RETURN(Tensor take,
                             Scalar(m, run.dtype(), run.device(), ctx));
         TD_ASSIGN_OR_RETURN(Tensor a, Call1("mul", {run, keep}, {}, ctx));
-        TD_ASSIGN_OR_RETURN(Tensor b, Call1("mul", {stat, take}, {}, ctx));
+        // The running statistics carry no history (as PyTorch's).
+        TD_ASSIGN_OR_RETURN(Tensor fixed, Call1("detach", {stat}, {}, ctx));
+        TD_ASSIGN_OR_RETURN(Tensor b, Call1("mul", {fixed, take}, {}, ctx));
         TD_ASSIGN_OR_RETURN(a, Call1("add", {a, b}, {}, ctx));
         TD_RETURN_IF_ERROR(Call1("copy_", {run, a}, {}, ctx).status());
       }

@@ -23,12 +23,30 @@
 
 namespace tensord {
 
+class OpDef;
+struct OpContext;
+class GradCtx;  // runtime/ops/grad_ctx.h
+class GradValue;
+
+// Note [Autograd recording]: when OpContext::recorder is set (grad mode on,
+// or a backward pass with create_graph), CallOp runs rows through it instead
+// of RunOp, so composite ops and backward formulas record graph nodes. The
+// implementation lives in runtime/autograd (above this layer).
+class Recorder {
+ public:
+  virtual ~Recorder() = default;
+  virtual absl::StatusOr<std::vector<Tensor>> Run(
+      const OpDef& op, absl::Span<const Tensor> inputs, const Attrs& attrs,
+      const OpContext& ctx) = 0;
+};
+
 // What an op sees of the session running it.
 struct OpContext {
   Device* device = nullptr;  // the session's default device (creation ops)
   class DeviceRegistry* devices = nullptr;
   Generator* generator = nullptr;
-  AllocContext alloc;  // session id and stream
+  AllocContext alloc;            // session id and stream
+  Recorder* recorder = nullptr;  // Note [Autograd recording]
 };
 
 struct TensorSpec {
@@ -54,7 +72,14 @@ struct OpExample {
   std::map<std::string, AttrValue> attrs;
 };
 
-struct OpDef {
+// A backward formula (STYLE.md: one line per input, in terms of other ops):
+// the gradient of each input from the gradients of the outputs, one value
+// per input (an empty GradValue: no gradient). The engine reduces
+// broadcast gradients to the input's shape and casts them to its dtype.
+using BackwardFn = std::vector<GradValue> (*)(GradCtx& g);
+
+class OpDef {
+ public:
   std::string name;
   int min_inputs = 0;
   int max_inputs = 0;  // -1: variadic
@@ -75,6 +100,15 @@ struct OpDef {
   // or non-float inputs must have one.
   std::vector<OpExample> examples;
   bool differentiable = false;
+  // Autograd (runtime/ops/derivatives_*.cc fill these in): the formula and
+  // the inputs/outputs it reads, saved with their version at record time.
+  // Differentiable composite rows without a formula are differentiated
+  // through the ops they call (their inner calls are recorded).
+  BackwardFn backward = nullptr;
+  std::vector<int> save_inputs;
+  std::vector<int> save_outputs;
+  // In-place rows: output 0 is input 0 (the graph rebases its history).
+  bool inplace = false;
   std::string doc;
 };
 

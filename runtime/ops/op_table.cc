@@ -1,6 +1,7 @@
 #include "runtime/ops/op_table.h"
 
 #include "absl/container/flat_hash_map.h"
+#include "runtime/ops/derivatives.h"
 
 namespace tensord {
 
@@ -9,9 +10,10 @@ const std::vector<OpDef>& OpTable() {
     auto* t = new std::vector<OpDef>();
     for (auto family : {CreationOps, UnaryOps, PointwiseOps, CompareOps,
                         InPlaceOps, ReductionOps, LinalgOps, ViewOps, ShapeOps,
-                        IndexOps, NnOps, ConvOps}) {
+                        IndexOps, NnOps, ConvOps, ConvGradOps, OptimOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
+    AttachGradients(t);
     return t;
   }();
   return *table;

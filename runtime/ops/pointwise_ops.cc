@@ -139,8 +139,10 @@ std::vector<OpDef> PointwiseOps() {
                           "Elementwise minimum (NaN propagates)."));
   ops.push_back(BinaryRow("remainder", InferArith, CpuBinary<B::kRemainder>,
                           "Python's modulus: the sign of the divisor."));
-  ops.push_back(BinaryRow("floor_divide", InferArith, CpuBinary<B::kFloorDiv>,
-                          "floor(input / other)."));
+  OpDef floor_div = BinaryRow("floor_divide", InferArith,
+                              CpuBinary<B::kFloorDiv>, "floor(input / other).");
+  floor_div.differentiable = false;  // as PyTorch: no derivative
+  ops.push_back(std::move(floor_div));
   for (auto [name, op] : {std::pair{"bitwise_and", B::kBitAnd},
                           std::pair{"bitwise_or", B::kBitOr},
                           std::pair{"bitwise_xor", B::kBitXor}}) {

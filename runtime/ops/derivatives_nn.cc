@@ -1,0 +1,96 @@
+// Backward formulas of softmax, conv and pooling rows (derivatives.h). The
+// losses, norms, dropout, linear/addmm, stack and embedding are composite
+// rows differentiated through the rows they call (Note [Recording]).
+#include "runtime/ops/derivatives.h"
+
+namespace tensord {
+namespace {
+
+GradValue G(GradCtx& g) { return g.grad(); }
+
+std::map<std::string, AttrValue> ConvAttrs(GradCtx& g, const char* size_name,
+                                           const Shape& size) {
+  return {{size_name, Ints(size.begin(), size.end())},
+          {"stride", g.attrs().Ints("stride")},
+          {"padding", g.attrs().Ints("padding")},
+          {"dilation", g.attrs().Ints("dilation")},
+          {"groups", g.attrs().Int("groups")}};
+}
+
+Grads ConvGrad(GradCtx& g) {
+  Grads r(g.num_inputs());
+  if (g.needs(0)) {
+    r[0] = g.Op("conv2d_backward_input", {G(g), g.in(1)},
+                ConvAttrs(g, "input_size", g.in_shape(0)));
+  }
+  if (g.needs(1)) {
+    r[1] = g.Op("conv2d_backward_weight", {G(g), g.in(0)},
+                ConvAttrs(g, "weight_size", g.in_shape(1)));
+  }
+  if (g.num_inputs() == 3 && g.needs(2)) {
+    r[2] = g.Op("sum", {G(g)}, {{"dim", Ints{0, 2, 3}}});
+  }
+  return r;
+}
+
+std::map<std::string, AttrValue> SameAttrs(GradCtx& g,
+                                           std::vector<const char*> names) {
+  std::map<std::string, AttrValue> a;
+  for (const char* n : names) {
+    if (std::string(n) == "ceil_mode" || std::string(n) == "count_include_pad")
+      a[n] = g.attrs().Bool(n);
+    else
+      a[n] = g.attrs().Ints(n);
+  }
+  return a;
+}
+
+}  // namespace
+
+std::vector<GradRow> NnGrads() {
+  return {
+      {"softmax",
+       {},
+       {0},
+       [](GradCtx& g) -> Grads {
+         GradValue y = g.out(), gy = G(g) * y;
+         const int64_t d = g.attrs().Int("dim");
+         return {gy -
+                 y * g.Op("sum", {gy}, {{"dim", Ints{d}}, {"keepdim", true}})};
+       }},
+      {"log_softmax",
+       {},
+       {0},
+       [](GradCtx& g) -> Grads {
+         const int64_t d = g.attrs().Int("dim");
+         GradValue s =
+             g.Op("sum", {G(g)}, {{"dim", Ints{d}}, {"keepdim", true}});
+         return {G(g) - g.Op("exp", {g.out()}) * s};
+       }},
+      {"conv2d", {0, 1}, {}, ConvGrad},
+      {"max_pool2d",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {g.Op("max_pool2d_backward", {G(g), g.in(0)},
+                      SameAttrs(g, {"kernel_size", "stride", "padding",
+                                    "dilation", "ceil_mode"}))};
+       }},
+      {"avg_pool2d",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {g.Op("avg_pool2d_backward", {G(g), g.in(0)},
+                      SameAttrs(g, {"kernel_size", "stride", "padding",
+                                    "ceil_mode", "count_include_pad"}))};
+       }},
+      {"adaptive_avg_pool2d",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {g.Op("adaptive_avg_pool2d_backward", {G(g), g.in(0)})};
+       }},
+  };
+}
+
+}  // namespace tensord

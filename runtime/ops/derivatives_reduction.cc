@@ -1,0 +1,146 @@
+// Backward formulas of the reductions and linear algebra (derivatives.h).
+#include <cmath>
+
+#include "runtime/ops/derivatives.h"
+
+namespace tensord {
+namespace {
+
+GradValue G(GradCtx& g) { return g.grad(); }
+
+// How many elements each output element reduces.
+double Count(GradCtx& g, bool int_dim = false) {
+  const Shape& in = g.in_shape(0);
+  const int rank = static_cast<int>(in.size());
+  if (int_dim ? !g.attrs().Has("dim") : g.attrs().Ints("dim").empty()) {
+    return static_cast<double>(NumElements(in));
+  }
+  std::vector<int64_t> dims = int_dim
+                                  ? std::vector<int64_t>{g.attrs().Int("dim")}
+                                  : g.attrs().Ints("dim");
+  double n = 1;
+  for (int64_t d : dims) n *= rank == 0 ? 1 : in[(d % rank + rank) % rank];
+  return n;
+}
+
+// amax/amin: the gradient goes to the extremal elements, split evenly.
+Grads ExtremeGrad(GradCtx& g) {
+  GradValue x = g.in(0);
+  GradValue mask =
+      Cast(g, Cmp(g, "eq", x, Unreduce(g, g.out())), g.in_dtype(0));
+  Ints dims = g.attrs().Ints("dim");
+  GradValue count = g.Op("sum", {mask}, {{"dim", dims}, {"keepdim", true}});
+  return {Unreduce(g, G(g)) * mask / count};
+}
+
+double Correction(GradCtx& g) {
+  if (g.attrs().Has("correction")) return g.attrs().Float("correction");
+  return g.attrs().Bool("unbiased") ? 1.0 : 0.0;
+}
+
+GradValue Centered(GradCtx& g) {
+  GradValue x = g.in(0);
+  Ints dims = g.attrs().Ints("dim");
+  return x - g.Op("mean", {x}, {{"dim", dims}, {"keepdim", true}});
+}
+
+Grads NormGrad(GradCtx& g) {
+  const double p = g.attrs().Float("p");
+  GradValue x = g.in(0), gu = Unreduce(g, G(g)), nu = Unreduce(g, g.out());
+  GradValue z = Zero(g, gu);
+  GradValue zero_norm = Cmp(g, "eq", nu, Zero(g, nu));
+  if (p == 1) return {gu * g.Op("sign", {x})};
+  if (std::isinf(p)) {
+    GradValue ax = g.Op("abs", {x});
+    GradValue mask = Cast(g, Cmp(g, "eq", ax, nu), g.in_dtype(0));
+    Ints dims = g.attrs().Ints("dim");
+    GradValue count = g.Op("sum", {mask}, {{"dim", dims}, {"keepdim", true}});
+    return {gu * g.Op("sign", {x}) * mask / count};
+  }
+  GradValue d = p == 2 ? gu * x / nu
+                       : gu * x *
+                             g.Op("pow", {g.Op("abs", {x}), g.Num(p - 2, x)}) /
+                             g.Op("pow", {nu, g.Num(p - 1, nu)});
+  return {Where(g, zero_norm, z, d)};
+}
+
+// matmul with PyTorch's 1-d promotion; batch dims are summed back by the
+// engine (Note [Broadcast reduction]).
+Grads MatmulGrad(GradCtx& g) {
+  GradValue a = g.in(0), b = g.in(1), gr = G(g);
+  const size_t ra = g.in_shape(0).size(), rb = g.in_shape(1).size();
+  auto tr = [&](const GradValue& t) {
+    return g.Op("transpose", {t},
+                {{"dim0", int64_t{-1}}, {"dim1", int64_t{-2}}});
+  };
+  auto unsq = [&](const GradValue& t, int64_t d) {
+    return g.Op("unsqueeze", {t}, {{"dim", d}});
+  };
+  auto sq = [&](const GradValue& t, int64_t d) {
+    return g.Op("squeeze", {t}, {{"dim", d}});
+  };
+  GradValue ga, gb;
+  if (ra == 1 && rb == 1) {
+    ga = g.needs(0) ? gr * b : GradValue();
+    gb = g.needs(1) ? gr * a : GradValue();
+  } else if (rb == 1) {
+    ga = g.needs(0) ? unsq(gr, -1) * b : GradValue();
+    gb = g.needs(1) ? sq(g.Op("matmul", {tr(a), unsq(gr, -1)}), -1)
+                    : GradValue();
+  } else if (ra == 1) {
+    ga = g.needs(0) ? sq(g.Op("matmul", {unsq(gr, -2), tr(b)}), -2)
+                    : GradValue();
+    gb = g.needs(1) ? unsq(a, -1) * unsq(gr, -2) : GradValue();
+  } else {
+    ga = g.needs(0) ? g.Op("matmul", {gr, tr(b)}) : GradValue();
+    gb = g.needs(1) ? g.Op("matmul", {tr(a), gr}) : GradValue();
+  }
+  return {ga, gb};
+}
+
+}  // namespace
+
+std::vector<GradRow> ReductionGrads() {
+  return {
+      {"sum", {}, {}, [](GradCtx& g) -> Grads { return {Unreduce(g, G(g))}; }},
+      {"mean",
+       {},
+       {},
+       [](GradCtx& g) -> Grads { return {Unreduce(g, G(g)) / Count(g)}; }},
+      {"prod",
+       {0},
+       {0},
+       [](GradCtx& g) -> Grads {
+         return {Unreduce(g, G(g) * g.out(), true) / g.in(0)};
+       }},
+      {"amax", {0}, {0}, ExtremeGrad},
+      {"amin", {0}, {0}, ExtremeGrad},
+      {"var",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {Unreduce(g, G(g)) * Centered(g) *
+                 (2.0 / (Count(g) - Correction(g)))};
+       }},
+      {"std",
+       {0},
+       {0},
+       [](GradCtx& g) -> Grads {
+         return {Unreduce(g, G(g) / g.out()) * Centered(g) *
+                 (1.0 / (Count(g) - Correction(g)))};
+       }},
+      {"norm", {0}, {0}, NormGrad},
+      {"logsumexp",
+       {0},
+       {0},
+       [](GradCtx& g) -> Grads {
+         return {Unreduce(g, G(g)) *
+                 g.Op("exp", {g.in(0) - Unreduce(g, g.out())})};
+       }},
+      {"matmul", {0, 1}, {}, MatmulGrad},
+      {"mm", {0, 1}, {}, MatmulGrad},
+      {"bmm", {0, 1}, {}, MatmulGrad},
+  };
+}
+
+}  // namespace tensord
