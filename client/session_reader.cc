@@ -66,7 +66,7 @@ void Session::HandleFrame(const v1::ServerFrame& frame) {
           state.meta.requires_grad = state.requires_grad_override != 0;
         }
         state.meta.error = StatusFromProto(meta.error());
-        if (state.meta.error.ok() && !dtype.ok()) {
+        if (state.meta.error.ok() && !dtype.ok() && !meta.is_none()) {
           state.meta.error = absl::InternalError(
               absl::StrCat("tensord sent handle ", meta.handle(), " with ",
                            dtype.status().message()));
