@@ -126,6 +126,12 @@ bool Session::Detach(const FrameSink* sink) {
   return true;
 }
 
+void Session::DetachAny() {
+  outbox_.DetachAny();
+  absl::MutexLock lock(&mu_);
+  detached_ = true;
+}
+
 bool Session::detached() const {
   absl::MutexLock lock(&mu_);
   return detached_;

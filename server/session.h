@@ -65,6 +65,8 @@ class Session {
   // False if another stream is attached by now.
   bool Detach(const FrameSink* sink);
   bool detached() const;
+  // Detaches the current stream, whichever it is (see SessionOutbox).
+  void DetachAny();
   bool AttachedTo(const FrameSink* sink) { return outbox_.AttachedTo(sink); }
   bool ending() const;  // Close/Kill was called
   // The last command seq applied (commands at or below it are skipped).

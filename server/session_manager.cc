@@ -157,11 +157,14 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Resume(
                      "' for this token and secret (it may have expired after "
                      "the grace period)"));
   }
-  if (!session->detached() || session->ending()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "session '", hello.resume_session_id(),
-        "' is not detached (another stream holds it, or it is ending)"));
+  if (session->ending()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("session '", hello.resume_session_id(),
+                     "' is ending and cannot be resumed"));
   }
+  // The client holds the secret and is reconnecting: its old stream is dead
+  // even if the daemon has not noticed yet, so the new stream takes over.
+  if (!session->detached()) session->DetachAny();
   v1::ServerFrame welcome;
   *welcome.mutable_welcome() = MakeWelcome(*session);
   welcome.mutable_welcome()->set_resumed(true);

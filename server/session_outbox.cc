@@ -83,6 +83,11 @@ bool SessionOutbox::Detach(const FrameSink* sink) {
 
 namespace tensord {
 
+void SessionOutbox::DetachAny() {
+  absl::MutexLock lock(&mu_);
+  sink_.reset();
+}
+
 bool SessionOutbox::AttachedTo(const FrameSink* sink) {
   absl::MutexLock lock(&mu_);
   return sink_.get() == sink;

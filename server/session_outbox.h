@@ -42,6 +42,9 @@ class SessionOutbox : public FrameSink {
   // Attach. False (nothing changes) if another stream is attached by now.
   bool Detach(const FrameSink* sink);
   bool AttachedTo(const FrameSink* sink);
+  // Detaches whatever stream is attached (a resume takes over a stream the
+  // daemon has not yet noticed is dead).
+  void DetachAny();
 
  private:
   const size_t max_bytes_;
