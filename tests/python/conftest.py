@@ -7,6 +7,7 @@ daemon skip (saying how to build it) when ``bazel-bin/server/tensord`` is missin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -32,9 +33,12 @@ import tensord  # noqa: E402
 from tensord._proto import admin_pb2, admin_pb2_grpc  # noqa: E402
 
 
-@pytest.fixture(scope="session")
-def daemon() -> Iterator[str]:
-    """Starts the real daemon on a free port; yields its address; stops it (SIGTERM, exit 0)."""
+@contextlib.contextmanager
+def running_daemon(*flags: str) -> Iterator[str]:
+    """Runs the real daemon on a free port with extra `flags`; yields its address.
+
+    Stops it with SIGTERM afterwards and asserts a clean exit (status 0).
+    """
     if not os.access(DAEMON, os.X_OK):
         pytest.skip(f"the tensord daemon is not built ({DAEMON} missing): run "
                     "`bazel build //server:tensord` first")
@@ -43,7 +47,8 @@ def daemon() -> Iterator[str]:
     log_path = os.path.join(tmp, "daemon.log")
     log = open(log_path, "wb")
     proc = subprocess.Popen([DAEMON, "--listen=127.0.0.1:0", "--insecure",
-                             f"--port_file={port_file}"], stdout=log, stderr=subprocess.STDOUT)
+                             f"--port_file={port_file}", *flags],
+                            stdout=log, stderr=subprocess.STDOUT)
     # Process start-up only: poll for the port file at a short interval, 30 s at most.
     deadline = time.monotonic() + 30
     port = ""
@@ -75,6 +80,13 @@ def daemon() -> Iterator[str]:
     with open(log_path, errors="replace") as f:
         tail = f.read()[-4000:]
     assert rc == 0, f"the daemon exited with {rc} on SIGTERM; its output:\n{tail}"
+
+
+@pytest.fixture(scope="session")
+def daemon() -> Iterator[str]:
+    """The real daemon shared by the test session (default flags)."""
+    with running_daemon() as address:
+        yield address
 
 
 @pytest.fixture
