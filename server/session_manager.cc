@@ -72,7 +72,7 @@ void SessionManager::ReaperLoop() {
                    absl::FormatDuration(limits_.resume_grace));
       session->Kill(absl::DeadlineExceededError("resume grace period over"));
       for (const auto& d : devices_->devices()) {
-        d->allocator()->SetSessionQuota(session->params().number, -1);
+        d->allocator()->LeaveAccount(session->params().number);
       }
     }
     expired.clear();  // last references: executors finish and free memory
@@ -119,10 +119,15 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   params.devices = devices_;
   params.chunk_bytes = kChunkBytes;
   params.max_queued_batches = limits_.max_queued_batches;
-  // Quotas are checked by the allocators before allocating.
+  params.shm_bytes = hello.shm_transfer() ? limits_.shm_bytes : 0;
+  // Quotas are per user: the user's sessions share one allocator account,
+  // checked by the allocators before allocating.
   if (user->quota_bytes > 0) {
+    const uint64_t account = AccountOf(user->name);
     for (const auto& d : devices_->devices()) {
-      d->allocator()->SetSessionQuota(params.number, user->quota_bytes);
+      d->allocator()->JoinAccount(params.number, account,
+                                  absl::StrCat("user '", user->name, "'"));
+      d->allocator()->SetSessionQuota(account, user->quota_bytes);
     }
   }
   auto session = std::make_shared<Session>(params);
@@ -214,6 +219,7 @@ v1::Welcome SessionManager::MakeWelcome(const Session& session) const {
   w.set_chunk_bytes(kChunkBytes);
   w.set_max_frame_bytes(kMaxFrameBytes);
   w.set_default_device(devices_->default_device()->name());
+  if (session.shm() != nullptr) *w.mutable_shm() = session.shm()->Describe();
   return w;
 }
 
@@ -229,7 +235,7 @@ void SessionManager::Remove(const std::string& id) {
   // `session` may be the last reference: destroyed here, outside the lock.
   if (session) {
     for (const auto& d : devices_->devices()) {
-      d->allocator()->SetSessionQuota(session->params().number, -1);
+      d->allocator()->LeaveAccount(session->params().number);
     }
   }
 }
@@ -277,6 +283,14 @@ v1::ListDevicesResponse SessionManager::Devices() const {
     *out.add_devices() = DeviceToProto(d->description());
   }
   return out;
+}
+
+uint64_t SessionManager::AccountOf(const std::string& user) {
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = accounts_.try_emplace(user, 0);
+  // Account ids live above every session number (the allocators' key space).
+  if (inserted) it->second = (uint64_t{1} << 63) | accounts_.size();
+  return it->second;
 }
 
 std::string SessionManager::SessionIdOf(uint64_t number) const {

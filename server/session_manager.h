@@ -30,6 +30,9 @@ struct SessionLimits {
   absl::Duration resume_grace = absl::Seconds(30);
   int max_sessions_per_user = 16;
   size_t max_queued_batches = 256;
+  // Size of the same-host transfer region of a session whose client asks
+  // for one (Hello.shm_transfer); 0 disables it.
+  size_t shm_bytes = 256 << 20;
 };
 
 class SessionManager {
@@ -71,6 +74,8 @@ class SessionManager {
   absl::StatusOr<std::shared_ptr<Session>> Resume(
       const v1::Hello& hello, const User& user,
       std::shared_ptr<FrameSink> sink);
+  // The allocator account shared by `user`'s sessions (their quota).
+  uint64_t AccountOf(const std::string& user);
   // Releases detached sessions whose grace period is over.
   void ReaperLoop();
 
@@ -81,6 +86,7 @@ class SessionManager {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_
       ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, uint64_t> accounts_ ABSL_GUARDED_BY(mu_);
   // Detached sessions and when their grace period ends.
   absl::flat_hash_map<std::string, absl::Time> deadlines_ ABSL_GUARDED_BY(mu_);
   uint64_t deadlines_changed_ ABSL_GUARDED_BY(mu_) = 0;

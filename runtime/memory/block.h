@@ -93,6 +93,7 @@ struct Block {
   int event_count = 0;               // outstanding events while pending_free
   uint64_t session = 0;              // owner while active
   int64_t* session_bytes = nullptr;  // its counters while allocated
+  int64_t* account_bytes = nullptr;
   int64_t* stream_bytes = nullptr;
   uint64_t last_owner = kFreshMemory;     // whose bytes it holds; Note [Scrub]
   std::vector<StreamHandle> stream_uses;  // other streams (RecordStream)

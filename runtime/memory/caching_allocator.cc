@@ -102,8 +102,9 @@ absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes,
   {
     absl::MutexLock lock(&mu_);
     if (!pending_events_.empty()) ProcessEvents();
+    const uint64_t account = AccountOf(ctx.session);
     if (!quotas_.empty()) {
-      absl::Status quota = CheckQuota(rounded, ctx.session);
+      absl::Status quota = CheckQuota(rounded, account);
       if (!quota.ok()) return quota;
     }
     BlockPool& pool = IsSmallSize(rounded) ? small_pool_ : large_pool_;
@@ -115,8 +116,8 @@ absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes,
     }
     bool split = ShouldSplit(pool.is_small, block->size, rounded);
     if (!split && block->size > rounded && !quotas_.empty()) {
-      auto q = quotas_.find(ctx.session);
-      const int64_t held = session_bytes_.Find(ctx.session);
+      auto q = quotas_.find(account);
+      const int64_t held = account_bytes_.Find(account);
       split = q != quotas_.end() &&
               held + static_cast<int64_t>(block->size) > q->second;
     }
@@ -141,6 +142,8 @@ absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes,
     block->stream_bytes = stream_bytes_.Get(ctx.stream);
     *block->session_bytes += size;
     *block->stream_bytes += size;
+    block->account_bytes = account_bytes_.Get(account);
+    *block->account_bytes += size;
     if (trace_capacity_ > 0) {
       Trace("alloc", block->ptr, block->size, ctx.stream, ctx.session);
     }
@@ -160,16 +163,26 @@ absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes,
   return ptr;
 }
 
-absl::Status CachingAllocator::CheckQuota(size_t rounded, uint64_t session) {
-  auto q = quotas_.find(session);
+absl::Status CachingAllocator::CheckQuota(size_t rounded, uint64_t account) {
+  auto q = quotas_.find(account);
   if (q == quotas_.end()) return absl::OkStatus();
-  const int64_t held = session_bytes_.Find(session);
+  const int64_t held = account_bytes_.Find(account);
   if (held + static_cast<int64_t>(rounded) <= q->second) {
     return absl::OkStatus();
   }
   ++quota_rejections_;
+  auto name = account_names_.find(account);
+  if (name != account_names_.end()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        name->second, " is over the memory quota on ", device_name_,
+        ": tried to allocate ", FormatBytes(rounded), ", the quota is ",
+        FormatBytes(q->second), " and its sessions already hold ",
+        FormatBytes(held),
+        ". Release tensors no longer needed (in any of its sessions), or ask "
+        "the operator to raise the quota."));
+  }
   return absl::ResourceExhaustedError(absl::StrCat(
-      "session ", session, " is over its memory quota on ", device_name_,
+      "session ", account, " is over its memory quota on ", device_name_,
       ": tried to allocate ", FormatBytes(rounded), ", quota is ",
       FormatBytes(q->second), " and the session already holds ",
       FormatBytes(held),
@@ -265,7 +278,8 @@ void CachingAllocator::FreeLocked(Block* block, bool unscrubbed) {
   DecreaseStat(stats_.allocated_bytes, p, size);
   *block->session_bytes -= size;
   *block->stream_bytes -= size;
-  block->session_bytes = block->stream_bytes = nullptr;
+  *block->account_bytes -= size;
+  block->session_bytes = block->stream_bytes = block->account_bytes = nullptr;
   block->allocated = false;
   if (unscrubbed) block->last_owner = kMixedOwners;
   if (trace_capacity_ > 0) {

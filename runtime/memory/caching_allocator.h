@@ -73,6 +73,13 @@ class CachingAllocator : public Allocator {
   void SetSessionQuota(uint64_t session, int64_t bytes);
   std::optional<int64_t> SessionQuota(uint64_t session) const;
 
+  // Quota accounts. A session is its own account unless it joins one; then
+  // the quota set with SetSessionQuota(account, ...) caps the bytes all of
+  // the account's sessions hold together (a user's sessions share the user's
+  // quota). `name` appears in over-quota messages ("user 'alice'").
+  void JoinAccount(uint64_t session, uint64_t account, std::string name);
+  void LeaveAccount(uint64_t session);
+
   MemoryStats GetStats() const;
   // Torch-style flat keys, e.g. "allocated_bytes.all.current".
   std::map<std::string, int64_t> Stats() const {
@@ -127,8 +134,13 @@ class CachingAllocator : public Allocator {
   };
 
   // Allocation steps (caching_allocator.cc).
-  absl::Status CheckQuota(size_t rounded, uint64_t session)
+  absl::Status CheckQuota(size_t rounded, uint64_t account)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t AccountOf(uint64_t session) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    if (account_of_.empty()) return session;
+    auto it = account_of_.find(session);
+    return it == account_of_.end() ? session : it->second;
+  }
   Block* TakeCachedBlock(BlockPool& pool, size_t rounded, StreamHandle stream)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Block*> AllocateSegment(BlockPool& pool, size_t bytes,
@@ -182,6 +194,10 @@ class CachingAllocator : public Allocator {
   DeviceStats stats_ ABSL_GUARDED_BY(mu_);
   int64_t quota_rejections_ ABSL_GUARDED_BY(mu_) = 0;
   ByteCounters<uint64_t> session_bytes_ ABSL_GUARDED_BY(mu_);
+  ByteCounters<uint64_t> account_bytes_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, uint64_t> account_of_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, std::string> account_names_
+      ABSL_GUARDED_BY(mu_);
   ByteCounters<StreamHandle> stream_bytes_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, int64_t> quotas_ ABSL_GUARDED_BY(mu_);
   static constexpr size_t kMaxSpares = 1024;

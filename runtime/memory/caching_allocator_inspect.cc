@@ -52,6 +52,18 @@ void CachingAllocator::SetSessionQuota(uint64_t session, int64_t bytes) {
   }
 }
 
+void CachingAllocator::JoinAccount(uint64_t session, uint64_t account,
+                                   std::string name) {
+  absl::MutexLock lock(&mu_);
+  account_of_[session] = account;
+  account_names_[account] = std::move(name);
+}
+
+void CachingAllocator::LeaveAccount(uint64_t session) {
+  absl::MutexLock lock(&mu_);
+  account_of_.erase(session);
+}
+
 std::optional<int64_t> CachingAllocator::SessionQuota(uint64_t session) const {
   absl::MutexLock lock(&mu_);
   auto it = quotas_.find(session);
@@ -163,7 +175,7 @@ absl::Status CachingAllocator::OutOfMemoryError(
   const int64_t reserved = stats_.reserved_bytes[kAllPools].current;
   const int64_t allocated = stats_.allocated_bytes[kAllPools].current;
   std::string quota;
-  if (auto q = quotas_.find(ctx.session); q != quotas_.end()) {
+  if (auto q = quotas_.find(AccountOf(ctx.session)); q != quotas_.end()) {
     quota = absl::StrCat(" of its ", FormatBytes(q->second), " quota");
   }
   return absl::ResourceExhaustedError(absl::StrCat(

@@ -63,6 +63,7 @@ int64_t CachingAllocator::EmptyCache() {
   absl::MutexLock lock(&mu_);
   const int64_t released = ReleaseCachedSegments();
   session_bytes_.PruneZeros();
+  account_bytes_.PruneZeros();
   stream_bytes_.PruneZeros();
   if (trace_capacity_ > 0) {
     Trace("empty_cache", nullptr, static_cast<size_t>(released), nullptr, 0);

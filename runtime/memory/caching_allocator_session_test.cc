@@ -150,5 +150,31 @@ TEST_F(SessionTest, QuotaForcesASplitInsteadOfOvercharging) {
   alloc_->Free(p);
 }
 
+TEST_F(SessionTest, SessionsOfOneAccountShareItsQuota) {
+  constexpr uint64_t kAlice = uint64_t{1} << 63;
+  alloc_->JoinAccount(1, kAlice, "user 'alice'");
+  alloc_->JoinAccount(2, kAlice, "user 'alice'");
+  alloc_->SetSessionQuota(kAlice, 4 * kMiB);
+  void* a = Alloc(3 * kMiB, 1);
+  absl::StatusOr<void*> b = alloc_->Allocate(2 * kMiB, AllocContext{2});
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(b.status().message(), HasSubstr("user 'alice'"));
+  EXPECT_THAT(b.status().message(), HasSubstr("quota is 4.00 MiB"));
+  EXPECT_THAT(b.status().message(), HasSubstr("already hold 3.00 MiB"));
+  // Another user's session is not charged to alice.
+  void* c = Alloc(3 * kMiB, 3);
+  // Once session 1 frees, session 2 fits; accounting stays per session too.
+  alloc_->Free(a);
+  void* d = Alloc(2 * kMiB, 2);
+  EXPECT_GE(alloc_->SessionBytes(2), int64_t(2 * kMiB));  // the reused block
+  EXPECT_EQ(alloc_->SessionBytes(1), 0);
+  alloc_->LeaveAccount(2);  // alone again: no quota of its own
+  void* e = Alloc(8 * kMiB, 2);
+  alloc_->Free(c);
+  alloc_->Free(d);
+  alloc_->Free(e);
+}
+
 }  // namespace
 }  // namespace tensord
