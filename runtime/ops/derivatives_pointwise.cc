@@ -47,7 +47,7 @@ Grads PowGrad(GradCtx& g) {
 }
 
 Grads DivGrad(GradCtx& g) {
-  if (g.attrs().Has("rounding_mode")) return Zeros(g);
+  if (!g.attrs().String("rounding_mode").empty()) return Zeros(g);
   GradValue b = g.in(1);
   return {g.needs(0) ? G(g) / b : GradValue(),
           g.needs(1) ? -G(g) * g.in(0) / (b * b) : GradValue()};

@@ -111,7 +111,7 @@ std::vector<GradRow> ReductionGrads() {
        {0},
        {0},
        [](GradCtx& g) -> Grads {
-         return {Unreduce(g, G(g) * g.out(), true) / g.in(0)};
+         return {Unreduce(g, G(g) * g.out()) / g.in(0)};
        }},
       {"amax", {0}, {0}, ExtremeGrad},
       {"amin", {0}, {0}, ExtremeGrad},
