@@ -285,4 +285,33 @@ def cases() -> List[Case]:
           Case("full_like", [R(2, 3)], {"fill_value": 2.5}),
           Case("rand_like", [R(200, 100)], check=_random_check(0.5, (1 / 12) ** 0.5)),
           Case("randn_like", [R(200, 100, dtype=torch.float64)], check=_random_check(0, 1))]
+    # ------------------------------------------- autograd support (gradients: test_autograd_*)
+    c += [Case("detach", [R(3, 4)], ref=lambda x: x.detach()),
+          Case("conv2d_backward_input", [R(2, 6, 3, 5), R(6, 2, 3, 3)],
+               {"input_size": (2, 4, 5, 5), "stride": (2, 1), "padding": (1,), "groups": 2},
+               ref=lambda g, w, input_size, stride, padding, groups: torch.nn.grad.conv2d_input(
+                   input_size, w, g, stride=stride, padding=padding * 2, groups=groups)),
+          Case("conv2d_backward_weight", [R(2, 6, 3, 5), R(2, 4, 5, 5)],
+               {"weight_size": (6, 2, 3, 3), "stride": (2, 1), "padding": (1,), "groups": 2},
+               ref=lambda g, x, weight_size, stride, padding, groups: torch.nn.grad.conv2d_weight(
+                   x, weight_size, g, stride=stride, padding=padding * 2, groups=groups),
+               rtol=1e-4),
+          Case("max_pool2d_backward", [R(2, 3, 4, 4), R(2, 3, 7, 7)],
+               {"kernel_size": (3,), "stride": (2,), "padding": (1,)},
+               ref=lambda g, x, **k: _pool_grad(F.max_pool2d, g, x, **k)),
+          Case("avg_pool2d_backward", [R(1, 2, 3, 3), R(1, 2, 5, 5)],
+               {"kernel_size": (2,), "ceil_mode": True, "count_include_pad": False},
+               ref=lambda g, x, **k: _pool_grad(F.avg_pool2d, g, x, **k)),
+          Case("adaptive_avg_pool2d_backward", [R(2, 3, 3, 2), R(2, 3, 7, 5)],
+               ref=lambda g, x: _pool_grad(F.adaptive_avg_pool2d, g, x, output_size=(3, 2))),
+          Case("sgd_step", [R(3), R(3, seed=1)], {"n": 1, "lr": 0.1}, ref=lambda *a, **k: ()),
+          Case("adam_step", [R(3), R(3, seed=1), R(3, seed=2), R(3, lo=0.1)],
+               {"n": 1, "step": 1}, ref=lambda *a, **k: ())]
     return c
+
+
+def _pool_grad(fn: Callable[..., Any], g: torch.Tensor, x: torch.Tensor, **kw: Any) -> torch.Tensor:
+    """The gradient of pooling `fn` at x for output gradient g (the *_backward ops' reference)."""
+    x = x.detach().requires_grad_(True)
+    fn(x, **kw).backward(g)
+    return x.grad
