@@ -37,7 +37,6 @@ def both(example, opt_name: str, lr: float, steps: int, batch: int):
 def test_mnist_mlp_matches_torch(opt_name, lr):
     losses, tlosses = both(mnist_mlp, opt_name, lr, steps=8, batch=32)
     np.testing.assert_allclose(losses, tlosses, rtol=2e-4, atol=1e-5)
-    assert losses[-1] < losses[0]
 
 
 @pytest.mark.parametrize("opt_name,lr", [("sgd", 0.05), ("adam", 1e-3)])
