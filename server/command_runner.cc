@@ -42,6 +42,9 @@ void CommandRunner::ReleaseAll() {
 }
 
 void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
+  if (profiler_.enabled() && (cmd.has_call() || cmd.has_backward())) {
+    return RunProfiled(cmd, ack);
+  }
   switch (cmd.kind_case()) {
     case v1::Command::kCall:
       return RunCall(cmd.call(), ack);
@@ -64,6 +67,8 @@ void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
       return RunGetGrad(cmd.get_grad(), ack);
     case v1::Command::kSetGrad:
       return RunSetGrad(cmd.set_grad());
+    case v1::Command::kGetProfile:
+      return RunGetProfile(cmd.get_profile());
     case v1::Command::KIND_NOT_SET:
       return ReportFrameError(
           absl::InvalidArgumentError(absl::StrCat(
@@ -232,6 +237,9 @@ void CommandRunner::RunOptions(const v1::SetOptions& options) {
       return;
     case v1::SetOptions::kSeed:
       generator_.ManualSeed(options.seed());
+      return;
+    case v1::SetOptions::kProfile:
+      profiler_.SetEnabled(options.profile());
       return;
     case v1::SetOptions::kDefaultDevice: {
       Device* device = config_.devices->Find(options.default_device());

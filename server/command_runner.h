@@ -17,6 +17,8 @@
 #include "runtime/ops/op_def.h"
 #include "server/frame_sink.h"
 #include "server/handle_table.h"
+#include "server/session_profiler.h"
+#include "server/shm_transfer.h"
 
 namespace tensord {
 
@@ -24,6 +26,7 @@ struct RunnerConfig {
   uint64_t session = 0;
   DeviceRegistry* devices = nullptr;
   size_t chunk_bytes = 1 << 20;
+  const ShmRegion* shm = nullptr;  // the session's region, if negotiated
 };
 
 class CommandRunner {
@@ -60,6 +63,13 @@ class CommandRunner {
   void RunSetRequiresGrad(const v1::SetRequiresGrad& cmd);
   void RunGetGrad(const v1::GetGrad& cmd, v1::Ack* ack);
   void RunSetGrad(const v1::SetGrad& cmd);
+  // Same-host transfer (command_shm.cc): a Put's bytes, from `data` or the
+  // region; a ranged Get answered through the region.
+  absl::StatusOr<absl::string_view> PutPayload(const v1::Put& put) const;
+  void RunShmGet(const v1::Get& get);
+  // Profiling (command_profile.cc): a timed Call/Backward, GetProfile.
+  void RunProfiled(const v1::Command& cmd, v1::Ack* ack);
+  void RunGetProfile(const v1::GetProfile& get);
   // Checks that `ids` may name new handles (non-zero, strictly increasing);
   // reports a frame error naming `what` otherwise.
   bool CheckNewOutputs(absl::Span<const uint64_t> ids, const std::string& what,
@@ -87,6 +97,7 @@ class CommandRunner {
   Device* default_device_;
   bool grad_enabled_ = true;
   GraphRecorder recorder_;  // Note [Recording]; used while grad mode is on
+  OpProfiler profiler_;
   std::optional<v1::Status> first_error_;  // since the last Sync
   std::unique_ptr<PendingPut> pending_put_;
   std::atomic<size_t> live_handles_{0};

@@ -38,6 +38,15 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
       pending_put_.reset();
     }
   };
+  auto payload = PutPayload(put);  // `data`, or a range of the shm region
+  if (!payload.ok()) {
+    if (continuation && !pending_put_->tensor.defined()) {  // being swallowed
+      if (put.last()) pending_put_.reset();
+      return;
+    }
+    return fail(payload.status());
+  }
+  const absl::string_view data = *payload;
   if (continuation) {
     PendingPut& p = *pending_put_;
     if (!p.tensor.defined()) {  // a failed upload: drop chunks until the last
@@ -45,11 +54,11 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
       return;
     }
     if (put.offset() != p.received ||
-        put.data().size() > p.tensor.nbytes() - p.received) {
+        data.size() > p.tensor.nbytes() - p.received) {
       return fail(absl::InvalidArgumentError(absl::StrCat(
           "upload chunk of handle ", put.handle(), " at offset ", put.offset(),
-          " with ", put.data().size(), " bytes does not continue the ",
-          p.received, " of ", p.tensor.nbytes(), " bytes received")));
+          " with ", data.size(), " bytes does not continue the ", p.received,
+          " of ", p.tensor.nbytes(), " bytes received")));
     }
   } else {
     absl::Status id_ok = handles_.CheckNew(put.handle());
@@ -72,10 +81,10 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
                        " must have offset 0, got ", put.offset())));
     }
     const size_t total = NumElements(shape) * ItemSize(*dtype);
-    if (put.data().size() > total) {
+    if (data.size() > total) {
       return fail(absl::InvalidArgumentError(
           absl::StrCat("upload of handle ", put.handle(), " carries ",
-                       put.data().size(), " bytes but ", DTypeName(*dtype),
+                       data.size(), " bytes but ", DTypeName(*dtype),
                        ShapeToString(shape), " holds ", total)));
     }
     auto tensor = Tensor::Empty(device, *dtype, shape,
@@ -89,10 +98,10 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
   }
   PendingPut& p = *pending_put_;
   absl::Status copied = p.tensor.device()->CopyFromHost(
-      static_cast<char*>(p.tensor.data()) + p.received, put.data().data(),
-      put.data().size(), nullptr);
+      static_cast<char*>(p.tensor.data()) + p.received, data.data(),
+      data.size(), nullptr);
   if (!copied.ok()) return fail(copied);
-  p.received += put.data().size();
+  p.received += data.size();
   if (!put.last()) return;
   if (p.received != p.tensor.nbytes()) {
     return fail(absl::InvalidArgumentError(absl::StrCat(
@@ -114,6 +123,7 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
 }
 
 void CommandRunner::RunGet(const v1::Get& get) {
+  if (get.shm()) return RunShmGet(get);
   auto send_error = [&](const v1::Status& status) {
     v1::ServerFrame frame;
     frame.mutable_error()->set_request_id(get.request_id());

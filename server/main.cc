@@ -53,6 +53,10 @@ ABSL_FLAG(absl::Duration, resume_grace, absl::Seconds(30),
           "how long a session whose stream dropped can be resumed before its "
           "memory is released");
 ABSL_FLAG(int, max_sessions_per_user, 16, "open sessions allowed per user");
+ABSL_FLAG(uint64_t, shm_bytes, 256 << 20,
+          "size of the shared-memory transfer region offered to same-host "
+          "clients that ask for one (0: off; bytes are only used once "
+          "touched)");
 ABSL_FLAG(std::string, devices, "",
           "comma-separated devices to serve, e.g. cpu,cuda:0 (default: all)");
 
@@ -148,6 +152,7 @@ int Main() {
   SessionLimits limits;
   limits.resume_grace = absl::GetFlag(FLAGS_resume_grace);
   limits.max_sessions_per_user = absl::GetFlag(FLAGS_max_sessions_per_user);
+  limits.shm_bytes = absl::GetFlag(FLAGS_shm_bytes);
   SessionManager sessions(devices.get(), auth.get(), limits);
   TensordService tensord_service(&sessions);
   AdminService admin_service(&sessions, absl::GetFlag(FLAGS_listen));

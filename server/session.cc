@@ -5,13 +5,28 @@
 #include "spdlog/spdlog.h"
 
 namespace tensord {
+namespace {
+
+std::unique_ptr<ShmRegion> MakeRegion(const SessionParams& params) {
+  if (params.shm_bytes == 0) return nullptr;
+  auto region = ShmRegion::Create(params.shm_bytes);
+  if (!region.ok()) {
+    spdlog::warn("session {}: no shared-memory transfer ({}); using the stream",
+                 params.id, region.status().ToString());
+    return nullptr;
+  }
+  return *std::move(region);
+}
+
+}  // namespace
 
 Session::Session(SessionParams params)
     : params_(std::move(params)),
       outbox_(params_.replay_bytes),
-      runner_(
-          RunnerConfig{params_.number, params_.devices, params_.chunk_bytes},
-          &outbox_),
+      shm_(MakeRegion(params_)),
+      runner_(RunnerConfig{params_.number, params_.devices, params_.chunk_bytes,
+                           shm_.get()},
+              &outbox_),
       executor_([this] { ExecutorLoop(); }) {}
 
 Session::~Session() {

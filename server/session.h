@@ -35,6 +35,8 @@ struct SessionParams {
   size_t chunk_bytes = 1 << 20;
   size_t max_queued_batches = 256;
   size_t replay_bytes = 64 << 20;  // Note [Resume]
+  // Same-host transfer region (shm_transfer.h); 0: none.
+  size_t shm_bytes = 0;
 };
 
 class Session {
@@ -73,6 +75,9 @@ class Session {
   uint64_t applied_seq() const { return applied_seq_.load(); }
 
   const SessionParams& params() const { return params_; }
+  // The session's shared-memory region, or null (none asked for, or it
+  // could not be made: the client then uses the stream).
+  const ShmRegion* shm() const { return shm_.get(); }
   v1::SessionInfo Info() const;
 
  private:
@@ -81,7 +86,8 @@ class Session {
   const SessionParams params_;
   const absl::Time created_ = absl::Now();
   SessionOutbox outbox_;
-  CommandRunner runner_;  // used by the executor thread only
+  const std::unique_ptr<ShmRegion> shm_;  // before runner_, which uses it
+  CommandRunner runner_;                  // used by the executor thread only
   std::atomic<uint64_t> applied_seq_{0};
 
   mutable absl::Mutex mu_;

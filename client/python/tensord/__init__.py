@@ -35,7 +35,7 @@ from ._multi_ops import __all__ as _multi_all
 from ._session import DEFAULT_ADDRESS, Session
 from ._tensor import CatalogFunction, Tensor, is_tensor
 
-from . import autograd, nn, optim  # noqa: E402  (need the names above)
+from . import autograd, nn, optim, profiler  # noqa: E402  (need the names above)
 from ._serialization import load, save  # noqa: E402
 
 __version__ = "0.1.0"
@@ -46,7 +46,7 @@ __all__ = sorted(set(_ops_all) | set(_multi_all) | {
     "ConnectionLost", "DTypeError", "Error", "InvalidArgumentError", "NotFoundError",
     "OutOfMemoryError", "PermissionDenied", "ProtocolError", "ShapeError", "UnimplementedError",
     "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "Session", "Tensor",
-    "is_tensor", "nn", "optim", "autograd", "save", "load", "connect", "close",
+    "is_tensor", "nn", "optim", "autograd", "profiler", "save", "load", "connect", "close",
     "default_session", "synchronize", "manual_seed",
     "set_default_device"})
 

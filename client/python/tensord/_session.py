@@ -1,8 +1,9 @@
 """A session: one gRPC bidirectional stream to the daemon, and the machinery around it.
 
 Threads (see docs/protocol.md for the wire semantics):
-- the caller's threads append commands to the open batch (``_frame``) under ``_lock``; handles
-  and command seqs are allocated under the same lock, so they increase in command order;
+- the caller's threads append commands to the open batch (``_entries``, encoded by ``_wire``)
+  under ``_lock``; handles and command seqs are allocated under the same lock, so they
+  increase in command order;
 - a flusher thread sends the open batch ``flush_interval`` (2 ms) after its first command, unless
   a value read, a sync, or the size/count threshold sent it first;
 - gRPC's own thread drains ``_out`` (the request iterator) onto the stream;
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import os
 import queue
 import threading
 import weakref
@@ -26,10 +28,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import grpc
 import numpy as np
 
-from . import _catalog, _errors, _grad
+from . import _catalog, _errors, _grad, _shm, _wire
 from ._errors import ConnectionLost, Error, ProtocolError
 from ._proto import tensord_pb2 as pb
-from ._proto import tensord_pb2_grpc as pb_grpc
 
 PROTOCOL_VERSION = 1
 DEFAULT_ADDRESS = "127.0.0.1:50051"
@@ -39,13 +40,15 @@ _MiB = 1 << 20
 class _Pending:
     """A reply someone waits for: a Get's data, or a SyncDone."""
 
-    __slots__ = ("done", "error", "meta", "buf")
+    __slots__ = ("done", "error", "meta", "buf", "total", "shm_size")
 
     def __init__(self) -> None:
         self.done = False
         self.error: Optional[Error] = None
         self.meta: Any = None
         self.buf = bytearray()
+        self.total = 0  # shared-memory Data: the tensor's bytes and this chunk's
+        self.shm_size = 0
 
 
 class Session:
@@ -58,15 +61,17 @@ class Session:
     def __init__(self, address: str = DEFAULT_ADDRESS, token: Optional[str] = None, *,
                  client_name: str = "tensord-python", connect_timeout: float = 30.0,
                  flush_interval: float = 0.002, max_batch_commands: int = 1024,
-                 max_batch_bytes: int = _MiB, credentials: Optional[grpc.ChannelCredentials] = None
-                 ) -> None:
+                 max_batch_bytes: int = _MiB, credentials: Optional[grpc.ChannelCredentials] = None,
+                 shm: Optional[bool] = None) -> None:
         self.address = address
         self._lock = threading.Lock()
         self._replies = threading.Condition(self._lock)  # receiver → waiters
         self._wake_flusher = threading.Condition(self._lock)  # first command → flusher
         self._out: "queue.Queue[Optional[pb.ClientFrame]]" = queue.Queue(maxsize=64)
-        self._frame = pb.ClientFrame()
-        self._cmds = self._frame.batch.commands
+        # The open batch: encoded Batch.commands entries (_wire), plus at most one protobuf
+        # Command still being filled in (_open), encoded when the next command is added.
+        self._entries: List[Any] = []
+        self._open: Optional[pb.Command] = None
         self._frame_bytes = 0
         self._seq = 0  # last seq allocated
         self._sent_seq = 0  # last seq handed to the stream
@@ -96,11 +101,17 @@ class Session:
         hello.hello.protocol_version = PROTOCOL_VERSION
         hello.hello.token = token or ""
         hello.hello.client_name = client_name
+        # same-host shared-memory transfer (_shm.py); TENSORD_SHM=0 turns it off
+        hello.hello.shm_transfer = (shm if shm is not None
+                                    else os.environ.get("TENSORD_SHM", "1") != "0")
         # wait_for_ready: a daemon that is still starting is waited for, up to connect_timeout
         # (a watchdog cancels the call; grpc.channel_ready_future would leave a polling thread
         # that makes every channel.close() take 200 ms).
-        self._responses = pb_grpc.TensordStub(self._channel).Session(
-            self._requests(hello), metadata=metadata, wait_for_ready=True)
+        session_rpc = self._channel.stream_stream(
+            "/tensord.v1.Tensord/Session", request_serializer=_serialize,
+            response_deserializer=pb.ServerFrame.FromString)
+        self._responses = session_rpc(self._requests(hello), metadata=metadata,
+                                      wait_for_ready=True)
         expired = threading.Event()
 
         def expire() -> None:
@@ -146,6 +157,9 @@ class Session:
         # a batch is flushed before it would pass this; one Put chunk always fits in a frame
         self._max_bytes = max(4096, min(max_batch_bytes, max_frame // 2 - 4096))
         self.chunk_bytes = min(self.chunk_bytes, max_frame // 2)
+        #: the mapped shared-memory region, or None (the stream carries every byte)
+        self._shm = _shm.Region.open(w.shm) if w.HasField("shm") else None
+        self._busy: Optional[int] = None  # thread running a multi-command shm transfer
 
         self._receiver = threading.Thread(target=self._receive, name="tensord-receiver",
                                           daemon=True)
@@ -187,6 +201,19 @@ class Session:
         self._channel.close()
         _open_sessions.discard(self)
 
+    def profile_fetch(self, clear: bool = True) -> Any:
+        """The daemon's profiler records (a ``Profile`` message; see ``tensord.profiler``)."""
+        with self._lock:
+            rid, p = self._request_locked()
+            cmd = self._add_locked()
+            cmd.get_profile.request_id = rid
+            cmd.get_profile.clear = clear
+            self._flush_locked()
+            self._wait_locked(p, rid)
+        if p.error is not None:
+            raise _errors.fresh(p.error)
+        return p.meta
+
     def synchronize(self) -> None:
         """Waits until the daemon ran every command sent so far; raises the first op error
         raised since the previous synchronize (spoiled values raise again when touched)."""
@@ -203,7 +230,8 @@ class Session:
             raise _errors.fresh(frame_errors[0])
 
     def set_options(self, *, grad_enabled: Optional[bool] = None,
-                    default_device: Optional[str] = None, seed: Optional[int] = None) -> None:
+                    default_device: Optional[str] = None, seed: Optional[int] = None,
+                    profile: Optional[bool] = None) -> None:
         """Queues ``SetOptions`` commands (they take effect in stream order)."""
         with self._lock:
             self._check_open_locked()
@@ -214,6 +242,8 @@ class Session:
                 self._add_locked().options.default_device = default_device
             if seed is not None:
                 self._add_locked().options.seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+            if profile is not None:
+                self._add_locked().options.profile = bool(profile)
             self._after_add_locked()
 
     # ------------------------------------------------------ used by tensors and ops
@@ -223,27 +253,27 @@ class Session:
         """Queues a Call; returns (first output handle, seq). ``attrs`` are (name, AttrValue
         field, value) triples, already checked against the schema."""
         grad = _grad.is_grad_enabled()
+        site_field = _site_field(site)
         with self._lock:
-            self._check_open_locked()
-            self._grad_mode_locked(grad)
-            cmd = self._add_locked()
-            c = cmd.call
-            c.op_id = op_id
-            c.inputs.extend(inputs)
-            for name, field, value in attrs:
-                a = c.attrs[name]
-                if field == "ints":
-                    a.ints.values.extend(value)
-                elif field == "floats":
-                    a.floats.values.extend(value)
-                else:
-                    setattr(a, field, value)
+            if self._broken is not None or self._closing:
+                self._check_open_locked()
+            if self._busy is not None:
+                self._wait_not_busy_locked()
+            if grad != self._grad_sent:
+                self._grad_mode_locked(grad)
+            if self._open is not None:
+                self._commit_locked()
+            self._seq = seq = self._seq + 1
             first = self._next_handle
-            self._next_handle += num_outputs
-            c.outputs.extend(range(first, first + num_outputs))
-            c.site = site
-            seq = cmd.seq
-            self._after_add_locked()
+            self._next_handle = first + num_outputs
+            entry = _wire.call_entry(seq, op_id, inputs, attrs, first, num_outputs, site_field)
+            self._entries.append(entry)
+            self._frame_bytes += len(entry)
+            n = len(self._entries)
+            if n >= self._max_cmds or self._frame_bytes >= self._max_bytes:
+                self._flush_locked()
+            elif n == 1:
+                self._wake_flusher.notify()
         return first, seq
 
     def backward(self, roots: Sequence[int], grads: Sequence[int], *, retain_graph: bool,
@@ -308,40 +338,81 @@ class Session:
             requires_grad: bool, site: str) -> Tuple[int, int]:
         """Uploads ``data`` (already in wire layout) into a new handle, in chunks of at most
         ``chunk_bytes``; returns (handle, seq of the last chunk)."""
-        raw = memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8))
+        flat = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        raw = memoryview(flat)
         total = raw.nbytes
-        step = self.chunk_bytes
         with self._lock:
             self._check_open_locked()
             handle = self._next_handle
             self._next_handle += 1
-            offset = 0
-            while True:
-                chunk = bytes(raw[offset:offset + step])
-                if self._frame_bytes + len(chunk) > self._max_bytes and len(self._cmds):
-                    self._flush_locked()
-                cmd = self._add_locked()
-                p = cmd.put
-                p.handle = handle
-                p.offset = offset
-                p.data = chunk
-                if offset == 0:
-                    p.dtype = dtype_proto
-                    p.shape.extend(shape)
-                    p.device = device
-                    p.requires_grad = requires_grad
-                    p.site = site
-                offset += len(chunk)
-                self._frame_bytes += len(chunk)
-                if offset >= total:
-                    p.last = True
-                    break
-            seq = cmd.seq
+            if self._shm is not None and total >= _shm.MIN_BYTES:
+                def fields(cmd: Any, offset: int, n: int, last: bool) -> None:
+                    p = cmd.put
+                    p.handle = handle
+                    p.offset = offset
+                    p.last = last
+                    if offset == 0:
+                        p.dtype = dtype_proto
+                        p.shape.extend(shape)
+                        p.device = device
+                        p.requires_grad = requires_grad
+                        p.site = site
+                return handle, self._exclusive_locked(lambda: _shm.upload(self, flat, fields))
+            self._busy = threading.get_ident()  # no Release between chunks
+            try:
+                seq = self._put_stream_locked(raw, handle, dtype_proto, shape, device,
+                                              requires_grad, site)
+            finally:
+                self._busy = None
             self._after_add_locked()
         return handle, seq
 
-    def get(self, handle: int, site: str) -> Tuple[Any, bytearray]:
-        """Downloads a handle's values: (TensorMeta, little-endian bytes). Raises its error."""
+    def _put_stream_locked(self, raw: memoryview, handle: int, dtype_proto: int,
+                           shape: Sequence[int], device: str, requires_grad: bool,
+                           site: str) -> int:
+        """Appends the Put chunks of ``raw`` for the stream; returns the last one's seq."""
+        total = raw.nbytes
+        step = self.chunk_bytes
+        offset = 0
+        while True:
+            chunk = raw[offset:offset + step]
+            n = len(chunk)
+            if self._frame_bytes + n > self._max_bytes and self._count_locked():
+                self._flush_locked()
+            cmd = pb.Command()
+            p = cmd.put
+            p.handle = handle
+            p.offset = offset
+            if offset == 0:
+                p.dtype = dtype_proto
+                p.shape.extend(shape)
+                p.device = device
+                p.requires_grad = requires_grad
+                p.site = site
+            offset += n
+            if offset >= total:
+                p.last = True
+            if self._open is not None:
+                self._commit_locked()
+            self._seq = seq = self._seq + 1
+            self._entries.append(_wire.put_header_entry(seq, cmd, n))
+            self._frame_bytes += n + 64
+            if n >= _BIG_CHUNK:  # sent (joined, i.e. copied) before put() returns
+                self._entries.append(chunk)
+                self._flush_locked()
+            else:
+                self._entries.append(bytes(chunk))
+            if offset >= total:
+                return seq
+
+    def get(self, handle: int, site: str, nbytes: Optional[int] = None) -> Tuple[Any, Any]:
+        """Downloads a handle's values: (TensorMeta, little-endian bytes). Raises its error.
+        ``nbytes`` (when the caller knows the size) lets big tensors use shared memory."""
+        if self._shm is not None and nbytes is not None and nbytes >= _shm.MIN_BYTES:
+            with self._lock:
+                self._check_open_locked()
+                return self._exclusive_locked(
+                    lambda: _shm.download(self, handle, nbytes, site))
         with self._lock:
             rid, p = self._request_locked()
             cmd = self._add_locked()
@@ -353,6 +424,26 @@ class Session:
         if p.error is not None:
             raise _errors.fresh(p.error)
         return p.meta, p.buf
+
+    def _exclusive_locked(self, fn: Any) -> Any:
+        """Runs ``fn`` (which may wait on ``_replies``) with other threads' commands held back."""
+        self._wait_not_busy_locked()
+        self._busy = threading.get_ident()
+        try:
+            return fn()
+        finally:
+            self._busy = None
+            self._replies.notify_all()
+
+    def peek_nbytes(self, handle: int) -> Optional[int]:
+        """The byte size of ``handle`` if its Ack already arrived (no waiting)."""
+        m = self._meta.get(handle)
+        if m is None or m.HasField("error"):
+            return None
+        n = _ITEMSIZE.get(m.dtype, 0)
+        for d in m.shape:
+            n *= d
+        return n
 
     def meta(self, handle: int, seq: int) -> Any:
         """The TensorMeta the daemon acknowledged for ``handle`` (created by command ``seq``),
@@ -380,6 +471,8 @@ class Session:
         if self._closing or self._broken is not None:
             return
         self._released.append(handle)
+        if self._entries or self._open is not None:
+            return  # a batch is open: its flush (at most one interval away) drains releases
         if self._lock.acquire(blocking=False):  # never block: we may be inside our own lock
             try:
                 self._wake_flusher.notify()
@@ -407,14 +500,34 @@ class Session:
             self._grad_sent = grad
 
     def _add_locked(self) -> Any:
-        cmd = self._cmds.add()
+        """A new protobuf Command with the next seq, encoded into the batch when the next
+        command is added or the batch is sent."""
+        if self._busy is not None:
+            self._wait_not_busy_locked()
+        if self._open is not None:
+            self._commit_locked()
+        cmd = self._open = pb.Command()
         self._seq += 1
         cmd.seq = self._seq
         self._frame_bytes += 64
         return cmd
 
+    def _wait_not_busy_locked(self) -> None:
+        # a shm transfer's commands must stay consecutive: other threads wait for its end
+        me = threading.get_ident()
+        if self._busy != me:
+            self._replies.wait_for(lambda: self._busy is None or self._broken is not None)
+            self._check_open_locked()
+
+    def _commit_locked(self) -> None:
+        cmd, self._open = self._open, None
+        self._entries.append(_wire.message_entry(cmd.seq, cmd))
+
+    def _count_locked(self) -> int:
+        return len(self._entries) + (self._open is not None)
+
     def _after_add_locked(self) -> None:
-        n = len(self._cmds)
+        n = self._count_locked()
         if n >= self._max_cmds or self._frame_bytes >= self._max_bytes:
             self._flush_locked()
         elif n == 1:
@@ -449,17 +562,19 @@ class Session:
         self._add_locked().release.handles.extend(handles)
 
     def _flush_locked(self) -> None:
-        self._drain_released_locked()
-        if not len(self._cmds):
+        if self._busy is None:  # never between the chunks of one upload
+            self._drain_released_locked()
+        if self._open is not None:
+            self._commit_locked()
+        if not self._entries:
             return
-        frame = self._frame
+        frame = _wire.frame(self._entries)
         self._sent_seq = self._seq
-        self._frame = pb.ClientFrame()
-        self._cmds = self._frame.batch.commands
+        self._entries = []
         self._frame_bytes = 0
         self._put_frame(frame)
 
-    def _put_frame(self, frame: Optional[pb.ClientFrame]) -> None:
+    def _put_frame(self, frame: Optional[bytes]) -> None:
         # Bounded queue: backpressure on huge uploads. gRPC's sender never takes our lock.
         while True:
             try:
@@ -480,7 +595,7 @@ class Session:
     def _flush_loop(self) -> None:
         with self._lock:
             while not self._closing and self._broken is None:
-                if not len(self._cmds) and not self._released:
+                if not self._count_locked() and not self._released:
                     self._wake_flusher.wait()
                     continue
                 # let the batch grow for one interval, then send whatever is there
@@ -506,6 +621,11 @@ class Session:
                             p.done = True
                     elif kind == "error":
                         self._on_error(frame.error)
+                    elif kind == "profile":
+                        p = self._pending.get(frame.profile.request_id)
+                        if p is not None:
+                            p.meta = frame.profile
+                            p.done = True
                     self._replies.notify_all()
             err = ConnectionLost("the daemon ended the session", code=_errors.UNAVAILABLE,
                                  op="session")
@@ -538,6 +658,12 @@ class Session:
         p = self._pending.get(d.request_id)
         if p is None:
             return
+        if d.shm:  # one ranged chunk, already in the region
+            p.meta = d.meta
+            p.total = d.total_bytes
+            p.shm_size = d.shm_size
+            p.done = True
+            return
         if d.HasField("meta"):
             p.meta = d.meta
             if d.total_bytes:
@@ -561,6 +687,25 @@ class Session:
 
 
 _open_sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
+_ITEMSIZE = {pb.FLOAT32: 4, pb.FLOAT64: 8, pb.FLOAT16: 2, pb.BFLOAT16: 2, pb.INT64: 8,
+             pb.INT32: 4, pb.INT8: 1, pb.UINT8: 1, pb.BOOL: 1}
+_BIG_CHUNK = 64 << 10  # Put chunks at least this big are sent without an extra copy
+_site_fields: Dict[str, bytes] = {}
+
+
+def _site_field(site: str) -> bytes:
+    """The encoded ``Call.site`` field, cached per call site."""
+    f = _site_fields.get(site)
+    if f is None:
+        if len(_site_fields) > 4096:
+            _site_fields.clear()
+        f = _site_fields[site] = _wire.encode_site(site)
+    return f
+
+
+def _serialize(frame: Any) -> bytes:
+    """gRPC request serializer: batches arrive encoded, Hello as a message."""
+    return frame if isinstance(frame, bytes) else frame.SerializeToString()
 
 
 @atexit.register

@@ -103,29 +103,34 @@ def call_op(s: Session, op: OpInfo, inputs: Sequence[Any], attrs: dict,
                 f"{op.min_inputs} to {op.max_inputs}" if op.max_inputs >= 0 else
                 f"at least {op.min_inputs}")
         raise TypeError(f"{op.name}() takes {want} tensor inputs, got {n}")
+    # The hot path (every input a Tensor) costs one pass and no temporaries.
     dev = None
+    handles: List[Any] = []
+    others = False
     for x in inputs:
         if isinstance(x, Tensor):
             if x._session is not s:
                 raise ValueError(f"{op.name}(): tensors belong to different tensord sessions")
             dev = dev or x._dev
-    handles: List[int] = []
-    keep: List[Tensor] = []  # scalars' tensors stay alive until the Call is queued
-    for x in inputs:
-        if isinstance(x, Tensor):
             handles.append(x._handle)
-        elif isinstance(x, _SCALARS):
-            dt = scalar_dtype(x)
-            t = upload(s, np.asarray(x, dtype=dt.numpy_dtype), dt, dev, site=site)
-            keep.append(t)
-            handles.append(t._handle)
-        elif isinstance(x, np.ndarray):
-            t = upload(s, x, _dtype.from_numpy_dtype(x.dtype), dev, site=site)
-            keep.append(t)
-            handles.append(t._handle)
         else:
-            raise TypeError(f"{op.name}(): expected Tensor inputs, got {type(x).__name__}")
-    triples = encode_attrs(op, attrs)
+            others = True
+            handles.append(None)
+    keep: List[Tensor] = []  # scalars' tensors stay alive until the Call is queued
+    if others:
+        for i, x in enumerate(inputs):
+            if handles[i] is not None:
+                continue
+            if isinstance(x, _SCALARS):
+                dt = scalar_dtype(x)
+                t = upload(s, np.asarray(x, dtype=dt.numpy_dtype), dt, dev, site=site)
+            elif isinstance(x, np.ndarray):
+                t = upload(s, x, _dtype.from_numpy_dtype(x.dtype), dev, site=site)
+            else:
+                raise TypeError(f"{op.name}(): expected Tensor inputs, got {type(x).__name__}")
+            keep.append(t)
+            handles[i] = t._handle
+    triples = encode_attrs(op, attrs) if attrs or op.attrs else ()
     nout = op.num_outputs
     if nout < 0:
         if num_outputs is None:
@@ -134,8 +139,9 @@ def call_op(s: Session, op: OpInfo, inputs: Sequence[Any], attrs: dict,
         nout = num_outputs
     first, seq = s.call(op.id, handles, triples, nout, site)
     del keep
-    outs = tuple(Tensor._make(s, first + i, seq, dev) for i in range(nout))
-    return outs[0] if nout == 1 else outs
+    if nout == 1:
+        return Tensor._make(s, first, seq, dev)
+    return tuple(Tensor._make(s, first + i, seq, dev) for i in range(nout))
 
 
 class CatalogFunction:
@@ -281,7 +287,10 @@ class Tensor(TensorMethods, AutogradMethods):
     # --------------------------------------------------------------- values
 
     def _download(self) -> Tuple[np.ndarray, _Meta]:
-        meta_pb, buf = self._session.get(self._handle, call_site())
+        info = self._info
+        nbytes = (info.shape.numel() * info.dtype.itemsize if info is not None and info.dtype
+                  and info.error is None else self._session.peek_nbytes(self._handle))
+        meta_pb, buf = self._session.get(self._handle, call_site(), nbytes)
         info = _meta_from_proto(meta_pb) if meta_pb is not None else self._meta()
         if self._info is None:
             self._info = info

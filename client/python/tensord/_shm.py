@@ -1,0 +1,152 @@
+"""Same-host transfer through the session's shared-memory region (docs/protocol.md "Shared
+memory").
+
+The daemon offers a region (``Welcome.shm``: a sealed memfd reachable as ``/proc/PID/fd/N``)
+when the Hello asked for one. ``Region.open`` maps it and checks the nonce; any failure means
+the daemon is elsewhere (or another user) and the stream is used instead. The payload area is
+split into ``SLOTS`` slots so that copies pipeline: while the daemon copies chunk k out of one
+slot, the client fills the next. A slot is reused only after the command that used it was
+acknowledged (uploads) or answered (downloads).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from typing import Any, List, Optional
+
+import numpy as np
+
+from . import _errors
+from ._errors import ProtocolError
+
+SLOTS = 4
+MAX_SLOT = 32 << 20
+MIN_BYTES = 256 << 10  # smaller transfers go through the stream (no gain, one more copy)
+
+
+class Region:
+    """The client's mapping of a session's region."""
+
+    def __init__(self, mm: mmap.mmap, size: int, data_offset: int) -> None:
+        self.mm = mm
+        self.view = np.frombuffer(mm, dtype=np.uint8)
+        usable = size - data_offset
+        slot = min(MAX_SLOT, usable // SLOTS) & ~4095
+        self.slot_bytes = slot
+        self.slots = [data_offset + i * slot for i in range(SLOTS)] if slot > 0 else []
+        self.slot_seq = [0] * len(self.slots)  # last command seq that used each slot
+
+    @classmethod
+    def open(cls, desc: Any) -> Optional["Region"]:
+        """Maps ``Welcome.shm``; None when it is not reachable from here."""
+        if not desc.path or os.environ.get("TENSORD_SHM", "1") == "0":
+            return None
+        try:
+            fd = os.open(desc.path, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            if os.fstat(fd).st_size < desc.size:
+                return None
+            mm = mmap.mmap(fd, desc.size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except (OSError, ValueError):
+            return None
+        finally:
+            os.close(fd)
+        if mm[:len(desc.nonce)] != desc.nonce:
+            mm.close()
+            return None
+        r = cls(mm, desc.size, desc.data_offset)
+        return r if r.slots else None
+
+    def write(self, offset: int, src: np.ndarray) -> None:
+        self.view[offset:offset + src.nbytes] = src
+
+    def read_into(self, dst: np.ndarray, offset: int) -> None:
+        dst[:] = self.view[offset:offset + dst.nbytes]
+
+
+def upload(s: Any, raw: np.ndarray, pb_put_fields: Any) -> int:
+    """Sends the Put chunks of ``raw`` (uint8, C-contiguous) through the region; called with
+    the session's lock held and ``s._busy`` set to this thread. ``pb_put_fields(cmd, offset,
+    n, last)`` fills a Command's put. Returns the seq of the last chunk."""
+    r: Region = s._shm
+    total = raw.nbytes
+    offset = 0
+    k = 0
+    seq = 0
+    while True:
+        n = min(r.slot_bytes, total - offset)
+        slot = k % len(r.slots)
+        wait = r.slot_seq[slot]
+        if wait > s._acked_seq:
+            s._replies.wait_for(lambda: s._acked_seq >= wait or s._broken is not None)
+            s._check_open_locked()
+        r.write(r.slots[slot], raw[offset:offset + n])
+        cmd = s._add_locked()
+        last = offset + n >= total
+        pb_put_fields(cmd, offset, n, last)
+        p = cmd.put
+        p.shm = True
+        p.shm_offset = r.slots[slot]
+        p.shm_size = n
+        seq = r.slot_seq[slot] = cmd.seq
+        s._flush_locked()  # the daemon copies this chunk out while we fill the next
+        offset += n
+        k += 1
+        if last:
+            return seq
+
+
+def download(s: Any, handle: int, total: int, site: str) -> Any:
+    """Downloads ``total`` bytes of ``handle`` through the region with up to ``SLOTS`` ranged
+    Gets in flight; lock held, ``s._busy`` set. Returns (TensorMeta, uint8 array); raises the
+    handle's error."""
+    r: Region = s._shm
+    out = np.empty(total, dtype=np.uint8)
+    inflight: List[Any] = []  # (rid, pending, slot, byte_offset)
+    next_offset = 0
+    k = 0
+    meta = None
+
+    def issue() -> None:
+        nonlocal next_offset, k
+        slot = k % len(r.slots)
+        rid, p = s._request_locked()
+        cmd = s._add_locked()
+        g = cmd.get
+        g.handle = handle
+        g.request_id = rid
+        g.site = site
+        g.shm = True
+        g.shm_offset = r.slots[slot]
+        g.shm_capacity = r.slot_bytes
+        g.byte_offset = next_offset
+        inflight.append((rid, p, slot, next_offset))
+        next_offset += r.slot_bytes
+        k += 1
+
+    issue()
+    s._flush_locked()
+    while inflight:
+        rid, p, slot, off = inflight.pop(0)
+        s._wait_locked(p, rid)
+        if p.error is not None:
+            for rid2, p2, _, _ in inflight:  # drain the rest before raising
+                s._wait_locked(p2, rid2)
+            raise _errors.fresh(p.error)
+        if meta is None:
+            meta = p.meta
+        if p.total != total:
+            raise ProtocolError(f"the daemon says handle {handle} holds {p.total} bytes, its "
+                                f"metadata says {total}", op="get")
+        while len(inflight) < len(r.slots) - 1 and next_offset < total:
+            issue()
+        if inflight:
+            s._flush_locked()  # the daemon fills the next slots while we copy this one
+        r.read_into(out[off:off + p.shm_size], r.slots[slot])
+        if off + p.shm_size < total and not inflight and next_offset < total:
+            issue()
+            s._flush_locked()
+    return meta, out

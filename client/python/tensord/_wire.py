@@ -1,0 +1,115 @@
+"""Hand-rolled protobuf encoding of the hot commands (docs/protocol.md), so that an op costs no
+protobuf object on the client.
+
+A session's open batch is a list of already-encoded ``Batch.commands`` entries (each
+``0x0a len Command``); a frame is ``ClientFrame{batch}`` = ``0x12 len`` + those entries. The
+bytes are exactly what ``tensord_pb2`` would produce for the same fields (the unit tests check
+it), so the daemon cannot tell the difference. Rare commands still go through ``tensord_pb2``
+and ``SerializeToString``.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, List, Sequence, Tuple
+
+_pack_double = struct.Struct("<d").pack
+# Varints of small numbers: handles, seqs, op ids and lengths are mostly below 2**14.
+_SMALL = [bytes([i]) if i < 128 else bytes([(i & 0x7F) | 0x80, i >> 7]) for i in range(1 << 14)]
+
+
+def varint(n: int) -> bytes:
+    """Base-128 varint of a non-negative int (negative int64: its 64-bit two's complement)."""
+    if 0 <= n < 16384:
+        return _SMALL[n]
+    if 0 < n < 2097152:
+        return bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, n >> 14))
+    if 0 < n < 268435456:
+        return bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, ((n >> 14) & 0x7F) | 0x80,
+                      n >> 21))
+    if n < 0:
+        n &= 0xFFFFFFFFFFFFFFFF
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _ld(tag: bytes, payload: bytes) -> bytes:
+    """A length-delimited field."""
+    return tag + varint(len(payload)) + payload
+
+
+def _attr_value(field: str, value: Any) -> bytes:
+    if field == "i":
+        return b"\x08" + varint(value)
+    if field == "f":
+        return b"\x11" + _pack_double(value)
+    if field == "b":
+        return b"\x18" + (b"\x01" if value else b"\x00")
+    if field == "s":
+        return _ld(b"\x22", value.encode())
+    if field == "ints":
+        return _ld(b"\x2a", _ld(b"\x0a", b"".join(varint(v) for v in value)) if value else b"")
+    if field == "floats":
+        return _ld(b"\x32", _ld(b"\x0a", b"".join(_pack_double(v) for v in value))
+                   if value else b"")
+    if field == "dtype":
+        return b"\x38" + varint(value)
+    raise TypeError(f"unknown AttrValue field {field!r}")
+
+
+def encode_site(site: str) -> bytes:
+    """The ``Call.site`` field (empty: nothing)."""
+    return _ld(b"\x2a", site.encode()) if site else b""
+
+
+def call_entry(seq: int, op_id: int, inputs: Sequence[int],
+               attrs: Sequence[Tuple[str, str, Any]], first_output: int, num_outputs: int,
+               site_field: bytes) -> bytes:
+    """``Batch.commands`` entry for ``Command{seq, call{...}}``."""
+    body = b"\x08" + varint(op_id)
+    if inputs:
+        ins = b"".join(map(varint, inputs))
+        body += b"\x12" + varint(len(ins)) + ins
+    for name, field, value in attrs:
+        entry = _ld(b"\x0a", name.encode()) + _ld(b"\x12", _attr_value(field, value))
+        body += _ld(b"\x1a", entry)
+    if num_outputs == 1:
+        outs = varint(first_output)
+        body += b"\x22" + _SMALL[len(outs)] + outs
+    elif num_outputs:
+        body += _ld(b"\x22", b"".join([varint(first_output + i) for i in range(num_outputs)]))
+    body += site_field
+    cmd = b"\x08" + varint(seq) + b"\x12" + varint(len(body)) + body
+    return b"\x0a" + varint(len(cmd)) + cmd
+
+
+def message_entry(seq: int, cmd: Any) -> bytes:
+    """``Batch.commands`` entry for a ``tensord_pb2.Command`` (its seq is set here)."""
+    cmd.seq = seq
+    data = cmd.SerializeToString()
+    return b"\x0a" + varint(len(data)) + data
+
+
+def put_header_entry(seq: int, cmd: Any, data_len: int) -> bytes:
+    """The start of the ``Batch.commands`` entry for ``Command{seq, put}`` where ``cmd.put``
+    has every field but ``data``; the ``data_len`` data bytes (Put field 6) follow these bytes,
+    appended by the caller uncopied."""
+    put_tag = b"\x1a"  # Command.put = 3
+    seq_field = b"\x08" + varint(seq)
+    put_body = cmd.put.SerializeToString()
+    data_field = b"\x32" + varint(data_len)
+    put_len = len(put_body) + len(data_field) + data_len
+    inner = seq_field + put_tag + varint(put_len) + put_body + data_field
+    return b"\x0a" + varint(len(inner) + data_len) + inner
+
+
+def frame(entries: List[Any]) -> bytes:
+    """A serialized ``ClientFrame{batch}`` of encoded entries (bytes or memoryviews)."""
+    size = 0
+    for e in entries:
+        size += len(e)
+    return b"".join([b"\x12", varint(size)] + entries)

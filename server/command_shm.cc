@@ -1,0 +1,90 @@
+// CommandRunner's same-host transfer paths (server/shm_transfer.h): Put
+// payloads read from the session's region and ranged Gets written into it.
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/ops/dispatch.h"
+#include "server/command_runner.h"
+#include "server/proto_convert.h"
+
+namespace tensord {
+
+absl::StatusOr<absl::string_view> CommandRunner::PutPayload(
+    const v1::Put& put) const {
+  if (!put.shm()) return absl::string_view(put.data());
+  if (config_.shm == nullptr) {
+    return absl::InvalidArgumentError(
+        "Put.shm without a shared-memory region (Welcome.shm was not set)");
+  }
+  if (!put.data().empty()) {
+    return absl::InvalidArgumentError("a Put carries shm and data at once");
+  }
+  auto bytes = config_.shm->Slice(put.shm_offset(), put.shm_size(), "put");
+  if (!bytes.ok()) return bytes.status();
+  return absl::string_view(*bytes, put.shm_size());
+}
+
+void CommandRunner::RunShmGet(const v1::Get& get) {
+  auto send_error = [&](const absl::Status& status) {
+    v1::ServerFrame frame;
+    frame.mutable_error()->set_request_id(get.request_id());
+    *frame.mutable_error()->mutable_status() =
+        StatusToProto(status, "get", get.site());
+    sink_->Send(std::move(frame));
+  };
+  if (config_.shm == nullptr) {
+    return send_error(absl::InvalidArgumentError(
+        "Get.shm without a shared-memory region (Welcome.shm was not set)"));
+  }
+  auto entry = handles_.Find(get.handle());
+  if (!entry.ok()) return send_error(entry.status());
+  if ((*entry)->poisoned()) {
+    v1::ServerFrame frame;
+    frame.mutable_error()->set_request_id(get.request_id());
+    *frame.mutable_error()->mutable_status() = (*entry)->error;
+    return sink_->Send(std::move(frame));
+  }
+  if ((*entry)->is_none()) {
+    return send_error(absl::InvalidArgumentError(absl::StrCat(
+        "handle ", get.handle(), " is None (a .grad never computed)")));
+  }
+  OpContext ctx;
+  ctx.devices = config_.devices;
+  ctx.alloc.session = config_.session;
+  auto dense = Contiguous((*entry)->tensor, ctx);
+  if (!dense.ok()) return send_error(dense.status());
+  const Tensor& t = *dense;
+  const uint64_t total = t.nbytes();
+  if (get.byte_offset() > total) {
+    return send_error(absl::InvalidArgumentError(
+        absl::StrCat("Get.byte_offset ", get.byte_offset(), " is past the ",
+                     total, " bytes of handle ", get.handle())));
+  }
+  const uint64_t n = std::min(get.shm_capacity(), total - get.byte_offset());
+  auto dst = config_.shm->Slice(get.shm_offset(), n, "get");
+  if (!dst.ok()) return send_error(dst.status());
+  const char* src = static_cast<const char*>(t.data()) + get.byte_offset();
+  absl::Status copied = t.device()->kind() == DeviceKind::kCpu
+                            ? (std::memcpy(*dst, src, n), absl::OkStatus())
+                            : t.device()->CopyToHost(*dst, src, n, nullptr);
+  if (!copied.ok()) return send_error(copied);
+  v1::ServerFrame frame;
+  v1::Data* data = frame.mutable_data();
+  data->set_request_id(get.request_id());
+  v1::TensorMeta* meta = data->mutable_meta();
+  meta->set_handle(get.handle());
+  meta->set_dtype(static_cast<v1::DType>(t.dtype()));
+  for (int64_t s : t.shape()) meta->add_shape(s);
+  meta->set_device(t.device()->name());
+  meta->set_requires_grad((*entry)->tensor.requires_grad());
+  meta->set_is_leaf((*entry)->tensor.is_leaf());
+  data->set_total_bytes(total);
+  data->set_offset(get.byte_offset());
+  data->set_shm(true);
+  data->set_shm_offset(get.shm_offset());
+  data->set_shm_size(n);
+  data->set_last(get.byte_offset() + n == total);
+  sink_->Send(std::move(frame));
+}
+
+}  // namespace tensord

@@ -1,0 +1,74 @@
+#include "server/shm_transfer.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+
+namespace tensord {
+
+absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Create(size_t size) {
+  if (size <= kDataOffset) {
+    return absl::InvalidArgumentError("shared-memory region too small");
+  }
+  const int fd = memfd_create("tensord-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("memfd_create: ", std::strerror(errno)));
+  }
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    const int err = errno;
+    close(fd);
+    return absl::UnavailableError(
+        absl::StrCat("sizing/sealing the region: ", std::strerror(err)));
+  }
+  void* base =
+      mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, /*off=*/0);
+  if (base == MAP_FAILED) {
+    const int err = errno;
+    close(fd);
+    return absl::UnavailableError(absl::StrCat("mmap: ", std::strerror(err)));
+  }
+  std::random_device rd;
+  std::string nonce(16, '\0');
+  for (char& c : nonce) c = static_cast<char>(rd());
+  std::memcpy(base, nonce.data(), nonce.size());
+  return std::unique_ptr<ShmRegion>(
+      new ShmRegion(fd, static_cast<char*>(base), size, std::move(nonce)));
+}
+
+ShmRegion::ShmRegion(int fd, char* base, size_t size, std::string nonce)
+    : fd_(fd), base_(base), size_(size), nonce_(std::move(nonce)) {}
+
+ShmRegion::~ShmRegion() {
+  munmap(base_, size_);
+  close(fd_);
+}
+
+v1::ShmRegion ShmRegion::Describe() const {
+  v1::ShmRegion r;
+  r.set_path(absl::StrCat("/proc/", getpid(), "/fd/", fd_));
+  r.set_size(size_);
+  r.set_nonce(nonce_);
+  r.set_data_offset(kDataOffset);
+  return r;
+}
+
+absl::StatusOr<char*> ShmRegion::Slice(uint64_t offset, uint64_t n,
+                                       absl::string_view what) const {
+  if (offset < kDataOffset || offset > size_ || n > size_ - offset) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": shared-memory range [", offset, ", ", offset,
+                     " + ", n, ") is outside the region's payload area [",
+                     kDataOffset, ", ", size_, ")"));
+  }
+  return base_ + offset;
+}
+
+}  // namespace tensord

@@ -1,0 +1,59 @@
+// Same-host shared-memory transfer (docs/protocol.md "Shared memory").
+//
+// A client that says Hello.shm_transfer gets a per-session region: a sealed
+// memfd of the daemon (MFD_ALLOW_SEALING, then F_SEAL_SHRINK | F_SEAL_GROW |
+// F_SEAL_SEAL, so no peer can truncate it under our mapping and make us take
+// SIGBUS), mapped MAP_SHARED. The client opens it as /proc/PID/fd/N, which
+// works only on the same host, in the same pid namespace, as the same user
+// (or root); it checks the random nonce in the region's first bytes and
+// otherwise falls back to the stream. Put/Get then carry offsets into the
+// region instead of bytes; which slots are free is the client's business
+// (it reuses a slot only after the command that read or wrote it was
+// acknowledged). The daemon only bounds-checks offsets.
+//
+// Thread safety: the region is read and written by the session's executor
+// only (the client writes its side between commands).
+#ifndef TENSORD_SERVER_SHM_TRANSFER_H_
+#define TENSORD_SERVER_SHM_TRANSFER_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/tensord.pb.h"
+
+namespace tensord {
+
+class ShmRegion {
+ public:
+  // Bytes reserved at the start of the region for the nonce.
+  static constexpr size_t kDataOffset = 4096;
+
+  // A new region of `size` bytes (pages are only backed once touched).
+  static absl::StatusOr<std::unique_ptr<ShmRegion>> Create(size_t size);
+  ~ShmRegion();
+  ShmRegion(const ShmRegion&) = delete;
+  ShmRegion& operator=(const ShmRegion&) = delete;
+
+  // What Welcome.shm tells the client.
+  v1::ShmRegion Describe() const;
+
+  // [offset, offset + n) of the payload area, or INVALID_ARGUMENT naming
+  // `what` when it is outside it.
+  absl::StatusOr<char*> Slice(uint64_t offset, uint64_t n,
+                              absl::string_view what) const;
+
+ private:
+  ShmRegion(int fd, char* base, size_t size, std::string nonce);
+
+  const int fd_;
+  char* const base_;
+  const size_t size_;
+  const std::string nonce_;
+};
+
+}  // namespace tensord
+
+#endif  // TENSORD_SERVER_SHM_TRANSFER_H_

@@ -1,0 +1,94 @@
+"""Same-host shared-memory transfer (bit-exact round trips, fallback to the stream) and the
+per-session profiler, against the real daemon."""
+
+import json
+
+import numpy as np
+import pytest
+
+import tensord as td
+from tensord import _shm
+
+SIZES = [0, 1, 1000, _shm.MIN_BYTES // 4, (_shm.MIN_BYTES * 3) // 4 + 7, 9 << 20]
+
+
+def _round_trip(s: td.Session, n: int, dtype=np.float32) -> None:
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal(n).astype(dtype)
+    a[: min(n, 4)] = [np.nan, -0.0, np.inf, 1e-40][: min(n, 4)]  # bit patterns survive
+    t = td.tensor(a)
+    back = t.numpy()
+    assert back.dtype == a.dtype and back.shape == a.shape
+    assert back.tobytes() == a.tobytes()
+    assert (t * 2).numpy().tobytes() == (a * 2).tobytes()
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_shm_round_trip_bit_exact(daemon: str, n: int) -> None:
+    with td.connect(daemon, shm=True) as s:
+        assert s._shm is not None, "a same-host daemon should offer shared memory"
+        _round_trip(s, n)
+        _round_trip(s, n // 2 + 1, np.float64)
+
+
+def test_shm_large_multi_slot_and_poisoned(daemon: str) -> None:
+    with td.connect(daemon, shm=True) as s:
+        slot = s._shm.slot_bytes
+        n = (slot * 5) // 4 + 3  # more slots than SLOTS: slots are reused
+        a = np.arange(n, dtype=np.int64)
+        t = td.tensor(a)
+        assert np.array_equal(t.numpy(), a)
+        assert np.array_equal(t[1:].numpy(), a[1:])  # non-contiguous source
+        bad = td.ones(2, 3) @ td.ones(2, 3)  # poisoned: shape error on download
+        with pytest.raises(td.ShapeError):
+            bad.numpy()
+        assert np.array_equal(t.numpy(), a)  # the session goes on
+
+
+def test_fallback_when_disabled(daemon: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with td.connect(daemon, shm=False) as s:
+        assert s._shm is None
+        _round_trip(s, 600_000)
+    monkeypatch.setenv("TENSORD_SHM", "0")
+    with td.connect(daemon) as s:
+        assert s._shm is None
+        _round_trip(s, 600_000)
+
+
+def test_fallback_when_region_unreachable(daemon: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_open = _shm.Region.open
+
+    def wrong_nonce(desc):  # as if the path named another host's file
+        desc.nonce = b"x" * 16
+        return real_open(desc)
+
+    monkeypatch.setattr(_shm.Region, "open", staticmethod(wrong_nonce))
+    with td.connect(daemon, shm=True) as s:
+        assert s._shm is None
+        _round_trip(s, 600_000)
+
+
+def test_profiler_table_and_trace(session: td.Session, tmp_path) -> None:
+    x = td.randn(64, 64, requires_grad=True)
+    td.synchronize()
+    with td.profiler.profile() as prof:
+        for _ in range(3):
+            y = (x @ x).relu().sum()
+        y.backward()
+        y.item()
+    names = [e.name for e in prof.events]
+    assert names.count("matmul") == 3 and names.count("relu") == 3 and "backward" in names
+    assert all(e.wall_us >= 0 and e.device for e in prof.events)
+    mm = [e for e in prof.events if e.name == "matmul"]
+    assert all(e.bytes_allocated == 64 * 64 * 4 and e.site.startswith("test_") for e in mm)
+    avg = {a.name: a for a in prof.key_averages()}
+    assert avg["matmul"].count == 3
+    table = prof.key_averages().table(sort_by="total_time", row_limit=5)
+    assert "matmul" in table and "Calls" in table
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    trace = json.loads(path.read_text())["traceEvents"]
+    assert len(trace) == len(prof.events) and trace[0]["ph"] == "X"
+    # outside the block nothing is recorded
+    (x.sum() + 1).item()
+    assert len(session.profile_fetch().ops) == 0
