@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""The Python side of ``tools/bench/run_all.sh``: each benchmark written once over ``lib``
+(``tensord`` or ``torch``), so both run the same code.
+
+Usage (run_all.py drives it; each prints one JSON object):
+    py_bench.py --lib tensord --address HOST:PORT --bench tiny|sync|transfer|train|worker
+    py_bench.py --lib torch --bench tiny|sync|transfer|train
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any, Callable, Dict, List
+
+import numpy as np
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "client", "python"))
+sys.path.insert(0, os.path.join(REPO, "examples", "python"))
+
+
+def median(values: List[float]) -> float:
+    return statistics.median(values)
+
+
+def sync(lib: Any) -> None:
+    if lib.__name__ == "tensord":
+        lib.synchronize()
+
+
+# ------------------------------------------------------------------ benchmarks
+
+def tiny(lib: Any, ops: int, reps: int) -> Dict[str, float]:
+    """``ops`` dependent adds on 1-element tensors, then one sync: median ops/s."""
+    one = lib.tensor([1.0])
+
+    def run(n: int) -> float:
+        x = lib.tensor([0.0])
+        sync(lib)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            x = x + one
+        sync(lib)
+        dt = time.perf_counter() - t0
+        if x.item() != float(n):
+            raise SystemExit(f"tiny: wrong sum {x.item()} (want {n})")
+        return n / dt
+
+    run(ops // 10)
+    return {"ops_per_s": median([run(ops) for _ in range(reps)])}
+
+
+def sync_latency(lib: Any, iters: int) -> Dict[str, float]:
+    """``item()`` of a freshly computed scalar: p50/p99 in microseconds."""
+    base = lib.tensor([1.0])
+    lat = []
+    for i in range(iters + iters // 10):
+        t0 = time.perf_counter()
+        (base + 1.0).item()
+        if i >= iters // 10:  # the first tenth is warm-up
+            lat.append((time.perf_counter() - t0) * 1e6)
+    lat.sort()
+    return {"p50_us": lat[len(lat) // 2], "p99_us": lat[int(0.99 * (len(lat) - 1))]}
+
+
+def transfer(lib: Any, mib: int, reps: int) -> Dict[str, float]:
+    """Upload/download of ``mib`` MiB float32 (tensord), or a local memcpy of it (torch):
+    median GB/s."""
+    src = np.arange(mib << 18, dtype=np.float32)
+    nbytes = src.nbytes
+    if lib.__name__ != "tensord":
+        dst = np.empty_like(src)
+        np.copyto(dst, src)
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            np.copyto(dst, src)
+            times.append(time.perf_counter() - t0)
+        return {"memcpy_gbps": nbytes / median(times) / 1e9}
+    up, down = [], []
+    for i in range(reps + 1):
+        t0 = time.perf_counter()
+        t = lib.tensor(src)
+        lib.synchronize()
+        t1 = time.perf_counter()
+        back = t.numpy()
+        t2 = time.perf_counter()
+        if back.nbytes != nbytes or back[12345] != src[12345] or back[-1] != src[-1]:
+            raise SystemExit("transfer: the download differs from the upload")
+        del t, back
+        if i:  # the first round is warm-up
+            up.append(nbytes / (t1 - t0) / 1e9)
+            down.append(nbytes / (t2 - t1) / 1e9)
+    return {"upload_gbps": median(up), "download_gbps": median(down)}
+
+
+def _model(lib: Any, kind: str) -> tuple:
+    if kind == "mlp":
+        import mnist_mlp as ex
+        batch = 256
+    else:
+        import cifar_cnn as ex
+        batch = 64
+    lib.manual_seed(0)
+    model = ex.build_model(lib)
+    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    data = ex.synthetic_data(4, batch)
+    return model, opt, data
+
+
+def _step_fn(lib: Any, kind: str) -> Callable[[int], float]:
+    model, opt, data = _model(lib, kind)
+    loss_fn = lib.nn.CrossEntropyLoss()
+    model.train()
+
+    def step(i: int) -> float:
+        x, y = data[i % len(data)]
+        xs, ys = lib.tensor(x), lib.tensor(y)
+        opt.zero_grad()
+        loss = loss_fn(model(xs), ys)
+        loss.backward()
+        opt.step()
+        return loss.item()  # the one sync point per step, in both libraries
+
+    return step
+
+
+def train(lib: Any, kind: str, steps: int, reps: int) -> Dict[str, float]:
+    """Median seconds per training step (upload batch, forward, loss, backward, SGD step,
+    loss.item())."""
+    step = _step_fn(lib, kind)
+    for i in range(3):
+        step(i)
+    per = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for i in range(steps):
+            step(i)
+        per.append((time.perf_counter() - t0) / steps)
+    return {"step_s": median(per)}
+
+
+def worker(lib: Any, start_at: float, duration: float) -> Dict[str, float]:
+    """One sharing client: MLP steps from ``start_at`` for ``duration`` s; steps/s."""
+    step = _step_fn(lib, "mlp")
+    for i in range(2):
+        step(i)
+    while time.time() < start_at:
+        time.sleep(0.001)
+    t0 = time.perf_counter()
+    n = 0
+    while time.perf_counter() - t0 < duration:
+        step(n)
+        n += 1
+    return {"steps_per_s": n / (time.perf_counter() - t0)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lib", choices=["tensord", "torch"], required=True)
+    ap.add_argument("--address", default=None)
+    ap.add_argument("--bench", required=True,
+                    choices=["tiny", "sync", "transfer", "train", "worker"])
+    ap.add_argument("--ops", type=int, default=100000)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=2000)
+    ap.add_argument("--mib", type=int, default=256)
+    ap.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--start_at", type=float, default=0.0)
+    ap.add_argument("--duration", type=float, default=8.0)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    args = ap.parse_args()
+    if args.lib == "torch":
+        import torch as lib
+        lib.set_num_threads(args.threads)
+    else:
+        import tensord as lib
+        lib.connect(args.address)
+    if args.bench == "tiny":
+        out = tiny(lib, args.ops, args.reps)
+    elif args.bench == "sync":
+        out = sync_latency(lib, args.iters)
+    elif args.bench == "transfer":
+        out = transfer(lib, args.mib, args.reps)
+    elif args.bench == "train":
+        out = train(lib, args.model, args.steps, args.reps)
+    else:
+        out = worker(lib, args.start_at, args.duration)
+    print(json.dumps(out), flush=True)
+    if args.lib == "tensord":
+        lib.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+#!/usr/bin/python3
+"""Runs every tensord benchmark next to local PyTorch in one run and prints one table of ratios.
+
+Called by ``tools/bench/run_all.sh`` (which builds the binaries); see BENCHMARKS.md. Starts its
+own daemon on 127.0.0.1:0, runs the C++ client bench (``tiny_ops_bench``), the Python client
+and PyTorch benches (``py_bench.py``, each in its own process), the 4-client sharing run and
+the allocator microbenchmark, then prints the table. Each figure is a median over repetitions
+after a warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"
+
+
+def start_daemon(binary: str, threads: int, extra: List[str]) -> Tuple[Any, str]:
+    port_file = os.path.join(tempfile.mkdtemp(prefix="tensord-bench-"), "port")
+    env = dict(os.environ, TENSORD_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    proc = subprocess.Popen([binary, "--listen=127.0.0.1:0", "--insecure",
+                             f"--port_file={port_file}", "--log_level=warn"] + extra,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(1500):
+        if os.path.exists(port_file) and open(port_file).read().strip():
+            return proc, "127.0.0.1:" + open(port_file).read().strip()
+        if proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    proc.kill()
+    raise SystemExit(f"{binary} did not start")
+
+
+def run_json(cmd: List[str], env: Optional[dict] = None) -> Dict[str, float]:
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, env=env, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def py(args: List[str], address: Optional[str], threads: int) -> Dict[str, float]:
+    cmd = [PY, os.path.join(HERE, "py_bench.py"), "--threads", str(threads)] + args
+    if address:
+        cmd += ["--address", address]
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    return run_json(cmd, env)
+
+
+def sharing(address: str, clients: int, duration: float, threads: int) -> List[float]:
+    """steps/s of each of ``clients`` concurrent MLP trainers on one daemon."""
+    start_at = time.time() + 20.0  # time for every worker to connect, build and warm up
+    cmd = [PY, os.path.join(HERE, "py_bench.py"), "--lib", "tensord", "--bench", "worker",
+           "--address", address, "--start_at", str(start_at), "--duration", str(duration)]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(clients)]
+    rates = []
+    for p in procs:
+        out, _ = p.communicate()
+        if p.returncode != 0:
+            raise SystemExit("a sharing worker failed")
+        rates.append(json.loads(out.strip().splitlines()[-1])["steps_per_s"])
+    return rates
+
+
+def alloc(binary: str) -> Dict[str, float]:
+    out = subprocess.run(
+        [binary, "--benchmark_filter=BM_(CachedAllocFree/(512|4194304)/0|MallocFree/(512|4194304))$",
+         "--benchmark_format=json", "--benchmark_repetitions=3",
+         "--benchmark_report_aggregates_only=true"],
+        check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+    res = {}
+    for b in json.loads(out)["benchmarks"]:
+        if b.get("aggregate_name") == "median":
+            res[b["run_name"]] = b["cpu_time"]  # ns
+    return res
+
+
+class Table:
+    def __init__(self) -> None:
+        self.rows: List[Tuple[str, str, str, str, str, str]] = []
+
+    def add(self, name: str, tensord: str, torch: str, ratio: Optional[float], aim: str,
+            met: Optional[bool]) -> None:
+        self.rows.append((name, tensord, torch, "-" if ratio is None else f"{ratio:.2f}x", aim,
+                          "-" if met is None else ("yes" if met else "NO")))
+
+    def print(self) -> None:
+        head = ("benchmark", "tensord", "PyTorch (local)", "ratio", "aim", "met")
+        widths = [max(len(r[i]) for r in self.rows + [head]) for i in range(len(head))]
+        line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa
+        print(line(head))
+        print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+        for r in self.rows:
+            print(line(r))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin", required=True, help="bazel-bin of the -c opt build")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--quick", action="store_true", help="fewer ops/steps (smoke test)")
+    ap.add_argument("--daemon_args", default="", help="extra tensord flags")
+    args = ap.parse_args()
+    ops, reps, steps, dur, mib = ((10000, 3, 3, 3.0, 64) if args.quick
+                                  else (100000, 5, 10, 10.0, 256))
+    t = args.threads
+    proc, address = start_daemon(os.path.join(args.bin, "server", "tensord"), t,
+                                 args.daemon_args.split())
+    table = Table()
+    try:
+        res: Dict[str, Any] = {}
+        log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
+        log("tiny ops / sync / transfer: C++ client")
+        res["cpp"] = run_json([os.path.join(args.bin, "tools", "bench", "tiny_ops_bench"),
+                               f"--address={address}", f"--ops={ops}", f"--reps={reps}",
+                               f"--transfer_mib={mib}"])
+        log("tiny ops: Python client, PyTorch")
+        common = ["--ops", str(ops), "--reps", str(reps)]
+        res["py_tiny"] = py(["--lib", "tensord", "--bench", "tiny"] + common, address, t)
+        res["th_tiny"] = py(["--lib", "torch", "--bench", "tiny"] + common, None, t)
+        log("sync round trip")
+        res["py_sync"] = py(["--lib", "tensord", "--bench", "sync"], address, t)
+        res["th_sync"] = py(["--lib", "torch", "--bench", "sync"], None, t)
+        log("transfer: Python client, memcpy")
+        res["py_xfer"] = py(["--lib", "tensord", "--bench", "transfer", "--mib", str(mib),
+                             "--reps", "3"], address, t)
+        res["memcpy"] = py(["--lib", "torch", "--bench", "transfer", "--mib", str(mib),
+                            "--reps", "5"], None, t)
+        for model in ("mlp", "cnn"):
+            log(f"training step: {model}")
+            a = ["--bench", "train", "--model", model, "--steps", str(steps), "--reps", "3"]
+            res[f"py_{model}"] = py(["--lib", "tensord"] + a, address, t)
+            res[f"th_{model}"] = py(["--lib", "torch"] + a, None, t)
+        log("sharing: 1 client, then 4")
+        res["share1"] = sharing(address, 1, dur, t)
+        res["share4"] = sharing(address, 4, dur, t)
+        log("allocator")
+        res["alloc"] = alloc(os.path.join(args.bin, "tools", "bench", "alloc_bench"))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+    th_ops = res["th_tiny"]["ops_per_s"]
+    for who, ops_s, aim in (("C++", res["cpp"]["tiny_ops_per_s"], 1.0),
+                            ("Python", res["py_tiny"]["ops_per_s"], 0.5)):
+        r = ops_s / th_ops
+        table.add(f"tiny ops, {who} client (ops/s)", f"{ops_s:,.0f}", f"{th_ops:,.0f}", r,
+                  f">= {aim}x", r >= aim)
+    th50 = res["th_sync"]["p50_us"]
+    for who, p50, p99 in (("C++", res["cpp"]["sync_p50_us"], res["cpp"]["sync_p99_us"]),
+                          ("Python", res["py_sync"]["p50_us"], res["py_sync"]["p99_us"])):
+        table.add(f"sync item(), {who} client p50 / p99", f"{p50:.0f} / {p99:.0f} us",
+                  f"{th50:.1f} us", None, "p50 < 100 us", p50 < 100)
+    mc = res["memcpy"]["memcpy_gbps"]
+    for who, d in (("C++", {"up": res["cpp"]["upload_gbps"], "down": res["cpp"]["download_gbps"]}),
+                   ("Python", {"up": res["py_xfer"]["upload_gbps"],
+                               "down": res["py_xfer"]["download_gbps"]})):
+        for k, v in d.items():
+            r = v / mc
+            table.add(f"{mib} MiB {'upload' if k == 'up' else 'download'}, {who} (GB/s)",
+                      f"{v:.2f}", f"{mc:.2f} (memcpy)", r, ">= 0.3x (shm: 0.7x)", r >= 0.3)
+    for model, name in (("mlp", "MLP 784-1024-1024-10 b256"), ("cnn", "CNN CIFAR-shaped b64")):
+        a, b = res[f"py_{model}"]["step_s"], res[f"th_{model}"]["step_s"]
+        table.add(f"train step, {name}", f"{a * 1e3:.1f} ms", f"{b * 1e3:.1f} ms", a / b,
+                  "<= 1.15x", a / b <= 1.15)
+    one = res["share1"][0]
+    four = res["share4"]
+    agg = sum(four)
+    mean = agg / len(four)
+    spread = max(abs(r - mean) / mean for r in four)
+    table.add("sharing, 4 MLP clients: aggregate vs 1 alone", f"{agg:.2f} steps/s",
+              f"{one:.2f} steps/s (1 client)", agg / one, ">= 0.9x", agg / one >= 0.9)
+    table.add("sharing: each client's share", " ".join(f"{r:.2f}" for r in four),
+              f"mean {mean:.2f}", None, "within +-10%", spread <= 0.10)
+    al = res["alloc"]
+    for size, label in ((512, "512 B"), (4194304, "4 MiB")):
+        c = al.get(f"BM_CachedAllocFree/{size}/0")
+        m = al.get(f"BM_MallocFree/{size}")
+        if c is not None and m is not None:
+            table.add(f"allocator: cached alloc+free {label}", f"{c:.0f} ns",
+                      f"{m:.0f} ns (glibc malloc)", c / m, "< 100 ns", c < 100)
+    print(f"\ntensord benchmarks vs local PyTorch {_torch_version()} - {time.strftime('%F %T')}"
+          f", {os.cpu_count()} CPUs, {t} threads each, {ops} tiny ops, {mib} MiB transfers")
+    table.print()
+    print("\nraw:", json.dumps(res))
+
+
+def _torch_version() -> str:
+    try:
+        out = subprocess.run([PY, "-c", "import torch; print(torch.__version__)"],
+                             stdout=subprocess.PIPE, text=True, check=True).stdout
+        return out.strip()
+    except Exception:
+        return "?"
+
+
+if __name__ == "__main__":
+    main()

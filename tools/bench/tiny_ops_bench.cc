@@ -1,0 +1,170 @@
+// tiny_ops_bench: the C++ client's side of tools/bench/run_all.sh.
+//
+//   tiny_ops_bench --address=127.0.0.1:PORT [--ops=100000] [--reps=5]
+//                  [--sync_iters=2000] [--transfer_mib=256]
+//
+// Prints one JSON object on stdout with, each as the median over `reps`
+// repetitions after one warm-up:
+//   tiny_ops_per_s: `ops` dependent adds on a 1-element tensor, then one
+//                   synchronize (the tiny-op throughput);
+//   sync_p50_us / sync_p99_us: item() of a freshly created scalar;
+//   upload_gbps / download_gbps: a `transfer_mib` MiB float32 tensor.
+// The numbers are compared against local PyTorch by run_all.sh, not here.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "client/tensord_client.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+void Die(const std::string& what, const absl::Status& status) {
+  std::fprintf(stderr, "tiny_ops_bench: %s: %s\n", what.c_str(),
+               status.ToString().c_str());
+  std::exit(1);
+}
+
+// One timed run of `ops` dependent adds, closed by a synchronize.
+double TinyOpsRun(tensord::Client& client, int ops) {
+  tensord::Tensor one = client.FromVector<float>({1.0f}, {1});
+  tensord::Tensor x = client.FromVector<float>({0.0f}, {1});
+  absl::Status s = client.synchronize();
+  if (!s.ok()) Die("synchronize", s);
+  const auto start = Clock::now();
+  for (int i = 0; i < ops; ++i) x = x + one;
+  s = client.synchronize();
+  const auto end = Clock::now();
+  if (!s.ok()) Die("tiny ops", s);
+  auto v = x.item<float>();
+  if (!v.ok()) Die("item", v.status());
+  if (*v != static_cast<float>(ops)) {
+    std::fprintf(stderr, "tiny_ops_bench: wrong sum %g, want %d\n", *v, ops);
+    std::exit(1);
+  }
+  return ops / Seconds(start, end);
+}
+
+// Latencies in microseconds of item() on a fresh scalar.
+std::vector<double> SyncRun(tensord::Client& client, int iters) {
+  std::vector<double> us;
+  us.reserve(iters);
+  tensord::Tensor base = client.FromVector<float>({1.0f}, {1});
+  for (int i = 0; i < iters; ++i) {
+    const auto start = Clock::now();
+    tensord::Tensor fresh = base + 1.0;
+    auto v = fresh.item<float>();
+    const auto end = Clock::now();
+    if (!v.ok()) Die("item", v.status());
+    us.push_back(Seconds(start, end) * 1e6);
+  }
+  return us;
+}
+
+struct Transfer {
+  double upload_gbps;
+  double download_gbps;
+};
+
+Transfer TransferRun(tensord::Client& client, const std::vector<float>& host) {
+  const double bytes = host.size() * sizeof(float);
+  auto start = Clock::now();
+  tensord::Tensor t = client.Upload(host.data(), tensord::DType::kFloat32,
+                                    {static_cast<int64_t>(host.size())});
+  absl::Status s = client.synchronize();
+  auto mid = Clock::now();
+  if (!s.ok()) Die("upload", s);
+  auto back = t.Download();
+  auto end = Clock::now();
+  if (!back.ok()) Die("download", back.status());
+  if (back->bytes.size() != bytes ||
+      std::memcmp(back->bytes.data(), host.data(), 4096) != 0) {
+    std::fprintf(stderr, "tiny_ops_bench: download mismatch\n");
+    std::exit(1);
+  }
+  return {bytes / Seconds(start, mid) / 1e9, bytes / Seconds(mid, end) / 1e9};
+}
+
+bool Flag(const char* arg, const char* name, std::string* value) {
+  std::string prefix = std::string("--") + name + "=";
+  if (!absl::StartsWith(arg, prefix)) return false;
+  *value = arg + prefix.size();
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string address, value;
+  int ops = 100000, reps = 5, sync_iters = 2000, transfer_mib = 256;
+  for (int i = 1; i < argc; ++i) {
+    if (Flag(argv[i], "address", &value)) {
+      address = value;
+    } else if (Flag(argv[i], "ops", &value)) {
+      (void)absl::SimpleAtoi(value, &ops);
+    } else if (Flag(argv[i], "reps", &value)) {
+      (void)absl::SimpleAtoi(value, &reps);
+    } else if (Flag(argv[i], "sync_iters", &value)) {
+      (void)absl::SimpleAtoi(value, &sync_iters);
+    } else if (Flag(argv[i], "transfer_mib", &value)) {
+      (void)absl::SimpleAtoi(value, &transfer_mib);
+    } else {
+      std::fprintf(stderr, "tiny_ops_bench: unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  tensord::ClientOptions options;
+  options.address = address;
+  options.client_name = "tiny_ops_bench";
+  auto connected = tensord::Client::Connect(options);
+  if (!connected.ok()) Die("connect", connected.status());
+  tensord::Client& client = **connected;
+
+  TinyOpsRun(client, ops / 10);  // warm-up
+  std::vector<double> rates;
+  for (int r = 0; r < reps; ++r) rates.push_back(TinyOpsRun(client, ops));
+
+  SyncRun(client, sync_iters / 10);  // warm-up
+  std::vector<double> lat = SyncRun(client, sync_iters);
+
+  std::vector<double> up, down;
+  if (transfer_mib > 0) {
+    std::vector<float> host(static_cast<size_t>(transfer_mib) << 18);
+    for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i);
+    TransferRun(client, host);  // warm-up: the daemon's cache holds the block
+    for (int r = 0; r < std::max(3, reps / 2); ++r) {
+      Transfer t = TransferRun(client, host);
+      up.push_back(t.upload_gbps);
+      down.push_back(t.download_gbps);
+    }
+  }
+  std::printf(
+      "{\"tiny_ops_per_s\": %.1f, \"sync_p50_us\": %.2f, \"sync_p99_us\": "
+      "%.2f, \"upload_gbps\": %.4f, \"download_gbps\": %.4f}\n",
+      Median(rates), Percentile(lat, 0.5), Percentile(lat, 0.99), Median(up),
+      Median(down));
+  return 0;
+}
