@@ -10,6 +10,9 @@
 #if TENSORD_WITH_CUDA
 #include <cuda_runtime.h>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "kernels/cuda/cuda_check.h"
 #include "runtime/memory/cuda_backend.h"
 #endif
 
@@ -18,11 +21,10 @@ namespace tensord {
 #if TENSORD_WITH_CUDA
 namespace {
 
-absl::Status CudaStatus(cudaError_t err, absl::string_view what) {
-  if (err == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(err)));
-}
-
+// Note [Session streams] (device.h): streams are created with the blocking
+// flag on purpose. Until every caller passes the session's stream, work that
+// goes to the legacy default stream (copies passed stream nullptr) is then
+// still ordered after the sessions' queued kernels.
 class CudaDevice : public Device {
  public:
   CudaDevice(int index, const cudaDeviceProp& prop,
@@ -34,37 +36,76 @@ class CudaDevice : public Device {
     desc_.total_memory = prop.totalGlobalMem;
     desc_.compute_capability = absl::StrCat(prop.major, ".", prop.minor);
   }
+  ~CudaDevice() override {
+    absl::MutexLock lock(&mu_);
+    for (auto& [session, stream] : streams_) cudaStreamDestroy(stream);
+  }
   const DeviceDescription& description() const override { return desc_; }
   CachingAllocator* allocator() override { return allocator_.get(); }
+
+  // Pageable sources are staged by the driver before cudaMemcpyAsync
+  // returns, so `src` may be reused at once and the executor does not wait
+  // for the transfer itself.
   absl::Status CopyFromHost(void* dst, const void* src, size_t bytes,
                             StreamHandle stream) override {
-    return Copy(dst, src, bytes, cudaMemcpyHostToDevice, stream);
+    if (bytes == 0) return absl::OkStatus();
+    TD_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
+    TD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes,
+                                            cudaMemcpyHostToDevice,
+                                            static_cast<cudaStream_t>(stream)));
+    return absl::OkStatus();
   }
+  // A value read: waits for the copy (and the work queued before it).
   absl::Status CopyToHost(void* dst, const void* src, size_t bytes,
                           StreamHandle stream) override {
-    return Copy(dst, src, bytes, cudaMemcpyDeviceToHost, stream);
+    if (bytes == 0) return absl::OkStatus();
+    TD_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
+    auto s = static_cast<cudaStream_t>(stream);
+    TD_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+    TD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+    return absl::OkStatus();
   }
   absl::Status Synchronize(StreamHandle stream) override {
+    TD_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
+    if (stream == nullptr) {
+      TD_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+    } else {
+      TD_CUDA_RETURN_IF_ERROR(
+          cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+    }
+    return absl::OkStatus();
+  }
+
+  // Also makes this device current on the calling thread (the executor),
+  // so the kernels launched next run here.
+  absl::StatusOr<StreamHandle> SessionStream(uint64_t session) override {
+    TD_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
+    absl::MutexLock lock(&mu_);
+    auto it = streams_.find(session);
+    if (it != streams_.end()) return static_cast<StreamHandle>(it->second);
+    cudaStream_t stream = nullptr;
+    TD_CUDA_RETURN_IF_ERROR(
+        cudaStreamCreateWithFlags(&stream, cudaStreamDefault));
+    streams_.emplace(session, stream);
+    return static_cast<StreamHandle>(stream);
+  }
+
+  void ReleaseSessionStreams(uint64_t session) override {
+    absl::MutexLock lock(&mu_);
+    auto it = streams_.find(session);
+    if (it == streams_.end()) return;
     cudaSetDevice(index_);
-    return CudaStatus(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)),
-                      "cudaStreamSynchronize");
+    cudaStreamDestroy(it->second);  // returns at once; queued work completes
+    streams_.erase(it);
   }
 
  private:
-  absl::Status Copy(void* dst, const void* src, size_t bytes,
-                    cudaMemcpyKind kind, StreamHandle stream) {
-    if (bytes == 0) return absl::OkStatus();
-    cudaSetDevice(index_);
-    auto s = static_cast<cudaStream_t>(stream);
-    absl::Status status = CudaStatus(cudaMemcpyAsync(dst, src, bytes, kind, s),
-                                     "cudaMemcpyAsync");
-    if (!status.ok()) return status;
-    return CudaStatus(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-  }
-
-  int index_;
+  const int index_;
   DeviceDescription desc_;
   std::unique_ptr<CachingAllocator> allocator_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<uint64_t, cudaStream_t> streams_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

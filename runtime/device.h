@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "runtime/core/strided.h"
 #include "runtime/memory/caching_allocator.h"
 
@@ -40,8 +41,19 @@ class Device {
                                     StreamHandle stream) = 0;
   virtual absl::Status CopyToHost(void* dst, const void* src, size_t bytes,
                                   StreamHandle stream) = 0;
-  // Waits until all work queued on `stream` is done.
+  // Waits until all work queued on `stream` is done (CUDA: nullptr waits for
+  // every stream of the device).
   virtual absl::Status Synchronize(StreamHandle stream) = 0;
+
+  // Note [Session streams]: each session's ops on a device go onto its own
+  // stream, created on first use, so sessions run concurrently and the
+  // executor only enqueues. CPU: nullptr (kernels run synchronously).
+  virtual absl::StatusOr<StreamHandle> SessionStream(uint64_t session) {
+    (void)session;
+    return StreamHandle{nullptr};
+  }
+  // Forgets `session`'s streams; work already queued still completes.
+  virtual void ReleaseSessionStreams(uint64_t session) { (void)session; }
 
   const std::string& name() const { return description().name; }
   DeviceKind kind() const { return description().kind; }

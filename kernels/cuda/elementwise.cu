@@ -1,98 +1,612 @@
-// Elementwise CUDA kernels: a contiguous vectorised path (float4 loads,
-// grid-stride loop) and a general strided path with 64-bit indexing.
+// Elementwise CUDA kernels (elementwise.h). Three launch paths per map:
+// contiguous operands of one dtype take 16-byte vector loads (a Pack per
+// thread, grid-stride); other contiguous ones index directly; everything else
+// goes through OffsetCalc with 64-bit offsets (Note [CUDA indexing]).
+// Scalar math follows kernels/cpu so CPU and CUDA agree: integer division by
+// zero gives 0, floor/remainder follow Python, max/min propagate NaN.
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/loops.cuh"
 
 namespace tensord {
 namespace cuda {
 namespace {
 
-struct Strides3 {
-  int ndim;
-  int64_t sizes[kMaxDims];
-  int64_t sa[kMaxDims], sb[kMaxDims], so[kMaxDims];
+template <typename T>
+struct alignas(16) Pack {
+  static constexpr int kLanes = 16 / sizeof(T);
+  T v[kLanes];
 };
-
-__global__ void AddContiguous(const float* __restrict__ a,
-                              const float* __restrict__ b, float alpha,
-                              float* __restrict__ out, int64_t n) {
-  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  const int64_t n4 = n / 4;
-  const float4* a4 = reinterpret_cast<const float4*>(a);
-  const float4* b4 = reinterpret_cast<const float4*>(b);
-  float4* o4 = reinterpret_cast<float4*>(out);
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-       i < n4; i += step) {
-    const float4 x = a4[i], y = b4[i];
-    o4[i] = make_float4(x.x + alpha * y.x, x.y + alpha * y.y,
-                        x.z + alpha * y.z, x.w + alpha * y.w);
-  }
-  for (int64_t i = n4 * 4 + blockIdx.x * static_cast<int64_t>(blockDim.x) +
-                   threadIdx.x;
-       i < n; i += step) {
-    out[i] = a[i] + alpha * b[i];
-  }
-}
-
-__global__ void AddStrided(const float* a, const float* b, float alpha,
-                           float* out, int64_t n, Strides3 s) {
-  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-       i < n; i += step) {
-    int64_t rem = i, oa = 0, ob = 0, oo = 0;
-    for (int d = s.ndim - 1; d >= 0; --d) {
-      const int64_t idx = rem % s.sizes[d];
-      rem /= s.sizes[d];
-      oa += idx * s.sa[d];
-      ob += idx * s.sb[d];
-      oo += idx * s.so[d];
-    }
-    out[oo] = a[oa] + alpha * b[ob];
-  }
-}
 
 bool Aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
 }
 
+// out[i] = f(a[i], b[i]...) over contiguous, same-dtype operands.
+template <typename T, typename F>
+__global__ void Map1Vec(const T* __restrict__ a, T* __restrict__ out, int64_t n,
+                        F f) {
+  using P = Pack<T>;
+  const int64_t packs = n / P::kLanes;
+  TD_GRID_STRIDE(i, packs) {
+    P x = reinterpret_cast<const P*>(a)[i], y;
+#pragma unroll
+    for (int k = 0; k < P::kLanes; ++k) y.v[k] = f(x.v[k]);
+    reinterpret_cast<P*>(out)[i] = y;
+  }
+  TD_GRID_STRIDE(j, n - packs * P::kLanes) {
+    const int64_t i = packs * P::kLanes + j;
+    out[i] = f(a[i]);
+  }
+}
+
+template <typename T, typename F>
+__global__ void Map2Vec(const T* __restrict__ a, const T* __restrict__ b,
+                        T* __restrict__ out, int64_t n, F f) {
+  using P = Pack<T>;
+  const int64_t packs = n / P::kLanes;
+  TD_GRID_STRIDE(i, packs) {
+    P x = reinterpret_cast<const P*>(a)[i];
+    P y = reinterpret_cast<const P*>(b)[i], z;
+#pragma unroll
+    for (int k = 0; k < P::kLanes; ++k) z.v[k] = f(x.v[k], y.v[k]);
+    reinterpret_cast<P*>(out)[i] = z;
+  }
+  TD_GRID_STRIDE(j, n - packs * P::kLanes) {
+    const int64_t i = packs * P::kLanes + j;
+    out[i] = f(a[i], b[i]);
+  }
+}
+
+// The general path: `f(off)` with one offset per operand.
+template <int N, typename F>
+__global__ void MapStrided(int64_t n, OffsetCalc<N> calc, F f) {
+  TD_GRID_STRIDE(i, n) {
+    int64_t off[N];
+    calc.Offsets(i, off);
+    f(off);
+  }
+}
+
+template <int N, typename F>
+__global__ void MapContiguous(int64_t n, F f) {
+  TD_GRID_STRIDE(i, n) {
+    int64_t off[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] = i;
+    f(off);
+  }
+}
+
+template <int N, typename F>
+absl::Status Launch(const StridedView* const (&views)[N], F f,
+                    StreamHandle stream, const char* name) {
+  const int64_t n = views[0]->numel();
+  if (n == 0) return absl::OkStatus();
+  auto s = static_cast<cudaStream_t>(stream);
+  bool contiguous = true;
+  for (int k = 0; k < N; ++k) contiguous &= views[k]->is_contiguous();
+  if (contiguous) {
+    MapContiguous<N><<<BlocksFor(n, 4), kThreads, 0, s>>>(n, f);
+  } else {
+    MapStrided<N>
+        <<<BlocksFor(n, 4), kThreads, 0, s>>>(n, MakeOffsetCalc<N>(views), f);
+  }
+  return LaunchStatus(name);
+}
+
+// ---- copy / cast -------------------------------------------------------
+
+// A loaded element: integers keep all 64 bits, floats their value.
+struct Value {
+  double f;
+  int64_t i;
+  bool is_int;
+};
+
+__device__ __forceinline__ Value Load(const void* base, DType d, int64_t off) {
+  switch (d) {
+    case DType::kFloat32:
+      return {static_cast<const float*>(base)[off], 0, false};
+    case DType::kFloat64:
+      return {static_cast<const double*>(base)[off], 0, false};
+    case DType::kFloat16:
+      return {__half2float(static_cast<const __half*>(base)[off]), 0, false};
+    case DType::kBFloat16:
+      return {__bfloat162float(static_cast<const __nv_bfloat16*>(base)[off]), 0,
+              false};
+    case DType::kInt64:
+      return {0, static_cast<const int64_t*>(base)[off], true};
+    case DType::kInt32:
+      return {0, static_cast<const int32_t*>(base)[off], true};
+    case DType::kInt8:
+      return {0, static_cast<const int8_t*>(base)[off], true};
+    case DType::kUInt8:
+      return {0, static_cast<const uint8_t*>(base)[off], true};
+    default:  // kBool
+      return {0, static_cast<const bool*>(base)[off] ? 1 : 0, true};
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ T AsInt(const Value& v) {
+  return v.is_int ? static_cast<T>(v.i) : static_cast<T>(v.f);
+}
+
+__device__ __forceinline__ void Store(void* base, DType d, int64_t off,
+                                      const Value& v) {
+  const double f = v.is_int ? static_cast<double>(v.i) : v.f;
+  switch (d) {
+    case DType::kFloat32:
+      static_cast<float*>(base)[off] = static_cast<float>(f);
+      break;
+    case DType::kFloat64:
+      static_cast<double*>(base)[off] = f;
+      break;
+    case DType::kFloat16:
+      static_cast<__half*>(base)[off] = __double2half(f);
+      break;
+    case DType::kBFloat16:
+      static_cast<__nv_bfloat16*>(base)[off] =
+          __float2bfloat16_rn(static_cast<float>(f));
+      break;
+    case DType::kInt64:
+      static_cast<int64_t*>(base)[off] = AsInt<int64_t>(v);
+      break;
+    case DType::kInt32:
+      static_cast<int32_t*>(base)[off] =
+          static_cast<int32_t>(AsInt<int64_t>(v));
+      break;
+    case DType::kInt8:
+      static_cast<int8_t*>(base)[off] = static_cast<int8_t>(AsInt<int64_t>(v));
+      break;
+    case DType::kUInt8:
+      static_cast<uint8_t*>(base)[off] =
+          static_cast<uint8_t>(AsInt<int64_t>(v));
+      break;
+    default:  // kBool
+      static_cast<bool*>(base)[off] = v.is_int ? v.i != 0 : v.f != 0.0;
+      break;
+  }
+}
+
 }  // namespace
 
-absl::Status AddFloat32(const StridedView& a, const StridedView& b,
-                        float alpha, const StridedView& out,
-                        StreamHandle stream) {
+absl::Status Copy(const StridedView& in, const StridedView& out,
+                  StreamHandle stream) {
+  if (out.numel() == 0) return absl::OkStatus();
+  if (in.dtype == out.dtype && in.is_contiguous() && out.is_contiguous()) {
+    TD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+        out.data, in.data, out.numel() * ItemSize(out.dtype),
+        cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
+    return absl::OkStatus();
+  }
+  const void* src = in.data;
+  void* dst = out.data;
+  const DType sd = in.dtype, dd = out.dtype;
+  const StridedView* views[2] = {&out, &in};
+  return Launch<2>(
+      views,
+      [=] __device__(const int64_t(&off)[2]) {
+        Store(dst, dd, off[0], Load(src, sd, off[1]));
+      },
+      stream, "copy kernel");
+}
+
+absl::Status Fill(const StridedView& out, double value, StreamHandle stream) {
+  void* dst = out.data;
+  const DType d = out.dtype;
+  Value v{value, static_cast<int64_t>(value), false};
+  if (d == DType::kInt64 || d == DType::kInt32 || d == DType::kInt8 ||
+      d == DType::kUInt8) {
+    v = Value{0, static_cast<int64_t>(value), true};
+  }
+  const StridedView* views[1] = {&out};
+  return Launch<1>(
+      views,
+      [=] __device__(const int64_t(&off)[1]) { Store(dst, d, off[0], v); },
+      stream, "fill kernel");
+}
+
+absl::Status Arange(const StridedView& out, double start, double step,
+                    StreamHandle stream) {
+  void* dst = out.data;
+  const DType d = out.dtype;
+  const int64_t stride = out.ndim > 0 ? out.strides[0] : 1;
+  const int64_t n = out.numel();
+  if (n == 0) return absl::OkStatus();
+  const bool is_int = !(d == DType::kFloat32 || d == DType::kFloat64 ||
+                        d == DType::kFloat16 || d == DType::kBFloat16);
+  MapContiguous<1><<<BlocksFor(n), kThreads, 0,
+                     static_cast<cudaStream_t>(
+                         stream)>>>(n, [=] __device__(const int64_t(&off)[1]) {
+    const double x = start + static_cast<double>(off[0]) * step;
+    Store(dst, d, off[0] * stride, Value{x, static_cast<int64_t>(x), is_int});
+  });
+  return LaunchStatus("arange kernel");
+}
+
+namespace {
+
+// ---- unary ---------------------------------------------------------------
+
+template <typename T>
+__device__ __forceinline__ bool IsNeg(T x) {
+  if constexpr (std::is_signed_v<T>) {
+    return x < T{0};
+  } else {
+    return false;
+  }
+}
+
+template <typename T>
+struct UnaryFn {
+  UnaryOp op;
+  __device__ __forceinline__ T operator()(T x) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return op == UnaryOp::kBitwiseNot ? !x : x;
+    } else if constexpr (std::is_integral_v<T>) {
+      switch (op) {
+        case UnaryOp::kNeg:
+          return T(-x);
+        case UnaryOp::kRelu:
+          return x > T{0} ? x : T{0};
+        case UnaryOp::kAbs:
+          return IsNeg(x) ? T(-x) : x;
+        case UnaryOp::kSign:
+          return T((T{0} < x) - IsNeg(x));
+        case UnaryOp::kSquare:
+          return T(x * x);
+        case UnaryOp::kBitwiseNot:
+          return T(~x);
+        default:  // floor/ceil/round/trunc: identity; math ops get floats
+          return x;
+      }
+    } else {
+      switch (op) {
+        case UnaryOp::kNeg:
+          return -x;
+        case UnaryOp::kRelu:
+          return x > T{0} ? x : T{0};
+        case UnaryOp::kAbs:
+          return fabs(x);
+        case UnaryOp::kSign:
+          return T((T{0} < x) - (x < T{0}));
+        case UnaryOp::kSquare:
+          return x * x;
+        case UnaryOp::kExp:
+          return exp(x);
+        case UnaryOp::kLog:
+          return log(x);
+        case UnaryOp::kLog1p:
+          return log1p(x);
+        case UnaryOp::kExpm1:
+          return expm1(x);
+        case UnaryOp::kSqrt:
+          return sqrt(x);
+        case UnaryOp::kRsqrt:
+          return T(1) / sqrt(x);
+        case UnaryOp::kSin:
+          return sin(x);
+        case UnaryOp::kCos:
+          return cos(x);
+        case UnaryOp::kTanh:
+          return tanh(x);
+        case UnaryOp::kErf:
+          return erf(x);
+        case UnaryOp::kSigmoid:
+          return T(1) / (T(1) + exp(-x));
+        case UnaryOp::kSilu:
+          return x / (T(1) + exp(-x));
+        case UnaryOp::kGelu:
+          return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
+        case UnaryOp::kReciprocal:
+          return T(1) / x;
+        case UnaryOp::kFloor:
+          return floor(x);
+        case UnaryOp::kCeil:
+          return ceil(x);
+        case UnaryOp::kTrunc:
+          return trunc(x);
+        case UnaryOp::kRound:
+          return rint(x);  // half to even
+        default:
+          return x;
+      }
+    }
+  }
+};
+
+template <typename T>
+__device__ __forceinline__ T IntPow(T base, T exp) {
+  if (IsNeg(exp)) {
+    if (base == 1) return 1;
+    if (IsNeg(base) && base == T(-1)) return (exp & 1) ? T(-1) : T(1);
+    return 0;
+  }
+  T result = 1;
+  while (exp) {
+    if (exp & 1) result = T(result * base);
+    exp >>= 1;
+    base = T(base * base);
+  }
+  return result;
+}
+
+template <typename T>
+struct BinaryFn {
+  BinaryOp op;
+  T alpha;
+  __device__ __forceinline__ T operator()(T x, T y) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      switch (op) {
+        case BinaryOp::kMul:
+        case BinaryOp::kMin:
+        case BinaryOp::kBitAnd:
+          return x && y;
+        case BinaryOp::kBitXor:
+          return x != y;
+        default:
+          return x || y;  // add, max, or
+      }
+    } else if constexpr (std::is_integral_v<T>) {
+      switch (op) {
+        case BinaryOp::kAdd:
+          return T(x + alpha * y);
+        case BinaryOp::kSub:
+          return T(x - alpha * y);
+        case BinaryOp::kMul:
+          return T(x * y);
+        case BinaryOp::kDiv:
+        case BinaryOp::kTruncDiv:
+          return y == 0 ? T{0} : T(x / y);
+        case BinaryOp::kFloorDiv: {
+          if (y == 0) return T{0};
+          const T q = T(x / y);
+          return (x % y != 0 && (IsNeg(x) != IsNeg(y))) ? T(q - 1) : q;
+        }
+        case BinaryOp::kRemainder: {
+          if (y == 0) return T{0};
+          const T r = T(x % y);
+          return (r != 0 && (IsNeg(r) != IsNeg(y))) ? T(r + y) : r;
+        }
+        case BinaryOp::kPow:
+          return IntPow<T>(x, y);
+        case BinaryOp::kMax:
+          return x > y ? x : y;
+        case BinaryOp::kMin:
+          return x < y ? x : y;
+        case BinaryOp::kBitAnd:
+          return T(x & y);
+        case BinaryOp::kBitOr:
+          return T(x | y);
+        case BinaryOp::kBitXor:
+          return T(x ^ y);
+      }
+      return x;
+    } else {
+      switch (op) {
+        case BinaryOp::kAdd:
+          return x + alpha * y;
+        case BinaryOp::kSub:
+          return x - alpha * y;
+        case BinaryOp::kMul:
+          return x * y;
+        case BinaryOp::kDiv:
+          return x / y;
+        case BinaryOp::kTruncDiv:
+          return trunc(x / y);
+        case BinaryOp::kFloorDiv: {
+          if (y == 0) return x / y;
+          const T r = fmod(x, y);
+          T q = (x - r) / y;
+          if (r != 0 && ((r < 0) != (y < 0))) q -= 1;
+          return q;
+        }
+        case BinaryOp::kRemainder: {
+          const T r = fmod(x, y);
+          return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+        }
+        case BinaryOp::kPow:
+          return pow(x, y);
+        case BinaryOp::kMax:
+          return (x != x || x > y) ? x : y;
+        case BinaryOp::kMin:
+          return (x != x || x < y) ? x : y;
+        default:
+          return x;  // bitwise ops are rejected for floats
+      }
+    }
+  }
+};
+
+}  // namespace
+
+absl::Status Unary(UnaryOp op, const StridedView& in, const StridedView& out,
+                   StreamHandle stream) {
   const int64_t n = out.numel();
   if (n == 0) return absl::OkStatus();
   auto s = static_cast<cudaStream_t>(stream);
-  constexpr int kThreads = 256;
-  const int64_t blocks64 = (n + kThreads * 4 - 1) / (kThreads * 4);
-  const int blocks = static_cast<int>(blocks64 < 65535 * 8 ? blocks64 : 65535 * 8);
-  if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous() &&
-      Aligned16(a.data) && Aligned16(b.data) && Aligned16(out.data)) {
-    AddContiguous<<<blocks, kThreads, 0, s>>>(
-        a.ptr<const float>(), b.ptr<const float>(), alpha, out.ptr<float>(), n);
-  } else {
-    Strides3 st;
-    st.ndim = out.ndim;
-    for (int d = 0; d < out.ndim; ++d) {
-      st.sizes[d] = out.sizes[d];
-      st.sa[d] = a.strides[d];
-      st.sb[d] = b.strides[d];
-      st.so[d] = out.strides[d];
-    }
-    AddStrided<<<blocks, kThreads, 0, s>>>(a.ptr<const float>(),
-                                           b.ptr<const float>(), alpha,
-                                           out.ptr<float>(), n, st);
-  }
-  const cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) {
-    return absl::InternalError(
-        absl::StrCat("add kernel launch failed: ", cudaGetErrorString(err)));
-  }
+  TD_CUDA_DISPATCH(
+      out.dtype,
+      return absl::UnimplementedError(absl::StrCat(
+          "unary op on cuda: unsupported dtype ", DTypeName(out.dtype))),
+      {
+        const UnaryFn<scalar_t> f{op};
+        if (in.is_contiguous() && out.is_contiguous() && Aligned16(in.data) &&
+            Aligned16(out.data)) {
+          Map1Vec<<<BlocksFor(n, Pack<scalar_t>::kLanes), kThreads, 0, s>>>(
+              in.ptr<const scalar_t>(), out.ptr<scalar_t>(), n, f);
+          return LaunchStatus("unary kernel");
+        }
+        const scalar_t* x = in.ptr<const scalar_t>();
+        scalar_t* y = out.ptr<scalar_t>();
+        const StridedView* views[2] = {&out, &in};
+        return Launch<2>(
+            views,
+            [=] __device__(const int64_t(&off)[2]) {
+              y[off[0]] = f(x[off[1]]);
+            },
+            stream, "unary kernel");
+      });
   return absl::OkStatus();
+}
+
+absl::Status Binary(BinaryOp op, const StridedView& a, const StridedView& b,
+                    double alpha, const StridedView& out, StreamHandle stream) {
+  const int64_t n = out.numel();
+  if (n == 0) return absl::OkStatus();
+  auto s = static_cast<cudaStream_t>(stream);
+  TD_CUDA_DISPATCH(
+      out.dtype,
+      return absl::UnimplementedError(absl::StrCat(
+          "binary op on cuda: unsupported dtype ", DTypeName(out.dtype))),
+      {
+        const BinaryFn<scalar_t> f{op, static_cast<scalar_t>(alpha)};
+        if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous() &&
+            Aligned16(a.data) && Aligned16(b.data) && Aligned16(out.data)) {
+          Map2Vec<<<BlocksFor(n, Pack<scalar_t>::kLanes), kThreads, 0, s>>>(
+              a.ptr<const scalar_t>(), b.ptr<const scalar_t>(),
+              out.ptr<scalar_t>(), n, f);
+          return LaunchStatus("binary kernel");
+        }
+        const scalar_t* x = a.ptr<const scalar_t>();
+        const scalar_t* y = b.ptr<const scalar_t>();
+        scalar_t* z = out.ptr<scalar_t>();
+        const StridedView* views[3] = {&out, &a, &b};
+        return Launch<3>(
+            views,
+            [=] __device__(const int64_t(&off)[3]) {
+              z[off[0]] = f(x[off[1]], y[off[2]]);
+            },
+            stream, "binary kernel");
+      });
+  return absl::OkStatus();
+}
+
+absl::Status Compare(CompareOp op, const StridedView& a, const StridedView& b,
+                     const StridedView& out, StreamHandle stream) {
+  TD_CUDA_DISPATCH(
+      a.dtype,
+      return absl::UnimplementedError(absl::StrCat(
+          "comparison on cuda: unsupported dtype ", DTypeName(a.dtype))),
+      {
+        const scalar_t* x = a.ptr<const scalar_t>();
+        const scalar_t* y = b.ptr<const scalar_t>();
+        bool* z = out.ptr<bool>();
+        const StridedView* views[3] = {&out, &a, &b};
+        return Launch<3>(
+            views,
+            [=] __device__(const int64_t(&off)[3]) {
+              const scalar_t u = x[off[1]], v = y[off[2]];
+              bool r = false;
+              switch (op) {
+                case CompareOp::kEq:
+                  r = u == v;
+                  break;
+                case CompareOp::kNe:
+                  r = u != v;
+                  break;
+                case CompareOp::kLt:
+                  r = u < v;
+                  break;
+                case CompareOp::kLe:
+                  r = u <= v;
+                  break;
+                case CompareOp::kGt:
+                  r = u > v;
+                  break;
+                case CompareOp::kGe:
+                  r = u >= v;
+                  break;
+                case CompareOp::kAnd:
+                  r = u != scalar_t(0) && v != scalar_t(0);
+                  break;
+                case CompareOp::kOr:
+                  r = u != scalar_t(0) || v != scalar_t(0);
+                  break;
+                case CompareOp::kXor:
+                  r = (u != scalar_t(0)) != (v != scalar_t(0));
+                  break;
+              }
+              z[off[0]] = r;
+            },
+            stream, "compare kernel");
+      });
+  return absl::OkStatus();
+}
+
+absl::Status LogicalNot(const StridedView& in, const StridedView& out,
+                        StreamHandle stream) {
+  const void* src = in.data;
+  const DType d = in.dtype;
+  bool* z = out.ptr<bool>();
+  const StridedView* views[2] = {&out, &in};
+  return Launch<2>(
+      views,
+      [=] __device__(const int64_t(&off)[2]) {
+        const Value v = Load(src, d, off[1]);
+        z[off[0]] = v.is_int ? v.i == 0 : v.f == 0.0;
+      },
+      stream, "logical_not kernel");
+}
+
+absl::Status Where(const StridedView& cond, const StridedView& a,
+                   const StridedView& b, const StridedView& out,
+                   StreamHandle stream) {
+  const bool* c = cond.ptr<const bool>();
+  const size_t item = ItemSize(out.dtype);
+  const char* x = static_cast<const char*>(a.data);
+  const char* y = static_cast<const char*>(b.data);
+  char* z = static_cast<char*>(out.data);
+  const StridedView* views[4] = {&out, &cond, &a, &b};
+  // Moves bytes, so every dtype (half types included) shares one kernel.
+  return Launch<4>(
+      views,
+      [=] __device__(const int64_t(&off)[4]) {
+        const char* src = c[off[1]] ? x + off[2] * item : y + off[3] * item;
+        char* dst = z + off[0] * item;
+        for (size_t k = 0; k < item; ++k) dst[k] = src[k];
+      },
+      stream, "where kernel");
+}
+
+absl::Status Clamp(const StridedView& in, bool has_lo, double lo, bool has_hi,
+                   double hi, const StridedView& out, StreamHandle stream) {
+  TD_CUDA_DISPATCH(
+      out.dtype,
+      return absl::UnimplementedError(absl::StrCat(
+          "clamp on cuda: unsupported dtype ", DTypeName(out.dtype))),
+      {
+        const scalar_t* x = in.ptr<const scalar_t>();
+        scalar_t* y = out.ptr<scalar_t>();
+        const scalar_t l = static_cast<scalar_t>(lo);
+        const scalar_t h = static_cast<scalar_t>(hi);
+        const StridedView* views[2] = {&out, &in};
+        return Launch<2>(
+            views,
+            [=] __device__(const int64_t(&off)[2]) {
+              scalar_t v = x[off[1]];
+              if (v == v) {  // NaN stays NaN, as in PyTorch
+                if (has_lo && v < l) v = l;
+                if (has_hi && v > h) v = h;
+              }
+              y[off[0]] = v;
+            },
+            stream, "clamp kernel");
+      });
+  return absl::OkStatus();
+}
+
+absl::Status AddFloat32(const StridedView& a, const StridedView& b, float alpha,
+                        const StridedView& out, StreamHandle stream) {
+  return Binary(BinaryOp::kAdd, a, b, alpha, out, stream);
 }
 
 }  // namespace cuda

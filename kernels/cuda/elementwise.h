@@ -1,6 +1,15 @@
-// CUDA elementwise kernels. Plain C++ declarations (no CUDA types), so the
+// CUDA elementwise kernels: copy/cast, fill, arange, unary and binary maps,
+// comparisons, where, clamp. Plain C++ declarations (no CUDA types), so the
 // runtime includes this header without nvcc; the definitions are in
 // elementwise.cu and exist only in CUDA builds.
+//
+// Contract (as kernels/cpu/elementwise.h): views passed together have
+// identical sizes (broadcast operands carry stride 0); `out` never overlaps
+// an input unless it is the same view. Every call only enqueues work on
+// `stream` (asynchronous); errors are launch errors (Note [Sticky CUDA
+// errors] in cuda_check.h). Unary/Binary/Compare/Where/Clamp take
+// float32/float64/integer/bool operands already in out's dtype; Copy and
+// Fill also handle float16/bfloat16.
 #ifndef TENSORD_KERNELS_CUDA_ELEMENTWISE_H_
 #define TENSORD_KERNELS_CUDA_ELEMENTWISE_H_
 
@@ -10,8 +19,88 @@
 namespace tensord {
 namespace cuda {
 
-// out = a + alpha * b for float32 views of equal sizes (broadcast operands
-// carry stride 0), launched asynchronously on `stream`.
+// Same members in the same order as cpu::UnaryOp/BinaryOp/CompareOp (the
+// runtime's wrappers static_cast between them and static_assert the ends).
+enum class UnaryOp {
+  kNeg,
+  kRelu,
+  kAbs,
+  kExp,
+  kLog,
+  kSqrt,
+  kTanh,
+  kSigmoid,
+  kSign,
+  kLog1p,
+  kExpm1,
+  kRsqrt,
+  kSin,
+  kCos,
+  kGelu,
+  kSilu,
+  kErf,
+  kFloor,
+  kCeil,
+  kRound,
+  kReciprocal,
+  kBitwiseNot,
+  kTrunc,
+  kSquare,
+};
+enum class BinaryOp {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMax,
+  kMin,
+  kPow,
+  kRemainder,
+  kFloorDiv,
+  kTruncDiv,
+  kBitAnd,
+  kBitOr,
+  kBitXor,
+};
+enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor };
+
+// out = convert(in), any dtype to any dtype (same sizes, any strides).
+absl::Status Copy(const StridedView& in, const StridedView& out,
+                  StreamHandle stream);
+
+// Every element of out = value (converted to out's dtype).
+absl::Status Fill(const StridedView& out, double value, StreamHandle stream);
+
+// out[i] = start + i * step for a 1-d out.
+absl::Status Arange(const StridedView& out, double start, double step,
+                    StreamHandle stream);
+
+absl::Status Unary(UnaryOp op, const StridedView& in, const StridedView& out,
+                   StreamHandle stream);
+
+// out = a OP (alpha * b); alpha applies to kAdd/kSub only.
+absl::Status Binary(BinaryOp op, const StridedView& a, const StridedView& b,
+                    double alpha, const StridedView& out, StreamHandle stream);
+
+// out (bool) = a OP b; a and b share a dtype. Logical ops test != 0.
+absl::Status Compare(CompareOp op, const StridedView& a, const StridedView& b,
+                     const StridedView& out, StreamHandle stream);
+
+// out (bool) = !in.
+absl::Status LogicalNot(const StridedView& in, const StridedView& out,
+                        StreamHandle stream);
+
+// out = cond ? a : b; cond is bool, a/b/out share a dtype.
+absl::Status Where(const StridedView& cond, const StridedView& a,
+                   const StridedView& b, const StridedView& out,
+                   StreamHandle stream);
+
+// out = min(max(in, lo), hi); a bound is skipped when its has_* is false.
+absl::Status Clamp(const StridedView& in, bool has_lo, double lo, bool has_hi,
+                   double hi, const StridedView& out, StreamHandle stream);
+
+// The first version of this file: out = a + alpha * b in float32 (kept for
+// its float4 path; Binary(kAdd) calls it for contiguous float32).
 absl::Status AddFloat32(const StridedView& a, const StridedView& b, float alpha,
                         const StridedView& out, StreamHandle stream);
 

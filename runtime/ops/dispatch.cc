@@ -42,7 +42,8 @@ absl::Status PrefixOp(const OpDef& op, absl::Status status) {
 
 bool IsHalf(DType d) { return d == DType::kFloat16 || d == DType::kBFloat16; }
 
-// Note [Half compute]: CPU kernels compute in float32/float64 only. For a row
+// Note [Half compute]: kernels compute in float32/float64 only (CUDA too:
+// their half support is the converting copy). For a row
 // without native_half, half inputs are converted to float32, half outputs are
 // computed into float32 temporaries and converted back, so every op supports
 // float16/bfloat16 with float32 accuracy in between (as PyTorch's CPU
@@ -66,7 +67,8 @@ absl::StatusOr<std::vector<Tensor>> RunKernelInFloat(
   TD_RETURN_IF_ERROR(PrefixOp(op, kernel(in, tmp, attrs, ctx)));
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (IsHalf(outputs[i].dtype())) {
-      TD_RETURN_IF_ERROR(cpu::Copy(tmp[i].view(), outputs[i].view()));
+      TD_RETURN_IF_ERROR(CopyOnDevice(outputs[i].device(), tmp[i].view(),
+                                      outputs[i].view(), ctx.alloc.stream));
     }
   }
   return outputs;
@@ -77,7 +79,7 @@ absl::StatusOr<std::vector<Tensor>> RunKernelInFloat(
 absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
                                           absl::Span<const Tensor> inputs,
                                           const Attrs& attrs,
-                                          const OpContext& ctx) {
+                                          const OpContext& outer_ctx) {
   TD_RETURN_IF_ERROR(CheckArity(op, inputs.size()));
   TD_RETURN_IF_ERROR(CheckSameDevice(op, inputs));
   for (const Tensor& t : inputs) {
@@ -87,13 +89,18 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
     }
   }
   if (op.view != nullptr || op.composite != nullptr) {
-    auto views = (op.view ? op.view : op.composite)(inputs, attrs, ctx);
+    auto views =
+        (op.view ? op.view : op.composite)(inputs, attrs, outer_ctx);
     if (!views.ok()) return PrefixOp(op, views.status());
     return views;
   }
-  auto specs = op.infer(inputs, attrs, ctx);
+  auto specs = op.infer(inputs, attrs, outer_ctx);
   if (!specs.ok()) return PrefixOp(op, specs.status());
   Device* device = inputs.empty() ? specs->front().device : inputs[0].device();
+  // Kernels and outputs use the session's stream on this device.
+  auto dctx = ContextFor(device, outer_ctx);
+  if (!dctx.ok()) return PrefixOp(op, dctx.status());
+  const OpContext& ctx = *dctx;
   const KernelFn kernel = device->kind() == DeviceKind::kCpu ? op.cpu : op.cuda;
   if (kernel == nullptr) {
     return absl::UnimplementedError(absl::StrCat(
@@ -106,7 +113,7 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
     if (!out.ok()) return PrefixOp(op, out.status());
     outputs.push_back(*std::move(out));
   }
-  if (!op.native_half && device->kind() == DeviceKind::kCpu) {
+  if (!op.native_half) {
     bool half = false;
     for (const Tensor& t : inputs) half |= IsHalf(t.dtype());
     for (const Tensor& t : outputs) half |= IsHalf(t.dtype());
@@ -120,11 +127,10 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
 }
 
 absl::Status CopyInto(const Tensor& dst, const Tensor& src) {
-  if (dst.device()->kind() != DeviceKind::kCpu) {
-    return absl::UnimplementedError(
-        absl::StrCat("in-place writes on ", dst.device()->name()));
-  }
-  TD_RETURN_IF_ERROR(cpu::Copy(src.BroadcastView(dst.shape()), dst.view()));
+  // CUDA: the legacy default stream, ordered after every session stream
+  // (Note [Session streams]); callers have no context to name theirs.
+  TD_RETURN_IF_ERROR(CopyOnDevice(dst.device(), src.BroadcastView(dst.shape()),
+                                  dst.view(), nullptr));
   dst.storage()->BumpVersion();
   return absl::OkStatus();
 }
@@ -134,11 +140,8 @@ absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype,
   if (t.dtype() == dtype) return t;
   TD_ASSIGN_OR_RETURN(Tensor out,
                       Tensor::Empty(t.device(), dtype, t.shape(), ctx.alloc));
-  if (t.device()->kind() != DeviceKind::kCpu) {
-    return absl::UnimplementedError(
-        absl::StrCat("dtype conversion on ", t.device()->name()));
-  }
-  TD_RETURN_IF_ERROR(cpu::Copy(t.view(), out.view()));
+  TD_RETURN_IF_ERROR(
+      CopyOnDevice(t.device(), t.view(), out.view(), ctx.alloc.stream));
   return out;
 }
 
@@ -146,11 +149,8 @@ absl::StatusOr<Tensor> Contiguous(const Tensor& t, const OpContext& ctx) {
   if (t.is_contiguous()) return t;
   TD_ASSIGN_OR_RETURN(
       Tensor out, Tensor::Empty(t.device(), t.dtype(), t.shape(), ctx.alloc));
-  if (t.device()->kind() != DeviceKind::kCpu) {
-    return absl::UnimplementedError(
-        absl::StrCat("strided copy on ", t.device()->name()));
-  }
-  TD_RETURN_IF_ERROR(cpu::Copy(t.view(), out.view()));
+  TD_RETURN_IF_ERROR(
+      CopyOnDevice(t.device(), t.view(), out.view(), ctx.alloc.stream));
   return out;
 }
 

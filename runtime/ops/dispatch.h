@@ -26,6 +26,19 @@ absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype,
 // A contiguous copy of `t` (no copy when already contiguous).
 absl::StatusOr<Tensor> Contiguous(const Tensor& t, const OpContext& ctx);
 
+// Device plumbing (cuda_copy.cc; Note [Session streams] in device.h).
+// `ctx` with alloc.stream set to the session's stream on `device` (nullptr
+// on the CPU); also makes a CUDA device current on this thread.
+absl::StatusOr<OpContext> ContextFor(Device* device, const OpContext& ctx);
+// dst = convert(src) for views of equal sizes on `device`, on `stream`.
+absl::Status CopyOnDevice(Device* device, const StridedView& src,
+                          const StridedView& dst, StreamHandle stream);
+// A new contiguous tensor on `device` with `dtype` holding `t`'s values
+// (across devices too: `to(device=...)`). Reading back to the CPU waits for
+// the source stream; uploads do not wait.
+absl::StatusOr<Tensor> ToDevice(const Tensor& t, Device* device, DType dtype,
+                                const OpContext& ctx);
+
 // Writes `src` (broadcast to dst's shape, converted to its dtype) into dst's
 // memory and bumps dst's storage version (in-place ops).
 absl::Status CopyInto(const Tensor& dst, const Tensor& src);

@@ -40,16 +40,9 @@ Views To(absl::Span<const Tensor> in, const Attrs& attrs,
     TD_ASSIGN_OR_RETURN(device, ResolveDevice(attrs, ctx));
   }
   const DType dtype = attrs.Has("dtype") ? attrs.GetDType("dtype") : t.dtype();
-  if (device != t.device()) {
-    return absl::UnimplementedError(
-        absl::StrCat("copies from ", t.device()->name(), " to ", device->name(),
-                     " are not implemented yet"));
-  }
-  if (dtype == t.dtype() && !attrs.Bool("copy"))
+  if (device == t.device() && dtype == t.dtype() && !attrs.Bool("copy"))
     return Views(std::vector<Tensor>{t});
-  TD_ASSIGN_OR_RETURN(Tensor out,
-                      Tensor::Empty(device, dtype, t.shape(), ctx.alloc));
-  TD_RETURN_IF_ERROR(cpu::Copy(t.view(), out.view()));
+  TD_ASSIGN_OR_RETURN(Tensor out, ToDevice(t, device, dtype, ctx));
   return Views(std::vector<Tensor>{out});
 }
 
