@@ -1,5 +1,6 @@
 """The examples (examples/python) train in tensord and in PyTorch from the same initial
-weights on the same data: the losses agree at every step."""
+weights on the same data for 50 steps, with SGD and with Adam: the losses agree at every
+step within float32 tolerance (the issue's training-equivalence test)."""
 
 import os
 import subprocess
@@ -35,13 +36,13 @@ def both(example, opt_name: str, lr: float, steps: int, batch: int):
 
 @pytest.mark.parametrize("opt_name,lr", [("sgd", 0.05), ("adam", 1e-3)])
 def test_mnist_mlp_matches_torch(opt_name, lr):
-    losses, tlosses = both(mnist_mlp, opt_name, lr, steps=8, batch=32)
+    losses, tlosses = both(mnist_mlp, opt_name, lr, steps=50, batch=32)
     np.testing.assert_allclose(losses, tlosses, rtol=2e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("opt_name,lr", [("sgd", 0.05), ("adam", 1e-3)])
 def test_cifar_cnn_matches_torch(opt_name, lr):
-    losses, tlosses = both(cifar_cnn, opt_name, lr, steps=6, batch=16)
+    losses, tlosses = both(cifar_cnn, opt_name, lr, steps=50, batch=16)
     np.testing.assert_allclose(losses, tlosses, rtol=5e-4, atol=1e-4)
 
 
