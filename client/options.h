@@ -38,6 +38,14 @@ struct ClientOptions {
   // Largest ServerFrame accepted. Data arrives in chunk_bytes (1 MiB)
   // pieces, so this never limits tensor sizes.
   int max_receive_message_bytes = 16 << 20;
+
+  // Resume (docs/protocol.md "Resume"): when the stream breaks with a
+  // transport error (UNAVAILABLE, CANCELLED), reconnect to `address` and
+  // resume the session, retrying with backoff for up to `resume_timeout`;
+  // nothing is lost or applied twice. Costs a copy of every sent batch until
+  // its Ack. False: a broken stream fails every later read at once.
+  bool resume = true;
+  absl::Duration resume_timeout = absl::Seconds(20);
 };
 
 // `options` with address and token filled from the environment and

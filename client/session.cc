@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "client/status.h"
 
 namespace tensord {
@@ -15,7 +14,8 @@ namespace internal {
 
 Session::Session(const ClientOptions& options,
                  std::shared_ptr<grpc::Channel> channel)
-    : address_(options.address),
+    : options_(options),
+      address_(options.address),
       policy_{options.batch_max_bytes, options.batch_max_commands,
               size_t{8} << 20},
       batch_delay_(options.batch_delay),
@@ -29,6 +29,12 @@ absl::StatusOr<std::shared_ptr<Session>> Session::Open(
   const ClientOptions options = ResolveOptions(raw_options);
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  if (options.resume) {
+    // A resume reconnects at once, not after gRPC's default 1-120 s backoff.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  }
   std::shared_ptr<grpc::ChannelCredentials> credentials =
       options.credentials ? options.credentials
                           : grpc::InsecureChannelCredentials();
@@ -44,7 +50,7 @@ absl::StatusOr<std::shared_ptr<Session>> Session::Open(
         "ClientOptions::address"));
   }
   std::shared_ptr<Session> session(new Session(options, std::move(channel)));
-  absl::Status status = session->Handshake(options);
+  absl::Status status = session->Handshake();
   if (!status.ok()) return status;
   session->started_ = true;
   session->reader_ = std::thread(&Session::ReadLoop, session.get());
@@ -52,62 +58,17 @@ absl::StatusOr<std::shared_ptr<Session>> Session::Open(
   return session;
 }
 
-absl::Status Session::Handshake(const ClientOptions& options) {
-  if (!options.token.empty()) {
-    context_.AddMetadata("authorization", "Bearer " + options.token);
-  }
-  stream_ = stub_->Session(&context_);
-  v1::ClientFrame hello_frame;
-  v1::Hello* hello = hello_frame.mutable_hello();
-  hello->set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
-  hello->set_token(options.token);
-  hello->set_client_name(options.client_name);
-  v1::ServerFrame reply;
-  // A daemon that accepts the stream but never answers must not hang
-  // Connect: a watchdog cancels the call after connect_timeout.
-  absl::Notification answered;
-  bool timed_out = false;  // written by the watchdog, read after join()
-  std::thread watchdog([this, &answered, &options, &timed_out] {
-    if (!answered.WaitForNotificationWithTimeout(options.connect_timeout)) {
-      timed_out = true;
-      context_.TryCancel();
-    }
-  });
-  const bool ok = stream_->Write(hello_frame) && stream_->Read(&reply);
-  answered.Notify();
-  watchdog.join();
-  if (!ok) {
-    absl::Status status = StatusFromGrpc(stream_->Finish());
-    if (timed_out) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("tensord at ", address_, " did not answer Hello within ",
-                       absl::FormatDuration(options.connect_timeout)));
-    }
-    if (status.ok()) {
-      status = absl::UnavailableError("the stream closed before Welcome");
-    }
-    return absl::Status(status.code(), absl::StrCat("tensord at ", address_,
-                                                    " refused the session: ",
-                                                    status.message()));
-  }
-  absl::Status bad;
-  if (!reply.has_welcome()) {
-    bad = absl::InternalError(absl::StrCat(
-        "tensord at ", address_, " answered Hello without a Welcome"));
-  } else if (reply.welcome().protocol_version() != 0 &&
-             reply.welcome().protocol_version() !=
-                 v1::PROTOCOL_VERSION_CURRENT) {
-    bad = absl::FailedPreconditionError(absl::StrCat(
-        "tensord at ", address_, " speaks protocol version ",
-        reply.welcome().protocol_version(), "; this client speaks ",
-        static_cast<int>(v1::PROTOCOL_VERSION_CURRENT)));
-  }
-  if (!bad.ok()) {
-    context_.TryCancel();
-    stream_->Finish().ok();  // the status is ours (CANCELLED)
-    return bad;
-  }
-  welcome_ = std::move(*reply.mutable_welcome());
+absl::Status Session::Handshake() {
+  v1::Hello hello;
+  hello.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  hello.set_token(options_.token);
+  hello.set_client_name(options_.client_name);
+  absl::StatusOr<OpenedStream> opened =
+      OpenStream(hello, options_.connect_timeout);
+  if (!opened.ok()) return opened.status();
+  context_ = std::move(opened->context);
+  stream_ = std::move(opened->stream);
+  welcome_ = std::move(opened->welcome);
   for (int i = 0; i < welcome_.ops_size(); ++i) {
     op_index_[welcome_.ops(i).name()] = i;
   }
@@ -141,17 +102,18 @@ void Session::Close() {
     absl::MutexLock write_lock(&write_mu_);
     if (!writes_done_) {
       writes_done_ = true;
-      stream_->WritesDone();
+      if (stream_live_) stream_->WritesDone();
     }
   }
   {
     absl::MutexLock lock(&mu_);
     closing_ = true;
+    if (attempt_context_ != nullptr) attempt_context_->TryCancel();
     // The daemon ends the stream once it has seen WritesDone; don't hang on
     // one that doesn't.
     if (!mu_.AwaitWithTimeout(absl::Condition(&reader_done_),
                               absl::Seconds(5))) {
-      context_.TryCancel();
+      context_->TryCancel();
     }
   }
   reader_.join();
@@ -343,21 +305,30 @@ void Session::MoveReleasesIntoBatchLocked() {
 
 absl::Status Session::Flush() {
   absl::MutexLock write_lock(&write_mu_);
-  v1::ClientFrame frame;
+  std::shared_ptr<v1::ClientFrame> frame;
+  bool resuming;
   {
     absl::MutexLock lock(&mu_);
     MoveReleasesIntoBatchLocked();
     const int count = pending_.batch().commands_size();
     if (count == 0) return stream_error_;
     sent_seq_ = pending_.batch().commands(count - 1).seq();
-    frame.Swap(&pending_);
+    frame = std::make_shared<v1::ClientFrame>();
+    frame->Swap(&pending_);
     pending_bytes_ = 0;
     if (!stream_error_.ok()) return stream_error_;  // dropped: stream is over
+    // Kept until acknowledged: a resume resends it.
+    if (options_.resume) unacked_.push_back({sent_seq_, frame});
+    resuming = resuming_;
   }
   if (writes_done_) {
     return absl::FailedPreconditionError("the tensord session is closed");
   }
-  if (!stream_->Write(frame)) {
+  // While the reader resumes, the batch waits in unacked_ for the new stream.
+  if (options_.resume && (resuming || !stream_live_)) return absl::OkStatus();
+  if (!stream_live_ || !stream_->Write(*frame)) {
+    // With resume on, the reader sees the break too and resumes or fails.
+    if (options_.resume) return absl::OkStatus();
     absl::MutexLock lock(&mu_);
     if (stream_error_.ok()) {
       stream_error_ = absl::UnavailableError(absl::StrCat(
@@ -373,16 +344,23 @@ void Session::FlushLoop() {
     {
       absl::MutexLock lock(&mu_);
       auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return closing_ || pending_.batch().commands_size() > 0 ||
+        return closing_ || resend_pending_ ||
+               pending_.batch().commands_size() > 0 ||
                (!pending_releases_.empty() && !in_chunked_put_);
       };
       mu_.Await(absl::Condition(&has_work));
       if (closing_) return;
-      // A timed condition wait, not a sleep: Close() wakes it at once.
-      mu_.AwaitWithDeadline(absl::Condition(&closing_),
-                            first_pending_ + batch_delay_);
+      if (!resend_pending_) {
+        // A timed condition wait, not a sleep: Close() wakes it at once.
+        auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return closing_ || resend_pending_;
+        };
+        mu_.AwaitWithDeadline(absl::Condition(&wake),
+                              first_pending_ + batch_delay_);
+      }
       if (closing_) return;
     }
+    ResendUnacked();  // after a resume (no-op otherwise)
     Flush().IgnoreError();
   }
 }

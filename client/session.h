@@ -18,12 +18,23 @@
 // Releases (from Tensor destructors, any thread) only touch mu_: they queue
 // the handle and the next flush appends one Release command, never between
 // the chunks of an upload.
+//
+// Resume (docs/protocol.md "Resume"; session_resume.cc). Sent batches stay in
+// unacked_ until their Ack arrives. When the stream breaks with a transport
+// error (UNAVAILABLE, CANCELLED), the reader thread reconnects with
+// Hello{resume_session_id, resume_secret, resume_received_seq = acked_seq_},
+// skips the replayed frames it had already received (received_since_ack_),
+// and the flusher resends the unacked batches after
+// Welcome.resumed_applied_seq; waiters never notice. Until then Flush only
+// queues into unacked_. A failed resume
+// becomes stream_error_ ("the tensord session could not be resumed: ...").
 #ifndef TENSORD_CLIENT_SESSION_H_
 #define TENSORD_CLIENT_SESSION_H_
 
 #include <grpcpp/grpcpp.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,7 +64,7 @@ struct HandleMeta {
   std::vector<int64_t> shape;
   std::string device;
   bool requires_grad = false;
-  absl::Status error;  // non-OK: the handle is poisoned
+  absl::Status error;    // non-OK: the handle is poisoned
   bool is_none = false;  // names None (a .grad never set, an unused input)
   bool is_leaf = true;
   std::string grad_fn;  // e.g. "MulBackward0"; empty for leaves
@@ -78,6 +89,8 @@ class Session {
 
   const v1::Welcome& welcome() const { return welcome_; }
   const std::string& address() const { return address_; }
+  // How many times the session was resumed after its stream broke.
+  int resumes() const;
   // Null when the catalog has no such op.
   const v1::OpSchema* FindOp(absl::string_view name) const;
 
@@ -148,8 +161,43 @@ class Session {
     absl::Status status;
   };
 
+  using Stream = grpc::ClientReaderWriter<v1::ClientFrame, v1::ServerFrame>;
+  // A started Tensord.Session call that got its Welcome.
+  struct OpenedStream {
+    std::unique_ptr<grpc::ClientContext> context;
+    std::unique_ptr<Stream> stream;
+    v1::Welcome welcome;
+  };
+  struct UnackedBatch {
+    uint64_t last_seq = 0;
+    std::shared_ptr<const v1::ClientFrame> frame;
+  };
+  // A frame received after the last Ack: what a resume's replay repeats.
+  struct ReceivedFrame {
+    uint64_t seq = 0;
+    int kind = 0;
+    uint64_t request_id = 0;
+    uint64_t offset = 0;
+  };
+
   Session(const ClientOptions& options, std::shared_ptr<grpc::Channel> channel);
-  absl::Status Handshake(const ClientOptions& options);
+  absl::Status Handshake();
+  // Starts a call, sends `hello` and reads the Welcome within `timeout`
+  // (session_resume.cc). Close() cancels an attempt in progress.
+  absl::StatusOr<OpenedStream> OpenStream(const v1::Hello& hello,
+                                          absl::Duration timeout);
+  // Reader thread: reconnects and resumes after the stream broke with
+  // `cause`, retrying within options_.resume_timeout. OK: the new stream is
+  // installed and the unacked batches are resent.
+  absl::Status Resume(const absl::Status& cause);
+  // Installs the resumed stream and asks the flusher to resend.
+  absl::Status Adopt(OpenedStream opened);
+  // Flusher thread: writes the unacked batches after resend_after_.
+  void ResendUnacked();
+  static ReceivedFrame Describe(const v1::ServerFrame& frame);
+  // True when `frame` is a replay of one already handled (then skipped).
+  bool SkipReplayedLocked(const v1::ServerFrame& frame)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Appends `command` (assigning its seq) to the pending batch, flushing
   // before and after as BatchPolicy says. `creates` are registered with the
@@ -166,14 +214,16 @@ class Session {
   void FlushLoop();
   void HandleFrame(const v1::ServerFrame& frame);  // takes mu_
 
+  const ClientOptions options_;  // resolved
   const std::string address_;
   BatchPolicy policy_;  // max_frame_bytes set from Welcome, then fixed
   const absl::Duration batch_delay_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Tensord::Stub> stub_;
-  grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::ClientFrame, v1::ServerFrame>>
-      stream_;
+  // The current call. Replaced only by the reader thread (a resume), under
+  // write_mu_ and mu_; the reader reads it without locks.
+  std::unique_ptr<grpc::ClientContext> context_;
+  std::unique_ptr<Stream> stream_;
   v1::Welcome welcome_;                             // immutable after Open
   absl::flat_hash_map<std::string, int> op_index_;  // name -> welcome_.ops
   uint64_t chunk_bytes_ = 0;
@@ -182,6 +232,7 @@ class Session {
   absl::Mutex enqueue_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
   absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   bool writes_done_ ABSL_GUARDED_BY(write_mu_) = false;
+  bool stream_live_ ABSL_GUARDED_BY(write_mu_) = true;  // not yet Finish()ed
 
   mutable absl::Mutex mu_;
   v1::ClientFrame pending_ ABSL_GUARDED_BY(mu_);
@@ -206,6 +257,15 @@ class Session {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;        // Close() started
   bool closing_ ABSL_GUARDED_BY(mu_) = false;       // threads should stop
   bool reader_done_ ABSL_GUARDED_BY(mu_) = false;
+  // Resume state (see the top comment).
+  bool resuming_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* attempt_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::deque<UnackedBatch> unacked_ ABSL_GUARDED_BY(mu_);
+  std::vector<ReceivedFrame> received_since_ack_ ABSL_GUARDED_BY(mu_);
+  std::deque<ReceivedFrame> replay_skip_ ABSL_GUARDED_BY(mu_);
+  bool resend_pending_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t resend_after_ ABSL_GUARDED_BY(mu_) = 0;  // resumed_applied_seq
+  int resumes_ ABSL_GUARDED_BY(mu_) = 0;
 
   std::thread reader_;
   std::thread flusher_;

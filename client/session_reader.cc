@@ -17,36 +17,65 @@ absl::Status NonOk(absl::Status status, absl::string_view what) {
   return absl::UnknownError(absl::StrCat(what, " without a status"));
 }
 
+// A break the daemon did not choose: the session is still there to resume.
+// (The daemon ends sessions with OK, ABORTED for a kill, UNAVAILABLE only
+// when shutting down, or an auth or protocol status.)
+bool TransportBroke(const grpc::Status& status) {
+  if (status.error_code() == grpc::StatusCode::CANCELLED) return true;
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+         status.error_message().find("shutting down") == std::string::npos;
+}
+
 }  // namespace
 
 void Session::ReadLoop() {
-  v1::ServerFrame frame;
-  while (stream_->Read(&frame)) HandleFrame(frame);
-  grpc::Status grpc_status;
-  {
-    // Finish must not race a Write; writes_done_ stops later ones.
-    absl::MutexLock write_lock(&write_mu_);
-    writes_done_ = true;
-    grpc_status = stream_->Finish();
+  while (true) {
+    v1::ServerFrame frame;
+    while (stream_->Read(&frame)) HandleFrame(frame);
+    grpc::Status grpc_status;
+    {
+      // Finish must not race a Write; stream_live_ stops later ones.
+      absl::MutexLock write_lock(&write_mu_);
+      stream_live_ = false;
+      grpc_status = stream_->Finish();
+    }
+    absl::Status status = StatusFromGrpc(grpc_status);
+    bool resume;
+    {
+      absl::MutexLock lock(&mu_);
+      resume = options_.resume && !closing_ && !closed_ &&
+               TransportBroke(grpc_status);
+      resuming_ = resume;
+    }
+    if (resume) {
+      absl::Status resumed = Resume(status);
+      if (resumed.ok()) continue;
+      absl::MutexLock lock(&mu_);
+      resuming_ = false;
+      stream_error_ = resumed;
+      reader_done_ = true;
+      return;
+    }
+    absl::MutexLock lock(&mu_);
+    if (!status.ok()) {
+      status = absl::Status(status.code(),
+                            absl::StrCat("session with tensord at ", address_,
+                                         " ended: ", status.message()));
+    } else if (closing_ || closed_) {
+      status = absl::FailedPreconditionError("the tensord session is closed");
+    } else {
+      status = absl::UnavailableError(
+          absl::StrCat("tensord at ", address_, " ended the session"));
+    }
+    stream_error_ = status;
+    reader_done_ = true;
+    return;
   }
-  absl::MutexLock lock(&mu_);
-  absl::Status status = StatusFromGrpc(grpc_status);
-  if (!status.ok()) {
-    status = absl::Status(status.code(),
-                          absl::StrCat("session with tensord at ", address_,
-                                       " ended: ", status.message()));
-  } else if (closing_ || closed_) {
-    status = absl::FailedPreconditionError("the tensord session is closed");
-  } else {
-    status = absl::UnavailableError(
-        absl::StrCat("tensord at ", address_, " ended the session"));
-  }
-  stream_error_ = status;
-  reader_done_ = true;
 }
 
 void Session::HandleFrame(const v1::ServerFrame& frame) {
   absl::MutexLock lock(&mu_);
+  if (SkipReplayedLocked(frame)) return;
   switch (frame.kind_case()) {
     case v1::ServerFrame::kAck: {
       for (const v1::TensorMeta& meta : frame.ack().created()) {
@@ -73,6 +102,9 @@ void Session::HandleFrame(const v1::ServerFrame& frame) {
         }
       }
       acked_seq_ = std::max(acked_seq_, frame.ack().last_seq());
+      while (!unacked_.empty() && unacked_.front().last_seq <= acked_seq_) {
+        unacked_.pop_front();
+      }
       break;
     }
     case v1::ServerFrame::kData: {
@@ -105,6 +137,8 @@ void Session::HandleFrame(const v1::ServerFrame& frame) {
       } else if (auto sync = syncs_.find(request_id);
                  request_id != 0 && sync != syncs_.end()) {
         sync->second = status;
+      } else if (request_id != 0 && request_id < next_request_id_) {
+        // A replayed answer to a request already completed: ignored.
       } else if (frame_error_.ok()) {
         frame_error_ = status;  // reported by the next Sync
       }

@@ -1,0 +1,336 @@
+// Automatic resume in the C++ client against the real daemon: a TCP proxy in
+// the test process carries the client's stream and cuts it at moments the
+// test chooses (between ops, mid-upload, mid-download). Results must equal a
+// run without cuts and nothing may run twice; a session the daemon did not
+// keep (--resume_grace=0) fails every read with a clear status.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "client/session.h"
+#include "client/tensord_client.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/admin.grpc.pb.h"
+#include "tests/daemon_process.h"
+
+namespace tensord {
+namespace {
+
+// Pipes TCP connections from 127.0.0.1:<port> to `upstream`. Cuts are
+// shutdown()s of both sockets of every live connection: both peers see the
+// connection drop, as with a broken network path.
+class Proxy {
+ public:
+  enum Direction { kUp = 0, kDown = 1 };  // client->daemon, daemon->client
+
+  explicit Proxy(const std::string& upstream) {
+    const size_t colon = upstream.rfind(':');
+    upstream_port_ = std::stoi(upstream.substr(colon + 1));
+    listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr = Loopback(0);
+    bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    listen(listen_fd_, 16);
+    socklen_t len = sizeof(addr);
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    address_ = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    acceptor_ = std::thread([this] { AcceptLoop(); });
+  }
+  ~Proxy() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      CutLocked();
+    }
+    cv_.notify_all();
+    shutdown(listen_fd_, SHUT_RDWR);
+    acceptor_.join();
+    for (std::thread& t : pumps_) t.join();
+    for (int fd : fds_) close(fd);
+    close(listen_fd_);
+  }
+
+  const std::string& address() const { return address_; }
+
+  void CutAll() {
+    std::lock_guard<std::mutex> lock(mu_);
+    CutLocked();
+  }
+  // Cuts once `bytes` more bytes have gone in `direction`.
+  void CutAfter(Direction direction, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    armed_ = true;
+    armed_direction_ = direction;
+    armed_left_ = bytes;
+  }
+  // While held, new connections wait in the listen backlog.
+  void Hold(bool hold) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_ = hold;
+    }
+    cv_.notify_all();
+  }
+  int cuts() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cuts_;
+  }
+
+ private:
+  static sockaddr_in Loopback(int port) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return addr;
+  }
+
+  void CutLocked() {
+    for (auto& [a, b] : live_) {
+      shutdown(a, SHUT_RDWR);
+      shutdown(b, SHUT_RDWR);
+    }
+    if (!live_.empty()) ++cuts_;
+    live_.clear();
+  }
+
+  void AcceptLoop() {
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return !held_ || stopping_; });
+        if (stopping_) return;
+      }
+      const int client = accept(listen_fd_, nullptr, nullptr);
+      if (client < 0) return;  // shut down
+      const int daemon = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr = Loopback(upstream_port_);
+      std::lock_guard<std::mutex> lock(mu_);
+      fds_.push_back(client);
+      fds_.push_back(daemon);
+      if (stopping_ ||
+          connect(daemon, reinterpret_cast<sockaddr*>(&addr), sizeof(addr))) {
+        shutdown(client, SHUT_RDWR);
+        continue;
+      }
+      live_.emplace_back(client, daemon);
+      pumps_.emplace_back(
+          [this, client, daemon] { Pump(client, daemon, kUp); });
+      pumps_.emplace_back(
+          [this, client, daemon] { Pump(daemon, client, kDown); });
+    }
+  }
+
+  void Pump(int from, int to, Direction direction) {
+    std::vector<char> buf(64 << 10);
+    while (true) {
+      const ssize_t n = read(from, buf.data(), buf.size());
+      if (n <= 0) break;
+      size_t size = static_cast<size_t>(n);
+      bool cut = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (armed_ && armed_direction_ == direction) {
+          if (armed_left_ <= size) {
+            size = armed_left_;
+            cut = true;
+            armed_ = false;
+          } else {
+            armed_left_ -= size;
+          }
+        }
+      }
+      for (size_t done = 0; done < size;) {
+        const ssize_t w =
+            send(to, buf.data() + done, size - done, MSG_NOSIGNAL);
+        if (w <= 0) return;
+        done += static_cast<size_t>(w);
+      }
+      if (cut) {
+        CutAll();
+        return;
+      }
+    }
+    shutdown(to, SHUT_WR);  // pass the half-close on
+  }
+
+  int listen_fd_ = -1;
+  int upstream_port_ = 0;
+  std::string address_;
+  std::thread acceptor_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool held_ = false;
+  bool armed_ = false;
+  Direction armed_direction_ = kDown;
+  size_t armed_left_ = 0;
+  int cuts_ = 0;
+  std::vector<std::pair<int, int>> live_;
+  std::vector<int> fds_;
+  std::vector<std::thread> pumps_;
+};
+
+ClientOptions Through(const Proxy& proxy) {
+  ClientOptions options;
+  options.address = proxy.address();
+  options.connect_timeout = absl::Seconds(10);
+  return options;
+}
+
+// A workload whose every read is recorded; with `proxy`, the stream is cut
+// at several points. Checks its own values against the host as it goes.
+std::vector<float> Workload(Client& client, Proxy* proxy) {
+  std::vector<float> seen;
+  auto record = [&seen](const Tensor& t) {
+    absl::StatusOr<std::vector<float>> v = t.to_vector<float>();
+    EXPECT_TRUE(v.ok()) << v.status();
+    if (v.ok()) seen.insert(seen.end(), v->begin(), v->end());
+    return v.ok() ? *v : std::vector<float>();
+  };
+  const int kSteps = 30;
+  Tensor one = client.FromVector<float>({1.0f}, {1});
+  Tensor counter = client.FromVector<float>({0.0f}, {1});
+  Tensor acc = client.FromVector<float>({0, 0, 0, 0}, {4});
+  std::vector<float> expected_acc(4, 0.0f);
+  for (int i = 0; i < kSteps; ++i) {
+    const float f = static_cast<float>(i);
+    Tensor x = client.FromVector<float>({f, f + 1, f + 2, f + 3}, {4});
+    acc = acc + (x * 2.0 + 1.0);
+    for (int k = 0; k < 4; ++k) expected_acc[k] += 2 * (f + k) + 1;
+    // In place: applied twice would show in the count.
+    EXPECT_TRUE(client.Call("add_", {counter, one}).ok());
+    if (proxy != nullptr && i == 3) proxy->CutAll();  // ops queued, unsent
+    if (proxy != nullptr && i == 8) {
+      EXPECT_TRUE(client.Flush().ok());
+      proxy->CutAll();  // sent, Ack maybe not yet received
+    }
+    if (i % 5 == 4) {
+      EXPECT_EQ(record(acc), expected_acc) << "step " << i;
+      EXPECT_EQ(record(counter), std::vector<float>{f + 1}) << "step " << i;
+    }
+  }
+  // Cut mid-upload (the Put batches are resent) and mid-download (Data
+  // chunks already assembled are not fed twice).
+  const size_t n = (size_t{3} << 20) / sizeof(float);  // 3 MiB: 3+ chunks
+  std::vector<float> big(n);
+  for (size_t i = 0; i < n; ++i) big[i] = static_cast<float>(i % 1001);
+  if (proxy != nullptr) proxy->CutAfter(Proxy::kUp, size_t{3} << 19);
+  Tensor b = client.FromVector(big, {static_cast<int64_t>(n)});
+  Tensor b2 = b + 1.0;
+  EXPECT_TRUE(client.synchronize().ok());
+  if (proxy != nullptr) proxy->CutAfter(Proxy::kDown, size_t{3} << 19);
+  absl::StatusOr<std::vector<float>> back = b2.to_vector<float>();
+  EXPECT_TRUE(back.ok()) << back.status();
+  if (back.ok()) {
+    for (size_t i = 0; i < n; ++i) {
+      if ((*back)[i] != big[i] + 1) {
+        ADD_FAILURE() << "element " << i << ": " << (*back)[i];
+        break;
+      }
+    }
+    seen.push_back(static_cast<float>(back->size()));
+  }
+  EXPECT_EQ(record(counter), std::vector<float>{kSteps});
+  EXPECT_TRUE(client.synchronize().ok());
+  return seen;
+}
+
+TEST(ClientResumeTest, CutStreamsResumeTransparently) {
+  auto daemon = testing::DaemonProcess::Start({"--insecure"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  Proxy proxy((*daemon)->address());
+
+  auto plain = Client::Connect(Through(proxy));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const std::vector<float> reference = Workload(**plain, nullptr);
+  EXPECT_EQ((*plain)->internal_session()->resumes(), 0);
+  plain->reset();
+  ASSERT_EQ(proxy.cuts(), 0);
+
+  auto client = Client::Connect(Through(proxy));
+  ASSERT_TRUE(client.ok()) << client.status();
+  const std::vector<float> cut = Workload(**client, &proxy);
+  EXPECT_EQ(cut, reference);
+  EXPECT_EQ(proxy.cuts(), 4);
+  EXPECT_GE((*client)->internal_session()->resumes(), 4);
+  EXPECT_TRUE((*daemon)->alive());
+}
+
+bool SessionListed(const std::string& address, const std::string& id) {
+  auto admin = v1::Admin::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::ListSessionsResponse response;
+  EXPECT_TRUE(admin->ListSessions(&context, {}, &response).ok());
+  for (const v1::SessionInfo& s : response.sessions()) {
+    if (s.session_id() == id) return true;
+  }
+  return false;
+}
+
+TEST(ClientResumeTest, ExpiredSessionFailsEveryReadClearly) {
+  auto daemon =
+      testing::DaemonProcess::Start({"--insecure", "--resume_grace=0s"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  Proxy proxy((*daemon)->address());
+  ClientOptions options = Through(proxy);
+  options.batch_delay = absl::Hours(1);  // only sync points send
+  auto client = Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  Tensor x = (*client)->FromVector<float>({1, 2, 3}, {3});
+  EXPECT_EQ(*(x * 2.0).to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  Tensor y = x + 1.0;  // queued, not sent
+
+  // The resume must reach the daemon only after it dropped the session.
+  proxy.Hold(true);
+  proxy.CutAll();
+  const std::string id = (*client)->session_id();
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (SessionListed((*daemon)->address(), id) && absl::Now() < give_up) {
+  }
+  ASSERT_FALSE(SessionListed((*daemon)->address(), id));
+  proxy.Hold(false);
+
+  absl::StatusOr<std::vector<float>> pending = y.to_vector<float>();
+  ASSERT_FALSE(pending.ok());
+  EXPECT_EQ(pending.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(pending.status().message().find(
+                "the tensord session could not be resumed"),
+            std::string::npos)
+      << pending.status();
+  // Later reads and sync points fail the same way, at once.
+  absl::Status later = (*client)->synchronize();
+  EXPECT_EQ(later.code(), absl::StatusCode::kNotFound) << later;
+  EXPECT_FALSE(
+      ((*client)->FromVector<float>({1}, {1})).to_vector<float>().ok());
+}
+
+TEST(ClientResumeTest, ResumeCanBeTurnedOff) {
+  auto daemon = testing::DaemonProcess::Start({"--insecure"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  Proxy proxy((*daemon)->address());
+  ClientOptions options = Through(proxy);
+  options.resume = false;
+  auto client = Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_TRUE((*client)->synchronize().ok());
+  proxy.CutAll();
+  absl::Status status = (*client)->synchronize();
+  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(status.message().find("could not be resumed"), std::string::npos)
+      << status;
+  EXPECT_EQ((*client)->internal_session()->resumes(), 0);
+}
+
+}  // namespace
+}  // namespace tensord
