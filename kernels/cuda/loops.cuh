@@ -132,6 +132,79 @@ __device__ __forceinline__ T FromDouble(double v) {
   }
 }
 
+// A loaded element: integers keep all 64 bits, floats their value.
+struct Value {
+  double f;
+  int64_t i;
+  bool is_int;
+};
+
+__device__ __forceinline__ Value Load(const void* base, DType d, int64_t off) {
+  switch (d) {
+    case DType::kFloat32:
+      return {static_cast<const float*>(base)[off], 0, false};
+    case DType::kFloat64:
+      return {static_cast<const double*>(base)[off], 0, false};
+    case DType::kFloat16:
+      return {__half2float(static_cast<const __half*>(base)[off]), 0, false};
+    case DType::kBFloat16:
+      return {__bfloat162float(static_cast<const __nv_bfloat16*>(base)[off]), 0,
+              false};
+    case DType::kInt64:
+      return {0, static_cast<const int64_t*>(base)[off], true};
+    case DType::kInt32:
+      return {0, static_cast<const int32_t*>(base)[off], true};
+    case DType::kInt8:
+      return {0, static_cast<const int8_t*>(base)[off], true};
+    case DType::kUInt8:
+      return {0, static_cast<const uint8_t*>(base)[off], true};
+    default:  // kBool
+      return {0, static_cast<const bool*>(base)[off] ? 1 : 0, true};
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ T AsInt(const Value& v) {
+  return v.is_int ? static_cast<T>(v.i) : static_cast<T>(v.f);
+}
+
+__device__ __forceinline__ void Store(void* base, DType d, int64_t off,
+                                      const Value& v) {
+  const double f = v.is_int ? static_cast<double>(v.i) : v.f;
+  switch (d) {
+    case DType::kFloat32:
+      static_cast<float*>(base)[off] = static_cast<float>(f);
+      break;
+    case DType::kFloat64:
+      static_cast<double*>(base)[off] = f;
+      break;
+    case DType::kFloat16:
+      static_cast<__half*>(base)[off] = __double2half(f);
+      break;
+    case DType::kBFloat16:
+      static_cast<__nv_bfloat16*>(base)[off] =
+          __float2bfloat16_rn(static_cast<float>(f));
+      break;
+    case DType::kInt64:
+      static_cast<int64_t*>(base)[off] = AsInt<int64_t>(v);
+      break;
+    case DType::kInt32:
+      static_cast<int32_t*>(base)[off] =
+          static_cast<int32_t>(AsInt<int64_t>(v));
+      break;
+    case DType::kInt8:
+      static_cast<int8_t*>(base)[off] = static_cast<int8_t>(AsInt<int64_t>(v));
+      break;
+    case DType::kUInt8:
+      static_cast<uint8_t*>(base)[off] =
+          static_cast<uint8_t>(AsInt<int64_t>(v));
+      break;
+    default:  // kBool
+      static_cast<bool*>(base)[off] = v.is_int ? v.i != 0 : v.f != 0.0;
+      break;
+  }
+}
+
 }  // namespace cuda
 }  // namespace tensord
 

@@ -1,11 +1,16 @@
-// CUDA wrappers for pointwise rows (only `add` so far; the CUDA issue adds
-// the rest). Without TENSORD_WITH_CUDA they return nullptr: no CUDA kernel.
-#include "runtime/ops/op_def.h"
+// CUDA wrappers for the elementwise rows: unary, binary, comparisons, where,
+// masked_fill, clamp, clone and the fill/arange creation rows. They mirror
+// the CPU wrappers (cast operands to the result dtype, broadcast views) and
+// only enqueue kernels on ctx.alloc.stream, the session's stream.
+#include "runtime/ops/cuda_kernels.h"
 
 #if TENSORD_WITH_CUDA
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cuda/elementwise.h"
+#include "runtime/core/status_macros.h"
 #include "runtime/ops/dispatch.h"
+#include "runtime/ops/op_helpers.h"
 #endif
 
 namespace tensord {
@@ -13,26 +18,196 @@ namespace tensord {
 #if TENSORD_WITH_CUDA
 namespace {
 
-absl::Status CudaAdd(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
-                     const Attrs& attrs, const OpContext& ctx) {
-  if (out[0].dtype() != DType::kFloat32 || in[0].dtype() != DType::kFloat32 ||
-      in[1].dtype() != DType::kFloat32) {
-    return absl::UnimplementedError(absl::StrCat(
-        "add on cuda supports float32 only so far, got ",
-        DTypeName(in[0].dtype()), " and ", DTypeName(in[1].dtype())));
-  }
+// The CUDA enums list the CPU ones in the same order.
+static_assert(static_cast<int>(cuda::UnaryOp::kSquare) ==
+              static_cast<int>(cpu::UnaryOp::kSquare));
+static_assert(static_cast<int>(cuda::BinaryOp::kBitXor) ==
+              static_cast<int>(cpu::BinaryOp::kBitXor));
+static_assert(static_cast<int>(cuda::CompareOp::kXor) ==
+              static_cast<int>(cpu::CompareOp::kXor));
+
+using Ins = absl::Span<const Tensor>;
+
+template <cuda::UnaryOp kOp>
+absl::Status CudaUnary(Ins in, Ins out, const Attrs&, const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(Tensor x, CastTo(in[0], out[0].dtype(), ctx));
+  return cuda::Unary(kOp, x.view(), out[0].view(), ctx.alloc.stream);
+}
+
+template <cuda::BinaryOp kOp>
+absl::Status CudaBinary(Ins in, Ins out, const Attrs& attrs,
+                        const OpContext& ctx) {
+  const DType dtype = out[0].dtype();
+  TD_ASSIGN_OR_RETURN(Tensor a, CastTo(in[0], dtype, ctx));
+  TD_ASSIGN_OR_RETURN(Tensor b, CastTo(in[1], dtype, ctx));
+  const double alpha =
+      (kOp == cuda::BinaryOp::kAdd || kOp == cuda::BinaryOp::kSub)
+          ? attrs.Float("alpha")
+          : 1.0;
   const Shape& shape = out[0].shape();
-  return cuda::AddFloat32(in[0].BroadcastView(shape),
-                          in[1].BroadcastView(shape),
-                          static_cast<float>(attrs.Float("alpha")),
-                          out[0].view(), ctx.alloc.stream);
+  return cuda::Binary(kOp, a.BroadcastView(shape), b.BroadcastView(shape),
+                      alpha, out[0].view(), ctx.alloc.stream);
+}
+
+absl::Status CudaDiv(Ins in, Ins out, const Attrs& attrs,
+                     const OpContext& ctx) {
+  const std::string& mode = attrs.String("rounding_mode");
+  if (mode == "trunc") {
+    return CudaBinary<cuda::BinaryOp::kTruncDiv>(in, out, attrs, ctx);
+  }
+  if (mode == "floor") {
+    return CudaBinary<cuda::BinaryOp::kFloorDiv>(in, out, attrs, ctx);
+  }
+  return CudaBinary<cuda::BinaryOp::kDiv>(in, out, attrs, ctx);
+}
+
+template <cuda::CompareOp kOp>
+absl::Status CudaCompare(Ins in, Ins out, const Attrs&, const OpContext& ctx) {
+  const DType common = ResultType(in);
+  TD_ASSIGN_OR_RETURN(Tensor a, CastTo(in[0], common, ctx));
+  TD_ASSIGN_OR_RETURN(Tensor b, CastTo(in[1], common, ctx));
+  const Shape& shape = out[0].shape();
+  return cuda::Compare(kOp, a.BroadcastView(shape), b.BroadcastView(shape),
+                       out[0].view(), ctx.alloc.stream);
+}
+
+absl::Status CudaLogicalNot(Ins in, Ins out, const Attrs&,
+                            const OpContext& ctx) {
+  return cuda::LogicalNot(in[0].view(), out[0].view(), ctx.alloc.stream);
+}
+
+absl::Status CudaWhere(Ins in, Ins out, const Attrs&, const OpContext& ctx) {
+  const DType d = out[0].dtype();
+  TD_ASSIGN_OR_RETURN(Tensor a, CastTo(in[1], d, ctx));
+  TD_ASSIGN_OR_RETURN(Tensor b, CastTo(in[2], d, ctx));
+  const Shape& s = out[0].shape();
+  return cuda::Where(in[0].BroadcastView(s), a.BroadcastView(s),
+                     b.BroadcastView(s), out[0].view(), ctx.alloc.stream);
+}
+
+absl::Status CudaMaskedFill(Ins in, Ins out, const Attrs&,
+                            const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(Tensor v, CastTo(in[2], out[0].dtype(), ctx));
+  TD_ASSIGN_OR_RETURN(Tensor x, CastTo(in[0], out[0].dtype(), ctx));
+  const Shape& s = out[0].shape();
+  return cuda::Where(in[1].BroadcastView(s), v.BroadcastView(s), x.view(),
+                     out[0].view(), ctx.alloc.stream);
+}
+
+absl::Status CudaClamp(Ins in, Ins out, const Attrs& attrs,
+                       const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(Tensor x, CastTo(in[0], out[0].dtype(), ctx));
+  const bool lo = attrs.Has("min"), hi = attrs.Has("max");
+  return cuda::Clamp(x.view(), lo, lo ? attrs.Float("min") : 0, hi,
+                     hi ? attrs.Float("max") : 0, out[0].view(),
+                     ctx.alloc.stream);
+}
+
+absl::Status CudaClone(Ins in, Ins out, const Attrs&, const OpContext& ctx) {
+  return cuda::Copy(in[0].view(), out[0].view(), ctx.alloc.stream);
+}
+
+template <int kValue>
+absl::Status CudaFillConst(Ins, Ins out, const Attrs&, const OpContext& ctx) {
+  return cuda::Fill(out[0].view(), kValue, ctx.alloc.stream);
+}
+
+absl::Status CudaEmpty(Ins, Ins, const Attrs&, const OpContext&) {
+  return absl::OkStatus();  // the allocator scrubs memory across sessions
+}
+
+absl::Status CudaFull(Ins, Ins out, const Attrs& attrs, const OpContext& ctx) {
+  return cuda::Fill(out[0].view(), attrs.Float("fill_value"), ctx.alloc.stream);
+}
+
+absl::Status CudaArange(Ins, Ins out, const Attrs& attrs,
+                        const OpContext& ctx) {
+  return cuda::Arange(out[0].view(), attrs.Float("start"), attrs.Float("step"),
+                      ctx.alloc.stream);
 }
 
 }  // namespace
 
-KernelFn CudaAddKernel() { return CudaAdd; }
-#else
+void AddCudaPointwiseKernels(CudaKernelMap* map) {
+  using U = cuda::UnaryOp;
+  using B = cuda::BinaryOp;
+  using C = cuda::CompareOp;
+  CudaKernelMap& m = *map;
+  m["neg"] = CudaUnary<U::kNeg>;
+  m["abs"] = CudaUnary<U::kAbs>;
+  m["sign"] = CudaUnary<U::kSign>;
+  m["relu"] = CudaUnary<U::kRelu>;
+  m["floor"] = CudaUnary<U::kFloor>;
+  m["ceil"] = CudaUnary<U::kCeil>;
+  m["round"] = CudaUnary<U::kRound>;
+  m["trunc"] = CudaUnary<U::kTrunc>;
+  m["square"] = CudaUnary<U::kSquare>;
+  m["exp"] = CudaUnary<U::kExp>;
+  m["log"] = CudaUnary<U::kLog>;
+  m["log1p"] = CudaUnary<U::kLog1p>;
+  m["expm1"] = CudaUnary<U::kExpm1>;
+  m["sqrt"] = CudaUnary<U::kSqrt>;
+  m["rsqrt"] = CudaUnary<U::kRsqrt>;
+  m["sin"] = CudaUnary<U::kSin>;
+  m["cos"] = CudaUnary<U::kCos>;
+  m["tanh"] = CudaUnary<U::kTanh>;
+  m["sigmoid"] = CudaUnary<U::kSigmoid>;
+  m["silu"] = CudaUnary<U::kSilu>;
+  m["erf"] = CudaUnary<U::kErf>;
+  m["reciprocal"] = CudaUnary<U::kReciprocal>;
+  m["gelu"] = CudaUnary<U::kGelu>;
+  m["bitwise_not"] = CudaUnary<U::kBitwiseNot>;
+  m["logical_not"] = CudaLogicalNot;
+  m["clamp"] = CudaClamp;
+  m["add"] = CudaBinary<B::kAdd>;
+  m["sub"] = CudaBinary<B::kSub>;
+  m["mul"] = CudaBinary<B::kMul>;
+  m["div"] = CudaDiv;
+  m["pow"] = CudaBinary<B::kPow>;
+  m["maximum"] = CudaBinary<B::kMax>;
+  m["minimum"] = CudaBinary<B::kMin>;
+  m["remainder"] = CudaBinary<B::kRemainder>;
+  m["floor_divide"] = CudaBinary<B::kFloorDiv>;
+  m["bitwise_and"] = CudaBinary<B::kBitAnd>;
+  m["bitwise_or"] = CudaBinary<B::kBitOr>;
+  m["bitwise_xor"] = CudaBinary<B::kBitXor>;
+  m["eq"] = CudaCompare<C::kEq>;
+  m["ne"] = CudaCompare<C::kNe>;
+  m["lt"] = CudaCompare<C::kLt>;
+  m["le"] = CudaCompare<C::kLe>;
+  m["gt"] = CudaCompare<C::kGt>;
+  m["ge"] = CudaCompare<C::kGe>;
+  m["logical_and"] = CudaCompare<C::kAnd>;
+  m["logical_or"] = CudaCompare<C::kOr>;
+  m["logical_xor"] = CudaCompare<C::kXor>;
+  m["where"] = CudaWhere;
+  m["masked_fill"] = CudaMaskedFill;
+  m["clone"] = CudaClone;
+  m["zeros"] = CudaFillConst<0>;
+  m["ones"] = CudaFillConst<1>;
+  m["empty"] = CudaEmpty;
+  m["full"] = CudaFull;
+  m["arange"] = CudaArange;
+}
+
+KernelFn CudaAddKernel() { return CudaBinary<cuda::BinaryOp::kAdd>; }
+
+#else  // !TENSORD_WITH_CUDA
+
+void AddCudaPointwiseKernels(CudaKernelMap*) {}
 KernelFn CudaAddKernel() { return nullptr; }
-#endif
+
+#endif  // TENSORD_WITH_CUDA
+
+void AttachCudaKernels(std::vector<OpDef>* ops) {
+  CudaKernelMap map;
+  AddCudaPointwiseKernels(&map);
+  AddCudaNnKernels(&map);
+  for (OpDef& def : *ops) {
+    if (def.infer == nullptr) continue;  // views and composites need none
+    auto it = map.find(def.name);
+    if (it != map.end()) def.cuda = it->second;
+  }
+}
 
 }  // namespace tensord

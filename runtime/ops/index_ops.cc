@@ -6,6 +6,7 @@
 #include "kernels/cpu/index.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/compose.h"
+#include "runtime/ops/cuda_kernels.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
 #include "runtime/ops/op_table.h"
@@ -40,7 +41,7 @@ absl::Status CpuIndexSelect(absl::Span<const Tensor> in,
   TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), in[0].ndim()));
   TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
   TD_ASSIGN_OR_RETURN(Tensor idx, Contiguous(in[1], ctx));
-  return cpu::IndexSelect(x.view(), d, idx.view(), out[0].view());
+  return DeviceIndexSelect(out[0], ctx, x.view(), d, idx.view(), out[0].view());
 }
 
 // gather/scatter: index has input's rank and fits it outside dim.
@@ -89,8 +90,8 @@ absl::Status CpuGather(absl::Span<const Tensor> in,
   TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), in[0].ndim()));
   TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
   TD_ASSIGN_OR_RETURN(Tensor idx, Contiguous(in[1], ctx));
-  return cpu::Gather(AtLeast1d(x.view()), d, AtLeast1d(idx.view()),
-                     AtLeast1d(out[0].view()));
+  return DeviceGather(out[0], ctx, AtLeast1d(x.view()), d,
+                      AtLeast1d(idx.view()), AtLeast1d(out[0].view()));
 }
 
 // scatter(input, index, src): src is a tensor at least index's size, or a
@@ -112,7 +113,8 @@ absl::Status CpuScatter(absl::Span<const Tensor> in,
                         absl::Span<const Tensor> out, const Attrs& attrs,
                         const OpContext& ctx) {
   TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), in[0].ndim()));
-  TD_RETURN_IF_ERROR(cpu::Copy(in[0].view(), out[0].view()));
+  TD_RETURN_IF_ERROR(CopyOnDevice(out[0].device(), in[0].view(), out[0].view(),
+                                  ctx.alloc.stream));
   TD_ASSIGN_OR_RETURN(Tensor idx, Contiguous(in[1], ctx));
   Tensor src = in[2];
   if (src.ndim() == 0 && in[1].ndim() > 0) {
@@ -120,8 +122,8 @@ absl::Status CpuScatter(absl::Span<const Tensor> in,
   }
   TD_ASSIGN_OR_RETURN(src, CastTo(src, out[0].dtype(), ctx));
   TD_ASSIGN_OR_RETURN(src, Contiguous(src, ctx));
-  return cpu::Scatter(AtLeast1d(out[0].view()), d, AtLeast1d(idx.view()),
-                      AtLeast1d(src.view()), kAdd);
+  return DeviceScatter(out[0], ctx, AtLeast1d(out[0].view()), d,
+                       AtLeast1d(idx.view()), AtLeast1d(src.view()), kAdd);
 }
 
 // embedding(weight, indices) as torch.embedding: rows of weight.
@@ -155,6 +157,7 @@ std::vector<OpDef> IndexOps() {
                     "Entries of input at `index` (1-d int64) along dim.");
   is.infer = InferIndexSelect;
   is.cpu = CpuIndexSelect;
+  is.cuda = CudaKernelsBuilt() ? CpuIndexSelect : nullptr;
   is.native_half = true;
   is.examples = {Example({{3, 4}, {5}}, {{"dim", int64_t{1}}},
                          {DType::kFloat32, DType::kInt64})};
@@ -163,6 +166,7 @@ std::vector<OpDef> IndexOps() {
                         "out[i][j] = input[index[i][j]][j] (dim 0), etc.");
   gather.infer = InferGather;
   gather.cpu = CpuGather;
+  gather.cuda = CudaKernelsBuilt() ? CpuGather : nullptr;
   gather.native_half = true;
   gather.examples = {Example({{3, 4}, {2, 4}}, {{"dim", int64_t{0}}},
                              {DType::kFloat32, DType::kInt64})};
@@ -173,6 +177,7 @@ std::vector<OpDef> IndexOps() {
                            : "input with src written at index along dim.");
     def.infer = InferScatter;
     def.cpu = add ? CpuScatter<true> : CpuScatter<false>;
+    def.cuda = CudaKernelsBuilt() ? def.cpu : nullptr;
     def.examples = {Example({{3, 4}, {2, 4}, {2, 4}}, {{"dim", int64_t{0}}},
                             {DType::kFloat32, DType::kInt64, DType::kFloat32})};
     ops.push_back(std::move(def));

@@ -4,6 +4,7 @@
 #include "kernels/cpu/matmul.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/compose.h"
+#include "runtime/ops/cuda_kernels.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
 #include "runtime/ops/op_table.h"
@@ -122,7 +123,7 @@ absl::Status CpuMatmul(absl::Span<const Tensor> in,
   o.strides[2] = 1;
   o.strides[1] = p.n;
   o.strides[0] = p.m * p.n;
-  return cpu::BatchedMatmul(a, b, o);
+  return DeviceBatchedMatmul(out[0], ctx, a, b, o);
 }
 
 // mm: exactly 2-d operands; bmm: 3-d with equal batch sizes.
@@ -201,17 +202,20 @@ std::vector<OpDef> LinalgOps() {
              "Matrix product with NumPy/PyTorch batching and 1-d rules.");
   matmul.infer = InferMatmul;
   matmul.cpu = CpuMatmul;
+  matmul.cuda = CudaKernelsBuilt() ? CpuMatmul : nullptr;
   matmul.examples = {Example({{2, 3}, {3, 4}}), Example({{2, 2, 3}, {3}})};
   ops.push_back(std::move(matmul));
   OpDef mm = MakeOp("mm", 2, 2, {}, "Product of two matrices.");
   mm.infer = InferFixedRank<2>;
   mm.cpu = CpuMatmul;
+  mm.cuda = CudaKernelsBuilt() ? CpuMatmul : nullptr;
   mm.examples = {Example({{2, 3}, {3, 4}})};
   ops.push_back(std::move(mm));
   OpDef bmm =
       MakeOp("bmm", 2, 2, {}, "Batched product of [b, n, m] and [b, m, p].");
   bmm.infer = InferFixedRank<3>;
   bmm.cpu = CpuMatmul;
+  bmm.cuda = CudaKernelsBuilt() ? CpuMatmul : nullptr;
   bmm.examples = {Example({{2, 2, 3}, {2, 3, 4}})};
   ops.push_back(std::move(bmm));
   OpDef addmm = MakeOp("addmm", 3, 3,

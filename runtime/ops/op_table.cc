@@ -1,6 +1,7 @@
 #include "runtime/ops/op_table.h"
 
 #include "absl/container/flat_hash_map.h"
+#include "runtime/ops/cuda_kernels.h"
 #include "runtime/ops/derivatives.h"
 
 namespace tensord {
@@ -14,6 +15,7 @@ const std::vector<OpDef>& OpTable() {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);
+    AttachCudaKernels(t);  // by name; none in a CPU-only build
     return t;
   }();
   return *table;

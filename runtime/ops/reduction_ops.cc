@@ -7,6 +7,7 @@
 #include "kernels/cpu/reduce.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/compose.h"
+#include "runtime/ops/cuda_kernels.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
 #include "runtime/ops/op_table.h"
@@ -155,40 +156,48 @@ absl::Status CpuReduce(absl::Span<const Tensor> in,
   Prepared p = Prepare(x, out[0], reduced);
   switch (kKind) {
     case Kind::kSum:
-      return cpu::Reduce(cpu::ReduceOp::kSum, p.in, p.mask.get(), p.out);
+      return DeviceReduce(out[0], ctx, cpu::ReduceOp::kSum, p.in, p.mask.get(),
+                          p.out);
     case Kind::kMean:
-      return cpu::Reduce(cpu::ReduceOp::kMean, p.in, p.mask.get(), p.out);
+      return DeviceReduce(out[0], ctx, cpu::ReduceOp::kMean, p.in, p.mask.get(),
+                          p.out);
     case Kind::kProd:
-      return cpu::Reduce(cpu::ReduceOp::kProd, p.in, p.mask.get(), p.out);
+      return DeviceReduce(out[0], ctx, cpu::ReduceOp::kProd, p.in, p.mask.get(),
+                          p.out);
     case Kind::kMax:
-      return cpu::Reduce(cpu::ReduceOp::kMax, p.in, p.mask.get(), p.out);
+      return DeviceReduce(out[0], ctx, cpu::ReduceOp::kMax, p.in, p.mask.get(),
+                          p.out);
     case Kind::kMin:
-      return cpu::Reduce(cpu::ReduceOp::kMin, p.in, p.mask.get(), p.out);
+      return DeviceReduce(out[0], ctx, cpu::ReduceOp::kMin, p.in, p.mask.get(),
+                          p.out);
     case Kind::kAll:
-      return cpu::Reduce(cpu::ReduceOp::kAll, p.in, p.mask.get(), p.out);
+      return DeviceReduce(out[0], ctx, cpu::ReduceOp::kAll, p.in, p.mask.get(),
+                          p.out);
     case Kind::kAny:
-      return cpu::Reduce(cpu::ReduceOp::kAny, p.in, p.mask.get(), p.out);
+      return DeviceReduce(out[0], ctx, cpu::ReduceOp::kAny, p.in, p.mask.get(),
+                          p.out);
     case Kind::kArgMax:
-      return cpu::ReduceStat(cpu::StatOp::kArgMax, p.in, p.mask.get(), 0,
-                             p.out);
+      return DeviceReduceStat(out[0], ctx, cpu::StatOp::kArgMax, p.in,
+                              p.mask.get(), 0, p.out);
     case Kind::kArgMin:
-      return cpu::ReduceStat(cpu::StatOp::kArgMin, p.in, p.mask.get(), 0,
-                             p.out);
+      return DeviceReduceStat(out[0], ctx, cpu::StatOp::kArgMin, p.in,
+                              p.mask.get(), 0, p.out);
     case Kind::kVar:
     case Kind::kStd: {
       const double correction = attrs.Has("correction")
                                     ? attrs.Float("correction")
                                     : (attrs.Bool("unbiased") ? 1.0 : 0.0);
-      return cpu::ReduceStat(
+      return DeviceReduceStat(
+          out[0], ctx,
           kKind == Kind::kVar ? cpu::StatOp::kVar : cpu::StatOp::kStd, p.in,
           p.mask.get(), correction, p.out);
     }
     case Kind::kNorm:
-      return cpu::ReduceStat(cpu::StatOp::kNorm, p.in, p.mask.get(),
-                             attrs.Float("p"), p.out);
+      return DeviceReduceStat(out[0], ctx, cpu::StatOp::kNorm, p.in,
+                              p.mask.get(), attrs.Float("p"), p.out);
     case Kind::kLogSumExp:
-      return cpu::ReduceStat(cpu::StatOp::kLogSumExp, p.in, p.mask.get(), 0,
-                             p.out);
+      return DeviceReduceStat(out[0], ctx, cpu::StatOp::kLogSumExp, p.in,
+                              p.mask.get(), 0, p.out);
   }
   return absl::OkStatus();
 }
@@ -238,6 +247,7 @@ OpDef ReduceRow(std::string name, std::string doc,
   OpDef def = MakeOp(std::move(name), 1, 1, std::move(attrs), std::move(doc));
   def.infer = InferReduce<kKind>;
   def.cpu = CpuReduce<kKind>;
+  def.cuda = CudaKernelsBuilt() ? CpuReduce<kKind> : nullptr;  // both devices
   const AttrValue one_dim = IntDim(kKind) ? AttrValue(int64_t{1})
                                           : AttrValue(std::vector<int64_t>{1});
   def.examples = {Example({{2, 3, 4}}),

@@ -4,6 +4,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/compose.h"
+#include "runtime/ops/cuda_kernels.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
 #include "runtime/ops/op_table.h"
@@ -177,15 +178,16 @@ absl::StatusOr<std::vector<TensorSpec>> InferCat(absl::Span<const Tensor> in,
 }
 
 absl::Status CpuCat(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
-                    const Attrs& attrs, const OpContext&) {
+                    const Attrs& attrs, const OpContext& ctx) {
   if (out[0].ndim() == 1 && out[0].numel() == 0) return absl::OkStatus();
   TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), out[0].ndim()));
   int64_t start = 0;
   for (const Tensor& t : in) {
     if (t.ndim() == 1 && t.numel() == 0) continue;
     const int64_t n = t.shape()[d];
-    TD_RETURN_IF_ERROR(
-        cpu::Copy(t.view(), Narrowed(out[0], d, start, n).view()));
+    TD_RETURN_IF_ERROR(CopyOnDevice(out[0].device(), t.view(),
+                                    Narrowed(out[0], d, start, n).view(),
+                                    ctx.alloc.stream));
     start += n;
   }
   return absl::OkStatus();
@@ -267,6 +269,7 @@ std::vector<OpDef> ShapeOps() {
              "Tensors joined along an existing dim.");
   cat.infer = InferCat;
   cat.cpu = CpuCat;
+  cat.cuda = CudaKernelsBuilt() ? CpuCat : nullptr;  // both devices
   cat.native_half = true;
   cat.examples = {Example({{2, 3}, {4, 3}})};
   ops.push_back(std::move(cat));

@@ -1,0 +1,219 @@
+// CUDA indexing kernels (index.h). Bytes move as elements of the view's
+// item size (index_select, gather, scatter without add work for every
+// dtype); scatter_add uses atomics of the element type.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/index.h"
+#include "kernels/cuda/loops.cuh"
+
+namespace tensord {
+namespace cuda {
+namespace {
+
+struct Dims {
+  int ndim;
+  int64_t sizes[kMaxDims];    // the iteration shape (index's)
+  int64_t strides[kMaxDims];  // contiguous strides of the indexed tensor
+};
+
+Dims MakeDims(const StridedView& iter, const StridedView& indexed) {
+  Dims d;
+  d.ndim = iter.ndim;
+  int64_t stride = 1;
+  for (int k = indexed.ndim - 1; k >= 0; --k) {
+    d.strides[k] = stride;
+    stride *= indexed.sizes[k];
+  }
+  for (int k = 0; k < iter.ndim; ++k) d.sizes[k] = iter.sizes[k];
+  return d;
+}
+
+__device__ void NoteBad(int64_t* bad, int64_t value) {
+  atomicCAS(reinterpret_cast<unsigned long long*>(bad),
+            static_cast<unsigned long long>(-1LL),
+            static_cast<unsigned long long>(value));
+}
+
+// Offset into the indexed tensor of iteration element `i` (contiguous over
+// d.sizes) with coordinate `dim` replaced by `idx`; src_off: i's offset in
+// a tensor of `other` contiguous strides.
+__device__ int64_t IndexedOffset(const Dims& d, int dim, int64_t i, int64_t idx,
+                                 const int64_t* other, int64_t* other_off) {
+  int64_t off = 0, o2 = 0;
+  for (int k = d.ndim - 1; k >= 0; --k) {
+    const int64_t c = i % d.sizes[k];
+    i /= d.sizes[k];
+    off += (k == dim ? idx : c) * d.strides[k];
+    if (other != nullptr) o2 += c * other[k];
+  }
+  if (other_off != nullptr) *other_off = o2;
+  return off;
+}
+
+__global__ void IndexSelectKernel(const char* in, const int64_t* index,
+                                  char* out, int64_t outer, int64_t size,
+                                  int64_t n, int64_t inner, size_t item,
+                                  int64_t* bad) {
+  const int64_t total = outer * n * inner;
+  TD_GRID_STRIDE(e, total) {
+    const int64_t i = e % inner, j = (e / inner) % n, o = e / (inner * n);
+    int64_t idx = index[j];
+    if (idx < 0) idx += size;
+    if (idx < 0 || idx >= size) {
+      NoteBad(bad, index[j]);
+      continue;
+    }
+    const char* src = in + ((o * size + idx) * inner + i) * item;
+    char* dst = out + e * item;
+    for (size_t b = 0; b < item; ++b) dst[b] = src[b];
+  }
+}
+
+__global__ void GatherKernel(const char* in, Dims d, int dim, int64_t size,
+                             const int64_t* index, char* out, int64_t total,
+                             size_t item, int64_t* bad) {
+  TD_GRID_STRIDE(i, total) {
+    int64_t idx = index[i];
+    if (idx < 0) idx += size;
+    if (idx < 0 || idx >= size) {
+      NoteBad(bad, index[i]);
+      continue;
+    }
+    const int64_t off = IndexedOffset(d, dim, i, idx, nullptr, nullptr);
+    const char* src = in + off * item;
+    char* dst = out + i * item;
+    for (size_t b = 0; b < item; ++b) dst[b] = src[b];
+  }
+}
+
+template <typename T>
+__device__ void AtomicAdd(T* p, T v) {
+  if constexpr (std::is_same_v<T, int64_t>) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(p),
+              static_cast<unsigned long long>(v));
+  } else {
+    atomicAdd(p, v);
+  }
+}
+
+template <typename T, bool kAdd>
+__global__ void ScatterKernel(T* out, Dims d, int dim, int64_t size,
+                              const int64_t* index, const T* src, Dims src_dims,
+                              int64_t total, int64_t* bad) {
+  TD_GRID_STRIDE(i, total) {
+    int64_t idx = index[i];
+    if (idx < 0) idx += size;
+    if (idx < 0 || idx >= size) {
+      NoteBad(bad, index[i]);
+      continue;
+    }
+    int64_t src_off;
+    const int64_t off =
+        IndexedOffset(d, dim, i, idx, src_dims.strides, &src_off);
+    if constexpr (kAdd) {
+      AtomicAdd(out + off, src[src_off]);
+    } else {
+      out[off] = src[src_off];
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status ResetBadIndex(int64_t* bad, StreamHandle stream) {
+  TD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(bad, 0xff, sizeof(int64_t),
+                                          static_cast<cudaStream_t>(stream)));
+  return absl::OkStatus();
+}
+
+absl::Status IndexSelect(const StridedView& in, int dim,
+                         const StridedView& index, const StridedView& out,
+                         int64_t* bad, StreamHandle stream) {
+  int64_t outer = 1, inner = 1;
+  for (int k = 0; k < dim; ++k) outer *= in.sizes[k];
+  for (int k = dim + 1; k < in.ndim; ++k) inner *= in.sizes[k];
+  const int64_t size = in.ndim == 0 ? 1 : in.sizes[dim];
+  const int64_t n = index.numel();
+  const int64_t total = outer * n * inner;
+  if (total == 0) return absl::OkStatus();
+  IndexSelectKernel<<<BlocksFor(total), kThreads, 0,
+                      static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const char*>(in.data), index.ptr<const int64_t>(),
+      static_cast<char*>(out.data), outer, size, n, inner, ItemSize(in.dtype),
+      bad);
+  return LaunchStatus("index_select kernel");
+}
+
+absl::Status Gather(const StridedView& in, int dim, const StridedView& index,
+                    const StridedView& out, int64_t* bad, StreamHandle stream) {
+  const int64_t total = index.numel();
+  if (total == 0) return absl::OkStatus();
+  const int64_t size = in.ndim == 0 ? 1 : in.sizes[dim];
+  GatherKernel<<<BlocksFor(total), kThreads, 0,
+                 static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const char*>(in.data), MakeDims(index, in), dim, size,
+      index.ptr<const int64_t>(), static_cast<char*>(out.data), total,
+      ItemSize(in.dtype), bad);
+  return LaunchStatus("gather kernel");
+}
+
+absl::Status Scatter(const StridedView& out, int dim, const StridedView& index,
+                     const StridedView& src, bool add, int64_t* bad,
+                     StreamHandle stream) {
+  const int64_t total = index.numel();
+  if (total == 0) return absl::OkStatus();
+  const int64_t size = out.ndim == 0 ? 1 : out.sizes[dim];
+  const Dims d = MakeDims(index, out), sd = MakeDims(index, src);
+  auto s = static_cast<cudaStream_t>(stream);
+  auto set = [&](auto tag) {
+    using T = decltype(tag);
+    ScatterKernel<T, false><<<BlocksFor(total), kThreads, 0, s>>>(
+        out.ptr<T>(), d, dim, size, index.ptr<const int64_t>(),
+        src.ptr<const T>(), sd, total, bad);
+  };
+  auto accumulate = [&](auto tag) {
+    using T = decltype(tag);
+    ScatterKernel<T, true><<<BlocksFor(total), kThreads, 0, s>>>(
+        out.ptr<T>(), d, dim, size, index.ptr<const int64_t>(),
+        src.ptr<const T>(), sd, total, bad);
+  };
+  auto launch = [&](auto tag) { add ? accumulate(tag) : set(tag); };
+  switch (out.dtype) {
+    case DType::kFloat32:
+      launch(float{});
+      break;
+    case DType::kFloat64:
+      launch(double{});
+      break;
+    case DType::kInt64:
+      launch(int64_t{});
+      break;
+    case DType::kInt32:
+      launch(int32_t{});
+      break;
+    default:
+      if (add) {
+        return absl::UnimplementedError(absl::StrCat(
+            "scatter_add on cuda: unsupported dtype ", DTypeName(out.dtype)));
+      }
+      switch (ItemSize(out.dtype)) {
+        case 1:
+          set(uint8_t{});
+          break;
+        case 2:
+          set(uint16_t{});
+          break;
+        default:
+          return absl::UnimplementedError(absl::StrCat(
+              "scatter on cuda: unsupported dtype ", DTypeName(out.dtype)));
+      }
+  }
+  return LaunchStatus("scatter kernel");
+}
+
+}  // namespace cuda
+}  // namespace tensord

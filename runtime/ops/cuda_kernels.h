@@ -1,0 +1,65 @@
+// The CUDA kernel wrappers of the op table, attached by op name when the
+// table is built (as the backward formulas are: derivatives.h), so the rows
+// in *_ops.cc stay device-neutral and a CPU-only build attaches none.
+#ifndef TENSORD_RUNTIME_OPS_CUDA_KERNELS_H_
+#define TENSORD_RUNTIME_OPS_CUDA_KERNELS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/reduce.h"
+#include "runtime/ops/op_def.h"
+
+namespace tensord {
+
+using CudaKernelMap = absl::flat_hash_map<std::string, KernelFn>;
+
+// Sets OpDef::cuda of every row that has a CUDA wrapper (none without
+// TENSORD_WITH_CUDA).
+void AttachCudaKernels(std::vector<OpDef>* ops);
+
+// Whether this binary has CUDA kernels at all.
+bool CudaKernelsBuilt();
+
+// One per family file (runtime/ops/cuda_*.cc); each adds its wrappers.
+void AddCudaPointwiseKernels(CudaKernelMap* map);
+void AddCudaNnKernels(CudaKernelMap* map);
+
+// Rows whose wrapper serves both devices (reductions: the same
+// preparation, then the kernel of `out`'s device) call these
+// (cuda_reduce.cc).
+absl::Status DeviceReduce(const Tensor& out, const OpContext& ctx,
+                          cpu::ReduceOp op, const StridedView& in,
+                          const bool* reduced, const StridedView& out_view);
+absl::Status DeviceReduceStat(const Tensor& out, const OpContext& ctx,
+                              cpu::StatOp op, const StridedView& in,
+                              const bool* reduced, double param,
+                              const StridedView& out_view);
+
+// The matmul rows' device switch (cuda_linalg.cc): cuBLAS on CUDA, with
+// operands that cuBLAS cannot read made contiguous first.
+absl::Status DeviceBatchedMatmul(const Tensor& out, const OpContext& ctx,
+                                 const StridedView& a, const StridedView& b,
+                                 const StridedView& out_view);
+
+// The index rows' device switch (cuda_index.cc). On CUDA an out-of-range
+// index is found by the kernel and read back before returning (the op then
+// waits for the GPU: a bad index must be a clean INVALID_ARGUMENT).
+absl::Status DeviceIndexSelect(const Tensor& out, const OpContext& ctx,
+                               const StridedView& in, int dim,
+                               const StridedView& index,
+                               const StridedView& out_view);
+absl::Status DeviceGather(const Tensor& out, const OpContext& ctx,
+                          const StridedView& in, int dim,
+                          const StridedView& index,
+                          const StridedView& out_view);
+absl::Status DeviceScatter(const Tensor& out, const OpContext& ctx,
+                           const StridedView& out_view, int dim,
+                           const StridedView& index, const StridedView& src,
+                           bool add);
+
+}  // namespace tensord
+
+#endif  // TENSORD_RUNTIME_OPS_CUDA_KERNELS_H_
