@@ -91,7 +91,8 @@ def connect(address: Optional[str] = None, token: Optional[str] = None, **kwargs
     ``address`` defaults to ``$TENSORD_ADDRESS``, then ``127.0.0.1:50051``; ``token`` to
     ``$TENSORD_TOKEN``. Use it as a statement (the session stays open until ``close()`` or
     exit) or as ``with tensord.connect() as session: ...``, which closes it at the end.
-    Other keyword arguments go to ``Session`` (e.g. ``credentials=`` for TLS).
+    Other keyword arguments go to ``Session`` (e.g. ``credentials=`` for TLS, ``resume=False``
+    to end the session when its connection breaks instead of resuming it, ``resume_timeout=``).
     """
     address = address or os.environ.get("TENSORD_ADDRESS") or DEFAULT_ADDRESS
     token = token if token is not None else os.environ.get("TENSORD_TOKEN")

@@ -1,4 +1,4 @@
-"""A session: one gRPC bidirectional stream to the daemon, and the machinery around it.
+"""A session: a gRPC bidirectional stream to the daemon, and the machinery around it.
 
 Threads (see docs/protocol.md for the wire semantics):
 - the caller's threads append commands to the open batch (``_entries``, encoded by ``_wire``)
@@ -6,9 +6,13 @@ Threads (see docs/protocol.md for the wire semantics):
   increase in command order;
 - a flusher thread sends the open batch ``flush_interval`` (2 ms) after its first command, unless
   a value read, a sync, or the size/count threshold sent it first;
-- gRPC's own thread drains ``_out`` (the request iterator) onto the stream;
-- a receiver thread applies replies: Ack metadata, Data chunks, SyncDone and Error frames, and
-  wakes waiters through ``_replies``. Waiting is always on that condition, never a sleep.
+- gRPC's own thread drains the current stream's queue (``_connection``) onto the stream;
+- a receiver thread (``_receiver``) applies replies and wakes waiters through ``_replies``;
+  waiting is always on that condition, never a sleep. When the stream fails in transit it
+  resumes the session on a new stream, transparently for the waiters.
+
+The class is split by concern: ``_batch.Batcher`` (the open batch, flushing, requests),
+``_receiver.Receiver`` (replies, resume), ``_transfer.Transfers`` (Put/Get, shared memory).
 
 Releases come from ``Tensor.__del__``, which may run inside any thread at any allocation,
 including one holding ``_lock``: they only append to a deque (atomic under the GIL), and are
@@ -20,54 +24,46 @@ from __future__ import annotations
 import atexit
 import collections
 import os
-import queue
 import threading
 import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import grpc
-import numpy as np
 
 from . import _catalog, _errors, _grad, _shm, _wire
+from ._batch import Batcher, Pending
+from ._connection import PROTOCOL_VERSION, AttemptTimeout, Connection, hello_frame
 from ._errors import ConnectionLost, Error, ProtocolError
 from ._proto import tensord_pb2 as pb
+from ._receiver import Receiver
+from ._transfer import Transfers
 
-PROTOCOL_VERSION = 1
 DEFAULT_ADDRESS = "127.0.0.1:50051"
 _MiB = 1 << 20
 
 
-class _Pending:
-    """A reply someone waits for: a Get's data, or a SyncDone."""
-
-    __slots__ = ("done", "error", "meta", "buf", "total", "shm_size")
-
-    def __init__(self) -> None:
-        self.done = False
-        self.error: Optional[Error] = None
-        self.meta: Any = None
-        self.buf = bytearray()
-        self.total = 0  # shared-memory Data: the tensor's bytes and this chunk's
-        self.shm_size = 0
-
-
-class Session:
+class Session(Batcher, Receiver, Transfers):
     """One connection to a tensord daemon. Thread-safe.
 
     Most programs never touch this class: ``tensord.connect()`` creates one and makes it the
     default for ``tensord.randn`` and friends.
+
+    With ``resume`` (the default), a stream that fails in transit (a reset connection, a
+    restarted proxy) is resumed on a new stream to the same address within ``resume_timeout``
+    seconds, without losing or repeating a command; the daemon keeps a detached session for its
+    ``--resume_grace``. ``resumes`` counts the resumes so far.
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, token: Optional[str] = None, *,
                  client_name: str = "tensord-python", connect_timeout: float = 30.0,
                  flush_interval: float = 0.002, max_batch_commands: int = 1024,
                  max_batch_bytes: int = _MiB, credentials: Optional[grpc.ChannelCredentials] = None,
-                 shm: Optional[bool] = None) -> None:
+                 shm: Optional[bool] = None, resume: bool = True,
+                 resume_timeout: float = 20.0) -> None:
         self.address = address
         self._lock = threading.Lock()
         self._replies = threading.Condition(self._lock)  # receiver → waiters
         self._wake_flusher = threading.Condition(self._lock)  # first command → flusher
-        self._out: "queue.Queue[Optional[pb.ClientFrame]]" = queue.Queue(maxsize=64)
         # The open batch: encoded Batch.commands entries (_wire), plus at most one protobuf
         # Command still being filled in (_open), encoded when the next command is added.
         self._entries: List[Any] = []
@@ -75,60 +71,44 @@ class Session:
         self._frame_bytes = 0
         self._seq = 0  # last seq allocated
         self._sent_seq = 0  # last seq handed to the stream
-        self._acked_seq = 0
+        self._acked_seq = 0  # last_seq of the last Ack received
         self._next_handle = 1
         self._acked_handle = 0  # highest handle seen in an Ack
         self._next_request = 1
         self._meta: Dict[int, Any] = {}  # handle -> TensorMeta, until its Tensor takes it
         self._dropped: set = set()  # released before their Ack arrived
         self._released: "collections.deque[int]" = collections.deque()
-        self._pending: Dict[int, _Pending] = {}  # request_id -> Get/Sync waiting for replies
+        self._pending: Dict[int, Pending] = {}  # request_id -> Get/Sync waiting for replies
         self._frame_errors: List[Error] = []  # Error{request_id=0}: malformed batches
+        self._frame_error_keys: set = set()  # (seq, code, message) of those not yet acked
         self._grad_sent = True  # the daemon starts with grad mode on
-        self._broken: Optional[Error] = None  # set once the stream is over
+        self._broken: Optional[Error] = None  # set once the session is over
         self._closing = False
         self._flush_interval = flush_interval
         self._max_cmds = max_batch_commands
+        # Resume (_receiver): sent batches until acknowledged, the attempt under way.
+        self._resume_enabled = resume
+        self._resume_timeout = resume_timeout
+        self._unacked: "collections.deque[Tuple[int, bytes]]" = collections.deque()
+        self._resuming = False
+        self._attempt: Optional[Connection] = None
+        self._stop = threading.Event()  # close(): stop resuming
+        #: how many times the stream was resumed
+        self.resumes = 0
 
-        metadata = [("authorization", f"Bearer {token}")] if token else []
-        options = [("grpc.max_receive_message_length", -1),
-                   ("grpc.max_send_message_length", -1)]
-        if credentials is not None:
-            self._channel = grpc.secure_channel(address, credentials, options=options)
-        else:
-            self._channel = grpc.insecure_channel(address, options=options)
-        hello = pb.ClientFrame()
-        hello.hello.protocol_version = PROTOCOL_VERSION
-        hello.hello.token = token or ""
-        hello.hello.client_name = client_name
+        self._credentials = credentials
+        self._metadata = [("authorization", f"Bearer {token}")] if token else []
         # same-host shared-memory transfer (_shm.py); TENSORD_SHM=0 turns it off
-        hello.hello.shm_transfer = (shm if shm is not None
-                                    else os.environ.get("TENSORD_SHM", "1") != "0")
+        self._hello_args = (token, client_name, shm if shm is not None
+                            else os.environ.get("TENSORD_SHM", "1") != "0")
         # wait_for_ready: a daemon that is still starting is waited for, up to connect_timeout
-        # (a watchdog cancels the call; grpc.channel_ready_future would leave a polling thread
-        # that makes every channel.close() take 200 ms).
-        session_rpc = self._channel.stream_stream(
-            "/tensord.v1.Tensord/Session", request_serializer=_serialize,
-            response_deserializer=pb.ServerFrame.FromString)
-        self._responses = session_rpc(self._requests(hello), metadata=metadata,
-                                      wait_for_ready=True)
-        expired = threading.Event()
-
-        def expire() -> None:
-            expired.set()
-            self._responses.cancel()
-
-        watchdog = threading.Timer(connect_timeout, expire)
-        watchdog.daemon = True
-        watchdog.start()
+        conn = Connection(address, credentials, self._metadata, hello_frame(*self._hello_args),
+                          wait_for_ready=True)
         try:
-            first = next(self._responses)
-        except (grpc.RpcError, StopIteration) as e:
-            watchdog.cancel()
-            timed_out = expired.is_set()
-            self._out.put(None)
-            self._channel.close()
-            if timed_out:
+            first = conn.welcome(connect_timeout)
+        except (grpc.RpcError, StopIteration, AttemptTimeout) as e:
+            conn.close()
+            if isinstance(e, AttemptTimeout):
                 raise ConnectionLost(f"no tensord daemon answered at {address} within "
                                      f"{connect_timeout:g} s; is it running? (set "
                                      "TENSORD_ADDRESS or pass address=)",
@@ -137,16 +117,20 @@ class Session:
                 raise ConnectionLost("the daemon ended the session before Welcome",
                                      code=_errors.UNAVAILABLE, op="connect") from None
             raise _errors.from_rpc_error(e, "connect") from None
-        watchdog.cancel()
         if first.WhichOneof("kind") != "welcome":
+            conn.close()
             raise ProtocolError(f"expected Welcome, got {first.WhichOneof('kind')}", op="connect")
         w = first.welcome
         if w.protocol_version and w.protocol_version != PROTOCOL_VERSION:
+            conn.close()
             raise ProtocolError(f"daemon speaks protocol {w.protocol_version}, this client "
                                 f"{PROTOCOL_VERSION}", code=_errors.FAILED_PRECONDITION,
                                 op="connect")
+        conn.start(())
+        self._conn = conn
         self.welcome = w
         self.session_id: str = w.session_id
+        self._secret: str = w.resume_secret
         self.server_version: str = w.server_version
         self.devices: List[str] = [d.name for d in w.devices]
         self.default_device: str = w.default_device or "cpu"
@@ -159,7 +143,7 @@ class Session:
         self.chunk_bytes = min(self.chunk_bytes, max_frame // 2)
         #: the mapped shared-memory region, or None (the stream carries every byte)
         self._shm = _shm.Region.open(w.shm) if w.HasField("shm") else None
-        self._busy: Optional[int] = None  # thread running a multi-command shm transfer
+        self._busy: Optional[int] = None  # thread running a multi-command transfer
 
         self._receiver = threading.Thread(target=self._receive, name="tensord-receiver",
                                           daemon=True)
@@ -195,10 +179,14 @@ class Session:
             if self._broken is None:
                 self._flush_locked()
             self._closing = True
+            self._stop.set()  # a resume under way gives up
+            attempt = self._attempt
             self._wake_flusher.notify_all()
+        if attempt is not None:
+            attempt.cancel()
         self._put_frame(None)
         self._receiver.join(timeout)
-        self._channel.close()
+        self._conn.close()
         _open_sessions.discard(self)
 
     def profile_fetch(self, clear: bool = True) -> Any:
@@ -334,117 +322,6 @@ class Session:
             c.grad = grad
             self._after_add_locked()
 
-    def put(self, data: np.ndarray, dtype_proto: int, shape: Sequence[int], device: str,
-            requires_grad: bool, site: str) -> Tuple[int, int]:
-        """Uploads ``data`` (already in wire layout) into a new handle, in chunks of at most
-        ``chunk_bytes``; returns (handle, seq of the last chunk)."""
-        flat = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-        raw = memoryview(flat)
-        total = raw.nbytes
-        with self._lock:
-            self._check_open_locked()
-            handle = self._next_handle
-            self._next_handle += 1
-            if self._shm is not None and total >= _shm.MIN_BYTES:
-                def fields(cmd: Any, offset: int, n: int, last: bool) -> None:
-                    p = cmd.put
-                    p.handle = handle
-                    p.offset = offset
-                    p.last = last
-                    if offset == 0:
-                        p.dtype = dtype_proto
-                        p.shape.extend(shape)
-                        p.device = device
-                        p.requires_grad = requires_grad
-                        p.site = site
-                return handle, self._exclusive_locked(lambda: _shm.upload(self, flat, fields))
-            self._busy = threading.get_ident()  # no Release between chunks
-            try:
-                seq = self._put_stream_locked(raw, handle, dtype_proto, shape, device,
-                                              requires_grad, site)
-            finally:
-                self._busy = None
-            self._after_add_locked()
-        return handle, seq
-
-    def _put_stream_locked(self, raw: memoryview, handle: int, dtype_proto: int,
-                           shape: Sequence[int], device: str, requires_grad: bool,
-                           site: str) -> int:
-        """Appends the Put chunks of ``raw`` for the stream; returns the last one's seq."""
-        total = raw.nbytes
-        step = self.chunk_bytes
-        offset = 0
-        while True:
-            chunk = raw[offset:offset + step]
-            n = len(chunk)
-            if self._frame_bytes + n > self._max_bytes and self._count_locked():
-                self._flush_locked()
-            cmd = pb.Command()
-            p = cmd.put
-            p.handle = handle
-            p.offset = offset
-            if offset == 0:
-                p.dtype = dtype_proto
-                p.shape.extend(shape)
-                p.device = device
-                p.requires_grad = requires_grad
-                p.site = site
-            offset += n
-            if offset >= total:
-                p.last = True
-            if self._open is not None:
-                self._commit_locked()
-            self._seq = seq = self._seq + 1
-            self._entries.append(_wire.put_header_entry(seq, cmd, n))
-            self._frame_bytes += n + 64
-            if n >= _BIG_CHUNK:  # sent (joined, i.e. copied) before put() returns
-                self._entries.append(chunk)
-                self._flush_locked()
-            else:
-                self._entries.append(bytes(chunk))
-            if offset >= total:
-                return seq
-
-    def get(self, handle: int, site: str, nbytes: Optional[int] = None) -> Tuple[Any, Any]:
-        """Downloads a handle's values: (TensorMeta, little-endian bytes). Raises its error.
-        ``nbytes`` (when the caller knows the size) lets big tensors use shared memory."""
-        if self._shm is not None and nbytes is not None and nbytes >= _shm.MIN_BYTES:
-            with self._lock:
-                self._check_open_locked()
-                return self._exclusive_locked(
-                    lambda: _shm.download(self, handle, nbytes, site))
-        with self._lock:
-            rid, p = self._request_locked()
-            cmd = self._add_locked()
-            cmd.get.handle = handle
-            cmd.get.request_id = rid
-            cmd.get.site = site
-            self._flush_locked()
-            self._wait_locked(p, rid)
-        if p.error is not None:
-            raise _errors.fresh(p.error)
-        return p.meta, p.buf
-
-    def _exclusive_locked(self, fn: Any) -> Any:
-        """Runs ``fn`` (which may wait on ``_replies``) with other threads' commands held back."""
-        self._wait_not_busy_locked()
-        self._busy = threading.get_ident()
-        try:
-            return fn()
-        finally:
-            self._busy = None
-            self._replies.notify_all()
-
-    def peek_nbytes(self, handle: int) -> Optional[int]:
-        """The byte size of ``handle`` if its Ack already arrived (no waiting)."""
-        m = self._meta.get(handle)
-        if m is None or m.HasField("error"):
-            return None
-        n = _ITEMSIZE.get(m.dtype, 0)
-        for d in m.shape:
-            n *= d
-        return n
-
     def meta(self, handle: int, seq: int) -> Any:
         """The TensorMeta the daemon acknowledged for ``handle`` (created by command ``seq``),
         waiting for the Ack if needed. Each handle's meta is handed out once."""
@@ -466,230 +343,8 @@ class Session:
         raise ProtocolError(f"the daemon acknowledged command {seq} without metadata for "
                             f"handle {handle}", op="ack")
 
-    def release(self, handle: int) -> None:
-        """Queues ``handle`` for a batched Release. Safe from finalizers in any thread."""
-        if self._closing or self._broken is not None:
-            return
-        self._released.append(handle)
-        if self._entries or self._open is not None:
-            return  # a batch is open: its flush (at most one interval away) drains releases
-        if self._lock.acquire(blocking=False):  # never block: we may be inside our own lock
-            try:
-                self._wake_flusher.notify()
-            finally:
-                self._lock.release()
-
-    def flush(self) -> None:
-        """Sends the open batch now."""
-        with self._lock:
-            if self._broken is None and not self._closing:
-                self._flush_locked()
-
-    # ----------------------------------------------------------------- internals
-
-    def _check_open_locked(self) -> None:
-        if self._broken is not None:
-            raise _errors.fresh(self._broken)
-        if self._closing:
-            raise ConnectionLost("the session is closed", code=_errors.CANCELLED, op="session")
-
-    def _grad_mode_locked(self, grad: bool) -> None:
-        # the daemon sees the grad mode of the thread that issued each command, in stream order
-        if grad != self._grad_sent:
-            self._add_locked().options.grad_enabled = grad
-            self._grad_sent = grad
-
-    def _add_locked(self) -> Any:
-        """A new protobuf Command with the next seq, encoded into the batch when the next
-        command is added or the batch is sent."""
-        if self._busy is not None:
-            self._wait_not_busy_locked()
-        if self._open is not None:
-            self._commit_locked()
-        cmd = self._open = pb.Command()
-        self._seq += 1
-        cmd.seq = self._seq
-        self._frame_bytes += 64
-        return cmd
-
-    def _wait_not_busy_locked(self) -> None:
-        # a shm transfer's commands must stay consecutive: other threads wait for its end
-        me = threading.get_ident()
-        if self._busy != me:
-            self._replies.wait_for(lambda: self._busy is None or self._broken is not None)
-            self._check_open_locked()
-
-    def _commit_locked(self) -> None:
-        cmd, self._open = self._open, None
-        self._entries.append(_wire.message_entry(cmd.seq, cmd))
-
-    def _count_locked(self) -> int:
-        return len(self._entries) + (self._open is not None)
-
-    def _after_add_locked(self) -> None:
-        n = self._count_locked()
-        if n >= self._max_cmds or self._frame_bytes >= self._max_bytes:
-            self._flush_locked()
-        elif n == 1:
-            self._wake_flusher.notify()
-
-    def _request_locked(self) -> Tuple[int, _Pending]:
-        self._check_open_locked()
-        rid = self._next_request
-        self._next_request += 1
-        p = _Pending()
-        self._pending[rid] = p
-        return rid, p
-
-    def _wait_locked(self, p: _Pending, rid: int) -> None:
-        self._replies.wait_for(lambda: p.done or self._broken is not None)
-        self._pending.pop(rid, None)
-        if not p.done:
-            p.error = self._broken
-
-    def _drain_released_locked(self) -> None:
-        if not self._released:
-            return
-        handles = []
-        while True:
-            try:
-                h = self._released.popleft()
-            except IndexError:
-                break
-            handles.append(h)
-            if self._meta.pop(h, None) is None and h > self._acked_handle:
-                self._dropped.add(h)  # its Ack is still to come: don't keep that meta
-        self._add_locked().release.handles.extend(handles)
-
-    def _flush_locked(self) -> None:
-        if self._busy is None:  # never between the chunks of one upload
-            self._drain_released_locked()
-        if self._open is not None:
-            self._commit_locked()
-        if not self._entries:
-            return
-        frame = _wire.frame(self._entries)
-        self._sent_seq = self._seq
-        self._entries = []
-        self._frame_bytes = 0
-        self._put_frame(frame)
-
-    def _put_frame(self, frame: Optional[bytes]) -> None:
-        # Bounded queue: backpressure on huge uploads. gRPC's sender never takes our lock.
-        while True:
-            try:
-                self._out.put(frame, timeout=0.5)
-                return
-            except queue.Full:
-                if self._broken is not None:
-                    return
-
-    def _requests(self, hello: pb.ClientFrame):  # the request iterator gRPC drains
-        yield hello
-        while True:
-            frame = self._out.get()
-            if frame is None:
-                return
-            yield frame
-
-    def _flush_loop(self) -> None:
-        with self._lock:
-            while not self._closing and self._broken is None:
-                if not self._count_locked() and not self._released:
-                    self._wake_flusher.wait()
-                    continue
-                # let the batch grow for one interval, then send whatever is there
-                self._wake_flusher.wait(self._flush_interval)
-                if not self._closing and self._broken is None:
-                    self._flush_locked()
-
-    def _receive(self) -> None:
-        err: Optional[Error] = None
-        try:
-            for frame in self._responses:
-                kind = frame.WhichOneof("kind")
-                with self._lock:
-                    if kind == "ack":
-                        self._on_ack(frame.ack)
-                    elif kind == "data":
-                        self._on_data(frame.data)
-                    elif kind == "sync_done":
-                        p = self._pending.get(frame.sync_done.request_id)
-                        if p is not None:
-                            if frame.sync_done.error.code:
-                                p.error = _errors.from_status(frame.sync_done.error)
-                            p.done = True
-                    elif kind == "error":
-                        self._on_error(frame.error)
-                    elif kind == "profile":
-                        p = self._pending.get(frame.profile.request_id)
-                        if p is not None:
-                            p.meta = frame.profile
-                            p.done = True
-                    self._replies.notify_all()
-            err = ConnectionLost("the daemon ended the session", code=_errors.UNAVAILABLE,
-                                 op="session")
-        except grpc.RpcError as e:
-            err = _errors.from_rpc_error(e)
-        except Exception as e:  # a bug here must not leave waiters hanging
-            err = ProtocolError(f"receiver failed: {e!r}", op="session")
-        with self._lock:
-            if self._closing and err.code in (_errors.UNAVAILABLE, _errors.CANCELLED):
-                err = ConnectionLost("the session is closed", code=_errors.CANCELLED,
-                                     op="session")
-            self._broken = err
-            self._replies.notify_all()
-            self._wake_flusher.notify_all()
-
-    def _on_ack(self, ack: Any) -> None:
-        self._acked_seq = ack.last_seq
-        for m in ack.created:
-            h = m.handle
-            if h > self._acked_handle:
-                self._acked_handle = h
-            if self._dropped and h in self._dropped:
-                self._dropped.discard(h)
-            else:
-                self._meta[h] = m
-        if self._dropped:
-            self._dropped = {h for h in self._dropped if h > self._acked_handle}
-
-    def _on_data(self, d: Any) -> None:
-        p = self._pending.get(d.request_id)
-        if p is None:
-            return
-        if d.shm:  # one ranged chunk, already in the region
-            p.meta = d.meta
-            p.total = d.total_bytes
-            p.shm_size = d.shm_size
-            p.done = True
-            return
-        if d.HasField("meta"):
-            p.meta = d.meta
-            if d.total_bytes:
-                p.buf = bytearray(d.total_bytes)
-        n = len(d.data)
-        if n:
-            if d.offset + n > len(p.buf):
-                p.buf.extend(bytes(d.offset + n - len(p.buf)))
-            p.buf[d.offset:d.offset + n] = d.data
-        if d.last:
-            p.done = True
-
-    def _on_error(self, e: Any) -> None:
-        err = _errors.from_status(e.status)
-        p = self._pending.get(e.request_id) if e.request_id else None
-        if p is not None:
-            p.error = err
-            p.done = True
-        else:
-            self._frame_errors.append(err)
-
 
 _open_sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
-_ITEMSIZE = {pb.FLOAT32: 4, pb.FLOAT64: 8, pb.FLOAT16: 2, pb.BFLOAT16: 2, pb.INT64: 8,
-             pb.INT32: 4, pb.INT8: 1, pb.UINT8: 1, pb.BOOL: 1}
-_BIG_CHUNK = 64 << 10  # Put chunks at least this big are sent without an extra copy
 _site_fields: Dict[str, bytes] = {}
 
 
@@ -701,11 +356,6 @@ def _site_field(site: str) -> bytes:
             _site_fields.clear()
         f = _site_fields[site] = _wire.encode_site(site)
     return f
-
-
-def _serialize(frame: Any) -> bytes:
-    """gRPC request serializer: batches arrive encoded, Hello as a message."""
-    return frame if isinstance(frame, bytes) else frame.SerializeToString()
 
 
 @atexit.register

@@ -36,6 +36,12 @@ class Region:
         self.slot_bytes = slot
         self.slots = [data_offset + i * slot for i in range(SLOTS)] if slot > 0 else []
         self.slot_seq = [0] * len(self.slots)  # last command seq that used each slot
+        self.path = ""
+        self.nonce = b""
+
+    def matches(self, desc: Any) -> bool:
+        """True when ``desc`` (a resumed session's ``Welcome.shm``) is this same region."""
+        return desc.path == self.path and desc.nonce == self.nonce and desc.size == len(self.mm)
 
     @classmethod
     def open(cls, desc: Any) -> Optional["Region"]:
@@ -58,6 +64,7 @@ class Region:
             mm.close()
             return None
         r = cls(mm, desc.size, desc.data_offset)
+        r.path, r.nonce = desc.path, bytes(desc.nonce)
         return r if r.slots else None
 
     def write(self, offset: int, src: np.ndarray) -> None:

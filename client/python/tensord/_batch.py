@@ -1,0 +1,188 @@
+"""The open batch of a session: commands being appended, flushed as one frame, kept until
+acknowledged (part of ``Session``; see ``_session`` for the threads and the lock).
+
+Every frame sent is also kept in ``_unacked`` (last command seq, encoded frame) until its Ack
+arrives, so that after a resume (``_receiver``) the batches the daemon has not applied can be
+sent again on the new stream. While a resume is under way, flushed frames are only kept there.
+"""
+
+from __future__ import annotations
+
+import collections
+import queue
+import threading
+from typing import Any, List, Optional, Tuple
+
+from . import _errors, _wire
+from ._errors import ConnectionLost, Error
+from ._proto import tensord_pb2 as pb
+
+
+class Pending:
+    """A reply someone waits for: a Get's data, a SyncDone or a Profile."""
+
+    __slots__ = ("done", "error", "meta", "buf", "total", "shm_size")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.error: Optional[Error] = None
+        self.meta: Any = None
+        self.buf = bytearray()
+        self.total = 0  # shared-memory Data: the tensor's bytes and this chunk's
+        self.shm_size = 0
+
+
+class Batcher:
+    """Command batching, flushing and the request bookkeeping of a ``Session``."""
+
+    # Set by Session.__init__ (declared here for readers and type checkers).
+    _lock: threading.Lock
+    _replies: threading.Condition
+    _wake_flusher: threading.Condition
+    _entries: List[Any]
+    _open: Optional[pb.Command]
+    _unacked: "collections.deque[Tuple[int, bytes]]"
+
+    def release(self, handle: int) -> None:
+        """Queues ``handle`` for a batched Release. Safe from finalizers in any thread."""
+        if self._closing or self._broken is not None:
+            return
+        self._released.append(handle)
+        if self._entries or self._open is not None:
+            return  # a batch is open: its flush (at most one interval away) drains releases
+        if self._lock.acquire(blocking=False):  # never block: we may be inside our own lock
+            try:
+                self._wake_flusher.notify()
+            finally:
+                self._lock.release()
+
+    def flush(self) -> None:
+        """Sends the open batch now."""
+        with self._lock:
+            if self._broken is None and not self._closing:
+                self._flush_locked()
+
+    def _check_open_locked(self) -> None:
+        if self._broken is not None:
+            raise _errors.fresh(self._broken)
+        if self._closing:
+            raise ConnectionLost("the session is closed", code=_errors.CANCELLED, op="session")
+
+    def _grad_mode_locked(self, grad: bool) -> None:
+        # the daemon sees the grad mode of the thread that issued each command, in stream order
+        if grad != self._grad_sent:
+            self._add_locked().options.grad_enabled = grad
+            self._grad_sent = grad
+
+    def _add_locked(self) -> Any:
+        """A new protobuf Command with the next seq, encoded into the batch when the next
+        command is added or the batch is sent."""
+        if self._busy is not None:
+            self._wait_not_busy_locked()
+        if self._open is not None:
+            self._commit_locked()
+        cmd = self._open = pb.Command()
+        self._seq += 1
+        cmd.seq = self._seq
+        self._frame_bytes += 64
+        return cmd
+
+    def _wait_not_busy_locked(self) -> None:
+        # a shm transfer's commands must stay consecutive: other threads wait for its end
+        me = threading.get_ident()
+        if self._busy != me:
+            self._replies.wait_for(lambda: self._busy is None or self._broken is not None)
+            self._check_open_locked()
+
+    def _exclusive_locked(self, fn: Any) -> Any:
+        """Runs ``fn`` (which may wait on ``_replies``) with other threads' commands held back."""
+        self._wait_not_busy_locked()
+        self._busy = threading.get_ident()
+        try:
+            return fn()
+        finally:
+            self._busy = None
+            self._replies.notify_all()
+
+    def _commit_locked(self) -> None:
+        cmd, self._open = self._open, None
+        self._entries.append(_wire.message_entry(cmd.seq, cmd))
+
+    def _count_locked(self) -> int:
+        return len(self._entries) + (self._open is not None)
+
+    def _after_add_locked(self) -> None:
+        n = self._count_locked()
+        if n >= self._max_cmds or self._frame_bytes >= self._max_bytes:
+            self._flush_locked()
+        elif n == 1:
+            self._wake_flusher.notify()
+
+    def _request_locked(self) -> Tuple[int, Pending]:
+        self._check_open_locked()
+        rid = self._next_request
+        self._next_request += 1
+        p = Pending()
+        self._pending[rid] = p
+        return rid, p
+
+    def _wait_locked(self, p: Pending, rid: int) -> None:
+        self._replies.wait_for(lambda: p.done or self._broken is not None)
+        self._pending.pop(rid, None)
+        if not p.done:
+            p.error = self._broken
+
+    def _drain_released_locked(self) -> None:
+        if not self._released:
+            return
+        handles = []
+        while True:
+            try:
+                h = self._released.popleft()
+            except IndexError:
+                break
+            handles.append(h)
+            if self._meta.pop(h, None) is None and h > self._acked_handle:
+                self._dropped.add(h)  # its Ack is still to come: don't keep that meta
+        self._add_locked().release.handles.extend(handles)
+
+    def _flush_locked(self) -> None:
+        if self._busy is None:  # never between the chunks of one upload
+            self._drain_released_locked()
+        if self._open is not None:
+            self._commit_locked()
+        if not self._entries:
+            return
+        frame = _wire.frame(self._entries)
+        self._sent_seq = self._seq
+        if self._resume_enabled:
+            self._unacked.append((self._seq, frame))
+        self._entries = []
+        self._frame_bytes = 0
+        self._put_frame(frame)
+
+    def _put_frame(self, frame: Optional[bytes]) -> None:
+        """Queues ``frame`` (None: end the stream) on the current stream. Bounded queue:
+        backpressure on huge uploads; gRPC's sender never takes our lock. A frame that cannot be
+        sent (the stream failed, a resume is under way) stays in ``_unacked`` for the resume."""
+        if self._resuming:
+            return
+        conn = self._conn
+        while True:
+            try:
+                conn.out.put(frame, timeout=0.5)
+                return
+            except queue.Full:
+                if self._broken is not None or conn.dead:
+                    return
+
+    def _flush_loop(self) -> None:
+        with self._lock:
+            while not self._closing and self._broken is None:
+                if not self._count_locked() and not self._released:
+                    self._wake_flusher.wait()
+                    continue
+                # let the batch grow for one interval, then send whatever is there
+                self._wake_flusher.wait(self._flush_interval)
+                if not self._closing and self._broken is None:
+                    self._flush_locked()

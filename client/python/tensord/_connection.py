@@ -1,0 +1,160 @@
+"""One gRPC stream of a session: its channel, the call, and the frames queued for it.
+
+A session starts with one ``Connection``; when that stream fails in transit, the receiver opens
+another one to the same address with ``Hello{resume_...}`` (``_receiver``). Each connection has
+its own bounded queue of encoded frames (gRPC's sender thread drains it through the request
+iterator), so a dead stream's queue is simply dropped: whatever it held is still in the
+session's unacknowledged batches and is resent on the next stream.
+"""
+
+from __future__ import annotations
+
+import collections
+import queue
+import threading
+from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+import grpc
+
+from . import _errors
+from ._proto import tensord_pb2 as pb
+
+PROTOCOL_VERSION = 1
+_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+# Transport failures gRPC reports with codes other than UNAVAILABLE.
+_TRANSPORT_WORDS = ("stream removed", "socket closed", "connection reset", "broken pipe",
+                    "rst_stream", "goaway")
+
+
+class AttemptTimeout(Exception):
+    """No Welcome arrived within the attempt's time limit."""
+
+
+def hello_frame(token: Optional[str], client_name: str, shm: bool,
+                resume: Optional[Tuple[str, str, int]] = None) -> pb.ClientFrame:
+    """``ClientFrame{hello}``; ``resume`` is (session id, secret, last acknowledged seq)."""
+    frame = pb.ClientFrame()
+    h = frame.hello
+    h.protocol_version = PROTOCOL_VERSION
+    h.token = token or ""
+    h.client_name = client_name
+    h.shm_transfer = shm
+    if resume is not None:
+        h.resume_session_id, h.resume_secret, h.resume_received_seq = resume
+    return frame
+
+
+def is_transport_failure(code: int, details: str) -> bool:
+    """True when a stream ended because the link failed (worth a resume), not because the
+    daemon ended it with a status (bad token, killed session, shutdown)."""
+    text = details.lower()
+    if code == _errors.UNAVAILABLE:
+        return "shutting down" not in text  # the daemon's own UNAVAILABLE at shutdown
+    if code in (_errors.UNKNOWN, _errors.INTERNAL):
+        return any(w in text for w in _TRANSPORT_WORDS)
+    return False
+
+
+def rpc_code(err: Any) -> Tuple[int, str]:
+    """(status code as an int, details) of a ``grpc.RpcError``."""
+    try:
+        return err.code().value[0], err.details() or str(err.code())
+    except Exception:  # not a grpc.Call
+        return _errors.UNAVAILABLE, str(err)
+
+
+class Connection:
+    """A ``tensord.v1.Tensord/Session`` call on its own channel."""
+
+    def __init__(self, address: str, credentials: Optional[grpc.ChannelCredentials],
+                 metadata: Sequence[Tuple[str, str]], hello: pb.ClientFrame,
+                 wait_for_ready: bool) -> None:
+        self.out: "queue.Queue[Optional[bytes]]" = queue.Queue(maxsize=64)
+        self.dead = False  # the stream failed or ended: frames put now are never sent
+        self._resend: "collections.deque[bytes]" = collections.deque()
+        self._ready = threading.Event()  # set once Welcome arrived (or the attempt is over)
+        if credentials is not None:
+            self._channel = grpc.secure_channel(address, credentials, options=_OPTIONS)
+        else:
+            self._channel = grpc.insecure_channel(address, options=_OPTIONS)
+        rpc = self._channel.stream_stream(
+            "/tensord.v1.Tensord/Session", request_serializer=_serialize,
+            response_deserializer=pb.ServerFrame.FromString)
+        self.responses = rpc(self._requests(hello), metadata=list(metadata),
+                             wait_for_ready=wait_for_ready)
+
+    def welcome(self, timeout: float) -> Any:
+        """Waits for the first frame (the Welcome). Raises ``grpc.RpcError``, ``StopIteration``
+        or ``AttemptTimeout``. A watchdog cancels the call at ``timeout``
+        (``grpc.channel_ready_future`` would leave a polling thread behind)."""
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            self.responses.cancel()
+
+        watchdog = threading.Timer(max(timeout, 0.001), expire)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            return next(self.responses)
+        except grpc.RpcError:
+            if expired.is_set():
+                raise AttemptTimeout() from None
+            raise
+        finally:
+            watchdog.cancel()
+
+    def start(self, resend: Iterable[bytes]) -> None:
+        """Lets the request iterator go on: first ``resend`` (batches the daemon may not have
+        applied), then whatever is queued."""
+        self._resend.extend(resend)
+        self._ready.set()
+
+    def frames(self) -> Iterator[Any]:
+        """The replies after the Welcome."""
+        return self.responses
+
+    def mark_dead(self) -> None:
+        """The stream is over: empties the queue so a blocked sender returns at once."""
+        self.dead = True
+        self._ready.set()
+        try:
+            while True:
+                self.out.get_nowait()
+        except queue.Empty:
+            pass
+        try:
+            self.out.put_nowait(None)  # ends the request iterator
+        except queue.Full:
+            pass
+
+    def cancel(self) -> None:
+        """Cancels the call (close() during a resume attempt)."""
+        self.responses.cancel()
+
+    def close(self) -> None:
+        """Ends the request iterator and closes the channel."""
+        self.mark_dead()
+        self._channel.close()
+
+    def _requests(self, hello: pb.ClientFrame) -> Iterator[Any]:  # drained by gRPC's sender
+        yield hello
+        self._ready.wait()
+        while self._resend and not self.dead:
+            yield self._resend.popleft()
+        while True:
+            frame = self.out.get()
+            if frame is None:
+                return
+            yield frame
+
+
+def _serialize(frame: Any) -> bytes:
+    """gRPC request serializer: batches arrive encoded, Hello as a message."""
+    return frame if isinstance(frame, bytes) else frame.SerializeToString()
+
+
+def pending_resend(unacked: Iterable[Tuple[int, bytes]], applied: int) -> List[bytes]:
+    """The encoded batches whose last command the daemon has not applied."""
+    return [frame for last_seq, frame in unacked if last_seq > applied]

@@ -1,0 +1,250 @@
+"""The receiver thread of a session: applies replies and resumes a stream that failed in transit
+(part of ``Session``; docs/protocol.md, and the daemon's server/session_outbox.h Note [Resume]).
+
+Replies: Ack metadata, Data chunks, SyncDone, Profile and Error frames, applied under the
+session's lock; waiters are woken through ``_replies``.
+
+Resume: when the stream fails with a transport error (UNAVAILABLE, a reset connection; never a
+status the daemon chose, such as a bad token, a killed session or a shutdown), the receiver
+opens a new stream to the same address with ``Hello{resume_session_id, resume_secret,
+resume_received_seq = the last Ack's seq}``, retrying with backoff for ``resume_timeout``.
+The daemon answers ``Welcome{resumed, resumed_applied_seq}`` and replays every frame after
+that Ack; the client then resends its batches after ``resumed_applied_seq`` (the daemon skips
+commands it already applied) and goes on. Waiters keep waiting meanwhile and complete from the
+replayed or the new replies. Replies already seen are ignored: Acks at or below the last Ack,
+anything for a request already completed, a frame error seen before.
+If the daemon refuses (NOT_FOUND once the grace period is over, DATA_LOSS) or nothing answers in
+time, the session ends with ``ConnectionLost("the tensord session could not be resumed: ...")``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Optional, Tuple
+
+import grpc
+
+from . import _errors, _shm
+from ._connection import (AttemptTimeout, Connection, hello_frame, is_transport_failure,
+                          pending_resend, rpc_code)
+from ._errors import ConnectionLost, Error, ProtocolError
+
+_FIRST_BACKOFF = 0.02
+_MAX_BACKOFF = 1.0
+
+
+def resume_failed(reason: str, code: int) -> ConnectionLost:
+    """The error every pending and later read raises when a resume failed."""
+    return ConnectionLost(f"the tensord session could not be resumed: {reason}", code=code)
+
+
+class Receiver:
+    """Reply handling and resume of a ``Session``."""
+
+    _lock: threading.Lock
+    _replies: threading.Condition
+    _stop: threading.Event
+
+    def _receive(self) -> None:
+        """The receiver thread: reads the current stream until it ends for good."""
+        conn = self._conn
+        while True:
+            err, transient = self._pump(conn)
+            conn.mark_dead()  # before taking the lock: a blocked sender returns
+            if not transient:
+                break
+            with self._lock:
+                if self._closing:
+                    break
+                self._resuming = True
+            conn.close()
+            failure = self._resume(err)
+            if failure is None:
+                conn = self._conn
+                continue
+            err = failure
+            break
+        with self._lock:
+            if self._closing and err.code in (_errors.UNAVAILABLE, _errors.CANCELLED):
+                err = ConnectionLost("the session is closed", code=_errors.CANCELLED,
+                                     op="session")
+            self._broken = err
+            self._resuming = False
+            self._replies.notify_all()
+            self._wake_flusher.notify_all()
+
+    def _pump(self, conn: Connection) -> Tuple[Error, bool]:
+        """Applies the replies of ``conn`` until it ends: (why, whether a resume may help)."""
+        try:
+            for frame in conn.frames():
+                with self._lock:
+                    self._on_frame(frame)
+                    self._replies.notify_all()
+            return ConnectionLost("the daemon ended the session", code=_errors.UNAVAILABLE,
+                                  op="session"), False
+        except grpc.RpcError as e:
+            code, details = rpc_code(e)
+            transient = self._resume_enabled and is_transport_failure(code, details)
+            return _errors.from_rpc_error(e), transient
+        except Exception as e:  # a bug here must not leave waiters hanging
+            return ProtocolError(f"receiver failed: {e!r}", op="session"), False
+
+    def _on_frame(self, frame: Any) -> None:
+        kind = frame.WhichOneof("kind")
+        if kind == "ack":
+            self._on_ack(frame.ack)
+        elif kind == "data":
+            self._on_data(frame.data)
+        elif kind == "sync_done":
+            p = self._pending.get(frame.sync_done.request_id)
+            if p is not None and not p.done:
+                if frame.sync_done.error.code:
+                    p.error = _errors.from_status(frame.sync_done.error)
+                p.done = True
+        elif kind == "error":
+            self._on_error(frame.seq, frame.error)
+        elif kind == "profile":
+            p = self._pending.get(frame.profile.request_id)
+            if p is not None and not p.done:
+                p.meta = frame.profile
+                p.done = True
+
+    def _on_ack(self, ack: Any) -> None:
+        last = ack.last_seq
+        if last <= self._acked_seq:
+            return  # replayed after a resume: already applied
+        self._acked_seq = last
+        unacked = self._unacked
+        while unacked and unacked[0][0] <= last:
+            unacked.popleft()
+        if self._frame_error_keys:
+            self._frame_error_keys = {k for k in self._frame_error_keys if k[0] > last}
+        for m in ack.created:
+            h = m.handle
+            if h > self._acked_handle:
+                self._acked_handle = h
+            if self._dropped and h in self._dropped:
+                self._dropped.discard(h)
+            else:
+                self._meta[h] = m
+        if self._dropped:
+            self._dropped = {h for h in self._dropped if h > self._acked_handle}
+
+    def _on_data(self, d: Any) -> None:
+        p = self._pending.get(d.request_id)
+        if p is None or p.done:
+            return  # not ours to wait for, or a replayed chunk of a finished Get
+        if d.shm:  # one ranged chunk, already in the region
+            p.meta = d.meta
+            p.total = d.total_bytes
+            p.shm_size = d.shm_size
+            p.done = True
+            return
+        if d.HasField("meta"):  # a replay restarts at the first chunk: same bytes again
+            p.meta = d.meta
+            if d.total_bytes:
+                p.buf = bytearray(d.total_bytes)
+        n = len(d.data)
+        if n:
+            if d.offset + n > len(p.buf):
+                p.buf.extend(bytes(d.offset + n - len(p.buf)))
+            p.buf[d.offset:d.offset + n] = d.data
+        if d.last:
+            p.done = True
+
+    def _on_error(self, seq: int, e: Any) -> None:
+        err = _errors.from_status(e.status)
+        if e.request_id:
+            p = self._pending.get(e.request_id)
+            if p is not None and not p.done:
+                p.error = err
+                p.done = True
+            return  # else: a replayed answer to a finished request
+        key = (seq, e.status.code, e.status.message)
+        if key not in self._frame_error_keys:  # a malformed batch, reported once
+            self._frame_error_keys.add(key)
+            self._frame_errors.append(err)
+
+    # ------------------------------------------------------------------ resume
+
+    def _resume(self, cause: Error) -> Optional[Error]:
+        """Reattaches the session to a new stream; None on success, else why it failed."""
+        deadline = time.monotonic() + self._resume_timeout
+        delay = _FIRST_BACKOFF
+        last = cause.reason
+        while not self._stop.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return resume_failed(f"no tensord daemon answered at {self.address} within "
+                                     f"{self._resume_timeout:g} s ({last})", _errors.UNAVAILABLE)
+            with self._lock:
+                resume = (self.session_id, self._secret, self._acked_seq)
+            conn = Connection(self.address, self._credentials, self._metadata,
+                              hello_frame(*self._hello_args, resume=resume),
+                              wait_for_ready=False)
+            with self._lock:
+                self._attempt = conn
+            if self._stop.is_set():
+                conn.close()
+                break
+            try:
+                first = conn.welcome(remaining)
+            except (AttemptTimeout, grpc.RpcError, StopIteration) as e:
+                conn.close()
+                if isinstance(e, AttemptTimeout):
+                    last = "the attempt timed out"
+                    continue
+                code, details = (rpc_code(e) if isinstance(e, grpc.RpcError) else
+                                 (_errors.UNAVAILABLE, "the stream ended before Welcome"))
+                if self._stop.is_set():
+                    break
+                if code != _errors.UNAVAILABLE:
+                    return resume_failed(details, code)  # NOT_FOUND, DATA_LOSS, ...
+                last = details
+                self._stop.wait(min(delay, max(remaining, 0.0)))  # backoff; close() wakes it
+                delay = min(delay * 2, _MAX_BACKOFF)
+                continue
+            failure = self._adopt(conn, first)
+            if failure is not None:
+                conn.close()
+            return failure
+        return ConnectionLost("the session is closed", code=_errors.CANCELLED, op="session")
+
+    def _adopt(self, conn: Connection, first: Any) -> Optional[Error]:
+        """Makes ``conn`` (whose first frame is ``first``) the session's stream."""
+        w = first.welcome if first.WhichOneof("kind") == "welcome" else None
+        if w is None or not w.resumed or w.session_id != self.session_id:
+            return resume_failed("the daemon did not resume the session (it answered "
+                                 f"{first.WhichOneof('kind')} for session "
+                                 f"'{w.session_id if w else ''}')", _errors.FAILED_PRECONDITION)
+        applied = w.resumed_applied_seq
+        with self._lock:
+            self._attempt = None
+            if self._closing:
+                return ConnectionLost("the session is closed", code=_errors.CANCELLED,
+                                      op="session")
+            problem = self._adopt_shm_locked(w)
+            if problem:
+                return resume_failed(problem, _errors.DATA_LOSS)
+            conn.start(pending_resend(self._unacked, applied))
+            self._conn = conn
+            self._resuming = False
+            self.resumes += 1
+            self._replies.notify_all()
+            self._wake_flusher.notify_all()
+        return None
+
+    def _adopt_shm_locked(self, w: Any) -> str:
+        """Keeps the shared-memory region if the resumed session still offers the same one,
+        else maps the new one or falls back to the stream. Returns a problem, or ''."""
+        old = self._shm
+        desc = w.shm if w.HasField("shm") else None
+        if old is not None and desc is not None and old.matches(desc):
+            return ""
+        if old is not None and (self._busy is not None
+                                or max(old.slot_seq) > w.resumed_applied_seq):
+            return ("the daemon's shared-memory region changed while a transfer through it "
+                    "was in flight")
+        self._shm = _shm.Region.open(desc) if desc is not None else None
+        return ""

@@ -1,0 +1,122 @@
+"""Uploads and downloads of tensor bytes (part of ``Session``): ``Put`` chunks and ``Get``
+replies on the stream, or through the session's shared-memory region (``_shm``) for big
+tensors when the daemon is on this host."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _errors, _shm, _wire
+from ._proto import tensord_pb2 as pb
+
+_ITEMSIZE = {pb.FLOAT32: 4, pb.FLOAT64: 8, pb.FLOAT16: 2, pb.BFLOAT16: 2, pb.INT64: 8,
+             pb.INT32: 4, pb.INT8: 1, pb.UINT8: 1, pb.BOOL: 1}
+_BIG_CHUNK = 64 << 10  # Put chunks at least this big are sent without an extra copy
+
+
+class Transfers:
+    """Put/Get of a ``Session`` (called by tensors; the lock is taken here)."""
+
+    def put(self, data: np.ndarray, dtype_proto: int, shape: Sequence[int], device: str,
+            requires_grad: bool, site: str) -> Tuple[int, int]:
+        """Uploads ``data`` (already in wire layout) into a new handle, in chunks of at most
+        ``chunk_bytes``; returns (handle, seq of the last chunk)."""
+        flat = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        raw = memoryview(flat)
+        total = raw.nbytes
+        with self._lock:
+            self._check_open_locked()
+            handle = self._next_handle
+            self._next_handle += 1
+            if self._shm is not None and total >= _shm.MIN_BYTES:
+                def fields(cmd: Any, offset: int, n: int, last: bool) -> None:
+                    p = cmd.put
+                    p.handle = handle
+                    p.offset = offset
+                    p.last = last
+                    if offset == 0:
+                        p.dtype = dtype_proto
+                        p.shape.extend(shape)
+                        p.device = device
+                        p.requires_grad = requires_grad
+                        p.site = site
+                return handle, self._exclusive_locked(lambda: _shm.upload(self, flat, fields))
+            self._busy = threading.get_ident()  # no Release between chunks
+            try:
+                seq = self._put_stream_locked(raw, handle, dtype_proto, shape, device,
+                                              requires_grad, site)
+            finally:
+                self._busy = None
+            self._after_add_locked()
+        return handle, seq
+
+    def _put_stream_locked(self, raw: memoryview, handle: int, dtype_proto: int,
+                           shape: Sequence[int], device: str, requires_grad: bool,
+                           site: str) -> int:
+        """Appends the Put chunks of ``raw`` for the stream; returns the last one's seq."""
+        total = raw.nbytes
+        step = self.chunk_bytes
+        offset = 0
+        while True:
+            chunk = raw[offset:offset + step]
+            n = len(chunk)
+            if self._frame_bytes + n > self._max_bytes and self._count_locked():
+                self._flush_locked()
+            cmd = pb.Command()
+            p = cmd.put
+            p.handle = handle
+            p.offset = offset
+            if offset == 0:
+                p.dtype = dtype_proto
+                p.shape.extend(shape)
+                p.device = device
+                p.requires_grad = requires_grad
+                p.site = site
+            offset += n
+            if offset >= total:
+                p.last = True
+            if self._open is not None:
+                self._commit_locked()
+            self._seq = seq = self._seq + 1
+            self._entries.append(_wire.put_header_entry(seq, cmd, n))
+            self._frame_bytes += n + 64
+            if n >= _BIG_CHUNK:  # sent (joined, i.e. copied) before put() returns
+                self._entries.append(chunk)
+                self._flush_locked()
+            else:
+                self._entries.append(bytes(chunk))
+            if offset >= total:
+                return seq
+
+    def get(self, handle: int, site: str, nbytes: Optional[int] = None) -> Tuple[Any, Any]:
+        """Downloads a handle's values: (TensorMeta, little-endian bytes). Raises its error.
+        ``nbytes`` (when the caller knows the size) lets big tensors use shared memory."""
+        if self._shm is not None and nbytes is not None and nbytes >= _shm.MIN_BYTES:
+            with self._lock:
+                self._check_open_locked()
+                return self._exclusive_locked(
+                    lambda: _shm.download(self, handle, nbytes, site))
+        with self._lock:
+            rid, p = self._request_locked()
+            cmd = self._add_locked()
+            cmd.get.handle = handle
+            cmd.get.request_id = rid
+            cmd.get.site = site
+            self._flush_locked()
+            self._wait_locked(p, rid)
+        if p.error is not None:
+            raise _errors.fresh(p.error)
+        return p.meta, p.buf
+
+    def peek_nbytes(self, handle: int) -> Optional[int]:
+        """The byte size of ``handle`` if its Ack already arrived (no waiting)."""
+        m = self._meta.get(handle)
+        if m is None or m.HasField("error"):
+            return None
+        n = _ITEMSIZE.get(m.dtype, 0)
+        for d in m.shape:
+            n *= d
+        return n
