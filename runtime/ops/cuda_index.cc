@@ -36,10 +36,12 @@ absl::Status WithBadIndexCheck(const Tensor& out, const OpContext& ctx,
 }
 #endif
 
+#if !TENSORD_WITH_CUDA
 absl::Status NoCuda(const Tensor& out) {
   return absl::UnimplementedError(
       absl::StrCat("index ops on ", out.device()->name(), " need CUDA"));
 }
+#endif
 
 }  // namespace
 

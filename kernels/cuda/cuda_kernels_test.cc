@@ -1,0 +1,190 @@
+// kernels/cuda against kernels/cpu on small inputs, plus the status mapping
+// of cuda_check.h. The kernel tests skip with "no CUDA device" when
+// cudaGetDeviceCount fails; the status tests run on any CUDA build.
+#include "gtest/gtest.h"
+
+#if TENSORD_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/reduce.h"
+#include "kernels/cuda/blas.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/reduce.h"
+
+namespace tensord {
+namespace {
+
+TEST(CudaCheck, MapsErrorsToStatus) {
+  EXPECT_TRUE(cuda::ToStatus(cudaSuccess, "x").ok());
+  EXPECT_EQ(cuda::ToStatus(cudaErrorMemoryAllocation, "cudaMalloc").code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(cuda::ToStatus(CUBLAS_STATUS_ALLOC_FAILED, "gemm").code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(cuda::ToStatus(CUDNN_STATUS_NOT_SUPPORTED, "conv").code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(cuda::ToStatus(cudaErrorInvalidValue, "x").code(),
+            absl::StatusCode::kInternal);
+  EXPECT_TRUE(cuda::IsStickyError(cudaErrorIllegalAddress));
+  EXPECT_TRUE(cuda::IsStickyError(cudaErrorLaunchFailure));
+  EXPECT_FALSE(cuda::IsStickyError(cudaErrorMemoryAllocation));
+}
+
+absl::Status g_sticky;
+void RecordSticky(const absl::Status& s) { g_sticky = s; }
+
+TEST(CudaCheck, StickyErrorsReachTheHandlerOnce) {
+  cuda::SetStickyErrorHandler(RecordSticky);
+  absl::Status s = cuda::ToStatus(cudaErrorIllegalAddress, "kernel");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(g_sticky.message().find("cudaErrorIllegalAddress"),
+            std::string::npos)
+      << g_sticky;
+  g_sticky = absl::OkStatus();
+  (void)cuda::ToStatus(cudaErrorLaunchFailure, "kernel");
+  EXPECT_TRUE(g_sticky.ok()) << "the handler runs for the first one only";
+  cuda::SetStickyErrorHandler(nullptr);
+}
+
+class CudaKernelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+      GTEST_SKIP() << "no CUDA device ("
+                   << (err != cudaSuccess ? cudaGetErrorString(err)
+                                          : "the driver reports none")
+                   << ")";
+    }
+    ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
+  }
+  void TearDown() override {
+    for (void* p : buffers_) cudaFree(p);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  // A contiguous device view holding `values` converted to `dtype`.
+  StridedView Upload(const std::vector<float>& values, Shape shape,
+                     DType dtype) {
+    StridedView host = HostView(values, shape);
+    StridedView dev = host;
+    dev.dtype = dtype;
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, values.size() * 8 + 16), cudaSuccess);
+    buffers_.push_back(p);
+    StridedView f32 = host;
+    f32.data = p;
+    EXPECT_EQ(
+        cudaMemcpy(p, values.data(), values.size() * 4, cudaMemcpyHostToDevice),
+        cudaSuccess);
+    if (dtype == DType::kFloat32) return f32;
+    void* q = nullptr;
+    EXPECT_EQ(cudaMalloc(&q, values.size() * 8 + 16), cudaSuccess);
+    buffers_.push_back(q);
+    dev.data = q;
+    EXPECT_TRUE(cuda::Copy(f32, dev, stream_).ok());
+    return dev;
+  }
+  StridedView Empty(Shape shape, DType dtype) {
+    StridedView v = HostView({}, shape);
+    v.dtype = dtype;
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, v.numel() * 8 + 16), cudaSuccess);
+    buffers_.push_back(p);
+    v.data = p;
+    return v;
+  }
+  std::vector<float> Download(const StridedView& v) {
+    StridedView f32 = Empty(Shape(v.sizes, v.sizes + v.ndim), DType::kFloat32);
+    EXPECT_TRUE(cuda::Copy(v, f32, stream_).ok());
+    std::vector<float> out(v.numel());
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(out.data(), f32.data, out.size() * 4,
+                         cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    return out;
+  }
+  static StridedView HostView(const std::vector<float>& values, Shape shape) {
+    StridedView v;
+    v.data = const_cast<float*>(values.data());
+    v.ndim = static_cast<int>(shape.size());
+    int64_t stride = 1;
+    for (int d = v.ndim - 1; d >= 0; --d) {
+      v.sizes[d] = shape[d];
+      v.strides[d] = stride;
+      stride *= shape[d];
+    }
+    return v;
+  }
+
+  cudaStream_t stream_ = nullptr;
+  std::vector<void*> buffers_;
+};
+
+TEST_F(CudaKernelsTest, CastRoundTripsThroughHalfTypes) {
+  const std::vector<float> x = {1.5f, -2.25f, 3.0f, 0.125f, 1e4f, -7.0f};
+  for (DType d :
+       {DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt32}) {
+    const auto y = Download(Upload(x, {2, 3}, d));
+    for (size_t i = 0; i < x.size(); ++i) {
+      EXPECT_EQ(y[i], d == DType::kInt32 ? std::trunc(x[i]) : x[i])
+          << DTypeName(d) << " [" << i << "]";
+    }
+  }
+}
+
+TEST_F(CudaKernelsTest, BroadcastBinaryMatchesCpu) {
+  const std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {10, 20, 30};
+  StridedView da = Upload(a, {2, 3}, DType::kFloat32);
+  StridedView db = Upload(b, {1, 3}, DType::kFloat32);
+  db.sizes[0] = 2;
+  db.strides[0] = 0;  // broadcast
+  StridedView out = Empty({2, 3}, DType::kFloat32);
+  ASSERT_TRUE(
+      cuda::Binary(cuda::BinaryOp::kSub, da, db, 0.5, out, stream_).ok());
+  const auto y = Download(out);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y[i], a[i] - 0.5f * b[i % 3]);
+}
+
+TEST_F(CudaKernelsTest, ReductionsMatchCpu) {
+  std::vector<float> x(3 * 1000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.01 * i);
+  StridedView dx = Upload(x, {3, 1000}, DType::kFloat32);
+  const bool over_cols[2] = {false, true};
+  for (auto op :
+       {cuda::ReduceOp::kSum, cuda::ReduceOp::kMax, cuda::ReduceOp::kMean}) {
+    StridedView out = Empty({3, 1}, DType::kFloat32);
+    ASSERT_TRUE(cuda::Reduce(op, dx, over_cols, out, stream_).ok());
+    std::vector<float> want(3);
+    StridedView host_out = HostView(want, {3, 1});
+    ASSERT_TRUE(cpu::Reduce(static_cast<cpu::ReduceOp>(op),
+                            HostView(x, {3, 1000}), over_cols, host_out)
+                    .ok());
+    const auto got = Download(out);
+    for (int i = 0; i < 3; ++i) EXPECT_NEAR(got[i], want[i], 1e-3);
+  }
+}
+
+TEST_F(CudaKernelsTest, GemmOfTransposedOperands) {
+  // a = [[1, 2], [3, 4]] stored column-major; b = identity.
+  StridedView a = Upload({1, 3, 2, 4}, {1, 2, 2}, DType::kFloat32);
+  std::swap(a.strides[1], a.strides[2]);
+  StridedView b = Upload({1, 0, 0, 1}, {1, 2, 2}, DType::kFloat32);
+  StridedView out = Empty({1, 2, 2}, DType::kFloat32);
+  ASSERT_TRUE(cuda::BatchedMatmul(a, b, out, false, stream_).ok());
+  EXPECT_EQ(Download(out), (std::vector<float>{1, 2, 3, 4}));
+}
+
+}  // namespace
+}  // namespace tensord
+
+#else  // !TENSORD_WITH_CUDA
+
+TEST(CudaKernels, Skipped) { GTEST_SKIP() << "built without the CUDA toolkit"; }
+
+#endif  // TENSORD_WITH_CUDA
