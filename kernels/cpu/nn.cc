@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/im2col.h"
 #include "kernels/cpu/parallel.h"
 
 namespace tensord {
@@ -140,20 +141,15 @@ absl::Status MaxPool2d(const StridedView& in, const Window2d& w,
       for (int64_t p = b; p < e; ++p) {
         const T* x = in.ptr<const T>() + p * h * wd;
         T* y = out.ptr<T>() + p * w.oh * w.ow;
+        std::fill(y, y + w.oh * w.ow, -std::numeric_limits<T>::infinity());
+        // Taps in the order (row, column) for each output, as one output
+        // row at a time so the column loops vectorise.
         for (int64_t i = 0; i < w.oh; ++i) {
-          for (int64_t j = 0; j < w.ow; ++j) {
-            T m = -std::numeric_limits<T>::infinity();
-            for (int64_t a = 0; a < w.kh; ++a) {
-              const int64_t r = i * w.sh - w.ph + a * w.dh;
-              if (r < 0 || r >= h) continue;
-              for (int64_t c = 0; c < w.kw; ++c) {
-                const int64_t q = j * w.sw - w.pw + c * w.dw;
-                if (q < 0 || q >= wd) continue;
-                const T v = x[r * wd + q];
-                if (v > m || std::isnan(v)) m = v;
-              }
-            }
-            y[i * w.ow + j] = m;
+          int64_t lo, hi;
+          internal::Taps(i * w.sh - w.ph, w.dh, w.kh, h, &lo, &hi);
+          for (int64_t a = lo; a < hi; ++a) {
+            const int64_t r = i * w.sh - w.ph + a * w.dh;
+            internal::MaxPoolRow(x + r * wd, wd, w, y + i * w.ow);
           }
         }
       }
@@ -223,41 +219,14 @@ absl::Status AdaptiveAvgPool2d(const StridedView& in, const StridedView& out) {
 
 absl::Status Im2Col(const StridedView& image, const Window2d& w,
                     const StridedView& col) {
-  const int64_t channels = image.sizes[0], h = image.sizes[1],
-                wd = image.sizes[2];
+  const int64_t h = image.sizes[1], wd = image.sizes[2];
   return DispatchFloat(image.dtype, "conv2d", [&](auto tag) {
     using T = decltype(tag);
-    const int64_t rows = channels * w.kh * w.kw, cols = w.oh * w.ow;
+    const int64_t rows = image.sizes[0] * w.kh * w.kw, cols = w.oh * w.ow;
     ParallelFor(rows, cols, [&](int64_t b, int64_t e) {
       for (int64_t row = b; row < e; ++row) {
-        const int64_t c = row / (w.kh * w.kw), a = (row / w.kw) % w.kh,
-                      k = row % w.kw;
-        const T* x = image.ptr<const T>() + c * h * wd;
-        T* dst = col.ptr<T>() + row * cols;
-        for (int64_t i = 0; i < w.oh; ++i) {
-          const int64_t r = i * w.sh - w.ph + a * w.dh;
-          T* d = dst + i * w.ow;
-          if (r < 0 || r >= h) {
-            std::fill(d, d + w.ow, T{0});
-            continue;
-          }
-          const T* src = x + r * wd;
-          const int64_t off = k * w.dw - w.pw;
-          if (w.sw == 1) {
-            // A contiguous run: the in-bounds middle is one copy.
-            const int64_t lo = std::max<int64_t>(0, -off),
-                          hi = std::min<int64_t>(w.ow, wd - off);
-            for (int64_t j = 0; j < std::min(lo, w.ow); ++j) d[j] = T{0};
-            if (hi > lo)
-              std::memcpy(d + lo, src + lo + off, (hi - lo) * sizeof(T));
-            for (int64_t j = std::max(hi, lo); j < w.ow; ++j) d[j] = T{0};
-          } else {
-            for (int64_t j = 0; j < w.ow; ++j) {
-              const int64_t q = j * w.sw + off;
-              d[j] = (q >= 0 && q < wd) ? src[q] : T{0};
-            }
-          }
-        }
+        internal::Im2ColRow(image.ptr<const T>(), h, wd, w, row,
+                            col.ptr<T>() + row * cols);
       }
     });
   });

@@ -112,13 +112,23 @@ absl::Status ReduceStat(StatOp op, const StridedView& in, const bool* reduced,
             in_off += idx * kept_in[d];
             out_off += idx * kept_out[d];
           }
-          for (int64_t r = 0; r < red_count; ++r) {
-            int64_t rr = r, off = in_off;
-            for (int d = red - 1; d >= 0; --d) {
-              off += (rr % red_sizes[d]) * red_strides[d];
-              rr /= red_sizes[d];
+          if (red == 0) buf[0] = static_cast<double>(data[in_off]);
+          // Runs along the innermost reduced dim, an odometer over the rest
+          // (same row-major order as before, no division per element).
+          const int64_t run = red > 0 ? red_sizes[red - 1] : 0,
+                        run_stride = red > 0 ? red_strides[red - 1] : 0;
+          int64_t idx[kMaxDims] = {}, off = in_off;
+          for (int64_t r = 0; red > 0 && r < red_count; r += run) {
+            const In* p = data + off;
+            for (int64_t i = 0; i < run; ++i) {
+              buf[r + i] = static_cast<double>(p[i * run_stride]);
             }
-            buf[r] = static_cast<double>(data[off]);
+            for (int d = red - 2; d >= 0; --d) {
+              off += red_strides[d];
+              if (++idx[d] < red_sizes[d]) break;
+              off -= red_strides[d] * red_sizes[d];
+              idx[d] = 0;
+            }
           }
           o[out_off] = static_cast<Out>(Stat(op, buf, param));
         }

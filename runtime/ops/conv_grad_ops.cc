@@ -1,15 +1,11 @@
 // The gradients of conv2d and the 2-d pools as ops (internal to backward
-// formulas, but catalog ops like any other): direct loops on contiguous
-// float32/float64 data, split over the intra-op pool by image/plane so each
-// worker writes disjoint memory. Half inputs compute in float32 (Note [Half
-// compute]). Not differentiable themselves (no double backward of conv).
-#include <algorithm>
-#include <cmath>
-#include <limits>
-
+// formulas, but catalog ops like any other). CPU: im2col + OpenBLAS GEMM +
+// col2im for conv, plane-parallel loops for the pools
+// (kernels/cpu/conv_grad.h), on contiguous float32/float64 data. Half inputs
+// compute in float32 (Note [Half compute]). Not differentiable themselves (no
+// double backward of conv).
 #include "absl/strings/str_cat.h"
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/conv_grad.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
@@ -101,114 +97,38 @@ Specs InferConvWeight(absl::Span<const Tensor> in, const Attrs& attrs,
 
 // The conv geometry, from grad [N, O, OH, OW], image [N, C, H, W] and
 // weight [O, C/g, KH, KW] shapes.
-struct ConvDims {
-  int64_t n, c, h, w, o, oh, ow, kh, kw, groups;
-  Win win;
-};
-
-ConvDims Dims(const Shape& grad, const Shape& image, const Shape& weight,
-              const Attrs& attrs) {
-  ConvDims d;
+cpu::ConvGeometry Geometry(const Shape& grad, const Shape& image,
+                           const Shape& weight, const Attrs& attrs) {
+  const Win w = WindowFrom(attrs, 1, 1);
+  cpu::ConvGeometry d;
   d.n = image[0], d.c = image[1], d.h = image[2], d.w = image[3];
-  d.o = grad[1], d.oh = grad[2], d.ow = grad[3];
-  d.kh = weight[2], d.kw = weight[3];
+  d.o = grad[1];
   d.groups = attrs.Int("groups");
-  d.win = WindowFrom(attrs, 1, 1);
-  d.win.kh = d.kh, d.win.kw = d.kw;
+  d.win = {weight[2], weight[3], w.sh, w.sw,    w.ph,
+           w.pw,      w.dh,      w.dw, grad[2], grad[3]};
   return d;
 }
 
-// Calls fn(n, oc, c, oh, ow, ki, kj, ih, iw) for every valid tap; `outer`
-// picks the loop split: image n (input grad) or output channel oc (weight).
-template <typename Fn>
-void ForTaps(const ConvDims& d, int64_t n, int64_t oc, Fn fn) {
-  const int64_t og = d.o / d.groups, cg = d.c / d.groups;
-  const int64_t grp = oc / og;
-  for (int64_t cl = 0; cl < cg; ++cl) {
-    const int64_t c = grp * cg + cl;
-    for (int64_t ki = 0; ki < d.kh; ++ki) {
-      for (int64_t kj = 0; kj < d.kw; ++kj) {
-        for (int64_t y = 0; y < d.oh; ++y) {
-          const int64_t ih = y * d.win.sh - d.win.ph + ki * d.win.dh;
-          if (ih < 0 || ih >= d.h) continue;
-          for (int64_t x = 0; x < d.ow; ++x) {
-            const int64_t iw = x * d.win.sw - d.win.pw + kj * d.win.dw;
-            if (iw < 0 || iw >= d.w) continue;
-            fn(n, oc, c, cl, ki, kj, y, x, ih, iw);
-          }
-        }
-      }
-    }
-  }
-}
-
-template <typename T>
-void ConvInputGrad(const ConvDims& d, const T* g, const T* wt, T* gi) {
-  const int64_t cg = d.c / d.groups;
-  cpu::ParallelFor(
-      d.n, d.o * d.oh * d.ow * cg * d.kh * d.kw, [&](int64_t b, int64_t e) {
-        for (int64_t n = b; n < e; ++n) {
-          for (int64_t oc = 0; oc < d.o; ++oc) {
-            ForTaps(
-                d, n, oc,
-                [&](int64_t n, int64_t oc, int64_t c, int64_t cl, int64_t ki,
-                    int64_t kj, int64_t y, int64_t x, int64_t ih, int64_t iw) {
-                  gi[((n * d.c + c) * d.h + ih) * d.w + iw] +=
-                      g[((n * d.o + oc) * d.oh + y) * d.ow + x] *
-                      wt[((oc * cg + cl) * d.kh + ki) * d.kw + kj];
-                });
-          }
-        }
-      });
-}
-
-template <typename T>
-void ConvWeightGrad(const ConvDims& d, const T* g, const T* img, T* gw) {
-  const int64_t cg = d.c / d.groups;
-  cpu::ParallelFor(
-      d.o, d.n * d.oh * d.ow * cg * d.kh * d.kw, [&](int64_t b, int64_t e) {
-        for (int64_t oc = b; oc < e; ++oc) {
-          for (int64_t n = 0; n < d.n; ++n) {
-            ForTaps(
-                d, n, oc,
-                [&](int64_t n, int64_t oc, int64_t c, int64_t cl, int64_t ki,
-                    int64_t kj, int64_t y, int64_t x, int64_t ih, int64_t iw) {
-                  gw[((oc * cg + cl) * d.kh + ki) * d.kw + kj] +=
-                      g[((n * d.o + oc) * d.oh + y) * d.ow + x] *
-                      img[((n * d.c + c) * d.h + ih) * d.w + iw];
-                });
-          }
-        }
-      });
-}
-
+// im2col + GEMM + col2im (kernels/cpu/conv_grad.h) with a scratch block
+// from the session's allocator.
 template <bool kWeight>
 absl::Status CpuConvGrad(absl::Span<const Tensor> in,
                          absl::Span<const Tensor> out, const Attrs& attrs,
                          const OpContext& ctx) {
   TD_ASSIGN_OR_RETURN(Tensor g, Contiguous(in[0], ctx));
   TD_ASSIGN_OR_RETURN(Tensor other, Contiguous(in[1], ctx));
-  TD_RETURN_IF_ERROR(cpu::Fill(out[0].view(), 0.0));
-  const ConvDims d =
-      kWeight ? Dims(g.shape(), other.shape(), out[0].shape(), attrs)
-              : Dims(g.shape(), out[0].shape(), other.shape(), attrs);
-  auto run = [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    const T* gp = static_cast<const T*>(g.data());
-    const T* op = static_cast<const T*>(other.data());
-    T* o = static_cast<T*>(out[0].data());
-    if (kWeight) {
-      ConvWeightGrad<T>(d, gp, op, o);
-    } else {
-      ConvInputGrad<T>(d, gp, op, o);
-    }
-  };
-  if (g.dtype() == DType::kFloat64) {
-    run(static_cast<double*>(nullptr));
-  } else {
-    run(static_cast<float*>(nullptr));
+  const cpu::ConvGeometry d =
+      kWeight ? Geometry(g.shape(), other.shape(), out[0].shape(), attrs)
+              : Geometry(g.shape(), out[0].shape(), other.shape(), attrs);
+  TD_ASSIGN_OR_RETURN(Tensor ws,
+                      Tensor::Empty(g.device(), g.dtype(),
+                                    {cpu::ConvGradWorkspace(d)}, ctx.alloc));
+  if (kWeight) {
+    return cpu::Conv2dBackwardWeight(g.view(), other.view(), d, ws.view(),
+                                     out[0].view());
   }
-  return absl::OkStatus();
+  return cpu::Conv2dBackwardInput(g.view(), other.view(), d, ws.view(),
+                                  out[0].view());
 }
 
 // ------------------------------------------------------------------ pools
@@ -225,54 +145,17 @@ Specs InferPoolGrad(absl::Span<const Tensor> in, const Attrs&,
       {in[1].dtype(), in[1].shape(), in[1].device()}};
 }
 
-template <typename T, Pool kPool>
-void PoolGradPlane(const T* g, const T* x, T* gi, int64_t h, int64_t w,
-                   int64_t oh, int64_t ow, const Win& win, bool include_pad) {
-  for (int64_t y = 0; y < oh; ++y) {
-    for (int64_t xo = 0; xo < ow; ++xo) {
-      const T gv = g[y * ow + xo];
-      int64_t h0, h1, w0, w1;
-      if (kPool == Pool::kAdaptive) {
-        h0 = (y * h) / oh, h1 = ((y + 1) * h + oh - 1) / oh;
-        w0 = (xo * w) / ow, w1 = ((xo + 1) * w + ow - 1) / ow;
-        const T share = gv / static_cast<T>((h1 - h0) * (w1 - w0));
-        for (int64_t i = h0; i < h1; ++i)
-          for (int64_t j = w0; j < w1; ++j) gi[i * w + j] += share;
-        continue;
-      }
-      h0 = y * win.sh - win.ph, w0 = xo * win.sw - win.pw;
-      if (kPool == Pool::kMax) {
-        int64_t best = -1;
-        T best_v = -std::numeric_limits<T>::infinity();
-        for (int64_t ki = 0; ki < win.kh; ++ki) {
-          const int64_t i = h0 + ki * win.dh;
-          if (i < 0 || i >= h) continue;
-          for (int64_t kj = 0; kj < win.kw; ++kj) {
-            const int64_t j = w0 + kj * win.dw;
-            if (j < 0 || j >= w) continue;
-            const T v = x[i * w + j];
-            if (best < 0 || v > best_v || std::isnan(v)) {
-              best = i * w + j, best_v = v;
-              if (std::isnan(v)) break;
-            }
-          }
-        }
-        if (best >= 0) gi[best] += gv;
-        continue;
-      }
-      h1 = std::min(h0 + win.kh, h + win.ph);
-      w1 = std::min(w0 + win.kw, w + win.pw);
-      const int64_t padded = (h1 - h0) * (w1 - w0);
-      const int64_t hs = std::max<int64_t>(h0, 0),
-                    ws = std::max<int64_t>(w0, 0);
-      const int64_t he = std::min(h1, h), we = std::min(w1, w);
-      const int64_t count = include_pad ? padded : (he - hs) * (we - ws);
-      if (count <= 0) continue;
-      const T share = gv / static_cast<T>(count);
-      for (int64_t i = hs; i < he; ++i)
-        for (int64_t j = ws; j < we; ++j) gi[i * w + j] += share;
-    }
+// The [N, C, H, W] view of a contiguous 3-d or 4-d tensor.
+StridedView As4d(const Tensor& t) {
+  StridedView v = t.view();
+  if (v.ndim == 3) {
+    for (int i = 3; i > 0; --i)
+      v.sizes[i] = v.sizes[i - 1], v.strides[i] = v.strides[i - 1];
+    v.ndim = 4;
+    v.sizes[0] = 1;
+    v.strides[0] = v.sizes[1] * v.strides[1];
   }
+  return v;
 }
 
 template <Pool kPool>
@@ -280,37 +163,17 @@ absl::Status CpuPoolGrad(absl::Span<const Tensor> in,
                          absl::Span<const Tensor> out, const Attrs& attrs,
                          const OpContext& ctx) {
   TD_ASSIGN_OR_RETURN(Tensor g, Contiguous(in[0], ctx));
+  const StridedView gv = As4d(g), gi = As4d(out[0]);
+  if (kPool == Pool::kAdaptive) return cpu::AdaptiveAvgPool2dBackward(gv, gi);
+  const I& k = attrs.Ints("kernel_size");
+  const Win w = WindowFrom(attrs, At(k, 0, 1), At(k, 1, 1));
+  const cpu::Window2d win{w.kh, w.kw, w.sh, w.sw,        w.ph,
+                          w.pw, w.dh, w.dw, gv.sizes[2], gv.sizes[3]};
+  if (kPool == Pool::kAvg) {
+    return cpu::AvgPool2dBackward(gv, win, attrs.Bool("count_include_pad"), gi);
+  }
   TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[1], ctx));
-  TD_RETURN_IF_ERROR(cpu::Fill(out[0].view(), 0.0));
-  const int r = x.ndim();
-  const int64_t h = x.shape()[r - 2], w = x.shape()[r - 1];
-  const int64_t oh = g.shape()[r - 2], ow = g.shape()[r - 1];
-  const int64_t planes = h * w == 0 ? 0 : x.numel() / (h * w);
-  Win win{1, 1, 1, 1, 0, 0};
-  bool include_pad = true;
-  if (kPool != Pool::kAdaptive) {
-    const I& k = attrs.Ints("kernel_size");
-    win = WindowFrom(attrs, At(k, 0, 1), At(k, 1, 1));
-    if (kPool == Pool::kAvg) include_pad = attrs.Bool("count_include_pad");
-  }
-  auto run = [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    const T* gp = static_cast<const T*>(g.data());
-    const T* xp = static_cast<const T*>(x.data());
-    T* o = static_cast<T*>(out[0].data());
-    cpu::ParallelFor(planes, h * w + oh * ow, [&](int64_t b, int64_t e) {
-      for (int64_t p = b; p < e; ++p) {
-        PoolGradPlane<T, kPool>(gp + p * oh * ow, xp + p * h * w, o + p * h * w,
-                                h, w, oh, ow, win, include_pad);
-      }
-    });
-  };
-  if (g.dtype() == DType::kFloat64) {
-    run(static_cast<double*>(nullptr));
-  } else {
-    run(static_cast<float*>(nullptr));
-  }
-  return absl::OkStatus();
+  return cpu::MaxPool2dBackward(gv, As4d(x), win, gi);
 }
 
 std::vector<AttrSpec> ConvAttrs(const char* size) {

@@ -1,0 +1,64 @@
+// Gradients of conv2d and the 2-d pools on contiguous float32/float64 NCHW
+// data (the kernels behind conv2d_backward_input/weight and
+// *_pool2d_backward).
+//
+// conv2d: the weight gradient is, per group, grad [og, N*L] times the
+// columns of the input [cg*kh*kw, N*L] transposed; the input gradient is the
+// weight [og, cg*kh*kw] transposed times grad, scattered back by col2im. Both
+// work on blocks of images (one OpenBLAS GEMM per group and block, threaded
+// by OpenBLAS); the column copies and scatters are split over the intra-op
+// pool. Results do not depend on thread timing.
+#ifndef TENSORD_KERNELS_CPU_CONV_GRAD_H_
+#define TENSORD_KERNELS_CPU_CONV_GRAD_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "kernels/cpu/nn.h"
+#include "runtime/core/strided.h"
+
+namespace tensord {
+namespace cpu {
+
+// Input [n, c, h, w], weight [o, c/groups, win.kh, win.kw], grad
+// [n, o, win.oh, win.ow].
+struct ConvGeometry {
+  int64_t n, c, h, w, o, groups;
+  Window2d win;
+};
+
+// Elements of scratch (in the data's dtype) for both conv gradients. A
+// smaller workspace works (images are then taken in smaller blocks) as long
+// as it holds one image: (c * kh * kw + o) * oh * ow elements.
+int64_t ConvGradWorkspace(const ConvGeometry& g);
+
+// grad_weight [o, c/groups, kh, kw] (overwritten) from grad and input.
+absl::Status Conv2dBackwardWeight(const StridedView& grad,
+                                  const StridedView& input,
+                                  const ConvGeometry& g,
+                                  const StridedView& workspace,
+                                  const StridedView& grad_weight);
+// grad_input [n, c, h, w] (overwritten) from grad and weight.
+absl::Status Conv2dBackwardInput(const StridedView& grad,
+                                 const StridedView& weight,
+                                 const ConvGeometry& g,
+                                 const StridedView& workspace,
+                                 const StridedView& grad_input);
+
+// Pools: grad [planes, oh, ow], input / grad_input [planes, h, w] given as
+// 4-d views [N, C, ., .]; grad_input is overwritten. w.oh/w.ow are grad's.
+// Max: the gradient goes to the window's maximum, the last NaN if any, else
+// the first maximal element (PyTorch's CPU rule).
+absl::Status MaxPool2dBackward(const StridedView& grad,
+                               const StridedView& input, const Window2d& w,
+                               const StridedView& grad_input);
+absl::Status AvgPool2dBackward(const StridedView& grad, const Window2d& w,
+                               bool count_include_pad,
+                               const StridedView& grad_input);
+absl::Status AdaptiveAvgPool2dBackward(const StridedView& grad,
+                                       const StridedView& grad_input);
+
+}  // namespace cpu
+}  // namespace tensord
+
+#endif  // TENSORD_KERNELS_CPU_CONV_GRAD_H_
