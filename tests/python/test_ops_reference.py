@@ -9,7 +9,7 @@ fails when an op lands without a reference case. Gradients are checked by the au
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pytest
@@ -83,8 +83,21 @@ def _id(case: Case) -> str:
     return f"{case.op}({','.join(d(a) for a in case.args)}{';' + kw if kw else ''})"
 
 
+@pytest.fixture(params=["cpu", "cuda:0"])
+def device(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Runs a test with the session's default device set to each of the daemon's devices
+    (uploads and creation ops land there); cuda:0 skips unless the Welcome lists it."""
+    session = td.default_session()
+    if request.param not in session.devices:
+        pytest.skip(f"no {request.param} device in the daemon's Welcome "
+                    f"(devices: {', '.join(session.devices)}; a GPU test needs a GPU)")
+    session.set_options(default_device=request.param)
+    yield request.param
+    session.set_options(default_device=session.default_device)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
-def test_op_matches_torch(case: Case) -> None:
+def test_op_matches_torch(case: Case, device: str) -> None:
     if case.op not in td.default_session().catalog:
         pytest.fail(f"the daemon has no op '{case.op}'")
     args = [_upload(a) for a in case.args]
