@@ -112,5 +112,140 @@ absl::Status Softmax(const StridedView& in, int64_t outer, int64_t dim,
   return LaunchStatus("softmax kernel");
 }
 
+namespace {
+
+// One thread per output element (plane, i, j). `kind`: 0 max, 1 avg,
+// 2 adaptive avg. Backward: `grad` given, adds into `gin`.
+template <typename T>
+__global__ void PoolKernel(const T* __restrict__ x, T* __restrict__ y,
+                           const T* __restrict__ grad, T* __restrict__ gin,
+                           int64_t planes, int64_t h, int64_t wd, PoolWindow w,
+                           int kind, bool count_include_pad) {
+  TD_GRID_STRIDE(e, planes * w.oh * w.ow) {
+    const int64_t j = e % w.ow, i = (e / w.ow) % w.oh, p = e / (w.oh * w.ow);
+    const T* xp = x == nullptr ? nullptr : x + p * h * wd;
+    T* gp = gin == nullptr ? nullptr : gin + p * h * wd;
+    if (kind == 0) {
+      T best = -INFINITY;
+      int64_t at = -1;
+      for (int64_t a = 0; a < w.kh; ++a) {
+        const int64_t r = i * w.sh - w.ph + a * w.dh;
+        if (r < 0 || r >= h) continue;
+        for (int64_t b = 0; b < w.kw; ++b) {
+          const int64_t c = j * w.sw - w.pw + b * w.dw;
+          if (c < 0 || c >= wd) continue;
+          const T v = xp[r * wd + c];
+          if (at < 0 || v != v || (best == best && v > best)) {
+            best = v;
+            at = r * wd + c;
+          }
+        }
+      }
+      if (grad == nullptr) {
+        y[e] = best;
+      } else if (at >= 0) {
+        atomicAdd(gp + at, grad[e]);
+      }
+      continue;
+    }
+    int64_t r0, r1, c0, c1, count;
+    if (kind == 1) {
+      r0 = i * w.sh - w.ph, c0 = j * w.sw - w.pw;
+      r1 = min(r0 + w.kh, h + w.ph), c1 = min(c0 + w.kw, wd + w.pw);
+      const int64_t padded = (r1 - r0) * (c1 - c0);
+      r0 = max(r0, int64_t{0}), c0 = max(c0, int64_t{0});
+      r1 = min(r1, h), c1 = min(c1, wd);
+      count = count_include_pad ? padded : (r1 - r0) * (c1 - c0);
+    } else {
+      r0 = i * h / w.oh, r1 = ((i + 1) * h + w.oh - 1) / w.oh;
+      c0 = j * wd / w.ow, c1 = ((j + 1) * wd + w.ow - 1) / w.ow;
+      count = (r1 - r0) * (c1 - c0);
+    }
+    if (grad == nullptr) {
+      double s = 0;
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t c = c0; c < c1; ++c) s += xp[r * wd + c];
+      }
+      y[e] = static_cast<T>(s / static_cast<double>(count));
+    } else {
+      const T g = grad[e] / static_cast<T>(count);
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t c = c0; c < c1; ++c) atomicAdd(gp + r * wd + c, g);
+      }
+    }
+  }
+}
+
+absl::Status LaunchPool(const StridedView* x, const StridedView* y,
+                        const StridedView* grad, const StridedView* gin,
+                        PoolWindow w, int kind, bool count_include_pad,
+                        StreamHandle stream) {
+  const StridedView& image = gin != nullptr ? *gin : *x;
+  const int64_t planes = image.sizes[0] * image.sizes[1];
+  const int64_t h = image.sizes[2], wd = image.sizes[3];
+  auto s = static_cast<cudaStream_t>(stream);
+  if (gin != nullptr) {
+    TD_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(gin->data, 0, gin->numel() * ItemSize(gin->dtype), s));
+  }
+  const int64_t n = planes * w.oh * w.ow;
+  if (n == 0) return absl::OkStatus();
+  TD_CUDA_DISPATCH_FLOAT(
+      image.dtype,
+      return absl::UnimplementedError(absl::StrCat(
+          "pooling on cuda: unsupported dtype ", DTypeName(image.dtype))),
+      PoolKernel<scalar_t><<<BlocksFor(n), kThreads, 0, s>>>(
+          x ? x->ptr<const scalar_t>() : nullptr,
+          y ? y->ptr<scalar_t>() : nullptr,
+          grad ? grad->ptr<const scalar_t>() : nullptr,
+          gin ? gin->ptr<scalar_t>() : nullptr, planes, h, wd, w, kind,
+          count_include_pad));
+  return LaunchStatus("pooling kernel");
+}
+
+PoolWindow AdaptiveWindow(const StridedView& out) {
+  PoolWindow w{};
+  w.oh = out.sizes[2];
+  w.ow = out.sizes[3];
+  return w;
+}
+
+}  // namespace
+
+absl::Status MaxPool2d(const StridedView& in, const PoolWindow& w,
+                       const StridedView& out, StreamHandle stream) {
+  return LaunchPool(&in, &out, nullptr, nullptr, w, 0, false, stream);
+}
+absl::Status AvgPool2d(const StridedView& in, const PoolWindow& w,
+                       bool count_include_pad, const StridedView& out,
+                       StreamHandle stream) {
+  return LaunchPool(&in, &out, nullptr, nullptr, w, 1, count_include_pad,
+                    stream);
+}
+absl::Status AdaptiveAvgPool2d(const StridedView& in, const StridedView& out,
+                               StreamHandle stream) {
+  return LaunchPool(&in, &out, nullptr, nullptr, AdaptiveWindow(out), 2, false,
+                    stream);
+}
+absl::Status MaxPool2dBackward(const StridedView& grad,
+                               const StridedView& input, const PoolWindow& w,
+                               const StridedView& grad_input,
+                               StreamHandle stream) {
+  return LaunchPool(&input, nullptr, &grad, &grad_input, w, 0, false, stream);
+}
+absl::Status AvgPool2dBackward(const StridedView& grad, const PoolWindow& w,
+                               bool count_include_pad,
+                               const StridedView& grad_input,
+                               StreamHandle stream) {
+  return LaunchPool(nullptr, nullptr, &grad, &grad_input, w, 1,
+                    count_include_pad, stream);
+}
+absl::Status AdaptiveAvgPool2dBackward(const StridedView& grad,
+                                       const StridedView& grad_input,
+                                       StreamHandle stream) {
+  return LaunchPool(nullptr, nullptr, &grad, &grad_input, AdaptiveWindow(grad),
+                    2, false, stream);
+}
+
 }  // namespace cuda
 }  // namespace tensord

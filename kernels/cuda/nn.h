@@ -18,6 +18,34 @@ absl::Status Softmax(const StridedView& in, int64_t outer, int64_t dim,
                      int64_t inner, bool log, const StridedView& out,
                      StreamHandle stream);
 
+// 2-d pooling on contiguous [N, C, H, W] float32/float64 views, with the
+// semantics of kernels/cpu (NaN propagates in max; avg divisors clip the
+// window to the padded input, count_include_pad as PyTorch; max backward
+// sends the gradient to the last NaN, else the first maximum). Backward
+// kernels overwrite grad_input (zero, then atomic adds).
+struct PoolWindow {
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+  int64_t oh, ow;
+};
+absl::Status MaxPool2d(const StridedView& in, const PoolWindow& w,
+                       const StridedView& out, StreamHandle stream);
+absl::Status AvgPool2d(const StridedView& in, const PoolWindow& w,
+                       bool count_include_pad, const StridedView& out,
+                       StreamHandle stream);
+absl::Status AdaptiveAvgPool2d(const StridedView& in, const StridedView& out,
+                               StreamHandle stream);
+absl::Status MaxPool2dBackward(const StridedView& grad,
+                               const StridedView& input, const PoolWindow& w,
+                               const StridedView& grad_input,
+                               StreamHandle stream);
+absl::Status AvgPool2dBackward(const StridedView& grad, const PoolWindow& w,
+                               bool count_include_pad,
+                               const StridedView& grad_input,
+                               StreamHandle stream);
+absl::Status AdaptiveAvgPool2dBackward(const StridedView& grad,
+                                       const StridedView& grad_input,
+                                       StreamHandle stream);
+
 }  // namespace cuda
 }  // namespace tensord
 

@@ -26,6 +26,7 @@ bool CudaKernelsBuilt();
 // One per family file (runtime/ops/cuda_*.cc); each adds its wrappers.
 void AddCudaPointwiseKernels(CudaKernelMap* map);
 void AddCudaNnKernels(CudaKernelMap* map);
+void AddCudaConvKernels(CudaKernelMap* map);
 
 // Rows whose wrapper serves both devices (reductions: the same
 // preparation, then the kernel of `out`'s device) call these

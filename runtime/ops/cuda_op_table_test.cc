@@ -17,21 +17,11 @@
 namespace tensord {
 namespace {
 
-// Rows that still run on the CPU only (the CUDA issue's remaining work:
-// cuDNN convolution and pooling, and two rare creation rows).
+// Rows that still run on the CPU only (two rare creation rows).
 const std::set<std::string>& KnownCpuOnly() {
   static const auto* rows = new std::set<std::string>{
       "linspace",
       "eye",
-      "conv2d",
-      "max_pool2d",
-      "avg_pool2d",
-      "adaptive_avg_pool2d",
-      "conv2d_backward_input",
-      "conv2d_backward_weight",
-      "max_pool2d_backward",
-      "avg_pool2d_backward",
-      "adaptive_avg_pool2d_backward",
   };
   return *rows;
 }

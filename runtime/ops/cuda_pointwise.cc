@@ -203,6 +203,7 @@ void AttachCudaKernels(std::vector<OpDef>* ops) {
   CudaKernelMap map;
   AddCudaPointwiseKernels(&map);
   AddCudaNnKernels(&map);
+  AddCudaConvKernels(&map);
   for (OpDef& def : *ops) {
     if (def.infer == nullptr) continue;  // views and composites need none
     auto it = map.find(def.name);
