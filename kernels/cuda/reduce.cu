@@ -72,8 +72,7 @@ ReduceShape MakeShape(const StridedView& in, const bool* reduced,
 // Combines one value per thread into thread 0's result.
 template <typename T, typename F>
 __device__ T BlockReduce(T v, F combine) {
-  __shared__ unsigned char raw[sizeof(T) * 32];
-  T* shared = reinterpret_cast<T*>(raw);
+  __shared__ T shared[32];  // one partial per warp (T is a plain scalar)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int o = 16; o > 0; o >>= 1) v = combine(v, __shfl_down_sync(~0u, v, o));
   if (lane == 0) shared[warp] = v;

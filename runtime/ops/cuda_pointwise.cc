@@ -1,10 +1,12 @@
 // CUDA wrappers for the elementwise rows: unary, binary, comparisons, where,
-// masked_fill, clamp, clone and the fill/arange creation rows. They mirror
-// the CPU wrappers (cast operands to the result dtype, broadcast views) and
-// only enqueue kernels on ctx.alloc.stream, the session's stream.
+// masked_fill, clamp, clone and the fill/arange/linspace/eye creation rows.
+// They mirror the CPU wrappers (cast operands to the result dtype, broadcast
+// views) and only enqueue kernels on ctx.alloc.stream, the session's stream.
 #include "runtime/ops/cuda_kernels.h"
 
 #if TENSORD_WITH_CUDA
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cuda/elementwise.h"
@@ -126,6 +128,39 @@ absl::Status CudaArange(Ins, Ins out, const Attrs& attrs,
                       ctx.alloc.stream);
 }
 
+// linspace as the CPU computes it: the first half counts up from start,
+// the second half down from end (here: an arange over a reversed view,
+// whose arithmetic is the same, so the values match bit for bit).
+absl::Status CudaLinspace(Ins, Ins out, const Attrs& attrs,
+                          const OpContext& ctx) {
+  const double start = attrs.Float("start"), end = attrs.Float("end");
+  const StridedView v = out[0].view();
+  const int64_t n = v.numel();
+  if (n == 0) return absl::OkStatus();
+  if (n == 1) return cuda::Fill(v, start, ctx.alloc.stream);
+  const double step = (end - start) / static_cast<double>(n - 1);
+  const int64_t half = n / 2;
+  StridedView head = v, tail = v;
+  head.sizes[0] = half;
+  tail.sizes[0] = n - half;
+  tail.strides[0] = -v.strides[0];
+  tail.data = static_cast<char*>(v.data) +
+              (n - 1) * v.strides[0] * static_cast<int64_t>(ItemSize(v.dtype));
+  if (half > 0) {
+    TD_RETURN_IF_ERROR(cuda::Arange(head, start, step, ctx.alloc.stream));
+  }
+  return cuda::Arange(tail, end, -step, ctx.alloc.stream);
+}
+
+absl::Status CudaEye(Ins, Ins out, const Attrs&, const OpContext& ctx) {
+  TD_RETURN_IF_ERROR(cuda::Fill(out[0].view(), 0, ctx.alloc.stream));
+  const Tensor& t = out[0];
+  const int64_t k = std::min(t.shape()[0], t.shape()[1]);
+  const Tensor diag =
+      t.AsStrided({k}, {t.strides()[0] + t.strides()[1]}, t.offset());
+  return cuda::Fill(diag.view(), 1, ctx.alloc.stream);
+}
+
 }  // namespace
 
 void AddCudaPointwiseKernels(CudaKernelMap* map) {
@@ -188,6 +223,8 @@ void AddCudaPointwiseKernels(CudaKernelMap* map) {
   m["empty"] = CudaEmpty;
   m["full"] = CudaFull;
   m["arange"] = CudaArange;
+  m["linspace"] = CudaLinspace;
+  m["eye"] = CudaEye;
 }
 
 KernelFn CudaAddKernel() { return CudaBinary<cuda::BinaryOp::kAdd>; }
