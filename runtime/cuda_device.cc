@@ -141,6 +141,10 @@ std::vector<std::unique_ptr<Device>> DiscoverCudaDevices(
 
 bool CudaBuilt() { return true; }
 
+void SetFatalDeviceErrorHandler(FatalDeviceErrorHandler handler) {
+  cuda::SetStickyErrorHandler(handler);
+}
+
 #else  // !TENSORD_WITH_CUDA
 
 std::vector<std::unique_ptr<Device>> DiscoverCudaDevices(
@@ -152,6 +156,8 @@ std::vector<std::unique_ptr<Device>> DiscoverCudaDevices(
 }
 
 bool CudaBuilt() { return false; }
+
+void SetFatalDeviceErrorHandler(FatalDeviceErrorHandler) {}
 
 #endif  // TENSORD_WITH_CUDA
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "runtime/device.h"
 
 namespace tensord {
@@ -18,6 +19,14 @@ std::vector<std::unique_ptr<Device>> DiscoverCudaDevices(std::string* why_none);
 
 // Whether this binary was built with CUDA support.
 bool CudaBuilt();
+
+// Note [Sticky CUDA errors] (kernels/cuda/cuda_check.h): the first sticky
+// error (illegal address, launch failure, ...) calls `handler`, which must
+// not return: the daemon tells every session, then exits non-zero so its
+// supervisor restarts it. Without a handler (nullptr): log and exit with
+// code 75. A no-op in builds without CUDA.
+using FatalDeviceErrorHandler = void (*)(const absl::Status& status);
+void SetFatalDeviceErrorHandler(FatalDeviceErrorHandler handler);
 
 }  // namespace tensord
 
