@@ -33,11 +33,9 @@ absl::StatusOr<Tensor> Call1(const std::string& name,
 
 absl::StatusOr<Tensor> Scalar(double value, DType dtype, Device* device,
                               const OpContext& ctx) {
-  TD_ASSIGN_OR_RETURN(Tensor t, Tensor::Empty(device, dtype, {}, ctx.alloc));
-  if (device->kind() != DeviceKind::kCpu) {
-    return absl::UnimplementedError("scalars on " + device->name());
-  }
-  TD_RETURN_IF_ERROR(cpu::Fill(t.view(), value));
+  TD_ASSIGN_OR_RETURN(OpContext dctx, ContextFor(device, ctx));
+  TD_ASSIGN_OR_RETURN(Tensor t, Tensor::Empty(device, dtype, {}, dctx.alloc));
+  TD_RETURN_IF_ERROR(FillOnDevice(device, t.view(), value, dctx.alloc.stream));
   return t;
 }
 

@@ -36,6 +36,18 @@ absl::Status CopyOnDevice(Device* device, const StridedView& src,
 #endif
 }
 
+absl::Status FillOnDevice(Device* device, const StridedView& dst, double value,
+                          StreamHandle stream) {
+  if (device->kind() == DeviceKind::kCpu) return cpu::Fill(dst, value);
+#if TENSORD_WITH_CUDA
+  return cuda::Fill(dst, value, stream);
+#else
+  (void)stream;
+  return absl::UnimplementedError(
+      absl::StrCat("fills on ", device->name(), " need a CUDA build"));
+#endif
+}
+
 absl::StatusOr<Tensor> ToDevice(const Tensor& t, Device* device, DType dtype,
                                 const OpContext& ctx) {
   Device* from = t.device();

@@ -33,6 +33,9 @@ absl::StatusOr<OpContext> ContextFor(Device* device, const OpContext& ctx);
 // dst = convert(src) for views of equal sizes on `device`, on `stream`.
 absl::Status CopyOnDevice(Device* device, const StridedView& src,
                           const StridedView& dst, StreamHandle stream);
+// Every element of `dst` on `device` = value (converted), on `stream`.
+absl::Status FillOnDevice(Device* device, const StridedView& dst, double value,
+                          StreamHandle stream);
 // A new contiguous tensor on `device` with `dtype` holding `t`'s values
 // (across devices too: `to(device=...)`). Reading back to the CPU waits for
 // the source stream; uploads do not wait.

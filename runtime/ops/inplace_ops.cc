@@ -64,12 +64,11 @@ Views InPlace(absl::Span<const Tensor> in, const Attrs& attrs,
   return Views(std::vector<Tensor>{self});
 }
 
-Views Zero(absl::Span<const Tensor> in, const Attrs&, const OpContext&) {
+Views Zero(absl::Span<const Tensor> in, const Attrs&, const OpContext& ctx) {
   TD_RETURN_IF_ERROR(CheckWritable(in[0]));
-  if (in[0].device()->kind() != DeviceKind::kCpu) {
-    return absl::UnimplementedError("zero_ on " + in[0].device()->name());
-  }
-  TD_RETURN_IF_ERROR(cpu::Fill(in[0].view(), 0.0));
+  TD_ASSIGN_OR_RETURN(OpContext dctx, ContextFor(in[0].device(), ctx));
+  TD_RETURN_IF_ERROR(
+      FillOnDevice(in[0].device(), in[0].view(), 0.0, dctx.alloc.stream));
   in[0].storage()->BumpVersion();
   return Views(std::vector<Tensor>{in[0]});
 }
