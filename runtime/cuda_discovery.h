@@ -21,10 +21,12 @@ std::vector<std::unique_ptr<Device>> DiscoverCudaDevices(std::string* why_none);
 bool CudaBuilt();
 
 // Note [Sticky CUDA errors] (kernels/cuda/cuda_check.h): the first sticky
-// error (illegal address, launch failure, ...) calls `handler`, which must
-// not return: the daemon tells every session, then exits non-zero so its
-// supervisor restarts it. Without a handler (nullptr): log and exit with
-// code 75. A no-op in builds without CUDA.
+// error (illegal address, launch failure, ...) calls `handler` on the thread
+// that saw it; it either does not return or returns at once (the daemon's
+// wakes its main thread, which tells every session and exits 75 so that the
+// supervisor restarts it: Note [Sticky device errors] in
+// runtime/core/device_error.h). Without a handler (nullptr): log and exit
+// with code 75. A no-op in builds without CUDA.
 using FatalDeviceErrorHandler = void (*)(const absl::Status& status);
 void SetFatalDeviceErrorHandler(FatalDeviceErrorHandler handler);
 

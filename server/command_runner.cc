@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/autograd/node.h"
+#include "runtime/core/device_error.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_table.h"
@@ -160,6 +161,9 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
     recorder_.set_site(call.site());
     ctx.recorder = &recorder_;
   }
+  // Test-only: a device that fails here (Note [Sticky device errors]).
+  absl::Status injected = InjectedFault(op.name, ctx.device->name());
+  if (!injected.ok()) return fail_with(injected);
   auto outputs = RunRecorded(op, inputs, *attrs, ctx);
   if (!outputs.ok()) return fail_with(outputs.status());
   if (static_cast<int>(outputs->size()) != call.outputs_size()) {

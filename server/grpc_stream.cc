@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "spdlog/spdlog.h"
 
 namespace tensord {
@@ -55,10 +56,23 @@ class SessionReactor
       : context_(context),
         sessions_(sessions),
         sink_(std::make_shared<StreamSink>(this)) {
-    StartRead(&in_);
+    Read();
   }
 
   void OnReadDone(bool ok) override {
+    if (!ok && !context_->IsCancelled() && Unparsable()) {
+      const absl::Status bad = absl::InvalidArgumentError(
+          "a frame could not be parsed as a tensord.v1.ClientFrame "
+          "(malformed protobuf, or a string field that is not UTF-8); the "
+          "session is ended");
+      spdlog::warn("{}: {}", context_->peer(), bad.ToString());
+      if (session_) {
+        session_->Kill(bad);
+      } else {
+        sink_->End(bad);
+      }
+      return;
+    }
     if (!ok) {  // the client closed its side, or the stream broke
       if (session_ && context_->IsCancelled()) {
         sessions_->StreamEnded(session_, sink_.get(), /*dropped=*/true);
@@ -79,10 +93,10 @@ class SessionReactor
           in_.has_hello() ? "unexpected second Hello in a session"
                           : "empty ClientFrame (neither hello nor batch)");
       sink_->Send(std::move(frame));
-      StartRead(&in_);
+      Read();
       return;
     }
-    if (session_->Submit(std::move(*in_.mutable_batch()))) StartRead(&in_);
+    if (session_->Submit(std::move(*in_.mutable_batch()))) Read();
     // else: the session's on_drain callback resumes reading.
   }
 
@@ -103,9 +117,26 @@ class SessionReactor
 
   void DoFinish(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
   void DoWrite(const v1::ServerFrame* frame) { StartWrite(frame); }
-  void DoRead() { StartRead(&in_); }
+  void DoRead() { Read(); }
 
  private:
+  // Note [Unparsable frames]: gRPC's callback API reports a frame that does
+  // not parse exactly like the client's half-close: OnReadDone(false). A
+  // parse clears the message first, so a mark left in `in_` before each
+  // read tells them apart: still there, nothing arrived (a half-close);
+  // gone, bytes arrived that did not parse (an error the client must hear).
+  static constexpr int kUnreadMark = 536870911;  // the largest field number
+  void Read() {
+    in_.Clear();
+    in_.GetReflection()->MutableUnknownFields(&in_)->AddVarint(kUnreadMark, 1);
+    StartRead(&in_);
+  }
+  bool Unparsable() const {
+    const auto& unknown = in_.GetReflection()->GetUnknownFields(in_);
+    return !(unknown.field_count() == 1 &&
+             unknown.field(0).number() == kUnreadMark);
+  }
+
   void OnHello() {
     if (!in_.has_hello()) {
       sink_->End(absl::InvalidArgumentError(
@@ -125,7 +156,7 @@ class SessionReactor
     session_->SetOnDrain([sink] {
       if (auto s = sink.lock()) s->ResumeReading();
     });
-    StartRead(&in_);
+    Read();
   }
 
   grpc::CallbackServerContext* context_;

@@ -4,15 +4,19 @@
 //   tensord --listen=127.0.0.1:0 --insecure --port_file=/tmp/port  (tests)
 //
 // SIGINT/SIGTERM shut down cleanly (sessions told, memory freed, exit 0);
-// SIGHUP reloads the tokens file.
+// SIGHUP reloads the tokens file. A sticky device error ends every session
+// with the error and exits 75 (EX_TEMPFAIL) for the supervisor to restart
+// the daemon (Note [Sticky device errors] in runtime/core/device_error.h).
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -23,7 +27,9 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "runtime/core/device_error.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/cuda_discovery.h"
 #include "runtime/device.h"
 #include "server/grpc_admin.h"
 #include "server/grpc_stream.h"
@@ -60,8 +66,31 @@ ABSL_FLAG(uint64_t, shm_bytes, 256 << 20,
 ABSL_FLAG(std::string, devices, "",
           "comma-separated devices to serve, e.g. cpu,cuda:0 (default: all)");
 
+ABSL_FLAG(std::string, fault_inject_sticky_error_op, "",
+          "TESTING ONLY: calls of this op fail with a sticky device error, "
+          "so the daemon's exit-for-restart path can be tested");
+
 namespace tensord {
 namespace {
+
+// The exit status after a sticky device error: "restart me".
+constexpr int kExitDeviceFailed = 75;  // EX_TEMPFAIL, as cuda::kStickyExitCode
+
+// Set once by the sticky-error handler, read by the main thread after it
+// wakes on SIGUSR1.
+absl::Mutex fatal_mu(absl::kConstInit);
+absl::Status* fatal_error ABSL_GUARDED_BY(fatal_mu) = nullptr;
+
+// Runs on the thread that saw the error: records it and wakes the main
+// thread, which ends the sessions (the caller may be one of them).
+void OnStickyDeviceError(const absl::Status& error) {
+  {
+    absl::MutexLock lock(&fatal_mu);
+    fatal_error = new absl::Status(error);
+  }
+  spdlog::critical("{}", error.ToString());
+  kill(getpid(), SIGUSR1);
+}
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -110,6 +139,17 @@ void WritePortFile(const std::string& path, int port) {
   std::rename(tmp.c_str(), path.c_str());
 }
 
+// Tells every session `reason` and waits for them, and stops the server.
+// Both at once: a session whose client stopped reading is blocked sending
+// to it until the server cancels its stream (5 s after the shutdown starts),
+// and the server waits for the sessions' streams to finish.
+void EndEverything(SessionManager* sessions, grpc::Server* server,
+                   absl::Status reason) {
+  std::thread ending([&] { sessions->Shutdown(reason); });
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  ending.join();
+}
+
 int Main() {
   // Debian's Abseil is built without NDEBUG, so every Mutex lock would also
   // run the deadlock detector (half the cost of a cached allocation).
@@ -121,7 +161,15 @@ int Main() {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGHUP);
+  sigaddset(&signals, SIGUSR1);  // a sticky device error (OnStickyDeviceError)
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  SetStickyErrorHandler(&OnStickyDeviceError);       // runtime/core
+  SetFatalDeviceErrorHandler(&OnStickyDeviceError);  // CUDA's own checks
+  if (!absl::GetFlag(FLAGS_fault_inject_sticky_error_op).empty()) {
+    spdlog::warn("TESTING ONLY: {} fails with a sticky device error",
+                 absl::GetFlag(FLAGS_fault_inject_sticky_error_op));
+    SetInjectedStickyErrorOp(absl::GetFlag(FLAGS_fault_inject_sticky_error_op));
+  }
 
   std::unique_ptr<Authenticator> auth;
   if (!absl::GetFlag(FLAGS_tokens_file).empty()) {
@@ -214,11 +262,32 @@ int Main() {
       spdlog::info("SIGHUP: tokens reloaded: {}", reloaded.ToString());
       continue;
     }
+    if (sig == SIGUSR1) break;
     spdlog::info("signal {}: shutting down", sig);
     break;
   }
-  sessions.Shutdown();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  absl::Status fatal;
+  {
+    absl::MutexLock lock(&fatal_mu);
+    if (fatal_error != nullptr) fatal = *fatal_error;
+  }
+  if (!fatal.ok()) {
+    // Every session hears why; then exit for the supervisor to restart us.
+    // A device that hangs instead of failing must not keep us here.
+    std::thread([] {
+      absl::SleepFor(absl::Seconds(20));
+      spdlog::critical("sessions did not end within 20 s; exiting now");
+      _exit(kExitDeviceFailed);
+    }).detach();
+    EndEverything(&sessions, server.get(),
+                  absl::UnavailableError(absl::StrCat("tensord is restarting: ",
+                                                      fatal.message())));
+    spdlog::critical("tensord exits with status {} for a restart",
+                     kExitDeviceFailed);
+    return kExitDeviceFailed;
+  }
+  EndEverything(&sessions, server.get(),
+                absl::UnavailableError("tensord is shutting down"));
   spdlog::info("tensord stopped");
   return 0;
 }

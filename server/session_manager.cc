@@ -254,15 +254,14 @@ absl::Status SessionManager::Kill(const std::string& id) {
   return absl::OkStatus();
 }
 
-void SessionManager::Shutdown() {
+void SessionManager::Shutdown(absl::Status reason) {
   std::vector<std::shared_ptr<Session>> all;
   {
     absl::MutexLock lock(&mu_);
     deadlines_.clear();
     for (auto& [id, s] : sessions_) all.push_back(s);
   }
-  for (auto& s : all)
-    s->Kill(absl::UnavailableError("tensord is shutting down"));
+  for (auto& s : all) s->Kill(reason);
   for (auto& s : all) s->WaitDone();
 }
 

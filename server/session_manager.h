@@ -58,8 +58,9 @@ class SessionManager {
   void Remove(const std::string& id);
   // Ends a session (tensorctl kill); NOT_FOUND if there is none.
   absl::Status Kill(const std::string& id);
-  // Ends every session and waits for them (daemon shutdown).
-  void Shutdown();
+  // Ends every session with `reason` and waits for them (daemon shutdown).
+  void Shutdown(
+      absl::Status reason = absl::UnavailableError("tensord is shutting down"));
 
   std::vector<v1::SessionInfo> List() const;
   v1::ListDevicesResponse Devices() const;

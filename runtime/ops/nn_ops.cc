@@ -179,7 +179,10 @@ absl::StatusOr<Tensor> ReduceRows(const Ops& op, const Tensor& loss,
 }
 
 absl::Status CheckWeight(const Tensor* weight, const Tensor& x) {
-  const int64_t c = x.ndim() == 1 ? x.shape()[0] : x.shape()[1];
+  // A 0-dim input is one class (cross_entropy with probability targets).
+  const int64_t c = x.ndim() == 0   ? 1
+                    : x.ndim() == 1 ? x.shape()[0]
+                                    : x.shape()[1];
   if (weight != nullptr && (weight->ndim() != 1 || weight->shape()[0] != c)) {
     return absl::InvalidArgumentError(
         absl::StrCat("weight tensor should be defined either for all ", c,

@@ -63,10 +63,23 @@ absl::StatusOr<int> DimOf(const Tensor& t, const Attrs& attrs,
   return WrapDim(attrs.Int("dim"), t.ndim());
 }
 
+// Multi-output views make one handle per piece. PyTorch has no bound; a
+// shared daemon does, so that one call on a zero-size tensor with a huge
+// dimension cannot exhaust the daemon's memory with tensor metadata.
+constexpr int64_t kMaxPieces = int64_t{1} << 16;
+
+absl::Status CheckPieces(const char* op, int64_t pieces) {
+  if (pieces <= kMaxPieces) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(op, " would make ", pieces, " outputs; at most ", kMaxPieces,
+                   " are allowed per call"));
+}
+
 Views Unbind(absl::Span<const Tensor> in, const Attrs& attrs,
              const OpContext&) {
   const Tensor& t = in[0];
   TD_ASSIGN_OR_RETURN(int d, DimOf(t, attrs, "unbind"));
+  TD_RETURN_IF_ERROR(CheckPieces("unbind", t.shape()[d]));
   std::vector<Tensor> out;
   for (int64_t i = 0; i < t.shape()[d]; ++i) {
     Shape shape = t.shape();
@@ -91,6 +104,8 @@ Views Split(absl::Span<const Tensor> in, const Attrs& attrs, const OpContext&) {
           "split expects split_size be non-negative, but got split_size=",
           step));
     }
+    if (step > 0)
+      TD_RETURN_IF_ERROR(CheckPieces("split", 1 + (size - 1) / step));
     for (int64_t s = 0; s < size; s += step)
       sizes.push_back(std::min(step, size - s));
     if (size == 0) sizes.push_back(0);
@@ -126,9 +141,11 @@ Views Chunk(absl::Span<const Tensor> in, const Attrs& attrs, const OpContext&) {
         "chunk expects `chunks` to be greater than 0");
   }
   const int64_t size = t.shape()[d];
-  const int64_t step = (size + chunks - 1) / chunks;
+  // ceil(size / chunks) without overflowing for huge `chunks`.
+  const int64_t step = size == 0 ? 0 : 1 + (size - 1) / chunks;
   std::vector<Tensor> out;
-  if (step == 0) {
+  if (step == 0) {  // an empty dim: `chunks` empty pieces, as in PyTorch
+    TD_RETURN_IF_ERROR(CheckPieces("chunk", chunks));
     for (int64_t i = 0; i < chunks; ++i) out.push_back(Narrowed(t, d, 0, 0));
     return out;
   }
