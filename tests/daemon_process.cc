@@ -69,11 +69,21 @@ absl::StatusOr<std::unique_ptr<DaemonProcess>> DaemonProcess::Start(
     }
   }
   // Keep draining the log so the daemon never blocks on a full pipe.
+  // ($TENSORD_DAEMON_LOG: appended to that file, for debugging a test.)
   const int fd = fds[0];
-  std::thread([fd] {
+  const char* copy_to = std::getenv("TENSORD_DAEMON_LOG");
+  FILE* copy = copy_to != nullptr ? std::fopen(copy_to, "a") : nullptr;
+  if (copy != nullptr) std::fwrite(log.data(), 1, log.size(), copy);
+  std::thread([fd, copy] {
     char sink[4096];
-    while (read(fd, sink, sizeof(sink)) > 0) {
+    ssize_t n;
+    while ((n = read(fd, sink, sizeof(sink))) > 0) {
+      if (copy != nullptr) {
+        std::fwrite(sink, 1, n, copy);
+        std::fflush(copy);
+      }
     }
+    if (copy != nullptr) std::fclose(copy);
   }).detach();
   daemon->log_fd_ = -1;  // owned by the drain thread now
   return daemon;
@@ -86,6 +96,14 @@ bool DaemonProcess::alive() const {
 int DaemonProcess::Terminate() {
   if (pid_ <= 0) return -1;
   kill(pid_, SIGTERM);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return status;
+}
+
+int DaemonProcess::Wait() {
+  if (pid_ <= 0) return -1;
   int status = 0;
   waitpid(pid_, &status, 0);
   pid_ = -1;

@@ -28,6 +28,8 @@ class DaemonProcess {
   bool alive() const;
   // Sends SIGTERM and returns the exit status (waitpid's), or -1.
   int Terminate();
+  // Waits for the daemon to exit by itself; returns waitpid's status, or -1.
+  int Wait();
 
  private:
   pid_t pid_ = -1;

@@ -9,6 +9,8 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libabsl-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
+  # libFuzzer targets (tools/fuzz.sh): clang 14 and its sanitizer runtimes.
+  clang libclang-rt-14-dev
   # The Python client and its reference tests run on Debian's /usr/bin/python3.
   python3 python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
   python3-pytest python3-torch
