@@ -161,7 +161,25 @@ void CommandRunner::RunSetGrad(const v1::SetGrad& cmd) {
           what, "");
     }
   }
-  t->EnsureAutograd().grad = grad;
+  AutogradMeta& meta = t->EnsureAutograd();
+  // x.grad = x (or y.grad = x after x.grad = y) would be a reference cycle:
+  // with no garbage collector in the daemon its memory would never return,
+  // not even at session end (found by the fuzzer, tests/fuzz).
+  int steps = 0;
+  for (const AutogradMeta* m = grad.autograd(); m != nullptr && steps < 1 << 16;
+       m = m->grad.autograd(), ++steps) {
+    if (m == &meta) {
+      return ReportFrameError(
+          absl::InvalidArgumentError(
+              absl::StrCat("assigning handle ", cmd.grad(),
+                           " as the .grad of handle ", cmd.handle(),
+                           " would make a reference cycle (its .grad chain "
+                           "leads back to ",
+                           cmd.handle(), "); assign a clone() instead")),
+          what, "");
+    }
+  }
+  meta.grad = grad;
 }
 
 }  // namespace tensord

@@ -261,6 +261,23 @@ void WriteRegressions(const std::string& dir) {
     w.Sync();
     Write(dir, "cross_entropy_0d", w.frames());
   }
+  {  // x.grad = x, and y.grad = x after x.grad = y: reference cycles that
+     // kept the session's memory after it ended
+    SessionWriter w;
+    const uint64_t x = w.Put(DType::kFloat32, {2}, true);
+    const uint64_t y = w.Put(DType::kFloat32, {2}, true);
+    v1::SetGrad* g = w.Add()->mutable_set_grad();
+    g->set_handle(x);
+    g->set_grad(x);
+    g = w.Add()->mutable_set_grad();
+    g->set_handle(x);
+    g->set_grad(y);
+    g = w.Add()->mutable_set_grad();
+    g->set_handle(y);
+    g->set_grad(x);
+    w.Sync();
+    Write(dir, "set_grad_cycle", w.frames());
+  }
   {  // prod's backward read an ints attribute as an int
     SessionWriter w;
     const uint64_t x = w.Put(DType::kFloat32, {2, 3}, true);
