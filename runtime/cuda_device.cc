@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/device_error.h"
 #include "runtime/cuda_discovery.h"
 
 #if TENSORD_WITH_CUDA
@@ -142,7 +143,7 @@ std::vector<std::unique_ptr<Device>> DiscoverCudaDevices(
 bool CudaBuilt() { return true; }
 
 void SetFatalDeviceErrorHandler(FatalDeviceErrorHandler handler) {
-  cuda::SetStickyErrorHandler(handler);
+  SetStickyErrorHandler(handler);  // runtime/core: CUDA's checks report there
 }
 
 #else  // !TENSORD_WITH_CUDA
@@ -157,7 +158,9 @@ std::vector<std::unique_ptr<Device>> DiscoverCudaDevices(
 
 bool CudaBuilt() { return false; }
 
-void SetFatalDeviceErrorHandler(FatalDeviceErrorHandler) {}
+void SetFatalDeviceErrorHandler(FatalDeviceErrorHandler handler) {
+  SetStickyErrorHandler(handler);
+}
 
 #endif  // TENSORD_WITH_CUDA
 

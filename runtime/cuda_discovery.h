@@ -20,13 +20,14 @@ std::vector<std::unique_ptr<Device>> DiscoverCudaDevices(std::string* why_none);
 // Whether this binary was built with CUDA support.
 bool CudaBuilt();
 
-// Note [Sticky CUDA errors] (kernels/cuda/cuda_check.h): the first sticky
-// error (illegal address, launch failure, ...) calls `handler` on the thread
-// that saw it; it either does not return or returns at once (the daemon's
-// wakes its main thread, which tells every session and exits 75 so that the
-// supervisor restarts it: Note [Sticky device errors] in
-// runtime/core/device_error.h). Without a handler (nullptr): log and exit
-// with code 75. A no-op in builds without CUDA.
+// Note [Sticky CUDA errors] (kernels/cuda/cuda_check.h): CUDA's sticky
+// errors (illegal address, launch failure, ...) become StickyDeviceError
+// statuses, so the first one runs this handler on the thread that saw it:
+// the same handler as runtime/core's SetStickyErrorHandler, which this
+// installs (the daemon's wakes its main thread, which tells every session
+// and exits 75 for the supervisor: Note [Sticky device errors] in
+// runtime/core/device_error.h). Without a handler, sticky errors only fail
+// ops.
 using FatalDeviceErrorHandler = void (*)(const absl::Status& status);
 void SetFatalDeviceErrorHandler(FatalDeviceErrorHandler handler);
 

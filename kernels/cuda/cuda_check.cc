@@ -3,30 +3,11 @@
 #if TENSORD_WITH_CUDA
 #include "kernels/cuda/cuda_check.h"
 
-#include <atomic>
-#include <cstdlib>
-
 #include "absl/strings/str_cat.h"
-#include "spdlog/spdlog.h"
+#include "runtime/core/device_error.h"
 
 namespace tensord {
 namespace cuda {
-namespace {
-
-void DefaultStickyHandler(const absl::Status& status) {
-  spdlog::critical(
-      "sticky CUDA error, the CUDA context is unusable: {}; exiting with code "
-      "{} so that the supervisor restarts tensord",
-      std::string(status.message()), kStickyExitCode);
-  spdlog::shutdown();
-  std::_Exit(kStickyExitCode);
-}
-
-std::atomic<StickyErrorHandler> g_handler{DefaultStickyHandler};
-std::atomic<bool> g_sticky_seen{false};
-
-}  // namespace
-
 bool IsStickyError(cudaError_t err) {
   switch (err) {
     case cudaErrorIllegalAddress:
@@ -46,10 +27,6 @@ bool IsStickyError(cudaError_t err) {
   }
 }
 
-void SetStickyErrorHandler(StickyErrorHandler handler) {
-  g_handler.store(handler != nullptr ? handler : DefaultStickyHandler);
-}
-
 absl::Status ToStatus(cudaError_t err, const char* what) {
   if (err == cudaSuccess) return absl::OkStatus();
   std::string msg = absl::StrCat(what, ": ", cudaGetErrorName(err), " (",
@@ -59,10 +36,11 @@ absl::Status ToStatus(cudaError_t err, const char* what) {
     return absl::ResourceExhaustedError(msg);
   }
   if (IsStickyError(err)) {
-    absl::Status status = absl::InternalError(msg);
-    // Only the first thread reports; the others wait for the exit.
-    if (!g_sticky_seen.exchange(true)) g_handler.load()(status);
-    return status;
+    // Marked sticky; the first one in the process runs the daemon's handler
+    // (Note [Sticky device errors] in runtime/core/device_error.h).
+    int device = -1;
+    cudaGetDevice(&device);  // still answers on a poisoned context
+    return StickyDeviceError(absl::StrCat("cuda:", device), msg);
   }
   return absl::InternalError(msg);
 }

@@ -4,12 +4,12 @@
 //
 // Note [Sticky CUDA errors]: some errors (illegal address, launch failure,
 // misaligned address, ...) poison the whole CUDA context: every later call in
-// the process fails. The daemon must not linger serving errors (DESIGN.md),
-// so ToStatus calls the sticky-error handler, whose default logs and exits
-// the process with kStickyExitCode for the supervisor to restart it. The
-// daemon installs a handler that first tells every session
-// (SetStickyErrorHandler). Out of memory is not sticky: it is cleared and
-// becomes RESOURCE_EXHAUSTED, the caching allocator's free-and-retry path.
+// the process fails. ToStatus turns them into StickyDeviceError statuses
+// (runtime/core/device_error.h), whose first occurrence runs the daemon's
+// handler: it tells every session and exits with code 75 for the supervisor
+// to restart it (Note [Sticky device errors]). Out of memory is not sticky:
+// it is cleared and becomes RESOURCE_EXHAUSTED, the caching allocator's
+// free-and-retry path.
 #ifndef TENSORD_KERNELS_CUDA_CUDA_CHECK_H_
 #define TENSORD_KERNELS_CUDA_CUDA_CHECK_H_
 
@@ -26,11 +26,6 @@ inline constexpr int kStickyExitCode = 75;  // EX_TEMPFAIL: restart me
 
 // Whether `err` leaves the CUDA context unusable.
 bool IsStickyError(cudaError_t err);
-
-// Called once with the status of the first sticky error; must not return
-// (it may tell sessions first). Thread-safe to set at any time.
-using StickyErrorHandler = void (*)(const absl::Status& status);
-void SetStickyErrorHandler(StickyErrorHandler handler);
 
 // `what` names the call ("cudaMemcpyAsync(...)"), for the message.
 absl::Status ToStatus(cudaError_t err, const char* what);

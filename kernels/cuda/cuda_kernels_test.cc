@@ -16,6 +16,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/reduce.h"
+#include "runtime/core/device_error.h"
 
 namespace tensord {
 namespace {
@@ -39,16 +40,20 @@ absl::Status g_sticky;
 void RecordSticky(const absl::Status& s) { g_sticky = s; }
 
 TEST(CudaCheck, StickyErrorsReachTheHandlerOnce) {
-  cuda::SetStickyErrorHandler(RecordSticky);
+  SetStickyErrorHandler(RecordSticky);  // runtime/core/device_error.h
   absl::Status s = cuda::ToStatus(cudaErrorIllegalAddress, "kernel");
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_TRUE(IsStickyDeviceError(s)) << s;
   EXPECT_NE(g_sticky.message().find("cudaErrorIllegalAddress"),
             std::string::npos)
       << g_sticky;
   g_sticky = absl::OkStatus();
-  (void)cuda::ToStatus(cudaErrorLaunchFailure, "kernel");
+  EXPECT_TRUE(
+      IsStickyDeviceError(cuda::ToStatus(cudaErrorLaunchFailure, "kernel")));
   EXPECT_TRUE(g_sticky.ok()) << "the handler runs for the first one only";
-  cuda::SetStickyErrorHandler(nullptr);
+  EXPECT_FALSE(IsStickyDeviceError(
+      cuda::ToStatus(cudaErrorMemoryAllocation, "cudaMalloc")));
+  SetStickyErrorHandler(nullptr);
 }
 
 class CudaKernelsTest : public ::testing::Test {
