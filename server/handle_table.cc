@@ -39,6 +39,15 @@ absl::StatusOr<const HandleEntry*> HandleTable::Find(uint64_t id) const {
 
 void HandleTable::Release(uint64_t id) { entries_.erase(id); }
 
-void HandleTable::Clear() { entries_.clear(); }
+void HandleTable::Clear() {
+  // backward(create_graph=True) makes x.grad's graph save x: a reference
+  // cycle (x -> grad -> grad_fn -> x). The daemon has no garbage collector,
+  // so at session end the cycles through live handles are cut here, or the
+  // session's memory would never return (found by the fuzzer, tests/fuzz).
+  for (auto& [id, entry] : entries_) {
+    if (AutogradMeta* meta = entry.tensor.autograd()) meta->grad = Tensor();
+  }
+  entries_.clear();
+}
 
 }  // namespace tensord

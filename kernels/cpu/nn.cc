@@ -21,7 +21,8 @@ inline float VecExp(float x) {
   x = x > 88.3762626647949f ? 88.3762626647949f : x;
   x = x < -87.3365447505531f ? -87.3365447505531f : x;
   const float magic = 12582912.0f;  // 1.5 * 2^23: round to nearest
-  float n = (x * 1.44269504088896341f + magic) - magic;
+  const float t = x * 1.44269504088896341f + magic;
+  float n = t - magic;
   float r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float y = 1.9875691500e-4f;
@@ -31,7 +32,12 @@ inline float VecExp(float x) {
   y = y * r + 1.6666665459e-1f;
   y = y * r + 5.0000001201e-1f;
   y = y * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  // 2^n from t's mantissa (t = magic + n exactly) in unsigned arithmetic:
+  // no float-to-int conversion, so a NaN input (which the clamps above let
+  // through) is defined behaviour and still gives NaN.
+  uint32_t t_bits;
+  std::memcpy(&t_bits, &t, 4);
+  const uint32_t bits = (t_bits - 0x4B400000u + 127u) << 23;
   float scale;
   std::memcpy(&scale, &bits, 4);
   return y * scale;

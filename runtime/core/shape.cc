@@ -36,7 +36,11 @@ absl::Status CheckShape(absl::Span<const int64_t> shape, size_t item_size) {
       return absl::InvalidArgumentError(absl::StrCat(
           "shape ", ShapeToString(shape), " has a negative dimension"));
     }
-    if (s != 0 && bytes > kLimit / s) {
+    // Zero sizes are skipped, not multiplied in: a tensor with no elements
+    // still has strides, products of its other sizes, which must not
+    // overflow ([0, 2^63-1, 2^63-1] was undefined behaviour; hostile sweep).
+    if (s == 0) continue;
+    if (bytes > kLimit / s) {
       return absl::InvalidArgumentError(
           absl::StrCat("shape ", ShapeToString(shape),
                        " is too large (its size overflows)"));

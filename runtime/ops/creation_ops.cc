@@ -144,6 +144,15 @@ absl::StatusOr<std::vector<Tensor>> Randint(absl::Span<const Tensor>,
         "random_ expects 'from' to be less than 'to', but got from=", low,
         " >= to=", high));
   }
+  // Values go through float64: beyond 2^53 they would be neither exact nor
+  // (at the int64 limits) convertible back; high - low could overflow.
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (low < -kExact || high > kExact) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "randint supports low and high within +-2^53 (values are drawn in "
+        "float64), got low=",
+        low, " high=", high));
+  }
   const DType dtype = attrs.GetDType("dtype");
   TD_ASSIGN_OR_RETURN(Tensor u, Call1("rand", {},
                                       {{"shape", attrs.Ints("size")},

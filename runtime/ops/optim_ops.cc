@@ -28,10 +28,12 @@ Outs Detach(absl::Span<const Tensor> in, const Attrs&, const OpContext&) {
 // Checks the input list: `groups` lists of n tensors, each like params[i].
 absl::Status CheckGroups(const char* op, absl::Span<const Tensor> in, int64_t n,
                          int groups) {
-  if (n < 0 || static_cast<int64_t>(in.size()) != n * groups) {
+  // n is compared by division: n * groups overflows for a hostile n.
+  if (n < 0 || static_cast<int64_t>(in.size()) % groups != 0 ||
+      static_cast<int64_t>(in.size()) / groups != n) {
     return absl::InvalidArgumentError(
-        absl::StrCat(op, " expects ", groups, " lists of n=", n, " tensors (",
-                     n * groups, " inputs), got ", in.size()));
+        absl::StrCat(op, " expects ", groups, " lists of n=", n,
+                     " tensors each, got ", in.size(), " inputs"));
   }
   for (int64_t i = 0; i < n; ++i) {
     const Tensor& p = in[i];

@@ -111,11 +111,13 @@ Views Split(absl::Span<const Tensor> in, const Attrs& attrs, const OpContext&) {
     if (size == 0) sizes.push_back(0);
   } else {
     int64_t total = 0;
+    bool over = false;  // the sizes pass `size` (checked before adding)
     for (int64_t s : arg) {
       if (s < 0) return absl::InvalidArgumentError("split sizes must be >= 0");
-      total += s;
+      over = over || s > size - total;
+      if (!over) total += s;
     }
-    if (total != size) {
+    if (over || total != size) {
       return absl::InvalidArgumentError(absl::StrCat(
           "split_with_sizes expects split_sizes to sum exactly to ", size,
           " (input tensor's size at dimension ", d,

@@ -332,7 +332,10 @@ Views Slice(absl::Span<const Tensor> in, const Attrs& attrs, const OpContext&) {
   const int64_t start = clampi(attrs.Has("start") ? attrs.Int("start") : 0);
   const int64_t end =
       std::max(start, clampi(attrs.Has("end") ? attrs.Int("end") : size));
-  return One(SliceOf(t, d, start, (end - start + step - 1) / step, step));
+  // ceil((end - start) / step) without overflow for a huge step; with at
+  // most one element the step is irrelevant (and must not scale a stride).
+  const int64_t n = end == start ? 0 : 1 + (end - start - 1) / step;
+  return One(SliceOf(t, d, start, n, n <= 1 ? 1 : step));
 }
 
 OpDef ViewRow(std::string name, ViewFn fn, std::vector<AttrSpec> attrs,
