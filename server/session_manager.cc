@@ -131,13 +131,18 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
     }
   }
   auto session = std::make_shared<Session>(params);
-  v1::ServerFrame welcome;
-  *welcome.mutable_welcome() = MakeWelcome(*session);
-  absl::Status attached = session->Attach(sink, 0, std::move(welcome));
-  if (!attached.ok()) return attached;
+  // Registered before the Welcome goes out: a client that connects again as
+  // soon as it has its Welcome must be counted against the per-user cap.
   {
     absl::MutexLock lock(&mu_);
     sessions_[params.id] = session;
+  }
+  v1::ServerFrame welcome;
+  *welcome.mutable_welcome() = MakeWelcome(*session);
+  absl::Status attached = session->Attach(sink, 0, std::move(welcome));
+  if (!attached.ok()) {
+    Remove(params.id);
+    return attached;
   }
   spdlog::info("session {} opened by {} ({}) from {}", params.id, params.user,
                params.client_name, params.peer);
