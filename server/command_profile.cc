@@ -9,7 +9,14 @@ namespace tensord {
 void CommandRunner::RunProfiled(const v1::Command& cmd, v1::Ack* ack) {
   const int before = ack->created_size();
   v1::OpRecord record;
-  record.set_start_ns(profiler_.Now());
+  OpPhases phases;
+  phases_ = &phases;  // MakeContext hands it to RunOp (Note [Op phases])
+  const uint64_t start = PhaseClockNs();
+  const uint64_t epoch = profiler_.epoch_ns();
+  record.set_start_ns(start > epoch ? start - epoch : 0);
+  if (batch_arrived_ns_ != 0 && start > batch_arrived_ns_) {
+    record.set_wait_ns(start - batch_arrived_ns_);
+  }
   if (cmd.has_call()) {
     const auto& table = OpTable();
     const uint32_t id = cmd.call().op_id();
@@ -21,7 +28,16 @@ void CommandRunner::RunProfiled(const v1::Command& cmd, v1::Ack* ack) {
     record.set_site(cmd.backward().site());
     RunBackward(cmd.backward(), ack);
   }
-  record.set_wall_ns(profiler_.Now() - record.start_ns());
+  const uint64_t end = PhaseClockNs();
+  phases_ = nullptr;
+  record.set_wall_ns(end - start);
+  // Before the first RunOp: handle lookups, attributes, checks. An op that
+  // failed before running, or a view, decodes all the way.
+  const uint64_t decoded = phases.first_run_ns != 0 ? phases.first_run_ns : end;
+  record.set_decode_ns(decoded - start);
+  record.set_infer_ns(phases.infer_ns);
+  record.set_alloc_ns(phases.alloc_ns);
+  record.set_kernel_ns(phases.kernel_ns);
   uint64_t bytes = 0;
   for (int i = before; i < ack->created_size(); ++i) {
     const v1::TensorMeta& m = ack->created(i);

@@ -20,7 +20,8 @@ CommandRunner::CommandRunner(RunnerConfig config, FrameSink* sink)
 
 CommandRunner::~CommandRunner() = default;
 
-void CommandRunner::RunBatch(const v1::Batch& batch) {
+void CommandRunner::RunBatch(const v1::Batch& batch, uint64_t arrived_ns) {
+  batch_arrived_ns_ = arrived_ns;
   v1::ServerFrame frame;
   v1::Ack* ack = frame.mutable_ack();
   for (const v1::Command& cmd : batch.commands()) {
@@ -184,6 +185,7 @@ OpContext CommandRunner::MakeContext() {
   ctx.devices = config_.devices;
   ctx.generator = &generator_;
   ctx.alloc.session = config_.session;
+  ctx.phases = phases_;
   return ctx;
 }
 

@@ -34,13 +34,16 @@ class CommandRunner {
   CommandRunner(RunnerConfig config, FrameSink* sink);
   ~CommandRunner();
 
-  // Runs every command of `batch`, then sends one Ack for it.
-  void RunBatch(const v1::Batch& batch);
+  // Runs every command of `batch`, then sends one Ack for it. `arrived_ns`
+  // (PhaseClockNs) is when the transport queued it: the profiler's wait.
+  void RunBatch(const v1::Batch& batch, uint64_t arrived_ns = 0);
   // Releases every handle (session end).
   void ReleaseAll();
 
   size_t live_handles() const { return live_handles_.load(); }
   uint64_t ops_run() const { return ops_run_.load(); }
+  // Thread-safe: Admin turns profiling on and fetches records from here.
+  OpProfiler& profiler() { return profiler_; }
 
  private:
   // An upload in progress: chunks of one handle arrive as consecutive Puts.
@@ -98,6 +101,8 @@ class CommandRunner {
   bool grad_enabled_ = true;
   GraphRecorder recorder_;  // Note [Recording]; used while grad mode is on
   OpProfiler profiler_;
+  uint64_t batch_arrived_ns_ = 0;  // of the batch being run
+  OpPhases* phases_ = nullptr;     // of the command being profiled
   std::optional<v1::Status> first_error_;  // since the last Sync
   std::unique_ptr<PendingPut> pending_put_;
   std::atomic<size_t> live_handles_{0};

@@ -141,4 +141,30 @@ grpc::Status AdminService::EmptyCache(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+grpc::Status AdminService::ProfileSession(grpc::ServerContext* ctx,
+                                          const v1::ProfileSessionRequest* req,
+                                          v1::ProfileSessionResponse* out) {
+  if (auto s = CheckAdmin(ctx); !s.ok()) return s;
+  auto session = sessions_->Find(req->session_id());
+  if (!session.ok()) return ToGrpcStatus(session.status());
+  OpProfiler& profiler = (*session)->profiler();
+  out->set_was_enabled(profiler.enabled());
+  switch (req->action()) {
+    case v1::ProfileSessionRequest::START:
+      profiler.SetEnabled(true);
+      return grpc::Status::OK;
+    case v1::ProfileSessionRequest::STOP:
+      profiler.SetEnabled(false);
+      break;
+    case v1::ProfileSessionRequest::FETCH:
+      break;
+    default:
+      return grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          "ProfileSession: action must be START, STOP or FETCH");
+  }
+  profiler.Fill(req->clear(), out->mutable_profile());
+  return grpc::Status::OK;
+}
+
 }  // namespace tensord

@@ -43,7 +43,7 @@ Session::~Session() {
 bool Session::Submit(v1::Batch batch) {
   absl::MutexLock lock(&mu_);
   if (closing_) return true;  // late frames after Close/Kill are dropped
-  queue_.push_back(std::move(batch));
+  queue_.push_back(Queued{std::move(batch), PhaseClockNs()});
   if (queue_.size() > params_.max_queued_batches) {
     paused_ = true;
     return false;
@@ -78,6 +78,7 @@ void Session::WaitDone() {
 void Session::ExecutorLoop() {
   while (true) {
     v1::Batch batch;
+    uint64_t arrived_ns = 0;
     std::function<void()> drained;
     {
       absl::MutexLock lock(&mu_);
@@ -87,7 +88,8 @@ void Session::ExecutorLoop() {
           },
           this));
       if (queue_.empty()) break;  // closing and drained
-      batch = std::move(queue_.front());
+      batch = std::move(queue_.front().batch);
+      arrived_ns = queue_.front().arrived_ns;
       queue_.pop_front();
       if (paused_ && queue_.size() <= params_.max_queued_batches / 2) {
         paused_ = false;
@@ -107,7 +109,7 @@ void Session::ExecutorLoop() {
     if (batch.commands_size() == 0) continue;
     const uint64_t last = batch.commands(batch.commands_size() - 1).seq();
     outbox_.SetSeq(last);
-    runner_.RunBatch(batch);
+    runner_.RunBatch(batch, arrived_ns);
     applied_seq_.store(last);
   }
   runner_.ReleaseAll();

@@ -79,6 +79,8 @@ class Session {
   // could not be made: the client then uses the stream).
   const ShmRegion* shm() const { return shm_.get(); }
   v1::SessionInfo Info() const;
+  // The session's op profiler (thread-safe): Admin.ProfileSession.
+  OpProfiler& profiler() { return runner_.profiler(); }
 
  private:
   void ExecutorLoop();
@@ -91,7 +93,11 @@ class Session {
   std::atomic<uint64_t> applied_seq_{0};
 
   mutable absl::Mutex mu_;
-  std::deque<v1::Batch> queue_ ABSL_GUARDED_BY(mu_);
+  struct Queued {
+    v1::Batch batch;
+    uint64_t arrived_ns;  // PhaseClockNs at Submit: the profiler's wait
+  };
+  std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool paused_ ABSL_GUARDED_BY(mu_) = false;  // transport stopped reading

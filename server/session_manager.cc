@@ -5,6 +5,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "runtime/core/status_macros.h"
 #include "runtime/ops/op_table.h"
 #include "server/proto_convert.h"
 #include "spdlog/spdlog.h"
@@ -245,16 +246,18 @@ void SessionManager::Remove(const std::string& id) {
   }
 }
 
-absl::Status SessionManager::Kill(const std::string& id) {
-  std::shared_ptr<Session> session;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = sessions_.find(id);
-    if (it == sessions_.end()) {
-      return absl::NotFoundError(absl::StrCat("no session '", id, "'"));
-    }
-    session = it->second;
+absl::StatusOr<std::shared_ptr<Session>> SessionManager::Find(
+    const std::string& id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) {
+    return absl::NotFoundError(absl::StrCat("no session '", id, "'"));
   }
+  return it->second;
+}
+
+absl::Status SessionManager::Kill(const std::string& id) {
+  TD_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, Find(id));
   session->Kill(absl::AbortedError("session killed by an administrator"));
   return absl::OkStatus();
 }

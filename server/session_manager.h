@@ -56,6 +56,8 @@ class SessionManager {
                    const FrameSink* sink, bool dropped);
   // Forgets a session.
   void Remove(const std::string& id);
+  // The live session `id`; NOT_FOUND if there is none.
+  absl::StatusOr<std::shared_ptr<Session>> Find(const std::string& id) const;
   // Ends a session (tensorctl kill); NOT_FOUND if there is none.
   absl::Status Kill(const std::string& id);
   // Ends every session with `reason` and waits for them (daemon shutdown).

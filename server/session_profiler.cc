@@ -1,19 +1,17 @@
 #include "server/session_profiler.h"
 
+#include "runtime/ops/op_def.h"
+
 namespace tensord {
 
 void OpProfiler::SetEnabled(bool on) {
-  if (on && !enabled_) epoch_ = Clock::now();
-  enabled_ = on;
-}
-
-uint64_t OpProfiler::Now() const {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() -
-                                                              epoch_)
-      .count();
+  absl::MutexLock lock(&mu_);
+  if (on && !enabled()) epoch_ns_.store(PhaseClockNs());
+  enabled_.store(on);
 }
 
 void OpProfiler::Record(v1::OpRecord record) {
+  absl::MutexLock lock(&mu_);
   if (records_.size() >= kMaxRecords) {
     ++dropped_;
     return;
@@ -22,6 +20,7 @@ void OpProfiler::Record(v1::OpRecord record) {
 }
 
 void OpProfiler::Fill(bool clear, v1::Profile* out) {
+  absl::MutexLock lock(&mu_);
   out->mutable_ops()->Reserve(static_cast<int>(records_.size()));
   for (auto& r : records_) {
     if (clear) {

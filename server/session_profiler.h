@@ -1,19 +1,23 @@
-// The per-session op profiler behind SetOptions.profile and GetProfile.
+// The per-session op profiler behind SetOptions.profile, GetProfile and
+// Admin.ProfileSession (`tensorctl profile`).
 //
 // While enabled, the executor records one OpRecord per Call/Backward: op,
-// device, start and wall time (on CPU the kernel runs on the executor, so the
-// wall time covers decoding, shape inference, allocation and the kernel; on
-// CUDA it ends at the launch), bytes held by the outputs and the call site.
-// At most kMaxRecords are kept; later ones are counted as dropped.
+// device, start and wall time, the phases (Note [Op phases] in
+// runtime/ops/op_def.h: wait in the queue, decode, infer, alloc, kernel),
+// bytes held by the outputs and the call site. At most kMaxRecords are kept;
+// later ones are counted as dropped.
 //
-// Thread-compatible: used by the session's executor only.
+// Thread-safe: the executor records, the client (through its own commands)
+// or an administrator (from an Admin RPC thread) enables and fetches. Both
+// share one switch and one record list.
 #ifndef TENSORD_SERVER_SESSION_PROFILER_H_
 #define TENSORD_SERVER_SESSION_PROFILER_H_
 
-#include <chrono>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "proto/tensord.pb.h"
 
 namespace tensord {
@@ -22,21 +26,21 @@ class OpProfiler {
  public:
   static constexpr size_t kMaxRecords = 1 << 18;
 
-  bool enabled() const { return enabled_; }
+  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
   // Turning it on (from off) restarts the clock that start_ns counts from.
   void SetEnabled(bool on);
-  // Nanoseconds since profiling was enabled.
-  uint64_t Now() const;
+  // PhaseClockNs() of the epoch start_ns counts from.
+  uint64_t epoch_ns() const { return epoch_ns_.load(); }
   void Record(v1::OpRecord record);
   // Moves (clear) or copies the records into `out`.
   void Fill(bool clear, v1::Profile* out);
 
  private:
-  using Clock = std::chrono::steady_clock;
-  bool enabled_ = false;
-  Clock::time_point epoch_ = Clock::now();
-  std::vector<v1::OpRecord> records_;
-  uint64_t dropped_ = 0;
+  std::atomic<bool> enabled_{false};
+  std::atomic<uint64_t> epoch_ns_{0};
+  absl::Mutex mu_;
+  std::vector<v1::OpRecord> records_ ABSL_GUARDED_BY(mu_);
+  uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tensord

@@ -257,5 +257,55 @@ TEST(SessionManagerTest, VersionMismatchNamesBothVersions) {
   EXPECT_NE(s.status().message().find("version 1"), std::string::npos);
 }
 
+TEST_F(SessionTest, ProfilerTimesEachPhase) {
+  // Turned on the way Admin.ProfileSession does (tensorctl profile).
+  session_->profiler().SetEnabled(true);
+  v1::Batch b;
+  Full(&b, 1, {64, 64}, 0.5);
+  Full(&b, 2, {3}, 1.0);
+  Binary(&b, "matmul", 1, 1, 3, "mm_site");
+  Binary(&b, "add", 1, 2, 4, "bad_site");  // 64x64 + 3: fails in inference
+  session_->Submit(b);
+  ASSERT_EQ(GetFloats(3).size(), 64u * 64u);
+  v1::Profile profile;
+  session_->profiler().Fill(/*clear=*/true, &profile);
+  ASSERT_EQ(profile.ops_size(), 4);
+  uint64_t previous_start = 0;
+  for (const v1::OpRecord& r : profile.ops()) {
+    SCOPED_TRACE(r.op());
+    EXPECT_EQ(r.device(), "cpu");
+    EXPECT_GE(r.start_ns(), previous_start);
+    previous_start = r.start_ns();
+    EXPECT_GT(r.wait_ns(), 0u);  // every op was queued before it ran
+    EXPECT_LE(r.decode_ns() + r.infer_ns() + r.alloc_ns() + r.kernel_ns(),
+              r.wall_ns());
+  }
+  const v1::OpRecord& mm = profile.ops(2);
+  EXPECT_EQ(mm.op(), "matmul");
+  EXPECT_EQ(mm.site(), "mm_site");
+  EXPECT_GT(mm.kernel_ns(), 0u);
+  EXPECT_GT(mm.infer_ns(), 0u);
+  EXPECT_GT(mm.alloc_ns(), 0u);
+  EXPECT_EQ(mm.bytes_allocated(), 64u * 64u * 4u);
+  // Later ops of one batch waited longer: they queued behind the earlier.
+  EXPECT_GT(mm.wait_ns(), profile.ops(0).wait_ns());
+  // Inference refused the add: nothing was allocated, no kernel ran.
+  const v1::OpRecord& bad = profile.ops(3);
+  EXPECT_EQ(bad.op(), "add");
+  EXPECT_GT(bad.infer_ns(), 0u);
+  EXPECT_EQ(bad.alloc_ns(), 0u);
+  EXPECT_EQ(bad.kernel_ns(), 0u);
+  EXPECT_EQ(bad.bytes_allocated(), 0u);
+
+  session_->profiler().SetEnabled(false);
+  v1::Batch after;
+  Binary(&after, "add", 2, 2, 5);
+  session_->Submit(after);
+  ASSERT_EQ(GetFloats(5).size(), 3u);
+  v1::Profile none;
+  session_->profiler().Fill(/*clear=*/true, &none);
+  EXPECT_EQ(none.ops_size(), 0);
+}
+
 }  // namespace
 }  // namespace tensord

@@ -4,12 +4,14 @@
 // numbers the allocator must report.
 #include <sys/wait.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "client/tensord_client.h"
@@ -272,6 +274,51 @@ TEST_F(TensorctlTest, TopShowsSessionsAndDevices) {
   EXPECT_EQ(frames, 2);
 
   EXPECT_EQ(Ctl("top --iterations=-1").exit_code, 1);
+}
+
+TEST_F(TensorctlTest, ProfileShowsPhasesPerOpAndWritesATrace) {
+  auto c = Connect("profile-test");
+  Tensor a = Floats(*c, 128 * 128).reshape({128, 128});
+  const std::string trace = absl::StrCat(std::getenv("TEST_TMPDIR"), "/t.json");
+  // The session keeps computing until tensorctl's window has closed, so
+  // its ops overlap the window whatever the machine's load.
+  std::atomic<bool> finished{false};
+  CtlResult text;
+  std::thread ctl([&] {
+    text = Ctl(absl::StrCat("profile ", c->session_id(),
+                            " --duration=300ms -o ", trace));
+    finished = true;
+  });
+  while (!finished) {
+    Tensor m = matmul(a, a).relu();
+    ASSERT_TRUE(c->synchronize().ok());
+  }
+  ctl.join();
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_THAT(text.output, HasSubstr("KERNEL"));
+  EXPECT_THAT(text.output, HasSubstr("matmul"));
+  EXPECT_THAT(text.output, HasSubstr("relu"));
+  EXPECT_THAT(text.output, HasSubstr("time in ops"));
+  EXPECT_THAT(text.output, HasSubstr("trace written to " + trace));
+  std::ifstream file(trace);
+  const std::string json((std::istreambuf_iterator<char>(file)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_TRUE(BalancedJson(json)) << json.substr(0, 200);
+  EXPECT_THAT(json, HasSubstr("\"traceEvents\""));
+  EXPECT_THAT(json, HasSubstr("\"name\":\"matmul\",\"cat\":\"op\""));
+  EXPECT_THAT(json, HasSubstr("\"name\":\"kernel\",\"cat\":\"phase\""));
+
+  // Stopped: later ops are not recorded (FETCH from the admin side).
+  Tensor after = matmul(a, a);
+  ASSERT_TRUE(c->synchronize().ok());
+  const CtlResult again =
+      Ctl(absl::StrCat("profile ", c->session_id(), " --duration=0s --json"));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_THAT(again.output, StartsWith("{\"ops\":[]"));
+
+  const CtlResult missing = Ctl("profile no-such-session --duration=0s");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.output, HasSubstr("no session 'no-such-session'"));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 //   tensorctl memory | segments | empty-cache   [--device D] [--json]
 //   tensorctl snapshot -o FILE [--device D]
 //   tensorctl top [--interval=1s] [--iterations=N]
+//   tensorctl profile SESSION [--duration=5s] [-o trace.json] [--top=N]
 //
 // Exit status: 0 on success, 1 on any error (message on stderr), 2 on a
 // usage error. Subcommands live in an explicit table (tensorctl_commands.h).
@@ -33,10 +34,14 @@ ABSL_FLAG(std::string, device, "",
           "memory, empty-cache: one device (default: every device); "
           "segments, snapshot: the device (default: the daemon's default)");
 ABSL_FLAG(std::string, output, "",
-          "snapshot: the file to write (also -o FILE; '-' for stdout)");
+          "snapshot: the file to write (also -o FILE; '-' for stdout); "
+          "profile: the Chrome trace to write");
 ABSL_FLAG(absl::Duration, interval, absl::Seconds(1),
           "top: time between refreshes");
 ABSL_FLAG(int, iterations, 0, "top: refreshes before exiting (0: forever)");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(5),
+          "profile: how long to record the session's ops");
+ABSL_FLAG(int, top, 20, "profile: table rows, largest time first (0: all)");
 
 namespace {
 
@@ -118,6 +123,8 @@ int main(int argc, char** argv) {
   ctl.output = absl::GetFlag(FLAGS_output);
   ctl.interval = absl::GetFlag(FLAGS_interval);
   ctl.iterations = absl::GetFlag(FLAGS_iterations);
+  ctl.duration = absl::GetFlag(FLAGS_duration);
+  ctl.top = absl::GetFlag(FLAGS_top);
   ctl.clear_screen = isatty(STDOUT_FILENO) != 0;
   ctl.out = &std::cout;
   grpc::ChannelArguments channel_args;

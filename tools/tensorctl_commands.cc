@@ -30,6 +30,9 @@ constexpr Subcommand kSubcommands[] = {
      &RunEmptyCache},
     {"top", "", "live sessions and memory [--interval=1s] [--iterations=N]", 0,
      0, &RunTop},
+    {"profile", "SESSION",
+     "per-op phase times [--duration=5s] [-o trace.json] [--top=N]", 1, 1,
+     &RunProfile},
 };
 
 std::string DeviceMemory(const v1::SessionInfo& s) {

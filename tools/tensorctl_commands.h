@@ -1,9 +1,9 @@
 // tensorctl's subcommands: one row per command in an explicit table
 // (kSubcommands in tensorctl_commands.cc). To add one (memory, segments,
-// snapshot, empty-cache, top), write `absl::Status RunFoo(Ctl&, args)` in
-// its own tools/tensorctl_foo.cc, declare it below, and add a row.
-// Flags shared by several commands (--device, -o, --interval, --iterations)
-// are parsed in tensorctl.cc and reach the commands through Ctl.
+// snapshot, empty-cache, top, profile), write `absl::Status RunFoo(Ctl&, args)`
+// in its own tools/tensorctl_foo.cc, declare it below, and add a row. Flags
+// shared by several commands (--device, -o, --interval, --iterations) are
+// parsed in tensorctl.cc and reach the commands through Ctl.
 #ifndef TENSORD_TOOLS_TENSORCTL_COMMANDS_H_
 #define TENSORD_TOOLS_TENSORCTL_COMMANDS_H_
 
@@ -34,6 +34,8 @@ struct Ctl {
   absl::Duration interval = absl::Seconds(1);  // top's refresh period
   int iterations = 0;         // top's refreshes; 0: until interrupted
   bool clear_screen = false;  // top repaints with ANSI codes (a terminal)
+  absl::Duration duration = absl::Seconds(5);  // profile's window
+  int top = 20;                                // profile's table rows (0: all)
   std::unique_ptr<v1::Admin::Stub> admin;
   std::ostream* out = nullptr;
 
@@ -73,6 +75,8 @@ absl::Status RunSnapshot(Ctl& ctl, Args args);
 absl::Status RunEmptyCache(Ctl& ctl, Args args);
 // tensorctl_top.cc
 absl::Status RunTop(Ctl& ctl, Args args);
+// tensorctl_profile.cc
+absl::Status RunProfile(Ctl& ctl, Args args);
 
 }  // namespace tensorctl
 }  // namespace tensord

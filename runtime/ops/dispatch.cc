@@ -1,5 +1,7 @@
 #include "runtime/ops/dispatch.h"
 
+#include <chrono>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/elementwise.h"
@@ -74,12 +76,49 @@ absl::StatusOr<std::vector<Tensor>> RunKernelInFloat(
   return outputs;
 }
 
+// Adds the time since `*mark` to `*total` and moves the mark (Note [Op
+// phases]); a no-op without phases.
+void Lap(OpPhases* phases, uint64_t* mark, uint64_t OpPhases::*total) {
+  if (phases == nullptr) return;
+  const uint64_t now = PhaseClockNs();
+  phases->*total += now - *mark;
+  *mark = now;
+}
+
+// Keeps nested RunOps from timing while a kernel runs (Note [Op phases]).
+class PhaseDepth {
+ public:
+  explicit PhaseDepth(OpPhases* phases) : phases_(phases) {
+    if (phases_ != nullptr) ++phases_->depth;
+  }
+  ~PhaseDepth() {
+    if (phases_ != nullptr) --phases_->depth;
+  }
+
+ private:
+  OpPhases* phases_;
+};
+
 }  // namespace
+
+uint64_t PhaseClockNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
                                           absl::Span<const Tensor> inputs,
                                           const Attrs& attrs,
                                           const OpContext& outer_ctx) {
+  OpPhases* phases = outer_ctx.phases != nullptr && outer_ctx.phases->depth == 0
+                         ? outer_ctx.phases
+                         : nullptr;
+  uint64_t mark = 0;
+  if (phases != nullptr) {
+    mark = PhaseClockNs();
+    if (phases->first_run_ns == 0) phases->first_run_ns = mark;
+  }
   TD_RETURN_IF_ERROR(CheckArity(op, inputs.size()));
   TD_RETURN_IF_ERROR(CheckSameDevice(op, inputs));
   for (const Tensor& t : inputs) {
@@ -89,12 +128,12 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
     }
   }
   if (op.view != nullptr || op.composite != nullptr) {
-    auto views =
-        (op.view ? op.view : op.composite)(inputs, attrs, outer_ctx);
+    auto views = (op.view ? op.view : op.composite)(inputs, attrs, outer_ctx);
     if (!views.ok()) return PrefixOp(op, views.status());
     return views;
   }
   auto specs = op.infer(inputs, attrs, outer_ctx);
+  Lap(phases, &mark, &OpPhases::infer_ns);
   if (!specs.ok()) return PrefixOp(op, specs.status());
   Device* device = inputs.empty() ? specs->front().device : inputs[0].device();
   // Kernels and outputs use the session's stream on this device.
@@ -113,6 +152,14 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
     if (!out.ok()) return PrefixOp(op, out.status());
     outputs.push_back(*std::move(out));
   }
+  Lap(phases, &mark, &OpPhases::alloc_ns);
+  // Kernel time ends when this scope does, after the kernel returned.
+  struct KernelLap {
+    OpPhases* phases;
+    uint64_t* mark;
+    ~KernelLap() { Lap(phases, mark, &OpPhases::kernel_ns); }
+  } kernel_lap{phases, &mark};
+  PhaseDepth depth(phases);
   if (!op.native_half) {
     bool half = false;
     for (const Tensor& t : inputs) half |= IsHalf(t.dtype());

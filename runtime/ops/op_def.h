@@ -40,6 +40,21 @@ class Recorder {
       const OpContext& ctx) = 0;
 };
 
+// Note [Op phases]: while a session profiles, its commands carry an OpPhases
+// and RunOp adds the time of each phase to it: shape inference, output
+// allocation, the kernel (on CUDA: the launch). Only the outermost RunOp of a
+// command times (depth 0): a kernel that runs other ops counts as kernel
+// time, and a composite's inner ops add up their own phases.
+struct OpPhases {
+  uint64_t infer_ns = 0;
+  uint64_t alloc_ns = 0;
+  uint64_t kernel_ns = 0;
+  uint64_t first_run_ns = 0;  // PhaseClockNs() at the first RunOp; 0 before
+  int depth = 0;
+};
+// A monotonic clock in nanoseconds (steady_clock) for OpPhases.
+uint64_t PhaseClockNs();
+
 // What an op sees of the session running it.
 struct OpContext {
   Device* device = nullptr;  // the session's default device (creation ops)
@@ -47,6 +62,7 @@ struct OpContext {
   Generator* generator = nullptr;
   AllocContext alloc;            // session id and stream
   Recorder* recorder = nullptr;  // Note [Autograd recording]
+  OpPhases* phases = nullptr;    // Note [Op phases]; null unless profiling
 };
 
 struct TensorSpec {

@@ -88,7 +88,18 @@ def test_profiler_table_and_trace(session: td.Session, tmp_path) -> None:
     path = tmp_path / "trace.json"
     prof.export_chrome_trace(str(path))
     trace = json.loads(path.read_text())["traceEvents"]
-    assert len(trace) == len(prof.events) and trace[0]["ph"] == "X"
+    ops = [t for t in trace if t["cat"] == "op"]
+    assert len(ops) == len(prof.events) and ops[0]["ph"] == "X"
+    # Phases: each op's nest inside it, in order, and never exceed its wall time.
+    for e in mm:
+        assert e.kernel_us > 0 and e.infer_us > 0 and e.alloc_us > 0 and e.wait_us > 0
+        assert e.decode_us + e.infer_us + e.alloc_us + e.kernel_us <= e.wall_us + 1e-3
+    first = next(t for t in ops if t["name"] == "matmul")
+    inside = [t for t in trace if t["cat"] == "phase" and t["tid"] == first["tid"]
+              and first["ts"] <= t["ts"] < first["ts"] + first["dur"]]
+    assert [t["name"] for t in inside] == ["decode", "infer", "alloc", "kernel"]
+    assert all(a["ts"] + a["dur"] <= b["ts"] + 1e-6 for a, b in zip(inside, inside[1:]))
+    assert "Avg kernel" in table and avg["matmul"].phases_us["kernel"] > 0
     # outside the block nothing is recorded
     (x.sum() + 1).item()
     assert len(session.profile_fetch().ops) == 0

@@ -6,9 +6,12 @@
     prof.export_chrome_trace("trace.json")     # chrome://tracing or ui.perfetto.dev
 
 Underneath: ``SetOptions{profile}`` makes the daemon record every Call and Backward of the
-session (op, device, start, wall time, bytes held by the outputs, call site); leaving the block
-fetches the records (``GetProfile``). On CPU an op's wall time covers decoding, shape inference,
-allocation and the kernel; on CUDA it ends at the kernel launch.
+session (op, device, start, wall time, bytes held by the outputs, call site) and the phases of
+each: ``wait`` (queued in the daemon before it ran), then within the wall time ``decode``
+(handles, attributes, checks), ``infer`` (shape inference), ``alloc`` (outputs) and ``kernel``
+(on CUDA: the launch); the rest (``other``) is autograd recording and the acknowledgement.
+Leaving the block fetches the records (``GetProfile``). ``tensorctl profile SESSION`` reads the
+same profiler from outside the client.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ __all__ = ["profile", "OpEvent", "OpAverage"]
 
 
 class OpEvent(NamedTuple):
-    """One op the daemon ran while profiling."""
+    """One op the daemon ran while profiling (times in microseconds)."""
 
     name: str
     device: str
@@ -30,16 +33,32 @@ class OpEvent(NamedTuple):
     wall_us: float
     bytes_allocated: int
     site: str
+    wait_us: float = 0.0
+    decode_us: float = 0.0
+    infer_us: float = 0.0
+    alloc_us: float = 0.0
+    kernel_us: float = 0.0
+
+    @property
+    def other_us(self) -> float:
+        """Wall time in no phase: autograd recording, the acknowledgement."""
+        return max(0.0, self.wall_us - self.decode_us - self.infer_us - self.alloc_us
+                   - self.kernel_us)
+
+
+_PHASES = ("wait", "decode", "infer", "alloc", "kernel", "other")
 
 
 class OpAverage(NamedTuple):
-    """Every event of one (op, device): the rows of ``key_averages()``."""
+    """Every event of one (op, device): the rows of ``key_averages()``; ``phases_us`` maps
+    each phase (wait, decode, infer, alloc, kernel, other) to its total."""
 
     name: str
     device: str
     count: int
     total_us: float
     bytes_allocated: int
+    phases_us: Dict[str, float] = {}
 
     @property
     def avg_us(self) -> float:
@@ -56,9 +75,12 @@ class _Averages(list):
             raise ValueError(f"sort_by must be one of {sorted(keys)}, got {sort_by!r}")
         rows = sorted(self, key=key, reverse=True)[:row_limit]
         total = sum(a.total_us for a in self) or 1.0
-        head = ("Name", "Device", "Calls", "Total", "Total %", "Avg", "Bytes alloc")
+        head = ("Name", "Device", "Calls", "Total", "Total %", "Avg",
+                *(f"Avg {p}" for p in _PHASES), "Bytes alloc")
         body = [(a.name, a.device, str(a.count), _us(a.total_us),
-                 f"{100.0 * a.total_us / total:.1f}%", _us(a.avg_us), _bytes(a.bytes_allocated))
+                 f"{100.0 * a.total_us / total:.1f}%", _us(a.avg_us),
+                 *(_us(a.phases_us.get(p, 0.0) / max(a.count, 1)) for p in _PHASES),
+                 _bytes(a.bytes_allocated))
                 for a in rows]
         widths = [max(len(r[i]) for r in body + [head]) for i in range(len(head))]
         sep = "-" * (sum(widths) + 2 * len(widths))
@@ -100,7 +122,9 @@ class profile:  # noqa: N801 (torch.profiler's name)
         p = s.profile_fetch(clear=True)
         self.dropped = p.dropped
         self.events = [OpEvent(r.op, r.device, r.start_ns / 1e3, r.wall_ns / 1e3,
-                               r.bytes_allocated, r.site) for r in p.ops]
+                               r.bytes_allocated, r.site, r.wait_ns / 1e3, r.decode_ns / 1e3,
+                               r.infer_ns / 1e3, r.alloc_ns / 1e3, r.kernel_ns / 1e3)
+                       for r in p.ops]
 
     def key_averages(self) -> _Averages:
         """Events grouped by (op, device)."""
@@ -108,15 +132,27 @@ class profile:  # noqa: N801 (torch.profiler's name)
         for e in self.events:
             groups.setdefault((e.name, e.device), []).append(e)
         return _Averages(OpAverage(n, d, len(es), sum(e.wall_us for e in es),
-                                   sum(e.bytes_allocated for e in es))
+                                   sum(e.bytes_allocated for e in es),
+                                   {p: sum(getattr(e, p + "_us") for e in es) for p in _PHASES})
                          for (n, d), es in groups.items())
 
     def export_chrome_trace(self, path: str, pid: Optional[str] = None) -> None:
-        """Writes the events as Chrome trace JSON (chrome://tracing, ui.perfetto.dev)."""
+        """Writes the events as Chrome trace JSON (chrome://tracing, ui.perfetto.dev): each op
+        a slice on its device's track with its phases nested in order (decode, infer, alloc,
+        kernel); the queue wait is in the op's args."""
         pid = pid or f"tensord session {self._session.session_id}"
-        trace = [{"name": e.name, "ph": "X", "ts": e.start_us, "dur": e.wall_us, "pid": pid,
-                  "tid": e.device, "cat": "op",
-                  "args": {"bytes_allocated": e.bytes_allocated, "site": e.site}}
-                 for e in self.events]
+        trace: List[Dict[str, Any]] = []
+        for e in self.events:
+            trace.append({"name": e.name, "ph": "X", "ts": e.start_us, "dur": e.wall_us,
+                          "pid": pid, "tid": e.device, "cat": "op",
+                          "args": {"bytes_allocated": e.bytes_allocated, "site": e.site,
+                                   "wait_us": e.wait_us}})
+            at = e.start_us
+            for phase in ("decode", "infer", "alloc", "kernel"):
+                dur = getattr(e, phase + "_us")
+                if dur > 0:
+                    trace.append({"name": phase, "ph": "X", "ts": at, "dur": dur, "pid": pid,
+                                  "tid": e.device, "cat": "phase"})
+                    at += dur
         with open(path, "w") as f:
             json.dump({"traceEvents": trace, "displayTimeUnit": "ms"}, f)
