@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/compute_gate.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/im2col.h"
 #include "kernels/cpu/parallel.h"
@@ -38,6 +39,7 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   const CBLAS_TRANSPOSE fa = ta ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE fb = tb ? CblasTrans : CblasNoTrans;
+  WideKernelScope wide(m * n * k >= kWideGemmFlops);
   if constexpr (std::is_same_v<T, float>) {
     cblas_sgemm(CblasRowMajor, fa, fb, m, n, k, 1.0f, a, lda, b, ldb, beta, c,
                 ldc);

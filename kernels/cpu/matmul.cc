@@ -4,6 +4,7 @@
 
 #include <type_traits>
 
+#include "kernels/cpu/compute_gate.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 
@@ -55,6 +56,7 @@ void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k,
         BlasLayout(m, k, sa[0], sa[1], &ta, &lda) &&
         BlasLayout(k, n, sb[0], sb[1], &tb, &ldb)) {
       const int64_t ldc = m == 1 ? std::max<int64_t>(n, 1) : sc[0];
+      WideKernelScope wide(m * n * k >= kWideGemmFlops);
       if constexpr (std::is_same_v<T, float>) {
         cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f,
                     c, ldc);

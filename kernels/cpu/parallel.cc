@@ -7,6 +7,7 @@
 
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
+#include "kernels/cpu/compute_gate.h"
 
 namespace tensord {
 namespace cpu {
@@ -29,6 +30,7 @@ class Pool {
 
  private:
   void Loop() {
+    MarkGateWorker();  // runs work for the gate's holder only
     while (true) {
       std::function<void()> fn;
       {
@@ -82,6 +84,7 @@ void ParallelFor(int64_t n, int64_t work_per_item,
     return;
   }
   const int64_t step = (n + chunks - 1) / chunks;
+  WideKernelScope wide;  // Note [CPU compute gate]
   absl::BlockingCounter done(static_cast<int>(chunks - 1));
   for (int64_t c = 1; c < chunks; ++c) {
     const int64_t begin = c * step, end = std::min(n, begin + step);
