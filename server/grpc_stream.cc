@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "google/protobuf/arena.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "spdlog/spdlog.h"
 
@@ -85,18 +86,19 @@ class SessionReactor
       return;
     }
     if (!session_) return OnHello();
-    if (!in_.has_batch()) {
+    if (!in_->has_batch()) {
       v1::ServerFrame frame;
       frame.mutable_error()->mutable_status()->set_code(
           static_cast<int>(absl::StatusCode::kInvalidArgument));
       frame.mutable_error()->mutable_status()->set_message(
-          in_.has_hello() ? "unexpected second Hello in a session"
-                          : "empty ClientFrame (neither hello nor batch)");
+          in_->has_hello() ? "unexpected second Hello in a session"
+                           : "empty ClientFrame (neither hello nor batch)");
       sink_->Send(std::move(frame));
       Read();
       return;
     }
-    if (session_->Submit(std::move(*in_.mutable_batch()))) Read();
+    // The batch stays on the frame's arena until it has run.
+    if (session_->Submit(std::move(arena_), in_->mutable_batch())) Read();
     // else: the session's on_drain callback resumes reading.
   }
 
@@ -127,23 +129,33 @@ class SessionReactor
   // gone, bytes arrived that did not parse (an error the client must hear).
   static constexpr int kUnreadMark = 536870911;  // the largest field number
   void Read() {
-    in_.Clear();
-    in_.GetReflection()->MutableUnknownFields(&in_)->AddVarint(kUnreadMark, 1);
-    StartRead(&in_);
+    // Note [Frame arenas]: each frame is parsed on its own arena, which the
+    // session frees after running the batch; a Hello or bad frame reuses it.
+    if (arena_ == nullptr) {
+      google::protobuf::ArenaOptions options;
+      options.start_block_size = 16 << 10;
+      options.max_block_size = 1 << 20;
+      arena_ = std::make_unique<google::protobuf::Arena>(options);
+    } else {
+      arena_->Reset();
+    }
+    in_ = google::protobuf::Arena::CreateMessage<v1::ClientFrame>(arena_.get());
+    in_->GetReflection()->MutableUnknownFields(in_)->AddVarint(kUnreadMark, 1);
+    StartRead(in_);
   }
   bool Unparsable() const {
-    const auto& unknown = in_.GetReflection()->GetUnknownFields(in_);
+    const auto& unknown = in_->GetReflection()->GetUnknownFields(*in_);
     return !(unknown.field_count() == 1 &&
              unknown.field(0).number() == kUnreadMark);
   }
 
   void OnHello() {
-    if (!in_.has_hello()) {
+    if (!in_->has_hello()) {
       sink_->End(absl::InvalidArgumentError(
           "the first frame of a session must be a Hello"));
       return;
     }
-    auto session = sessions_->Open(in_.hello(), BearerToken(*context_),
+    auto session = sessions_->Open(in_->hello(), BearerToken(*context_),
                                    context_->peer(), sink_);
     if (!session.ok()) {
       spdlog::warn("session refused for {}: {}", context_->peer(),
@@ -163,7 +175,8 @@ class SessionReactor
   SessionManager* sessions_;
   std::shared_ptr<StreamSink> sink_;
   std::shared_ptr<tensord::Session> session_;
-  v1::ClientFrame in_;
+  std::unique_ptr<google::protobuf::Arena> arena_;
+  v1::ClientFrame* in_ = nullptr;  // on arena_
 };
 
 void StreamSink::Send(v1::ServerFrame frame) {

@@ -41,9 +41,20 @@ Session::~Session() {
 }
 
 bool Session::Submit(v1::Batch batch) {
+  auto owned = std::make_unique<v1::Batch>(std::move(batch));
+  v1::Batch* raw = owned.get();
+  return Enqueue(Queued{nullptr, raw, std::move(owned), PhaseClockNs()});
+}
+
+bool Session::Submit(std::unique_ptr<google::protobuf::Arena> arena,
+                     v1::Batch* batch) {
+  return Enqueue(Queued{std::move(arena), batch, nullptr, PhaseClockNs()});
+}
+
+bool Session::Enqueue(Queued queued) {
   absl::MutexLock lock(&mu_);
   if (closing_) return true;  // late frames after Close/Kill are dropped
-  queue_.push_back(Queued{std::move(batch), PhaseClockNs()});
+  queue_.push_back(std::move(queued));
   if (queue_.size() > params_.max_queued_batches) {
     paused_ = true;
     return false;
@@ -77,8 +88,7 @@ void Session::WaitDone() {
 
 void Session::ExecutorLoop() {
   while (true) {
-    v1::Batch batch;
-    uint64_t arrived_ns = 0;
+    Queued queued;
     std::function<void()> drained;
     {
       absl::MutexLock lock(&mu_);
@@ -88,8 +98,7 @@ void Session::ExecutorLoop() {
           },
           this));
       if (queue_.empty()) break;  // closing and drained
-      batch = std::move(queue_.front().batch);
-      arrived_ns = queue_.front().arrived_ns;
+      queued = std::move(queue_.front());
       queue_.pop_front();
       if (paused_ && queue_.size() <= params_.max_queued_batches / 2) {
         paused_ = false;
@@ -99,6 +108,7 @@ void Session::ExecutorLoop() {
     if (drained) drained();  // outside the lock: the transport resumes reading
     // A resumed client resends what it did not see acknowledged; commands
     // already applied are dropped here, so nothing runs twice.
+    v1::Batch& batch = *queued.batch;
     const uint64_t applied = applied_seq_.load();
     auto* commands = batch.mutable_commands();
     commands->erase(std::remove_if(commands->begin(), commands->end(),
@@ -109,7 +119,7 @@ void Session::ExecutorLoop() {
     if (batch.commands_size() == 0) continue;
     const uint64_t last = batch.commands(batch.commands_size() - 1).seq();
     outbox_.SetSeq(last);
-    runner_.RunBatch(batch, arrived_ns);
+    runner_.RunBatch(batch, queued.arrived_ns);
     applied_seq_.store(last);
   }
   runner_.ReleaseAll();
