@@ -42,6 +42,7 @@ class Batcher:
     _entries: List[Any]
     _open: Optional[pb.Command]
     _unacked: "collections.deque[Tuple[int, bytes]]"
+    _batch_handles: "collections.deque[Tuple[int, int, int]]"
 
     def release(self, handle: int) -> None:
         """Queues ``handle`` for a batched Release. Safe from finalizers in any thread."""
@@ -135,15 +136,16 @@ class Batcher:
     def _drain_released_locked(self) -> None:
         if not self._released:
             return
-        handles = []
-        while True:
-            try:
-                h = self._released.popleft()
-            except IndexError:
-                break
-            handles.append(h)
-            if self._meta.pop(h, None) is None and h > self._acked_handle:
-                self._dropped.add(h)  # its Ack is still to come: don't keep that meta
+        # Only this thread pops (under the lock); finalizers in other threads may append
+        # meanwhile: take what is there now.
+        popleft = self._released.popleft
+        handles = [popleft() for _ in range(len(self._released))]
+        acked, meta, dropped = self._acked_handle, self._meta, self._dropped
+        for h in handles:
+            if h > acked:
+                dropped.add(h)  # its Ack is still to come: don't keep that meta
+            else:
+                meta.pop(h, None)
         self._add_locked().release.handles.extend(handles)
 
     def _flush_locked(self) -> None:
@@ -157,6 +159,9 @@ class Batcher:
         self._sent_seq = self._seq
         if self._resume_enabled:
             self._unacked.append((self._seq, frame))
+        # the handles this batch created, for its Ack (Receiver._on_ack)
+        self._batch_handles.append((self._seq, self._batch_first_handle, self._next_handle))
+        self._batch_first_handle = self._next_handle
         self._entries = []
         self._frame_bytes = 0
         self._put_frame(frame)

@@ -120,7 +120,30 @@ class Receiver:
             unacked.popleft()
         if self._frame_error_keys:
             self._frame_error_keys = {k for k in self._frame_error_keys if k[0] > last}
-        for m in ack.created:
+        lo = hi = 0
+        batches = self._batch_handles
+        while batches and batches[0][0] <= last:
+            _, first, hi = batches.popleft()
+            lo = lo or first
+        created = ack.created
+        n = len(created)
+        if n and n == hi - lo and created[0].handle == lo and created[n - 1].handle == hi - 1:
+            # Usual case: the batch created exactly the handles [lo, hi) that it allocated.
+            # Most of them are often released already (temporaries): those cost a set lookup,
+            # not a TensorMeta.
+            if hi - 1 > self._acked_handle:
+                self._acked_handle = hi - 1
+            dropped, meta = self._dropped, self._meta
+            if dropped:
+                for h in range(lo, hi):
+                    if h not in dropped:
+                        meta[h] = created[h - lo]
+                dropped.difference_update(range(lo, hi))
+            else:
+                for i, m in enumerate(created):
+                    meta[lo + i] = m
+            return
+        for m in created:
             h = m.handle
             if h > self._acked_handle:
                 self._acked_handle = h

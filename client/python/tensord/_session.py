@@ -37,6 +37,9 @@ from ._errors import ConnectionLost, Error, ProtocolError
 from ._proto import tensord_pb2 as pb
 from ._receiver import Receiver
 from ._transfer import Transfers
+from ._wire import CONT, SMALL, call_entry_packed, packed, varint
+
+_grad_state = _grad.state
 
 DEFAULT_ADDRESS = "127.0.0.1:50051"
 _MiB = 1 << 20
@@ -77,6 +80,10 @@ class Session(Batcher, Receiver, Transfers):
         self._next_request = 1
         self._meta: Dict[int, Any] = {}  # handle -> TensorMeta, until its Tensor takes it
         self._dropped: set = set()  # released before their Ack arrived
+        # (last seq, first handle, end handle) of each batch sent and not yet acknowledged:
+        # the handles the batch allocated, which its Ack's ``created`` lists in order
+        self._batch_handles: "collections.deque[Tuple[int, int, int]]" = collections.deque()
+        self._batch_first_handle = 1
         self._released: "collections.deque[int]" = collections.deque()
         self._pending: Dict[int, Pending] = {}  # request_id -> Get/Sync waiting for replies
         self._frame_errors: List[Error] = []  # Error{request_id=0}: malformed batches
@@ -236,12 +243,15 @@ class Session(Batcher, Receiver, Transfers):
 
     # ------------------------------------------------------ used by tensors and ops
 
-    def call(self, op_id: int, inputs: Sequence[int], attrs: Sequence[Tuple[str, str, Any]],
-             num_outputs: int, site: str) -> Tuple[int, int]:
-        """Queues a Call; returns (first output handle, seq). ``attrs`` are (name, AttrValue
-        field, value) triples, already checked against the schema."""
-        grad = _grad.is_grad_enabled()
-        site_field = _site_field(site)
+    def call(self, op_part: bytes, inputs: bytes, num_outputs: int,
+             site_field: bytes) -> Tuple[int, int, bytes]:
+        """Queues a Call; returns (first output handle, seq, that handle's varint). The parts
+        come encoded: ``op_part`` is the op id and attributes (``_wire.op_fields``, attributes
+        already checked against the schema), ``inputs`` the packed input handles
+        (``_wire.packed``), ``site_field`` the call site (``_site.site_field``).
+
+        This runs once per op: everything but the lock and the bytes is kept off this path."""
+        grad = _grad_state.enabled
         with self._lock:
             if self._broken is not None or self._closing:
                 self._check_open_locked()
@@ -254,15 +264,35 @@ class Session(Batcher, Receiver, Transfers):
             self._seq = seq = self._seq + 1
             first = self._next_handle
             self._next_handle = first + num_outputs
-            entry = _wire.call_entry(seq, op_id, inputs, attrs, first, num_outputs, site_field)
-            self._entries.append(entry)
+            # _wire.varint inlined (see there)
+            seq_v = (SMALL[seq] if seq < 16384 else
+                     CONT[seq & 0x3FFF] + SMALL[seq >> 14] if seq < 268435456 else varint(seq))
+            first_v = (SMALL[first] if first < 16384 else
+                       CONT[first & 0x3FFF] + SMALL[first >> 14] if first < 268435456 else
+                       varint(first))
+            if (num_outputs == 1 and 0 < len(inputs) < 128
+                    and len(op_part) + len(site_field) < 8000):
+                # _wire.call_entry_packed, inlined for the usual case
+                body_len = len(op_part) + len(inputs) + len(first_v) + len(site_field) + 4
+                body_len_v = SMALL[body_len]
+                entry = b"\x0a%b\x08%b\x12%b%b\x12%b%b\x22%b%b%b" % (
+                    SMALL[body_len + len(seq_v) + len(body_len_v) + 2], seq_v, body_len_v,
+                    op_part, SMALL[len(inputs)], inputs, SMALL[len(first_v)], first_v,
+                    site_field)
+            else:
+                entry = call_entry_packed(
+                    seq_v, op_part, inputs,
+                    first_v if num_outputs == 1 else packed(range(first, first + num_outputs)),
+                    site_field)
+            entries = self._entries
+            entries.append(entry)
             self._frame_bytes += len(entry)
-            n = len(self._entries)
+            n = len(entries)
             if n >= self._max_cmds or self._frame_bytes >= self._max_bytes:
                 self._flush_locked()
             elif n == 1:
                 self._wake_flusher.notify()
-        return first, seq
+        return first, seq, first_v
 
     def backward(self, roots: Sequence[int], grads: Sequence[int], *, retain_graph: bool,
                  create_graph: bool, inputs: Sequence[int] = (), allow_unused: bool = False,
@@ -345,17 +375,6 @@ class Session(Batcher, Receiver, Transfers):
 
 
 _open_sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
-_site_fields: Dict[str, bytes] = {}
-
-
-def _site_field(site: str) -> bytes:
-    """The encoded ``Call.site`` field, cached per call site."""
-    f = _site_fields.get(site)
-    if f is None:
-        if len(_site_fields) > 4096:
-            _site_fields.clear()
-        f = _site_fields[site] = _wire.encode_site(site)
-    return f
 
 
 @atexit.register
