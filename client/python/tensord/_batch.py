@@ -9,7 +9,6 @@ sent again on the new stream. While a resume is under way, flushed frames are on
 from __future__ import annotations
 
 import collections
-import queue
 import threading
 from typing import Any, List, Optional, Tuple
 
@@ -49,11 +48,12 @@ class Batcher:
         if self._closing or self._broken is not None:
             return
         self._released.append(handle)
-        if self._entries or self._open is not None:
-            return  # a batch is open: its flush (at most one interval away) drains releases
+        if self._entries or self._open is not None or not self._flusher_idle:
+            return  # a batch is open, or the flusher is awake: a flush drains releases soon
         if self._lock.acquire(blocking=False):  # never block: we may be inside our own lock
             try:
-                self._wake_flusher.notify()
+                if self._flusher_idle:
+                    self._wake_flusher.notify()
             finally:
                 self._lock.release()
 
@@ -116,7 +116,7 @@ class Batcher:
         n = self._count_locked()
         if n >= self._max_cmds or self._frame_bytes >= self._max_bytes:
             self._flush_locked()
-        elif n == 1:
+        elif n == 1 and self._flusher_idle:
             self._wake_flusher.notify()
 
     def _request_locked(self) -> Tuple[int, Pending]:
@@ -173,20 +173,25 @@ class Batcher:
         if self._resuming:
             return
         conn = self._conn
-        while True:
-            try:
-                conn.out.put(frame, timeout=0.5)
+        while not conn.put(frame, 0.5):
+            if self._broken is not None or conn.dead:
                 return
-            except queue.Full:
-                if self._broken is not None or conn.dead:
-                    return
 
     def _flush_loop(self) -> None:
+        """The flusher thread. It sleeps until a command opens a batch, lets the batch grow for
+        one interval, sends what is open then (unless a read or a threshold sent it first) and
+        goes back to sleep if nothing is. Only a sleeping flusher is woken (``_flusher_idle``):
+        commands added while it waits out an interval cost no thread wake-up, so a caller that
+        issues a few ops and reads a value, again and again, wakes it once per interval at
+        most, not once per batch."""
         with self._lock:
             while not self._closing and self._broken is None:
                 if not self._count_locked() and not self._released:
+                    self._flusher_idle = True
                     self._wake_flusher.wait()
-                    continue
+                    self._flusher_idle = False
+                    if self._closing or self._broken is not None:
+                        break
                 # let the batch grow for one interval, then send whatever is there
                 self._wake_flusher.wait(self._flush_interval)
                 if not self._closing and self._broken is None:

@@ -5,21 +5,47 @@ another one to the same address with ``Hello{resume_...}`` (``_receiver``). Each
 its own bounded queue of encoded frames (gRPC's sender thread drains it through the request
 iterator), so a dead stream's queue is simply dropped: whatever it held is still in the
 session's unacknowledged batches and is resent on the next stream.
+
+Note [Direct send]: gRPC's synchronous API sends a stream's requests from its own thread, which
+pulls them from the request iterator: every frame costs a thread hand-off (and another when
+gRPC reports the write done), and a value read pays for it on its critical path. Where the
+installed grpcio exposes the call's state as grpc 1.4x-1.6x do (``_DirectSender.attach``
+checks; ``TENSORD_DIRECT_SEND=0`` turns it off), frames are instead written from the thread
+that flushes them, exactly as gRPC's sender thread would write them (same state, same
+operation, same event handler), one write in flight at a time: a flush waits for the previous
+write to complete, which is also the backpressure. The request iterator then only yields the
+Hello and, at the end, returns so that gRPC's thread half-closes the stream.
+
+Otherwise frames go through a queue: a ``SimpleQueue`` (C: a put wakes the sender without
+Python-level Condition work) bounded by two counters, each written by one side only: frames put
+(by the session, under its lock) and frames taken (by the sender). A producer that finds
+``_MAX_QUEUED`` frames waiting sleeps on ``_space``, which the sender sets only while someone
+waits for it.
 """
 
 from __future__ import annotations
 
 import collections
+import os
 import queue
 import threading
+import time
+from _queue import SimpleQueue
 from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import grpc
+
+try:  # Note [Direct send]
+    from grpc import _channel as _grpc_channel
+    from grpc._cython import cygrpc as _cygrpc
+except ImportError:  # pragma: no cover (another grpcio layout: the queue path)
+    _grpc_channel = _cygrpc = None
 
 from . import _errors
 from ._proto import tensord_pb2 as pb
 
 PROTOCOL_VERSION = 1
+_MAX_QUEUED = 64  # frames queued for the sender before put() blocks (backpressure)
 _OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
 # Transport failures gRPC reports with codes other than UNAVAILABLE.
 _TRANSPORT_WORDS = ("stream removed", "socket closed", "connection reset", "broken pipe",
@@ -69,7 +95,11 @@ class Connection:
     def __init__(self, address: str, credentials: Optional[grpc.ChannelCredentials],
                  metadata: Sequence[Tuple[str, str]], hello: pb.ClientFrame,
                  wait_for_ready: bool) -> None:
-        self.out: "queue.Queue[Optional[bytes]]" = queue.Queue(maxsize=64)
+        self._out: "SimpleQueue[Optional[bytes]]" = SimpleQueue()
+        self._put_count = 0  # frames put (written under the session's lock only)
+        self._taken_count = 0  # frames taken by the sender (written by it only)
+        self._space = threading.Event()  # set by the sender for a producer waiting for room
+        self._space_wanted = False
         self.dead = False  # the stream failed or ended: frames put now are never sent
         self._resend: "collections.deque[bytes]" = collections.deque()
         self._ready = threading.Event()  # set once Welcome arrived (or the attempt is over)
@@ -80,8 +110,12 @@ class Connection:
         rpc = self._channel.stream_stream(
             "/tensord.v1.Tensord/Session", request_serializer=_serialize,
             response_deserializer=pb.ServerFrame.FromString)
+        self._ended = threading.Event()  # direct send: the request iterator may return
+        self._direct: Optional[_DirectSender] = None
         self.responses = rpc(self._requests(hello), metadata=list(metadata),
                              wait_for_ready=wait_for_ready)
+        if os.environ.get("TENSORD_DIRECT_SEND", "1") != "0":
+            self._direct = _DirectSender.attach(self.responses)
 
     def welcome(self, timeout: float) -> Any:
         """Waits for the first frame (the Welcome). Raises ``grpc.RpcError``, ``StopIteration``
@@ -107,27 +141,54 @@ class Connection:
 
     def start(self, resend: Iterable[bytes]) -> None:
         """Lets the request iterator go on: first ``resend`` (batches the daemon may not have
-        applied), then whatever is queued."""
-        self._resend.extend(resend)
+        applied), then whatever is queued. Called under the session's lock, after Welcome."""
+        if self._direct is not None:
+            for frame in resend:
+                while self._direct.send(frame, 0.5) is False and not self.dead:
+                    pass
+        else:
+            self._resend.extend(resend)
         self._ready.set()
 
     def frames(self) -> Iterator[Any]:
         """The replies after the Welcome."""
         return self.responses
 
+    def put(self, frame: Optional[bytes], timeout: float) -> bool:
+        """Queues ``frame`` for the sender (None: end the stream). Called under the session's
+        lock. False when the queue stayed full (the previous write did not complete) for
+        ``timeout`` seconds."""
+        if self._direct is not None:
+            if frame is None:
+                self._ended.set()
+                return True
+            return self._direct.send(frame, timeout) is not False  # None: the call is over
+        if frame is not None:
+            if self._put_count - self._taken_count >= _MAX_QUEUED and not self.dead:
+                self._space_wanted = True
+                self._space.clear()
+                # re-checked after the flag is up: the sender sets _space after each take
+                if self._put_count - self._taken_count >= _MAX_QUEUED and not self.dead:
+                    self._space.wait(timeout)
+                self._space_wanted = False
+                if self._put_count - self._taken_count >= _MAX_QUEUED and not self.dead:
+                    return False
+            self._put_count += 1
+        self._out.put(frame)
+        return True
+
     def mark_dead(self) -> None:
         """The stream is over: empties the queue so a blocked sender returns at once."""
         self.dead = True
         self._ready.set()
+        self._space.set()
+        self._ended.set()
         try:
             while True:
-                self.out.get_nowait()
+                self._out.get_nowait()
         except queue.Empty:
             pass
-        try:
-            self.out.put_nowait(None)  # ends the request iterator
-        except queue.Full:
-            pass
+        self._out.put(None)  # ends the request iterator
 
     def cancel(self) -> None:
         """Cancels the call (close() during a resume attempt)."""
@@ -140,14 +201,76 @@ class Connection:
 
     def _requests(self, hello: pb.ClientFrame) -> Iterator[Any]:  # drained by gRPC's sender
         yield hello
+        if self._direct is not None:  # the session writes; gRPC's thread half-closes at the end
+            self._ended.wait()
+            self._direct.wait_idle()
+            return
         self._ready.wait()
         while self._resend and not self.dead:
             yield self._resend.popleft()
+        get = self._out.get
         while True:
-            frame = self.out.get()
+            frame = get()
+            self._taken_count += 1
+            if self._space_wanted:
+                self._space.set()
             if frame is None:
                 return
             yield frame
+
+
+class _DirectSender:
+    """Writes frames on a call from the calling thread (Note [Direct send]). One thread at a
+    time (the session's lock); gRPC's own sender thread only sends the Hello, before."""
+
+    def __init__(self, rendezvous: Any) -> None:
+        self._state = rendezvous._state
+        self._call = rendezvous._call
+        self._handler = _grpc_channel._event_handler(self._state, pb.ServerFrame.FromString)
+        self._send_op = _cygrpc.OperationType.send_message
+
+    @classmethod
+    def attach(cls, rendezvous: Any) -> "Optional[_DirectSender]":
+        """A sender for ``rendezvous``, or None if this grpcio does not look as expected."""
+        try:
+            state = rendezvous._state
+            ok = (callable(getattr(_grpc_channel, "_event_handler", None))
+                  and callable(getattr(rendezvous._call, "operate", None))
+                  and isinstance(state.due, set) and hasattr(state, "code")
+                  and hasattr(state, "cancelled") and hasattr(state.condition, "wait")
+                  and callable(getattr(_cygrpc, "SendMessageOperation", None)))
+            return cls(rendezvous) if ok else None
+        except Exception:  # an unknown grpcio layout: the queue path
+            return None
+
+    def send(self, frame: bytes, timeout: float) -> Optional[bool]:
+        """Starts writing ``frame``: True; False when the previous write did not complete
+        within ``timeout`` seconds; None when the call is over (the frame is dropped)."""
+        state = self._state
+        with state.condition:
+            if self._send_op in state.due:
+                deadline = time.monotonic() + timeout
+                while (self._send_op in state.due and state.code is None
+                       and not state.cancelled):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    state.condition.wait(left)
+            if state.code is not None or state.cancelled:
+                return None
+            state.due.add(self._send_op)
+            if not self._call.operate((_cygrpc.SendMessageOperation(frame, 0),),
+                                      self._handler):
+                state.due.discard(self._send_op)
+                return None
+        return True
+
+    def wait_idle(self) -> None:
+        """Waits until no write is in flight (before the stream is half-closed)."""
+        state = self._state
+        with state.condition:
+            while self._send_op in state.due and state.code is None and not state.cancelled:
+                state.condition.wait(0.1)
 
 
 def _serialize(frame: Any) -> bytes:

@@ -67,6 +67,7 @@ class Session(Batcher, Receiver, Transfers):
         self._lock = threading.Lock()
         self._replies = threading.Condition(self._lock)  # receiver → waiters
         self._wake_flusher = threading.Condition(self._lock)  # first command → flusher
+        self._flusher_idle = False  # the flusher sleeps until woken (see Batcher._flush_loop)
         # The open batch: encoded Batch.commands entries (_wire), plus at most one protobuf
         # Command still being filled in (_open), encoded when the next command is added.
         self._entries: List[Any] = []
@@ -290,7 +291,7 @@ class Session(Batcher, Receiver, Transfers):
             n = len(entries)
             if n >= self._max_cmds or self._frame_bytes >= self._max_bytes:
                 self._flush_locked()
-            elif n == 1:
+            elif n == 1 and self._flusher_idle:
                 self._wake_flusher.notify()
         return first, seq, first_v
 

@@ -11,6 +11,7 @@ Errors stay with the values they spoil: a tensor produced by a failing op raises
 
 from __future__ import annotations
 
+import struct
 from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -189,6 +190,27 @@ def call_op(s: Session, op: OpInfo, inputs: Sequence[Any], attrs: Optional[dict]
     return tuple(Tensor._make(s, first + i, seq, dev) for i in range(nout))
 
 
+_PACK_F32 = struct.Struct("<f").pack
+_PACK_I64 = struct.Struct("<q").pack
+
+
+def _pack_scalar(x: Any) -> Optional[Tuple[_dtype.dtype, bytes]]:
+    """(dtype, wire bytes) of a Python bool, int or float as ``scalar_dtype`` says it travels,
+    or None for anything else (NumPy scalars, ints beyond int64, floats beyond float32: the
+    NumPy path converts those, or raises, as before)."""
+    t = type(x)
+    try:
+        if t is float:
+            return _dtype.float32, _PACK_F32(x)  # rounds like NumPy's float64 -> float32
+        if t is int:
+            return _dtype.int64, _PACK_I64(x)
+        if t is bool:
+            return _dtype.bool_, b"\x01" if x else b"\x00"
+    except (OverflowError, struct.error):
+        pass
+    return None
+
+
 def _upload_scalars(s: Session, op: OpInfo, inputs: Sequence[Any], dev: Optional[str],
                     site: bytes) -> Tuple[bytes, List["Tensor"]]:
     """The packed input handles of ``inputs``, Python scalars and NumPy arrays uploaded first
@@ -200,7 +222,13 @@ def _upload_scalars(s: Session, op: OpInfo, inputs: Sequence[Any], dev: Optional
         if isinstance(x, Tensor):
             parts.append(x._hv)
             continue
-        if isinstance(x, _SCALARS):
+        packed = _pack_scalar(x)
+        if packed is not None:  # a Python number: no NumPy round trip
+            dt, data = packed
+            dev_s = _dtype.device_str(dev)
+            handle, seq = s.put(data, dt.proto, (), dev_s, False, site_str)
+            t = Tensor._make(s, handle, seq, dev_s or None)
+        elif isinstance(x, _SCALARS):
             dt = scalar_dtype(x)
             t = upload(s, np.asarray(x, dtype=dt.numpy_dtype), dt, dev, site=site_str)
         elif isinstance(x, np.ndarray):

@@ -124,17 +124,40 @@ def message_entry(seq: int, cmd: Any) -> bytes:
     return b"\x0a" + varint(len(data)) + data
 
 
-def put_header_entry(seq: int, cmd: Any, data_len: int) -> bytes:
-    """The start of the ``Batch.commands`` entry for ``Command{seq, put}`` where ``cmd.put``
-    has every field but ``data``; the ``data_len`` data bytes (Put field 6) follow these bytes,
-    appended by the caller uncopied."""
-    put_tag = b"\x1a"  # Command.put = 3
-    seq_field = b"\x08" + varint(seq)
-    put_body = cmd.put.SerializeToString()
-    data_field = b"\x32" + varint(data_len)
-    put_len = len(put_body) + len(data_field) + data_len
-    inner = seq_field + put_tag + varint(put_len) + put_body + data_field
+def put_header_entry(seq: int, handle: int, dtype: int, shape: Sequence[int], device: str,
+                     offset: int, last: bool, requires_grad: bool, site: str,
+                     data_len: int) -> bytes:
+    """The start of the ``Batch.commands`` entry for ``Command{seq, put{...}}`` (dtype, shape,
+    device, requires_grad and site as given: empty after the first chunk); the ``data_len``
+    data bytes follow these bytes, appended by the caller uncopied. ``data`` (field 6) is
+    written last, after fields 7-9: parsers take fields in any order."""
+    head = b"\x08" + varint(handle)
+    if dtype:
+        head += b"\x10" + varint(dtype)
+    if shape:
+        head += _ld(b"\x1a", b"".join([varint(d) for d in shape]))
+    if device:
+        head += _ld(b"\x22", device.encode())
+    if offset:
+        head += b"\x28" + varint(offset)
+    if last:
+        head += b"\x38\x01"
+    if requires_grad:
+        head += b"\x40\x01"
+    if site:
+        head += _ld(b"\x4a", site.encode())
+    head += b"\x32" + varint(data_len)
+    inner = b"\x08" + varint(seq) + b"\x1a" + varint(len(head) + data_len) + head
     return b"\x0a" + varint(len(inner) + data_len) + inner
+
+
+def get_entry(seq: int, handle: int, request_id: int, site: str) -> bytes:
+    """``Batch.commands`` entry for ``Command{seq, get{handle, request_id, site}}``."""
+    body = b"\x08" + varint(handle) + b"\x10" + varint(request_id)
+    if site:
+        body += _ld(b"\x1a", site.encode())
+    cmd = b"\x08" + varint(seq) + _ld(b"\x22", body)
+    return b"\x0a" + varint(len(cmd)) + cmd
 
 
 def frame(entries: List[Any]) -> bytes:
