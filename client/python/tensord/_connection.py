@@ -10,17 +10,20 @@ Note [Direct send]: gRPC's synchronous API sends a stream's requests from its ow
 pulls them from the request iterator: every frame costs a thread hand-off (and another when
 gRPC reports the write done), and a value read pays for it on its critical path. Where the
 installed grpcio exposes the call's state as grpc 1.4x-1.6x do (``_DirectSender.attach``
-checks; ``TENSORD_DIRECT_SEND=0`` turns it off), frames are instead written from the thread
-that flushes them, exactly as gRPC's sender thread would write them (same state, same
-operation, same event handler), one write in flight at a time: a flush waits for the previous
-write to complete, which is also the backpressure. The request iterator then only yields the
-Hello and, at the end, returns so that gRPC's thread half-closes the stream.
+checks; ``TENSORD_DIRECT_SEND=0`` turns it off), a frame flushed while the stream is idle (no
+write in flight, nothing queued) is written from the flushing thread instead, exactly as
+gRPC's sender thread would write it (same state, same operation, same event handler). A frame
+flushed while a write is in flight is queued as usual: waiting for that write to complete
+would mean waiting for gRPC's polling thread to get the GIL, which a busy caller holds for up
+to the interpreter's switch interval. Order is kept because a direct write happens only when
+everything queued before it was written (``_put_count == _done_count``), and the request
+iterator waits for a direct write to complete before it hands gRPC the next queued frame.
 
-Otherwise frames go through a queue: a ``SimpleQueue`` (C: a put wakes the sender without
-Python-level Condition work) bounded by two counters, each written by one side only: frames put
-(by the session, under its lock) and frames taken (by the sender). A producer that finds
-``_MAX_QUEUED`` frames waiting sleeps on ``_space``, which the sender sets only while someone
-waits for it.
+The queue is a ``SimpleQueue`` (C: a put wakes the sender without Python-level Condition work)
+bounded by two counters, each written by one side only: frames queued (by the session, under
+its lock) and frames written (by the sender, once gRPC asks for the next one). A producer that
+finds ``_MAX_QUEUED`` frames waiting sleeps on ``_space``, which the sender sets only while
+someone waits for it.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import collections
 import os
 import queue
 import threading
-import time
 from _queue import SimpleQueue
 from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -96,8 +98,8 @@ class Connection:
                  metadata: Sequence[Tuple[str, str]], hello: pb.ClientFrame,
                  wait_for_ready: bool) -> None:
         self._out: "SimpleQueue[Optional[bytes]]" = SimpleQueue()
-        self._put_count = 0  # frames put (written under the session's lock only)
-        self._taken_count = 0  # frames taken by the sender (written by it only)
+        self._put_count = 0  # frames queued (written under the session's lock only)
+        self._done_count = 0  # queued frames written (by the sender thread only)
         self._space = threading.Event()  # set by the sender for a producer waiting for room
         self._space_wanted = False
         self.dead = False  # the stream failed or ended: frames put now are never sent
@@ -110,7 +112,6 @@ class Connection:
         rpc = self._channel.stream_stream(
             "/tensord.v1.Tensord/Session", request_serializer=_serialize,
             response_deserializer=pb.ServerFrame.FromString)
-        self._ended = threading.Event()  # direct send: the request iterator may return
         self._direct: Optional[_DirectSender] = None
         self.responses = rpc(self._requests(hello), metadata=list(metadata),
                              wait_for_ready=wait_for_ready)
@@ -142,12 +143,8 @@ class Connection:
     def start(self, resend: Iterable[bytes]) -> None:
         """Lets the request iterator go on: first ``resend`` (batches the daemon may not have
         applied), then whatever is queued. Called under the session's lock, after Welcome."""
-        if self._direct is not None:
-            for frame in resend:
-                while self._direct.send(frame, 0.5) is False and not self.dead:
-                    pass
-        else:
-            self._resend.extend(resend)
+        self._resend.extend(resend)
+        self._put_count += len(self._resend)  # no direct write before they are written
         self._ready.set()
 
     def frames(self) -> Iterator[Any]:
@@ -155,23 +152,22 @@ class Connection:
         return self.responses
 
     def put(self, frame: Optional[bytes], timeout: float) -> bool:
-        """Queues ``frame`` for the sender (None: end the stream). Called under the session's
-        lock. False when the queue stayed full (the previous write did not complete) for
-        ``timeout`` seconds."""
-        if self._direct is not None:
-            if frame is None:
-                self._ended.set()
-                return True
-            return self._direct.send(frame, timeout) is not False  # None: the call is over
+        """Sends or queues ``frame`` (None: end the stream). Called under the session's lock.
+        False when the queue stayed full for ``timeout`` seconds."""
         if frame is not None:
-            if self._put_count - self._taken_count >= _MAX_QUEUED and not self.dead:
+            if self.dead:
+                return True  # never sent: the session's unacknowledged batches keep it
+            if (self._direct is not None and self._put_count == self._done_count
+                    and self._direct.try_send(frame)):
+                return True
+            if self._put_count - self._done_count >= _MAX_QUEUED:
                 self._space_wanted = True
                 self._space.clear()
-                # re-checked after the flag is up: the sender sets _space after each take
-                if self._put_count - self._taken_count >= _MAX_QUEUED and not self.dead:
+                # re-checked after the flag is up: the sender sets _space after each write
+                if self._put_count - self._done_count >= _MAX_QUEUED and not self.dead:
                     self._space.wait(timeout)
                 self._space_wanted = False
-                if self._put_count - self._taken_count >= _MAX_QUEUED and not self.dead:
+                if self._put_count - self._done_count >= _MAX_QUEUED and not self.dead:
                     return False
             self._put_count += 1
         self._out.put(frame)
@@ -182,7 +178,6 @@ class Connection:
         self.dead = True
         self._ready.set()
         self._space.set()
-        self._ended.set()
         try:
             while True:
                 self._out.get_nowait()
@@ -201,27 +196,28 @@ class Connection:
 
     def _requests(self, hello: pb.ClientFrame) -> Iterator[Any]:  # drained by gRPC's sender
         yield hello
-        if self._direct is not None:  # the session writes; gRPC's thread half-closes at the end
-            self._ended.wait()
-            self._direct.wait_idle()
-            return
         self._ready.wait()
         while self._resend and not self.dead:
             yield self._resend.popleft()
+            self._done_count += 1  # gRPC asks for the next frame once this one is written
         get = self._out.get
         while True:
             frame = get()
-            self._taken_count += 1
+            if frame is None:
+                if self._direct is not None:
+                    self._direct.wait_idle()  # half-close after the last direct write
+                return
+            if self._direct is not None:
+                self._direct.wait_idle()  # a direct write may be in flight (Note [Direct send])
+            yield frame
+            self._done_count += 1
             if self._space_wanted:
                 self._space.set()
-            if frame is None:
-                return
-            yield frame
 
 
 class _DirectSender:
-    """Writes frames on a call from the calling thread (Note [Direct send]). One thread at a
-    time (the session's lock); gRPC's own sender thread only sends the Hello, before."""
+    """Writes frames on a call from the calling thread (Note [Direct send]): from the
+    session's threads (under its lock) and, for queued frames, gRPC's sender thread."""
 
     def __init__(self, rendezvous: Any) -> None:
         self._state = rendezvous._state
@@ -243,27 +239,18 @@ class _DirectSender:
         except Exception:  # an unknown grpcio layout: the queue path
             return None
 
-    def send(self, frame: bytes, timeout: float) -> Optional[bool]:
-        """Starts writing ``frame``: True; False when the previous write did not complete
-        within ``timeout`` seconds; None when the call is over (the frame is dropped)."""
+    def try_send(self, frame: bytes) -> bool:
+        """Starts writing ``frame`` if no write is in flight and the call goes on: True;
+        else False (the caller queues it)."""
         state = self._state
         with state.condition:
-            if self._send_op in state.due:
-                deadline = time.monotonic() + timeout
-                while (self._send_op in state.due and state.code is None
-                       and not state.cancelled):
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        return False
-                    state.condition.wait(left)
-            if state.code is not None or state.cancelled:
-                return None
+            if self._send_op in state.due or state.code is not None or state.cancelled:
+                return False
             state.due.add(self._send_op)
-            if not self._call.operate((_cygrpc.SendMessageOperation(frame, 0),),
-                                      self._handler):
-                state.due.discard(self._send_op)
-                return None
-        return True
+            if self._call.operate((_cygrpc.SendMessageOperation(frame, 0),), self._handler):
+                return True
+            state.due.discard(self._send_op)
+            return False
 
     def wait_idle(self) -> None:
         """Waits until no write is in flight (before the stream is half-closed)."""
