@@ -39,7 +39,7 @@ class OpInfo(NamedTuple):
     by_name: Dict[str, AttrInfo]
     differentiable: bool
     doc: str
-    op_field: bytes = b""  # the encoded Call.op_id field (_wire)
+    op_field: bytes = b""  # the encoded Call.op_id field (_wire.op_fields)
     any_required: bool = False  # some attribute has no default
     plain_binary: bool = False  # takes two inputs, has one output, needs no attribute
 

@@ -127,6 +127,8 @@ class Receiver:
             lo = lo or first
         created = ack.created
         n = len(created)
+        if n == 0 and hi == lo:
+            return  # a batch that created nothing (reads, releases, options)
         if n and n == hi - lo and created[0].handle == lo and created[n - 1].handle == hi - 1:
             # Usual case: the batch created exactly the handles [lo, hi) that it allocated.
             # Most of them are often released already (temporaries): those cost a set lookup,

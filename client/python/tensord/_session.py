@@ -4,9 +4,11 @@ Threads (see docs/protocol.md for the wire semantics):
 - the caller's threads append commands to the open batch (``_entries``, encoded by ``_wire``)
   under ``_lock``; handles and command seqs are allocated under the same lock, so they
   increase in command order;
-- a flusher thread sends the open batch ``flush_interval`` (2 ms) after its first command, unless
-  a value read, a sync, or the size/count threshold sent it first;
-- gRPC's own thread drains the current stream's queue (``_connection``) onto the stream;
+- a flusher thread sends the open batch at most ``flush_interval`` (2 ms) after its first
+  command, unless a value read, a sync, or the size/count threshold sent it first; it is woken
+  only from its idle sleep, never per batch (``Batcher._flush_loop``);
+- the flushing thread writes a frame onto an idle stream itself; frames flushed while a write
+  is in flight are queued for gRPC's own sender thread (``_connection``, Note [Direct send]);
 - a receiver thread (``_receiver``) applies replies and wakes waiters through ``_replies``;
   waiting is always on that condition, never a sleep. When the stream fails in transit it
   resumes the session on a new stream, transparently for the waiters.
@@ -17,6 +19,11 @@ The class is split by concern: ``_batch.Batcher`` (the open batch, flushing, req
 Releases come from ``Tensor.__del__``, which may run inside any thread at any allocation,
 including one holding ``_lock``: they only append to a deque (atomic under the GIL), and are
 drained into a ``Release`` command at the next flush.
+
+Per-op cost matters (a Python op should cost microseconds, not tens of them): ``call`` is the
+hot path, with the Call entry encoded inline from parts the caller precomputed (op id field,
+the inputs' cached varints, the cached call-site field); Acks are matched to the handle range
+each batch allocated (``_batch_handles``), so released temporaries cost no TensorMeta.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from ._errors import ConnectionLost, Error, ProtocolError
 from ._proto import tensord_pb2 as pb
 from ._receiver import Receiver
 from ._transfer import Transfers
-from ._wire import CONT, SMALL, call_entry_packed, packed, varint
+from ._wire import CONT, SMALL, call_entry_packed, op_fields, packed, varint
 
 _grad_state = _grad.state
 
@@ -244,12 +251,13 @@ class Session(Batcher, Receiver, Transfers):
 
     # ------------------------------------------------------ used by tensors and ops
 
-    def call(self, op_part: bytes, inputs: bytes, num_outputs: int,
-             site_field: bytes) -> Tuple[int, int, bytes]:
-        """Queues a Call; returns (first output handle, seq, that handle's varint). The parts
-        come encoded: ``op_part`` is the op id and attributes (``_wire.op_fields``, attributes
-        already checked against the schema), ``inputs`` the packed input handles
-        (``_wire.packed``), ``site_field`` the call site (``_site.site_field``).
+    def call(self, op_id: int, inputs: bytes, num_outputs: int, site_field: bytes,
+             op_part: Optional[bytes] = None) -> Tuple[int, int, bytes]:
+        """Queues a Call of op ``op_id``; returns (first output handle, seq, that handle's
+        varint). The rest comes encoded: ``inputs`` the packed input handles
+        (``_wire.packed``), ``site_field`` the call site (``_site.site_field``), ``op_part``
+        the op id and attribute fields (``_wire.op_fields``, attributes already checked
+        against the schema; default: the op id alone).
 
         This runs once per op: everything but the lock and the bytes is kept off this path."""
         grad = _grad_state.enabled
@@ -271,6 +279,8 @@ class Session(Batcher, Receiver, Transfers):
             first_v = (SMALL[first] if first < 16384 else
                        CONT[first & 0x3FFF] + SMALL[first >> 14] if first < 268435456 else
                        varint(first))
+            if op_part is None:
+                op_part = op_fields(op_id)
             if (num_outputs == 1 and 0 < len(inputs) < 128
                     and len(op_part) + len(site_field) < 8000):
                 # _wire.call_entry_packed, inlined for the usual case

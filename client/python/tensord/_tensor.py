@@ -111,7 +111,8 @@ def binary(name: str, a: Any, b: Any) -> Any:
             if op is not None and op.plain_binary and b._session is s:
                 # the hot path: call_op for two Tensors of one session, no attributes
                 dev = a._dev or b._dev
-                first, seq, first_v = s.call(op.op_field, a._hv + b._hv, 1, site_field(3))
+                first, seq, first_v = s.call(op.id, a._hv + b._hv, 1, site_field(3),
+                                             op.op_field)
                 t = _new(Tensor)  # Tensor._make, inlined
                 t._session = s
                 t._handle = first
@@ -175,7 +176,7 @@ def call_op(s: Session, op: OpInfo, inputs: Sequence[Any], attrs: Optional[dict]
             raise NotImplementedError(f"{op.name}: the number of outputs depends on its "
                                       "attributes; pass _num_outputs= (no wrapper knows it yet)")
         nout = num_outputs
-    first, seq, first_v = s.call(op_part, ins, nout, site)
+    first, seq, first_v = s.call(op.id, ins, nout, site, op_part)
     del keep
     if nout == 1:  # Tensor._make, inlined
         t = _new(Tensor)
