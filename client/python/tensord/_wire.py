@@ -2,10 +2,11 @@
 protobuf object on the client.
 
 A session's open batch is a list of already-encoded ``Batch.commands`` entries (each
-``0x0a len Command``); a frame is ``ClientFrame{batch}`` = ``0x12 len`` + those entries. The
-bytes are exactly what ``tensord_pb2`` would produce for the same fields (the unit tests check
-it), so the daemon cannot tell the difference. Rare commands still go through ``tensord_pb2``
-and ``SerializeToString``.
+``0x0a len Command``); a frame is ``ClientFrame{batch}`` = ``0x12 len`` + those entries. Call
+and Get bytes are exactly what ``tensord_pb2`` would produce for the same fields; a Put writes
+its ``data`` field last (parsers take fields in any order), so the payload can follow the
+header uncopied. tests/python/test_unit_wire.py checks both. Rare commands still go through
+``tensord_pb2`` and ``SerializeToString``.
 """
 
 from __future__ import annotations
