@@ -18,9 +18,13 @@ from ._proto import tensord_pb2 as pb
 
 
 class Pending:
-    """A reply someone waits for: a Get's data, a SyncDone or a Profile."""
+    """A reply someone waits for: a Get's data, a SyncDone or a Profile.
 
-    __slots__ = ("done", "error", "meta", "buf", "total", "shm_size")
+    Its waiter sleeps on its own lock (``wait``), released once by the receiver when the reply
+    is complete (``finish``) or the session is over (``wake``): one futex hand-off, without the
+    shared Condition's Python-level bookkeeping, on the critical path of every value read."""
+
+    __slots__ = ("done", "error", "meta", "buf", "total", "shm_size", "_wake", "_woken")
 
     def __init__(self) -> None:
         self.done = False
@@ -29,6 +33,24 @@ class Pending:
         self.buf = bytearray()
         self.total = 0  # shared-memory Data: the tensor's bytes and this chunk's
         self.shm_size = 0
+        self._wake = threading.Lock()
+        self._wake.acquire()
+        self._woken = False
+
+    def finish(self) -> None:
+        """The reply is complete (under the session's lock)."""
+        self.done = True
+        self.wake()
+
+    def wake(self) -> None:
+        """Lets the waiter go (under the session's lock; once)."""
+        if not self._woken:
+            self._woken = True
+            self._wake.release()
+
+    def wait(self) -> None:
+        """Sleeps until ``wake`` (without the session's lock)."""
+        self._wake.acquire()
 
 
 class Batcher:
@@ -128,7 +150,14 @@ class Batcher:
         return rid, p
 
     def _wait_locked(self, p: Pending, rid: int) -> None:
-        self._replies.wait_for(lambda: p.done or self._broken is not None)
+        """Waits until ``p`` is answered or the session is over, without the lock meanwhile
+        (a resume under way keeps it waiting)."""
+        if not p.done and self._broken is None:
+            self._lock.release()
+            try:
+                p.wait()
+            finally:
+                self._lock.acquire()
         self._pending.pop(rid, None)
         if not p.done:
             p.error = self._broken

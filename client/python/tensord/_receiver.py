@@ -71,6 +71,8 @@ class Receiver:
                                      op="session")
             self._broken = err
             self._resuming = False
+            for p in self._pending.values():
+                p.wake()
             self._replies.notify_all()
             self._wake_flusher.notify_all()
 
@@ -101,14 +103,14 @@ class Receiver:
             if p is not None and not p.done:
                 if frame.sync_done.error.code:
                     p.error = _errors.from_status(frame.sync_done.error)
-                p.done = True
+                p.finish()
         elif kind == "error":
             self._on_error(frame.seq, frame.error)
         elif kind == "profile":
             p = self._pending.get(frame.profile.request_id)
             if p is not None and not p.done:
                 p.meta = frame.profile
-                p.done = True
+                p.finish()
 
     def _on_ack(self, ack: Any) -> None:
         last = ack.last_seq
@@ -164,7 +166,7 @@ class Receiver:
             p.meta = d.meta
             p.total = d.total_bytes
             p.shm_size = d.shm_size
-            p.done = True
+            p.finish()
             return
         if d.HasField("meta"):  # a replay restarts at the first chunk: same bytes again
             p.meta = d.meta
@@ -176,7 +178,7 @@ class Receiver:
                 p.buf.extend(bytes(d.offset + n - len(p.buf)))
             p.buf[d.offset:d.offset + n] = d.data
         if d.last:
-            p.done = True
+            p.finish()
 
     def _on_error(self, seq: int, e: Any) -> None:
         err = _errors.from_status(e.status)
@@ -184,7 +186,7 @@ class Receiver:
             p = self._pending.get(e.request_id)
             if p is not None and not p.done:
                 p.error = err
-                p.done = True
+                p.finish()
             return  # else: a replayed answer to a finished request
         key = (seq, e.status.code, e.status.message)
         if key not in self._frame_error_keys:  # a malformed batch, reported once
