@@ -77,26 +77,22 @@ class TensorMethods:
 
     multiply, subtract, divide, negative, true_divide = mul, sub, div, neg, div
 
-    def __add__(self, other: Any) -> Any:
-        return _tensor.binary("add", self, other)
+    __add__ = _tensor.binary_method("add")
 
     def __radd__(self, other: Any) -> Any:
         return _tensor.binary("add", other, self)
 
-    def __sub__(self, other: Any) -> Any:
-        return _tensor.binary("sub", self, other)
+    __sub__ = _tensor.binary_method("sub")
 
     def __rsub__(self, other: Any) -> Any:
         return _tensor.binary("sub", other, self)
 
-    def __mul__(self, other: Any) -> Any:
-        return _tensor.binary("mul", self, other)
+    __mul__ = _tensor.binary_method("mul")
 
     def __rmul__(self, other: Any) -> Any:
         return _tensor.binary("mul", other, self)
 
-    def __truediv__(self, other: Any) -> Any:
-        return _tensor.binary("div", self, other)
+    __truediv__ = _tensor.binary_method("div")
 
     def __rtruediv__(self, other: Any) -> Any:
         return _tensor.binary("div", other, self)
@@ -105,17 +101,14 @@ class TensorMethods:
         return _tensor.call("div", [self, other], {"rounding_mode": "floor"}) \
             if _operand(other) else NotImplemented
 
-    def __mod__(self, other: Any) -> Any:
-        return _tensor.binary("remainder", self, other)
+    __mod__ = _tensor.binary_method("remainder")
 
-    def __matmul__(self, other: Any) -> Any:
-        return _tensor.binary("matmul", self, other)
+    __matmul__ = _tensor.binary_method("matmul")
 
     def __rmatmul__(self, other: Any) -> Any:
         return _tensor.binary("matmul", other, self)
 
-    def __pow__(self, other: Any) -> Any:
-        return _tensor.binary("pow", self, other)
+    __pow__ = _tensor.binary_method("pow")
 
     def __rpow__(self, other: Any) -> Any:
         return _tensor.binary("pow", other, self)
@@ -132,35 +125,26 @@ class TensorMethods:
     def __invert__(self) -> Any:
         return _tensor.call("bitwise_not", [self])
 
-    def __and__(self, other: Any) -> Any:
-        return _tensor.binary("bitwise_and", self, other)
+    __and__ = _tensor.binary_method("bitwise_and")
 
-    def __or__(self, other: Any) -> Any:
-        return _tensor.binary("bitwise_or", self, other)
+    __or__ = _tensor.binary_method("bitwise_or")
 
-    def __xor__(self, other: Any) -> Any:
-        return _tensor.binary("bitwise_xor", self, other)
+    __xor__ = _tensor.binary_method("bitwise_xor")
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     # comparisons: elementwise bool tensors, as in PyTorch
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
-        return _tensor.binary("eq", self, other)
+    __eq__ = _tensor.binary_method("eq")
 
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
-        return _tensor.binary("ne", self, other)
+    __ne__ = _tensor.binary_method("ne")
 
-    def __lt__(self, other: Any) -> Any:
-        return _tensor.binary("lt", self, other)
+    __lt__ = _tensor.binary_method("lt")
 
-    def __le__(self, other: Any) -> Any:
-        return _tensor.binary("le", self, other)
+    __le__ = _tensor.binary_method("le")
 
-    def __gt__(self, other: Any) -> Any:
-        return _tensor.binary("gt", self, other)
+    __gt__ = _tensor.binary_method("gt")
 
-    def __ge__(self, other: Any) -> Any:
-        return _tensor.binary("ge", self, other)
+    __ge__ = _tensor.binary_method("ge")
 
     # in place: the catalog's in-place op when it has one; otherwise the name is rebound to a
     # new tensor (other references to the old one keep the old value)
