@@ -9,7 +9,6 @@ sent again on the new stream. While a resume is under way, flushed frames are on
 from __future__ import annotations
 
 import collections
-import queue
 import threading
 from typing import Any, List, Optional, Tuple
 
@@ -19,9 +18,13 @@ from ._proto import tensord_pb2 as pb
 
 
 class Pending:
-    """A reply someone waits for: a Get's data, a SyncDone or a Profile."""
+    """A reply someone waits for: a Get's data, a SyncDone or a Profile.
 
-    __slots__ = ("done", "error", "meta", "buf", "total", "shm_size")
+    Its waiter sleeps on its own lock (``wait``), released once by the receiver when the reply
+    is complete (``finish``) or the session is over (``wake``): one futex hand-off, without the
+    shared Condition's Python-level bookkeeping, on the critical path of every value read."""
+
+    __slots__ = ("done", "error", "meta", "buf", "total", "shm_size", "_wake", "_woken")
 
     def __init__(self) -> None:
         self.done = False
@@ -30,6 +33,24 @@ class Pending:
         self.buf = bytearray()
         self.total = 0  # shared-memory Data: the tensor's bytes and this chunk's
         self.shm_size = 0
+        self._wake = threading.Lock()
+        self._wake.acquire()
+        self._woken = False
+
+    def finish(self) -> None:
+        """The reply is complete (under the session's lock)."""
+        self.done = True
+        self.wake()
+
+    def wake(self) -> None:
+        """Lets the waiter go (under the session's lock; once)."""
+        if not self._woken:
+            self._woken = True
+            self._wake.release()
+
+    def wait(self) -> None:
+        """Sleeps until ``wake`` (without the session's lock)."""
+        self._wake.acquire()
 
 
 class Batcher:
@@ -42,17 +63,19 @@ class Batcher:
     _entries: List[Any]
     _open: Optional[pb.Command]
     _unacked: "collections.deque[Tuple[int, bytes]]"
+    _batch_handles: "collections.deque[Tuple[int, int, int]]"
 
     def release(self, handle: int) -> None:
         """Queues ``handle`` for a batched Release. Safe from finalizers in any thread."""
         if self._closing or self._broken is not None:
             return
         self._released.append(handle)
-        if self._entries or self._open is not None:
-            return  # a batch is open: its flush (at most one interval away) drains releases
+        if self._entries or self._open is not None or not self._flusher_idle:
+            return  # a batch is open, or the flusher is awake: a flush drains releases soon
         if self._lock.acquire(blocking=False):  # never block: we may be inside our own lock
             try:
-                self._wake_flusher.notify()
+                if self._flusher_idle:
+                    self._wake_flusher.notify()
             finally:
                 self._lock.release()
 
@@ -115,7 +138,7 @@ class Batcher:
         n = self._count_locked()
         if n >= self._max_cmds or self._frame_bytes >= self._max_bytes:
             self._flush_locked()
-        elif n == 1:
+        elif n == 1 and self._flusher_idle:
             self._wake_flusher.notify()
 
     def _request_locked(self) -> Tuple[int, Pending]:
@@ -127,7 +150,14 @@ class Batcher:
         return rid, p
 
     def _wait_locked(self, p: Pending, rid: int) -> None:
-        self._replies.wait_for(lambda: p.done or self._broken is not None)
+        """Waits until ``p`` is answered or the session is over, without the lock meanwhile
+        (a resume under way keeps it waiting)."""
+        if not p.done and self._broken is None:
+            self._lock.release()
+            try:
+                p.wait()
+            finally:
+                self._lock.acquire()
         self._pending.pop(rid, None)
         if not p.done:
             p.error = self._broken
@@ -135,15 +165,16 @@ class Batcher:
     def _drain_released_locked(self) -> None:
         if not self._released:
             return
-        handles = []
-        while True:
-            try:
-                h = self._released.popleft()
-            except IndexError:
-                break
-            handles.append(h)
-            if self._meta.pop(h, None) is None and h > self._acked_handle:
-                self._dropped.add(h)  # its Ack is still to come: don't keep that meta
+        # Only this thread pops (under the lock); finalizers in other threads may append
+        # meanwhile: take what is there now.
+        popleft = self._released.popleft
+        handles = [popleft() for _ in range(len(self._released))]
+        acked, meta, dropped = self._acked_handle, self._meta, self._dropped
+        for h in handles:
+            if h > acked:
+                dropped.add(h)  # its Ack is still to come: don't keep that meta
+            else:
+                meta.pop(h, None)
         self._add_locked().release.handles.extend(handles)
 
     def _flush_locked(self) -> None:
@@ -157,6 +188,9 @@ class Batcher:
         self._sent_seq = self._seq
         if self._resume_enabled:
             self._unacked.append((self._seq, frame))
+        # the handles this batch created, for its Ack (Receiver._on_ack)
+        self._batch_handles.append((self._seq, self._batch_first_handle, self._next_handle))
+        self._batch_first_handle = self._next_handle
         self._entries = []
         self._frame_bytes = 0
         self._put_frame(frame)
@@ -168,20 +202,25 @@ class Batcher:
         if self._resuming:
             return
         conn = self._conn
-        while True:
-            try:
-                conn.out.put(frame, timeout=0.5)
+        while not conn.put(frame, 0.5):
+            if self._broken is not None or conn.dead:
                 return
-            except queue.Full:
-                if self._broken is not None or conn.dead:
-                    return
 
     def _flush_loop(self) -> None:
+        """The flusher thread. It sleeps until a command opens a batch, lets the batch grow for
+        one interval, sends what is open then (unless a read or a threshold sent it first) and
+        goes back to sleep if nothing is. Only a sleeping flusher is woken (``_flusher_idle``):
+        commands added while it waits out an interval cost no thread wake-up, so a caller that
+        issues a few ops and reads a value, again and again, wakes it once per interval at
+        most, not once per batch."""
         with self._lock:
             while not self._closing and self._broken is None:
                 if not self._count_locked() and not self._released:
+                    self._flusher_idle = True
                     self._wake_flusher.wait()
-                    continue
+                    self._flusher_idle = False
+                    if self._closing or self._broken is not None:
+                        break
                 # let the batch grow for one interval, then send whatever is there
                 self._wake_flusher.wait(self._flush_interval)
                 if not self._closing and self._broken is None:

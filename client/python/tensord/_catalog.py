@@ -13,7 +13,7 @@ from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
 
-from . import _dtype
+from . import _dtype, _wire
 
 # AttrSchema.type -> the AttrValue field that carries it
 _FIELD = {"int": "i", "float": "f", "bool": "b", "string": "s", "ints": "ints",
@@ -39,6 +39,9 @@ class OpInfo(NamedTuple):
     by_name: Dict[str, AttrInfo]
     differentiable: bool
     doc: str
+    op_field: bytes = b""  # the encoded Call.op_id field (_wire.op_fields)
+    any_required: bool = False  # some attribute has no default
+    plain_binary: bool = False  # takes two inputs, has one output, needs no attribute
 
     def signature(self) -> str:
         """A readable signature, e.g. ``sum(input, dim=[], keepdim=False)``."""
@@ -72,7 +75,10 @@ def build(ops: Sequence[Any]) -> Dict[str, OpInfo]:
                                _default(a.default_value) if a.HasField("default_value") else None)
                       for a in op.attrs)
         out[op.name] = OpInfo(op.id, op.name, op.min_inputs, op.max_inputs, op.num_outputs, attrs,
-                              {a.name: a for a in attrs}, op.differentiable, op.doc)
+                              {a.name: a for a in attrs}, op.differentiable, op.doc,
+                              _wire.op_fields(op.id), any(a.required for a in attrs),
+                              op.min_inputs <= 2 and (op.max_inputs < 0 or op.max_inputs >= 2)
+                              and op.num_outputs == 1 and not any(a.required for a in attrs))
     return out
 
 

@@ -13,12 +13,20 @@ import threading
 from typing import Any, Callable, TypeVar
 
 _F = TypeVar("_F", bound=Callable[..., Any])
-_state = threading.local()
+
+
+class _State(threading.local):
+    enabled = True  # a thread that never changed its mode: the class default, no lookup miss
+
+
+# Read on every op (``Session.call`` reads ``state.enabled`` directly).
+state = _State()
+_state = state
 
 
 def is_grad_enabled() -> bool:
     """Whether ops issued by this thread record autograd history."""
-    return getattr(_state, "enabled", True)
+    return state.enabled
 
 
 class _GradMode:

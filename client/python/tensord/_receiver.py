@@ -71,6 +71,8 @@ class Receiver:
                                      op="session")
             self._broken = err
             self._resuming = False
+            for p in self._pending.values():
+                p.wake()
             self._replies.notify_all()
             self._wake_flusher.notify_all()
 
@@ -101,14 +103,14 @@ class Receiver:
             if p is not None and not p.done:
                 if frame.sync_done.error.code:
                     p.error = _errors.from_status(frame.sync_done.error)
-                p.done = True
+                p.finish()
         elif kind == "error":
             self._on_error(frame.seq, frame.error)
         elif kind == "profile":
             p = self._pending.get(frame.profile.request_id)
             if p is not None and not p.done:
                 p.meta = frame.profile
-                p.done = True
+                p.finish()
 
     def _on_ack(self, ack: Any) -> None:
         last = ack.last_seq
@@ -120,7 +122,32 @@ class Receiver:
             unacked.popleft()
         if self._frame_error_keys:
             self._frame_error_keys = {k for k in self._frame_error_keys if k[0] > last}
-        for m in ack.created:
+        lo = hi = 0
+        batches = self._batch_handles
+        while batches and batches[0][0] <= last:
+            _, first, hi = batches.popleft()
+            lo = lo or first
+        created = ack.created
+        n = len(created)
+        if n == 0 and hi == lo:
+            return  # a batch that created nothing (reads, releases, options)
+        if n and n == hi - lo and created[0].handle == lo and created[n - 1].handle == hi - 1:
+            # Usual case: the batch created exactly the handles [lo, hi) that it allocated.
+            # Most of them are often released already (temporaries): those cost a set lookup,
+            # not a TensorMeta.
+            if hi - 1 > self._acked_handle:
+                self._acked_handle = hi - 1
+            dropped, meta = self._dropped, self._meta
+            if dropped:
+                for h in range(lo, hi):
+                    if h not in dropped:
+                        meta[h] = created[h - lo]
+                dropped.difference_update(range(lo, hi))
+            else:
+                for i, m in enumerate(created):
+                    meta[lo + i] = m
+            return
+        for m in created:
             h = m.handle
             if h > self._acked_handle:
                 self._acked_handle = h
@@ -139,7 +166,7 @@ class Receiver:
             p.meta = d.meta
             p.total = d.total_bytes
             p.shm_size = d.shm_size
-            p.done = True
+            p.finish()
             return
         if d.HasField("meta"):  # a replay restarts at the first chunk: same bytes again
             p.meta = d.meta
@@ -151,7 +178,7 @@ class Receiver:
                 p.buf.extend(bytes(d.offset + n - len(p.buf)))
             p.buf[d.offset:d.offset + n] = d.data
         if d.last:
-            p.done = True
+            p.finish()
 
     def _on_error(self, seq: int, e: Any) -> None:
         err = _errors.from_status(e.status)
@@ -159,7 +186,7 @@ class Receiver:
             p = self._pending.get(e.request_id)
             if p is not None and not p.done:
                 p.error = err
-                p.done = True
+                p.finish()
             return  # else: a replayed answer to a finished request
         key = (seq, e.status.code, e.status.message)
         if key not in self._frame_error_keys:  # a malformed batch, reported once

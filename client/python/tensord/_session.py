@@ -4,9 +4,11 @@ Threads (see docs/protocol.md for the wire semantics):
 - the caller's threads append commands to the open batch (``_entries``, encoded by ``_wire``)
   under ``_lock``; handles and command seqs are allocated under the same lock, so they
   increase in command order;
-- a flusher thread sends the open batch ``flush_interval`` (2 ms) after its first command, unless
-  a value read, a sync, or the size/count threshold sent it first;
-- gRPC's own thread drains the current stream's queue (``_connection``) onto the stream;
+- a flusher thread sends the open batch at most ``flush_interval`` (2 ms) after its first
+  command, unless a value read, a sync, or the size/count threshold sent it first; it is woken
+  only from its idle sleep, never per batch (``Batcher._flush_loop``);
+- the flushing thread writes a frame onto an idle stream itself; frames flushed while a write
+  is in flight are queued for gRPC's own sender thread (``_connection``, Note [Direct send]);
 - a receiver thread (``_receiver``) applies replies and wakes waiters through ``_replies``;
   waiting is always on that condition, never a sleep. When the stream fails in transit it
   resumes the session on a new stream, transparently for the waiters.
@@ -17,6 +19,11 @@ The class is split by concern: ``_batch.Batcher`` (the open batch, flushing, req
 Releases come from ``Tensor.__del__``, which may run inside any thread at any allocation,
 including one holding ``_lock``: they only append to a deque (atomic under the GIL), and are
 drained into a ``Release`` command at the next flush.
+
+Per-op cost matters (a Python op should cost microseconds, not tens of them): ``call`` is the
+hot path, with the Call entry encoded inline from parts the caller precomputed (op id field,
+the inputs' cached varints, the cached call-site field); Acks are matched to the handle range
+each batch allocated (``_batch_handles``), so released temporaries cost no TensorMeta.
 """
 
 from __future__ import annotations
@@ -30,13 +37,16 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 
-from . import _catalog, _errors, _grad, _shm, _wire
+from . import _catalog, _errors, _grad, _shm
 from ._batch import Batcher, Pending
 from ._connection import PROTOCOL_VERSION, AttemptTimeout, Connection, hello_frame
 from ._errors import ConnectionLost, Error, ProtocolError
 from ._proto import tensord_pb2 as pb
 from ._receiver import Receiver
 from ._transfer import Transfers
+from ._wire import CONT, SMALL, call_entry_packed, op_fields, packed, varint
+
+_grad_state = _grad.state
 
 DEFAULT_ADDRESS = "127.0.0.1:50051"
 _MiB = 1 << 20
@@ -64,6 +74,7 @@ class Session(Batcher, Receiver, Transfers):
         self._lock = threading.Lock()
         self._replies = threading.Condition(self._lock)  # receiver → waiters
         self._wake_flusher = threading.Condition(self._lock)  # first command → flusher
+        self._flusher_idle = False  # the flusher sleeps until woken (see Batcher._flush_loop)
         # The open batch: encoded Batch.commands entries (_wire), plus at most one protobuf
         # Command still being filled in (_open), encoded when the next command is added.
         self._entries: List[Any] = []
@@ -77,6 +88,10 @@ class Session(Batcher, Receiver, Transfers):
         self._next_request = 1
         self._meta: Dict[int, Any] = {}  # handle -> TensorMeta, until its Tensor takes it
         self._dropped: set = set()  # released before their Ack arrived
+        # (last seq, first handle, end handle) of each batch sent and not yet acknowledged:
+        # the handles the batch allocated, which its Ack's ``created`` lists in order
+        self._batch_handles: "collections.deque[Tuple[int, int, int]]" = collections.deque()
+        self._batch_first_handle = 1
         self._released: "collections.deque[int]" = collections.deque()
         self._pending: Dict[int, Pending] = {}  # request_id -> Get/Sync waiting for replies
         self._frame_errors: List[Error] = []  # Error{request_id=0}: malformed batches
@@ -236,12 +251,16 @@ class Session(Batcher, Receiver, Transfers):
 
     # ------------------------------------------------------ used by tensors and ops
 
-    def call(self, op_id: int, inputs: Sequence[int], attrs: Sequence[Tuple[str, str, Any]],
-             num_outputs: int, site: str) -> Tuple[int, int]:
-        """Queues a Call; returns (first output handle, seq). ``attrs`` are (name, AttrValue
-        field, value) triples, already checked against the schema."""
-        grad = _grad.is_grad_enabled()
-        site_field = _site_field(site)
+    def call(self, op_id: int, inputs: bytes, num_outputs: int, site_field: bytes,
+             op_part: Optional[bytes] = None) -> Tuple[int, int, bytes]:
+        """Queues a Call of op ``op_id``; returns (first output handle, seq, that handle's
+        varint). The rest comes encoded: ``inputs`` the packed input handles
+        (``_wire.packed``), ``site_field`` the call site (``_site.site_field``), ``op_part``
+        the op id and attribute fields (``_wire.op_fields``, attributes already checked
+        against the schema; default: the op id alone).
+
+        This runs once per op: everything but the lock and the bytes is kept off this path."""
+        grad = _grad_state.enabled
         with self._lock:
             if self._broken is not None or self._closing:
                 self._check_open_locked()
@@ -254,15 +273,37 @@ class Session(Batcher, Receiver, Transfers):
             self._seq = seq = self._seq + 1
             first = self._next_handle
             self._next_handle = first + num_outputs
-            entry = _wire.call_entry(seq, op_id, inputs, attrs, first, num_outputs, site_field)
-            self._entries.append(entry)
+            # _wire.varint inlined (see there)
+            seq_v = (SMALL[seq] if seq < 16384 else
+                     CONT[seq & 0x3FFF] + SMALL[seq >> 14] if seq < 268435456 else varint(seq))
+            first_v = (SMALL[first] if first < 16384 else
+                       CONT[first & 0x3FFF] + SMALL[first >> 14] if first < 268435456 else
+                       varint(first))
+            if op_part is None:
+                op_part = op_fields(op_id)
+            if (num_outputs == 1 and 0 < len(inputs) < 128
+                    and len(op_part) + len(site_field) < 8000):
+                # _wire.call_entry_packed, inlined for the usual case
+                body_len = len(op_part) + len(inputs) + len(first_v) + len(site_field) + 4
+                body_len_v = SMALL[body_len]
+                entry = b"\x0a%b\x08%b\x12%b%b\x12%b%b\x22%b%b%b" % (
+                    SMALL[body_len + len(seq_v) + len(body_len_v) + 2], seq_v, body_len_v,
+                    op_part, SMALL[len(inputs)], inputs, SMALL[len(first_v)], first_v,
+                    site_field)
+            else:
+                entry = call_entry_packed(
+                    seq_v, op_part, inputs,
+                    first_v if num_outputs == 1 else packed(range(first, first + num_outputs)),
+                    site_field)
+            entries = self._entries
+            entries.append(entry)
             self._frame_bytes += len(entry)
-            n = len(self._entries)
+            n = len(entries)
             if n >= self._max_cmds or self._frame_bytes >= self._max_bytes:
                 self._flush_locked()
-            elif n == 1:
+            elif n == 1 and self._flusher_idle:
                 self._wake_flusher.notify()
-        return first, seq
+        return first, seq, first_v
 
     def backward(self, roots: Sequence[int], grads: Sequence[int], *, retain_graph: bool,
                  create_graph: bool, inputs: Sequence[int] = (), allow_unused: bool = False,
@@ -345,17 +386,6 @@ class Session(Batcher, Receiver, Transfers):
 
 
 _open_sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
-_site_fields: Dict[str, bytes] = {}
-
-
-def _site_field(site: str) -> bytes:
-    """The encoded ``Call.site`` field, cached per call site."""
-    f = _site_fields.get(site)
-    if f is None:
-        if len(_site_fields) > 4096:
-            _site_fields.clear()
-        f = _site_fields[site] = _wire.encode_site(site)
-    return f
 
 
 @atexit.register

@@ -11,7 +11,8 @@ Errors stay with the values they spoil: a tensor produced by a failing op raises
 
 from __future__ import annotations
 
-from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+import struct
+from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -19,10 +20,12 @@ from . import _context, _dtype, _errors, _format
 from ._catalog import OpInfo, bind_positional, encode_attrs
 from ._dtype import Size
 from ._session import Session
-from ._site import call_site
+from ._site import call_site, site_field, site_string
+from ._wire import attr_fields, varint
 
 Number = Union[int, float, bool]
 _SCALARS = (int, float, bool, np.number, np.bool_)
+_new = object.__new__
 
 
 class _Meta(NamedTuple):
@@ -87,61 +90,182 @@ def call(name: str, inputs: Sequence[Any], attrs: Optional[dict] = None, *,
 
     Inputs are Tensors of one session, or Python scalars (sent as 0-dim tensors).
     """
-    s = session or _session_of(inputs)
+    s = session
+    if s is None:
+        x = inputs[0] if inputs else None
+        s = x._session if isinstance(x, Tensor) else _session_of(inputs)
     op = s.catalog.get(name)
     if op is None:
         raise missing_op(name, s, why)
-    return call_op(s, op, inputs, attrs or {}, num_outputs)
+    return call_op(s, op, inputs, attrs, num_outputs)
 
 
-def call_op(s: Session, op: OpInfo, inputs: Sequence[Any], attrs: dict,
-            num_outputs: Optional[int] = None) -> Any:
-    site = call_site()
+def binary(name: str, a: Any, b: Any) -> Any:
+    """A binary operator method (``a + b`` ...): ``call(name, [a, b])``, or NotImplemented
+    when the other operand is neither a Tensor nor a number. Called by operator methods only:
+    the call site is their caller."""
+    if isinstance(a, Tensor):
+        s = a._session
+        if isinstance(b, Tensor):
+            op = s.catalog.get(name)
+            if op is not None and op.plain_binary and b._session is s:
+                # the hot path: call_op for two Tensors of one session, no attributes
+                dev = a._dev or b._dev
+                first, seq, first_v = s.call(op.id, a._hv + b._hv, 1, site_field(3),
+                                             op.op_field)
+                t = _new(Tensor)  # Tensor._make, inlined
+                t._session = s
+                t._handle = first
+                t._hv = first_v
+                t._seq = seq
+                t._info = None
+                t._dev = dev
+                t._rg = None
+                return t
+        elif not isinstance(b, _SCALARS):
+            return NotImplemented
+    elif isinstance(b, Tensor) and isinstance(a, _SCALARS):
+        s = b._session
+    else:
+        return NotImplemented
+    op = s.catalog.get(name)
+    if op is None:
+        raise missing_op(name, s)
+    return call_op(s, op, [a, b], None, site=site_field(3))
+
+
+def binary_method(name: str) -> Callable[[Any, Any], Any]:
+    """The operator method ``self <op> other`` of op ``name`` (``__add__`` ...): ``binary``,
+    with its hot path inlined (one Python call per ``x + y`` instead of two)."""
+
+    def method(self: "Tensor", other: Any) -> Any:
+        if isinstance(other, Tensor):
+            s = self._session
+            op = s.catalog.get(name)
+            if op is not None and op.plain_binary and other._session is s:
+                dev = self._dev or other._dev
+                first, seq, first_v = s.call(op.id, self._hv + other._hv, 1, site_field(2),
+                                             op.op_field)
+                t = _new(Tensor)  # Tensor._make, inlined
+                t._session = s
+                t._handle = first
+                t._hv = first_v
+                t._seq = seq
+                t._info = None
+                t._dev = dev
+                t._rg = None
+                return t
+        return binary(name, self, other)
+
+    method.__name__ = method.__qualname__ = f"{name}_operator"
+    return method
+
+
+def call_op(s: Session, op: OpInfo, inputs: Sequence[Any], attrs: Optional[dict],
+            num_outputs: Optional[int] = None, site: Optional[bytes] = None) -> Any:
+    """The one way ops run: checks the arguments, queues the Call, returns the outputs.
+    Called by tensord code only. ``site``: the encoded call site (``_site.site_field``; by
+    default the first frame outside the package above the caller)."""
+    if site is None:
+        site = site_field(2)
     n = len(inputs)
     if n < op.min_inputs or (op.max_inputs >= 0 and n > op.max_inputs):
         want = (f"{op.min_inputs}" if op.min_inputs == op.max_inputs else
                 f"{op.min_inputs} to {op.max_inputs}" if op.max_inputs >= 0 else
                 f"at least {op.min_inputs}")
         raise TypeError(f"{op.name}() takes {want} tensor inputs, got {n}")
-    # The hot path (every input a Tensor) costs one pass and no temporaries.
+    # The hot path (every input a Tensor) costs one pass: each Tensor keeps its handle's
+    # varint, so the packed inputs are a concatenation.
     dev = None
-    handles: List[Any] = []
+    ins = b""
     others = False
     for x in inputs:
         if isinstance(x, Tensor):
             if x._session is not s:
                 raise ValueError(f"{op.name}(): tensors belong to different tensord sessions")
             dev = dev or x._dev
-            handles.append(x._handle)
+            ins += x._hv
         else:
             others = True
-            handles.append(None)
-    keep: List[Tensor] = []  # scalars' tensors stay alive until the Call is queued
+    keep = None  # scalars' tensors stay alive until the Call is queued
     if others:
-        for i, x in enumerate(inputs):
-            if handles[i] is not None:
-                continue
-            if isinstance(x, _SCALARS):
-                dt = scalar_dtype(x)
-                t = upload(s, np.asarray(x, dtype=dt.numpy_dtype), dt, dev, site=site)
-            elif isinstance(x, np.ndarray):
-                t = upload(s, x, _dtype.from_numpy_dtype(x.dtype), dev, site=site)
-            else:
-                raise TypeError(f"{op.name}(): expected Tensor inputs, got {type(x).__name__}")
-            keep.append(t)
-            handles[i] = t._handle
-    triples = encode_attrs(op, attrs) if attrs or op.attrs else ()
+        ins, keep = _upload_scalars(s, op, inputs, dev, site)
+    if attrs:
+        triples = encode_attrs(op, attrs)
+        op_part = op.op_field + attr_fields(triples) if triples else op.op_field
+    else:
+        if op.any_required:
+            encode_attrs(op, {})  # raises: a required attribute is missing
+        op_part = op.op_field
     nout = op.num_outputs
     if nout < 0:
         if num_outputs is None:
             raise NotImplementedError(f"{op.name}: the number of outputs depends on its "
                                       "attributes; pass _num_outputs= (no wrapper knows it yet)")
         nout = num_outputs
-    first, seq = s.call(op.id, handles, triples, nout, site)
+    first, seq, first_v = s.call(op.id, ins, nout, site, op_part)
     del keep
-    if nout == 1:
-        return Tensor._make(s, first, seq, dev)
+    if nout == 1:  # Tensor._make, inlined
+        t = _new(Tensor)
+        t._session = s
+        t._handle = first
+        t._hv = first_v
+        t._seq = seq
+        t._info = None
+        t._dev = dev
+        t._rg = None
+        return t
     return tuple(Tensor._make(s, first + i, seq, dev) for i in range(nout))
+
+
+_PACK_F32 = struct.Struct("<f").pack
+_PACK_I64 = struct.Struct("<q").pack
+
+
+def _pack_scalar(x: Any) -> Optional[Tuple[_dtype.dtype, bytes]]:
+    """(dtype, wire bytes) of a Python bool, int or float as ``scalar_dtype`` says it travels,
+    or None for anything else (NumPy scalars, ints beyond int64, floats beyond float32: the
+    NumPy path converts those, or raises, as before)."""
+    t = type(x)
+    try:
+        if t is float:
+            return _dtype.float32, _PACK_F32(x)  # rounds like NumPy's float64 -> float32
+        if t is int:
+            return _dtype.int64, _PACK_I64(x)
+        if t is bool:
+            return _dtype.bool_, b"\x01" if x else b"\x00"
+    except (OverflowError, struct.error):
+        pass
+    return None
+
+
+def _upload_scalars(s: Session, op: OpInfo, inputs: Sequence[Any], dev: Optional[str],
+                    site: bytes) -> Tuple[bytes, List["Tensor"]]:
+    """The packed input handles of ``inputs``, Python scalars and NumPy arrays uploaded first
+    (returned too: they must stay alive until the Call is queued)."""
+    site_str = site_string(site)
+    keep: List[Tensor] = []
+    parts = []
+    for x in inputs:
+        if isinstance(x, Tensor):
+            parts.append(x._hv)
+            continue
+        packed = _pack_scalar(x)
+        if packed is not None:  # a Python number: no NumPy round trip
+            dt, data = packed
+            dev_s = _dtype.device_str(dev)
+            handle, seq = s.put(data, dt.proto, (), dev_s, False, site_str)
+            t = Tensor._make(s, handle, seq, dev_s or None)
+        elif isinstance(x, _SCALARS):
+            dt = scalar_dtype(x)
+            t = upload(s, np.asarray(x, dtype=dt.numpy_dtype), dt, dev, site=site_str)
+        elif isinstance(x, np.ndarray):
+            t = upload(s, x, _dtype.from_numpy_dtype(x.dtype), dev, site=site_str)
+        else:
+            raise TypeError(f"{op.name}(): expected Tensor inputs, got {type(x).__name__}")
+        keep.append(t)
+        parts.append(t._hv)
+    return b"".join(parts), keep
 
 
 class CatalogFunction:
@@ -203,7 +327,8 @@ class Tensor(TensorMethods, AutogradMethods):
     """A tensor that lives in the daemon. Create one with ``tensord.tensor``, ``tensord.zeros``,
     ``tensord.randn`` ... or as the result of an op; never directly."""
 
-    __slots__ = ("_session", "_handle", "_seq", "_info", "_dev", "_rg", "__weakref__")
+    # _hv: the handle's varint, as the Calls that read this tensor encode it
+    __slots__ = ("_session", "_handle", "_hv", "_seq", "_info", "_dev", "_rg", "__weakref__")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("create tensors with tensord.tensor(), tensord.zeros(), ... ")
@@ -213,6 +338,7 @@ class Tensor(TensorMethods, AutogradMethods):
         t = object.__new__(cls)
         t._session = session
         t._handle = handle
+        t._hv = varint(handle)
         t._seq = seq
         t._info = None
         t._dev = dev  # requested device, if known ("" / None: the session default)
@@ -221,7 +347,11 @@ class Tensor(TensorMethods, AutogradMethods):
 
     def __del__(self) -> None:
         try:
-            self._session.release(self._handle)
+            s = self._session
+            if s._entries:  # a batch is open: its flush drains releases (Batcher.release)
+                s._released.append(self._handle)
+            else:
+                s.release(self._handle)
         except Exception:  # interpreter shutdown, half-built object
             pass
 

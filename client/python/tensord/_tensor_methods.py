@@ -77,48 +77,41 @@ class TensorMethods:
 
     multiply, subtract, divide, negative, true_divide = mul, sub, div, neg, div
 
-    def __add__(self, other: Any) -> Any:
-        return _tensor.call("add", [self, other]) if _operand(other) else NotImplemented
+    __add__ = _tensor.binary_method("add")
 
     def __radd__(self, other: Any) -> Any:
-        return _tensor.call("add", [other, self]) if _operand(other) else NotImplemented
+        return _tensor.binary("add", other, self)
 
-    def __sub__(self, other: Any) -> Any:
-        return _tensor.call("sub", [self, other]) if _operand(other) else NotImplemented
+    __sub__ = _tensor.binary_method("sub")
 
     def __rsub__(self, other: Any) -> Any:
-        return _tensor.call("sub", [other, self]) if _operand(other) else NotImplemented
+        return _tensor.binary("sub", other, self)
 
-    def __mul__(self, other: Any) -> Any:
-        return _tensor.call("mul", [self, other]) if _operand(other) else NotImplemented
+    __mul__ = _tensor.binary_method("mul")
 
     def __rmul__(self, other: Any) -> Any:
-        return _tensor.call("mul", [other, self]) if _operand(other) else NotImplemented
+        return _tensor.binary("mul", other, self)
 
-    def __truediv__(self, other: Any) -> Any:
-        return _tensor.call("div", [self, other]) if _operand(other) else NotImplemented
+    __truediv__ = _tensor.binary_method("div")
 
     def __rtruediv__(self, other: Any) -> Any:
-        return _tensor.call("div", [other, self]) if _operand(other) else NotImplemented
+        return _tensor.binary("div", other, self)
 
     def __floordiv__(self, other: Any) -> Any:
         return _tensor.call("div", [self, other], {"rounding_mode": "floor"}) \
             if _operand(other) else NotImplemented
 
-    def __mod__(self, other: Any) -> Any:
-        return _tensor.call("remainder", [self, other]) if _operand(other) else NotImplemented
+    __mod__ = _tensor.binary_method("remainder")
 
-    def __matmul__(self, other: Any) -> Any:
-        return _tensor.call("matmul", [self, other]) if _operand(other) else NotImplemented
+    __matmul__ = _tensor.binary_method("matmul")
 
     def __rmatmul__(self, other: Any) -> Any:
-        return _tensor.call("matmul", [other, self]) if _operand(other) else NotImplemented
+        return _tensor.binary("matmul", other, self)
 
-    def __pow__(self, other: Any) -> Any:
-        return _tensor.call("pow", [self, other]) if _operand(other) else NotImplemented
+    __pow__ = _tensor.binary_method("pow")
 
     def __rpow__(self, other: Any) -> Any:
-        return _tensor.call("pow", [other, self]) if _operand(other) else NotImplemented
+        return _tensor.binary("pow", other, self)
 
     def __neg__(self) -> Any:
         return _tensor.call("neg", [self])
@@ -132,35 +125,26 @@ class TensorMethods:
     def __invert__(self) -> Any:
         return _tensor.call("bitwise_not", [self])
 
-    def __and__(self, other: Any) -> Any:
-        return _tensor.call("bitwise_and", [self, other]) if _operand(other) else NotImplemented
+    __and__ = _tensor.binary_method("bitwise_and")
 
-    def __or__(self, other: Any) -> Any:
-        return _tensor.call("bitwise_or", [self, other]) if _operand(other) else NotImplemented
+    __or__ = _tensor.binary_method("bitwise_or")
 
-    def __xor__(self, other: Any) -> Any:
-        return _tensor.call("bitwise_xor", [self, other]) if _operand(other) else NotImplemented
+    __xor__ = _tensor.binary_method("bitwise_xor")
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     # comparisons: elementwise bool tensors, as in PyTorch
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
-        return _tensor.call("eq", [self, other]) if _operand(other) else NotImplemented
+    __eq__ = _tensor.binary_method("eq")
 
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
-        return _tensor.call("ne", [self, other]) if _operand(other) else NotImplemented
+    __ne__ = _tensor.binary_method("ne")
 
-    def __lt__(self, other: Any) -> Any:
-        return _tensor.call("lt", [self, other]) if _operand(other) else NotImplemented
+    __lt__ = _tensor.binary_method("lt")
 
-    def __le__(self, other: Any) -> Any:
-        return _tensor.call("le", [self, other]) if _operand(other) else NotImplemented
+    __le__ = _tensor.binary_method("le")
 
-    def __gt__(self, other: Any) -> Any:
-        return _tensor.call("gt", [self, other]) if _operand(other) else NotImplemented
+    __gt__ = _tensor.binary_method("gt")
 
-    def __ge__(self, other: Any) -> Any:
-        return _tensor.call("ge", [self, other]) if _operand(other) else NotImplemented
+    __ge__ = _tensor.binary_method("ge")
 
     # in place: the catalog's in-place op when it has one; otherwise the name is rebound to a
     # new tensor (other references to the old one keep the old value)

@@ -5,7 +5,7 @@ tensors when the daemon is on this host."""
 from __future__ import annotations
 
 import threading
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -20,18 +20,22 @@ _BIG_CHUNK = 64 << 10  # Put chunks at least this big are sent without an extra 
 class Transfers:
     """Put/Get of a ``Session`` (called by tensors; the lock is taken here)."""
 
-    def put(self, data: np.ndarray, dtype_proto: int, shape: Sequence[int], device: str,
-            requires_grad: bool, site: str) -> Tuple[int, int]:
-        """Uploads ``data`` (already in wire layout) into a new handle, in chunks of at most
-        ``chunk_bytes``; returns (handle, seq of the last chunk)."""
-        flat = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-        raw = memoryview(flat)
+    def put(self, data: Union[np.ndarray, bytes], dtype_proto: int, shape: Sequence[int],
+            device: str, requires_grad: bool, site: str) -> Tuple[int, int]:
+        """Uploads ``data`` (already in wire layout: an array, or bytes) into a new handle, in
+        chunks of at most ``chunk_bytes``; returns (handle, seq of the last chunk)."""
+        if isinstance(data, bytes):
+            flat = None
+            raw = memoryview(data)
+        else:
+            flat = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+            raw = memoryview(flat)
         total = raw.nbytes
         with self._lock:
             self._check_open_locked()
             handle = self._next_handle
             self._next_handle += 1
-            if self._shm is not None and total >= _shm.MIN_BYTES:
+            if self._shm is not None and total >= _shm.MIN_BYTES and flat is not None:
                 def fields(cmd: Any, offset: int, n: int, last: bool) -> None:
                     p = cmd.put
                     p.handle = handle
@@ -44,6 +48,20 @@ class Transfers:
                         p.requires_grad = requires_grad
                         p.site = site
                 return handle, self._exclusive_locked(lambda: _shm.upload(self, flat, fields))
+            if total <= self.chunk_bytes and total < _BIG_CHUNK:  # one small chunk
+                if self._busy is not None:
+                    self._wait_not_busy_locked()
+                if self._frame_bytes + total > self._max_bytes and self._count_locked():
+                    self._flush_locked()
+                if self._open is not None:
+                    self._commit_locked()
+                self._seq = seq = self._seq + 1
+                entry = _wire.put_header_entry(seq, handle, dtype_proto, shape, device, 0, True,
+                                               requires_grad, site, total) + raw
+                self._entries.append(entry)
+                self._frame_bytes += len(entry)
+                self._after_add_locked()
+                return handle, seq
             self._busy = threading.get_ident()  # no Release between chunks
             try:
                 seq = self._put_stream_locked(raw, handle, dtype_proto, shape, device,
@@ -65,30 +83,25 @@ class Transfers:
             n = len(chunk)
             if self._frame_bytes + n > self._max_bytes and self._count_locked():
                 self._flush_locked()
-            cmd = pb.Command()
-            p = cmd.put
-            p.handle = handle
-            p.offset = offset
-            if offset == 0:
-                p.dtype = dtype_proto
-                p.shape.extend(shape)
-                p.device = device
-                p.requires_grad = requires_grad
-                p.site = site
-            offset += n
-            if offset >= total:
-                p.last = True
+            last = offset + n >= total
             if self._open is not None:
                 self._commit_locked()
             self._seq = seq = self._seq + 1
-            self._entries.append(_wire.put_header_entry(seq, cmd, n))
+            if offset == 0:
+                header = _wire.put_header_entry(seq, handle, dtype_proto, shape, device, 0, last,
+                                                requires_grad, site, n)
+            else:
+                header = _wire.put_header_entry(seq, handle, 0, (), "", offset, last, False, "",
+                                                n)
+            offset += n
             self._frame_bytes += n + 64
             if n >= _BIG_CHUNK:  # sent (joined, i.e. copied) before put() returns
+                self._entries.append(header)
                 self._entries.append(chunk)
                 self._flush_locked()
             else:
-                self._entries.append(bytes(chunk))
-            if offset >= total:
+                self._entries.append(header + chunk)
+            if last:
                 return seq
 
     def get(self, handle: int, site: str, nbytes: Optional[int] = None) -> Tuple[Any, Any]:
@@ -101,10 +114,13 @@ class Transfers:
                     lambda: _shm.download(self, handle, nbytes, site))
         with self._lock:
             rid, p = self._request_locked()
-            cmd = self._add_locked()
-            cmd.get.handle = handle
-            cmd.get.request_id = rid
-            cmd.get.site = site
+            if self._busy is not None:
+                self._wait_not_busy_locked()
+            if self._open is not None:
+                self._commit_locked()
+            self._seq = seq = self._seq + 1
+            self._entries.append(_wire.get_entry(seq, handle, rid, site))
+            self._frame_bytes += 64
             self._flush_locked()
             self._wait_locked(p, rid)
         if p.error is not None:

@@ -2,31 +2,32 @@
 protobuf object on the client.
 
 A session's open batch is a list of already-encoded ``Batch.commands`` entries (each
-``0x0a len Command``); a frame is ``ClientFrame{batch}`` = ``0x12 len`` + those entries. The
-bytes are exactly what ``tensord_pb2`` would produce for the same fields (the unit tests check
-it), so the daemon cannot tell the difference. Rare commands still go through ``tensord_pb2``
-and ``SerializeToString``.
+``0x0a len Command``); a frame is ``ClientFrame{batch}`` = ``0x12 len`` + those entries. Call
+and Get bytes are exactly what ``tensord_pb2`` would produce for the same fields; a Put writes
+its ``data`` field last (parsers take fields in any order), so the payload can follow the
+header uncopied. tests/python/test_unit_wire.py checks both. Rare commands still go through
+``tensord_pb2`` and ``SerializeToString``.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Any, List, Sequence, Tuple
+from typing import Any, Iterable, List, Sequence, Tuple
 
 _pack_double = struct.Struct("<d").pack
-# Varints of small numbers: handles, seqs, op ids and lengths are mostly below 2**14.
-_SMALL = [bytes([i]) if i < 128 else bytes([(i & 0x7F) | 0x80, i >> 7]) for i in range(1 << 14)]
+# Varints by table: SMALL[n] for n < 2**14 (lengths, op ids, early handles and seqs), and
+# CONT[n & 0x3FFF] + SMALL[n >> 14] for n < 2**28 (CONT: the low 14 bits as two bytes that
+# both say "more follows"). Handles and seqs of a session stay below 2**28 for 268 M commands.
+SMALL = [bytes([i]) if i < 128 else bytes([(i & 0x7F) | 0x80, i >> 7]) for i in range(1 << 14)]
+CONT = [bytes([(i & 0x7F) | 0x80, (i >> 7) | 0x80]) for i in range(1 << 14)]
 
 
 def varint(n: int) -> bytes:
     """Base-128 varint of a non-negative int (negative int64: its 64-bit two's complement)."""
     if 0 <= n < 16384:
-        return _SMALL[n]
-    if 0 < n < 2097152:
-        return bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, n >> 14))
+        return SMALL[n]
     if 0 < n < 268435456:
-        return bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, ((n >> 14) & 0x7F) | 0x80,
-                      n >> 21))
+        return CONT[n & 0x3FFF] + SMALL[n >> 14]
     if n < 0:
         n &= 0xFFFFFFFFFFFFFFFF
     out = bytearray()
@@ -66,24 +67,54 @@ def encode_site(site: str) -> bytes:
     return _ld(b"\x2a", site.encode()) if site else b""
 
 
+def op_fields(op_id: int, attrs: Sequence[Tuple[str, str, Any]] = ()) -> bytes:
+    """The ``Call.op_id`` and ``Call.attrs`` fields."""
+    return b"\x08" + varint(op_id) + attr_fields(attrs)
+
+
+def attr_fields(attrs: Sequence[Tuple[str, str, Any]]) -> bytes:
+    """The ``Call.attrs`` fields of (name, AttrValue field, value) triples."""
+    out = b""
+    for name, field, value in attrs:
+        entry = _ld(b"\x0a", name.encode()) + _ld(b"\x12", _attr_value(field, value))
+        out += _ld(b"\x1a", entry)
+    return out
+
+
 def call_entry(seq: int, op_id: int, inputs: Sequence[int],
                attrs: Sequence[Tuple[str, str, Any]], first_output: int, num_outputs: int,
                site_field: bytes) -> bytes:
     """``Batch.commands`` entry for ``Command{seq, call{...}}``."""
-    body = b"\x08" + varint(op_id)
-    if inputs:
-        ins = b"".join(map(varint, inputs))
-        body += b"\x12" + varint(len(ins)) + ins
-    for name, field, value in attrs:
-        entry = _ld(b"\x0a", name.encode()) + _ld(b"\x12", _attr_value(field, value))
-        body += _ld(b"\x1a", entry)
-    if num_outputs == 1:
-        outs = varint(first_output)
-        body += b"\x22" + _SMALL[len(outs)] + outs
-    elif num_outputs:
-        body += _ld(b"\x22", b"".join([varint(first_output + i) for i in range(num_outputs)]))
+    return call_entry_packed(varint(seq), op_fields(op_id, attrs), packed(inputs),
+                             packed(range(first_output, first_output + num_outputs)),
+                             site_field)
+
+
+def packed(values: Iterable[int]) -> bytes:
+    """The payload of a packed repeated varint field."""
+    return b"".join(map(varint, values))
+
+
+def call_entry_packed(seq_varint: bytes, op_part: bytes, inputs: bytes, outputs: bytes,
+                      site_field: bytes) -> bytes:
+    """``call_entry`` from encoded parts: the seq's varint, ``op_fields()``, and the packed
+    input and output handles (``packed()``)."""
+    n_in = len(inputs)
+    n_out = len(outputs)
+    if 0 < n_in < 128 and 0 < n_out < 128 and len(op_part) + len(site_field) < 8000:
+        # the usual case: one bytes object for the whole entry
+        body_len = len(op_part) + n_in + n_out + len(site_field) + 4
+        body_len_v = SMALL[body_len]
+        return b"\x0a%b\x08%b\x12%b%b\x12%b%b\x22%b%b%b" % (
+            SMALL[body_len + len(seq_varint) + len(body_len_v) + 2], seq_varint, body_len_v,
+            op_part, SMALL[n_in], inputs, SMALL[n_out], outputs, site_field)
+    body = op_part
+    if n_in:
+        body += b"\x12" + varint(n_in) + inputs
+    if n_out:
+        body += b"\x22" + varint(n_out) + outputs
     body += site_field
-    cmd = b"\x08" + varint(seq) + b"\x12" + varint(len(body)) + body
+    cmd = b"\x08" + seq_varint + b"\x12" + varint(len(body)) + body
     return b"\x0a" + varint(len(cmd)) + cmd
 
 
@@ -94,17 +125,40 @@ def message_entry(seq: int, cmd: Any) -> bytes:
     return b"\x0a" + varint(len(data)) + data
 
 
-def put_header_entry(seq: int, cmd: Any, data_len: int) -> bytes:
-    """The start of the ``Batch.commands`` entry for ``Command{seq, put}`` where ``cmd.put``
-    has every field but ``data``; the ``data_len`` data bytes (Put field 6) follow these bytes,
-    appended by the caller uncopied."""
-    put_tag = b"\x1a"  # Command.put = 3
-    seq_field = b"\x08" + varint(seq)
-    put_body = cmd.put.SerializeToString()
-    data_field = b"\x32" + varint(data_len)
-    put_len = len(put_body) + len(data_field) + data_len
-    inner = seq_field + put_tag + varint(put_len) + put_body + data_field
+def put_header_entry(seq: int, handle: int, dtype: int, shape: Sequence[int], device: str,
+                     offset: int, last: bool, requires_grad: bool, site: str,
+                     data_len: int) -> bytes:
+    """The start of the ``Batch.commands`` entry for ``Command{seq, put{...}}`` (dtype, shape,
+    device, requires_grad and site as given: empty after the first chunk); the ``data_len``
+    data bytes follow these bytes, appended by the caller uncopied. ``data`` (field 6) is
+    written last, after fields 7-9: parsers take fields in any order."""
+    head = b"\x08" + varint(handle)
+    if dtype:
+        head += b"\x10" + varint(dtype)
+    if shape:
+        head += _ld(b"\x1a", b"".join([varint(d) for d in shape]))
+    if device:
+        head += _ld(b"\x22", device.encode())
+    if offset:
+        head += b"\x28" + varint(offset)
+    if last:
+        head += b"\x38\x01"
+    if requires_grad:
+        head += b"\x40\x01"
+    if site:
+        head += _ld(b"\x4a", site.encode())
+    head += b"\x32" + varint(data_len)
+    inner = b"\x08" + varint(seq) + b"\x1a" + varint(len(head) + data_len) + head
     return b"\x0a" + varint(len(inner) + data_len) + inner
+
+
+def get_entry(seq: int, handle: int, request_id: int, site: str) -> bytes:
+    """``Batch.commands`` entry for ``Command{seq, get{handle, request_id, site}}``."""
+    body = b"\x08" + varint(handle) + b"\x10" + varint(request_id)
+    if site:
+        body += _ld(b"\x1a", site.encode())
+    cmd = b"\x08" + varint(seq) + _ld(b"\x22", body)
+    return b"\x0a" + varint(len(cmd)) + cmd
 
 
 def frame(entries: List[Any]) -> bytes:
