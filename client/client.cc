@@ -92,6 +92,7 @@ absl::Status Client::set_default_device(const std::string& device) {
 }
 
 absl::Status Client::Flush() { return session_->Flush(); }
+bool Client::shm_active() const { return session_->shm_active(); }
 
 }  // namespace client
 }  // namespace tensord

@@ -112,6 +112,9 @@ class Client {
   absl::Status set_default_device(const std::string& device);
   // Sends pending commands now (normally the batching timer does).
   absl::Status Flush();
+  // True when tensor bytes travel through the daemon's shared-memory region
+  // (ClientOptions::shm) rather than the stream.
+  bool shm_active() const;
 
   // Library-internal (ops.h).
   const std::shared_ptr<internal::Session>& internal_session() const {

@@ -1,5 +1,8 @@
 #include "client/download.h"
 
+#include <sys/mman.h>
+
+#include <cstdint>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -43,7 +46,30 @@ int64_t HostTensor::numel() const {
   return n;
 }
 
-absl::Status DataAssembler::Add(const v1::Data& chunk) {
+namespace {
+
+// Note [Download destination]: a fresh multi-MiB buffer is faulted in 4 KiB
+// page by page while the bytes are copied into it, and on Linux that costs
+// more than the copy itself (1.8 GB/s against 12 GB/s for memcpy into warm
+// memory, measured). Asking for transparent huge pages on the still
+// untouched reservation makes it one fault per 2 MiB (6-8 GB/s). Harmless
+// where THP is off or the memory came from the heap.
+void ReserveBytes(std::string* bytes, size_t n) {
+  bytes->reserve(n);
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (n < 4 * kHuge) return;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(bytes->data());
+  const uintptr_t begin = (start + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (start + n) & ~(kHuge - 1);
+  if (end > begin) {
+    madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+  }
+}
+
+}  // namespace
+
+absl::Status DataAssembler::AddBytes(const v1::Data& chunk,
+                                     absl::string_view bytes) {
   if (done_) {
     return absl::InternalError(absl::StrCat(
         "Data chunk for request ", chunk.request_id(), " after its last"));
@@ -68,17 +94,17 @@ absl::Status DataAssembler::Add(const v1::Data& chunk) {
           absl::StrCat("Data total_bytes ", chunk.total_bytes(),
                        " disagrees with meta (", total_bytes_, " bytes)"));
     }
-    tensor_.bytes.reserve(total_bytes_);
+    ReserveBytes(&tensor_.bytes, total_bytes_);
     started_ = true;
   }
   if (chunk.offset() != tensor_.bytes.size() ||
-      chunk.offset() + chunk.data().size() > total_bytes_) {
+      bytes.size() > total_bytes_ - chunk.offset()) {
     return absl::InternalError(absl::StrCat(
         "Data chunk for request ", chunk.request_id(), " at offset ",
-        chunk.offset(), " (", chunk.data().size(), " bytes) does not follow ",
+        chunk.offset(), " (", bytes.size(), " bytes) does not follow ",
         tensor_.bytes.size(), " of ", total_bytes_, " bytes"));
   }
-  tensor_.bytes.append(chunk.data());
+  tensor_.bytes.append(bytes.data(), bytes.size());
   if (chunk.last()) {
     if (tensor_.bytes.size() != total_bytes_) {
       return absl::InternalError(

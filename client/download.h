@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "client/dtype.h"
 #include "proto/tensord.pb.h"
 
@@ -33,7 +34,12 @@ class DataAssembler {
  public:
   // Applies one chunk. Returns an error on a protocol violation; after an
   // error or once done() the assembler ignores nothing: callers stop feeding.
-  absl::Status Add(const v1::Data& chunk);
+  absl::Status Add(const v1::Data& chunk) {
+    return AddBytes(chunk, chunk.data());
+  }
+  // The same for a chunk whose bytes are elsewhere (Data.shm: the slot of
+  // the shared-memory region it names); `bytes` is copied.
+  absl::Status AddBytes(const v1::Data& chunk, absl::string_view bytes);
   bool done() const { return done_; }
   // Moves the assembled tensor out; only valid once done().
   HostTensor Take() { return std::move(tensor_); }

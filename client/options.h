@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace grpc {
@@ -46,11 +47,26 @@ struct ClientOptions {
   // its Ack. False: a broken stream fails every later read at once.
   bool resume = true;
   absl::Duration resume_timeout = absl::Seconds(20);
+
+  // Same-host transfer (docs/protocol.md "Shared memory"): Put/Get bytes go
+  // through a shared-memory region of the daemon instead of the stream, when
+  // the daemon offers one and it can be mapped from here (else the stream
+  // carries them, as with kOff). kAuto asks for a region when `address`
+  // names this host (loopback, localhost, unix socket) and $TENSORD_SHM is
+  // not "0"; kOn asks whatever the address.
+  enum class ShmMode { kAuto, kOn, kOff };
+  ShmMode shm = ShmMode::kAuto;
+  // Largest slot of the region (0: 32 MiB). Four slots pipeline the copies.
+  size_t shm_slot_bytes = 0;
 };
 
 // `options` with address and token filled from the environment and
 // defaults where empty.
 ClientOptions ResolveOptions(ClientOptions options);
+
+// True for addresses that name this host: loopback IPs, localhost, unix
+// sockets. ClientOptions::ShmMode::kAuto asks for a region only there.
+bool IsSameHostAddress(absl::string_view address);
 
 }  // namespace client
 }  // namespace tensord

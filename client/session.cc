@@ -3,6 +3,8 @@
 #include "client/session.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +13,23 @@
 namespace tensord {
 inline namespace client {
 namespace internal {
+namespace {
+
+bool WantShm(const ClientOptions& options) {
+  switch (options.shm) {
+    case ClientOptions::ShmMode::kOff:
+      return false;
+    case ClientOptions::ShmMode::kOn:
+      return true;
+    case ClientOptions::ShmMode::kAuto:
+      break;
+  }
+  const char* env = std::getenv("TENSORD_SHM");
+  if (env != nullptr && std::string(env) == "0") return false;
+  return IsSameHostAddress(options.address);
+}
+
+}  // namespace
 
 Session::Session(const ClientOptions& options,
                  std::shared_ptr<grpc::Channel> channel)
@@ -29,6 +48,11 @@ absl::StatusOr<std::shared_ptr<Session>> Session::Open(
   const ClientOptions options = ResolveOptions(raw_options);
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  // Downloads over the stream: a larger initial HTTP/2 window than 64 KiB
+  // (BDP probing still adapts it) and HTTP/2 frames as large as a Data
+  // chunk instead of 16 KiB pieces (the daemon sets the same for uploads).
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 4 << 20);
   if (options.resume) {
     // A resume reconnects at once, not after gRPC's default 1-120 s backoff.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -63,6 +87,7 @@ absl::Status Session::Handshake() {
   hello.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
   hello.set_token(options_.token);
   hello.set_client_name(options_.client_name);
+  hello.set_shm_transfer(WantShm(options_));
   absl::StatusOr<OpenedStream> opened =
       OpenStream(hello, options_.connect_timeout);
   if (!opened.ok()) return opened.status();
@@ -77,6 +102,13 @@ absl::Status Session::Handshake() {
   }
   chunk_bytes_ =
       EffectiveChunkBytes(welcome_.chunk_bytes(), policy_.max_frame_bytes);
+  if (welcome_.has_shm()) {
+    shm_ = ShmMapping::Open(welcome_.shm(), options_.shm_slot_bytes);
+    if (shm_ != nullptr) {
+      absl::MutexLock shm_lock(&shm_mu_);
+      slot_seq_.assign(shm_->num_slots(), 0);
+    }
+  }
   absl::MutexLock lock(&mu_);
   default_device_ = welcome_.default_device();
   return absl::OkStatus();
@@ -137,7 +169,7 @@ uint64_t Session::AllocateHandleLocked() { return next_handle_++; }
 
 absl::Status Session::Append(v1::Command command,
                              const std::vector<uint64_t>& creates,
-                             const HandleMeta* known) {
+                             const HandleMeta* known, uint64_t* seq) {
   // + seq field and the repeated-field framing.
   const size_t size = command.ByteSizeLong() + 16;
   if (!policy_.Fits(size)) {
@@ -169,6 +201,7 @@ absl::Status Session::Append(v1::Command command,
     // PyTorch), not only at the end of the batch.
     MoveReleasesIntoBatchLocked();
     command.set_seq(next_seq_++);
+    if (seq != nullptr) *seq = command.seq();
     for (uint64_t handle : creates) {
       HandleState& state = handles_[handle];
       state.seq = command.seq();
@@ -219,6 +252,10 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
     const std::string& device, bool requires_grad, const std::string& site) {
   absl::StatusOr<uint64_t> total = TensorBytes(dtype, shape);
   if (!total.ok()) return total.status();
+  const bool use_shm = shm_ != nullptr && *total >= kShmMinBytes;
+  // Only the shm path needs it; taken first (lock order).
+  std::optional<absl::MutexLock> shm_lock;
+  if (use_shm) shm_lock.emplace(&shm_mu_);
   absl::MutexLock enqueue_lock(&enqueue_mu_);
   uint64_t handle;
   HandleMeta meta{dtype, shape, device, requires_grad, absl::OkStatus()};
@@ -231,7 +268,18 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
     in_chunked_put_ = true;  // no Release between this upload's chunks
   }
   absl::Status status;
-  for (const Chunk& chunk : PlanChunks(*total, chunk_bytes_)) {
+  if (use_shm) {
+    v1::Put first;
+    first.set_dtype(ToWire(dtype));
+    first.mutable_shape()->Add(shape.begin(), shape.end());
+    first.set_device(device);
+    first.set_requires_grad(requires_grad);
+    first.set_site(site);
+    status = UploadShmChunks(static_cast<const char*>(data), *total, handle,
+                             first, meta);
+  }
+  for (const Chunk& chunk : use_shm ? std::vector<Chunk>()
+                                    : PlanChunks(*total, chunk_bytes_)) {
     v1::Command command;
     v1::Put* put = command.mutable_put();
     put->set_handle(handle);

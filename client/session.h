@@ -28,6 +28,14 @@
 // Welcome.resumed_applied_seq; waiters never notice. Until then Flush only
 // queues into unacked_. A failed resume
 // becomes stream_error_ ("the tensord session could not be resumed: ...").
+//
+// Same-host transfer (session_shm.cc; docs/protocol.md "Shared memory"):
+// when the daemon's region could be mapped (shm_ non-null), uploads of
+// kShmMinBytes or more and downloads put their bytes in its slots instead
+// of the stream. One transfer at a time owns the slots: shm_mu_ is held for
+// its whole duration and is taken before enqueue_mu_. A slot the client
+// filled is rewritten only after the Put reading it was acknowledged, so
+// unacked batches resent after a resume still find their bytes.
 #ifndef TENSORD_CLIENT_SESSION_H_
 #define TENSORD_CLIENT_SESSION_H_
 
@@ -51,6 +59,7 @@
 #include "client/download.h"
 #include "client/dtype.h"
 #include "client/options.h"
+#include "client/shm_mapping.h"
 #include "proto/tensord.grpc.pb.h"
 #include "proto/tensord.pb.h"
 
@@ -143,6 +152,11 @@ class Session {
   // Sync point: downloads `handle`'s values, or its poison status.
   absl::StatusOr<HostTensor> Download(uint64_t handle, const std::string& site);
 
+  // True when transfers go through the daemon's shared-memory region.
+  bool shm_active() const { return shm_ != nullptr; }
+  // Transfers smaller than this use the stream (no gain, one more copy).
+  static constexpr uint64_t kShmMinBytes = 256 << 10;
+
   // The handle's meta; waits for its Ack only when not yet known.
   absl::StatusOr<HandleMeta> WaitMeta(uint64_t handle);
 
@@ -159,6 +173,10 @@ class Session {
     DataAssembler assembler;
     bool done = false;
     absl::Status status;
+    // A ranged shm Get's answer: its bytes are in the slot it names and are
+    // copied out by the downloading thread, not the reader.
+    bool shm = false;
+    v1::Data shm_reply;
   };
 
   using Stream = grpc::ClientReaderWriter<v1::ClientFrame, v1::ServerFrame>;
@@ -202,13 +220,32 @@ class Session {
   // Appends `command` (assigning its seq) to the pending batch, flushing
   // before and after as BatchPolicy says. `creates` are registered with the
   // command's seq; `known` (optional) is their meta when the client knows it.
+  // `seq` (optional) receives the command's seq.
   absl::Status Append(v1::Command command, const std::vector<uint64_t>& creates,
-                      const HandleMeta* known)
+                      const HandleMeta* known, uint64_t* seq = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
   uint64_t AllocateHandleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckOpenLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Appends the releases queued by destructors as one Release command.
   void MoveReleasesIntoBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // The shm paths (session_shm.cc). Upload: the Put chunks of an upload
+  // whose handle and meta are already registered.
+  absl::Status UploadShmChunks(const char* data, uint64_t total,
+                               uint64_t handle, const v1::Put& first,
+                               const HandleMeta& meta)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shm_mu_, enqueue_mu_);
+  // `total`: the tensor's bytes when known (else the first answer says).
+  absl::StatusOr<HostTensor> DownloadShm(uint64_t handle,
+                                         const std::string& site,
+                                         std::optional<uint64_t> total);
+  // Queues a ranged shm Get of `handle` into `slot`; returns its request id.
+  absl::StatusOr<uint64_t> EnqueueShmGet(uint64_t handle,
+                                         const std::string& site, int slot,
+                                         uint64_t byte_offset)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shm_mu_);
+  // Waits for request `request_id`'s answer and forgets it.
+  PendingDownload AwaitDownload(uint64_t request_id);
 
   void ReadLoop();
   void FlushLoop();
@@ -228,7 +265,11 @@ class Session {
   absl::flat_hash_map<std::string, int> op_index_;  // name -> welcome_.ops
   uint64_t chunk_bytes_ = 0;
   bool started_ = false;  // threads running; set once in Open
+  std::unique_ptr<ShmMapping> shm_;  // set once in Open; null: the stream
 
+  absl::Mutex shm_mu_ ABSL_ACQUIRED_BEFORE(enqueue_mu_);
+  // Per slot, the seq of the last Put that reads it (0: none).
+  std::vector<uint64_t> slot_seq_ ABSL_GUARDED_BY(shm_mu_);
   absl::Mutex enqueue_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
   absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   bool writes_done_ ABSL_GUARDED_BY(write_mu_) = false;

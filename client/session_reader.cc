@@ -1,5 +1,6 @@
 // The reader thread and the sync points that wait on what it receives.
 // See client/session.h for the locking order.
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -110,6 +111,12 @@ void Session::HandleFrame(const v1::ServerFrame& frame) {
     case v1::ServerFrame::kData: {
       auto it = downloads_.find(frame.data().request_id());
       if (it == downloads_.end() || it->second.done) break;
+      if (frame.data().shm()) {  // copied out by the downloading thread
+        it->second.shm = true;
+        it->second.shm_reply = frame.data();
+        it->second.done = true;
+        break;
+      }
       absl::Status status = it->second.assembler.Add(frame.data());
       if (!status.ok()) {
         it->second.done = true;
@@ -184,6 +191,25 @@ absl::Status Session::Sync() {
 
 absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
                                              const std::string& site) {
+  if (shm_ != nullptr) {
+    // A size not yet known (no Ack): the first shm answer tells it, at the
+    // same one round trip as a stream Get.
+    std::optional<uint64_t> total;
+    bool small = false;  // or poisoned, or None: the stream answers that
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = handles_.find(handle);
+      if (it != handles_.end() && it->second.known) {
+        const HandleMeta& meta = it->second.meta;
+        absl::StatusOr<uint64_t> bytes = TensorBytes(meta.dtype, meta.shape);
+        if (meta.error.ok() && !meta.is_none && bytes.ok()) total = *bytes;
+        small = !total.has_value() || *total < kShmMinBytes;
+      }
+    }
+    if (!small) {
+      return DownloadShm(handle, site, total);
+    }
+  }
   uint64_t request_id;
   {
     absl::MutexLock enqueue_lock(&enqueue_mu_);

@@ -122,6 +122,7 @@ absl::Status Session::Resume(const absl::Status& cause) {
     hello.set_client_name(options_.client_name);
     hello.set_resume_session_id(welcome_.session_id());
     hello.set_resume_secret(welcome_.resume_secret());
+    hello.set_shm_transfer(shm_ != nullptr);
     const absl::Duration left =
         std::max(deadline - absl::Now(), absl::Milliseconds(1));
     ++attempts;

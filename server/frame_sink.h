@@ -5,6 +5,8 @@
 #ifndef TENSORD_SERVER_FRAME_SINK_H_
 #define TENSORD_SERVER_FRAME_SINK_H_
 
+#include <memory>
+
 #include "absl/status/status.h"
 #include "proto/tensord.pb.h"
 
@@ -17,6 +19,12 @@ class FrameSink {
   // buffer is full (flow control for large downloads); returns at once, and
   // drops the frame, once the peer is gone.
   virtual void Send(v1::ServerFrame frame) = 0;
+  // The same for a frame that the caller keeps too (SessionOutbox's replay
+  // buffer): a transport that can write from a shared frame overrides this
+  // to skip the copy, which for a Data chunk is a copy of its payload.
+  virtual void SendShared(std::shared_ptr<const v1::ServerFrame> frame) {
+    Send(*frame);
+  }
   // The session is over: no more frames follow; `status` ends the stream.
   virtual void End(absl::Status status) = 0;
 };

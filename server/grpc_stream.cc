@@ -23,6 +23,7 @@ class StreamSink : public FrameSink {
  public:
   explicit StreamSink(SessionReactor* reactor) : reactor_(reactor) {}
   void Send(v1::ServerFrame frame) override;
+  void SendShared(std::shared_ptr<const v1::ServerFrame> frame) override;
   void End(absl::Status status) override;
   // From OnWriteDone: the previous write finished (ok=false: peer gone).
   void WriteDone(bool ok);
@@ -39,9 +40,12 @@ class StreamSink : public FrameSink {
 
   absl::Mutex mu_;
   SessionReactor* reactor_ ABSL_GUARDED_BY(mu_);  // nullptr after OnDone
-  std::deque<v1::ServerFrame> queue_ ABSL_GUARDED_BY(mu_);
+  // Frames are shared with the session's replay buffer (Note [Resume]).
+  std::deque<std::shared_ptr<const v1::ServerFrame>> queue_
+      ABSL_GUARDED_BY(mu_);
   size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  v1::ServerFrame current_;  // the frame being written (owned by the write)
+  // The frame being written (kept alive until OnWriteDone).
+  std::shared_ptr<const v1::ServerFrame> current_;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   int resuming_ ABSL_GUARDED_BY(mu_) = 0;
   bool dead_ ABSL_GUARDED_BY(mu_) = false;
@@ -180,6 +184,10 @@ class SessionReactor
 };
 
 void StreamSink::Send(v1::ServerFrame frame) {
+  SendShared(std::make_shared<const v1::ServerFrame>(std::move(frame)));
+}
+
+void StreamSink::SendShared(std::shared_ptr<const v1::ServerFrame> frame) {
   {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
@@ -188,7 +196,7 @@ void StreamSink::Send(v1::ServerFrame frame) {
         },
         this));
     if (dead_ || ended_) return;
-    queued_bytes_ += frame.ByteSizeLong();
+    queued_bytes_ += frame->ByteSizeLong();
     queue_.push_back(std::move(frame));
   }
   Pump();
@@ -214,7 +222,8 @@ void StreamSink::Pump() {
     if (!queue_.empty() && !dead_) {
       current_ = std::move(queue_.front());
       queue_.pop_front();
-      queued_bytes_ -= std::min(queued_bytes_, current_.ByteSizeLong());
+      queued_bytes_ -=
+          std::min(queued_bytes_, static_cast<size_t>(current_->GetCachedSize()));
       writing_ = true;
       reactor = reactor_;
     } else if (ended_ || dead_) {
@@ -231,7 +240,7 @@ void StreamSink::Pump() {
   if (finish) {
     reactor->DoFinish(status);
   } else {
-    reactor->DoWrite(&current_);
+    reactor->DoWrite(current_.get());
   }
 }
 

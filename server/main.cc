@@ -7,6 +7,7 @@
 // SIGHUP reloads the tokens file. A sticky device error ends every session
 // with the error and exits 75 (EX_TEMPFAIL) for the supervisor to restart
 // the daemon (Note [Sticky device errors] in runtime/core/device_error.h).
+#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -154,6 +155,14 @@ int Main() {
   // Debian's Abseil is built without NDEBUG, so every Mutex lock would also
   // run the deadlock detector (half the cost of a cached allocation).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // Note [Transfer buffers]: every Put/Data chunk is a ~1 MiB heap buffer
+  // (a protobuf string, a gRPC slice) allocated and freed per chunk. With
+  // glibc's default (dynamic) thresholds such buffers go back to the kernel
+  // on free (munmap, heap trimming), so every chunk faults in and zeroes
+  // fresh pages, which costs more than copying its bytes. Keep them in the
+  // heap. Tensor storage is mmap'ed by the caching allocator, not malloc'ed.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 128 << 20);
   spdlog::set_level(spdlog::level::from_str(absl::GetFlag(FLAGS_log_level)));
   // Block the shutdown signals in every thread; the main thread waits on them.
   sigset_t signals;
@@ -224,6 +233,11 @@ int Main() {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // Stream transfers (Put/Data chunks): a larger initial HTTP/2
+  // window than 64 KiB (BDP probing still adapts it), and HTTP/2 frames as
+  // large as a Put chunk instead of 16 KiB pieces.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 4 << 20);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr) {
     spdlog::critical("cannot listen on {}", absl::GetFlag(FLAGS_listen));

@@ -1,5 +1,7 @@
 #include "server/session_outbox.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 
 namespace tensord {
@@ -11,14 +13,17 @@ void SessionOutbox::SetSeq(uint64_t seq) {
 
 void SessionOutbox::Send(v1::ServerFrame frame) {
   std::shared_ptr<FrameSink> sink;
+  std::shared_ptr<const v1::ServerFrame> shared;
   {
     absl::MutexLock lock(&mu_);
     frame.set_seq(seq_);
+    // ByteSizeLong also caches the sizes the serializer needs.
     buffered_bytes_ += frame.ByteSizeLong();
-    buffer_.push_back(frame);
+    shared = std::make_shared<const v1::ServerFrame>(std::move(frame));
+    buffer_.push_back(shared);
     while (buffered_bytes_ > max_bytes_ && !buffer_.empty()) {
-      evicted_seq_ = std::max(evicted_seq_, buffer_.front().seq());
-      buffered_bytes_ -= buffer_.front().ByteSizeLong();
+      evicted_seq_ = std::max(evicted_seq_, buffer_.front()->seq());
+      buffered_bytes_ -= buffer_.front()->GetCachedSize();
       buffer_.pop_front();
     }
     sink = sink_;
@@ -26,7 +31,7 @@ void SessionOutbox::Send(v1::ServerFrame frame) {
   // Outside mu_: Send may wait for the transport (flow control).
   if (sink) {
     absl::MutexLock forward(&forward_mu_);
-    sink->Send(std::move(frame));
+    sink->SendShared(std::move(shared));
   }
 }
 
@@ -48,7 +53,7 @@ absl::Status SessionOutbox::Attach(std::shared_ptr<FrameSink> sink,
                                    uint64_t received_seq,
                                    v1::ServerFrame welcome) {
   absl::MutexLock forward(&forward_mu_);
-  std::deque<v1::ServerFrame> replay;
+  std::vector<std::shared_ptr<const v1::ServerFrame>> replay;
   absl::Status end;
   bool ended;
   {
@@ -59,15 +64,15 @@ absl::Status SessionOutbox::Attach(std::shared_ptr<FrameSink> sink,
                        " were dropped while detached (more than ", max_bytes_,
                        " bytes of replies); start a new session"));
     }
-    for (const v1::ServerFrame& f : buffer_) {
-      if (f.seq() > received_seq) replay.push_back(f);
+    for (const auto& f : buffer_) {
+      if (f->seq() > received_seq) replay.push_back(f);
     }
     sink_ = sink;
     ended = ended_;
     end = end_status_;
   }
   sink->Send(std::move(welcome));
-  for (auto& f : replay) sink->Send(std::move(f));
+  for (auto& f : replay) sink->SendShared(std::move(f));
   if (ended) sink->End(end);
   return absl::OkStatus();
 }

@@ -9,7 +9,9 @@
 // Welcome.resumed_applied_seq, which the session skips if already applied
 // (nothing runs twice). Clients ignore replies to requests they already
 // completed. The buffer holds at most `max_bytes`; a resume that needs
-// evicted frames fails with DATA_LOSS.
+// evicted frames fails with DATA_LOSS. Buffered frames are shared with the
+// stream (FrameSink::SendShared), never copied: a download's Data chunks
+// cost no extra pass over their bytes.
 //
 // Thread-safe: the executor sends while transports attach and detach.
 #ifndef TENSORD_SERVER_SESSION_OUTBOX_H_
@@ -53,7 +55,8 @@ class SessionOutbox : public FrameSink {
   absl::Mutex forward_mu_;
   absl::Mutex mu_;
   std::shared_ptr<FrameSink> sink_ ABSL_GUARDED_BY(mu_);
-  std::deque<v1::ServerFrame> buffer_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<const v1::ServerFrame>> buffer_
+      ABSL_GUARDED_BY(mu_);
   size_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t evicted_seq_ ABSL_GUARDED_BY(mu_) = 0;  // highest seq evicted
   uint64_t seq_ ABSL_GUARDED_BY(mu_) = 0;

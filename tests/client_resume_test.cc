@@ -180,16 +180,22 @@ class Proxy {
   std::vector<std::thread> pumps_;
 };
 
-ClientOptions Through(const Proxy& proxy) {
+// The stream carries every byte unless `shm` (then a region of small
+// slots, so that uploads and downloads span several commands to cut).
+ClientOptions Through(const Proxy& proxy, bool shm = false) {
   ClientOptions options;
   options.address = proxy.address();
+  options.shm = shm ? ClientOptions::ShmMode::kOn : ClientOptions::ShmMode::kOff;
+  options.shm_slot_bytes = 256 << 10;
   options.connect_timeout = absl::Seconds(10);
   return options;
 }
 
 // A workload whose every read is recorded; with `proxy`, the stream is cut
 // at several points. Checks its own values against the host as it goes.
-std::vector<float> Workload(Client& client, Proxy* proxy) {
+// `cut_bytes`: how far into the big upload and download the cuts come.
+std::vector<float> Workload(Client& client, Proxy* proxy,
+                            size_t cut_bytes = size_t{3} << 19) {
   std::vector<float> seen;
   auto record = [&seen](const Tensor& t) {
     absl::StatusOr<std::vector<float>> v = t.to_vector<float>();
@@ -224,11 +230,11 @@ std::vector<float> Workload(Client& client, Proxy* proxy) {
   const size_t n = (size_t{3} << 20) / sizeof(float);  // 3 MiB: 3+ chunks
   std::vector<float> big(n);
   for (size_t i = 0; i < n; ++i) big[i] = static_cast<float>(i % 1001);
-  if (proxy != nullptr) proxy->CutAfter(Proxy::kUp, size_t{3} << 19);
+  if (proxy != nullptr) proxy->CutAfter(Proxy::kUp, cut_bytes);
   Tensor b = client.FromVector(big, {static_cast<int64_t>(n)});
   Tensor b2 = b + 1.0;
   EXPECT_TRUE(client.synchronize().ok());
-  if (proxy != nullptr) proxy->CutAfter(Proxy::kDown, size_t{3} << 19);
+  if (proxy != nullptr) proxy->CutAfter(Proxy::kDown, cut_bytes);
   absl::StatusOr<std::vector<float>> back = b2.to_vector<float>();
   EXPECT_TRUE(back.ok()) << back.status();
   if (back.ok()) {
@@ -260,6 +266,31 @@ TEST(ClientResumeTest, CutStreamsResumeTransparently) {
   auto client = Client::Connect(Through(proxy));
   ASSERT_TRUE(client.ok()) << client.status();
   const std::vector<float> cut = Workload(**client, &proxy);
+  EXPECT_EQ(cut, reference);
+  EXPECT_EQ(proxy.cuts(), 4);
+  EXPECT_GE((*client)->internal_session()->resumes(), 4);
+  EXPECT_TRUE((*daemon)->alive());
+}
+
+// The same through the shared-memory region: a Put resent after a resume
+// still finds its bytes in the slot (slots are reused only once acked), and
+// ranged Gets answered twice are not copied twice.
+TEST(ClientResumeTest, ShmTransfersResumeTransparently) {
+  auto daemon = testing::DaemonProcess::Start({"--insecure"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  Proxy proxy((*daemon)->address());
+
+  auto plain = Client::Connect(Through(proxy));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const std::vector<float> reference = Workload(**plain, nullptr);
+  plain->reset();
+
+  auto client = Client::Connect(Through(proxy, /*shm=*/true));
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE((*client)->shm_active());
+  // Shm Put/Data frames carry no payload: a few hundred bytes in, the big
+  // upload (12 slots' worth) and download are under way.
+  const std::vector<float> cut = Workload(**client, &proxy, 400);
   EXPECT_EQ(cut, reference);
   EXPECT_EQ(proxy.cuts(), 4);
   EXPECT_GE((*client)->internal_session()->resumes(), 4);

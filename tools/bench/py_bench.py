@@ -4,6 +4,7 @@
 
 Usage (run_all.py drives it; each prints one JSON object):
     py_bench.py --lib tensord --address HOST:PORT --bench tiny|sync|transfer|train|worker
+                [--shm auto|off]   (off: every byte on the stream, as from another host)
     py_bench.py --lib torch --bench tiny|sync|transfer|train
 """
 
@@ -175,13 +176,15 @@ def main() -> None:
     ap.add_argument("--start_at", type=float, default=0.0)
     ap.add_argument("--duration", type=float, default=8.0)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--shm", choices=["auto", "off"], default="auto",
+                    help="same-host shared-memory transfer (off: the stream carries the bytes)")
     args = ap.parse_args()
     if args.lib == "torch":
         import torch as lib
         lib.set_num_threads(args.threads)
     else:
         import tensord as lib
-        lib.connect(args.address)
+        lib.connect(args.address, **({"shm": False} if args.shm == "off" else {}))
     if args.bench == "tiny":
         out = tiny(lib, args.ops, args.reps)
     elif args.bench == "sync":

@@ -2,13 +2,17 @@
 //
 //   tiny_ops_bench --address=127.0.0.1:PORT [--ops=100000] [--reps=5]
 //                  [--sync_iters=2000] [--transfer_mib=256]
+//                  [--transfer=stream|shm|both] [--shm_slot_mib=0]
 //
 // Prints one JSON object on stdout with, each as the median over `reps`
 // repetitions after one warm-up:
 //   tiny_ops_per_s: `ops` dependent adds on a 1-element tensor, then one
 //                   synchronize (the tiny-op throughput);
 //   sync_p50_us / sync_p99_us: item() of a freshly created scalar;
-//   upload_gbps / download_gbps: a `transfer_mib` MiB float32 tensor.
+//   upload_gbps / download_gbps: a `transfer_mib` MiB float32 tensor over
+//                   the stream (a session with ClientOptions::shm = kOff);
+//   shm_upload_gbps / shm_download_gbps: the same through the daemon's
+//                   shared-memory region (0 when it could not be mapped).
 // The numbers are compared against local PyTorch by run_all.sh, not here.
 #include <algorithm>
 #include <chrono>
@@ -101,11 +105,33 @@ Transfer TransferRun(tensord::Client& client, const std::vector<float>& host) {
   auto end = Clock::now();
   if (!back.ok()) Die("download", back.status());
   if (back->bytes.size() != bytes ||
-      std::memcmp(back->bytes.data(), host.data(), 4096) != 0) {
+      std::memcmp(back->bytes.data(), host.data(), bytes) != 0) {
     std::fprintf(stderr, "tiny_ops_bench: download mismatch\n");
     std::exit(1);
   }
   return {bytes / Seconds(start, mid) / 1e9, bytes / Seconds(mid, end) / 1e9};
+}
+
+// Medians of `reps` transfers (after a warm-up) on a session of its own.
+bool TransferMedians(tensord::ClientOptions options,
+                     const std::vector<float>& host, int reps, bool want_shm,
+                     double* up_gbps, double* down_gbps) {
+  options.shm = want_shm ? tensord::ClientOptions::ShmMode::kOn
+                         : tensord::ClientOptions::ShmMode::kOff;
+  auto connected = tensord::Client::Connect(options);
+  if (!connected.ok()) Die("connect", connected.status());
+  tensord::Client& client = **connected;
+  if (client.shm_active() != want_shm) return false;
+  TransferRun(client, host);  // warm-up: the daemon's cache holds the block
+  std::vector<double> up, down;
+  for (int r = 0; r < reps; ++r) {
+    Transfer t = TransferRun(client, host);
+    up.push_back(t.upload_gbps);
+    down.push_back(t.download_gbps);
+  }
+  *up_gbps = Median(up);
+  *down_gbps = Median(down);
+  return true;
 }
 
 bool Flag(const char* arg, const char* name, std::string* value) {
@@ -120,6 +146,8 @@ bool Flag(const char* arg, const char* name, std::string* value) {
 int main(int argc, char** argv) {
   std::string address, value;
   int ops = 100000, reps = 5, sync_iters = 2000, transfer_mib = 256;
+  int shm_slot_mib = 0;
+  std::string transfer = "both";
   for (int i = 1; i < argc; ++i) {
     if (Flag(argv[i], "address", &value)) {
       address = value;
@@ -131,6 +159,10 @@ int main(int argc, char** argv) {
       (void)absl::SimpleAtoi(value, &sync_iters);
     } else if (Flag(argv[i], "transfer_mib", &value)) {
       (void)absl::SimpleAtoi(value, &transfer_mib);
+    } else if (Flag(argv[i], "transfer", &value)) {
+      transfer = value;
+    } else if (Flag(argv[i], "shm_slot_mib", &value)) {
+      (void)absl::SimpleAtoi(value, &shm_slot_mib);
     } else {
       std::fprintf(stderr, "tiny_ops_bench: unknown argument %s\n", argv[i]);
       return 2;
@@ -150,21 +182,26 @@ int main(int argc, char** argv) {
   SyncRun(client, sync_iters / 10);  // warm-up
   std::vector<double> lat = SyncRun(client, sync_iters);
 
-  std::vector<double> up, down;
+  double up = 0, down = 0, shm_up = 0, shm_down = 0;
   if (transfer_mib > 0) {
     std::vector<float> host(static_cast<size_t>(transfer_mib) << 18);
     for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i);
-    TransferRun(client, host);  // warm-up: the daemon's cache holds the block
-    for (int r = 0; r < std::max(3, reps / 2); ++r) {
-      Transfer t = TransferRun(client, host);
-      up.push_back(t.upload_gbps);
-      down.push_back(t.download_gbps);
+    const int transfer_reps = std::max(3, reps / 2);
+    options.shm_slot_bytes = static_cast<size_t>(shm_slot_mib) << 20;
+    if (transfer != "shm") {
+      TransferMedians(options, host, transfer_reps, false, &up, &down);
+    }
+    if (transfer != "stream" &&
+        !TransferMedians(options, host, transfer_reps, true, &shm_up,
+                         &shm_down)) {
+      std::fprintf(stderr, "tiny_ops_bench: no shared-memory region\n");
     }
   }
   std::printf(
       "{\"tiny_ops_per_s\": %.1f, \"sync_p50_us\": %.2f, \"sync_p99_us\": "
-      "%.2f, \"upload_gbps\": %.4f, \"download_gbps\": %.4f}\n",
-      Median(rates), Percentile(lat, 0.5), Percentile(lat, 0.99), Median(up),
-      Median(down));
+      "%.2f, \"upload_gbps\": %.4f, \"download_gbps\": %.4f, "
+      "\"shm_upload_gbps\": %.4f, \"shm_download_gbps\": %.4f}\n",
+      Median(rates), Percentile(lat, 0.5), Percentile(lat, 0.99), up, down,
+      shm_up, shm_down);
   return 0;
 }

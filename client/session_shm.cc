@@ -1,0 +1,193 @@
+// Same-host transfer through the daemon's shared-memory region
+// (docs/protocol.md "Shared memory"; client/shm_mapping.h). See
+// client/session.h for the locking order and the slot rules.
+//
+// Uploads: each Put chunk is copied into the next slot and sent at once, so
+// the daemon copies chunk k out while this thread fills chunk k+1; a slot
+// is refilled only after the Put that read it was acknowledged. Downloads:
+// up to num_slots - 1 ranged Gets are in flight while this thread copies
+// the answer of another one out of its slot.
+#include <cstring>
+#include <deque>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/session.h"
+
+namespace tensord {
+inline namespace client {
+namespace internal {
+
+absl::Status Session::UploadShmChunks(const char* data, uint64_t total,
+                                      uint64_t handle, const v1::Put& first,
+                                      const HandleMeta& meta) {
+  const int slots = shm_->num_slots();
+  int k = 0;
+  for (const Chunk& chunk : PlanChunks(total, shm_->slot_bytes())) {
+    const int slot = k++ % slots;
+    const uint64_t reader = slot_seq_[slot];
+    {
+      absl::MutexLock lock(&mu_);
+      // Every Put was flushed when sent, so its Ack is coming (or, while a
+      // resume is under way, comes after the resend).
+      auto free = [this, reader]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return acked_seq_ >= reader || !stream_error_.ok() || closed_;
+      };
+      mu_.Await(absl::Condition(&free));
+      absl::Status open = CheckOpenLocked();
+      if (!open.ok()) return open;
+    }
+    std::memcpy(shm_->slot(slot), data + chunk.offset, chunk.size);
+    v1::Command command;
+    v1::Put* put = command.mutable_put();
+    if (chunk.offset == 0) *put = first;
+    put->set_handle(handle);
+    put->set_offset(chunk.offset);
+    put->set_last(chunk.last);
+    put->set_shm(true);
+    put->set_shm_offset(shm_->slot_offset(slot));
+    put->set_shm_size(chunk.size);
+    std::vector<uint64_t> creates;
+    if (chunk.offset == 0) creates.push_back(handle);
+    uint64_t seq = 0;
+    absl::Status status = Append(std::move(command), creates,
+                                 chunk.offset == 0 ? &meta : nullptr, &seq);
+    if (!status.ok()) return status;
+    slot_seq_[slot] = seq;
+    // The daemon copies this chunk out while we fill the next slot.
+    status = Flush();
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> Session::EnqueueShmGet(uint64_t handle,
+                                                const std::string& site,
+                                                int slot,
+                                                uint64_t byte_offset) {
+  absl::MutexLock enqueue_lock(&enqueue_mu_);
+  uint64_t request_id;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::Status open = CheckOpenLocked();
+    if (!open.ok()) return open;
+    request_id = next_request_id_++;
+    downloads_[request_id];
+  }
+  v1::Command command;
+  v1::Get* get = command.mutable_get();
+  get->set_handle(handle);
+  get->set_request_id(request_id);
+  get->set_site(site);
+  get->set_shm(true);
+  get->set_shm_offset(shm_->slot_offset(slot));
+  get->set_shm_capacity(shm_->slot_bytes());
+  get->set_byte_offset(byte_offset);
+  // A Put still reading this slot runs first: the daemon keeps the order.
+  absl::Status status = Append(std::move(command), {}, nullptr);
+  if (!status.ok()) {
+    absl::MutexLock lock(&mu_);
+    downloads_.erase(request_id);
+    return status;
+  }
+  return request_id;
+}
+
+Session::PendingDownload Session::AwaitDownload(uint64_t request_id) {
+  absl::MutexLock lock(&mu_);
+  auto ready = [this, request_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return downloads_[request_id].done || !stream_error_.ok();
+  };
+  mu_.Await(absl::Condition(&ready));
+  PendingDownload download = std::move(downloads_[request_id]);
+  downloads_.erase(request_id);
+  if (!download.done) {
+    download.done = true;
+    download.status = stream_error_;
+  }
+  return download;
+}
+
+absl::StatusOr<HostTensor> Session::DownloadShm(uint64_t handle,
+                                                const std::string& site,
+                                                std::optional<uint64_t> total) {
+  absl::MutexLock shm_lock(&shm_mu_);
+  const int slots = shm_->num_slots();
+  struct InFlight {
+    uint64_t request_id;
+    int slot;
+    uint64_t offset;
+  };
+  std::deque<InFlight> in_flight;
+  uint64_t next_offset = 0;
+  int k = 0;
+  // Unknown size: one Get for the first slot; its answer says the total.
+  auto issue = [&]() -> absl::Status {
+    const int slot = k++ % slots;
+    absl::StatusOr<uint64_t> request_id =
+        EnqueueShmGet(handle, site, slot, next_offset);
+    if (!request_id.ok()) return request_id.status();
+    in_flight.push_back({*request_id, slot, next_offset});
+    next_offset += shm_->slot_bytes();
+    return absl::OkStatus();
+  };
+  auto fill = [&]() -> absl::Status {
+    // One slot is being copied out by this thread; the others may be busy.
+    while (total.has_value() && next_offset < *total &&
+           static_cast<int>(in_flight.size()) < slots - 1) {
+      absl::Status status = issue();
+      if (!status.ok()) return status;
+    }
+    return absl::OkStatus();
+  };
+  absl::Status status = issue();
+  if (status.ok()) status = fill();
+  if (status.ok()) status = Flush();
+  DataAssembler assembler;
+  while (!in_flight.empty()) {
+    const InFlight want = in_flight.front();
+    in_flight.pop_front();
+    PendingDownload got = AwaitDownload(want.request_id);
+    if (!status.ok()) continue;  // draining the answers after an error
+    if (!got.status.ok()) {
+      status = got.status;
+      continue;
+    }
+    const v1::Data& reply = got.shm_reply;
+    if (!got.shm || reply.offset() != want.offset ||
+        reply.shm_offset() != shm_->slot_offset(want.slot) ||
+        reply.shm_size() > shm_->slot_bytes()) {
+      status = absl::InternalError(absl::StrCat(
+          "tensord answered the shared-memory Get of handle ", handle,
+          " at byte ", want.offset, " with a range it was not asked for"));
+      continue;
+    }
+    if (!total.has_value()) {
+      total = reply.total_bytes();
+    } else if (reply.total_bytes() != *total) {
+      status = absl::InternalError(absl::StrCat(
+          "tensord says handle ", handle, " holds ", reply.total_bytes(),
+          " bytes, its metadata says ", *total));
+      continue;
+    }
+    if (!reply.last()) {
+      // The daemon fills the next slots while this one is copied out.
+      status = fill();
+      if (status.ok()) status = Flush();
+      if (!status.ok()) continue;
+    }
+    status = assembler.AddBytes(
+        reply, absl::string_view(shm_->slot(want.slot), reply.shm_size()));
+  }
+  if (!status.ok()) return status;
+  if (!assembler.done()) {
+    return absl::InternalError(absl::StrCat(
+        "tensord's shared-memory answers for handle ", handle,
+        " ended before its last byte"));
+  }
+  return assembler.Take();
+}
+
+}  // namespace internal
+}  // namespace client
+}  // namespace tensord

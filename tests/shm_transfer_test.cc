@@ -1,0 +1,170 @@
+// The C++ client's same-host transfer (docs/protocol.md "Shared memory")
+// against the real daemon over gRPC loopback: tensors of several sizes,
+// including ones larger than the whole region, round-trip byte for byte;
+// without a region (--shm_bytes=0) or with ClientOptions::shm = kOff the
+// stream carries them instead.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/tensord_client.h"
+#include "gtest/gtest.h"
+#include "tests/daemon_process.h"
+
+namespace tensord {
+namespace {
+
+// A deterministic byte pattern that differs between tensors and offsets.
+std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  uint32_t x = seed * 2654435761u + 1;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    v[i] = static_cast<uint8_t>(x >> 24);
+  }
+  return v;
+}
+
+std::unique_ptr<Client> Connect(const std::string& address,
+                                ClientOptions::ShmMode shm) {
+  ClientOptions options;
+  options.address = address;
+  options.shm = shm;
+  auto client = Client::Connect(options);
+  EXPECT_TRUE(client.ok()) << client.status();
+  return client.ok() ? *std::move(client) : nullptr;
+}
+
+// Uploads `n` bytes as uint8, downloads them (the size known from the Ack)
+// and a computed copy (size not yet known: the first answer tells it).
+void RoundTrip(Client& client, size_t n, uint32_t seed) {
+  SCOPED_TRACE(::testing::Message() << n << " bytes");
+  const std::vector<uint8_t> bytes = Pattern(n, seed);
+  Tensor t = client.Upload(bytes.data(), DType::kUInt8,
+                           {static_cast<int64_t>(n)});
+  ASSERT_TRUE(client.synchronize().ok());
+  absl::StatusOr<HostTensor> back = t.Download();
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->dtype, DType::kUInt8);
+  EXPECT_EQ(back->shape, std::vector<int64_t>{static_cast<int64_t>(n)});
+  ASSERT_EQ(back->bytes.size(), n);
+  EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(),
+                         reinterpret_cast<const uint8_t*>(back->bytes.data())));
+  // Computed on the daemon, downloaded before its Ack can have arrived.
+  auto doubled = client.Call("add", {t, t});
+  ASSERT_TRUE(doubled.ok()) << doubled.status();
+  absl::StatusOr<HostTensor> sum = (*doubled)[0].Download();
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  ASSERT_EQ(sum->bytes.size(), n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t want = static_cast<uint8_t>(bytes[i] * 2);
+    if (static_cast<uint8_t>(sum->bytes[i]) != want) {
+      ADD_FAILURE() << "byte " << i << " of the sum";
+      break;
+    }
+  }
+}
+
+// The region's payload area is 4 MiB: four slots of 1 MiB.
+constexpr size_t kRegionBytes = (size_t{4} << 20) + 4096;
+
+std::vector<size_t> Sizes() {
+  return {0,           1,
+          (256 << 10) - 1,  // just under Session::kShmMinBytes: the stream
+          256 << 10,   (1 << 20) - 1,
+          1 << 20,     (1 << 20) + 1,
+          (4 << 20) + 12345,  // more than the region
+          (11 << 20) + 7};
+}
+
+TEST(ShmTransferTest, RoundTripsThroughTheRegion) {
+  auto daemon = testing::DaemonProcess::Start(
+      {"--insecure", "--shm_bytes=" + std::to_string(kRegionBytes)});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  auto client = Connect((*daemon)->address(), ClientOptions::ShmMode::kAuto);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->shm_active());
+  uint32_t seed = 1;
+  for (size_t n : Sizes()) RoundTrip(*client, n, seed++);
+  // float32 values survive too (4-byte elements across slot boundaries).
+  std::vector<float> f((size_t{3} << 20) / 4 + 5);
+  for (size_t i = 0; i < f.size(); ++i) f[i] = 0.5f * static_cast<float>(i);
+  Tensor x = client->FromVector(f, {static_cast<int64_t>(f.size())});
+  absl::StatusOr<std::vector<float>> back = x.to_vector<float>();
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, f);
+}
+
+TEST(ShmTransferTest, ErrorsAndConcurrentTransfersKeepTheSlotsConsistent) {
+  auto daemon = testing::DaemonProcess::Start(
+      {"--insecure", "--shm_bytes=" + std::to_string(kRegionBytes)});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  auto client = Connect((*daemon)->address(), ClientOptions::ShmMode::kOn);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->shm_active());
+  // A poisoned handle's download fails with its error, through shm too.
+  std::vector<float> big((size_t{2} << 20) / 4, 1.0f);
+  Tensor a = client->FromVector(big, {static_cast<int64_t>(big.size())});
+  Tensor b = client->FromVector<float>({1, 2, 3}, {3});
+  Tensor bad = a.matmul(b);
+  EXPECT_FALSE(bad.Download().ok());
+  EXPECT_FALSE(client->synchronize().ok());  // reports the matmul error
+  // Four threads transfer at once; each round-trips its own bytes.
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&client, i] {
+      for (int round = 0; round < 3; ++round) {
+        const std::vector<uint8_t> bytes =
+            Pattern((size_t{3} << 20) + 1000 * i, 100 + 10 * i + round);
+        Tensor t = client->Upload(bytes.data(), DType::kUInt8,
+                                  {static_cast<int64_t>(bytes.size())});
+        absl::StatusOr<HostTensor> back = t.Download();
+        ASSERT_TRUE(back.ok()) << back.status();
+        EXPECT_TRUE(back->bytes ==
+                    std::string(bytes.begin(), bytes.end()))
+            << "thread " << i << " round " << round;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  absl::StatusOr<std::vector<float>> again = a.to_vector<float>();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, big);
+}
+
+TEST(ShmTransferTest, FallsBackToTheStreamWithoutARegion) {
+  auto daemon = testing::DaemonProcess::Start({"--insecure", "--shm_bytes=0"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  auto client = Connect((*daemon)->address(), ClientOptions::ShmMode::kOn);
+  ASSERT_NE(client, nullptr);
+  EXPECT_FALSE(client->shm_active());
+  uint32_t seed = 50;
+  for (size_t n : Sizes()) RoundTrip(*client, n, seed++);
+}
+
+TEST(ShmTransferTest, TurnedOffByTheOption) {
+  auto daemon = testing::DaemonProcess::Start({"--insecure"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  auto off = Connect((*daemon)->address(), ClientOptions::ShmMode::kOff);
+  ASSERT_NE(off, nullptr);
+  EXPECT_FALSE(off->shm_active());
+  RoundTrip(*off, (size_t{2} << 20) + 3, 77);
+  auto on = Connect((*daemon)->address(), ClientOptions::ShmMode::kAuto);
+  ASSERT_NE(on, nullptr);
+  EXPECT_TRUE(on->shm_active());  // 127.0.0.1: same host
+}
+
+TEST(ShmTransferTest, SameHostAddresses) {
+  EXPECT_TRUE(IsSameHostAddress("127.0.0.1:50051"));
+  EXPECT_TRUE(IsSameHostAddress("localhost:1"));
+  EXPECT_TRUE(IsSameHostAddress("[::1]:50051"));
+  EXPECT_TRUE(IsSameHostAddress("unix:/run/tensord.sock"));
+  EXPECT_TRUE(IsSameHostAddress("ipv4:127.0.0.1:5"));
+  EXPECT_FALSE(IsSameHostAddress("10.0.0.7:50051"));
+  EXPECT_FALSE(IsSameHostAddress("gpu-box:50051"));
+}
+
+}  // namespace
+}  // namespace tensord
