@@ -172,6 +172,15 @@ absl::Status Session::Append(v1::Command command,
                              const HandleMeta* known, uint64_t* seq) {
   // + seq field and the repeated-field framing.
   const size_t size = command.ByteSizeLong() + 16;
+  return AppendWith(
+      size, [&](v1::Command* slot) { *slot = std::move(command); }, creates,
+      known, seq);
+}
+
+absl::Status Session::AppendWith(size_t size,
+                                 absl::FunctionRef<void(v1::Command*)> fill,
+                                 const std::vector<uint64_t>& creates,
+                                 const HandleMeta* known, uint64_t* seq) {
   if (!policy_.Fits(size)) {
     return absl::InvalidArgumentError(
         absl::StrCat("a command of ", size,
@@ -184,8 +193,7 @@ absl::Status Session::Append(v1::Command command,
     absl::MutexLock lock(&mu_);
     absl::Status open = CheckOpenLocked();
     if (!open.ok()) return open;
-    flush_before = policy_.FlushBefore(pending_.batch().commands_size(),
-                                       pending_bytes_, size);
+    flush_before = policy_.FlushBefore(pending_.size(), pending_bytes_, size);
   }
   if (flush_before) {
     absl::Status status = Flush();
@@ -200,23 +208,24 @@ absl::Status Session::Append(v1::Command command,
     // freed on the client side is free for it on the daemon (as in eager
     // PyTorch), not only at the end of the batch.
     MoveReleasesIntoBatchLocked();
-    command.set_seq(next_seq_++);
-    if (seq != nullptr) *seq = command.seq();
+    const uint64_t command_seq = next_seq_++;
+    if (seq != nullptr) *seq = command_seq;
     for (uint64_t handle : creates) {
       HandleState& state = handles_[handle];
-      state.seq = command.seq();
+      state.seq = command_seq;
       if (known != nullptr) {
         state.known = true;
         state.meta = *known;
       }
     }
-    if (pending_.batch().commands_size() == 0 && pending_releases_.empty()) {
+    if (pending_.size() == 0 && pending_releases_.empty()) {
       first_pending_ = absl::Now();
     }
-    *pending_.mutable_batch()->add_commands() = std::move(command);
+    v1::Command* command = pending_->mutable_batch()->add_commands();
+    fill(command);
+    command->set_seq(command_seq);
     pending_bytes_ += size;
-    flush_after =
-        policy_.FlushAfter(pending_.batch().commands_size(), pending_bytes_);
+    flush_after = policy_.FlushAfter(pending_.size(), pending_bytes_);
   }
   return flush_after ? Flush() : absl::OkStatus();
 }
@@ -235,14 +244,22 @@ absl::StatusOr<std::vector<uint64_t>> Session::EnqueueCall(
       outputs.push_back(AllocateHandleLocked());
     }
   }
-  v1::Command command;
-  v1::Call* call = command.mutable_call();
-  call->set_op_id(op.id());
-  call->mutable_inputs()->Add(inputs.begin(), inputs.end());
-  *call->mutable_attrs() = attrs;
-  call->mutable_outputs()->Add(outputs.begin(), outputs.end());
-  call->set_site(site);
-  absl::Status status = Append(std::move(command), outputs, nullptr);
+  // An upper bound of the Call's encoding: tags, lengths and 10-byte varints.
+  size_t size = 48 + site.size() + 11 * (inputs.size() + outputs.size());
+  for (const auto& [name, value] : attrs) {
+    size += 16 + name.size() + value.ByteSizeLong();
+  }
+  absl::Status status = AppendWith(
+      size,
+      [&](v1::Command* command) {
+        v1::Call* call = command->mutable_call();
+        call->set_op_id(op.id());
+        call->mutable_inputs()->Add(inputs.begin(), inputs.end());
+        if (!attrs.empty()) *call->mutable_attrs() = attrs;
+        call->mutable_outputs()->Add(outputs.begin(), outputs.end());
+        call->set_site(site);
+      },
+      outputs, nullptr, nullptr);
   if (!status.ok()) return status;
   return outputs;
 }
@@ -278,8 +295,8 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
     status = UploadShmChunks(static_cast<const char*>(data), *total, handle,
                              first, meta);
   }
-  for (const Chunk& chunk : use_shm ? std::vector<Chunk>()
-                                    : PlanChunks(*total, chunk_bytes_)) {
+  for (const Chunk& chunk :
+       use_shm ? std::vector<Chunk>() : PlanChunks(*total, chunk_bytes_)) {
     v1::Command command;
     v1::Put* put = command.mutable_put();
     put->set_handle(handle);
@@ -334,7 +351,7 @@ void Session::QueueRelease(uint64_t handle) {
   handles_.erase(handle);
   // A closed or broken session's handles are released by the daemon.
   if (closed_ || !stream_error_.ok()) return;
-  if (pending_.batch().commands_size() == 0 && pending_releases_.empty()) {
+  if (pending_.size() == 0 && pending_releases_.empty()) {
     first_pending_ = absl::Now();
   }
   pending_releases_.push_back(handle);
@@ -344,7 +361,7 @@ void Session::MoveReleasesIntoBatchLocked() {
   if (pending_releases_.empty() || in_chunked_put_ || !stream_error_.ok()) {
     return;
   }
-  v1::Command* command = pending_.mutable_batch()->add_commands();
+  v1::Command* command = pending_->mutable_batch()->add_commands();
   command->set_seq(next_seq_++);
   command->mutable_release()->mutable_handles()->Add(pending_releases_.begin(),
                                                      pending_releases_.end());
@@ -353,16 +370,15 @@ void Session::MoveReleasesIntoBatchLocked() {
 
 absl::Status Session::Flush() {
   absl::MutexLock write_lock(&write_mu_);
-  std::shared_ptr<v1::ClientFrame> frame;
+  std::shared_ptr<const v1::ClientFrame> frame;
   bool resuming;
   {
     absl::MutexLock lock(&mu_);
     MoveReleasesIntoBatchLocked();
-    const int count = pending_.batch().commands_size();
+    const int count = pending_.size();
     if (count == 0) return stream_error_;
-    sent_seq_ = pending_.batch().commands(count - 1).seq();
-    frame = std::make_shared<v1::ClientFrame>();
-    frame->Swap(&pending_);
+    sent_seq_ = (*pending_).batch().commands(count - 1).seq();
+    frame = pending_.Take();
     pending_bytes_ = 0;
     if (!stream_error_.ok()) return stream_error_;  // dropped: stream is over
     // Kept until acknowledged: a resume resends it.
@@ -392,8 +408,7 @@ void Session::FlushLoop() {
     {
       absl::MutexLock lock(&mu_);
       auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return closing_ || resend_pending_ ||
-               pending_.batch().commands_size() > 0 ||
+        return closing_ || resend_pending_ || pending_.size() > 0 ||
                (!pending_releases_.empty() && !in_chunked_put_);
       };
       mu_.Await(absl::Condition(&has_work));

@@ -51,6 +51,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -59,6 +60,7 @@
 #include "client/download.h"
 #include "client/dtype.h"
 #include "client/options.h"
+#include "client/pending_frame.h"
 #include "client/shm_mapping.h"
 #include "proto/tensord.grpc.pb.h"
 #include "proto/tensord.pb.h"
@@ -224,6 +226,14 @@ class Session {
   absl::Status Append(v1::Command command, const std::vector<uint64_t>& creates,
                       const HandleMeta* known, uint64_t* seq = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
+  // The same, with the command written in place into the pending batch by
+  // `fill` (no separate message: Note [Client frame arenas]); `size` bounds
+  // its encoded size from above.
+  absl::Status AppendWith(size_t size,
+                          absl::FunctionRef<void(v1::Command*)> fill,
+                          const std::vector<uint64_t>& creates,
+                          const HandleMeta* known, uint64_t* seq)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
   uint64_t AllocateHandleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckOpenLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Appends the releases queued by destructors as one Release command.
@@ -264,7 +274,7 @@ class Session {
   v1::Welcome welcome_;                             // immutable after Open
   absl::flat_hash_map<std::string, int> op_index_;  // name -> welcome_.ops
   uint64_t chunk_bytes_ = 0;
-  bool started_ = false;  // threads running; set once in Open
+  bool started_ = false;             // threads running; set once in Open
   std::unique_ptr<ShmMapping> shm_;  // set once in Open; null: the stream
 
   absl::Mutex shm_mu_ ABSL_ACQUIRED_BEFORE(enqueue_mu_);
@@ -276,7 +286,7 @@ class Session {
   bool stream_live_ ABSL_GUARDED_BY(write_mu_) = true;  // not yet Finish()ed
 
   mutable absl::Mutex mu_;
-  v1::ClientFrame pending_ ABSL_GUARDED_BY(mu_);
+  PendingFrame pending_ ABSL_GUARDED_BY(mu_);  // Note [Client frame arenas]
   size_t pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time first_pending_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> pending_releases_ ABSL_GUARDED_BY(mu_);
