@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/arena.h"
 #include "runtime/autograd/node.h"
 #include "runtime/core/device_error.h"
 #include "runtime/core/status_macros.h"
@@ -22,8 +23,16 @@ CommandRunner::~CommandRunner() = default;
 
 void CommandRunner::RunBatch(const v1::Batch& batch, uint64_t arrived_ns) {
   batch_arrived_ns_ = arrived_ns;
-  v1::ServerFrame frame;
-  v1::Ack* ack = frame.mutable_ack();
+  // The Ack (a TensorMeta per created handle) is built on an arena that
+  // lives as long as the outbox keeps the frame (Note [Frame arenas]).
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = 16 << 10;
+  options.max_block_size = 1 << 20;
+  auto arena = std::make_shared<google::protobuf::Arena>(options);
+  std::shared_ptr<v1::ServerFrame> frame(
+      arena,
+      google::protobuf::Arena::CreateMessage<v1::ServerFrame>(arena.get()));
+  v1::Ack* ack = frame->mutable_ack();
   for (const v1::Command& cmd : batch.commands()) {
     if (pending_put_ &&
         !(cmd.has_put() && cmd.put().handle() == pending_put_->handle)) {
@@ -34,7 +43,7 @@ void CommandRunner::RunBatch(const v1::Batch& batch, uint64_t arrived_ns) {
     // Per command, so Admin agrees with a SyncDone sent mid-batch.
     live_handles_.store(handles_.size(), std::memory_order_relaxed);
   }
-  sink_->Send(std::move(frame));
+  sink_->SendOwned(std::move(frame));
 }
 
 void CommandRunner::ReleaseAll() {

@@ -25,6 +25,12 @@ class FrameSink {
   virtual void SendShared(std::shared_ptr<const v1::ServerFrame> frame) {
     Send(*frame);
   }
+  // The same for a frame handed over whole, possibly on an arena the
+  // pointer keeps alive (the executor's Acks, Note [Frame arenas]): the
+  // outbox keeps it without a copy.
+  virtual void SendOwned(std::shared_ptr<v1::ServerFrame> frame) {
+    Send(std::move(*frame));
+  }
   // The session is over: no more frames follow; `status` ends the stream.
   virtual void End(absl::Status status) = 0;
 };

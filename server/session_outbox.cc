@@ -12,14 +12,18 @@ void SessionOutbox::SetSeq(uint64_t seq) {
 }
 
 void SessionOutbox::Send(v1::ServerFrame frame) {
+  SendOwned(std::make_shared<v1::ServerFrame>(std::move(frame)));
+}
+
+void SessionOutbox::SendOwned(std::shared_ptr<v1::ServerFrame> frame) {
   std::shared_ptr<FrameSink> sink;
   std::shared_ptr<const v1::ServerFrame> shared;
   {
     absl::MutexLock lock(&mu_);
-    frame.set_seq(seq_);
+    frame->set_seq(seq_);
     // ByteSizeLong also caches the sizes the serializer needs.
-    buffered_bytes_ += frame.ByteSizeLong();
-    shared = std::make_shared<const v1::ServerFrame>(std::move(frame));
+    buffered_bytes_ += frame->ByteSizeLong();
+    shared = std::move(frame);
     buffer_.push_back(shared);
     while (buffered_bytes_ > max_bytes_ && !buffer_.empty()) {
       evicted_seq_ = std::max(evicted_seq_, buffer_.front()->seq());

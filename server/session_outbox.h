@@ -31,6 +31,7 @@ class SessionOutbox : public FrameSink {
 
   // FrameSink: stamps, buffers, forwards when attached.
   void Send(v1::ServerFrame frame) override;
+  void SendOwned(std::shared_ptr<v1::ServerFrame> frame) override;
   void End(absl::Status status) override;
 
   // The seq stamped on frames from now on (set by the executor per batch).
