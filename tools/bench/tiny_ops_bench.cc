@@ -24,6 +24,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/synchronization/mutex.h"
 #include "client/tensord_client.h"
 
 namespace {
@@ -144,6 +145,11 @@ bool Flag(const char* arg, const char* name, std::string* value) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // As a release build of Abseil would: Debian's is built without NDEBUG,
+  // which leaves Mutex deadlock detection on (a graph update per lock; the
+  // daemon turns it off the same way, server/main.cc). README.md tells C++
+  // client users to do this in their own main.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   std::string address, value;
   int ops = 100000, reps = 5, sync_iters = 2000, transfer_mib = 256;
   int shm_slot_mib = 0;
