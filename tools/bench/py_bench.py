@@ -161,6 +161,31 @@ def worker(lib: Any, start_at: float, duration: float) -> Dict[str, float]:
     return {"steps_per_s": n / (time.perf_counter() - t0)}
 
 
+def run_bench(lib: Any, args: argparse.Namespace) -> Dict[str, Any]:
+    if args.bench == "tiny":
+        return tiny(lib, args.ops, args.reps)
+    if args.bench == "sync":
+        return sync_latency(lib, args.iters)
+    if args.bench == "transfer":
+        return transfer(lib, args.mib, args.reps)
+    if args.bench == "train":
+        return train(lib, args.model, args.steps, args.reps)
+    return worker(lib, args.start_at, args.duration)
+
+
+def phase_totals(prof: Any, client_s: float) -> Dict[str, Any]:
+    """Seconds the daemon spent per phase over the profiled run, and the share of the client's
+    wall time during which the daemon was running an op at all."""
+    totals: Dict[str, float] = {}
+    for a in prof.key_averages():
+        for phase, us in a.phases_us.items():
+            totals[phase] = totals.get(phase, 0.0) + us / 1e6
+    busy = sum(e.wall_us for e in prof.events) / 1e6
+    return {"ops": len(prof.events), "daemon_busy_s": busy, "client_wall_s": client_s,
+            "daemon_busy_share": busy / client_s if client_s else 0.0,
+            "phases_s": {k: round(v, 6) for k, v in sorted(totals.items())}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lib", choices=["tensord", "torch"], required=True)
@@ -178,6 +203,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--shm", choices=["auto", "off"], default="auto",
                     help="same-host shared-memory transfer (off: the stream carries the bytes)")
+    ap.add_argument("--profile", action="store_true",
+                    help="tensord: run the benchmark under td.profiler (its figures then include "
+                         "the profiler's cost) and print where the daemon's time went: the "
+                         "per-op phase table on stderr, phase totals in the JSON")
     args = ap.parse_args()
     if args.lib == "torch":
         import torch as lib
@@ -185,16 +214,14 @@ def main() -> None:
     else:
         import tensord as lib
         lib.connect(args.address, **({"shm": False} if args.shm == "off" else {}))
-    if args.bench == "tiny":
-        out = tiny(lib, args.ops, args.reps)
-    elif args.bench == "sync":
-        out = sync_latency(lib, args.iters)
-    elif args.bench == "transfer":
-        out = transfer(lib, args.mib, args.reps)
-    elif args.bench == "train":
-        out = train(lib, args.model, args.steps, args.reps)
+    if args.profile and args.lib == "tensord":
+        t0 = time.perf_counter()
+        with lib.profiler.profile() as prof:
+            out = run_bench(lib, args)
+        out["profile"] = phase_totals(prof, time.perf_counter() - t0)
+        print(prof.key_averages().table(row_limit=12), file=sys.stderr)
     else:
-        out = worker(lib, args.start_at, args.duration)
+        out = run_bench(lib, args)
     print(json.dumps(out), flush=True)
     if args.lib == "tensord":
         lib.close()
