@@ -11,6 +11,7 @@ void CommandRunner::RunProfiled(const v1::Command& cmd, v1::Ack* ack) {
   v1::OpRecord record;
   OpPhases phases;
   phases_ = &phases;  // MakeContext hands it to RunOp (Note [Op phases])
+  const uint64_t generation = profiler_.generation();
   const uint64_t start = PhaseClockNs();
   const uint64_t epoch = profiler_.epoch_ns();
   record.set_start_ns(start > epoch ? start - epoch : 0);
@@ -50,7 +51,7 @@ void CommandRunner::RunProfiled(const v1::Command& cmd, v1::Ack* ack) {
   }
   if (record.device().empty()) record.set_device(default_device_->name());
   record.set_bytes_allocated(bytes);
-  profiler_.Record(std::move(record));
+  profiler_.Record(std::move(record), generation);
 }
 
 void CommandRunner::RunGetProfile(const v1::GetProfile& get) {

@@ -7,11 +7,13 @@ namespace tensord {
 void OpProfiler::SetEnabled(bool on) {
   absl::MutexLock lock(&mu_);
   if (on && !enabled()) epoch_ns_.store(PhaseClockNs());
+  if (on != enabled()) generation_.fetch_add(1);
   enabled_.store(on);
 }
 
-void OpProfiler::Record(v1::OpRecord record) {
+void OpProfiler::Record(v1::OpRecord record, uint64_t generation) {
   absl::MutexLock lock(&mu_);
+  if (!enabled() || generation != generation_.load()) return;
   if (records_.size() >= kMaxRecords) {
     ++dropped_;
     return;

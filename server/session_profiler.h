@@ -31,13 +31,17 @@ class OpProfiler {
   void SetEnabled(bool on);
   // PhaseClockNs() of the epoch start_ns counts from.
   uint64_t epoch_ns() const { return epoch_ns_.load(); }
-  void Record(v1::OpRecord record);
+  // Which on/off period this is: an op that started in one and ends after
+  // profiling was switched (a STOP racing with a running op) is not kept.
+  uint64_t generation() const { return generation_.load(); }
+  void Record(v1::OpRecord record, uint64_t generation);
   // Moves (clear) or copies the records into `out`.
   void Fill(bool clear, v1::Profile* out);
 
  private:
   std::atomic<bool> enabled_{false};
   std::atomic<uint64_t> epoch_ns_{0};
+  std::atomic<uint64_t> generation_{0};
   absl::Mutex mu_;
   std::vector<v1::OpRecord> records_ ABSL_GUARDED_BY(mu_);
   uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;

@@ -307,5 +307,26 @@ TEST_F(SessionTest, ProfilerTimesEachPhase) {
   EXPECT_EQ(none.ops_size(), 0);
 }
 
+TEST(OpProfilerTest, AnOpFromAnEarlierPeriodIsNotKept) {
+  // An op that started while profiling was on and ends after a STOP (or a
+  // STOP and a new START) must not show up in the next period's records.
+  OpProfiler profiler;
+  profiler.SetEnabled(true);
+  const uint64_t first = profiler.generation();
+  v1::OpRecord record;
+  record.set_op("matmul");
+  profiler.SetEnabled(false);
+  profiler.Record(record, first);
+  profiler.SetEnabled(true);
+  profiler.Record(record, first);
+  v1::Profile none;
+  profiler.Fill(/*clear=*/true, &none);
+  EXPECT_EQ(none.ops_size(), 0);
+  profiler.Record(record, profiler.generation());
+  v1::Profile one;
+  profiler.Fill(/*clear=*/false, &one);
+  EXPECT_EQ(one.ops_size(), 1);
+}
+
 }  // namespace
 }  // namespace tensord
