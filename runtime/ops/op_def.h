@@ -44,7 +44,8 @@ class Recorder {
 // and RunOp adds the time of each phase to it: shape inference, output
 // allocation, the kernel (on CUDA: the launch). Only the outermost RunOp of a
 // command times (depth 0): a kernel that runs other ops counts as kernel
-// time, and a composite's inner ops add up their own phases.
+// time, and a composite's inner ops add up their own phases; what a view or
+// composite row does itself (building the view, a fused loop) is kernel time.
 struct OpPhases {
   uint64_t infer_ns = 0;
   uint64_t alloc_ns = 0;
