@@ -154,7 +154,7 @@ class FakeSession {
         continue;
       }
       {
-        absl::MutexLock lock(&service_->mu_);
+        MutexLock lock(&service_->mu_);
         FakeStats& s = service_->stats_;
         s.frames++;
         s.commands += frame.batch().commands_size();
@@ -186,7 +186,7 @@ class FakeSession {
 
  private:
   void Violation(std::string what) {
-    absl::MutexLock lock(&service_->mu_);
+    MutexLock lock(&service_->mu_);
     service_->stats_.violations.push_back(std::move(what));
   }
 
@@ -223,7 +223,7 @@ class FakeSession {
       case v1::Command::kGet:
         return RunGet(command.get());
       case v1::Command::kRelease: {
-        absl::MutexLock lock(&service_->mu_);
+        MutexLock lock(&service_->mu_);
         for (uint64_t h : command.release().handles()) {
           tensors_.erase(h);
           service_->stats_.released.insert(h);
@@ -239,7 +239,7 @@ class FakeSession {
         return;
       }
       case v1::Command::kOptions: {
-        absl::MutexLock lock(&service_->mu_);
+        MutexLock lock(&service_->mu_);
         service_->stats_.last_seed = command.options().seed();
         return;
       }
@@ -530,7 +530,7 @@ grpc::Status FakeTensordService::Session(
 }
 
 FakeStats FakeTensordService::stats() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return stats_;
 }
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "proto/tensord.grpc.pb.h"
+#include "runtime/core/mutex.h"
 
 namespace tensord {
 namespace testing {
@@ -49,7 +49,7 @@ class FakeTensordService final : public v1::Tensord::Service {
  private:
   friend class FakeSession;
   const FakeOptions options_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   FakeStats stats_ ABSL_GUARDED_BY(mu_);
 };
 

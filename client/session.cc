@@ -105,18 +105,18 @@ absl::Status Session::Handshake() {
   if (welcome_.has_shm()) {
     shm_ = ShmMapping::Open(welcome_.shm(), options_.shm_slot_bytes);
     if (shm_ != nullptr) {
-      absl::MutexLock shm_lock(&shm_mu_);
+      MutexLock shm_lock(&shm_mu_);
       slot_seq_.assign(shm_->num_slots(), 0);
     }
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   default_device_ = welcome_.default_device();
   return absl::OkStatus();
 }
 
 void Session::Close() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (closed_) return;
     if (!started_) {
       closed_ = true;
@@ -125,20 +125,20 @@ void Session::Close() {
   }
   {
     // Last commands (typically releases) go out before the half-close.
-    absl::MutexLock enqueue_lock(&enqueue_mu_);
+    MutexLock enqueue_lock(&enqueue_mu_);
     Flush().IgnoreError();
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     closed_ = true;
   }
   {
-    absl::MutexLock write_lock(&write_mu_);
+    MutexLock write_lock(&write_mu_);
     if (!writes_done_) {
       writes_done_ = true;
       if (stream_live_) stream_->WritesDone();
     }
   }
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     closing_ = true;
     if (attempt_context_ != nullptr) attempt_context_->TryCancel();
     // The daemon ends the stream once it has seen WritesDone; don't hang on
@@ -190,7 +190,7 @@ absl::Status Session::AppendWith(size_t size,
   }
   bool flush_before;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     absl::Status open = CheckOpenLocked();
     if (!open.ok()) return open;
     flush_before = policy_.FlushBefore(pending_.size(), pending_bytes_, size);
@@ -201,7 +201,7 @@ absl::Status Session::AppendWith(size_t size,
   }
   bool flush_after;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     absl::Status open = CheckOpenLocked();
     if (!open.ok()) return open;
     // Releases queued by destructors go before this command, so memory
@@ -234,10 +234,10 @@ absl::StatusOr<std::vector<uint64_t>> Session::EnqueueCall(
     const v1::OpSchema& op, const std::vector<uint64_t>& inputs,
     const google::protobuf::Map<std::string, v1::AttrValue>& attrs,
     int num_outputs, const std::string& site) {
-  absl::MutexLock enqueue_lock(&enqueue_mu_);
+  MutexLock enqueue_lock(&enqueue_mu_);
   std::vector<uint64_t> outputs;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     absl::Status open = CheckOpenLocked();
     if (!open.ok()) return open;
     for (int i = 0; i < num_outputs; ++i) {
@@ -271,13 +271,13 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
   if (!total.ok()) return total.status();
   const bool use_shm = shm_ != nullptr && *total >= kShmMinBytes;
   // Only the shm path needs it; taken first (lock order).
-  std::optional<absl::MutexLock> shm_lock;
+  std::optional<MutexLock> shm_lock;
   if (use_shm) shm_lock.emplace(&shm_mu_);
-  absl::MutexLock enqueue_lock(&enqueue_mu_);
+  MutexLock enqueue_lock(&enqueue_mu_);
   uint64_t handle;
   HandleMeta meta{dtype, shape, device, requires_grad, absl::OkStatus()};
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     absl::Status open = CheckOpenLocked();
     if (!open.ok()) return open;
     handle = AllocateHandleLocked();
@@ -316,7 +316,7 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
                     chunk.offset == 0 ? &meta : nullptr);
     if (!status.ok()) break;
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   in_chunked_put_ = false;
   if (!status.ok()) {
     handles_.erase(handle);
@@ -326,28 +326,28 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
 }
 
 absl::Status Session::EnqueueOptions(const v1::SetOptions& options) {
-  absl::MutexLock enqueue_lock(&enqueue_mu_);
+  MutexLock enqueue_lock(&enqueue_mu_);
   v1::Command command;
   *command.mutable_options() = options;
   absl::Status status = Append(std::move(command), {}, nullptr);
   if (status.ok() && options.option_case() == v1::SetOptions::kDefaultDevice) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     default_device_ = options.default_device();
   }
   if (status.ok() && options.option_case() == v1::SetOptions::kGradEnabled) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     grad_enabled_ = options.grad_enabled();
   }
   return status;
 }
 
 bool Session::grad_enabled() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return grad_enabled_;
 }
 
 void Session::QueueRelease(uint64_t handle) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   handles_.erase(handle);
   // A closed or broken session's handles are released by the daemon.
   if (closed_ || !stream_error_.ok()) return;
@@ -369,11 +369,11 @@ void Session::MoveReleasesIntoBatchLocked() {
 }
 
 absl::Status Session::Flush() {
-  absl::MutexLock write_lock(&write_mu_);
+  MutexLock write_lock(&write_mu_);
   std::shared_ptr<const v1::ClientFrame> frame;
   bool resuming;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     MoveReleasesIntoBatchLocked();
     const int count = pending_.size();
     if (count == 0) return stream_error_;
@@ -393,7 +393,7 @@ absl::Status Session::Flush() {
   if (!stream_live_ || !stream_->Write(*frame)) {
     // With resume on, the reader sees the break too and resumes or fails.
     if (options_.resume) return absl::OkStatus();
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (stream_error_.ok()) {
       stream_error_ = absl::UnavailableError(absl::StrCat(
           "the session stream to tensord at ", address_, " broke"));
@@ -406,7 +406,7 @@ absl::Status Session::Flush() {
 void Session::FlushLoop() {
   while (true) {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return closing_ || resend_pending_ || pending_.size() > 0 ||
                (!pending_releases_.empty() && !in_chunked_put_);

@@ -54,7 +54,6 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/chunking.h"
 #include "client/download.h"
@@ -64,6 +63,7 @@
 #include "client/shm_mapping.h"
 #include "proto/tensord.grpc.pb.h"
 #include "proto/tensord.pb.h"
+#include "runtime/core/mutex.h"
 
 namespace tensord {
 inline namespace client {
@@ -277,15 +277,15 @@ class Session {
   bool started_ = false;             // threads running; set once in Open
   std::unique_ptr<ShmMapping> shm_;  // set once in Open; null: the stream
 
-  absl::Mutex shm_mu_ ABSL_ACQUIRED_BEFORE(enqueue_mu_);
+  Mutex shm_mu_ ABSL_ACQUIRED_BEFORE(enqueue_mu_);
   // Per slot, the seq of the last Put that reads it (0: none).
   std::vector<uint64_t> slot_seq_ ABSL_GUARDED_BY(shm_mu_);
-  absl::Mutex enqueue_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
-  absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  Mutex enqueue_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
+  Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   bool writes_done_ ABSL_GUARDED_BY(write_mu_) = false;
   bool stream_live_ ABSL_GUARDED_BY(write_mu_) = true;  // not yet Finish()ed
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   PendingFrame pending_ ABSL_GUARDED_BY(mu_);  // Note [Client frame arenas]
   size_t pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time first_pending_ ABSL_GUARDED_BY(mu_);

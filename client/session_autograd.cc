@@ -11,10 +11,10 @@ absl::StatusOr<std::vector<uint64_t>> Session::EnqueueBackward(
     const std::vector<uint64_t>& roots, const std::vector<uint64_t>& grads,
     bool retain_graph, bool create_graph, const std::vector<uint64_t>& inputs,
     bool allow_unused, const std::string& site) {
-  absl::MutexLock enqueue_lock(&enqueue_mu_);
+  MutexLock enqueue_lock(&enqueue_mu_);
   std::vector<uint64_t> outputs;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     absl::Status open = CheckOpenLocked();
     if (!open.ok()) return open;
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -39,7 +39,7 @@ absl::StatusOr<std::vector<uint64_t>> Session::EnqueueBackward(
 absl::Status Session::EnqueueSetRequiresGrad(uint64_t handle,
                                              bool requires_grad,
                                              const std::string& site) {
-  absl::MutexLock enqueue_lock(&enqueue_mu_);
+  MutexLock enqueue_lock(&enqueue_mu_);
   v1::Command command;
   v1::SetRequiresGrad* c = command.mutable_set_requires_grad();
   c->set_handle(handle);
@@ -51,10 +51,10 @@ absl::Status Session::EnqueueSetRequiresGrad(uint64_t handle,
 }
 
 absl::StatusOr<uint64_t> Session::EnqueueGetGrad(uint64_t handle) {
-  absl::MutexLock enqueue_lock(&enqueue_mu_);
+  MutexLock enqueue_lock(&enqueue_mu_);
   uint64_t output;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     absl::Status open = CheckOpenLocked();
     if (!open.ok()) return open;
     output = AllocateHandleLocked();
@@ -68,7 +68,7 @@ absl::StatusOr<uint64_t> Session::EnqueueGetGrad(uint64_t handle) {
 }
 
 absl::Status Session::EnqueueSetGrad(uint64_t handle, uint64_t grad) {
-  absl::MutexLock enqueue_lock(&enqueue_mu_);
+  MutexLock enqueue_lock(&enqueue_mu_);
   v1::Command command;
   command.mutable_set_grad()->set_handle(handle);
   command.mutable_set_grad()->set_grad(grad);
@@ -76,7 +76,7 @@ absl::Status Session::EnqueueSetGrad(uint64_t handle, uint64_t grad) {
 }
 
 void Session::NoteRequiresGrad(uint64_t handle, bool requires_grad) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = handles_.find(handle);
   if (it == handles_.end()) return;
   it->second.meta.requires_grad = requires_grad;

@@ -36,14 +36,14 @@ void Session::ReadLoop() {
     grpc::Status grpc_status;
     {
       // Finish must not race a Write; stream_live_ stops later ones.
-      absl::MutexLock write_lock(&write_mu_);
+      MutexLock write_lock(&write_mu_);
       stream_live_ = false;
       grpc_status = stream_->Finish();
     }
     absl::Status status = StatusFromGrpc(grpc_status);
     bool resume;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       resume = options_.resume && !closing_ && !closed_ &&
                TransportBroke(grpc_status);
       resuming_ = resume;
@@ -51,13 +51,13 @@ void Session::ReadLoop() {
     if (resume) {
       absl::Status resumed = Resume(status);
       if (resumed.ok()) continue;
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       resuming_ = false;
       stream_error_ = resumed;
       reader_done_ = true;
       return;
     }
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (!status.ok()) {
       status = absl::Status(status.code(),
                             absl::StrCat("session with tensord at ", address_,
@@ -75,7 +75,7 @@ void Session::ReadLoop() {
 }
 
 void Session::HandleFrame(const v1::ServerFrame& frame) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (SkipReplayedLocked(frame)) return;
   switch (frame.kind_case()) {
     case v1::ServerFrame::kAck: {
@@ -159,9 +159,9 @@ void Session::HandleFrame(const v1::ServerFrame& frame) {
 absl::Status Session::Sync() {
   uint64_t request_id;
   {
-    absl::MutexLock enqueue_lock(&enqueue_mu_);
+    MutexLock enqueue_lock(&enqueue_mu_);
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       absl::Status open = CheckOpenLocked();
       if (!open.ok()) return open;
       request_id = next_request_id_++;
@@ -171,13 +171,13 @@ absl::Status Session::Sync() {
     command.mutable_sync()->set_request_id(request_id);
     absl::Status status = Append(std::move(command), {}, nullptr);
     if (!status.ok()) {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       syncs_.erase(request_id);
       return status;
     }
   }
   Flush().IgnoreError();  // a broken stream shows in stream_error_ below
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto ready = [this, request_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return syncs_[request_id].has_value() || !stream_error_.ok();
   };
@@ -197,7 +197,7 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
     std::optional<uint64_t> total;
     bool small = false;  // or poisoned, or None: the stream answers that
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       auto it = handles_.find(handle);
       if (it != handles_.end() && it->second.known) {
         const HandleMeta& meta = it->second.meta;
@@ -212,9 +212,9 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
   }
   uint64_t request_id;
   {
-    absl::MutexLock enqueue_lock(&enqueue_mu_);
+    MutexLock enqueue_lock(&enqueue_mu_);
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       absl::Status open = CheckOpenLocked();
       if (!open.ok()) return open;
       request_id = next_request_id_++;
@@ -227,13 +227,13 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
     get->set_site(site);
     absl::Status status = Append(std::move(command), {}, nullptr);
     if (!status.ok()) {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       downloads_.erase(request_id);
       return status;
     }
   }
   Flush().IgnoreError();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto ready = [this, request_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return downloads_[request_id].done || !stream_error_.ok();
   };
@@ -249,7 +249,7 @@ absl::StatusOr<HandleMeta> Session::WaitMeta(uint64_t handle) {
   uint64_t seq;
   bool need_flush;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = handles_.find(handle);
     if (it == handles_.end()) {
       return absl::FailedPreconditionError(
@@ -260,7 +260,7 @@ absl::StatusOr<HandleMeta> Session::WaitMeta(uint64_t handle) {
     need_flush = seq > sent_seq_;
   }
   if (need_flush) Flush().IgnoreError();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto ready = [this, handle, seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = handles_.find(handle);
     return it == handles_.end() || it->second.known || acked_seq_ >= seq ||

@@ -4,9 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "client/session.h"
 #include "client/status.h"
+#include "runtime/core/mutex.h"
 
 namespace tensord {
 inline namespace client {
@@ -36,7 +36,7 @@ absl::StatusOr<Session::OpenedStream> Session::OpenStream(
   // A resume waits for the channel to reconnect (bounded by the watchdog).
   if (resuming) opened.context->set_wait_for_ready(true);
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (closing_) return ClosedError();
     attempt_context_ = opened.context.get();  // Close() cancels it
   }
@@ -46,7 +46,7 @@ absl::StatusOr<Session::OpenedStream> Session::OpenStream(
   v1::ServerFrame reply;
   // A daemon that accepts the stream but never answers must not hang us: a
   // watchdog cancels the call after `timeout`.
-  absl::Notification answered;
+  Notification answered;
   bool timed_out = false;  // written by the watchdog, read after join()
   grpc::ClientContext* context = opened.context.get();
   std::thread watchdog([&answered, &timed_out, timeout, context] {
@@ -60,7 +60,7 @@ absl::StatusOr<Session::OpenedStream> Session::OpenStream(
   answered.Notify();
   watchdog.join();
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     attempt_context_ = nullptr;
   }
   const std::string refused = absl::StrCat(
@@ -113,7 +113,7 @@ absl::Status Session::Resume(const absl::Status& cause) {
   while (true) {
     v1::Hello hello;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (closing_) return ClosedError();
       hello.set_resume_received_seq(acked_seq_);
     }
@@ -131,7 +131,7 @@ absl::Status Session::Resume(const absl::Status& cause) {
     if (opened.ok()) return Adopt(std::move(*opened));
     last = opened.status();
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (closing_) return ClosedError();
     }
     if (!Retryable(last)) break;
@@ -141,7 +141,7 @@ absl::Status Session::Resume(const absl::Status& cause) {
     }
     {
       // A timed condition wait, not a sleep: Close() ends it at once.
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (mu_.AwaitWithTimeout(absl::Condition(&closing_), backoff)) {
         return ClosedError();
       }
@@ -161,10 +161,10 @@ absl::Status Session::Resume(const absl::Status& cause) {
 }
 
 absl::Status Session::Adopt(OpenedStream opened) {
-  absl::MutexLock write_lock(&write_mu_);
+  MutexLock write_lock(&write_mu_);
   bool give_up;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     give_up = closing_ || writes_done_;
     if (!give_up) {
       // The replay starts with the frames received since the last Ack.
@@ -191,10 +191,10 @@ absl::Status Session::Adopt(OpenedStream opened) {
 }
 
 void Session::ResendUnacked() {
-  absl::MutexLock write_lock(&write_mu_);
+  MutexLock write_lock(&write_mu_);
   std::vector<std::shared_ptr<const v1::ClientFrame>> resend;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (!resend_pending_) return;
     resend_pending_ = false;
     // Commands at or below resumed_applied_seq ran: their replies are in
@@ -220,7 +220,7 @@ void Session::ResendUnacked() {
     if (writes_done_ || !stream_live_ || !stream_->Write(*frame)) return;
   }
   // Flush may write directly again; it queued behind write_mu_ meanwhile.
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!resend_pending_) resuming_ = false;
 }
 
@@ -269,7 +269,7 @@ bool Session::SkipReplayedLocked(const v1::ServerFrame& frame) {
 }
 
 int Session::resumes() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return resumes_;
 }
 

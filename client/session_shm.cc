@@ -27,7 +27,7 @@ absl::Status Session::UploadShmChunks(const char* data, uint64_t total,
     const int slot = k++ % slots;
     const uint64_t reader = slot_seq_[slot];
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       // Every Put was flushed when sent, so its Ack is coming (or, while a
       // resume is under way, comes after the resend).
       auto free = [this, reader]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -65,10 +65,10 @@ absl::StatusOr<uint64_t> Session::EnqueueShmGet(uint64_t handle,
                                                 const std::string& site,
                                                 int slot,
                                                 uint64_t byte_offset) {
-  absl::MutexLock enqueue_lock(&enqueue_mu_);
+  MutexLock enqueue_lock(&enqueue_mu_);
   uint64_t request_id;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     absl::Status open = CheckOpenLocked();
     if (!open.ok()) return open;
     request_id = next_request_id_++;
@@ -86,7 +86,7 @@ absl::StatusOr<uint64_t> Session::EnqueueShmGet(uint64_t handle,
   // A Put still reading this slot runs first: the daemon keeps the order.
   absl::Status status = Append(std::move(command), {}, nullptr);
   if (!status.ok()) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     downloads_.erase(request_id);
     return status;
   }
@@ -94,7 +94,7 @@ absl::StatusOr<uint64_t> Session::EnqueueShmGet(uint64_t handle,
 }
 
 Session::PendingDownload Session::AwaitDownload(uint64_t request_id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto ready = [this, request_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return downloads_[request_id].done || !stream_error_.ok();
   };
@@ -111,7 +111,7 @@ Session::PendingDownload Session::AwaitDownload(uint64_t request_id) {
 absl::StatusOr<HostTensor> Session::DownloadShm(uint64_t handle,
                                                 const std::string& site,
                                                 std::optional<uint64_t> total) {
-  absl::MutexLock shm_lock(&shm_mu_);
+  MutexLock shm_lock(&shm_mu_);
   const int slots = shm_->num_slots();
   struct InFlight {
     uint64_t request_id;

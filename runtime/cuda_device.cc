@@ -12,8 +12,8 @@
 #include <cuda_runtime.h>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "kernels/cuda/cuda_check.h"
+#include "runtime/core/mutex.h"
 #include "runtime/memory/cuda_backend.h"
 #endif
 
@@ -38,7 +38,7 @@ class CudaDevice : public Device {
     desc_.compute_capability = absl::StrCat(prop.major, ".", prop.minor);
   }
   ~CudaDevice() override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (auto& [session, stream] : streams_) cudaStreamDestroy(stream);
   }
   const DeviceDescription& description() const override { return desc_; }
@@ -82,7 +82,7 @@ class CudaDevice : public Device {
   // so the kernels launched next run here.
   absl::StatusOr<StreamHandle> SessionStream(uint64_t session) override {
     TD_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = streams_.find(session);
     if (it != streams_.end()) return static_cast<StreamHandle>(it->second);
     cudaStream_t stream = nullptr;
@@ -93,7 +93,7 @@ class CudaDevice : public Device {
   }
 
   void ReleaseSessionStreams(uint64_t session) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = streams_.find(session);
     if (it == streams_.end()) return;
     cudaSetDevice(index_);
@@ -105,7 +105,7 @@ class CudaDevice : public Device {
   const int index_;
   DeviceDescription desc_;
   std::unique_ptr<CachingAllocator> allocator_;
-  absl::Mutex mu_;
+  Mutex mu_;
   absl::flat_hash_map<uint64_t, cudaStream_t> streams_ ABSL_GUARDED_BY(mu_);
 };
 

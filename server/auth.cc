@@ -108,7 +108,7 @@ absl::Status Authenticator::Reload() {
   contents << in.rdbuf();
   auto parsed = Parse(contents.str());
   if (!parsed.ok()) return parsed.status();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   tokens_ = *std::move(parsed);
   return absl::OkStatus();
 }
@@ -116,7 +116,7 @@ absl::Status Authenticator::Reload() {
 absl::StatusOr<User> Authenticator::Authenticate(
     absl::string_view token) const {
   if (insecure()) return User{"anonymous", 0, 0, true};
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const User* found = nullptr;
   for (const auto& [known, user] : tokens_) {  // no early exit: constant time
     if (ConstantTimeEquals(known, token) && found == nullptr) found = &user;

@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
+#include "runtime/core/mutex.h"
 
 namespace tensord {
 
@@ -46,7 +46,7 @@ class Authenticator {
  private:
   explicit Authenticator(std::string path) : path_(std::move(path)) {}
   const std::string path_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::vector<std::pair<std::string, User>> tokens_ ABSL_GUARDED_BY(mu_);
 };
 

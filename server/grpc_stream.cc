@@ -38,7 +38,7 @@ class StreamSink : public FrameSink {
   // Starts the next write if none is in flight; call without mu_ held.
   void Pump();
 
-  absl::Mutex mu_;
+  Mutex mu_;
   SessionReactor* reactor_ ABSL_GUARDED_BY(mu_);  // nullptr after OnDone
   // Frames are shared with the session's replay buffer (Note [Resume]).
   std::deque<std::shared_ptr<const v1::ServerFrame>> queue_
@@ -189,7 +189,7 @@ void StreamSink::Send(v1::ServerFrame frame) {
 
 void StreamSink::SendShared(std::shared_ptr<const v1::ServerFrame> frame) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
         +[](StreamSink* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
           return s->dead_ || s->queued_bytes_ < kMaxQueuedBytes;
@@ -204,7 +204,7 @@ void StreamSink::SendShared(std::shared_ptr<const v1::ServerFrame> frame) {
 
 void StreamSink::End(absl::Status status) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (ended_) return;
     ended_ = true;
     end_status_ = std::move(status);
@@ -217,7 +217,7 @@ void StreamSink::Pump() {
   bool finish = false;
   absl::Status status;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (writing_ || reactor_ == nullptr || finished_) return;
     if (!queue_.empty() && !dead_) {
       current_ = std::move(queue_.front());
@@ -246,7 +246,7 @@ void StreamSink::Pump() {
 
 void StreamSink::WriteDone(bool ok) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     writing_ = false;
     if (!ok) {
       dead_ = true;
@@ -259,7 +259,7 @@ void StreamSink::WriteDone(bool ok) {
 
 void StreamSink::MarkDead() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     dead_ = true;
     queue_.clear();
     queued_bytes_ = 0;
@@ -270,18 +270,18 @@ void StreamSink::MarkDead() {
 void StreamSink::ResumeReading() {
   SessionReactor* reactor;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     reactor = reactor_;
     if (reactor == nullptr || dead_) return;
     ++resuming_;
   }
   reactor->DoRead();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   --resuming_;
 }
 
 void StreamSink::Detach() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
       +[](StreamSink* s)
            ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) { return s->resuming_ == 0; },

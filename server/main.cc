@@ -24,11 +24,11 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "runtime/core/device_error.h"
+#include "runtime/core/mutex.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/cuda_discovery.h"
 #include "runtime/device.h"
@@ -79,14 +79,14 @@ constexpr int kExitDeviceFailed = 75;  // EX_TEMPFAIL, as cuda::kStickyExitCode
 
 // Set once by the sticky-error handler, read by the main thread after it
 // wakes on SIGUSR1.
-absl::Mutex fatal_mu(absl::kConstInit);
+Mutex fatal_mu(absl::kConstInit);
 absl::Status* fatal_error ABSL_GUARDED_BY(fatal_mu) = nullptr;
 
 // Runs on the thread that saw the error: records it and wakes the main
 // thread, which ends the sessions (the caller may be one of them).
 void OnStickyDeviceError(const absl::Status& error) {
   {
-    absl::MutexLock lock(&fatal_mu);
+    MutexLock lock(&fatal_mu);
     fatal_error = new absl::Status(error);
   }
   spdlog::critical("{}", error.ToString());
@@ -282,7 +282,7 @@ int Main() {
   }
   absl::Status fatal;
   {
-    absl::MutexLock lock(&fatal_mu);
+    MutexLock lock(&fatal_mu);
     if (fatal_error != nullptr) fatal = *fatal_error;
   }
   if (!fatal.ok()) {

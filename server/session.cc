@@ -52,7 +52,7 @@ bool Session::Submit(std::unique_ptr<google::protobuf::Arena> arena,
 }
 
 bool Session::Enqueue(Queued queued) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (closing_) return true;  // late frames after Close/Kill are dropped
   queue_.push_back(std::move(queued));
   if (queue_.size() > params_.max_queued_batches) {
@@ -63,26 +63,26 @@ bool Session::Enqueue(Queued queued) {
 }
 
 void Session::SetOnDrain(std::function<void()> on_drain) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   on_drain_ = std::move(on_drain);
 }
 
 void Session::Close(absl::Status status) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (closing_) return;
   closing_ = true;
   end_status_ = std::move(status);
 }
 
 void Session::Kill(absl::Status reason) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   queue_.clear();
   if (!closing_) end_status_ = std::move(reason);
   closing_ = true;
 }
 
 void Session::WaitDone() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   mu_.Await(absl::Condition(&done_));
 }
 
@@ -91,7 +91,7 @@ void Session::ExecutorLoop() {
     Queued queued;
     std::function<void()> drained;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
           +[](Session* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
             return !s->queue_.empty() || s->closing_;
@@ -125,13 +125,13 @@ void Session::ExecutorLoop() {
   runner_.ReleaseAll();
   absl::Status status;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     status = end_status_;
   }
   spdlog::info("session {} ({}) ended: {}", params_.id, params_.user,
                status.ok() ? "closed by client" : status.ToString());
   outbox_.End(status);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   done_ = true;
 }
 
@@ -140,7 +140,7 @@ absl::Status Session::Attach(std::shared_ptr<FrameSink> sink,
   absl::Status attached =
       outbox_.Attach(std::move(sink), received_seq, std::move(welcome));
   if (attached.ok()) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     detached_ = false;
   }
   return attached;
@@ -148,24 +148,24 @@ absl::Status Session::Attach(std::shared_ptr<FrameSink> sink,
 
 bool Session::Detach(const FrameSink* sink) {
   if (!outbox_.Detach(sink)) return false;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   detached_ = true;
   return true;
 }
 
 void Session::DetachAny() {
   outbox_.DetachAny();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   detached_ = true;
 }
 
 bool Session::detached() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return detached_;
 }
 
 bool Session::ending() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return closing_;
 }
 
@@ -177,7 +177,7 @@ v1::SessionInfo Session::Info() const {
   info.set_peer(params_.peer);
   info.set_age_seconds(absl::ToDoubleSeconds(absl::Now() - created_));
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     info.set_state(done_       ? "closed"
                    : closing_  ? "closing"
                    : detached_ ? "detached"

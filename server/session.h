@@ -16,10 +16,10 @@
 #include <string>
 #include <thread>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "google/protobuf/arena.h"
 #include "proto/admin.pb.h"
+#include "runtime/core/mutex.h"
 #include "server/command_runner.h"
 #include "server/session_outbox.h"
 
@@ -97,7 +97,7 @@ class Session {
   CommandRunner runner_;                  // used by the executor thread only
   std::atomic<uint64_t> applied_seq_{0};
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   struct Queued {
     std::unique_ptr<google::protobuf::Arena> arena;  // null: `owned`
     v1::Batch* batch = nullptr;                      // on `arena`, or *owned

@@ -14,9 +14,9 @@ namespace tensord {
 namespace {
 
 std::string RandomHex(int bytes) {
-  static absl::Mutex mu(absl::kConstInit);
+  static Mutex mu(absl::kConstInit);
   static absl::BitGen* gen = new absl::BitGen();
-  absl::MutexLock lock(&mu);
+  MutexLock lock(&mu);
   std::string out;
   for (int i = 0; i < bytes; ++i) {
     absl::StrAppendFormat(&out, "%02x", absl::Uniform<int>(*gen, 0, 256));
@@ -35,14 +35,14 @@ SessionManager::SessionManager(DeviceRegistry* devices, Authenticator* auth,
 
 SessionManager::~SessionManager() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
   reaper_.join();
 }
 
 void SessionManager::ReaperLoop() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   while (!stopping_) {
     absl::Time next = absl::InfiniteFuture();
     for (const auto& [id, deadline] : deadlines_)
@@ -97,7 +97,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   if (!user.ok()) return user.status();
   if (!hello.resume_session_id().empty()) return Resume(hello, *user, sink);
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     int count = 0;
     for (const auto& [id, s] : sessions_) {
       if (s->params().user == user->name) ++count;
@@ -135,7 +135,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   // Registered before the Welcome goes out: a client that connects again as
   // soon as it has its Welcome must be counted against the per-user cap.
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     sessions_[params.id] = session;
   }
   v1::ServerFrame welcome;
@@ -154,7 +154,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Resume(
     const v1::Hello& hello, const User& user, std::shared_ptr<FrameSink> sink) {
   std::shared_ptr<Session> session;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = sessions_.find(hello.resume_session_id());
     if (it != sessions_.end()) session = it->second;
   }
@@ -184,7 +184,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Resume(
       session->Attach(sink, hello.resume_received_seq(), std::move(welcome));
   if (!attached.ok()) return attached;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     deadlines_.erase(session->params().id);
   }
   spdlog::info("session {} resumed by {}", session->params().id, user.name);
@@ -198,7 +198,7 @@ void SessionManager::StreamEnded(const std::shared_ptr<Session>& session,
     if (!session->Detach(sink)) return;  // a new stream already resumed it
     spdlog::info("session {} detached: resumable for {}", session->params().id,
                  absl::FormatDuration(limits_.resume_grace));
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     deadlines_[session->params().id] = absl::Now() + limits_.resume_grace;
     ++deadlines_changed_;
     return;
@@ -232,7 +232,7 @@ v1::Welcome SessionManager::MakeWelcome(const Session& session) const {
 void SessionManager::Remove(const std::string& id) {
   std::shared_ptr<Session> session;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = sessions_.find(id);
     if (it == sessions_.end()) return;
     session = std::move(it->second);
@@ -248,7 +248,7 @@ void SessionManager::Remove(const std::string& id) {
 
 absl::StatusOr<std::shared_ptr<Session>> SessionManager::Find(
     const std::string& id) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) {
     return absl::NotFoundError(absl::StrCat("no session '", id, "'"));
@@ -265,7 +265,7 @@ absl::Status SessionManager::Kill(const std::string& id) {
 void SessionManager::Shutdown(absl::Status reason) {
   std::vector<std::shared_ptr<Session>> all;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     deadlines_.clear();
     for (auto& [id, s] : sessions_) all.push_back(s);
   }
@@ -276,7 +276,7 @@ void SessionManager::Shutdown(absl::Status reason) {
 std::vector<v1::SessionInfo> SessionManager::List() const {
   std::vector<std::shared_ptr<Session>> all;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (const auto& [id, s] : sessions_) all.push_back(s);
   }
   std::vector<v1::SessionInfo> out;
@@ -293,7 +293,7 @@ v1::ListDevicesResponse SessionManager::Devices() const {
 }
 
 uint64_t SessionManager::AccountOf(const std::string& user) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto [it, inserted] = accounts_.try_emplace(user, 0);
   // Account ids live above every session number (the allocators' key space).
   if (inserted) it->second = (uint64_t{1} << 63) | accounts_.size();
@@ -301,7 +301,7 @@ uint64_t SessionManager::AccountOf(const std::string& user) {
 }
 
 std::string SessionManager::SessionIdOf(uint64_t number) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (const auto& [id, s] : sessions_) {
     if (s->params().number == number) return id;
   }
@@ -309,7 +309,7 @@ std::string SessionManager::SessionIdOf(uint64_t number) const {
 }
 
 size_t SessionManager::size() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return sessions_.size();
 }
 

@@ -11,9 +11,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/admin.pb.h"
+#include "runtime/core/mutex.h"
 #include "server/auth.h"
 #include "server/session.h"
 
@@ -86,7 +86,7 @@ class SessionManager {
   DeviceRegistry* const devices_;
   Authenticator* const auth_;
   std::atomic<uint64_t> next_number_{1};
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, uint64_t> accounts_ ABSL_GUARDED_BY(mu_);

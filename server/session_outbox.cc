@@ -7,7 +7,7 @@
 namespace tensord {
 
 void SessionOutbox::SetSeq(uint64_t seq) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   seq_ = seq;
 }
 
@@ -19,7 +19,7 @@ void SessionOutbox::SendOwned(std::shared_ptr<v1::ServerFrame> frame) {
   std::shared_ptr<FrameSink> sink;
   std::shared_ptr<const v1::ServerFrame> shared;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     frame->set_seq(seq_);
     // ByteSizeLong also caches the sizes the serializer needs.
     buffered_bytes_ += frame->ByteSizeLong();
@@ -34,7 +34,7 @@ void SessionOutbox::SendOwned(std::shared_ptr<v1::ServerFrame> frame) {
   }
   // Outside mu_: Send may wait for the transport (flow control).
   if (sink) {
-    absl::MutexLock forward(&forward_mu_);
+    MutexLock forward(&forward_mu_);
     sink->SendShared(std::move(shared));
   }
 }
@@ -42,13 +42,13 @@ void SessionOutbox::SendOwned(std::shared_ptr<v1::ServerFrame> frame) {
 void SessionOutbox::End(absl::Status status) {
   std::shared_ptr<FrameSink> sink;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     ended_ = true;
     end_status_ = status;
     sink = sink_;
   }
   if (sink) {
-    absl::MutexLock forward(&forward_mu_);
+    MutexLock forward(&forward_mu_);
     sink->End(std::move(status));
   }
 }
@@ -56,12 +56,12 @@ void SessionOutbox::End(absl::Status status) {
 absl::Status SessionOutbox::Attach(std::shared_ptr<FrameSink> sink,
                                    uint64_t received_seq,
                                    v1::ServerFrame welcome) {
-  absl::MutexLock forward(&forward_mu_);
+  MutexLock forward(&forward_mu_);
   std::vector<std::shared_ptr<const v1::ServerFrame>> replay;
   absl::Status end;
   bool ended;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (received_seq < evicted_seq_) {
       return absl::DataLossError(
           absl::StrCat("cannot resume: replies after command ", received_seq,
@@ -82,7 +82,7 @@ absl::Status SessionOutbox::Attach(std::shared_ptr<FrameSink> sink,
 }
 
 bool SessionOutbox::Detach(const FrameSink* sink) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (sink_.get() != sink) return false;
   sink_.reset();
   return true;
@@ -93,12 +93,12 @@ bool SessionOutbox::Detach(const FrameSink* sink) {
 namespace tensord {
 
 void SessionOutbox::DetachAny() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   sink_.reset();
 }
 
 bool SessionOutbox::AttachedTo(const FrameSink* sink) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return sink_.get() == sink;
 }
 

@@ -20,7 +20,7 @@
 #include <deque>
 #include <memory>
 
-#include "absl/synchronization/mutex.h"
+#include "runtime/core/mutex.h"
 #include "server/frame_sink.h"
 
 namespace tensord {
@@ -53,8 +53,8 @@ class SessionOutbox : public FrameSink {
   const size_t max_bytes_;
   // Serialises forwarding to the sink, so a replay and new frames never
   // interleave. Taken before mu_ when both are held.
-  absl::Mutex forward_mu_;
-  absl::Mutex mu_;
+  Mutex forward_mu_;
+  Mutex mu_;
   std::shared_ptr<FrameSink> sink_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<const v1::ServerFrame>> buffer_
       ABSL_GUARDED_BY(mu_);

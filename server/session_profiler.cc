@@ -5,14 +5,14 @@
 namespace tensord {
 
 void OpProfiler::SetEnabled(bool on) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (on && !enabled()) epoch_ns_.store(PhaseClockNs());
   if (on != enabled()) generation_.fetch_add(1);
   enabled_.store(on);
 }
 
 void OpProfiler::Record(v1::OpRecord record, uint64_t generation) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!enabled() || generation != generation_.load()) return;
   if (records_.size() >= kMaxRecords) {
     ++dropped_;
@@ -22,7 +22,7 @@ void OpProfiler::Record(v1::OpRecord record, uint64_t generation) {
 }
 
 void OpProfiler::Fill(bool clear, v1::Profile* out) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   out->mutable_ops()->Reserve(static_cast<int>(records_.size()));
   for (auto& r : records_) {
     if (clear) {

@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "proto/tensord.pb.h"
+#include "runtime/core/mutex.h"
 
 namespace tensord {
 
@@ -42,7 +42,7 @@ class OpProfiler {
   std::atomic<bool> enabled_{false};
   std::atomic<uint64_t> epoch_ns_{0};
   std::atomic<uint64_t> generation_{0};
-  absl::Mutex mu_;
+  Mutex mu_;
   std::vector<v1::OpRecord> records_ ABSL_GUARDED_BY(mu_);
   uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
 };

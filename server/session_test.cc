@@ -3,8 +3,8 @@
 // tested in tests/.
 #include <cstring>
 
-#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
+#include "runtime/core/mutex.h"
 #include "runtime/ops/op_table.h"
 #include "server/session_manager.h"
 
@@ -14,19 +14,19 @@ namespace {
 class RecordingSink : public FrameSink {
  public:
   void Send(v1::ServerFrame frame) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     frames_.push_back(std::move(frame));
     cv_.SignalAll();
   }
   void End(absl::Status status) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     ended_ = true;
     status_ = status;
   }
   // Waits until a frame matching `pred` arrived; returns it.
   template <typename Pred>
   v1::ServerFrame WaitFor(Pred pred) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (size_t i = 0;; cv_.Wait(&mu_)) {
       for (; i < frames_.size(); ++i) {
         if (pred(frames_[i])) return frames_[i];
@@ -34,13 +34,13 @@ class RecordingSink : public FrameSink {
     }
   }
   bool ended() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return ended_;
   }
 
  private:
-  absl::Mutex mu_;
-  absl::CondVar cv_;
+  Mutex mu_;
+  CondVar cv_;
   std::vector<v1::ServerFrame> frames_ ABSL_GUARDED_BY(mu_);
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);

@@ -5,9 +5,8 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/blocking_counter.h"
-#include "absl/synchronization/mutex.h"
 #include "kernels/cpu/compute_gate.h"
+#include "runtime/core/mutex.h"
 
 namespace tensord {
 namespace cpu {
@@ -23,7 +22,7 @@ class Pool {
   ~Pool() = delete;
 
   void Schedule(std::function<void()> fn) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     queue_.push_back(std::move(fn));
   }
   int size() const { return static_cast<int>(workers_.size()); }
@@ -34,7 +33,7 @@ class Pool {
     while (true) {
       std::function<void()> fn;
       {
-        absl::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         mu_.Await(absl::Condition(
             +[](std::vector<std::function<void()>>* q) { return !q->empty(); },
             &queue_));
@@ -45,7 +44,7 @@ class Pool {
     }
   }
 
-  absl::Mutex mu_;
+  Mutex mu_;
   std::vector<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
 };
@@ -85,7 +84,7 @@ void ParallelFor(int64_t n, int64_t work_per_item,
   }
   const int64_t step = (n + chunks - 1) / chunks;
   WideKernelScope wide;  // Note [CPU compute gate]
-  absl::BlockingCounter done(static_cast<int>(chunks - 1));
+  BlockingCounter done(static_cast<int>(chunks - 1));
   for (int64_t c = 1; c < chunks; ++c) {
     const int64_t begin = c * step, end = std::min(n, begin + step);
     GetPool().Schedule([&fn, &done, begin, end] {

@@ -77,7 +77,7 @@ CachingAllocator::CachingAllocator(std::unique_ptr<Backend> backend)
       created_(absl::Now()) {}
 
 CachingAllocator::~CachingAllocator() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (const PendingEvent& pe : pending_events_) {
     backend_->DestroyEvent(pe.event);
   }
@@ -100,7 +100,7 @@ absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes,
   Block* block = nullptr;
   bool scrub = false;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (!pending_events_.empty()) ProcessEvents();
     const uint64_t account = AccountOf(ctx.session);
     if (!quotas_.empty()) {
@@ -154,7 +154,7 @@ absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes,
     // nobody else can reach this block now.
     absl::Status zeroed = backend_->Zero(ptr, block->size, ctx.stream);
     if (!zeroed.ok()) {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       allocated_.erase(ptr);
       FreeLocked(block, /*unscrubbed=*/true);
       return zeroed;
@@ -257,7 +257,7 @@ void CachingAllocator::SplitBlock(Block* block, size_t rounded) {
 
 void CachingAllocator::Free(void* ptr) {
   if (ptr == nullptr) return;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = allocated_.find(ptr);
   if (it == allocated_.end()) {
     // A bug in the caller (double free or a foreign pointer); ignoring it

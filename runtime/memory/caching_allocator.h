@@ -9,7 +9,7 @@
 // it to Free.
 //
 // Thread safety: every public method is safe to call concurrently. One
-// absl::Mutex guards all state; the backend is called under it except for
+// Mutex guards all state; the backend is called under it except for
 // Backend::Zero, which runs after the lock is dropped (the block is already
 // the caller's, so nobody else can touch it).
 #ifndef TENSORD_RUNTIME_MEMORY_CACHING_ALLOCATOR_H_
@@ -30,8 +30,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "runtime/core/mutex.h"
 #include "runtime/memory/allocator.h"
 #include "runtime/memory/allocator_stats.h"
 #include "runtime/memory/backend.h"
@@ -184,7 +184,7 @@ class CachingAllocator : public Allocator {
   const int device_index_;
   const absl::Time created_;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   BlockPool small_pool_ ABSL_GUARDED_BY(mu_){true};
   BlockPool large_pool_ ABSL_GUARDED_BY(mu_){false};
   // Head block of every segment, by address.

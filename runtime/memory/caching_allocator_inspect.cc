@@ -33,18 +33,18 @@ int DeviceIndexFromName(const std::string& device_name) {
 }
 
 int64_t CachingAllocator::SessionBytes(uint64_t session) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return session_bytes_.Find(session);
 }
 
 size_t CachingAllocator::AllocationSize(const void* ptr) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = allocated_.find(ptr);
   return it == allocated_.end() ? 0 : it->second->size;
 }
 
 void CachingAllocator::SetSessionQuota(uint64_t session, int64_t bytes) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (bytes < 0) {
     quotas_.erase(session);
   } else {
@@ -54,25 +54,25 @@ void CachingAllocator::SetSessionQuota(uint64_t session, int64_t bytes) {
 
 void CachingAllocator::JoinAccount(uint64_t session, uint64_t account,
                                    std::string name) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   account_of_[session] = account;
   account_names_[account] = std::move(name);
 }
 
 void CachingAllocator::LeaveAccount(uint64_t session) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   account_of_.erase(session);
 }
 
 std::optional<int64_t> CachingAllocator::SessionQuota(uint64_t session) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = quotas_.find(session);
   if (it == quotas_.end()) return std::nullopt;
   return it->second;
 }
 
 MemoryStats CachingAllocator::GetStats() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   MemoryStats out;
   out.device = stats_;
   for (const auto& [session, bytes] : session_bytes_.map) {
@@ -98,7 +98,7 @@ MemoryStats CachingAllocator::GetStats() const {
 }
 
 void CachingAllocator::ResetPeakStats() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (StatArray* a : {&stats_.allocation, &stats_.segment, &stats_.active,
                        &stats_.inactive_split, &stats_.allocated_bytes,
                        &stats_.reserved_bytes, &stats_.active_bytes,
@@ -108,7 +108,7 @@ void CachingAllocator::ResetPeakStats() {
 }
 
 void CachingAllocator::ResetAccumulatedStats() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (StatArray* a : {&stats_.allocation, &stats_.segment, &stats_.active,
                        &stats_.inactive_split, &stats_.allocated_bytes,
                        &stats_.reserved_bytes, &stats_.active_bytes,
@@ -121,7 +121,7 @@ void CachingAllocator::ResetAccumulatedStats() {
 }
 
 void CachingAllocator::RecordHistory(size_t max_entries) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   trace_capacity_ = max_entries;
   while (trace_.size() > trace_capacity_) trace_.pop_front();
 }
@@ -136,7 +136,7 @@ void CachingAllocator::Trace(const char* action, const void* addr, size_t size,
 }
 
 MemorySnapshot CachingAllocator::Snapshot() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   MemorySnapshot out;
   out.segments.reserve(segments_.size());
   for (const auto& [addr, head] : segments_) {

@@ -60,7 +60,7 @@ int64_t CachingAllocator::ReleaseCachedSegments() {
 }
 
 int64_t CachingAllocator::EmptyCache() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const int64_t released = ReleaseCachedSegments();
   session_bytes_.PruneZeros();
   account_bytes_.PruneZeros();
@@ -72,7 +72,7 @@ int64_t CachingAllocator::EmptyCache() {
 }
 
 absl::Status CachingAllocator::RecordStream(void* ptr, StreamHandle stream) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = allocated_.find(ptr);
   if (it == allocated_.end()) {
     return absl::NotFoundError(absl::StrCat(

@@ -17,7 +17,7 @@ LimitedBackend::LimitedBackend(size_t capacity, std::unique_ptr<Backend> inner)
 std::string LimitedBackend::DeviceName() const { return inner_->DeviceName(); }
 
 absl::StatusOr<void*> LimitedBackend::Malloc(size_t bytes) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (fail_next_ > 0) {
     --fail_next_;
     return absl::ResourceExhaustedError("injected device allocation failure");
@@ -36,7 +36,7 @@ absl::StatusOr<void*> LimitedBackend::Malloc(size_t bytes) {
 }
 
 void LimitedBackend::Free(void* ptr, size_t bytes) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   inner_->Free(ptr, bytes);
   used_ -= bytes;
   ++frees_;
@@ -44,21 +44,21 @@ void LimitedBackend::Free(void* ptr, size_t bytes) {
 
 absl::Status LimitedBackend::Zero(void* ptr, size_t bytes,
                                   StreamHandle stream) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ++zero_calls_;
   zeroed_bytes_ += static_cast<int64_t>(bytes);
   return inner_->Zero(ptr, bytes, stream);
 }
 
 absl::StatusOr<EventHandle> LimitedBackend::RecordEvent(StreamHandle stream) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   EventHandle id = reinterpret_cast<EventHandle>(next_event_++);
   events_[id] = FakeEvent{stream, immediate_};
   return id;
 }
 
 absl::StatusOr<bool> LimitedBackend::EventCompleted(EventHandle event) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = events_.find(event);
   if (it == events_.end()) {
     return absl::InvalidArgumentError("query of an unknown or destroyed event");
@@ -67,55 +67,55 @@ absl::StatusOr<bool> LimitedBackend::EventCompleted(EventHandle event) {
 }
 
 void LimitedBackend::DestroyEvent(EventHandle event) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   events_.erase(event);
 }
 
 void LimitedBackend::SetEventsCompleteImmediately(bool value) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   immediate_ = value;
 }
 
 void LimitedBackend::CompleteEventsOn(StreamHandle stream) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (auto& [id, ev] : events_) {
     if (ev.stream == stream) ev.complete = true;
   }
 }
 
 void LimitedBackend::CompleteAllEvents() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (auto& [id, ev] : events_) ev.complete = true;
 }
 
 int64_t LimitedBackend::LiveEvents() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return static_cast<int64_t>(events_.size());
 }
 
 void LimitedBackend::FailNextMallocs(int n) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   fail_next_ = n;
 }
 
 size_t LimitedBackend::used_bytes() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return used_;
 }
 int64_t LimitedBackend::num_mallocs() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return mallocs_;
 }
 int64_t LimitedBackend::num_frees() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return frees_;
 }
 int64_t LimitedBackend::num_zero_calls() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return zero_calls_;
 }
 int64_t LimitedBackend::zeroed_bytes() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return zeroed_bytes_;
 }
 

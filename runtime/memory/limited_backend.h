@@ -18,7 +18,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
+#include "runtime/core/mutex.h"
 #include "runtime/memory/backend.h"
 
 namespace tensord {
@@ -64,7 +64,7 @@ class LimitedBackend : public Backend {
   const size_t capacity_;
   const std::unique_ptr<Backend> inner_;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   size_t used_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t mallocs_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t frees_ ABSL_GUARDED_BY(mu_) = 0;

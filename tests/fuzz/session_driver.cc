@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <memory>
 
-#include "absl/synchronization/mutex.h"
 #include "google/protobuf/io/coded_stream.h"
+#include "runtime/core/mutex.h"
 #include "runtime/device.h"
 #include "server/session_manager.h"
 #include "spdlog/spdlog.h"
@@ -67,7 +67,7 @@ class CheckingSink : public FrameSink {
 
 // Resumes reading when the session's full queue drains (backpressure).
 struct Drain {
-  absl::Mutex mu;
+  Mutex mu;
   bool paused ABSL_GUARDED_BY(mu) = false;
 };
 
@@ -161,7 +161,7 @@ void RunSession(const std::vector<v1::ClientFrame>& frames) {
   }
   auto drain = std::make_shared<Drain>();
   session->SetOnDrain([drain] {
-    absl::MutexLock lock(&drain->mu);
+    MutexLock lock(&drain->mu);
     drain->paused = false;
   });
   for (size_t i = 1; i < frames.size(); ++i) {
@@ -182,11 +182,11 @@ void RunSession(const std::vector<v1::ClientFrame>& frames) {
     if (!frame.has_batch()) continue;  // the reactor answers with an Error
     {
       // Paused before submitting: the drain callback may run at once.
-      absl::MutexLock lock(&drain->mu);
+      MutexLock lock(&drain->mu);
       drain->paused = true;
     }
     const bool more = session->Submit(frame.batch());
-    absl::MutexLock lock(&drain->mu);
+    MutexLock lock(&drain->mu);
     if (more) {
       drain->paused = false;
     } else {
