@@ -1,0 +1,86 @@
+// ParallelFor covers [0, n) exactly once, in disjoint ranges, and what the
+// workers write is visible to the caller when it returns. Runs with
+// TENSORD_NUM_THREADS=4 (BUILD), and under --config=tsan too.
+#include "kernels/cpu/parallel.h"
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/core/mutex.h"
+
+namespace tensord {
+namespace cpu {
+namespace {
+
+TEST(ParallelTest, PoolSizeFollowsTheEnvironment) {
+  EXPECT_EQ(NumThreads(), 4);
+}
+
+TEST(ParallelTest, WorkersWritesAreVisibleWhenItReturns) {
+  const int64_t n = 4 * kParallelGrain;
+  std::vector<int> out(n, 0);  // plain: ParallelFor's return orders it
+  ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] += static_cast<int>(i % 7);
+  });
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], i % 7) << i;
+}
+
+TEST(ParallelTest, RangesAreDisjointAndCoverEverything) {
+  const int64_t n = 1000;
+  Mutex mu;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  ParallelFor(n, kParallelGrain, [&](int64_t begin, int64_t end) {
+    MutexLock lock(&mu);
+    ranges.emplace_back(begin, end);
+  });
+  MutexLock lock(&mu);
+  EXPECT_GT(ranges.size(), 1u);
+  std::sort(ranges.begin(), ranges.end());
+  int64_t next = 0;
+  for (const auto& [begin, end] : ranges) {
+    EXPECT_EQ(begin, next);
+    EXPECT_LE(begin, end);
+    next = end;
+  }
+  EXPECT_EQ(next, n);
+}
+
+TEST(ParallelTest, SmallWorkRunsInlineOnTheCaller) {
+  const std::thread::id caller = std::this_thread::get_id();
+  int calls = 0;
+  ParallelFor(100, 1, [&](int64_t begin, int64_t end) {
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    EXPECT_EQ(begin, 0);
+    EXPECT_EQ(end, 100);
+    ++calls;
+  });
+  EXPECT_EQ(calls, 1);
+}
+
+// Several session executors share the pool.
+TEST(ParallelTest, ConcurrentCallersShareThePool) {
+  constexpr int kCallers = 3;
+  const int64_t n = 2 * kParallelGrain;
+  std::vector<std::vector<int64_t>> outs(kCallers, std::vector<int64_t>(n));
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&, c] {
+      for (int round = 0; round < 5; ++round) {
+        ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) outs[c][i] += i;
+        });
+      }
+    });
+  }
+  for (auto& caller : callers) caller.join();
+  for (int c = 0; c < kCallers; ++c) {
+    for (int64_t i = 0; i < n; i += 997) ASSERT_EQ(outs[c][i], 5 * i);
+  }
+}
+
+}  // namespace
+}  // namespace cpu
+}  // namespace tensord
