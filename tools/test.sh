@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Quick start, command 2: installs what is missing and runs the whole test
 # suite: every C++ test (unit and real-daemon integration), the Python client
-# suite against a real daemon with PyTorch as the reference, and the C++
-# suites again under AddressSanitizer + UBSan, and the libFuzzer targets for
-# a bounded time (tools/fuzz.sh).
+# suite against a real daemon with PyTorch as the reference, the C++ suites
+# again under AddressSanitizer + UBSan, the in-process concurrency suites
+# (tag "tsan": session core, allocator, CPU pool) under ThreadSanitizer, and
+# the libFuzzer targets for a bounded time (tools/fuzz.sh).
 #
 #   tools/test.sh             # everything (what .ci/run runs)
-#   TENSORD_SKIP_ASAN=1 TENSORD_SKIP_FUZZ=1 tools/test.sh
+#   TENSORD_SKIP_ASAN=1 TENSORD_SKIP_TSAN=1 TENSORD_SKIP_FUZZ=1 tools/test.sh
 #   TENSORD_FUZZ_SECONDS=300 tools/test.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,6 +30,11 @@ PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q tests/python
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
   echo "== C++ tests under AddressSanitizer + UBSan (bazel test --config=asan)"
   bazel test "${jobs_flag[@]}" --config=asan //...
+fi
+
+if [ -z "${TENSORD_SKIP_TSAN:-}" ]; then
+  echo "== concurrency suites under ThreadSanitizer (bazel test --config=tsan; docs/reliability.md)"
+  bazel test "${jobs_flag[@]}" --config=tsan //...
 fi
 
 if [ -z "${TENSORD_SKIP_FUZZ:-}" ]; then
