@@ -140,6 +140,7 @@ void Session::Close() {
   {
     MutexLock lock(&mu_);
     closing_ = true;
+    flush_cv_.Signal();
     if (attempt_context_ != nullptr) attempt_context_->TryCancel();
     // The daemon ends the stream once it has seen WritesDone; don't hang on
     // one that doesn't.
@@ -220,6 +221,7 @@ absl::Status Session::AppendWith(size_t size,
     }
     if (pending_.size() == 0 && pending_releases_.empty()) {
       first_pending_ = absl::Now();
+      flush_cv_.Signal();  // the flusher's batch_delay starts now
     }
     v1::Command* command = pending_->mutable_batch()->add_commands();
     fill(command);
@@ -318,6 +320,7 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
   }
   MutexLock lock(&mu_);
   in_chunked_put_ = false;
+  if (!pending_releases_.empty()) flush_cv_.Signal();  // releases held back
   if (!status.ok()) {
     handles_.erase(handle);
     return status;
@@ -353,6 +356,7 @@ void Session::QueueRelease(uint64_t handle) {
   if (closed_ || !stream_error_.ok()) return;
   if (pending_.size() == 0 && pending_releases_.empty()) {
     first_pending_ = absl::Now();
+    flush_cv_.Signal();
   }
   pending_releases_.push_back(handle);
 }
@@ -404,22 +408,24 @@ absl::Status Session::Flush() {
 }
 
 void Session::FlushLoop() {
+  // Note [Flusher waits]: the flusher waits on flush_cv_, not with an
+  // absl::Condition on mu_: a Condition is evaluated by every thread that
+  // unlocks mu_ while it waits, and the calling thread locks mu_ several
+  // times per op. Whoever makes work for it signals flush_cv_ (the first
+  // command or release of a batch, Close, a resume's resend).
   while (true) {
     {
       MutexLock lock(&mu_);
-      auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return closing_ || resend_pending_ || pending_.size() > 0 ||
-               (!pending_releases_.empty() && !in_chunked_put_);
-      };
-      mu_.Await(absl::Condition(&has_work));
+      while (!(closing_ || resend_pending_ || pending_.size() > 0 ||
+               (!pending_releases_.empty() && !in_chunked_put_))) {
+        flush_cv_.Wait(&mu_);
+      }
       if (closing_) return;
-      if (!resend_pending_) {
-        // A timed condition wait, not a sleep: Close() wakes it at once.
-        auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return closing_ || resend_pending_;
-        };
-        mu_.AwaitWithDeadline(absl::Condition(&wake),
-                              first_pending_ + batch_delay_);
+      // A timed wait, not a sleep: Close() and a resume wake it at once.
+      while (!closing_ && !resend_pending_) {
+        const absl::Duration left = first_pending_ + batch_delay_ - absl::Now();
+        if (left <= absl::ZeroDuration()) break;
+        flush_cv_.WaitWithTimeout(&mu_, left);
       }
       if (closing_) return;
     }

@@ -286,6 +286,7 @@ class Session {
   bool stream_live_ ABSL_GUARDED_BY(write_mu_) = true;  // not yet Finish()ed
 
   mutable Mutex mu_;
+  CondVar flush_cv_;  // Note [Flusher waits] in session.cc
   PendingFrame pending_ ABSL_GUARDED_BY(mu_);  // Note [Client frame arenas]
   size_t pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time first_pending_ ABSL_GUARDED_BY(mu_);

@@ -179,6 +179,7 @@ absl::Status Session::Adopt(OpenedStream opened) {
       // Flush only queues until it is done (resuming_ stays set).
       resend_after_ = opened.welcome.resumed_applied_seq();
       resend_pending_ = true;
+      flush_cv_.Signal();
     }
   }
   if (give_up) {
