@@ -234,6 +234,12 @@ class Session {
                           const std::vector<uint64_t>& creates,
                           const HandleMeta* known, uint64_t* seq)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
+  // Queues a Get of `handle` under a new request id (its download
+  // registered), `fill` adding the optional fields (shared-memory ranges).
+  absl::StatusOr<uint64_t> EnqueueGetLocked(
+      uint64_t handle, const std::string& site,
+      absl::FunctionRef<void(v1::Get*)> fill)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
   uint64_t AllocateHandleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckOpenLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Appends the releases queued by destructors as one Release command.

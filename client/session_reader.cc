@@ -213,24 +213,10 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
   uint64_t request_id;
   {
     MutexLock enqueue_lock(&enqueue_mu_);
-    {
-      MutexLock lock(&mu_);
-      absl::Status open = CheckOpenLocked();
-      if (!open.ok()) return open;
-      request_id = next_request_id_++;
-      downloads_[request_id];
-    }
-    v1::Command command;
-    v1::Get* get = command.mutable_get();
-    get->set_handle(handle);
-    get->set_request_id(request_id);
-    get->set_site(site);
-    absl::Status status = Append(std::move(command), {}, nullptr);
-    if (!status.ok()) {
-      MutexLock lock(&mu_);
-      downloads_.erase(request_id);
-      return status;
-    }
+    absl::StatusOr<uint64_t> queued =
+        EnqueueGetLocked(handle, site, [](v1::Get*) {});
+    if (!queued.ok()) return queued.status();
+    request_id = *queued;
   }
   Flush().IgnoreError();
   MutexLock lock(&mu_);
@@ -277,6 +263,32 @@ absl::StatusOr<HandleMeta> Session::WaitMeta(uint64_t handle) {
   return absl::InternalError(absl::StrCat("tensord acknowledged command ", seq,
                                           " without the metadata of handle ",
                                           handle, " it created"));
+}
+
+absl::StatusOr<uint64_t> Session::EnqueueGetLocked(
+    uint64_t handle, const std::string& site,
+    absl::FunctionRef<void(v1::Get*)> fill) {
+  uint64_t request_id;
+  {
+    MutexLock lock(&mu_);
+    absl::Status open = CheckOpenLocked();
+    if (!open.ok()) return open;
+    request_id = next_request_id_++;
+    downloads_[request_id];
+  }
+  v1::Command command;
+  v1::Get* get = command.mutable_get();
+  get->set_handle(handle);
+  get->set_request_id(request_id);
+  get->set_site(site);
+  fill(get);
+  absl::Status status = Append(std::move(command), {}, nullptr);
+  if (!status.ok()) {
+    MutexLock lock(&mu_);
+    downloads_.erase(request_id);
+    return status;
+  }
+  return request_id;
 }
 
 }  // namespace internal

@@ -66,31 +66,13 @@ absl::StatusOr<uint64_t> Session::EnqueueShmGet(uint64_t handle,
                                                 int slot,
                                                 uint64_t byte_offset) {
   MutexLock enqueue_lock(&enqueue_mu_);
-  uint64_t request_id;
-  {
-    MutexLock lock(&mu_);
-    absl::Status open = CheckOpenLocked();
-    if (!open.ok()) return open;
-    request_id = next_request_id_++;
-    downloads_[request_id];
-  }
-  v1::Command command;
-  v1::Get* get = command.mutable_get();
-  get->set_handle(handle);
-  get->set_request_id(request_id);
-  get->set_site(site);
-  get->set_shm(true);
-  get->set_shm_offset(shm_->slot_offset(slot));
-  get->set_shm_capacity(shm_->slot_bytes());
-  get->set_byte_offset(byte_offset);
   // A Put still reading this slot runs first: the daemon keeps the order.
-  absl::Status status = Append(std::move(command), {}, nullptr);
-  if (!status.ok()) {
-    MutexLock lock(&mu_);
-    downloads_.erase(request_id);
-    return status;
-  }
-  return request_id;
+  return EnqueueGetLocked(handle, site, [&](v1::Get* get) {
+    get->set_shm(true);
+    get->set_shm_offset(shm_->slot_offset(slot));
+    get->set_shm_capacity(shm_->slot_bytes());
+    get->set_byte_offset(byte_offset);
+  });
 }
 
 Session::PendingDownload Session::AwaitDownload(uint64_t request_id) {
@@ -181,9 +163,9 @@ absl::StatusOr<HostTensor> Session::DownloadShm(uint64_t handle,
   }
   if (!status.ok()) return status;
   if (!assembler.done()) {
-    return absl::InternalError(absl::StrCat(
-        "tensord's shared-memory answers for handle ", handle,
-        " ended before its last byte"));
+    return absl::InternalError(
+        absl::StrCat("tensord's shared-memory answers for handle ", handle,
+                     " ended before its last byte"));
   }
   return assembler.Take();
 }
