@@ -39,6 +39,12 @@ void CommandRunner::RunProfiled(const v1::Command& cmd, v1::Ack* ack) {
   record.set_infer_ns(phases.infer_ns);
   record.set_alloc_ns(phases.alloc_ns);
   record.set_kernel_ns(phases.kernel_ns);
+  for (const PhaseSpan& span : phases.spans) {
+    v1::OpSpan* node = record.add_nodes();
+    node->set_name(span.name);
+    node->set_start_ns(span.start_ns > epoch ? span.start_ns - epoch : 0);
+    node->set_wall_ns(span.wall_ns);
+  }
   uint64_t bytes = 0;
   for (int i = before; i < ack->created_size(); ++i) {
     const v1::TensorMeta& m = ack->created(i);

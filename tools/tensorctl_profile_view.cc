@@ -65,6 +65,25 @@ std::vector<OpSummary> SummarizeProfile(const v1::Profile& profile) {
   return out;
 }
 
+std::vector<NodeSummary> SummarizeNodes(const v1::Profile& profile) {
+  std::map<std::string, NodeSummary> groups;
+  for (const v1::OpRecord& r : profile.ops()) {
+    for (const v1::OpSpan& node : r.nodes()) {
+      NodeSummary& s = groups[node.name()];
+      s.name = node.name();
+      ++s.calls;
+      s.wall_ns += node.wall_ns();
+    }
+  }
+  std::vector<NodeSummary> out;
+  for (auto& [name, s] : groups) out.push_back(std::move(s));
+  std::stable_sort(out.begin(), out.end(),
+                   [](const NodeSummary& a, const NodeSummary& b) {
+                     return a.wall_ns > b.wall_ns;
+                   });
+  return out;
+}
+
 std::string FormatProfile(const v1::Profile& profile, int limit) {
   const std::vector<OpSummary> ops = SummarizeProfile(profile);
   if (ops.empty()) {
@@ -110,6 +129,17 @@ std::string FormatProfile(const v1::Profile& profile, int limit) {
     absl::StrAppend(&text, profile.dropped(),
                     " record(s) dropped over the daemon's cap\n");
   }
+  const std::vector<NodeSummary> nodes = SummarizeNodes(profile);
+  if (!nodes.empty()) {
+    Table node_table({"BACKWARD NODE", ">CALLS", ">TOTAL", ">AVG"});
+    int shown = 0;
+    for (const NodeSummary& n : nodes) {
+      if (limit > 0 && shown++ >= limit) break;
+      node_table.AddRow({n.name, absl::StrCat(n.calls), Nanos(n.wall_ns),
+                         Nanos(n.wall_ns / static_cast<double>(n.calls))});
+    }
+    absl::StrAppend(&text, "\n", node_table.ToString());
+  }
   return text;
 }
 
@@ -148,6 +178,13 @@ std::string ProfileTraceJson(const v1::Profile& profile,
                                  .ToString();
     events.push_back(TraceEvent(r.op(), "op", r.start_ns(), r.wall_ns(), pid,
                                 r.device(), args));
+    // A backward shows the graph nodes it ran, at their real times.
+    for (const v1::OpSpan& node : r.nodes()) {
+      events.push_back(TraceEvent(node.name(), "node", node.start_ns(),
+                                  node.wall_ns(), pid, r.device(),
+                                  std::string()));
+    }
+    if (r.nodes_size() > 0) continue;
     // Phases laid end to end inside the op (exact for a single op; a
     // composite's inner ops interleave them, so theirs are summed).
     uint64_t at = r.start_ns();

@@ -32,9 +32,18 @@ struct OpSummary {
 // Grouped by (op, device), the largest wall time first (ties by name).
 std::vector<OpSummary> SummarizeProfile(const v1::Profile& profile);
 
+// The graph nodes backward passes ran, grouped by name, the largest first.
+struct NodeSummary {
+  std::string name;
+  uint64_t calls = 0;
+  uint64_t wall_ns = 0;
+};
+std::vector<NodeSummary> SummarizeNodes(const v1::Profile& profile);
+
 // The table: per op, calls, total and average wall time and the share of
-// each phase (average per call), then a total line. At most `limit` rows
-// (0: all), and a note on dropped records.
+// each phase (average per call), then a total line, a note on dropped
+// records, and a table of the backward passes' graph nodes. At most `limit`
+// rows per table (0: all).
 std::string FormatProfile(const v1::Profile& profile, int limit);
 
 // {"ops":[{"op":..,"device":..,"calls":..,"wall_ns":..,...}],"dropped":N}
@@ -42,7 +51,8 @@ std::string ProfileJson(const v1::Profile& profile);
 
 // Chrome trace JSON (chrome://tracing, ui.perfetto.dev): one complete ("X")
 // event per op on its device's track, with its phases nested inside in order
-// (decode, infer, alloc, kernel); the queue wait, the call site and the bytes
+// (decode, infer, alloc, kernel) or, for a backward, the graph nodes it ran at
+// their real times; the queue wait, the call site and the bytes
 // allocated are the op's args (waits of one batch overlap, so they get no
 // slices). Times in microseconds since profiling started.
 std::string ProfileTraceJson(const v1::Profile& profile,

@@ -114,6 +114,34 @@ TEST(ProfileTraceJsonTest, ZeroPhasesAreLeftOut) {
   EXPECT_THAT(json, Not(HasSubstr("\"name\":\"kernel\"")));
 }
 
+TEST(ProfileNodesTest, BackwardNodesAreTracedAndTabled) {
+  v1::Profile p;
+  v1::OpRecord r = Record("backward", 10000, 9000, 500, 100, 400, 7000, 0);
+  const std::pair<const char*, uint64_t> nodes[] = {
+      {"SumBackward0", 1000}, {"MmBackward0", 5000}, {"SumBackward0", 2000}};
+  uint64_t at = 10500;
+  for (const auto& [name, wall] : nodes) {
+    v1::OpSpan* n = r.add_nodes();
+    n->set_name(name);
+    n->set_start_ns(at);
+    n->set_wall_ns(wall);
+    at += wall;
+  }
+  *p.add_ops() = r;
+  const std::vector<NodeSummary> sums = SummarizeNodes(p);
+  ASSERT_EQ(sums.size(), 2u);
+  EXPECT_EQ(sums[0].name, "MmBackward0");
+  EXPECT_EQ(sums[1].name, "SumBackward0");
+  EXPECT_EQ(sums[1].calls, 2u);
+  EXPECT_EQ(sums[1].wall_ns, 3000u);
+  EXPECT_THAT(FormatProfile(p, 0), HasSubstr("BACKWARD NODE"));
+  const std::string json = ProfileTraceJson(p, "s");
+  EXPECT_THAT(json, HasSubstr("\"name\":\"MmBackward0\",\"cat\":\"node\","
+                              "\"ph\":\"X\",\"ts\":11.500,\"dur\":5.000"));
+  // Its summed phases would not line up with the nodes: no phase slices.
+  EXPECT_THAT(json, Not(HasSubstr("\"cat\":\"phase\"")));
+}
+
 }  // namespace
 }  // namespace tensorctl
 }  // namespace tensord

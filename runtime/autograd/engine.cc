@@ -160,8 +160,13 @@ absl::StatusOr<std::vector<Tensor>> RunBackward(
       }
       if (!needed[n] || dynamic_cast<AccumulateGrad*>(n) != nullptr) continue;
     }
+    const uint64_t started = ctx.phases != nullptr ? PhaseClockNs() : 0;
     TD_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                         n->Apply(std::move(grads), ctx));
+    if (ctx.phases != nullptr) {  // Note [Op phases]: the node's span
+      ctx.phases->spans.push_back(
+          PhaseSpan{n->name(), started, PhaseClockNs() - started});
+    }
     if (!options.retain_graph) n->ReleaseSaved();
     auto& edges = n->next_edges();
     for (size_t j = 0; j < edges.size() && j < out.size(); ++j) {

@@ -46,12 +46,19 @@ class Recorder {
 // command times (depth 0): a kernel that runs other ops counts as kernel
 // time, and a composite's inner ops add up their own phases; what a view or
 // composite row does itself (building the view, a fused loop) is kernel time.
+// A backward pass also lists the graph nodes it ran, in order.
+struct PhaseSpan {
+  std::string name;       // the node, e.g. "MmBackward0"
+  uint64_t start_ns = 0;  // PhaseClockNs()
+  uint64_t wall_ns = 0;
+};
 struct OpPhases {
   uint64_t infer_ns = 0;
   uint64_t alloc_ns = 0;
   uint64_t kernel_ns = 0;
   uint64_t first_run_ns = 0;  // PhaseClockNs() at the first RunOp; 0 before
   int depth = 0;
+  std::vector<PhaseSpan> spans;
 };
 // A monotonic clock in nanoseconds (steady_clock) for OpPhases.
 uint64_t PhaseClockNs();

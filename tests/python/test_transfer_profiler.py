@@ -104,6 +104,16 @@ def test_profiler_table_and_trace(session: td.Session, tmp_path) -> None:
     assert [t["name"] for t in inside] == ["decode", "infer", "alloc", "kernel"]
     assert all(a["ts"] + a["dur"] <= b["ts"] + 1e-6 for a, b in zip(inside, inside[1:]))
     assert "Avg kernel" in table and avg["matmul"].phases_us["kernel"] > 0
+    # The backward lists the graph nodes it ran, inside its own span.
+    bw = next(e for e in prof.events if e.name == "backward")
+    node_names = [n[0] for n in bw.nodes]
+    assert "SumBackward0" in node_names and "ReluBackward0" in node_names
+    assert node_names == ["SumBackward0", "ReluBackward0", "MatmulBackward0", "AccumulateGrad"]
+    assert all(bw.start_us <= s and s + w <= bw.start_us + bw.wall_us + 1e-3
+               for _, s, w in bw.nodes)
+    nodes = {a.name: a for a in prof.backward_nodes()}
+    assert nodes["SumBackward0"].count == 1 and "Name" in prof.backward_nodes().table()
+    assert sum(1 for t in trace if t["cat"] == "node") == len(bw.nodes)
     # outside the block nothing is recorded
     (x.sum() + 1).item()
     assert len(session.profile_fetch().ops) == 0

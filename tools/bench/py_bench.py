@@ -220,6 +220,8 @@ def main() -> None:
             out = run_bench(lib, args)
         out["profile"] = phase_totals(prof, time.perf_counter() - t0)
         print(prof.key_averages().table(row_limit=12), file=sys.stderr)
+        if any(e.nodes for e in prof.events):
+            print(prof.backward_nodes().table(row_limit=12), file=sys.stderr)
     else:
         out = run_bench(lib, args)
     print(json.dumps(out), flush=True)

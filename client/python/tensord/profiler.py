@@ -38,6 +38,7 @@ class OpEvent(NamedTuple):
     infer_us: float = 0.0
     alloc_us: float = 0.0
     kernel_us: float = 0.0
+    nodes: tuple = ()  # backward: (node name, start_us, wall_us) per graph node it ran
 
     @property
     def other_us(self) -> float:
@@ -123,7 +124,9 @@ class profile:  # noqa: N801 (torch.profiler's name)
         self.dropped = p.dropped
         self.events = [OpEvent(r.op, r.device, r.start_ns / 1e3, r.wall_ns / 1e3,
                                r.bytes_allocated, r.site, r.wait_ns / 1e3, r.decode_ns / 1e3,
-                               r.infer_ns / 1e3, r.alloc_ns / 1e3, r.kernel_ns / 1e3)
+                               r.infer_ns / 1e3, r.alloc_ns / 1e3, r.kernel_ns / 1e3,
+                               tuple((n.name, n.start_ns / 1e3, n.wall_ns / 1e3)
+                                     for n in r.nodes))
                        for r in p.ops]
 
     def key_averages(self) -> _Averages:
@@ -136,6 +139,16 @@ class profile:  # noqa: N801 (torch.profiler's name)
                                    {p: sum(getattr(e, p + "_us") for e in es) for p in _PHASES})
                          for (n, d), es in groups.items())
 
+    def backward_nodes(self) -> _Averages:
+        """The graph nodes the backward passes ran, grouped by name (their wall time counts
+        as kernel time): ``prof.backward_nodes().table()``."""
+        groups: Dict[tuple, List[float]] = {}
+        for e in self.events:
+            for name, _, wall in e.nodes:
+                groups.setdefault((name, e.device), []).append(wall)
+        return _Averages(OpAverage(n, d, len(ws), sum(ws), 0, {"kernel": sum(ws)})
+                         for (n, d), ws in groups.items())
+
     def export_chrome_trace(self, path: str, pid: Optional[str] = None) -> None:
         """Writes the events as Chrome trace JSON (chrome://tracing, ui.perfetto.dev): each op
         a slice on its device's track with its phases nested in order (decode, infer, alloc,
@@ -147,6 +160,11 @@ class profile:  # noqa: N801 (torch.profiler's name)
                           "pid": pid, "tid": e.device, "cat": "op",
                           "args": {"bytes_allocated": e.bytes_allocated, "site": e.site,
                                    "wait_us": e.wait_us}})
+            for name, start, wall in e.nodes:  # a backward: its nodes at their times
+                trace.append({"name": name, "ph": "X", "ts": start, "dur": wall, "pid": pid,
+                              "tid": e.device, "cat": "node"})
+            if e.nodes:
+                continue
             at = e.start_us
             for phase in ("decode", "infer", "alloc", "kernel"):
                 dur = getattr(e, phase + "_us")
