@@ -219,14 +219,7 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
     request_id = *queued;
   }
   Flush().IgnoreError();
-  MutexLock lock(&mu_);
-  auto ready = [this, request_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return downloads_[request_id].done || !stream_error_.ok();
-  };
-  mu_.Await(absl::Condition(&ready));
-  PendingDownload download = std::move(downloads_[request_id]);
-  downloads_.erase(request_id);
-  if (!download.done) return stream_error_;
+  PendingDownload download = AwaitDownload(request_id);
   if (!download.status.ok()) return download.status;
   return download.assembler.Take();
 }

@@ -1,19 +1,17 @@
 #include "kernels/cpu/compute_gate.h"
 
-#include <condition_variable>
-#include <mutex>
+#include "runtime/core/mutex.h"
 
 namespace tensord {
 namespace cpu {
 namespace {
 
-// std primitives, not absl::Mutex: a ticket lock needs FIFO hand-over, which
-// the condition variable's notify_all plus the ticket check gives.
+// A ticket lock: each waiter takes the next ticket and enters when `serving`
+// reaches it, so waiters enter in arrival order.
 struct Gate {
-  std::mutex mu;
-  std::condition_variable turn;
-  uint64_t next_ticket = 0;  // guarded by mu
-  uint64_t serving = 0;      // guarded by mu
+  Mutex mu;
+  uint64_t next_ticket ABSL_GUARDED_BY(mu) = 0;
+  uint64_t serving ABSL_GUARDED_BY(mu) = 0;
 };
 
 Gate& GetGate() {
@@ -30,19 +28,19 @@ WideKernelScope::WideKernelScope(bool wide) {
   entered_ = true;
   if (gate_depth++ > 0) return;
   Gate& gate = GetGate();
-  std::unique_lock<std::mutex> lock(gate.mu);
+  MutexLock lock(&gate.mu);
   const uint64_t ticket = gate.next_ticket++;
-  gate.turn.wait(lock, [&] { return gate.serving == ticket; });
+  auto my_turn = [&gate, ticket]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(gate.mu) {
+    return gate.serving == ticket;
+  };
+  gate.mu.Await(absl::Condition(&my_turn));
 }
 
 WideKernelScope::~WideKernelScope() {
   if (!entered_ || --gate_depth > 0) return;
   Gate& gate = GetGate();
-  {
-    std::lock_guard<std::mutex> lock(gate.mu);
-    ++gate.serving;
-  }
-  gate.turn.notify_all();
+  MutexLock lock(&gate.mu);
+  ++gate.serving;
 }
 
 void MarkGateWorker() { gate_depth = 1; }

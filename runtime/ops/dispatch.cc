@@ -89,18 +89,23 @@ uint64_t PhaseSum(const OpPhases& p) {
   return p.infer_ns + p.alloc_ns + p.kernel_ns;
 }
 
-// Keeps nested RunOps from timing while a kernel runs (Note [Op phases]).
-class PhaseDepth {
+// The kernel phase: while it lasts nested RunOps do not time (they are
+// kernel time); at its end the time since `*mark` is added to kernel_ns
+// (Note [Op phases]). A no-op without phases.
+class KernelPhase {
  public:
-  explicit PhaseDepth(OpPhases* phases) : phases_(phases) {
+  KernelPhase(OpPhases* phases, uint64_t* mark) : phases_(phases), mark_(mark) {
     if (phases_ != nullptr) ++phases_->depth;
   }
-  ~PhaseDepth() {
-    if (phases_ != nullptr) --phases_->depth;
+  ~KernelPhase() {
+    if (phases_ == nullptr) return;
+    --phases_->depth;
+    Lap(phases_, mark_, &OpPhases::kernel_ns);
   }
 
  private:
   OpPhases* phases_;
+  uint64_t* mark_;
 };
 
 }  // namespace
@@ -165,13 +170,7 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
     outputs.push_back(*std::move(out));
   }
   Lap(phases, &mark, &OpPhases::alloc_ns);
-  // Kernel time ends when this scope does, after the kernel returned.
-  struct KernelLap {
-    OpPhases* phases;
-    uint64_t* mark;
-    ~KernelLap() { Lap(phases, mark, &OpPhases::kernel_ns); }
-  } kernel_lap{phases, &mark};
-  PhaseDepth depth(phases);
+  KernelPhase kernel_phase(phases, &mark);
   if (!op.native_half) {
     bool half = false;
     for (const Tensor& t : inputs) half |= IsHalf(t.dtype());

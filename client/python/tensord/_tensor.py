@@ -104,25 +104,11 @@ def binary(name: str, a: Any, b: Any) -> Any:
     """A binary operator method (``a + b`` ...): ``call(name, [a, b])``, or NotImplemented
     when the other operand is neither a Tensor nor a number. Called by operator methods only:
     the call site is their caller."""
+    # Two Tensors of one session take binary_method's inlined hot path; here
+    # they are the cases it leaves (a missing op, two sessions) and scalars.
     if isinstance(a, Tensor):
         s = a._session
-        if isinstance(b, Tensor):
-            op = s.catalog.get(name)
-            if op is not None and op.plain_binary and b._session is s:
-                # the hot path: call_op for two Tensors of one session, no attributes
-                dev = a._dev or b._dev
-                first, seq, first_v = s.call(op.id, a._hv + b._hv, 1, site_field(3),
-                                             op.op_field)
-                t = _new(Tensor)  # Tensor._make, inlined
-                t._session = s
-                t._handle = first
-                t._hv = first_v
-                t._seq = seq
-                t._info = None
-                t._dev = dev
-                t._rg = None
-                return t
-        elif not isinstance(b, _SCALARS):
+        if not isinstance(b, (Tensor, *_SCALARS)):
             return NotImplemented
     elif isinstance(b, Tensor) and isinstance(a, _SCALARS):
         s = b._session
