@@ -5,6 +5,7 @@
 // once the daemon acknowledges it; on the arena they are pointer bumps and
 // one free of the arena's blocks. A flushed frame keeps its arena alive (an
 // aliasing shared_ptr) for as long as a resume may resend it.
+// Its blocks come from runtime/core/block_cache.h (Note [Frame block cache]).
 // Thread-compatible: the session guards it with its mutex.
 #ifndef TENSORD_CLIENT_PENDING_FRAME_H_
 #define TENSORD_CLIENT_PENDING_FRAME_H_
@@ -13,6 +14,7 @@
 
 #include "google/protobuf/arena.h"
 #include "proto/tensord.pb.h"
+#include "runtime/core/block_cache.h"
 
 namespace tensord {
 inline namespace client {
@@ -38,6 +40,8 @@ class PendingFrame {
     google::protobuf::ArenaOptions options;
     options.start_block_size = 16 << 10;
     options.max_block_size = 1 << 20;
+    options.block_alloc = &AllocateCachedBlock;
+    options.block_dealloc = &FreeCachedBlock;
     arena_ = std::make_shared<google::protobuf::Arena>(options);
     frame_ =
         google::protobuf::Arena::CreateMessage<v1::ClientFrame>(arena_.get());

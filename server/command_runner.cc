@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/arena.h"
 #include "runtime/autograd/node.h"
+#include "runtime/core/block_cache.h"
 #include "runtime/core/device_error.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/dispatch.h"
@@ -28,6 +29,8 @@ void CommandRunner::RunBatch(const v1::Batch& batch, uint64_t arrived_ns) {
   google::protobuf::ArenaOptions options;
   options.start_block_size = 16 << 10;
   options.max_block_size = 1 << 20;
+  options.block_alloc = &AllocateCachedBlock;  // Note [Frame block cache]
+  options.block_dealloc = &FreeCachedBlock;
   auto arena = std::make_shared<google::protobuf::Arena>(options);
   std::shared_ptr<v1::ServerFrame> frame(
       arena,
@@ -162,10 +165,15 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
     if (!t.ok()) return fail_with(t.status());
     inputs.push_back(*std::move(t));
   }
-  auto given = AttrsFromProto(call.attrs());
-  if (!given.ok()) return fail_with(given.status());
-  auto attrs = Attrs::Build(op.name, op.attrs, *std::move(given));
-  if (!attrs.ok()) return fail_with(attrs.status());
+  const Attrs* attrs = op.default_attrs.get();
+  absl::StatusOr<Attrs> built;
+  if (call.attrs_size() > 0 || attrs == nullptr) {
+    auto given = AttrsFromProto(call.attrs());
+    if (!given.ok()) return fail_with(given.status());
+    built = Attrs::Build(op.name, op.attrs, *std::move(given));
+    if (!built.ok()) return fail_with(built.status());
+    attrs = &*built;
+  }
   OpContext ctx = MakeContext();
   if (grad_enabled_) {
     recorder_.set_site(call.site());

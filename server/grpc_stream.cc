@@ -7,6 +7,7 @@
 #include "absl/strings/strip.h"
 #include "google/protobuf/arena.h"
 #include "google/protobuf/unknown_field_set.h"
+#include "runtime/core/block_cache.h"
 #include "spdlog/spdlog.h"
 
 namespace tensord {
@@ -139,6 +140,8 @@ class SessionReactor
       google::protobuf::ArenaOptions options;
       options.start_block_size = 16 << 10;
       options.max_block_size = 1 << 20;
+      options.block_alloc = &AllocateCachedBlock;  // Note [Frame block cache]
+      options.block_dealloc = &FreeCachedBlock;
       arena_ = std::make_unique<google::protobuf::Arena>(options);
     } else {
       arena_->Reset();
@@ -222,8 +225,8 @@ void StreamSink::Pump() {
     if (!queue_.empty() && !dead_) {
       current_ = std::move(queue_.front());
       queue_.pop_front();
-      queued_bytes_ -=
-          std::min(queued_bytes_, static_cast<size_t>(current_->GetCachedSize()));
+      queued_bytes_ -= std::min(queued_bytes_,
+                                static_cast<size_t>(current_->GetCachedSize()));
       writing_ = true;
       reactor = reactor_;
     } else if (ended_ || dead_) {

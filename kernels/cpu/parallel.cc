@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -68,7 +69,7 @@ Pool& GetPool() {
 int NumThreads() { return GetPool().size() + 1; }
 
 void ParallelFor(int64_t n, int64_t work_per_item,
-                 const std::function<void(int64_t, int64_t)>& fn) {
+                 absl::FunctionRef<void(int64_t, int64_t)> fn) {
   if (n <= 0) return;
   const int64_t work = n * std::max<int64_t>(work_per_item, 1);
   const int threads = NumThreads();

@@ -8,7 +8,8 @@
 #define TENSORD_KERNELS_CPU_PARALLEL_H_
 
 #include <cstdint>
-#include <functional>
+
+#include "absl/functional/function_ref.h"
 
 namespace tensord {
 namespace cpu {
@@ -17,9 +18,10 @@ namespace cpu {
 inline constexpr int64_t kParallelGrain = 1 << 16;
 
 // Calls fn(begin, end) over disjoint ranges covering [0, n); returns when all
-// are done. `work_per_item` scales the grain (e.g. inner length).
+// are done. `work_per_item` scales the grain (e.g. inner length). `fn` is
+// borrowed, not copied: a kernel's call costs no allocation.
 void ParallelFor(int64_t n, int64_t work_per_item,
-                 const std::function<void(int64_t, int64_t)>& fn);
+                 absl::FunctionRef<void(int64_t, int64_t)> fn);
 
 int NumThreads();
 

@@ -13,13 +13,18 @@ absl::StatusOr<std::vector<Tensor>> CallOp(
     std::map<std::string, AttrValue> attrs, const OpContext& ctx) {
   const OpDef* op = FindOp(name);
   TD_CHECK(op != nullptr, name.c_str());
-  TD_ASSIGN_OR_RETURN(Attrs built,
-                      Attrs::Build(name, op->attrs, std::move(attrs)));
+  const Attrs* built = op->default_attrs.get();
+  absl::StatusOr<Attrs> given;
+  if (!attrs.empty() || built == nullptr) {
+    given = Attrs::Build(name, op->attrs, std::move(attrs));
+    if (!given.ok()) return given.status();
+    built = &*given;
+  }
   // Note [Autograd recording] (op_def.h): composites and formulas record.
   if (ctx.recorder != nullptr) {
-    return ctx.recorder->Run(*op, inputs, built, ctx);
+    return ctx.recorder->Run(*op, inputs, *built, ctx);
   }
-  return RunOp(*op, inputs, built, ctx);
+  return RunOp(*op, inputs, *built, ctx);
 }
 
 absl::StatusOr<Tensor> Call1(const std::string& name,

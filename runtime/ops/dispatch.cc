@@ -203,6 +203,13 @@ absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype,
   return out;
 }
 
+absl::StatusOr<const Tensor*> CastRef(const Tensor& t, DType dtype,
+                                      const OpContext& ctx, Tensor* converted) {
+  if (t.dtype() == dtype) return &t;
+  TD_ASSIGN_OR_RETURN(*converted, CastTo(t, dtype, ctx));
+  return converted;
+}
+
 absl::StatusOr<Tensor> Contiguous(const Tensor& t, const OpContext& ctx) {
   if (t.is_contiguous()) return t;
   TD_ASSIGN_OR_RETURN(

@@ -23,6 +23,10 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
 // `t` converted to `dtype` (no copy when it already has it).
 absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype,
                               const OpContext& ctx);
+// `t` itself when it already has `dtype`, else a converted copy kept in
+// `*converted` (saves a Tensor copy on the per-op path).
+absl::StatusOr<const Tensor*> CastRef(const Tensor& t, DType dtype,
+                                      const OpContext& ctx, Tensor* converted);
 // A contiguous copy of `t` (no copy when already contiguous).
 absl::StatusOr<Tensor> Contiguous(const Tensor& t, const OpContext& ctx);
 

@@ -12,6 +12,7 @@
 #define TENSORD_RUNTIME_OPS_OP_DEF_H_
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,9 @@ class OpDef {
   int max_inputs = 0;  // -1: variadic
   int num_outputs = 1;
   std::vector<AttrSpec> attrs;
+  // The attributes of a call that gives none (every default), built once by
+  // OpTable() so such calls skip Attrs::Build; nullptr when one is required.
+  std::shared_ptr<const Attrs> default_attrs;
   InferFn infer = nullptr;  // compute ops
   KernelFn cpu = nullptr;   // compute ops: the CPU kernel wrapper
   KernelFn cuda = nullptr;  // compute ops: the CUDA one (nullptr: none yet)

@@ -16,6 +16,12 @@ const std::vector<OpDef>& OpTable() {
     }
     AttachGradients(t);
     AttachCudaKernels(t);  // by name; none in a CPU-only build
+    for (OpDef& def : *t) {
+      auto defaults = Attrs::Build(def.name, def.attrs, {});
+      if (defaults.ok()) {
+        def.default_attrs = std::make_shared<const Attrs>(*std::move(defaults));
+      }
+    }
     return t;
   }();
   return *table;

@@ -78,15 +78,18 @@ absl::Status CpuBinary(absl::Span<const Tensor> in,
                        absl::Span<const Tensor> out, const Attrs& attrs,
                        const OpContext& ctx) {
   const DType dtype = out[0].dtype();
-  TD_ASSIGN_OR_RETURN(Tensor a, CastTo(in[0], dtype, ctx));
-  TD_ASSIGN_OR_RETURN(Tensor b, CastTo(in[1], dtype, ctx));
+  Tensor a_converted, b_converted;
+  TD_ASSIGN_OR_RETURN(const Tensor* a,
+                      CastRef(in[0], dtype, ctx, &a_converted));
+  TD_ASSIGN_OR_RETURN(const Tensor* b,
+                      CastRef(in[1], dtype, ctx, &b_converted));
   const double alpha =
       (kOp == cpu::BinaryOp::kAdd || kOp == cpu::BinaryOp::kSub)
           ? attrs.Float("alpha")
           : 1.0;
   const Shape& shape = out[0].shape();
-  return cpu::Binary(kOp, a.BroadcastView(shape), b.BroadcastView(shape), alpha,
-                     out[0].view());
+  return cpu::Binary(kOp, a->BroadcastView(shape), b->BroadcastView(shape),
+                     alpha, out[0].view());
 }
 
 absl::Status CpuDiv(absl::Span<const Tensor> in, absl::Span<const Tensor> out,

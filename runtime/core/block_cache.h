@@ -1,0 +1,26 @@
+// A process-wide cache of memory blocks for protobuf arenas (the frames of
+// the wire, both ends).
+//
+// Note [Frame block cache]: each batch a client fills, each frame the daemon
+// parses and each Ack it builds lives on its own arena of 16 KiB..1 MiB
+// blocks. From malloc, those blocks go back to the kernel when freed (heap
+// trimming, unmapping) and the next frame page-faults them in again: in
+// `perf` of tiny ops that was the largest single cost on both ends. Blocks
+// kept here stay mapped and warm. Use as ArenaOptions::block_alloc /
+// block_dealloc. Thread-safe.
+#ifndef TENSORD_RUNTIME_CORE_BLOCK_CACHE_H_
+#define TENSORD_RUNTIME_CORE_BLOCK_CACHE_H_
+
+#include <cstddef>
+
+namespace tensord {
+
+// A block of exactly `size` bytes: a cached one of that size, else malloc's.
+void* AllocateCachedBlock(size_t size);
+// Keeps `block` (from AllocateCachedBlock with the same `size`) for reuse
+// while the cache holds under its cap (32 MiB), else frees it.
+void FreeCachedBlock(void* block, size_t size);
+
+}  // namespace tensord
+
+#endif  // TENSORD_RUNTIME_CORE_BLOCK_CACHE_H_
