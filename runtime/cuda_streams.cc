@@ -55,9 +55,8 @@ absl::Status CudaSessionStreams::Record(uint64_t session, uint64_t event,
         cudaEventCreateWithFlags(&created, cudaEventDisableTiming));
     it = entries.events.emplace(event, created).first;
   }
-  TD_CUDA_RETURN_IF_ERROR(
-      cudaEventRecord(static_cast<cudaEvent_t>(it->second),
-                      static_cast<cudaStream_t>(stream)));
+  TD_CUDA_RETURN_IF_ERROR(cudaEventRecord(static_cast<cudaEvent_t>(it->second),
+                                          static_cast<cudaStream_t>(stream)));
   return absl::OkStatus();
 }
 
@@ -72,8 +71,8 @@ absl::Status CudaSessionStreams::Wait(uint64_t session, uint64_t event,
     if (it != entries->second.events.end()) recorded = it->second;
   }
   if (recorded == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "event ", event, " was never recorded on cuda:", index_));
+    return absl::FailedPreconditionError(
+        absl::StrCat("event ", event, " was never recorded on cuda:", index_));
   }
   TD_CUDA_RETURN_IF_ERROR(
       cudaStreamWaitEvent(static_cast<cudaStream_t>(stream),

@@ -50,6 +50,12 @@ void CommandRunner::ReleaseAll() {
   pending_put_.reset();
   handles_.Clear();
   live_handles_.store(0);
+  for (const auto& device : config_.devices->devices()) {
+    device->ReleaseSessionStreams(config_.session);
+  }
+  events_.clear();
+  stream_ids_.clear();
+  stream_id_ = 0;
 }
 
 void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
@@ -80,6 +86,10 @@ void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
       return RunSetGrad(cmd.set_grad());
     case v1::Command::kGetProfile:
       return RunGetProfile(cmd.get_profile());
+    case v1::Command::kRecordEvent:
+      return RunRecordEvent(cmd.record_event());
+    case v1::Command::kWaitEvent:
+      return RunWaitEvent(cmd.wait_event());
     case v1::Command::KIND_NOT_SET:
       return ReportFrameError(
           absl::InvalidArgumentError(absl::StrCat(
@@ -194,6 +204,8 @@ OpContext CommandRunner::MakeContext() {
   ctx.devices = config_.devices;
   ctx.generator = &generator_;
   ctx.alloc.session = config_.session;
+  ctx.stream_id = stream_id_;
+  ctx.allow_tf32 = allow_tf32_;
   ctx.phases = phases_;
   return ctx;
 }
@@ -256,6 +268,11 @@ void CommandRunner::RunOptions(const v1::SetOptions& options) {
     case v1::SetOptions::kProfile:
       profiler_.SetEnabled(options.profile());
       return;
+    case v1::SetOptions::kAllowTf32:
+      allow_tf32_ = options.allow_tf32();
+      return;
+    case v1::SetOptions::kStream:
+      return RunSetStream(options.stream());
     case v1::SetOptions::kDefaultDevice: {
       Device* device = config_.devices->Find(options.default_device());
       if (device == nullptr) {

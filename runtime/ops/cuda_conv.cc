@@ -71,8 +71,8 @@ absl::Status CudaConv(Ins in, Ins out, const Attrs& attrs,
   }
   Tensor keep;
   return cuda::Conv2dForward(
-      Geometry(x.shape(), w.shape(), out[0].shape(), attrs, ctx), x.view(), w.view(),
-      in.size() == 3 ? &bias_view : nullptr, out[0].view(),
+      Geometry(x.shape(), w.shape(), out[0].shape(), attrs, ctx), x.view(),
+      w.view(), in.size() == 3 ? &bias_view : nullptr, out[0].view(),
       Workspace(out[0].device(), ctx, &keep), ctx.alloc.stream);
 }
 

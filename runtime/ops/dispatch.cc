@@ -157,7 +157,8 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
   auto dctx = ContextFor(device, outer_ctx);
   if (!dctx.ok()) return PrefixOp(op, dctx.status());
   const OpContext& ctx = *dctx;
-  TD_RETURN_IF_ERROR(PrefixOp(op, RecordCrossStreamUses(inputs, ctx.alloc.stream)));
+  TD_RETURN_IF_ERROR(
+      PrefixOp(op, RecordCrossStreamUses(inputs, ctx.alloc.stream)));
   const KernelFn kernel = device->kind() == DeviceKind::kCpu ? op.cpu : op.cuda;
   if (kernel == nullptr) {
     return absl::UnimplementedError(absl::StrCat(
