@@ -88,6 +88,9 @@ class CudaDevice : public Device {
                                 StreamHandle stream) override {
     return streams_.Wait(session, event, stream);
   }
+  void ReleaseSessionEvent(uint64_t session, uint64_t event) override {
+    streams_.ReleaseEvent(session, event);
+  }
   void ReleaseSessionStreams(uint64_t session) override {
     streams_.Release(session);
   }

@@ -80,6 +80,17 @@ absl::Status CudaSessionStreams::Wait(uint64_t session, uint64_t event,
   return absl::OkStatus();
 }
 
+void CudaSessionStreams::ReleaseEvent(uint64_t session, uint64_t event) {
+  MutexLock lock(&mu_);
+  auto entries = sessions_.find(session);
+  if (entries == sessions_.end()) return;
+  auto it = entries->second.events.find(event);
+  if (it == entries->second.events.end()) return;
+  cudaSetDevice(index_);
+  cudaEventDestroy(static_cast<cudaEvent_t>(it->second));
+  entries->second.events.erase(it);
+}
+
 void CudaSessionStreams::Release(uint64_t session) {
   MutexLock lock(&mu_);
   auto it = sessions_.find(session);

@@ -41,6 +41,8 @@ class CudaSessionStreams {
   // cudaStreamWaitEvent: `stream` waits for the event's last record.
   // FAILED_PRECONDITION when this device never recorded it.
   absl::Status Wait(uint64_t session, uint64_t event, StreamHandle stream);
+  // Destroys one event of `session` (no-op when unknown).
+  void ReleaseEvent(uint64_t session, uint64_t event);
   // Destroys `session`'s streams and events.
   void Release(uint64_t session);
 

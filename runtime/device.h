@@ -79,6 +79,10 @@ class Device {
     (void)session, (void)event, (void)stream;
     return absl::OkStatus();
   }
+  // Forgets one event of `session` (the client dropped it).
+  virtual void ReleaseSessionEvent(uint64_t session, uint64_t event) {
+    (void)session, (void)event;
+  }
   // Forgets `session`'s streams and events; work already queued still
   // completes.
   virtual void ReleaseSessionStreams(uint64_t session) { (void)session; }

@@ -71,6 +71,7 @@ void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
       return RunGet(cmd.get());
     case v1::Command::kRelease:
       for (uint64_t id : cmd.release().handles()) handles_.Release(id);
+      for (uint64_t id : cmd.release().events()) ReleaseEvent(id);
       return;
     case v1::Command::kSync:
       return RunSync(cmd.sync());

@@ -87,6 +87,8 @@ class CommandRunner {
   // OK when `stream_id` may be used (within the session's stream cap);
   // remembers it.
   absl::Status UseStreamId(uint32_t stream_id);
+  // Forgets event `id` (Release.events; unknown ids are ignored).
+  void ReleaseEvent(uint64_t id);
   // The device a RecordEvent/WaitEvent names (empty: the default device).
   absl::StatusOr<Device*> EventDevice(const std::string& name) const;
   // Checks that `ids` may name new handles (non-zero, strictly increasing);

@@ -39,6 +39,13 @@ absl::StatusOr<Device*> CommandRunner::EventDevice(
   return device;
 }
 
+void CommandRunner::ReleaseEvent(uint64_t id) {
+  auto it = events_.find(id);
+  if (it == events_.end()) return;
+  it->second->ReleaseSessionEvent(config_.session, id);
+  events_.erase(it);
+}
+
 void CommandRunner::RunSetStream(uint32_t stream_id) {
   absl::Status usable = UseStreamId(stream_id);
   if (!usable.ok()) return ReportFrameError(usable, "set_stream", "");
@@ -52,14 +59,17 @@ void CommandRunner::RunRecordEvent(const v1::RecordEvent& cmd) {
     }
     TD_ASSIGN_OR_RETURN(Device * device, EventDevice(cmd.device()));
     TD_RETURN_IF_ERROR(UseStreamId(cmd.stream()));
-    const bool known = events_.contains(cmd.event());
-    if (!known && events_.size() >= kMaxSessionEvents) {
+    auto known = events_.find(cmd.event());
+    if (known == events_.end() && events_.size() >= kMaxSessionEvents) {
       return absl::InvalidArgumentError(absl::StrCat(
           "event ", cmd.event(), ": a session may record at most ",
-          kMaxSessionEvents, " distinct events (reuse the Event objects)"));
+          kMaxSessionEvents, " live events (drop or reuse Event objects)"));
     }
     TD_ASSIGN_OR_RETURN(StreamHandle stream,
                         device->SessionStream(config_.session, cmd.stream()));
+    if (known != events_.end() && known->second != device) {
+      ReleaseEvent(cmd.event());  // moves to another device
+    }
     TD_RETURN_IF_ERROR(
         device->RecordSessionEvent(config_.session, cmd.event(), stream));
     events_[cmd.event()] = device;

@@ -104,6 +104,17 @@ TEST_F(StreamsTest, RecordingAgainMovesTheEventAndBadIdsAreRejected) {
       << s.message();
 }
 
+TEST_F(StreamsTest, AReleasedEventIsForgotten) {
+  v1::Batch b;
+  Record(&b, 9, 0);
+  Add(&b)->mutable_release()->add_events(9);
+  Wait(&b, 9, 0);
+  session_->Submit(b);
+  v1::Status s = Sync();
+  EXPECT_NE(s.message().find("event 9 was never recorded"), std::string::npos)
+      << s.message();
+}
+
 TEST_F(StreamsTest, StreamIdsAreCappedPerSession) {
   v1::Batch b;
   for (uint32_t id = 1; id <= kMaxSessionStreams; ++id) SetStream(&b, id);
