@@ -31,7 +31,7 @@ const OpDef& Row(const std::string& name) {
 }
 
 class CudaStreamTest : public ::testing::Test {
- protected:
+ public:
   void SetUp() override {
     devices_ = DeviceRegistry::Create();
     for (const auto& d : devices_->devices()) {
@@ -130,40 +130,41 @@ class TestEvent {
   cudaEvent_t e_ = nullptr;
 };
 
-TEST_F(CudaStreamTest, TwoStreamsOfOneSessionOverlap) {
-  Tensor big = Randn({4096, 4096}, DType::kFloat32, 3);
-  Tensor small = Randn({16}, DType::kFloat32, 4);
-  ASSERT_TRUE(cuda_->Synchronize(nullptr).ok());
+// Queues a long run of matmuls on stream 1, then (after making stream 2
+// wait on a session event recorded behind the run, when `wait`) a short add
+// on stream 2. Returns whether the long run had completed when the short op
+// did (read from CUDA events once the short op is done).
+bool LongRunDoneWhenShortOpIs(CudaStreamTest* t, bool wait) {
+  Tensor big = t->Randn({4096, 4096}, DType::kFloat32, 3);
+  Tensor small = t->Randn({16}, DType::kFloat32, 4);
+  EXPECT_TRUE(t->cuda_->Synchronize(nullptr).ok());
   TestEvent long_done, short_done;
   Tensor y = big;
-  for (int i = 0; i < 30; ++i) y = Run("matmul", {big, big}, 1);  // ~100 ms
-  long_done.Record(Stream(1));
-  Tensor twice = Run("add", {small, small}, 2);
-  short_done.Record(Stream(2));
+  for (int i = 0; i < 30; ++i) y = t->Run("matmul", {big, big}, 1);
+  long_done.Record(t->Stream(1));
+  if (wait) {
+    EXPECT_TRUE(t->cuda_->RecordSessionEvent(kSession, 1, t->Stream(1)).ok());
+    EXPECT_TRUE(t->cuda_->WaitSessionEvent(kSession, 1, t->Stream(2)).ok());
+  }
+  Tensor twice = t->Run("add", {small, small}, 2);
+  short_done.Record(t->Stream(2));
   short_done.Wait();
-  EXPECT_FALSE(long_done.Done())
-      << "the short op on stream 2 waited for the long run on stream 1";
-  const std::vector<double> in = Values(small), out = Values(twice);
+  const bool long_was_done = long_done.Done();
+  const std::vector<double> in = t->Values(small), out = t->Values(twice);
   for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(out[i], 2 * in[i]);
-  ASSERT_TRUE(cuda_->Synchronize(nullptr).ok());
+  EXPECT_TRUE(t->cuda_->Synchronize(nullptr).ok());
+  return long_was_done;
+}
+
+TEST_F(CudaStreamTest, TwoStreamsOfOneSessionOverlap) {
+  EXPECT_FALSE(LongRunDoneWhenShortOpIs(this, /*wait=*/false))
+      << "the short op on stream 2 waited for the long run on stream 1";
 }
 
 TEST_F(CudaStreamTest, WaitingOnASessionEventOrdersTheStreams) {
-  Tensor big = Randn({4096, 4096}, DType::kFloat32, 5);
-  Tensor small = Randn({16}, DType::kFloat32, 6);
-  ASSERT_TRUE(cuda_->Synchronize(nullptr).ok());
-  TestEvent long_done, short_done;
-  Tensor y = big;
-  for (int i = 0; i < 30; ++i) y = Run("matmul", {big, big}, 1);
-  long_done.Record(Stream(1));
-  ASSERT_TRUE(cuda_->RecordSessionEvent(kSession, 1, Stream(1)).ok());
-  ASSERT_TRUE(cuda_->WaitSessionEvent(kSession, 1, Stream(2)).ok());
-  Tensor twice = Run("add", {small, small}, 2);
-  short_done.Record(Stream(2));
-  short_done.Wait();
-  EXPECT_TRUE(long_done.Done()) << "stream 2 did not wait for the event";
+  EXPECT_TRUE(LongRunDoneWhenShortOpIs(this, /*wait=*/true))
+      << "stream 2 did not wait for the event";
   EXPECT_FALSE(cuda_->WaitSessionEvent(kSession, 99, Stream(2)).ok());
-  ASSERT_TRUE(cuda_->Synchronize(nullptr).ok());
 }
 #endif  // TENSORD_WITH_CUDA
 
