@@ -91,6 +91,19 @@ absl::Status Client::set_default_device(const std::string& device) {
   return session_->EnqueueOptions(options);
 }
 
+absl::Status Client::set_allow_tf32(bool allow) {
+  return session_->SetAllowTf32(allow);
+}
+absl::Status Client::set_stream(uint32_t stream_id) {
+  return session_->SetStream(stream_id);
+}
+absl::Status Client::record_event(uint64_t event) {
+  return session_->RecordEvent(event);
+}
+absl::Status Client::wait_event(uint64_t event) {
+  return session_->WaitEvent(event);
+}
+
 absl::Status Client::Flush() { return session_->Flush(); }
 bool Client::shm_active() const { return session_->shm_active(); }
 

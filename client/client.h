@@ -110,6 +110,18 @@ class Client {
   absl::Status manual_seed(uint64_t seed);
   absl::Status set_grad_enabled(bool enabled);
   absl::Status set_default_device(const std::string& device);
+  // TF32 for float32 matmuls/convolutions on CUDA (torch.backends.cuda.
+  // matmul.allow_tf32; off by default; the CPU ignores it).
+  absl::Status set_allow_tf32(bool allow);
+  // Streams and events (torch.cuda.Stream/Event with client-chosen ids):
+  // later ops go onto stream `stream_id` (0: the default stream; others are
+  // created on first use); record_event marks the current stream's queue,
+  // wait_event makes the current stream wait for an event's last record.
+  // On the CPU they order nothing but are checked the same way: waiting on
+  // an event never recorded is INVALID_ARGUMENT from the next synchronize().
+  absl::Status set_stream(uint32_t stream_id);
+  absl::Status record_event(uint64_t event);
+  absl::Status wait_event(uint64_t event);
   // Sends pending commands now (normally the batching timer does).
   absl::Status Flush();
   // True when tensor bytes travel through the daemon's shared-memory region

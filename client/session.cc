@@ -341,6 +341,10 @@ absl::Status Session::EnqueueOptions(const v1::SetOptions& options) {
     MutexLock lock(&mu_);
     grad_enabled_ = options.grad_enabled();
   }
+  if (status.ok() && options.option_case() == v1::SetOptions::kStream) {
+    MutexLock lock(&mu_);
+    stream_id_ = options.stream();
+  }
   return status;
 }
 

@@ -125,6 +125,18 @@ class Session {
   // The grad mode last sent with SetOptions (the daemon starts with it on).
   bool grad_enabled() const;
 
+  // Streams and events (docs/protocol.md "Streams and events";
+  // session_streams.cc). SetStream makes `stream_id` the current stream (0:
+  // the default one); RecordEvent/WaitEvent act on the current stream of the
+  // session's default device. Errors of the daemon (an event never recorded)
+  // come back from the next Sync. Batched: no round trip.
+  absl::Status SetStream(uint32_t stream_id);
+  uint32_t current_stream() const;
+  absl::Status RecordEvent(uint64_t event);
+  absl::Status WaitEvent(uint64_t event);
+  // TF32 for float32 matmuls and convolutions on CUDA (off by default).
+  absl::Status SetAllowTf32(bool allow);
+
   // Autograd commands (docs/protocol.md "Autograd"; session_autograd.cc).
   // Backward returns the handles it creates: one per input when `inputs` is
   // non-empty (autograd.grad), else none.
@@ -300,6 +312,7 @@ class Session {
   bool in_chunked_put_ ABSL_GUARDED_BY(mu_) = false;
   std::string default_device_ ABSL_GUARDED_BY(mu_);  // for Put metas
   bool grad_enabled_ ABSL_GUARDED_BY(mu_) = true;
+  uint32_t stream_id_ ABSL_GUARDED_BY(mu_) = 0;  // SetOptions.stream as sent
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t next_handle_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;

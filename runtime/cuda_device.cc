@@ -11,9 +11,8 @@
 #if TENSORD_WITH_CUDA
 #include <cuda_runtime.h>
 
-#include "absl/container/flat_hash_map.h"
 #include "kernels/cuda/cuda_check.h"
-#include "runtime/core/mutex.h"
+#include "runtime/cuda_streams.h"
 #include "runtime/memory/cuda_backend.h"
 #endif
 
@@ -30,16 +29,12 @@ class CudaDevice : public Device {
  public:
   CudaDevice(int index, const cudaDeviceProp& prop,
              std::unique_ptr<CachingAllocator> allocator)
-      : index_(index), allocator_(std::move(allocator)) {
+      : index_(index), allocator_(std::move(allocator)), streams_(index) {
     desc_.name = absl::StrCat("cuda:", index);
     desc_.kind = DeviceKind::kCuda;
     desc_.description = prop.name;
     desc_.total_memory = prop.totalGlobalMem;
     desc_.compute_capability = absl::StrCat(prop.major, ".", prop.minor);
-  }
-  ~CudaDevice() override {
-    MutexLock lock(&mu_);
-    for (auto& [session, stream] : streams_) cudaStreamDestroy(stream);
   }
   const DeviceDescription& description() const override { return desc_; }
   CachingAllocator* allocator() override { return allocator_.get(); }
@@ -80,33 +75,31 @@ class CudaDevice : public Device {
 
   // Also makes this device current on the calling thread (the executor),
   // so the kernels launched next run here.
-  absl::StatusOr<StreamHandle> SessionStream(uint64_t session) override {
-    TD_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
-    MutexLock lock(&mu_);
-    auto it = streams_.find(session);
-    if (it != streams_.end()) return static_cast<StreamHandle>(it->second);
-    cudaStream_t stream = nullptr;
-    TD_CUDA_RETURN_IF_ERROR(
-        cudaStreamCreateWithFlags(&stream, cudaStreamDefault));
-    streams_.emplace(session, stream);
-    return static_cast<StreamHandle>(stream);
+  using Device::SessionStream;
+  absl::StatusOr<StreamHandle> SessionStream(uint64_t session,
+                                             uint32_t stream_id) override {
+    return streams_.Stream(session, stream_id);
   }
-
+  absl::Status RecordSessionEvent(uint64_t session, uint64_t event,
+                                  StreamHandle stream) override {
+    return streams_.Record(session, event, stream);
+  }
+  absl::Status WaitSessionEvent(uint64_t session, uint64_t event,
+                                StreamHandle stream) override {
+    return streams_.Wait(session, event, stream);
+  }
+  void ReleaseSessionEvent(uint64_t session, uint64_t event) override {
+    streams_.ReleaseEvent(session, event);
+  }
   void ReleaseSessionStreams(uint64_t session) override {
-    MutexLock lock(&mu_);
-    auto it = streams_.find(session);
-    if (it == streams_.end()) return;
-    cudaSetDevice(index_);
-    cudaStreamDestroy(it->second);  // returns at once; queued work completes
-    streams_.erase(it);
+    streams_.Release(session);
   }
 
  private:
   const int index_;
   DeviceDescription desc_;
   std::unique_ptr<CachingAllocator> allocator_;
-  Mutex mu_;
-  absl::flat_hash_map<uint64_t, cudaStream_t> streams_ ABSL_GUARDED_BY(mu_);
+  CudaSessionStreams streams_;  // Note [Session streams], [Session events]
 };
 
 }  // namespace

@@ -46,13 +46,45 @@ class Device {
   virtual absl::Status Synchronize(StreamHandle stream) = 0;
 
   // Note [Session streams]: each session's ops on a device go onto its own
-  // stream, created on first use, so sessions run concurrently and the
-  // executor only enqueues. CPU: nullptr (kernels run synchronously).
-  virtual absl::StatusOr<StreamHandle> SessionStream(uint64_t session) {
+  // streams, created on first use, so sessions run concurrently and the
+  // executor only enqueues. `stream_id` is the session's stream selector
+  // (SetOptions.stream): 0 is its default stream, other ids are extra
+  // streams of the same session (torch.cuda.Stream), each created lazily per
+  // device. CPU: nullptr for every id (kernels run synchronously, in command
+  // order, so streams and events order nothing there; the session core
+  // validates them the same way on every device).
+  virtual absl::StatusOr<StreamHandle> SessionStream(uint64_t session,
+                                                     uint32_t stream_id) {
     (void)session;
+    (void)stream_id;
     return StreamHandle{nullptr};
   }
-  // Forgets `session`'s streams; work already queued still completes.
+  // The session's default stream (stream id 0).
+  absl::StatusOr<StreamHandle> SessionStream(uint64_t session) {
+    return SessionStream(session, 0);
+  }
+  // Note [Session events]: events are named by the session's own ids. Record
+  // marks the current end of `stream`'s queue (creating the event on first
+  // use; recording again moves it); Wait makes later work on `stream` wait on
+  // the device for the event's last record. The caller (the session core)
+  // checks that `event` was recorded on this device before waiting.
+  // CPU: no-ops.
+  virtual absl::Status RecordSessionEvent(uint64_t session, uint64_t event,
+                                          StreamHandle stream) {
+    (void)session, (void)event, (void)stream;
+    return absl::OkStatus();
+  }
+  virtual absl::Status WaitSessionEvent(uint64_t session, uint64_t event,
+                                        StreamHandle stream) {
+    (void)session, (void)event, (void)stream;
+    return absl::OkStatus();
+  }
+  // Forgets one event of `session` (the client dropped it).
+  virtual void ReleaseSessionEvent(uint64_t session, uint64_t event) {
+    (void)session, (void)event;
+  }
+  // Forgets `session`'s streams and events; work already queued still
+  // completes.
   virtual void ReleaseSessionStreams(uint64_t session) { (void)session; }
 
   const std::string& name() const { return description().name; }

@@ -10,7 +10,7 @@ absl::StatusOr<std::shared_ptr<Storage>> Storage::Allocate(
     Device* device, size_t bytes, const AllocContext& ctx) {
   TD_ASSIGN_OR_RETURN(void* data, device->allocator()->Allocate(bytes, ctx));
   return std::shared_ptr<Storage>(
-      new Storage(device, data, bytes, ctx.session));
+      new Storage(device, data, bytes, ctx.session, ctx.stream));
 }
 
 Storage::~Storage() { device_->allocator()->Free(data_); }

@@ -40,18 +40,27 @@ class Storage {
   size_t nbytes() const { return nbytes_; }
   Device* device() const { return device_; }
   uint64_t session() const { return session_; }
+  // The stream the bytes were allocated for (the allocator reuses them there
+  // first; Note [Cross-stream inputs] in dispatch.cc).
+  StreamHandle stream() const { return stream_; }
 
   // Bumped by every in-place write; autograd checks it (Note [Versions]).
   uint64_t version() const { return version_; }
   void BumpVersion() { ++version_; }
 
  private:
-  Storage(Device* device, void* data, size_t nbytes, uint64_t session)
-      : device_(device), data_(data), nbytes_(nbytes), session_(session) {}
+  Storage(Device* device, void* data, size_t nbytes, uint64_t session,
+          StreamHandle stream)
+      : device_(device),
+        data_(data),
+        nbytes_(nbytes),
+        session_(session),
+        stream_(stream) {}
   Device* device_;
   void* data_;
   size_t nbytes_;
   uint64_t session_;
+  StreamHandle stream_;
   uint64_t version_ = 0;
 };
 

@@ -53,6 +53,12 @@ void CommandRunner::ReleaseAll() {
   pending_put_.reset();
   handles_.Clear();
   live_handles_.store(0);
+  for (const auto& device : config_.devices->devices()) {
+    device->ReleaseSessionStreams(config_.session);
+  }
+  events_.clear();
+  stream_ids_.clear();
+  stream_id_ = 0;
 }
 
 void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
@@ -68,6 +74,7 @@ void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
       return RunGet(cmd.get());
     case v1::Command::kRelease:
       for (uint64_t id : cmd.release().handles()) handles_.Release(id);
+      for (uint64_t id : cmd.release().events()) ReleaseEvent(id);
       return;
     case v1::Command::kSync:
       return RunSync(cmd.sync());
@@ -83,6 +90,10 @@ void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
       return RunSetGrad(cmd.set_grad());
     case v1::Command::kGetProfile:
       return RunGetProfile(cmd.get_profile());
+    case v1::Command::kRecordEvent:
+      return RunRecordEvent(cmd.record_event());
+    case v1::Command::kWaitEvent:
+      return RunWaitEvent(cmd.wait_event());
     case v1::Command::KIND_NOT_SET:
       return ReportFrameError(
           absl::InvalidArgumentError(absl::StrCat(
@@ -202,6 +213,8 @@ OpContext CommandRunner::MakeContext() {
   ctx.devices = config_.devices;
   ctx.generator = &generator_;
   ctx.alloc.session = config_.session;
+  ctx.stream_id = stream_id_;
+  ctx.allow_tf32 = allow_tf32_;
   ctx.phases = phases_;
   return ctx;
 }
@@ -264,6 +277,11 @@ void CommandRunner::RunOptions(const v1::SetOptions& options) {
     case v1::SetOptions::kProfile:
       profiler_.SetEnabled(options.profile());
       return;
+    case v1::SetOptions::kAllowTf32:
+      allow_tf32_ = options.allow_tf32();
+      return;
+    case v1::SetOptions::kStream:
+      return RunSetStream(options.stream());
     case v1::SetOptions::kDefaultDevice: {
       Device* device = config_.devices->Find(options.default_device());
       if (device == nullptr) {

@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "proto/tensord.pb.h"
 #include "runtime/autograd/recorder.h"
 #include "runtime/generator.h"
@@ -21,6 +23,11 @@
 #include "server/shm_transfer.h"
 
 namespace tensord {
+
+// Per-session caps on client-chosen stream and event ids (a hostile client
+// must not make the daemon create streams without bound).
+inline constexpr size_t kMaxSessionStreams = 64;  // besides the default one
+inline constexpr size_t kMaxSessionEvents = 4096;
 
 struct RunnerConfig {
   uint64_t session = 0;
@@ -73,6 +80,17 @@ class CommandRunner {
   // Profiling (command_profile.cc): a timed Call/Backward, GetProfile.
   void RunProfiled(const v1::Command& cmd, v1::Ack* ack);
   void RunGetProfile(const v1::GetProfile& get);
+  // Streams and events (command_streams.cc; Note [Session streams]).
+  void RunSetStream(uint32_t stream_id);
+  void RunRecordEvent(const v1::RecordEvent& cmd);
+  void RunWaitEvent(const v1::WaitEvent& cmd);
+  // OK when `stream_id` may be used (within the session's stream cap);
+  // remembers it.
+  absl::Status UseStreamId(uint32_t stream_id);
+  // Forgets event `id` (Release.events; unknown ids are ignored).
+  void ReleaseEvent(uint64_t id);
+  // The device a RecordEvent/WaitEvent names (empty: the default device).
+  absl::StatusOr<Device*> EventDevice(const std::string& name) const;
   // Checks that `ids` may name new handles (non-zero, strictly increasing);
   // reports a frame error naming `what` otherwise.
   bool CheckNewOutputs(absl::Span<const uint64_t> ids, const std::string& what,
@@ -99,10 +117,16 @@ class CommandRunner {
   Generator generator_;
   Device* default_device_;
   bool grad_enabled_ = true;
+  bool allow_tf32_ = false;  // SetOptions.allow_tf32 (OpContext::allow_tf32)
+  // The current stream (SetOptions.stream; 0: the default stream), the
+  // extra stream ids used so far, and each recorded event's device.
+  uint32_t stream_id_ = 0;
+  absl::flat_hash_set<uint32_t> stream_ids_;
+  absl::flat_hash_map<uint64_t, Device*> events_;
   GraphRecorder recorder_;  // Note [Recording]; used while grad mode is on
   OpProfiler profiler_;
-  uint64_t batch_arrived_ns_ = 0;  // of the batch being run
-  OpPhases* phases_ = nullptr;     // of the command being profiled
+  uint64_t batch_arrived_ns_ = 0;          // of the batch being run
+  OpPhases* phases_ = nullptr;             // of the command being profiled
   std::optional<v1::Status> first_error_;  // since the last Sync
   std::unique_ptr<PendingPut> pending_put_;
   std::atomic<size_t> live_handles_{0};

@@ -81,7 +81,12 @@ class Descriptors {
         conv_, i(s.ph), i(s.pw), i(s.sh), i(s.sw), i(s.dh), i(s.dw),
         CUDNN_CROSS_CORRELATION, type_));
     TD_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionGroupCount(conv_, i(s.groups)));
-    TD_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv_, CUDNN_FMA_MATH));
+    // FMA math keeps float32 exact-ish (no TF32); default math lets cuDNN
+    // use tensor ops (TF32 for float32) when the session allows it.
+    const cudnnMathType_t math = s.allow_tf32 && dtype == DType::kFloat32
+                                     ? CUDNN_DEFAULT_MATH
+                                     : CUDNN_FMA_MATH;
+    TD_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv_, math));
     return absl::OkStatus();
   }
 

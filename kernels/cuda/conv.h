@@ -7,7 +7,9 @@
 // algorithm needs; the memory must stay valid until the work is enqueued
 // (stream-ordered reuse makes freeing right after safe). Algorithms are
 // picked by cuDNN's heuristics (the first one whose workspace can be had).
-// float32 runs without TF32 (CUDNN_FMA_MATH), as matmul does by default.
+// float32 runs without TF32 (CUDNN_FMA_MATH) unless ConvShape::allow_tf32
+// (the session's SetOptions.allow_tf32; then CUDNN_DEFAULT_MATH lets cuDNN
+// pick tensor-op algorithms), as matmul does.
 #ifndef TENSORD_KERNELS_CUDA_CONV_H_
 #define TENSORD_KERNELS_CUDA_CONV_H_
 
@@ -25,6 +27,8 @@ struct ConvShape {
   int64_t o, groups;   // weight [o, c / groups, kh, kw]
   int64_t kh, kw, sh, sw, ph, pw, dh, dw;
   int64_t oh, ow;  // output
+  // Math mode, not geometry: TF32 tensor cores allowed for float32.
+  bool allow_tf32 = false;
 };
 
 using WorkspaceFn = std::function<absl::StatusOr<void*>(size_t bytes)>;

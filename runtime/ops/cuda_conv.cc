@@ -34,8 +34,9 @@ std::pair<int64_t, int64_t> Pair(const Attrs& attrs, const char* name,
 // Geometry from input [n, c, h, w], weight [o, c/g, kh, kw], output
 // [n, o, oh, ow] shapes and the conv attributes.
 cuda::ConvShape Geometry(const Shape& x, const Shape& w, const Shape& y,
-                         const Attrs& attrs) {
+                         const Attrs& attrs, const OpContext& ctx) {
   cuda::ConvShape s;
+  s.allow_tf32 = ctx.allow_tf32;
   s.n = x[0], s.c = x[1], s.h = x[2], s.w = x[3];
   s.o = w[0], s.groups = attrs.Int("groups");
   s.kh = w[2], s.kw = w[3];
@@ -70,8 +71,8 @@ absl::Status CudaConv(Ins in, Ins out, const Attrs& attrs,
   }
   Tensor keep;
   return cuda::Conv2dForward(
-      Geometry(x.shape(), w.shape(), out[0].shape(), attrs), x.view(), w.view(),
-      in.size() == 3 ? &bias_view : nullptr, out[0].view(),
+      Geometry(x.shape(), w.shape(), out[0].shape(), attrs, ctx), x.view(),
+      w.view(), in.size() == 3 ? &bias_view : nullptr, out[0].view(),
       Workspace(out[0].device(), ctx, &keep), ctx.alloc.stream);
 }
 
@@ -82,7 +83,7 @@ absl::Status CudaConvBackwardInput(Ins in, Ins out, const Attrs& attrs,
   TD_ASSIGN_OR_RETURN(Tensor w, Contiguous(in[1], ctx));
   Tensor keep;
   return cuda::Conv2dBackwardData(
-      Geometry(out[0].shape(), w.shape(), dy.shape(), attrs), dy.view(),
+      Geometry(out[0].shape(), w.shape(), dy.shape(), attrs, ctx), dy.view(),
       w.view(), out[0].view(), Workspace(out[0].device(), ctx, &keep),
       ctx.alloc.stream);
 }
@@ -94,7 +95,7 @@ absl::Status CudaConvBackwardWeight(Ins in, Ins out, const Attrs& attrs,
   TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[1], ctx));
   Tensor keep;
   return cuda::Conv2dBackwardFilter(
-      Geometry(x.shape(), out[0].shape(), dy.shape(), attrs), dy.view(),
+      Geometry(x.shape(), out[0].shape(), dy.shape(), attrs, ctx), dy.view(),
       x.view(), out[0].view(), Workspace(out[0].device(), ctx, &keep),
       ctx.alloc.stream);
 }

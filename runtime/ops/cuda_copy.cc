@@ -20,7 +20,7 @@ absl::StatusOr<OpContext> ContextFor(Device* device, const OpContext& ctx) {
     return out;
   }
   TD_ASSIGN_OR_RETURN(out.alloc.stream,
-                      device->SessionStream(ctx.alloc.session));
+                      device->SessionStream(ctx.alloc.session, ctx.stream_id));
   return out;
 }
 

@@ -43,7 +43,7 @@ absl::Status DeviceBatchedMatmul(const Tensor& out, const OpContext& ctx,
   Tensor keep_a, keep_b;
   TD_ASSIGN_OR_RETURN(StridedView ga, GemmReady(a, out.device(), ctx, &keep_a));
   TD_ASSIGN_OR_RETURN(StridedView gb, GemmReady(b, out.device(), ctx, &keep_b));
-  return cuda::BatchedMatmul(ga, gb, out_view, /*allow_tf32=*/false,
+  return cuda::BatchedMatmul(ga, gb, out_view, ctx.allow_tf32,
                              ctx.alloc.stream);
 #else
   (void)ctx;

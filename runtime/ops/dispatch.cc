@@ -157,6 +157,8 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
   auto dctx = ContextFor(device, outer_ctx);
   if (!dctx.ok()) return PrefixOp(op, dctx.status());
   const OpContext& ctx = *dctx;
+  TD_RETURN_IF_ERROR(
+      PrefixOp(op, RecordCrossStreamUses(inputs, ctx.alloc.stream)));
   const KernelFn kernel = device->kind() == DeviceKind::kCpu ? op.cpu : op.cuda;
   if (kernel == nullptr) {
     return absl::UnimplementedError(absl::StrCat(
@@ -182,6 +184,31 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
   }
   TD_RETURN_IF_ERROR(PrefixOp(op, kernel(inputs, outputs, attrs, ctx)));
   return outputs;
+}
+
+// Note [Cross-stream inputs]: the caching allocator reuses a freed block on
+// the stream it was allocated for, which stream order makes safe. A tensor
+// made on one stream of a session and read by a kernel on another (extra
+// streams, Note [Session streams] in device.h) would break that: freed after
+// the launch, its block could be handed out on its own stream and
+// overwritten while the other stream still reads it. So before a kernel
+// runs, every input whose storage belongs to a different stream is recorded
+// on the kernel's stream (CachingAllocator::RecordStream, torch's
+// record_stream): its free then waits for an event on that stream. Storage
+// of the legacy stream (nullptr: uploads, in-place copies) needs nothing:
+// session streams are blocking streams, ordered with it both ways. The
+// check is a pointer compare per input; the allocator is only locked when
+// streams really differ, and it ignores repeats.
+absl::Status RecordCrossStreamUses(absl::Span<const Tensor> inputs,
+                                   StreamHandle stream) {
+  if (stream == nullptr) return absl::OkStatus();
+  for (const Tensor& t : inputs) {
+    const Storage& storage = *t.storage();
+    if (storage.stream() == nullptr || storage.stream() == stream) continue;
+    TD_RETURN_IF_ERROR(
+        storage.device()->allocator()->RecordStream(storage.data(), stream));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CopyInto(const Tensor& dst, const Tensor& src) {

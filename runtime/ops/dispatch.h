@@ -46,6 +46,13 @@ absl::Status FillOnDevice(Device* device, const StridedView& dst, double value,
 absl::StatusOr<Tensor> ToDevice(const Tensor& t, Device* device, DType dtype,
                                 const OpContext& ctx);
 
+// Note [Cross-stream inputs] (dispatch.cc): tells each input's allocator
+// that its bytes are also used on `stream` when they were allocated for
+// another (non-null) stream, so they are not reused before that stream's
+// work is done. RunOp calls it for every kernel it launches.
+absl::Status RecordCrossStreamUses(absl::Span<const Tensor> inputs,
+                                   StreamHandle stream);
+
 // Writes `src` (broadcast to dst's shape, converted to its dtype) into dst's
 // memory and bumps dst's storage version (in-place ops).
 absl::Status CopyInto(const Tensor& dst, const Tensor& src);

@@ -69,7 +69,12 @@ struct OpContext {
   Device* device = nullptr;  // the session's default device (creation ops)
   class DeviceRegistry* devices = nullptr;
   Generator* generator = nullptr;
-  AllocContext alloc;            // session id and stream
+  AllocContext alloc;  // session id and stream
+  // The session's stream selector (Note [Session streams] in device.h):
+  // ContextFor resolves it to alloc.stream on each device.
+  uint32_t stream_id = 0;
+  // TF32 for float32 GEMMs and convolutions on CUDA (SetOptions.allow_tf32).
+  bool allow_tf32 = false;
   Recorder* recorder = nullptr;  // Note [Autograd recording]
   OpPhases* phases = nullptr;    // Note [Op phases]; null unless profiling
 };

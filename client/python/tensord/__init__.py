@@ -34,8 +34,9 @@ from ._multi_ops import *  # noqa: F401,F403 (max/min/split/... with PyTorch sig
 from ._multi_ops import __all__ as _multi_all
 from ._session import DEFAULT_ADDRESS, Session
 from ._tensor import CatalogFunction, Tensor, is_tensor
+from ._streams import Event, Stream, current_stream, default_stream, set_stream, stream
 
-from . import autograd, nn, optim, profiler  # noqa: E402  (need the names above)
+from . import autograd, backends, nn, optim, profiler  # noqa: E402  (need the names above)
 from ._serialization import load, save  # noqa: E402
 
 __version__ = "0.1.0"
@@ -48,11 +49,12 @@ __all__ = sorted(set(_ops_all) | set(_multi_all) | {
     "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "Session", "Tensor",
     "is_tensor", "nn", "optim", "autograd", "profiler", "save", "load", "connect", "close",
     "default_session", "synchronize", "manual_seed",
-    "set_default_device"})
+    "set_default_device", "backends", "Stream", "Event", "stream", "current_stream",
+    "default_stream", "set_stream"})
 
 for _cls in (Error, InvalidArgumentError, ShapeError, DTypeError, NotFoundError, OutOfMemoryError,
              PermissionDenied, UnimplementedError, ProtocolError, ConnectionLost, Tensor, Session,
-             Size, device, dtype):
+             Size, device, dtype, Stream, Event):
     _cls.__module__ = "tensord"  # tracebacks say tensord.ShapeError, not tensord._errors...
 del _cls
 

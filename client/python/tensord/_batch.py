@@ -163,6 +163,10 @@ class Batcher:
             p.error = self._broken
 
     def _drain_released_locked(self) -> None:
+        if self._released_events:  # dropped Events (_streams.py): the daemon forgets them
+            popleft = self._released_events.popleft
+            events = [popleft() for _ in range(len(self._released_events))]
+            self._add_locked().release.events.extend(events)
         if not self._released:
             return
         # Only this thread pops (under the lock); finalizers in other threads may append

@@ -14,7 +14,8 @@ Threads (see docs/protocol.md for the wire semantics):
   resumes the session on a new stream, transparently for the waiters.
 
 The class is split by concern: ``_batch.Batcher`` (the open batch, flushing, requests),
-``_receiver.Receiver`` (replies, resume), ``_transfer.Transfers`` (Put/Get, shared memory).
+``_receiver.Receiver`` (replies, resume), ``_transfer.Transfers`` (Put/Get, shared memory),
+``_stream_commands.StreamCommands`` (streams, events, TF32).
 
 Releases come from ``Tensor.__del__``, which may run inside any thread at any allocation,
 including one holding ``_lock``: they only append to a deque (atomic under the GIL), and are
@@ -43,6 +44,7 @@ from ._connection import PROTOCOL_VERSION, AttemptTimeout, Connection, hello_fra
 from ._errors import ConnectionLost, Error, ProtocolError
 from ._proto import tensord_pb2 as pb
 from ._receiver import Receiver
+from ._stream_commands import StreamCommands
 from ._transfer import Transfers
 from ._wire import CONT, SMALL, call_entry_packed, op_fields, packed, varint
 
@@ -52,7 +54,7 @@ DEFAULT_ADDRESS = "127.0.0.1:50051"
 _MiB = 1 << 20
 
 
-class Session(Batcher, Receiver, Transfers):
+class Session(Batcher, Receiver, Transfers, StreamCommands):
     """One connection to a tensord daemon. Thread-safe.
 
     Most programs never touch this class: ``tensord.connect()`` creates one and makes it the
@@ -97,6 +99,13 @@ class Session(Batcher, Receiver, Transfers):
         self._frame_errors: List[Error] = []  # Error{request_id=0}: malformed batches
         self._frame_error_keys: set = set()  # (seq, code, message) of those not yet acked
         self._grad_sent = True  # the daemon starts with grad mode on
+        # Streams and events (_streams.py): the current stream id (0: the session's default
+        # stream), the next client-chosen stream and event ids, and the TF32 option as sent.
+        self._stream_id = 0
+        self._next_stream_id = 1
+        self._next_event_id = 1
+        self._allow_tf32 = False
+        self._released_events: "collections.deque[int]" = collections.deque()  # Event.__del__
         self._broken: Optional[Error] = None  # set once the session is over
         self._closing = False
         self._flush_interval = flush_interval
@@ -234,8 +243,13 @@ class Session(Batcher, Receiver, Transfers):
 
     def set_options(self, *, grad_enabled: Optional[bool] = None,
                     default_device: Optional[str] = None, seed: Optional[int] = None,
-                    profile: Optional[bool] = None) -> None:
-        """Queues ``SetOptions`` commands (they take effect in stream order)."""
+                    profile: Optional[bool] = None, allow_tf32: Optional[bool] = None,
+                    stream: Optional[int] = None) -> None:
+        """Queues ``SetOptions`` commands (they take effect in stream order).
+
+        ``allow_tf32``: TF32 for float32 matmuls and convolutions on CUDA (off by default);
+        ``stream``: the id of the stream later ops go onto (0: the default stream; see
+        ``tensord.Stream``)."""
         with self._lock:
             self._check_open_locked()
             if grad_enabled is not None:
@@ -247,6 +261,12 @@ class Session(Batcher, Receiver, Transfers):
                 self._add_locked().options.seed = int(seed) & 0xFFFFFFFFFFFFFFFF
             if profile is not None:
                 self._add_locked().options.profile = bool(profile)
+            if allow_tf32 is not None:
+                self._add_locked().options.allow_tf32 = bool(allow_tf32)
+                self._allow_tf32 = bool(allow_tf32)
+            if stream is not None:
+                self._add_locked().options.stream = int(stream)
+                self._stream_id = int(stream)
             self._after_add_locked()
 
     # ------------------------------------------------------ used by tensors and ops
