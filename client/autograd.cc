@@ -45,11 +45,10 @@ absl::Status Handles(const std::vector<Tensor>& ts, const char* what,
 
 }  // namespace
 
-absl::StatusOr<std::vector<Tensor>> grad(const std::vector<Tensor>& outputs,
-                                         const std::vector<Tensor>& inputs,
-                                         const std::vector<Tensor>& grad_outputs,
-                                         bool retain_graph, bool create_graph,
-                                         bool allow_unused, Site site) {
+absl::StatusOr<std::vector<Tensor>> grad(
+    const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+    const std::vector<Tensor>& grad_outputs, bool retain_graph,
+    bool create_graph, bool allow_unused, Site site) {
   if (outputs.empty() || inputs.empty()) {
     return absl::InvalidArgumentError(
         "autograd::grad needs at least one output and one input");

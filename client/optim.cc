@@ -15,9 +15,8 @@ namespace {
 
 absl::Status Fused(const char* op, std::vector<Tensor> inputs, AttrMap attrs,
                    const Site& site) {
-  absl::StatusOr<std::vector<Tensor>> out =
-      internal::CallOp(inputs.front().impl()->session, op, inputs, attrs, 0,
-                       site);
+  absl::StatusOr<std::vector<Tensor>> out = internal::CallOp(
+      inputs.front().impl()->session, op, inputs, attrs, 0, site);
   return out.status();
 }
 
@@ -41,7 +40,7 @@ absl::StatusOr<std::vector<Tensor>> GradsOf(const std::vector<Tensor>& params) {
     grads.emplace_back(std::make_shared<internal::TensorImpl>(s, *h));
     asked.emplace_back(s, *h);
   }
-  for (size_t i = 0; i < grads.size(); ++i) {  // the first waits, the rest
+  for (size_t i = 0; i < grads.size(); ++i) {    // the first waits, the rest
     absl::StatusOr<internal::HandleMeta> meta =  // are known by then
         asked[i].first->WaitMeta(asked[i].second);
     if (!meta.ok()) return meta.status();
@@ -63,9 +62,9 @@ absl::Status ZeroGrad(const std::vector<Tensor>& params, bool set_to_none) {
   if (!grads.ok()) return grads.status();
   for (const Tensor& g : *grads) {
     if (g.defined()) {
-      absl::Status status = internal::CallOp(g.impl()->session, "zero_", {g},
-                                             {}, 1, Site())
-                                .status();
+      absl::Status status =
+          internal::CallOp(g.impl()->session, "zero_", {g}, {}, 1, Site())
+              .status();
       if (!status.ok()) return status;
     }
   }
@@ -73,9 +72,7 @@ absl::Status ZeroGrad(const std::vector<Tensor>& params, bool set_to_none) {
 }
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions options)
-    : params_(std::move(params)),
-      options_(options),
-      buffers_(params_.size()) {}
+    : params_(std::move(params)), options_(options), buffers_(params_.size()) {}
 
 absl::Status SGD::step(Site site) {
   absl::StatusOr<std::vector<Tensor>> grads = GradsOf(params_);

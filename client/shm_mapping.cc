@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstring>
 
-
 namespace tensord {
 inline namespace client {
 
@@ -38,9 +37,9 @@ std::unique_ptr<ShmMapping> ShmMapping::Open(const v1::ShmRegion& desc,
     munmap(base, desc.size());  // some other process's descriptor
     return nullptr;
   }
-  return std::unique_ptr<ShmMapping>(new ShmMapping(
-      static_cast<char*>(base), desc.size(), desc.data_offset(), slot_bytes,
-      kMaxSlots, desc.path(), desc.nonce()));
+  return std::unique_ptr<ShmMapping>(
+      new ShmMapping(static_cast<char*>(base), desc.size(), desc.data_offset(),
+                     slot_bytes, kMaxSlots, desc.path(), desc.nonce()));
 }
 
 ShmMapping::ShmMapping(char* base, size_t size, uint64_t data_offset,

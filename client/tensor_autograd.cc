@@ -84,8 +84,7 @@ absl::Status Tensor::set_grad(const Tensor& grad) const {
 }
 
 absl::Status Tensor::set_requires_grad(bool requires_grad, Site site) const {
-  absl::StatusOr<internal::TensorImpl*> impl =
-      Live(*this, "set_requires_grad");
+  absl::StatusOr<internal::TensorImpl*> impl = Live(*this, "set_requires_grad");
   if (!impl.ok()) return impl.status();
   return (*impl)->session->EnqueueSetRequiresGrad(
       (*impl)->handle, requires_grad, site.ToString());

@@ -185,7 +185,8 @@ class Proxy {
 ClientOptions Through(const Proxy& proxy, bool shm = false) {
   ClientOptions options;
   options.address = proxy.address();
-  options.shm = shm ? ClientOptions::ShmMode::kOn : ClientOptions::ShmMode::kOff;
+  options.shm =
+      shm ? ClientOptions::ShmMode::kOn : ClientOptions::ShmMode::kOff;
   options.shm_slot_bytes = 256 << 10;
   options.connect_timeout = absl::Seconds(10);
   return options;

@@ -42,8 +42,8 @@ std::unique_ptr<Client> Connect(const std::string& address,
 void RoundTrip(Client& client, size_t n, uint32_t seed) {
   SCOPED_TRACE(::testing::Message() << n << " bytes");
   const std::vector<uint8_t> bytes = Pattern(n, seed);
-  Tensor t = client.Upload(bytes.data(), DType::kUInt8,
-                           {static_cast<int64_t>(n)});
+  Tensor t =
+      client.Upload(bytes.data(), DType::kUInt8, {static_cast<int64_t>(n)});
   ASSERT_TRUE(client.synchronize().ok());
   absl::StatusOr<HostTensor> back = t.Download();
   ASSERT_TRUE(back.ok()) << back.status();
@@ -71,10 +71,13 @@ void RoundTrip(Client& client, size_t n, uint32_t seed) {
 constexpr size_t kRegionBytes = (size_t{4} << 20) + 4096;
 
 std::vector<size_t> Sizes() {
-  return {0,           1,
+  return {0,
+          1,
           (256 << 10) - 1,  // just under Session::kShmMinBytes: the stream
-          256 << 10,   (1 << 20) - 1,
-          1 << 20,     (1 << 20) + 1,
+          256 << 10,
+          (1 << 20) - 1,
+          1 << 20,
+          (1 << 20) + 1,
           (4 << 20) + 12345,  // more than the region
           (11 << 20) + 7};
 }
@@ -122,8 +125,7 @@ TEST(ShmTransferTest, ErrorsAndConcurrentTransfersKeepTheSlotsConsistent) {
                                   {static_cast<int64_t>(bytes.size())});
         absl::StatusOr<HostTensor> back = t.Download();
         ASSERT_TRUE(back.ok()) << back.status();
-        EXPECT_TRUE(back->bytes ==
-                    std::string(bytes.begin(), bytes.end()))
+        EXPECT_TRUE(back->bytes == std::string(bytes.begin(), bytes.end()))
             << "thread " << i << " round " << round;
       }
     });

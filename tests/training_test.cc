@@ -17,8 +17,8 @@ namespace {
 
 constexpr int kN = 8;
 // Inputs x (kN x 2) and targets y = x @ [2, -3] + 0.5.
-const std::vector<float> kX = {1,  0,   0,    1,   1,  1,    -1, 2,
-                               2,  0.5, -0.5, 1.5, 3, -1,    0.25, -2};
+const std::vector<float> kX = {1, 0,   0,    1,   1, 1,  -1,   2,
+                               2, 0.5, -0.5, 1.5, 3, -1, 0.25, -2};
 
 std::vector<float> Targets() {
   std::vector<float> y(kN);
@@ -156,7 +156,8 @@ TEST_F(TrainingTest, AdamAndAdamWReduceTheLoss) {
   for (bool decoupled : {false, true}) {
     Tensor w = Leaf({0.5f, -0.5f}, {2, 1});
     Tensor b = Leaf({0.1f}, {1});
-    optim::AdamOptions o = decoupled ? optim::AdamWOptions() : optim::AdamOptions();
+    optim::AdamOptions o =
+        decoupled ? optim::AdamWOptions() : optim::AdamOptions();
     o.lr = 0.1;
     optim::Adam opt({w, b}, o);
     float first = 0, last = 0;

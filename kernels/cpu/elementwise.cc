@@ -204,9 +204,9 @@ absl::Status Linspace(const StridedView& out, double start, double end) {
     const double step = n > 1 ? (end - start) / static_cast<double>(n - 1) : 0;
     const int64_t half = n / 2;
     for (int64_t i = 0; i < n; ++i) {
-      const double v = n == 1   ? start
+      const double v = n == 1     ? start
                        : i < half ? start + step * static_cast<double>(i)
-                                : end - step * static_cast<double>(n - 1 - i);
+                                  : end - step * static_cast<double>(n - 1 - i);
       o[i * stride] = Convert<T>(v);
     }
   });

@@ -197,9 +197,8 @@ int main(int argc, char** argv) {
     if (transfer != "shm") {
       TransferMedians(options, host, transfer_reps, false, &up, &down);
     }
-    if (transfer != "stream" &&
-        !TransferMedians(options, host, transfer_reps, true, &shm_up,
-                         &shm_down)) {
+    if (transfer != "stream" && !TransferMedians(options, host, transfer_reps,
+                                                 true, &shm_up, &shm_down)) {
       std::fprintf(stderr, "tiny_ops_bench: no shared-memory region\n");
     }
   }
