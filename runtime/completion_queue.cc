@@ -41,7 +41,7 @@ void CompletionQueue::Loop() {
       MutexLock lock(&mu_);
       // Without entries there is nothing to poll: sleep until Add/stop.
       auto woken = +[](CompletionQueue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
-                       q->mu_) { return q->notified_ || q->stopping_; };
+                        q->mu_) { return q->notified_ || q->stopping_; };
       if (entries_.empty()) {
         mu_.Await(absl::Condition(woken, this));
       } else {

@@ -163,9 +163,9 @@ class CudaDevice : public Device {
           cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
     }
     cudaEvent_t event = nullptr;
-    absl::Status status = cuda::ToStatus(
-        cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
-        "cudaEventCreateWithFlags");
+    absl::Status status =
+        cuda::ToStatus(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+                       "cudaEventCreateWithFlags");
     if (status.ok()) {
       status = cuda::ToStatus(cudaEventRecord(event, s), "cudaEventRecord");
       if (!status.ok()) cudaEventDestroy(event);
@@ -220,8 +220,8 @@ std::vector<std::unique_ptr<Device>> DiscoverCudaDevices(
     }
     auto staging = MakePinnedHostCachingAllocator(i);
     if (!staging.ok()) {
-      spdlog::warn("cuda:{}: no pinned staging memory ({}); downloads wait",
-                   i, staging.status().ToString());
+      spdlog::warn("cuda:{}: no pinned staging memory ({}); downloads wait", i,
+                   staging.status().ToString());
     }
     devices.push_back(std::make_unique<CudaDevice>(
         i, prop, *std::move(allocator),

@@ -271,7 +271,8 @@ TEST_F(AsyncGetTest, StagingBuffersAreReturnedAndReused) {
   session_->Submit(sync);
   sink_->WaitFor([](const v1::ServerFrame& f) { return f.has_sync_done(); });
   EXPECT_EQ(Staged(), 0);
-  const int64_t segments = gated_->staging()->GetStats().device.num_device_alloc;
+  const int64_t segments =
+      gated_->staging()->GetStats().device.num_device_alloc;
   EXPECT_EQ(segments, 1);
   v1::Batch b2;
   Get(&b2, 1, 101);
@@ -307,8 +308,8 @@ TEST_F(AsyncGetTest, SyncDoneFollowsTheDataOfEarlierGets) {
   session_->Submit(b);
   gated_->WaitEnqueued(1);
   gated_->Finish(0);
-  const size_t done =
-      sink_->WaitFor([](const v1::ServerFrame& f) { return f.has_sync_done(); });
+  const size_t done = sink_->WaitFor(
+      [](const v1::ServerFrame& f) { return f.has_sync_done(); });
   size_t last = 0;
   EXPECT_EQ(WaitData(100, &last), kValues);
   EXPECT_LT(last, done);

@@ -36,15 +36,14 @@ void CommandRunner::ReadForGet(const Tensor& t, size_t offset, size_t n,
     Tensor tensor;
     StagingBuffer buffer;
   };
-  auto in_flight = std::make_shared<InFlight>(
-      InFlight{t, *std::move(staging)});
+  auto in_flight = std::make_shared<InFlight>(InFlight{t, *std::move(staging)});
   char* dst = in_flight->buffer.data();
   device->CopyToHostAsync(
       dst, src, n, *stream,
-      downloads_.Track([in_flight, then = std::move(then)](
-                           const absl::Status& s) mutable {
-        then(s, s.ok() ? in_flight->buffer.data() : nullptr);
-      }));
+      downloads_.Track(
+          [in_flight, then = std::move(then)](const absl::Status& s) mutable {
+            then(s, s.ok() ? in_flight->buffer.data() : nullptr);
+          }));
 }
 
 }  // namespace tensord

@@ -122,8 +122,8 @@ class CommandRunner {
   bool grad_enabled_ = true;
   GraphRecorder recorder_;  // Note [Recording]; used while grad mode is on
   OpProfiler profiler_;
-  uint64_t batch_arrived_ns_ = 0;  // of the batch being run
-  OpPhases* phases_ = nullptr;     // of the command being profiled
+  uint64_t batch_arrived_ns_ = 0;          // of the batch being run
+  OpPhases* phases_ = nullptr;             // of the command being profiled
   std::optional<v1::Status> first_error_;  // since the last Sync
   std::unique_ptr<PendingPut> pending_put_;
   PendingDownloads downloads_;  // Note [Async downloads]

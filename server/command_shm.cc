@@ -81,21 +81,20 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
   data->set_shm_offset(get.shm_offset());
   data->set_shm_size(n);
   data->set_last(get.byte_offset() + n == total);
-  ReadForGet(t, get.byte_offset(), n,
-             [this, frame = std::move(frame), dst = *dst, n,
-              site = get.site()](const absl::Status& read,
-                                 const char* bytes) mutable {
-               if (!read.ok()) {
-                 v1::ServerFrame error;
-                 error.mutable_error()->set_request_id(
-                     frame.data().request_id());
-                 *error.mutable_error()->mutable_status() =
-                     StatusToProto(read, "get", site);
-                 return sink_->Send(std::move(error));
-               }
-               if (n > 0) std::memcpy(dst, bytes, n);
-               sink_->Send(std::move(frame));
-             });
+  ReadForGet(
+      t, get.byte_offset(), n,
+      [this, frame = std::move(frame), dst = *dst, n, site = get.site()](
+          const absl::Status& read, const char* bytes) mutable {
+        if (!read.ok()) {
+          v1::ServerFrame error;
+          error.mutable_error()->set_request_id(frame.data().request_id());
+          *error.mutable_error()->mutable_status() =
+              StatusToProto(read, "get", site);
+          return sink_->Send(std::move(error));
+        }
+        if (n > 0) std::memcpy(dst, bytes, n);
+        sink_->Send(std::move(frame));
+      });
 }
 
 }  // namespace tensord

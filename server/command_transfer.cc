@@ -157,19 +157,19 @@ void CommandRunner::RunGet(const v1::Get& get) {
   meta.set_requires_grad((*entry)->tensor.requires_grad());
   meta.set_is_leaf((*entry)->tensor.is_leaf());
   const size_t total = t.nbytes();
-  ReadForGet(t, 0, total,
-             [this, meta = std::move(meta), request_id = get.request_id(),
-              site = get.site(), total](const absl::Status& read,
-                                        const char* bytes) {
-               if (!read.ok()) {
-                 v1::ServerFrame frame;
-                 frame.mutable_error()->set_request_id(request_id);
-                 *frame.mutable_error()->mutable_status() =
-                     StatusToProto(read, "get", site);
-                 return sink_->Send(std::move(frame));
-               }
-               SendData(request_id, meta, bytes, total);
-             });
+  ReadForGet(
+      t, 0, total,
+      [this, meta = std::move(meta), request_id = get.request_id(),
+       site = get.site(), total](const absl::Status& read, const char* bytes) {
+        if (!read.ok()) {
+          v1::ServerFrame frame;
+          frame.mutable_error()->set_request_id(request_id);
+          *frame.mutable_error()->mutable_status() =
+              StatusToProto(read, "get", site);
+          return sink_->Send(std::move(frame));
+        }
+        SendData(request_id, meta, bytes, total);
+      });
 }
 
 void CommandRunner::SendData(uint64_t request_id, const v1::TensorMeta& meta,

@@ -64,8 +64,7 @@ class PendingDownloads {
     Mutex mu;
     uint64_t next_id ABSL_GUARDED_BY(mu) = 0;
     absl::flat_hash_map<uint64_t, Continuation> waiting ABSL_GUARDED_BY(mu);
-    std::deque<std::pair<uint64_t, absl::Status>> finished
-        ABSL_GUARDED_BY(mu);
+    std::deque<std::pair<uint64_t, absl::Status>> finished ABSL_GUARDED_BY(mu);
     std::atomic<size_t> finished_count{0};
     std::function<void()> wake ABSL_GUARDED_BY(mu);
   };

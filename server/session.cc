@@ -101,8 +101,7 @@ void Session::ExecutorLoop() {
       MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
           +[](Session* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-            return !s->queue_.empty() || s->closing_ ||
-                   s->downloads_finished_;
+            return !s->queue_.empty() || s->closing_ || s->downloads_finished_;
           },
           this));
       run_downloads = downloads_finished_;
