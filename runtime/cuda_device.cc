@@ -12,8 +12,10 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_check.h"
+#include "runtime/completion_queue.h"
 #include "runtime/cuda_streams.h"
 #include "runtime/memory/cuda_backend.h"
+#include "spdlog/spdlog.h"
 #endif
 
 namespace tensord {
@@ -21,20 +23,38 @@ namespace tensord {
 #if TENSORD_WITH_CUDA
 namespace {
 
+// A host function (cudaLaunchHostFunc) must not call CUDA: it only wakes the
+// completion thread, which queries the event (Note [Async downloads]).
+void CUDART_CB WakeCompletions(void* queue) {
+  static_cast<CompletionQueue*>(queue)->Notify();
+}
+
 // Note [Session streams] (device.h): streams are created with the blocking
 // flag on purpose. Until every caller passes the session's stream, work that
 // goes to the legacy default stream (copies passed stream nullptr) is then
 // still ordered after the sessions' queued kernels.
 class CudaDevice : public Device {
  public:
+  // `staging` (pinned host memory) may be null: downloads then copy
+  // synchronously.
   CudaDevice(int index, const cudaDeviceProp& prop,
-             std::unique_ptr<CachingAllocator> allocator)
-      : index_(index), allocator_(std::move(allocator)), streams_(index) {
+             std::unique_ptr<CachingAllocator> allocator,
+             std::unique_ptr<CachingAllocator> staging)
+      : index_(index),
+        allocator_(std::move(allocator)),
+        streams_(index),
+        staging_(std::move(staging)) {
     desc_.name = absl::StrCat("cuda:", index);
     desc_.kind = DeviceKind::kCuda;
     desc_.description = prop.name;
     desc_.total_memory = prop.totalGlobalMem;
     desc_.compute_capability = absl::StrCat(prop.major, ".", prop.minor);
+  }
+  ~CudaDevice() override {
+    // Pending host functions call into completions_: let them run first
+    // (streams_ then destroys the session streams and events).
+    cudaSetDevice(index_);
+    cudaDeviceSynchronize();
   }
   const DeviceDescription& description() const override { return desc_; }
   CachingAllocator* allocator() override { return allocator_.get(); }
@@ -61,6 +81,41 @@ class CudaDevice : public Device {
         cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
     TD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<StagingBuffer> AllocateStaging(size_t bytes) override {
+    if (staging_ == nullptr) return Device::AllocateStaging(bytes);
+    // Session 0 (the daemon), no stream: a buffer is freed only after its
+    // copy completed and its bytes were sent, so any later Get may reuse it.
+    absl::StatusOr<void*> p = staging_->Allocate(bytes, AllocContext{});
+    if (!p.ok()) return p.status();
+    return StagingBuffer(staging_.get(), *p, bytes);
+  }
+
+  // Note [Async downloads]: copy, event, host function; the completion
+  // thread polls the event and runs `on_done`.
+  void CopyToHostAsync(void* dst, const void* src, size_t bytes,
+                       StreamHandle stream,
+                       std::function<void(absl::Status)> on_done) override {
+    absl::StatusOr<cudaEvent_t> event =
+        EnqueueDownload(dst, src, bytes, static_cast<cudaStream_t>(stream));
+    if (!event.ok()) return on_done(event.status());
+    const int index = index_;
+    completions_.Add(
+        [event = *event, index]() -> absl::StatusOr<bool> {
+          TD_CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
+          const cudaError_t err = cudaEventQuery(event);
+          if (err == cudaErrorNotReady) {
+            cudaGetLastError();  // NotReady is an answer, not an error
+            return false;
+          }
+          TD_CUDA_RETURN_IF_ERROR(err);
+          return true;
+        },
+        [event = *event, on_done = std::move(on_done)](absl::Status s) {
+          cudaEventDestroy(event);
+          on_done(std::move(s));
+        });
   }
   absl::Status Synchronize(StreamHandle stream) override {
     TD_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
@@ -96,10 +151,43 @@ class CudaDevice : public Device {
   }
 
  private:
+  // The download's copy and event on `s`. On an error after the copy was
+  // queued, waits for it: the caller frees `dst` when told of the error.
+  absl::StatusOr<cudaEvent_t> EnqueueDownload(void* dst, const void* src,
+                                              size_t bytes, cudaStream_t s) {
+    TD_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
+    if (bytes > 0) {
+      TD_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+    }
+    cudaEvent_t event = nullptr;
+    absl::Status status =
+        cuda::ToStatus(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+                       "cudaEventCreateWithFlags");
+    if (status.ok()) {
+      status = cuda::ToStatus(cudaEventRecord(event, s), "cudaEventRecord");
+      if (!status.ok()) cudaEventDestroy(event);
+    }
+    if (!status.ok()) {
+      cudaStreamSynchronize(s);
+      return status;
+    }
+    // Only a wake-up: if it cannot be queued, the poll period still finds
+    // the event complete.
+    if (cudaLaunchHostFunc(s, WakeCompletions, &completions_) != cudaSuccess) {
+      cudaGetLastError();
+    }
+    return event;
+  }
+
   const int index_;
   DeviceDescription desc_;
   std::unique_ptr<CachingAllocator> allocator_;
   CudaSessionStreams streams_;  // Note [Session streams], [Session events]
+  std::unique_ptr<CachingAllocator> staging_;  // pinned; may be null
+  // Last: destroyed first, after waiting for its entries, whose `done`s free
+  // staging buffers.
+  CompletionQueue completions_;
 };
 
 }  // namespace
@@ -127,8 +215,14 @@ std::vector<std::unique_ptr<Device>> DiscoverCudaDevices(
       *why_none = std::string(allocator.status().message());
       continue;
     }
-    devices.push_back(
-        std::make_unique<CudaDevice>(i, prop, *std::move(allocator)));
+    auto staging = MakePinnedHostCachingAllocator(i);
+    if (!staging.ok()) {
+      spdlog::warn("cuda:{}: no pinned staging memory ({}); downloads wait", i,
+                   staging.status().ToString());
+    }
+    devices.push_back(std::make_unique<CudaDevice>(
+        i, prop, *std::move(allocator),
+        staging.ok() ? *std::move(staging) : nullptr));
   }
   return devices;
 }

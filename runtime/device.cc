@@ -2,12 +2,25 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/cpu_device.h"
 #include "runtime/cuda_discovery.h"
 #include "spdlog/spdlog.h"
 
 namespace tensord {
+
+absl::StatusOr<StagingBuffer> Device::AllocateStaging(size_t bytes) {
+  (void)bytes;
+  return absl::UnimplementedError(
+      absl::StrCat(name(), " reads synchronously: no staging buffers"));
+}
+
+void Device::CopyToHostAsync(void* dst, const void* src, size_t bytes,
+                             StreamHandle stream,
+                             std::function<void(absl::Status)> on_done) {
+  on_done(CopyToHost(dst, src, bytes, stream));
+}
 
 std::unique_ptr<DeviceRegistry> DeviceRegistry::Create(
     const std::vector<std::string>& allowed) {

@@ -6,8 +6,10 @@
 #define TENSORD_RUNTIME_DEVICE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -18,6 +20,41 @@
 namespace tensord {
 
 enum class DeviceKind { kCpu, kCuda };
+
+// Host memory from a device's staging allocator (CUDA: pinned), returned to
+// it on destruction. Move-only; empty when default-constructed.
+class StagingBuffer {
+ public:
+  StagingBuffer() = default;
+  StagingBuffer(Allocator* allocator, void* data, size_t size)
+      : allocator_(allocator), data_(data), size_(size) {}
+  StagingBuffer(StagingBuffer&& other) noexcept { *this = std::move(other); }
+  StagingBuffer& operator=(StagingBuffer&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      allocator_ = other.allocator_;
+      data_ = other.data_;
+      size_ = other.size_;
+      other.allocator_ = nullptr;
+      other.data_ = nullptr;
+      other.size_ = 0;
+    }
+    return *this;
+  }
+  ~StagingBuffer() { Reset(); }
+
+  char* data() const { return static_cast<char*>(data_); }
+  size_t size() const { return size_; }
+
+ private:
+  void Reset() {
+    if (allocator_ != nullptr) allocator_->Free(data_);
+    allocator_ = nullptr;
+  }
+  Allocator* allocator_ = nullptr;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
 
 struct DeviceDescription {
   std::string name;  // "cpu", "cuda:0"
@@ -41,6 +78,23 @@ class Device {
                                     StreamHandle stream) = 0;
   virtual absl::Status CopyToHost(void* dst, const void* src, size_t bytes,
                                   StreamHandle stream) = 0;
+  // Note [Async downloads] (completion_queue.h): a read that does not wait.
+  // Host memory for CopyToHostAsync's `dst` (CUDA: pinned, from a caching
+  // allocator, so repeated downloads reuse buffers instead of pinning pages
+  // each time). UNIMPLEMENTED on devices whose reads are synchronous anyway
+  // (CPU): callers then use CopyToHost.
+  virtual absl::StatusOr<StagingBuffer> AllocateStaging(size_t bytes);
+  // Enqueues a copy of `bytes` from this device's `src` to host `dst` on
+  // `stream` and returns without waiting. `on_done` runs exactly once: with
+  // OK once the copy (and everything queued on `stream` before it) has
+  // completed, or with the error. It runs on a daemon thread, or on the
+  // calling thread when the copy failed to start (and, by default, on devices
+  // that copy synchronously); it must hand work off rather than block. The
+  // caller keeps `src`'s storage and `dst` alive until `on_done` runs.
+  virtual void CopyToHostAsync(void* dst, const void* src, size_t bytes,
+                               StreamHandle stream,
+                               std::function<void(absl::Status)> on_done);
+
   // Waits until all work queued on `stream` is done (CUDA: nullptr waits for
   // every stream of the device).
   virtual absl::Status Synchronize(StreamHandle stream) = 0;

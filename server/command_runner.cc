@@ -43,6 +43,7 @@ void CommandRunner::RunBatch(const v1::Batch& batch, uint64_t arrived_ns) {
     }
     Run(cmd, ack);
     ack->set_last_seq(cmd.seq());
+    if (downloads_.has_finished()) downloads_.RunFinished();
     // Per command, so Admin agrees with a SyncDone sent mid-batch.
     live_handles_.store(handles_.size(), std::memory_order_relaxed);
   }
@@ -50,6 +51,8 @@ void CommandRunner::RunBatch(const v1::Batch& batch, uint64_t arrived_ns) {
 }
 
 void CommandRunner::ReleaseAll() {
+  downloads_.WaitAll();
+  downloads_.SetWake(nullptr);
   pending_put_.reset();
   handles_.Clear();
   live_handles_.store(0);
@@ -259,6 +262,7 @@ void CommandRunner::RunSync(const v1::Sync& sync) {
     absl::Status s = device->Synchronize(nullptr);
     if (!s.ok()) NoteError(StatusToProto(s, "sync", ""));
   }
+  downloads_.WaitAll();  // every earlier Get's data precedes SyncDone
   v1::ServerFrame frame;
   frame.mutable_sync_done()->set_request_id(sync.request_id());
   if (first_error_) *frame.mutable_sync_done()->mutable_error() = *first_error_;

@@ -19,6 +19,7 @@
 #include "runtime/ops/op_def.h"
 #include "server/frame_sink.h"
 #include "server/handle_table.h"
+#include "server/pending_downloads.h"
 #include "server/session_profiler.h"
 #include "server/shm_transfer.h"
 
@@ -44,8 +45,17 @@ class CommandRunner {
   // Runs every command of `batch`, then sends one Ack for it. `arrived_ns`
   // (PhaseClockNs) is when the transport queued it: the profiler's wait.
   void RunBatch(const v1::Batch& batch, uint64_t arrived_ns = 0);
-  // Releases every handle (session end).
+  // Releases every handle (session end), after sending the data of every
+  // download still in flight.
   void ReleaseAll();
+  // Note [Async downloads]: sends the data of downloads whose copy finished
+  // since the last call (the executor calls it between batches; RunBatch
+  // also does between commands). `wake` runs, from a device's completion
+  // thread, when one finishes: it must only signal the executor.
+  void RunFinishedDownloads() { downloads_.RunFinished(); }
+  void SetDownloadWake(std::function<void()> wake) {
+    downloads_.SetWake(std::move(wake));
+  }
 
   size_t live_handles() const { return live_handles_.load(); }
   uint64_t ops_run() const { return ops_run_.load(); }
@@ -66,6 +76,9 @@ class CommandRunner {
   void RunCall(const v1::Call& call, v1::Ack* ack);
   void RunPut(const v1::Put& put, v1::Ack* ack);
   void RunGet(const v1::Get& get);
+  // A Get's Data frames: `total` bytes in chunks, `meta` on the first.
+  void SendData(uint64_t request_id, const v1::TensorMeta& meta,
+                const char* bytes, size_t total);
   void RunSync(const v1::Sync& sync);
   void RunOptions(const v1::SetOptions& options);
   // Autograd commands (command_autograd.cc).
@@ -77,6 +90,14 @@ class CommandRunner {
   // region; a ranged Get answered through the region.
   absl::StatusOr<absl::string_view> PutPayload(const v1::Put& put) const;
   void RunShmGet(const v1::Get& get);
+  // Reads bytes [offset, offset + n) of the dense tensor `t` for a Get and
+  // calls `then(status, bytes)` on the executor with them: at once for CPU
+  // memory (read in place) or a device without staging memory (a waiting
+  // copy), else once an asynchronous copy into pinned staging memory on the
+  // session's stream has finished, while the executor goes on with later
+  // commands (Note [Async downloads]; command_download.cc).
+  using ReadDone = std::function<void(const absl::Status&, const char*)>;
+  void ReadForGet(const Tensor& t, size_t offset, size_t n, ReadDone then);
   // Profiling (command_profile.cc): a timed Call/Backward, GetProfile.
   void RunProfiled(const v1::Command& cmd, v1::Ack* ack);
   void RunGetProfile(const v1::GetProfile& get);
@@ -129,6 +150,7 @@ class CommandRunner {
   OpPhases* phases_ = nullptr;             // of the command being profiled
   std::optional<v1::Status> first_error_;  // since the last Sync
   std::unique_ptr<PendingPut> pending_put_;
+  PendingDownloads downloads_;  // Note [Async downloads]
   std::atomic<size_t> live_handles_{0};
   std::atomic<uint64_t> ops_run_{0};
 };

@@ -63,11 +63,8 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
   const uint64_t n = std::min(get.shm_capacity(), total - get.byte_offset());
   auto dst = config_.shm->Slice(get.shm_offset(), n, "get");
   if (!dst.ok()) return send_error(dst.status());
-  const char* src = static_cast<const char*>(t.data()) + get.byte_offset();
-  absl::Status copied = t.device()->kind() == DeviceKind::kCpu
-                            ? (std::memcpy(*dst, src, n), absl::OkStatus())
-                            : t.device()->CopyToHost(*dst, src, n, nullptr);
-  if (!copied.ok()) return send_error(copied);
+  // The slot is written when the bytes are in host memory: at once for the
+  // CPU, after the staged copy for a device (Note [Async downloads]).
   v1::ServerFrame frame;
   v1::Data* data = frame.mutable_data();
   data->set_request_id(get.request_id());
@@ -84,7 +81,20 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
   data->set_shm_offset(get.shm_offset());
   data->set_shm_size(n);
   data->set_last(get.byte_offset() + n == total);
-  sink_->Send(std::move(frame));
+  ReadForGet(
+      t, get.byte_offset(), n,
+      [this, frame = std::move(frame), dst = *dst, n, site = get.site()](
+          const absl::Status& read, const char* bytes) mutable {
+        if (!read.ok()) {
+          v1::ServerFrame error;
+          error.mutable_error()->set_request_id(frame.data().request_id());
+          *error.mutable_error()->mutable_status() =
+              StatusToProto(read, "get", site);
+          return sink_->Send(std::move(error));
+        }
+        if (n > 0) std::memcpy(dst, bytes, n);
+        sink_->Send(std::move(frame));
+      });
 }
 
 }  // namespace tensord

@@ -147,32 +147,41 @@ void CommandRunner::RunGet(const v1::Get& get) {
   if (!dense.ok())
     return send_error(StatusToProto(dense.status(), "get", get.site()));
   const Tensor& t = *dense;
+  // What the frames need, taken now: `get` lives on the batch's arena and
+  // the handle's tensor may change before a device copy finishes.
+  v1::TensorMeta meta;
+  meta.set_handle(get.handle());
+  meta.set_dtype(static_cast<v1::DType>(t.dtype()));
+  for (int64_t s : t.shape()) meta.add_shape(s);
+  meta.set_device(t.device()->name());
+  meta.set_requires_grad((*entry)->tensor.requires_grad());
+  meta.set_is_leaf((*entry)->tensor.is_leaf());
   const size_t total = t.nbytes();
-  // CPU memory is read in place; other devices copy through a host buffer.
-  std::vector<char> host;
-  const char* bytes = static_cast<const char*>(t.data());
-  if (t.device()->kind() != DeviceKind::kCpu) {
-    host.resize(total);
-    absl::Status s =
-        t.device()->CopyToHost(host.data(), t.data(), total, nullptr);
-    if (!s.ok()) return send_error(StatusToProto(s, "get", get.site()));
-    bytes = host.data();
-  }
+  ReadForGet(
+      t, 0, total,
+      [this, meta = std::move(meta), request_id = get.request_id(),
+       site = get.site(), total](const absl::Status& read, const char* bytes) {
+        if (!read.ok()) {
+          v1::ServerFrame frame;
+          frame.mutable_error()->set_request_id(request_id);
+          *frame.mutable_error()->mutable_status() =
+              StatusToProto(read, "get", site);
+          return sink_->Send(std::move(frame));
+        }
+        SendData(request_id, meta, bytes, total);
+      });
+}
+
+void CommandRunner::SendData(uint64_t request_id, const v1::TensorMeta& meta,
+                             const char* bytes, size_t total) {
   size_t offset = 0;
   do {
     const size_t n = std::min(config_.chunk_bytes, total - offset);
     v1::ServerFrame frame;
     v1::Data* data = frame.mutable_data();
-    data->set_request_id(get.request_id());
+    data->set_request_id(request_id);
     if (offset == 0) {
-      v1::TensorMeta* meta = data->mutable_meta();
-      meta->set_handle(get.handle());
-      meta->set_dtype(static_cast<v1::DType>(t.dtype()));
-      for (int64_t s : t.shape()) meta->add_shape(s);
-      meta->set_device(t.device()->name());
-      const Tensor& named = (*entry)->tensor;
-      meta->set_requires_grad(named.requires_grad());
-      meta->set_is_leaf(named.is_leaf());
+      *data->mutable_meta() = meta;
       data->set_total_bytes(total);
     }
     data->set_offset(offset);

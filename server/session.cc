@@ -27,7 +27,13 @@ Session::Session(SessionParams params)
       runner_(RunnerConfig{params_.number, params_.devices, params_.chunk_bytes,
                            shm_.get()},
               &outbox_),
-      executor_([this] { ExecutorLoop(); }) {}
+      executor_([this] { ExecutorLoop(); }) {
+  // Note [Async downloads]: a finished download wakes an idle executor.
+  runner_.SetDownloadWake([this] {
+    MutexLock lock(&mu_);
+    downloads_finished_ = true;
+  });
+}
 
 Session::~Session() {
   Kill(absl::CancelledError("session destroyed"));
@@ -90,21 +96,31 @@ void Session::ExecutorLoop() {
   while (true) {
     Queued queued;
     std::function<void()> drained;
+    bool run_downloads = false;
     {
       MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
           +[](Session* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-            return !s->queue_.empty() || s->closing_;
+            return !s->queue_.empty() || s->closing_ || s->downloads_finished_;
           },
           this));
-      if (queue_.empty()) break;  // closing and drained
-      queued = std::move(queue_.front());
-      queue_.pop_front();
-      if (paused_ && queue_.size() <= params_.max_queued_batches / 2) {
-        paused_ = false;
-        drained = on_drain_;
+      run_downloads = downloads_finished_;
+      downloads_finished_ = false;
+      if (queue_.empty() && !closing_) {
+        // Only woken by a download: send its data, then wait again.
+      } else if (queue_.empty()) {
+        break;  // closing and drained (ReleaseAll sends what is in flight)
+      } else {
+        queued = std::move(queue_.front());
+        queue_.pop_front();
+        if (paused_ && queue_.size() <= params_.max_queued_batches / 2) {
+          paused_ = false;
+          drained = on_drain_;
+        }
       }
     }
+    if (run_downloads) runner_.RunFinishedDownloads();
+    if (queued.batch == nullptr) continue;
     if (drained) drained();  // outside the lock: the transport resumes reading
     // A resumed client resends what it did not see acknowledged; commands
     // already applied are dropped here, so nothing runs twice.

@@ -110,6 +110,8 @@ class Session {
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool paused_ ABSL_GUARDED_BY(mu_) = false;  // transport stopped reading
   bool detached_ ABSL_GUARDED_BY(mu_) = false;
+  // A download finished (Note [Async downloads]): the executor sends it.
+  bool downloads_finished_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);
   std::function<void()> on_drain_ ABSL_GUARDED_BY(mu_);
 

@@ -9,6 +9,7 @@ namespace tensord {
 void SessionOutbox::SetSeq(uint64_t seq) {
   MutexLock lock(&mu_);
   seq_ = seq;
+  acked_ = false;
 }
 
 void SessionOutbox::Send(v1::ServerFrame frame) {
@@ -20,7 +21,8 @@ void SessionOutbox::SendOwned(std::shared_ptr<v1::ServerFrame> frame) {
   std::shared_ptr<const v1::ServerFrame> shared;
   {
     MutexLock lock(&mu_);
-    frame->set_seq(seq_);
+    frame->set_seq(acked_ ? seq_ + 1 : seq_);
+    if (frame->has_ack()) acked_ = true;
     // ByteSizeLong also caches the sizes the serializer needs.
     buffered_bytes_ += frame->ByteSizeLong();
     shared = std::move(frame);

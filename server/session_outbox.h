@@ -9,7 +9,10 @@
 // Welcome.resumed_applied_seq, which the session skips if already applied
 // (nothing runs twice). Clients ignore replies to requests they already
 // completed. The buffer holds at most `max_bytes`; a resume that needs
-// evicted frames fails with DATA_LOSS. Buffered frames are shared with the
+// evicted frames fails with DATA_LOSS. A frame sent after the current
+// batch's Ack (the data of a Get that finished after its batch, Note [Async
+// downloads]) is stamped seq + 1, so that a client which saw that Ack and not
+// the frame still gets it replayed. Buffered frames are shared with the
 // stream (FrameSink::SendShared), never copied: a download's Data chunks
 // cost no extra pass over their bytes.
 //
@@ -61,6 +64,7 @@ class SessionOutbox : public FrameSink {
   size_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t evicted_seq_ ABSL_GUARDED_BY(mu_) = 0;  // highest seq evicted
   uint64_t seq_ ABSL_GUARDED_BY(mu_) = 0;
+  bool acked_ ABSL_GUARDED_BY(mu_) = false;  // the Ack of seq_ was sent
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);
 };

@@ -3,6 +3,14 @@
 // a row-major matrix read column-major is its transpose (op N), a
 // column-major one needs op T.
 //
+// Note [Half GEMM]: float16/bfloat16 products are one cublasGemm*Ex call
+// with CUDA_R_16F/CUDA_R_16BF operands and output and CUBLAS_COMPUTE_32F
+// (float accumulation, one rounding to half at the end), as PyTorch does; the
+// matmul rows are native_half_cuda, so the dispatcher passes half tensors
+// here instead of converting them to float32 and back (Note [Half compute]).
+// The default math mode lets cuBLAS use reduced-precision split-K reductions
+// for half outputs, again as PyTorch's default allows.
+//
 // Handles: one cuBLAS handle per (thread, device), bound to the caller's
 // stream before each call. Session executors are single threads, so a
 // handle is never used concurrently (cuBLAS handles are not thread-safe).
@@ -97,11 +105,20 @@ absl::Status BatchedMatmul(const StridedView& a, const StridedView& b,
   } else if (out.dtype == DType::kFloat64) {
     type = CUDA_R_64F;
     compute = CUBLAS_COMPUTE_64F;
+  } else if (out.dtype == DType::kFloat16 || out.dtype == DType::kBFloat16) {
+    // Note [Half GEMM]: half operands and output, float accumulation.
+    type = out.dtype == DType::kFloat16 ? CUDA_R_16F : CUDA_R_16BF;
+    compute = CUBLAS_COMPUTE_32F;
   } else {
-    return absl::UnimplementedError(absl::StrCat(
-        "matmul on cuda supports float32/float64 (and half types through "
-        "float32), not ",
-        DTypeName(out.dtype), " (as in PyTorch)"));
+    return absl::UnimplementedError(
+        absl::StrCat("matmul on cuda supports float16/bfloat16/float32/"
+                     "float64, not ",
+                     DTypeName(out.dtype), " (as in PyTorch)"));
+  }
+  if (a.dtype != out.dtype || b.dtype != out.dtype) {
+    return absl::InternalError(absl::StrCat(
+        "matmul on cuda: operands ", DTypeName(a.dtype), " and ",
+        DTypeName(b.dtype), " for a ", DTypeName(out.dtype), " output"));
   }
   if (!GemmLayoutOk(a) || !GemmLayoutOk(b)) {
     return absl::InternalError("matmul on cuda: operand layout not GEMM-ready");
@@ -113,6 +130,8 @@ absl::Status BatchedMatmul(const StridedView& a, const StridedView& b,
   const Operand B = Describe(k, n, b.strides[1], b.strides[2]);
   const double one64 = 1.0, zero64 = 0.0;
   const float one32 = 1.0f, zero32 = 0.0f;
+  // The scale type follows the compute type: double for 64F, else float
+  // (half GEMMs too, since they compute in 32F).
   const void* alpha = type == CUDA_R_64F ? static_cast<const void*>(&one64)
                                          : static_cast<const void*>(&one32);
   const void* beta = type == CUDA_R_64F ? static_cast<const void*>(&zero64)

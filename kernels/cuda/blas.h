@@ -2,8 +2,9 @@
 // header; the definitions exist only in CUDA builds.
 //
 // Contract (as kernels/cpu/matmul.h): a is [B, M, K], b is [B, K, N], out is
-// a contiguous [B, M, N] of the same floating dtype (float32/float64); batch
-// strides may be 0 (broadcast). Each matrix of a and b must have one unit
+// a contiguous [B, M, N] of the same floating dtype (float16, bfloat16 —
+// accumulated in float32, Note [Half GEMM] in blas.cc —, float32, float64);
+// batch strides may be 0 (broadcast). Each matrix of a and b must have one unit
 // stride (GemmLayoutOk); the runtime makes other operands contiguous first.
 // TF32 is used for float32 only when `allow_tf32` (off by default, as in
 // PyTorch). Asynchronous on `stream`.

@@ -185,6 +185,44 @@ TEST_F(CudaKernelsTest, GemmOfTransposedOperands) {
   EXPECT_EQ(Download(out), (std::vector<float>{1, 2, 3, 4}));
 }
 
+// Note [Half GEMM]: half operands straight into cuBLAS (no float32 copies),
+// one of them transposed, against a float reference on the rounded inputs.
+TEST_F(CudaKernelsTest, HalfGemmMatchesFloatReference) {
+  const int64_t batch = 2, m = 33, k = 40, n = 17;
+  std::vector<float> x(batch * m * k), y(batch * n * k);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * i);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = std::cos(0.21 * i);
+  for (DType d : {DType::kFloat16, DType::kBFloat16}) {
+    StridedView a = Upload(x, {batch, m, k}, d);
+    // b is [batch, k, n] read through a transpose of a contiguous
+    // [batch, n, k]: column-major matrices, cuBLAS op T.
+    StridedView b = Upload(y, {batch, n, k}, d);
+    std::swap(b.sizes[1], b.sizes[2]);
+    std::swap(b.strides[1], b.strides[2]);
+    StridedView out = Empty({batch, m, n}, d);
+    ASSERT_TRUE(cuda::BatchedMatmul(a, b, out, false, stream_).ok())
+        << DTypeName(d);
+    const std::vector<float> ha = Download(a), hb = Download(b);
+    const std::vector<float> got = Download(out);
+    const double tol = d == DType::kFloat16 ? 2e-3 : 1.6e-2;
+    for (int64_t p = 0; p < batch; ++p) {
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0, scale = 0;
+          for (int64_t q = 0; q < k; ++q) {
+            const double prod =
+                double{ha[(p * m + i) * k + q]} * hb[(p * k + q) * n + j];
+            want += prod;
+            scale += std::fabs(prod);
+          }
+          EXPECT_NEAR(got[(p * m + i) * n + j], want, tol * (1 + scale))
+              << DTypeName(d) << " [" << p << ", " << i << ", " << j << "]";
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tensord
 

@@ -165,6 +165,73 @@ TEST_F(CudaOpTableTest, EveryRowAgreesWithCpu) {
   }
 }
 
+// Note [Half GEMM]: float16/bfloat16 matmul rows (and linear/addmm through
+// them) run as cuBLAS half GEMMs with float accumulation; they agree with the
+// CPU (which computes in float32 and rounds) within half tolerances, and
+// allocate nothing but their output: no float32 copies of the operands.
+TEST_F(CudaOpTableTest, HalfMatmulRowsMatchCpu) {
+  struct Case {
+    std::string op;
+    std::vector<Shape> shapes;
+    bool transpose_last = false;  // the last input read through a transpose
+  };
+  const std::vector<Case> cases = {
+      {"mm", {{64, 96}, {96, 40}}},
+      {"mm", {{64, 96}, {40, 96}}, true},
+      {"matmul", {{3, 64, 96}, {96, 40}}},
+      {"bmm", {{4, 32, 48}, {4, 48, 24}}},
+      {"linear", {{8, 96}, {40, 96}, {40}}},
+      {"addmm", {{64, 40}, {64, 96}, {96, 40}}},
+  };
+  for (DType d : {DType::kFloat16, DType::kBFloat16}) {
+    for (const Case& c : cases) {
+      const std::string what = c.op + " (" + std::string(DTypeName(d)) +
+                               (c.transpose_last ? ", transposed)" : ")");
+      std::vector<Tensor> cpu_in, cuda_in;
+      for (size_t i = 0; i < c.shapes.size(); ++i) {
+        Tensor t =
+            MakeInput(devices_->cpu(), ctx_.alloc, c.shapes[i], d, i + 1);
+        auto g = ToDevice(t, cuda_, d, ctx_);
+        ASSERT_TRUE(g.ok()) << what << ": " << g.status();
+        Tensor u = *g;
+        if (c.transpose_last && i + 1 == c.shapes.size()) {
+          const Shape& s = c.shapes[i];
+          t = t.AsStrided({s[1], s[0]}, {1, s[1]}, 0);
+          u = u.AsStrided({s[1], s[0]}, {1, s[1]}, 0);
+        }
+        cpu_in.push_back(t);
+        cuda_in.push_back(u);
+      }
+      const OpDef* op = FindOp(c.op);
+      ASSERT_NE(op, nullptr) << c.op;
+      const int64_t allocs_before =
+          cuda_->allocator()->GetStats().device.allocation[kAllPools].allocated;
+      auto got = Run(*op, cuda_in, {}, cuda_, 0);
+      const int64_t allocs = cuda_->allocator()
+                                 ->GetStats()
+                                 .device.allocation[kAllPools]
+                                 .allocated -
+                             allocs_before;
+      auto want = Run(*op, cpu_in, {}, devices_->cpu(), 0);
+      ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+      ASSERT_TRUE(want.ok()) << what << ": " << want.status();
+      if (c.op == "mm" || c.op == "bmm") {
+        EXPECT_EQ(allocs, 1) << what << ": only the output is allocated";
+      }
+      const Tensor& out = (*got)[0];
+      EXPECT_EQ(out.dtype(), d) << what;
+      EXPECT_EQ(out.shape(), (*want)[0].shape()) << what;
+      const auto a = Values((*want)[0]), b = Values(out);
+      ASSERT_EQ(a.size(), b.size()) << what;
+      const double tol = d == DType::kFloat16 ? 5e-3 : 3e-2;
+      for (size_t j = 0; j < a.size(); ++j) {
+        EXPECT_NEAR(a[j], b[j], tol * (1 + std::fabs(a[j])))
+            << what << " [" << j << "]";
+      }
+    }
+  }
+}
+
 // Seeded draws match the CPU's: the same Philox counters.
 TEST_F(CudaOpTableTest, RandomMatchesCpu) {
   const OpDef* rand = FindOp("rand");

@@ -49,7 +49,8 @@ bool IsHalf(DType d) { return d == DType::kFloat16 || d == DType::kBFloat16; }
 // without native_half, half inputs are converted to float32, half outputs are
 // computed into float32 temporaries and converted back, so every op supports
 // float16/bfloat16 with float32 accuracy in between (as PyTorch's CPU
-// kernels accumulate in float).
+// kernels accumulate in float). Rows with native_half_cuda (matmul, mm,
+// bmm: cuBLAS half GEMMs) skip the conversion on CUDA.
 absl::StatusOr<std::vector<Tensor>> RunKernelInFloat(
     const OpDef& op, KernelFn kernel, absl::Span<const Tensor> inputs,
     std::vector<Tensor> outputs, const Attrs& attrs, const OpContext& ctx) {
@@ -173,7 +174,10 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
   }
   Lap(phases, &mark, &OpPhases::alloc_ns);
   KernelPhase kernel_phase(phases, &mark);
-  if (!op.native_half) {
+  const bool native_half =
+      op.native_half ||
+      (op.native_half_cuda && device->kind() == DeviceKind::kCuda);
+  if (!native_half) {
     bool half = false;
     for (const Tensor& t : inputs) half |= IsHalf(t.dtype());
     for (const Tensor& t : outputs) half |= IsHalf(t.dtype());

@@ -203,12 +203,14 @@ std::vector<OpDef> LinalgOps() {
   matmul.infer = InferMatmul;
   matmul.cpu = CpuMatmul;
   matmul.cuda = CudaKernelsBuilt() ? CpuMatmul : nullptr;
+  matmul.native_half_cuda = true;  // Note [Half GEMM]
   matmul.examples = {Example({{2, 3}, {3, 4}}), Example({{2, 2, 3}, {3}})};
   ops.push_back(std::move(matmul));
   OpDef mm = MakeOp("mm", 2, 2, {}, "Product of two matrices.");
   mm.infer = InferFixedRank<2>;
   mm.cpu = CpuMatmul;
   mm.cuda = CudaKernelsBuilt() ? CpuMatmul : nullptr;
+  mm.native_half_cuda = true;  // Note [Half GEMM]
   mm.examples = {Example({{2, 3}, {3, 4}})};
   ops.push_back(std::move(mm));
   OpDef bmm =
@@ -216,6 +218,7 @@ std::vector<OpDef> LinalgOps() {
   bmm.infer = InferFixedRank<3>;
   bmm.cpu = CpuMatmul;
   bmm.cuda = CudaKernelsBuilt() ? CpuMatmul : nullptr;
+  bmm.native_half_cuda = true;  // Note [Half GEMM]
   bmm.examples = {Example({{2, 2, 3}, {2, 3, 4}})};
   ops.push_back(std::move(bmm));
   OpDef addmm = MakeOp("addmm", 3, 3,

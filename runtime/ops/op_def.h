@@ -129,6 +129,10 @@ class OpDef {
   // Kernels that read half types themselves (copies); for the others the
   // dispatcher computes in float32 (Note [Half compute] in dispatch.cc).
   bool native_half = false;
+  // The same for the CUDA kernel alone (the matmul rows: cuBLAS half GEMMs,
+  // Note [Half GEMM] in kernels/cuda/blas.cc); the CPU still computes in
+  // float32.
+  bool native_half_cuda = false;
   // Example calls for the consistency test; a row with required attributes
   // or non-float inputs must have one.
   std::vector<OpExample> examples;
