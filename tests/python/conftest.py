@@ -8,15 +8,13 @@ daemon skip (saying how to build it) when ``bazel-bin/server/tensord`` is missin
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import functools
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from typing import Iterator, Tuple
+from typing import Iterator
 
 import pytest
 
@@ -33,6 +31,7 @@ if not os.path.exists(os.path.join(CLIENT, "tensord", "_proto", "tensord_pb2.py"
 
 import tensord  # noqa: E402
 from tensord._proto import admin_pb2, admin_pb2_grpc  # noqa: E402
+from devices import cuda_visible  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -125,27 +124,6 @@ def live_handles(admin_stub: admin_pb2_grpc.AdminStub, session_id: str) -> int:
 # without a GPU the cuda:0 cases are collected with a skip mark, so they cost no session and the
 # CPU suite's runtime stays what it was; with one, the fixture still skips (saying so) when the
 # daemon's Welcome does not list the device (a daemon built without the CUDA toolkit).
-
-
-@functools.lru_cache(maxsize=None)
-def cuda_visible() -> Tuple[bool, str]:
-    """(whether a CUDA GPU is usable here, why not). ``TENSORD_TEST_CUDA=0`` or ``1`` overrides
-    the probe (0: never run the cuda cases; 1: always try them against the daemon)."""
-    forced = os.environ.get("TENSORD_TEST_CUDA")
-    if forced in ("0", "1"):
-        return forced == "1", "TENSORD_TEST_CUDA=0"
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False, "no CUDA driver (libcuda.so.1 not found)"
-    count = ctypes.c_int(0)
-    rc = cuda.cuInit(0)
-    if rc != 0:
-        return False, f"the CUDA driver did not initialise (cuInit error {rc})"
-    rc = cuda.cuDeviceGetCount(ctypes.byref(count))
-    if rc != 0 or count.value == 0:
-        return False, "the CUDA driver sees no device"
-    return True, ""
 
 
 def device_params() -> list:
