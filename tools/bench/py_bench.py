@@ -55,16 +55,15 @@ def use_device(lib: Any, device: str) -> None:
     """Sets DEVICE, or exits 2 saying why ``device`` cannot be used."""
     global DEVICE
     DEVICE = "cuda:0" if device == "cuda" else device
-    if DEVICE == "cpu":
-        return
     if lib.__name__ == "tensord":
         have = lib.default_session().devices
         if DEVICE not in have:
             no_device(f"the tensord daemon at {lib.default_session().address} has no {DEVICE} "
                       f"device (its devices: {', '.join(have)}): run it on a GPU box, from a "
                       "CUDA build (docs/gpu.md)")
-        lib.set_default_device(DEVICE)  # parameters and creation ops land there too
-    else:
+        # Parameters and creation ops land there too (a GPU daemon's default is cuda:0).
+        lib.set_default_device(DEVICE)
+    elif DEVICE != "cpu":
         if not lib.cuda.is_available():
             no_device(f"PyTorch {lib.__version__} sees no CUDA device "
                       "(torch.cuda.is_available() is False)")
