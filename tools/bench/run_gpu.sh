@@ -18,6 +18,10 @@ cd "$root"
 
 if [[ -n "${TENSORD_PYTHON:-}" ]]; then
   py="$TENSORD_PYTHON"
+  if ! "$py" -c 'import grpc, google.protobuf, numpy, torch'; then
+    echo "run_gpu: TENSORD_PYTHON=$py cannot import grpc, google.protobuf, numpy and torch" >&2
+    exit 1
+  fi
 else
   py=""
   for c in python3 /usr/bin/python3; do
