@@ -58,8 +58,11 @@ def test_two_sessions_streams_overlap(daemon: str) -> None:
                 _b_round(v)
                 lat.append(time.perf_counter() - t0)
             t_b = statistics.median(lat)
-            # A's queue: at least 2 s and 500 of B's round trips (sizing only, never asserted).
-            k = max(10, min(2000, math.ceil(max(2.0, 500 * t_b) / t_mm)))
+            # A's queue: at least 2 s and 500 of B's idle round trips (sizing only, never
+            # asserted), and 60 matmuls: each of B's kernels may wait for the matmul then
+            # running to hand back its SMs, so B's rounds (3 kernels each) need well under
+            # 3 * B_ROUNDS = 15 matmul times even on a GPU that runs one kernel at a time.
+            k = max(60, min(2000, math.ceil(max(2.0, 500 * t_b) / t_mm)))
             for _ in range(k):
                 c = td.matmul(x, y)
             assert tuple(c.shape) == (N, N)  # waits for A's Ack: every matmul is launched
