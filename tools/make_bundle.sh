@@ -38,8 +38,11 @@ mode="${TENSORD_BUNDLE_MODE:-opt}"
 
 echo "== building (-c $mode)"
 tests=$(bazel query 'kind(cc_test, //...)' 2>/dev/null)
+# Programs the tests run through their runfiles (tensord, tensorctl, fault_client).
+helpers=$(bazel query 'kind(cc_binary, labels(data, kind(cc_test, //...)))' 2>/dev/null)
 # shellcheck disable=SC2086
-bazel build -c "$mode" //server:tensord //tools:tensorctl //tools/bench/gpu:cuda_bench $tests
+bazel build -c "$mode" //server:tensord //tools:tensorctl //tools/bench/gpu:cuda_bench \
+  $tests $helpers
 bin_dir="$(bazel info -c "$mode" bazel-bin 2>/dev/null)"
 # The Python client's stubs (gitignored, generated).
 if [[ ! -f client/python/tensord/_proto/tensord_pb2.py ]]; then
@@ -104,9 +107,19 @@ done
 # Libraries pulled in by the copied libraries themselves.
 for lib in "$out"/lib/*; do LD_LIBRARY_PATH="$out/lib" copy_deps "$lib"; done
 
-mkdir -p "$out/runfiles/tensord/server" "$out/runfiles/tensord/tools"
-ln -s ../../../bin/tensord "$out/runfiles/tensord/server/tensord"
-ln -s ../../../bin/tensorctl "$out/runfiles/tensord/tools/tensorctl"
+# runfiles/tensord/<package>/<name> -> bin/<flat name>, as Bazel's runfiles.
+for h in $helpers; do
+  pkg="${h#//}"; pkg="${pkg%%:*}"; name="${h##*:}"
+  flat="${pkg//\//_}_$name"
+  case "$h" in
+    //server:tensord) flat=tensord ;;
+    //tools:tensorctl) flat=tensorctl ;;
+    *) add_binary "$bin_dir/$pkg/$name" "$flat" ;;
+  esac
+  mkdir -p "$out/runfiles/tensord/$pkg"
+  ln -s "$(realpath --relative-to="$out/runfiles/tensord/$pkg" "$out/bin/$flat")" \
+    "$out/runfiles/tensord/$pkg/$name"
+done
 
 # The Python client, its tests, the examples they train and the benchmark
 # scripts, in the repository's layout (no caches, no build outputs).
