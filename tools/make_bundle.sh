@@ -96,17 +96,34 @@ WRAP
 add_binary "$bin_dir/server/tensord" tensord
 add_binary "$bin_dir/tools/tensorctl" tensorctl
 add_binary "$bin_dir/tools/bench/gpu/cuda_bench" tools_bench_gpu_cuda_bench
+# How `bazel test` would run a test: its `env` and `args` attributes as a
+# shell prefix and suffix (e.g. parallel_test's TENSORD_NUM_THREADS=4, the
+# corpus test's corpus directories).
+test_invocation() {
+  bazel query --output=build "$1" 2>/dev/null | /usr/bin/python3 tools/bazel_test_invocation.py
+}
 test_names=()
+test_envs=()
+test_args=()
 for t in $tests; do
   pkg="${t#//}"; pkg="${pkg%%:*}"; name="${t##*:}"
   flat="${pkg//\//_}_$name"
   add_binary "$bin_dir/$pkg/$name" "$flat"
   test_names+=("$flat")
+  IFS=$'\x1f' read -r t_env t_args < <(test_invocation "$t")
+  test_envs+=("$t_env")
+  test_args+=("$t_args")
 done
 
 # Libraries pulled in by the copied libraries themselves.
 for lib in "$out"/lib/*; do LD_LIBRARY_PATH="$out/lib" copy_deps "$lib"; done
 
+# Source files the tests read from their runfiles (the fuzz corpora).
+for f in $(bazel query 'kind("source file", labels(data, kind(cc_test, //...)))' 2>/dev/null); do
+  p="${f#//}"; p="${p/://}"; p="${p#/}"   # //tests/fuzz:corpus/x -> tests/fuzz/corpus/x
+  mkdir -p "$out/runfiles/tensord/$(dirname "$p")"
+  cp "$p" "$out/runfiles/tensord/$p"
+done
 # runfiles/tensord/<package>/<name> -> bin/<flat name>, as Bazel's runfiles.
 for h in $helpers; do
   pkg="${h#//}"; pkg="${pkg%%:*}"; name="${h##*:}"
@@ -160,8 +177,12 @@ export TEST_SRCDIR="$here/runfiles" TEST_WORKSPACE=tensord
 failed=()
 HEAD
   echo 'if [ "$cpp" = 1 ]; then'
-  for t in "${test_names[@]}"; do
-    echo "  echo \"== $t\"; \"\$here/$t\" || { rc=1; failed+=($t); }"
+  echo '  # As under `bazel test`: the working directory is the runfiles root.'
+  for i in "${!test_names[@]}"; do
+    t="${test_names[$i]}"
+    echo "  echo \"== $t\"; (cd \"\$here/runfiles/tensord\" &&" \
+         "${test_envs[$i]:+env ${test_envs[$i]} }\"\$here/$t\" ${test_args[$i]})" \
+         "|| { rc=1; failed+=($t); }"
   done
   echo 'fi'
   cat <<'TAIL'
