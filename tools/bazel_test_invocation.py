@@ -1,9 +1,7 @@
 #!/usr/bin/python3
 """Reads one rule from `bazel query --output=build` on stdin; prints how `bazel test` would run
 it: its `env` attribute as shell assignments, the ASCII unit separator (0x1f), its `args` as
-shell words, each quoted. tools/make_bundle.sh writes them into the bundle's run_tests.sh."""Reads one rule from `bazel query --output=build` on stdin; prints how `bazel test` would run
-it as "ENV<US>ARGS" (US: the ASCII unit separator, 0x1f): its `env` attribute as shell assignments and its `args` as shell words,
-each quoted. tools/make_bundle.sh writes them into the bundle's run_tests.sh."""
+shell words, each quoted. tools/make_bundle.sh writes them into the bundle's run_tests.sh."""
 
 import ast
 import re
