@@ -14,9 +14,12 @@
 #   tests/python/, examples/python/, tools/bench/*.py|sh, proto/, tools/gen_python_proto.sh
 #                      as in the repository, so the Python suite and
 #                      tools/bench/run_gpu.sh run from the bundle's root
-#   run_tests.sh       runs every bundled test binary, then the Python suite
-#                      against the bundled daemon (GPU tests skip, saying why,
-#                      when no GPU is visible); docs/gpu.md
+#   runfiles/tensord/  what the tests find through Bazel's runfiles: links to
+#                      tensord, tensorctl, fault_client; the fuzz corpora
+#   run_tests.sh       runs every bundled test binary as `bazel test` would
+#                      (runfiles cwd, the rule's env and args), then the Python
+#                      suite against the bundled daemon (GPU tests skip, saying
+#                      why, when no GPU is visible); docs/gpu.md
 # The Python side needs an interpreter with grpcio, protobuf, numpy, pytest
 # and torch ($TENSORD_PYTHON, default python3). The shipped stubs come from
 # this machine's protoc (3.21); protobuf's Python runtime loads them up to
@@ -27,7 +30,9 @@
 # libraries (libcuda, libcudart, cuBLAS, cuDNN, ...), which the GPU box
 # provides (CUDA 13 runtime, cuBLAS 13, cuDNN 9: found through the build's
 # rpath /usr/local/cuda/lib64, or LD_LIBRARY_PATH); bundling them would
-# fight its driver. When patchelf is present,
+# fight its driver. Without /usr/local/cuda the wrappers fall back to the
+# CUDA libraries of pip's torch (site-packages/nvidia/*) when one is missing.
+# When patchelf is present,
 # the binaries also get an rpath of $ORIGIN/../lib, so bin/<name> runs
 # directly too.
 set -euo pipefail
@@ -89,7 +94,19 @@ add_binary() {
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 WRAP
-  echo "exec \"\$here/bin/$name\" \"\$@\"" >>"$out/$name"
+  echo "bin=\"\$here/bin/$name\"" >>"$out/$name"
+  cat >>"$out/$name" <<'WRAP'
+# No CUDA toolkit in /usr/local/cuda: use the CUDA 13 libraries of pip's torch
+# (the nvidia-* wheels) when $TENSORD_PYTHON (default python3) has them.
+if ldd "$bin" 2>/dev/null | grep -q "not found"; then
+  pip_cuda="$("${TENSORD_PYTHON:-python3}" -c '
+import os, nvidia
+print(":".join(sorted({d for p in nvidia.__path__ for d, _, fs in os.walk(p)
+                       if any(".so" in f for f in fs)})))' 2>/dev/null)" || true
+  [ -n "$pip_cuda" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$pip_cuda"
+fi
+exec "$bin" "$@"
+WRAP
   chmod +x "$out/$name"
 }
 
