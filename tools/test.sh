@@ -25,7 +25,7 @@ bazel test "${jobs_flag[@]}" //...
 echo "== Python client tests (pytest, real daemon, PyTorch reference)"
 bazel build "${jobs_flag[@]}" //server:tensord
 tools/gen_python_proto.sh
-PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q tests/python
+PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs tests/python  # -rs: every skip with its reason
 
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
   echo "== C++ tests under AddressSanitizer + UBSan (bazel test --config=asan)"

@@ -31,6 +31,7 @@ if not os.path.exists(os.path.join(CLIENT, "tensord", "_proto", "tensord_pb2.py"
 
 import tensord  # noqa: E402
 from tensord._proto import admin_pb2, admin_pb2_grpc  # noqa: E402
+from devices import cuda_visible  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -114,6 +115,53 @@ def live_handles(admin_stub: admin_pb2_grpc.AdminStub, session_id: str) -> int:
             return s.live_handles
     raise AssertionError(f"session {session_id} not in ListSessions: "
                          f"{[s.session_id for s in resp.sessions]}")
+
+
+# ---------------------------------------------------------------------------- devices
+# Note [Device-parametrized tests]: a test that takes the `device` fixture runs once per device
+# of the daemon: on "cpu", and on "cuda:0" when this machine has a CUDA GPU. Whether it has one
+# is decided at collection, before any daemon runs, by asking the driver (libcuda) directly:
+# without a GPU the cuda:0 cases are collected with a skip mark, so they cost no session and the
+# CPU suite's runtime stays what it was; with one, the fixture still skips (saying so) when the
+# daemon's Welcome does not list the device (a daemon built without the CUDA toolkit).
+
+
+def device_params() -> list:
+    """The `device` fixture's parameters: cpu, and cuda:0 (skip-marked without a GPU)."""
+    ok, why = cuda_visible()
+    cuda = "cuda:0" if ok else pytest.param(
+        "cuda:0", marks=pytest.mark.skip(reason=f"no CUDA device on this machine ({why}): "
+                                                "a GPU test needs a GPU"))
+    return ["cpu", cuda]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "device" in metafunc.fixturenames:
+        metafunc.parametrize("device", device_params(), indirect=True)
+
+
+@pytest.fixture
+def device(request: pytest.FixtureRequest, session: tensord.Session) -> Iterator[str]:
+    """Runs a test with the session's default device set to each of the daemon's devices
+    (uploads and creation ops land there); Note [Device-parametrized tests]."""
+    name = request.param
+    if name not in session.devices:
+        pytest.skip(f"no {name} device on the daemon (its Welcome lists "
+                    f"{', '.join(session.devices)}; a GPU test needs a GPU and a CUDA build)")
+    session.set_options(default_device=name)
+    yield name
+    session.set_options(default_device=session.default_device)
+
+
+@pytest.fixture
+def cuda_session(session: tensord.Session) -> Iterator[tensord.Session]:
+    """The ``session`` fixture for GPU-only tests: skips unless the daemon has cuda:0."""
+    ok, why = cuda_visible()
+    if not ok:
+        pytest.skip(f"no CUDA device on this machine ({why})")
+    if "cuda:0" not in session.devices:
+        pytest.skip(f"no CUDA device on the daemon (devices: {', '.join(session.devices)})")
+    yield session
 
 
 @pytest.fixture

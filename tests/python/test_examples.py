@@ -17,6 +17,7 @@ EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "pyth
 sys.path.insert(0, EXAMPLES)
 
 import cifar_cnn  # noqa: E402
+import cifar_resnet  # noqa: E402
 import mnist_mlp  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("optim_session")
@@ -46,7 +47,13 @@ def test_cifar_cnn_matches_torch(opt_name, lr):
     np.testing.assert_allclose(losses, tlosses, rtol=5e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("script", ["mnist_mlp.py", "cifar_cnn.py"])
+def test_cifar_resnet_matches_torch():
+    # The ResNet-style model of the GPU training-step benchmark (py_bench.py --model resnet).
+    losses, tlosses = both(cifar_resnet, "sgd", 0.05, steps=8, batch=8)
+    np.testing.assert_allclose(losses, tlosses, rtol=5e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("script", ["mnist_mlp.py", "cifar_cnn.py", "cifar_resnet.py"])
 def test_example_scripts_run(daemon, script):
     env = dict(os.environ, PYTHONPATH=os.path.join(EXAMPLES, "..", "..", "client", "python"))
     out = subprocess.run([sys.executable, os.path.join(EXAMPLES, script), "--address", daemon,

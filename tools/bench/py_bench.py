@@ -2,10 +2,15 @@
 """The Python side of ``tools/bench/run_all.sh``: each benchmark written once over ``lib``
 (``tensord`` or ``torch``), so both run the same code.
 
-Usage (run_all.py drives it; each prints one JSON object):
-    py_bench.py --lib tensord --address HOST:PORT --bench tiny|sync|transfer|train|worker
+Usage (run_all.py and run_gpu.py drive it; each prints one JSON object):
+    py_bench.py --lib tensord --address HOST:PORT --bench tiny|sync|transfer|train|worker|matmul
                 [--shm auto|off]   (off: every byte on the stream, as from another host)
-    py_bench.py --lib torch --bench tiny|sync|transfer|train
+    py_bench.py --lib torch --bench tiny|sync|transfer|train|matmul
+    --device cpu|cuda  where the tensors live (tiny, sync, train, matmul); default cpu. On cuda,
+                       PyTorch runs on torch.device("cuda") with torch.cuda.synchronize() around
+                       its timings and TF32 off (as in tensord); tensord's session puts its
+                       tensors on cuda:0. Exits 2, saying why, when the device is missing.
+    --model mlp|cnn|resnet (train), --dtype float32|bfloat16 and --n N (matmul).
 """
 
 from __future__ import annotations
@@ -29,19 +34,51 @@ def median(values: List[float]) -> float:
     return statistics.median(values)
 
 
+DEVICE = "cpu"  # --device, as the library spells it ("cpu", "cuda:0")
+
+
 def sync(lib: Any) -> None:
+    """Waits for the device: tensord's session, or PyTorch's CUDA stream."""
     if lib.__name__ == "tensord":
         lib.synchronize()
+    elif DEVICE != "cpu":
+        lib.cuda.synchronize()
+
+
+def no_device(why: str) -> None:
+    """Exits 2 (run_gpu.py's "device missing"), saying why."""
+    print(f"py_bench: {why}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def use_device(lib: Any, device: str) -> None:
+    """Sets DEVICE, or exits 2 saying why ``device`` cannot be used."""
+    global DEVICE
+    DEVICE = "cuda:0" if device == "cuda" else device
+    if lib.__name__ == "tensord":
+        have = lib.default_session().devices
+        if DEVICE not in have:
+            no_device(f"the tensord daemon at {lib.default_session().address} has no {DEVICE} "
+                      f"device (its devices: {', '.join(have)}): run it on a GPU box, from a "
+                      "CUDA build (docs/gpu.md)")
+        # Parameters and creation ops land there too (a GPU daemon's default is cuda:0).
+        lib.set_default_device(DEVICE)
+    elif DEVICE != "cpu":
+        if not lib.cuda.is_available():
+            no_device(f"PyTorch {lib.__version__} sees no CUDA device "
+                      "(torch.cuda.is_available() is False)")
+        lib.backends.cuda.matmul.allow_tf32 = False  # tensord's GEMMs and convolutions: no TF32
+        lib.backends.cudnn.allow_tf32 = False
 
 
 # ------------------------------------------------------------------ benchmarks
 
 def tiny(lib: Any, ops: int, reps: int) -> Dict[str, float]:
     """``ops`` dependent adds on 1-element tensors, then one sync: median ops/s."""
-    one = lib.tensor([1.0])
+    one = lib.tensor([1.0], device=DEVICE)
 
     def run(n: int) -> float:
-        x = lib.tensor([0.0])
+        x = lib.tensor([0.0], device=DEVICE)
         sync(lib)
         t0 = time.perf_counter()
         for _ in range(n):
@@ -58,7 +95,7 @@ def tiny(lib: Any, ops: int, reps: int) -> Dict[str, float]:
 
 def sync_latency(lib: Any, iters: int) -> Dict[str, float]:
     """``item()`` of a freshly computed scalar: p50/p99 in microseconds."""
-    base = lib.tensor([1.0])
+    base = lib.tensor([1.0], device=DEVICE)
     lat = []
     for i in range(iters + iters // 10):
         t0 = time.perf_counter()
@@ -100,15 +137,41 @@ def transfer(lib: Any, mib: int, reps: int) -> Dict[str, float]:
     return {"upload_gbps": median(up), "download_gbps": median(down)}
 
 
+def matmul(lib: Any, n: int, dtype: str, reps: int) -> Dict[str, float]:
+    """``n`` x ``n`` @ ``n`` x ``n`` in ``dtype``: median seconds per product and TFLOP/s."""
+    dt = getattr(lib, dtype)
+    lib.manual_seed(0)
+    a = lib.randn(n, n, device=DEVICE).to(dt)
+    b = lib.randn(n, n, device=DEVICE).to(dt)
+    iters = max(1, min(20, int(2e12 / (2 * n ** 3))))  # about 2 TFLOP per timing (>= 1 product)
+    c = lib.matmul(a, b)
+    sync(lib)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            c = lib.matmul(a, b)
+        sync(lib)
+        times.append((time.perf_counter() - t0) / iters)
+    del c
+    t = median(times)
+    return {"s": t, "tflops": 2.0 * n ** 3 / t / 1e12}
+
+
 def _model(lib: Any, kind: str) -> tuple:
     if kind == "mlp":
         import mnist_mlp as ex
         batch = 256
-    else:
+    elif kind == "cnn":
         import cifar_cnn as ex
+        batch = 64
+    else:
+        import cifar_resnet as ex
         batch = 64
     lib.manual_seed(0)
     model = ex.build_model(lib)
+    if lib.__name__ != "tensord":
+        model.to(DEVICE)  # tensord built it on the session's default device (use_device)
     opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     data = ex.synthetic_data(4, batch)
     return model, opt, data
@@ -121,7 +184,7 @@ def _step_fn(lib: Any, kind: str) -> Callable[[int], float]:
 
     def step(i: int) -> float:
         x, y = data[i % len(data)]
-        xs, ys = lib.tensor(x), lib.tensor(y)
+        xs, ys = lib.tensor(x, device=DEVICE), lib.tensor(y, device=DEVICE)
         opt.zero_grad()
         loss = loss_fn(model(xs), ys)
         loss.backward()
@@ -170,6 +233,8 @@ def run_bench(lib: Any, args: argparse.Namespace) -> Dict[str, Any]:
         return transfer(lib, args.mib, args.reps)
     if args.bench == "train":
         return train(lib, args.model, args.steps, args.reps)
+    if args.bench == "matmul":
+        return matmul(lib, args.n, args.dtype, args.reps)
     return worker(lib, args.start_at, args.duration)
 
 
@@ -191,12 +256,15 @@ def main() -> None:
     ap.add_argument("--lib", choices=["tensord", "torch"], required=True)
     ap.add_argument("--address", default=None)
     ap.add_argument("--bench", required=True,
-                    choices=["tiny", "sync", "transfer", "train", "worker"])
+                    choices=["tiny", "sync", "transfer", "train", "worker", "matmul"])
     ap.add_argument("--ops", type=int, default=100000)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--mib", type=int, default=256)
-    ap.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    ap.add_argument("--model", choices=["mlp", "cnn", "resnet"], default="mlp")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (cuda:0)")
+    ap.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    ap.add_argument("--n", type=int, default=8192, help="matmul size")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--start_at", type=float, default=0.0)
     ap.add_argument("--duration", type=float, default=8.0)
@@ -214,6 +282,7 @@ def main() -> None:
     else:
         import tensord as lib
         lib.connect(args.address, **({"shm": False} if args.shm == "off" else {}))
+    use_device(lib, args.device)
     if args.profile and args.lib == "tensord":
         t0 = time.perf_counter()
         with lib.profiler.profile() as prof:

@@ -20,7 +20,9 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PY = "/usr/bin/python3"
+# The interpreter of the Python benches: $TENSORD_PYTHON, else this one (run_all.sh runs Debian's
+# /usr/bin/python3, whose python3-torch is the reference; run_gpu.sh a GPU box's python3).
+PY = os.environ.get("TENSORD_PYTHON") or sys.executable
 
 
 def start_daemon(binary: str, threads: int, extra: List[str]) -> Tuple[Any, str]:
@@ -132,7 +134,7 @@ def main() -> None:
         res["py_xfer_stream"] = py(xfer + ["--shm", "off"], address, t)
         res["memcpy"] = py(["--lib", "torch", "--bench", "transfer", "--mib", str(mib),
                             "--reps", "5"], None, t)
-        for model in ("mlp", "cnn"):
+        for model in ("mlp", "cnn", "resnet"):
             log(f"training step: {model}")
             a = ["--bench", "train", "--model", model, "--steps", str(steps), "--reps", "3"]
             res[f"py_{model}"] = py(["--lib", "tensord"] + a, address, t)
@@ -171,7 +173,8 @@ def main() -> None:
             r = v / mc
             table.add(f"{mib} MiB {kind}, {who} {path} (GB/s)", f"{v:.2f}",
                       f"{mc:.2f} (memcpy)", r, f">= {aim}x", r >= aim)
-    for model, name in (("mlp", "MLP 784-1024-1024-10 b256"), ("cnn", "CNN CIFAR-shaped b64")):
+    for model, name in (("mlp", "MLP 784-1024-1024-10 b256"), ("cnn", "CNN CIFAR-shaped b64"),
+                        ("resnet", "ResNet-style CIFAR b64")):
         a, b = res[f"py_{model}"]["step_s"], res[f"th_{model}"]["step_s"]
         table.add(f"train step, {name}", f"{a * 1e3:.1f} ms", f"{b * 1e3:.1f} ms", a / b,
                   "<= 1.15x", a / b <= 1.15)
