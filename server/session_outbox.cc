@@ -1,8 +1,10 @@
 #include "server/session_outbox.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/arena.h"
 
 namespace tensord {
 
@@ -23,13 +25,19 @@ void SessionOutbox::SendOwned(std::shared_ptr<v1::ServerFrame> frame) {
     MutexLock lock(&mu_);
     frame->set_seq(acked_ ? seq_ + 1 : seq_);
     if (frame->has_ack()) acked_ = true;
-    // ByteSizeLong also caches the sizes the serializer needs.
-    buffered_bytes_ += frame->ByteSizeLong();
+    // ByteSizeLong also caches the sizes the serializer needs. A frame on
+    // an arena (the executor's Acks) holds the arena's blocks, several
+    // times its wire size: the bound counts what stays in memory.
+    size_t bytes = frame->ByteSizeLong();
+    if (google::protobuf::Arena* arena = frame->GetArena()) {
+      bytes = std::max<size_t>(bytes, arena->SpaceAllocated());
+    }
+    buffered_bytes_ += bytes;
     shared = std::move(frame);
-    buffer_.push_back(shared);
+    buffer_.push_back(Buffered{shared, bytes});
     while (buffered_bytes_ > max_bytes_ && !buffer_.empty()) {
-      evicted_seq_ = std::max(evicted_seq_, buffer_.front()->seq());
-      buffered_bytes_ -= buffer_.front()->GetCachedSize();
+      evicted_seq_ = std::max(evicted_seq_, buffer_.front().frame->seq());
+      buffered_bytes_ -= buffer_.front().bytes;
       buffer_.pop_front();
     }
     sink = sink_;
@@ -70,8 +78,8 @@ absl::Status SessionOutbox::Attach(std::shared_ptr<FrameSink> sink,
                        " were dropped while detached (more than ", max_bytes_,
                        " bytes of replies); start a new session"));
     }
-    for (const auto& f : buffer_) {
-      if (f->seq() > received_seq) replay.push_back(f);
+    for (const Buffered& b : buffer_) {
+      if (b.frame->seq() > received_seq) replay.push_back(b.frame);
     }
     sink_ = sink;
     ended = ended_;

@@ -8,7 +8,8 @@
 // larger seq, and the client resends the commands after
 // Welcome.resumed_applied_seq, which the session skips if already applied
 // (nothing runs twice). Clients ignore replies to requests they already
-// completed. The buffer holds at most `max_bytes`; a resume that needs
+// completed. The buffer holds at most `max_bytes` of memory (a frame on an
+// arena counts its arena's blocks); a resume that needs
 // evicted frames fails with DATA_LOSS. A frame sent after the current
 // batch's Ack (the data of a Get that finished after its batch, Note [Async
 // downloads]) is stamped seq + 1, so that a client which saw that Ack and not
@@ -59,8 +60,11 @@ class SessionOutbox : public FrameSink {
   Mutex forward_mu_;
   Mutex mu_;
   std::shared_ptr<FrameSink> sink_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::shared_ptr<const v1::ServerFrame>> buffer_
-      ABSL_GUARDED_BY(mu_);
+  struct Buffered {
+    std::shared_ptr<const v1::ServerFrame> frame;
+    size_t bytes;  // what it holds in memory (its arena's, if on one)
+  };
+  std::deque<Buffered> buffer_ ABSL_GUARDED_BY(mu_);
   size_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t evicted_seq_ ABSL_GUARDED_BY(mu_) = 0;  // highest seq evicted
   uint64_t seq_ ABSL_GUARDED_BY(mu_) = 0;
