@@ -106,6 +106,39 @@ def sync_latency(lib: Any, iters: int) -> Dict[str, float]:
     return {"p50_us": lat[len(lat) // 2], "p99_us": lat[int(0.99 * (len(lat) - 1))]}
 
 
+def raw_tcp_loopback(nbytes: int, reps: int) -> float:
+    """Median GB/s of ``nbytes`` through a bare loopback TCP socket in 1 MiB sends (a receiving
+    thread, no framing, no copies beyond the kernel's): the ceiling any TCP transport has here."""
+    import socket
+    import threading
+    chunk = 1 << 20
+    payload = bytes(chunk)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        times = []
+        for _ in range(reps + 1):
+            def receive() -> None:
+                conn, _ = server.accept()
+                with conn:
+                    view = memoryview(bytearray(chunk))
+                    got = 0
+                    while got < nbytes:
+                        n = conn.recv_into(view)
+                        if n == 0:
+                            break
+                        got += n
+            receiver = threading.Thread(target=receive)
+            receiver.start()
+            t0 = time.perf_counter()
+            with socket.create_connection(server.getsockname()) as conn:
+                for _ in range(nbytes // chunk):
+                    conn.sendall(payload)
+            receiver.join()
+            times.append(time.perf_counter() - t0)
+    return nbytes / median(times[1:]) / 1e9
+
+
 def transfer(lib: Any, mib: int, reps: int) -> Dict[str, float]:
     """Upload/download of ``mib`` MiB float32 (tensord), or a local memcpy of it (torch):
     median GB/s."""
@@ -119,7 +152,8 @@ def transfer(lib: Any, mib: int, reps: int) -> Dict[str, float]:
             t0 = time.perf_counter()
             np.copyto(dst, src)
             times.append(time.perf_counter() - t0)
-        return {"memcpy_gbps": nbytes / median(times) / 1e9}
+        return {"memcpy_gbps": nbytes / median(times) / 1e9,
+                "raw_tcp_gbps": raw_tcp_loopback(nbytes, reps)}
     up, down = [], []
     for i in range(reps + 1):
         t0 = time.perf_counter()

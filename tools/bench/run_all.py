@@ -173,6 +173,11 @@ def main() -> None:
             r = v / mc
             table.add(f"{mib} MiB {kind}, {who} {path} (GB/s)", f"{v:.2f}",
                       f"{mc:.2f} (memcpy)", r, f">= {aim}x", r >= aim)
+    raw = res["memcpy"].get("raw_tcp_gbps")
+    if raw:
+        # The kernel's own ceiling for any TCP transport on this machine (no aim: a reference).
+        table.add(f"{mib} MiB bare loopback TCP socket (GB/s)", f"{raw:.2f}",
+                  f"{mc:.2f} (memcpy)", raw / mc, "-", None)
     for model, name in (("mlp", "MLP 784-1024-1024-10 b256"), ("cnn", "CNN CIFAR-shaped b64"),
                         ("resnet", "ResNet-style CIFAR b64")):
         a, b = res[f"py_{model}"]["step_s"], res[f"th_{model}"]["step_s"]
