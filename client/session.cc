@@ -233,7 +233,7 @@ absl::Status Session::AppendWith(size_t size,
 }
 
 absl::StatusOr<std::vector<uint64_t>> Session::EnqueueCall(
-    const v1::OpSchema& op, const std::vector<uint64_t>& inputs,
+    const v1::OpSchema& op, absl::Span<const uint64_t> inputs,
     const google::protobuf::Map<std::string, v1::AttrValue>& attrs,
     int num_outputs, const std::string& site) {
   MutexLock enqueue_lock(&enqueue_mu_);

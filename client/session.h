@@ -55,6 +55,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "client/chunking.h"
 #include "client/download.h"
 #include "client/dtype.h"
@@ -108,7 +109,7 @@ class Session {
   // Queues a Call of `op` creating `num_outputs` fresh handles, returned in
   // order. `attrs` are already checked against the schema.
   absl::StatusOr<std::vector<uint64_t>> EnqueueCall(
-      const v1::OpSchema& op, const std::vector<uint64_t>& inputs,
+      const v1::OpSchema& op, absl::Span<const uint64_t> inputs,
       const google::protobuf::Map<std::string, v1::AttrValue>& attrs,
       int num_outputs, const std::string& site);
 

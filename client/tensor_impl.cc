@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -44,8 +45,7 @@ absl::StatusOr<std::vector<Tensor>> CallOp(
   absl::Status attrs_status = AttrsToProto(*op, attrs, &wire_attrs);
   if (!attrs_status.ok()) return attrs_status;
 
-  std::vector<uint64_t> handles;
-  handles.reserve(inputs.size());
+  absl::InlinedVector<uint64_t, 4> handles;
   for (int i = 0; i < n; ++i) {
     const std::shared_ptr<TensorImpl>& impl = inputs[i].impl();
     if (impl == nullptr) {
@@ -62,8 +62,8 @@ absl::StatusOr<std::vector<Tensor>> CallOp(
     }
     handles.push_back(impl->handle);
   }
-  absl::StatusOr<std::vector<uint64_t>> outputs = session->EnqueueCall(
-      *op, handles, wire_attrs, num_outputs, site.ToString());
+  absl::StatusOr<std::vector<uint64_t>> outputs =
+      session->EnqueueCall(*op, handles, wire_attrs, num_outputs, site.Text());
   if (!outputs.ok()) return outputs.status();
   std::vector<Tensor> result;
   result.reserve(outputs->size());
