@@ -178,6 +178,35 @@ absl::Status Session::Append(v1::Command command,
       known, seq);
 }
 
+bool Session::AppendLocked(size_t size,
+                           absl::FunctionRef<void(v1::Command*)> fill,
+                           const std::vector<uint64_t>& creates,
+                           const HandleMeta* known, uint64_t* seq) {
+  // Releases queued by destructors go before this command, so memory
+  // freed on the client side is free for it on the daemon (as in eager
+  // PyTorch), not only at the end of the batch.
+  MoveReleasesIntoBatchLocked();
+  const uint64_t command_seq = next_seq_++;
+  if (seq != nullptr) *seq = command_seq;
+  for (uint64_t handle : creates) {
+    HandleState& state = handles_[handle];
+    state.seq = command_seq;
+    if (known != nullptr) {
+      state.known = true;
+      state.meta = *known;
+    }
+  }
+  if (pending_.size() == 0 && pending_releases_.empty()) {
+    first_pending_ = absl::Now();
+    flush_cv_.Signal();  // the flusher's batch_delay starts now
+  }
+  v1::Command* command = pending_->mutable_batch()->add_commands();
+  fill(command);
+  command->set_seq(command_seq);
+  pending_bytes_ += size;
+  return policy_.FlushAfter(pending_.size(), pending_bytes_);
+}
+
 absl::Status Session::AppendWith(size_t size,
                                  absl::FunctionRef<void(v1::Command*)> fill,
                                  const std::vector<uint64_t>& creates,
@@ -189,45 +218,25 @@ absl::Status Session::AppendWith(size_t size,
                      "limit of ",
                      policy_.max_frame_bytes, " bytes"));
   }
-  bool flush_before;
+  // The common case, room in the batch, takes the lock once.
+  bool flush_before = false;
+  bool flush_after = false;
   {
     MutexLock lock(&mu_);
     absl::Status open = CheckOpenLocked();
     if (!open.ok()) return open;
     flush_before = policy_.FlushBefore(pending_.size(), pending_bytes_, size);
+    if (!flush_before) {
+      flush_after = AppendLocked(size, fill, creates, known, seq);
+    }
   }
   if (flush_before) {
     absl::Status status = Flush();
     if (!status.ok()) return status;
-  }
-  bool flush_after;
-  {
     MutexLock lock(&mu_);
     absl::Status open = CheckOpenLocked();
     if (!open.ok()) return open;
-    // Releases queued by destructors go before this command, so memory
-    // freed on the client side is free for it on the daemon (as in eager
-    // PyTorch), not only at the end of the batch.
-    MoveReleasesIntoBatchLocked();
-    const uint64_t command_seq = next_seq_++;
-    if (seq != nullptr) *seq = command_seq;
-    for (uint64_t handle : creates) {
-      HandleState& state = handles_[handle];
-      state.seq = command_seq;
-      if (known != nullptr) {
-        state.known = true;
-        state.meta = *known;
-      }
-    }
-    if (pending_.size() == 0 && pending_releases_.empty()) {
-      first_pending_ = absl::Now();
-      flush_cv_.Signal();  // the flusher's batch_delay starts now
-    }
-    v1::Command* command = pending_->mutable_batch()->add_commands();
-    fill(command);
-    command->set_seq(command_seq);
-    pending_bytes_ += size;
-    flush_after = policy_.FlushAfter(pending_.size(), pending_bytes_);
+    flush_after = AppendLocked(size, fill, creates, known, seq);
   }
   return flush_after ? Flush() : absl::OkStatus();
 }

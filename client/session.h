@@ -247,6 +247,12 @@ class Session {
                           const std::vector<uint64_t>& creates,
                           const HandleMeta* known, uint64_t* seq)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
+  // AppendWith's append, the batch known to have room; true when the batch
+  // should now be flushed.
+  bool AppendLocked(size_t size, absl::FunctionRef<void(v1::Command*)> fill,
+                    const std::vector<uint64_t>& creates,
+                    const HandleMeta* known, uint64_t* seq)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues a Get of `handle` under a new request id (its download
   // registered), `fill` adding the optional fields (shared-memory ranges).
   absl::StatusOr<uint64_t> EnqueueGetLocked(
