@@ -16,7 +16,7 @@ void CommandRunner::RunBackward(const v1::Backward& b, v1::Ack* ack) {
     NoteError(error);
     for (uint64_t id : b.outputs()) {
       HandleEntry entry;
-      entry.error = error;
+      entry.error = std::make_shared<const v1::Status>(error);
       Create(id, std::move(entry), ack);
     }
     if (b.outputs_size() == 0) {  // nothing to carry it: an Error frame too
@@ -47,10 +47,10 @@ void CommandRunner::RunBackward(const v1::Backward& b, v1::Ack* ack) {
         out->emplace_back();
         continue;
       }
-      v1::Status poisoned;
+      std::shared_ptr<const v1::Status> poisoned;
       auto t = FindTensor(id, &poisoned);
-      if (poisoned.code() != 0) {
-        fail(poisoned);
+      if (poisoned != nullptr) {
+        fail(*poisoned);
         return false;
       }
       if (!t.ok()) {
@@ -86,10 +86,10 @@ void CommandRunner::RunBackward(const v1::Backward& b, v1::Ack* ack) {
 
 void CommandRunner::RunSetRequiresGrad(const v1::SetRequiresGrad& cmd) {
   const char* what = "requires_grad_";
-  v1::Status poisoned;
+  std::shared_ptr<const v1::Status> poisoned;
   auto t = FindTensor(cmd.handle(), &poisoned);
-  if (poisoned.code() != 0) {
-    NoteError(poisoned);
+  if (poisoned != nullptr) {
+    NoteError(*poisoned);
     return;
   }
   if (!t.ok()) return ReportFrameError(t.status(), what, cmd.site());
@@ -117,13 +117,13 @@ void CommandRunner::RunGetGrad(const v1::GetGrad& cmd, v1::Ack* ack) {
   const uint64_t ids[] = {cmd.output()};
   if (!CheckNewOutputs(ids, "grad", "")) return;
   HandleEntry entry;
-  v1::Status poisoned;
+  std::shared_ptr<const v1::Status> poisoned;
   auto t = FindTensor(cmd.handle(), &poisoned);
-  if (poisoned.code() != 0) {
+  if (poisoned != nullptr) {
     entry.error = poisoned;
   } else if (!t.ok()) {
-    entry.error = StatusToProto(t.status(), "grad", "");
-    NoteError(entry.error);
+    entry.error = SharedStatusProto(t.status(), "grad", "");
+    NoteError(*entry.error);
   } else if (t->autograd() != nullptr && t->autograd()->grad.defined()) {
     Tensor& grad = t->autograd()->grad;
     grad.EnsureAutograd();  // the handle names this very tensor
@@ -134,18 +134,18 @@ void CommandRunner::RunGetGrad(const v1::GetGrad& cmd, v1::Ack* ack) {
 
 void CommandRunner::RunSetGrad(const v1::SetGrad& cmd) {
   const char* what = "set_grad";
-  v1::Status poisoned;
+  std::shared_ptr<const v1::Status> poisoned;
   auto t = FindTensor(cmd.handle(), &poisoned);
-  if (poisoned.code() != 0) {
-    NoteError(poisoned);
+  if (poisoned != nullptr) {
+    NoteError(*poisoned);
     return;
   }
   if (!t.ok()) return ReportFrameError(t.status(), what, "");
   Tensor grad;
   if (cmd.grad() != 0) {
     auto g = FindTensor(cmd.grad(), &poisoned);
-    if (poisoned.code() != 0) {
-      NoteError(poisoned);
+    if (poisoned != nullptr) {
+      NoteError(*poisoned);
       return;
     }
     if (!g.ok()) return ReportFrameError(g.status(), what, "");

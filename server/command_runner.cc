@@ -109,7 +109,7 @@ void CommandRunner::Create(uint64_t id, HandleEntry entry, v1::Ack* ack) {
   v1::TensorMeta* meta = ack->add_created();
   meta->set_handle(id);
   if (entry.poisoned()) {
-    *meta->mutable_error() = entry.error;
+    *meta->mutable_error() = *entry.error;
   } else if (entry.is_none()) {
     meta->set_is_none(true);
   } else {
@@ -148,8 +148,8 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
                                   : absl::StrCat("op#", call.op_id());
   // Output ids are checked first: a bad id has no entry to carry an error.
   if (!CheckNewOutputs(call.outputs(), op_name, call.site())) return;
-  auto fail = [&](const v1::Status& error) {
-    NoteError(error);
+  auto fail = [&](std::shared_ptr<const v1::Status> error) {
+    NoteError(*error);
     for (uint64_t id : call.outputs()) {
       HandleEntry entry;
       entry.error = error;
@@ -157,7 +157,7 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
     }
   };
   auto fail_with = [&](const absl::Status& status) {
-    fail(StatusToProto(status, op_name, call.site()));
+    fail(SharedStatusProto(status, op_name, call.site()));
   };
   if (call.op_id() >= table.size()) {
     return fail_with(absl::InvalidArgumentError(
@@ -173,9 +173,9 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
   std::vector<Tensor> inputs;
   inputs.reserve(call.inputs_size());
   for (uint64_t id : call.inputs()) {
-    v1::Status poisoned;
+    std::shared_ptr<const v1::Status> poisoned;
     auto t = FindTensor(id, &poisoned);
-    if (poisoned.code() != 0) return fail(poisoned);  // the same error
+    if (poisoned != nullptr) return fail(poisoned);  // the same error
     if (!t.ok()) return fail_with(t.status());
     inputs.push_back(*std::move(t));
   }
@@ -242,13 +242,13 @@ bool CommandRunner::CheckNewOutputs(absl::Span<const uint64_t> ids,
   return true;
 }
 
-absl::StatusOr<Tensor> CommandRunner::FindTensor(uint64_t id,
-                                                 v1::Status* poisoned) {
+absl::StatusOr<Tensor> CommandRunner::FindTensor(
+    uint64_t id, std::shared_ptr<const v1::Status>* poisoned) {
   auto entry = handles_.Find(id);
   if (!entry.ok()) return entry.status();
   if ((*entry)->poisoned()) {
     *poisoned = (*entry)->error;
-    return absl::InvalidArgumentError((*entry)->error.message());
+    return absl::InvalidArgumentError((*entry)->error->message());
   }
   if ((*entry)->is_none()) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -118,7 +118,8 @@ class CommandRunner {
                        const std::string& site);
   // A live tensor for `id`: NOT_FOUND, the poisoning status, or an error for
   // a None handle.
-  absl::StatusOr<Tensor> FindTensor(uint64_t id, v1::Status* poisoned);
+  absl::StatusOr<Tensor> FindTensor(
+      uint64_t id, std::shared_ptr<const v1::Status>* poisoned);
   OpContext MakeContext();
   // Finishes a pending upload that was interrupted by another command.
   void AbortPendingPut(v1::Ack* ack);

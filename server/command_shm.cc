@@ -41,7 +41,7 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
   if ((*entry)->poisoned()) {
     v1::ServerFrame frame;
     frame.mutable_error()->set_request_id(get.request_id());
-    *frame.mutable_error()->mutable_status() = (*entry)->error;
+    *frame.mutable_error()->mutable_status() = *(*entry)->error;
     return sink_->Send(std::move(frame));
   }
   if ((*entry)->is_none()) {

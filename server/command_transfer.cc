@@ -14,13 +14,13 @@ void CommandRunner::AbortPendingPut(v1::Ack* ack) {
   std::unique_ptr<PendingPut> put = std::move(pending_put_);
   if (!put->tensor.defined()) return;  // already failed and reported
   HandleEntry entry;
-  entry.error = StatusToProto(
+  entry.error = SharedStatusProto(
       absl::InvalidArgumentError(absl::StrCat(
           "upload of handle ", put->handle, " was interrupted after ",
           put->received, " of ", put->tensor.nbytes(),
           " bytes (its chunks must be consecutive commands ending with last)")),
       "put", put->site);
-  NoteError(entry.error);
+  NoteError(*entry.error);
   Create(put->handle, std::move(entry), ack);
 }
 
@@ -28,8 +28,8 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
   const bool continuation = pending_put_ != nullptr;
   auto fail = [&](const absl::Status& status) {
     HandleEntry entry;
-    entry.error = StatusToProto(status, "put", put.site());
-    NoteError(entry.error);
+    entry.error = SharedStatusProto(status, "put", put.site());
+    NoteError(*entry.error);
     Create(put.handle(), std::move(entry), ack);
     if (!put.last()) {  // swallow the rest of this upload's chunks
       pending_put_ = std::make_unique<PendingPut>();
@@ -133,7 +133,7 @@ void CommandRunner::RunGet(const v1::Get& get) {
   auto entry = handles_.Find(get.handle());
   if (!entry.ok())
     return send_error(StatusToProto(entry.status(), "get", get.site()));
-  if ((*entry)->poisoned()) return send_error((*entry)->error);
+  if ((*entry)->poisoned()) return send_error(*(*entry)->error);
   if ((*entry)->is_none()) {
     return send_error(StatusToProto(
         absl::InvalidArgumentError(absl::StrCat(

@@ -12,6 +12,7 @@
 #define TENSORD_SERVER_HANDLE_TABLE_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -23,9 +24,12 @@ namespace tensord {
 // A handle names a tensor (with its autograd meta: Note [Autograd meta] in
 // runtime/tensor.h), or an error, or None (a .grad that was never set).
 struct HandleEntry {
-  Tensor tensor;     // defined unless poisoned or None
-  v1::Status error;  // code != 0: poisoned
-  bool poisoned() const { return error.code() != 0; }
+  Tensor tensor;  // defined unless poisoned or None
+  // Set: poisoned with this status, shared by every handle the failure
+  // spoiled (Note [Poisoned handles]); null for the common, healthy entry,
+  // which then costs no protobuf message.
+  std::shared_ptr<const v1::Status> error;
+  bool poisoned() const { return error != nullptr; }
   bool is_none() const { return !poisoned() && !tensor.defined(); }
 };
 

@@ -116,4 +116,10 @@ v1::Status StatusToProto(const absl::Status& status, const std::string& op,
   return out;
 }
 
+std::shared_ptr<const v1::Status> SharedStatusProto(const absl::Status& status,
+                                                    const std::string& op,
+                                                    const std::string& site) {
+  return std::make_shared<const v1::Status>(StatusToProto(status, op, site));
+}
+
 }  // namespace tensord

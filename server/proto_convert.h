@@ -4,6 +4,7 @@
 #define TENSORD_SERVER_PROTO_CONVERT_H_
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -23,6 +24,11 @@ v1::DeviceInfo DeviceToProto(const DeviceDescription& device);
 // A user-facing status with the op and call site that caused it.
 v1::Status StatusToProto(const absl::Status& status, const std::string& op,
                          const std::string& site);
+// The same, shared: the error a poisoned handle holds (Note [Poisoned
+// handles] in handle_table.h).
+std::shared_ptr<const v1::Status> SharedStatusProto(const absl::Status& status,
+                                                    const std::string& op,
+                                                    const std::string& site);
 
 }  // namespace tensord
 
