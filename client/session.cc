@@ -244,8 +244,19 @@ absl::Status Session::AppendWith(size_t size,
 absl::StatusOr<std::vector<uint64_t>> Session::EnqueueCall(
     const v1::OpSchema& op, absl::Span<const uint64_t> inputs,
     const google::protobuf::Map<std::string, v1::AttrValue>& attrs,
-    int num_outputs, const std::string& site) {
+    int num_outputs, const Site& site) {
   MutexLock enqueue_lock(&enqueue_mu_);
+  // Note [Site ids]: the first Call from a line sends its text with a new
+  // id, later ones the id alone (bound once the Call is queued).
+  uint32_t site_id = 0;
+  bool bind = false;
+  if (site.file != nullptr && *site.file != '\0') {
+    auto it = site_ids_.find({site.file, site.line});
+    bind = it == site_ids_.end();
+    site_id = bind ? static_cast<uint32_t>(site_ids_.size() + 1) : it->second;
+  }
+  static const std::string* const no_text = new std::string();
+  const std::string& site_text = bind ? site.Text() : *no_text;
   std::vector<uint64_t> outputs;
   {
     MutexLock lock(&mu_);
@@ -256,7 +267,7 @@ absl::StatusOr<std::vector<uint64_t>> Session::EnqueueCall(
     }
   }
   // An upper bound of the Call's encoding: tags, lengths and 10-byte varints.
-  size_t size = 48 + site.size() + 11 * (inputs.size() + outputs.size());
+  size_t size = 48 + site_text.size() + 11 * (inputs.size() + outputs.size());
   for (const auto& [name, value] : attrs) {
     size += 16 + name.size() + value.ByteSizeLong();
   }
@@ -268,10 +279,12 @@ absl::StatusOr<std::vector<uint64_t>> Session::EnqueueCall(
         call->mutable_inputs()->Add(inputs.begin(), inputs.end());
         if (!attrs.empty()) *call->mutable_attrs() = attrs;
         call->mutable_outputs()->Add(outputs.begin(), outputs.end());
-        call->set_site(site);
+        if (!site_text.empty()) call->set_site(site_text);
+        if (site_id != 0) call->set_site_id(site_id);
       },
       outputs, nullptr, nullptr);
   if (!status.ok()) return status;
+  if (bind) site_ids_.emplace(std::make_pair(site.file, site.line), site_id);
   return outputs;
 }
 

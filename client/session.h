@@ -62,6 +62,7 @@
 #include "client/options.h"
 #include "client/pending_frame.h"
 #include "client/shm_mapping.h"
+#include "client/site.h"
 #include "proto/tensord.grpc.pb.h"
 #include "proto/tensord.pb.h"
 #include "runtime/core/mutex.h"
@@ -107,11 +108,13 @@ class Session {
   const v1::OpSchema* FindOp(absl::string_view name) const;
 
   // Queues a Call of `op` creating `num_outputs` fresh handles, returned in
-  // order. `attrs` are already checked against the schema.
+  // order. `attrs` are already checked against the schema. A known `site`
+  // goes by its session id after its first Call (Note [Site ids] in
+  // server/command_runner.cc).
   absl::StatusOr<std::vector<uint64_t>> EnqueueCall(
       const v1::OpSchema& op, absl::Span<const uint64_t> inputs,
       const google::protobuf::Map<std::string, v1::AttrValue>& attrs,
-      int num_outputs, const std::string& site);
+      int num_outputs, const Site& site);
 
   // Queues the upload of `shape`-shaped C-contiguous `data` as Put chunks
   // and returns the new handle; the meta is known at once. `data` is only
@@ -306,6 +309,10 @@ class Session {
   // Per slot, the seq of the last Put that reads it (0: none).
   std::vector<uint64_t> slot_seq_ ABSL_GUARDED_BY(shm_mu_);
   Mutex enqueue_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
+  // Call sites bound to ids on the daemon, by __builtin_FILE pointer and
+  // line (Note [Site ids]).
+  absl::flat_hash_map<std::pair<const char*, int>, uint32_t> site_ids_
+      ABSL_GUARDED_BY(enqueue_mu_);
   Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   bool writes_done_ ABSL_GUARDED_BY(write_mu_) = false;
   bool stream_live_ ABSL_GUARDED_BY(write_mu_) = true;  // not yet Finish()ed

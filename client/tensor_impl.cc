@@ -63,7 +63,7 @@ absl::StatusOr<std::vector<Tensor>> CallOp(
     handles.push_back(impl->handle);
   }
   absl::StatusOr<std::vector<uint64_t>> outputs =
-      session->EnqueueCall(*op, handles, wire_attrs, num_outputs, site.Text());
+      session->EnqueueCall(*op, handles, wire_attrs, num_outputs, site);
   if (!outputs.ok()) return outputs.status();
   std::vector<Tensor> result;
   result.reserve(outputs->size());

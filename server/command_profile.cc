@@ -22,8 +22,9 @@ void CommandRunner::RunProfiled(const v1::Command& cmd, v1::Ack* ack) {
     const auto& table = OpTable();
     const uint32_t id = cmd.call().op_id();
     record.set_op(id < table.size() ? table[id].name : "op#?");
-    record.set_site(cmd.call().site());
     RunCall(cmd.call(), ack);
+    absl::StatusOr<const std::string*> site = CallSite(cmd.call());
+    record.set_site(site.ok() ? **site : cmd.call().site());
   } else {
     record.set_op("backward");
     record.set_site(cmd.backward().site());

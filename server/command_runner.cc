@@ -146,8 +146,10 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
   const std::string op_name = call.op_id() < table.size()
                                   ? table[call.op_id()].name
                                   : absl::StrCat("op#", call.op_id());
+  absl::StatusOr<const std::string*> call_site = CallSite(call);
+  const std::string& site = call_site.ok() ? **call_site : call.site();
   // Output ids are checked first: a bad id has no entry to carry an error.
-  if (!CheckNewOutputs(call.outputs(), op_name, call.site())) return;
+  if (!CheckNewOutputs(call.outputs(), op_name, site)) return;
   auto fail = [&](std::shared_ptr<const v1::Status> error) {
     NoteError(*error);
     for (uint64_t id : call.outputs()) {
@@ -157,8 +159,9 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
     }
   };
   auto fail_with = [&](const absl::Status& status) {
-    fail(SharedStatusProto(status, op_name, call.site()));
+    fail(SharedStatusProto(status, op_name, site));
   };
+  if (!call_site.ok()) return fail_with(call_site.status());
   if (call.op_id() >= table.size()) {
     return fail_with(absl::InvalidArgumentError(
         absl::StrCat("unknown op id ", call.op_id(), " (the catalog has ",
@@ -190,7 +193,7 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
   }
   OpContext ctx = MakeContext();
   if (grad_enabled_) {
-    recorder_.set_site(call.site());
+    recorder_.set_site(site);
     ctx.recorder = &recorder_;
   }
   // Test-only: a device that fails here (Note [Sticky device errors]).
@@ -208,6 +211,38 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
     entry.tensor = std::move((*outputs)[i]);
     Create(call.outputs(i), std::move(entry), ack);
   }
+}
+
+// Note [Site ids]: a Call names its client call site for error messages and
+// the profiler. The text repeats on every op of a loop, so a client may bind
+// it to a small id once (`site` and `site_id` together) and send only the
+// id afterwards: no string to encode, parse and keep per op. Bindings live
+// as long as the session; a resent command rebinds to the same text.
+absl::StatusOr<const std::string*> CommandRunner::CallSite(
+    const v1::Call& call) {
+  constexpr size_t kMaxSites = 1 << 16;
+  if (call.site_id() == 0) return &call.site();
+  auto it = sites_.find(call.site_id());
+  if (!call.site().empty()) {
+    if (it == sites_.end()) {
+      if (sites_.size() >= kMaxSites) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "site id ", call.site_id(), ": a session may bind at most ",
+            kMaxSites, " call sites"));
+      }
+      it = sites_.emplace(call.site_id(), call.site()).first;
+    } else if (it->second != call.site()) {
+      it->second = call.site();
+    }
+    return &it->second;
+  }
+  if (it == sites_.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "site id ", call.site_id(),
+        " was never bound in this session (send its text with the id "
+        "first)"));
+  }
+  return &it->second;
 }
 
 OpContext CommandRunner::MakeContext() {

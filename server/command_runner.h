@@ -112,6 +112,10 @@ class CommandRunner {
   void ReleaseEvent(uint64_t id);
   // The device a RecordEvent/WaitEvent names (empty: the default device).
   absl::StatusOr<Device*> EventDevice(const std::string& name) const;
+  // The call site a Call names (Note [Site ids]): its `site`, binding
+  // `site_id` to it when both are set, or the text `site_id` was bound to.
+  // INVALID_ARGUMENT for an id never bound or over the session's cap.
+  absl::StatusOr<const std::string*> CallSite(const v1::Call& call);
   // Checks that `ids` may name new handles (non-zero, strictly increasing);
   // reports a frame error naming `what` otherwise.
   bool CheckNewOutputs(absl::Span<const uint64_t> ids, const std::string& what,
@@ -136,6 +140,7 @@ class CommandRunner {
   RunnerConfig config_;
   FrameSink* sink_;
   HandleTable handles_;
+  absl::flat_hash_map<uint32_t, std::string> sites_;  // Note [Site ids]
   Generator generator_;
   Device* default_device_;
   bool grad_enabled_ = true;

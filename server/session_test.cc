@@ -59,6 +59,34 @@ TEST_F(SessionTest, PoisonPropagatesTheOriginalErrorAndOthersStayUsable) {
   EXPECT_EQ(done.sync_done().error().op(), "add");
 }
 
+TEST_F(SessionTest, SiteIdsStandForTheTextTheyWereBoundTo) {
+  // Note [Site ids]: id 7 bound to "loop.cc:12" by the first Call, then used
+  // alone; the error of a later Call names the bound text.
+  v1::Batch b;
+  Full(&b, 1, {2, 3}, 1);
+  Full(&b, 2, {4}, 1);
+  Binary(&b, "mul", 1, 1, 3, "loop.cc:12");
+  b.mutable_commands(2)->mutable_call()->set_site_id(7);
+  Binary(&b, "add", 1, 2, 4);  // bad broadcast
+  b.mutable_commands(3)->mutable_call()->set_site_id(7);
+  Binary(&b, "add", 1, 1, 5);  // an id never bound: its own error
+  b.mutable_commands(4)->mutable_call()->set_site_id(8);
+  Binary(&b, "add", 1, 1, 6);  // unaffected
+  b.mutable_commands(5)->mutable_call()->set_site_id(7);
+  session_->Submit(b);
+  EXPECT_EQ(GetFloats(3), std::vector<float>(6, 1.0f));
+  EXPECT_TRUE(GetFloats(4).empty());
+  EXPECT_EQ(last_error_.op(), "add");
+  EXPECT_EQ(last_error_.site(), "loop.cc:12");
+  EXPECT_TRUE(GetFloats(5).empty());
+  EXPECT_EQ(last_error_.code(),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_NE(last_error_.message().find("site id 8 was never bound"),
+            std::string::npos)
+      << last_error_.message();
+  EXPECT_EQ(GetFloats(6), std::vector<float>(6, 2.0f));
+}
+
 TEST_F(SessionTest, HandleRulesAreEnforced) {
   v1::Batch b;
   Full(&b, 5, {1}, 1);
