@@ -10,13 +10,11 @@ so tests train the same network in both from the same weights. Synthetic data: 3
 labels from a fixed random teacher on 4x4-average-pooled inputs.
 """
 
-import argparse
-import time
 from typing import Any, List, Tuple
 
 import numpy as np
 
-from mnist_mlp import copy_weights, make_optimizer, train  # noqa: F401 (re-exported)
+from mnist_mlp import copy_weights, make_optimizer, train, run_cli  # noqa: F401 (re-exported)
 
 CLASSES = 10
 
@@ -45,30 +43,7 @@ def synthetic_data(steps: int, batch_size: int, seed: int = 0
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--address", default=None, help="daemon address (default $TENSORD_ADDRESS)")
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
-    p.add_argument("--lr", type=float, default=None, help="default: 0.05 (sgd), 1e-3 (adam)")
-    p.add_argument("--device", default=None, help="e.g. cuda:0 (default: the daemon's)")
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args()
-    lr = args.lr if args.lr is not None else (0.05 if args.optimizer == "sgd" else 1e-3)
-
-    import tensord as td
-    with td.connect(args.address):
-        td.manual_seed(args.seed)
-        model = build_model(td)
-        if args.device:
-            model.to(args.device)
-        opt = make_optimizer(td, model, args.optimizer, lr)
-        data = synthetic_data(args.steps, args.batch_size, args.seed)
-        t0 = time.perf_counter()
-        losses = train(td, model, opt, data, device=args.device, log=True)
-        dt = time.perf_counter() - t0
-        print(f"{len(losses)} steps in {dt:.2f} s ({dt / max(len(losses), 1) * 1e3:.1f} "
-              f"ms/step); loss {losses[0]:.4f} -> {losses[-1]:.4f}")
+    run_cli(__doc__, build_model, synthetic_data, steps=20, batch_size=32)
 
 
 if __name__ == "__main__":

@@ -10,12 +10,10 @@ code builds both, so tests and ``tools/bench/py_bench.py --bench train --model r
 in each library from the same weights. Residual connections are plain ``+`` on tensors.
 """
 
-import argparse
-import time
 from typing import Any
 
 from cifar_cnn import CLASSES, synthetic_data  # noqa: F401 (re-exported)
-from mnist_mlp import copy_weights, make_optimizer, train  # noqa: F401 (re-exported)
+from mnist_mlp import copy_weights, make_optimizer, train, run_cli  # noqa: F401 (re-exported)
 
 # (channels, stride) of each basic block after the stem: a ResNet-18 layout at CIFAR scale,
 # one block per stage.
@@ -58,30 +56,7 @@ def build_model(lib: Any, width: int = 16) -> Any:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--address", default=None, help="daemon address (default $TENSORD_ADDRESS)")
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
-    p.add_argument("--lr", type=float, default=None, help="default: 0.05 (sgd), 1e-3 (adam)")
-    p.add_argument("--device", default=None, help="e.g. cuda:0 (default: the daemon's)")
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args()
-    lr = args.lr if args.lr is not None else (0.05 if args.optimizer == "sgd" else 1e-3)
-
-    import tensord as td
-    with td.connect(args.address):
-        td.manual_seed(args.seed)
-        model = build_model(td)
-        if args.device:
-            model.to(args.device)
-        opt = make_optimizer(td, model, args.optimizer, lr)
-        data = synthetic_data(args.steps, args.batch_size, args.seed)
-        t0 = time.perf_counter()
-        losses = train(td, model, opt, data, device=args.device, log=True)
-        dt = time.perf_counter() - t0
-        print(f"{len(losses)} steps in {dt:.2f} s ({dt / max(len(losses), 1) * 1e3:.1f} "
-              f"ms/step); loss {losses[0]:.4f} -> {losses[-1]:.4f}")
+    run_cli(__doc__, build_model, synthetic_data, steps=10, batch_size=64)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ so tests import this file and train the same model in both, from the same initia
 
 import argparse
 import time
-from typing import Any, List, Tuple
+from typing import Any, Callable, List, Tuple
 
 import numpy as np
 
@@ -76,11 +76,15 @@ def copy_weights(src: Any, dst: Any) -> None:
     dst.load_state_dict(values)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def run_cli(doc: str, build: Callable[[Any], Any],
+            data_for: Callable[[int, int, int], List[Tuple[np.ndarray, np.ndarray]]],
+            steps: int, batch_size: int) -> None:
+    """The examples' command line: trains ``build(tensord)`` on ``data_for(steps, batch, seed)``
+    against a daemon and prints the losses and the time per step."""
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
     p.add_argument("--address", default=None, help="daemon address (default $TENSORD_ADDRESS)")
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--steps", type=int, default=steps)
+    p.add_argument("--batch-size", type=int, default=batch_size)
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
     p.add_argument("--lr", type=float, default=None, help="default: 0.05 (sgd), 1e-3 (adam)")
     p.add_argument("--device", default=None, help="e.g. cuda:0 (default: the daemon's)")
@@ -91,16 +95,20 @@ def main() -> None:
     import tensord as td
     with td.connect(args.address):
         td.manual_seed(args.seed)
-        model = build_model(td)
+        model = build(td)
         if args.device:
             model.to(args.device)
         opt = make_optimizer(td, model, args.optimizer, lr)
-        data = synthetic_data(args.steps, args.batch_size, args.seed)
+        data = data_for(args.steps, args.batch_size, args.seed)
         t0 = time.perf_counter()
         losses = train(td, model, opt, data, device=args.device, log=True)
         dt = time.perf_counter() - t0
         print(f"{len(losses)} steps in {dt:.2f} s ({dt / max(len(losses), 1) * 1e3:.1f} "
               f"ms/step); loss {losses[0]:.4f} -> {losses[-1]:.4f}")
+
+
+def main() -> None:
+    run_cli(__doc__, build_model, synthetic_data, steps=20, batch_size=64)
 
 
 if __name__ == "__main__":
