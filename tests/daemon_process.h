@@ -6,11 +6,14 @@
 #define TENSORD_TESTS_DAEMON_PROCESS_H_
 
 #include <sys/types.h>
+#include <sys/wait.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gtest/gtest.h"
 
 namespace tensord {
 namespace testing {
@@ -35,6 +38,31 @@ class DaemonProcess {
   pid_t pid_ = -1;
   int log_fd_ = -1;
   std::string address_;
+};
+
+// A test suite sharing one daemon, started before its first test with
+// SuiteFlags() and stopped (SIGTERM, exit 0 expected) after its last.
+class DaemonSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { StartDaemon(); }
+  static void TearDownTestSuite() { StopDaemon(); }
+  // For suites whose daemon needs other flags.
+  static void StartDaemon(std::vector<std::string> flags = {"--insecure"}) {
+    auto d = DaemonProcess::Start(std::move(flags));
+    ASSERT_TRUE(d.ok()) << d.status();
+    daemon_ = d->release();
+  }
+  static void StopDaemon() {
+    if (daemon_ == nullptr) return;
+    const int status = daemon_->Terminate();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "tensord did not exit 0 on SIGTERM: " << status;
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+  static const std::string& address() { return daemon_->address(); }
+
+  inline static DaemonProcess* daemon_ = nullptr;
 };
 
 }  // namespace testing

@@ -15,20 +15,8 @@
 namespace tensord {
 namespace {
 
-class IntegrationTest : public ::testing::Test {
+class IntegrationTest : public testing::DaemonSuite {
  protected:
-  static void SetUpTestSuite() {
-    auto d = testing::DaemonProcess::Start();
-    ASSERT_TRUE(d.ok()) << d.status();
-    daemon_ = d->release();
-  }
-  static void TearDownTestSuite() {
-    if (daemon_ == nullptr) return;
-    const int status = daemon_->Terminate();
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "tensord did not exit 0 on SIGTERM: " << status;
-    delete daemon_;
-  }
   std::unique_ptr<Client> Connect() {
     ClientOptions options;
     options.address = daemon_->address();
@@ -45,9 +33,7 @@ class IntegrationTest : public ::testing::Test {
     EXPECT_TRUE(stub->ListSessions(&ctx, {}, &out).ok());
     return out;
   }
-  static testing::DaemonProcess* daemon_;
 };
-testing::DaemonProcess* IntegrationTest::daemon_ = nullptr;
 
 TEST_F(IntegrationTest, ArithmeticMatchesHandComputedValues) {
   auto c = Connect();

@@ -9,19 +9,8 @@
 namespace tensord {
 namespace {
 
-class StreamsTest : public ::testing::Test {
+class StreamsTest : public testing::DaemonSuite {
  protected:
-  static void SetUpTestSuite() {
-    auto d = testing::DaemonProcess::Start();
-    ASSERT_TRUE(d.ok()) << d.status();
-    daemon_ = d->release();
-  }
-  static void TearDownTestSuite() {
-    if (daemon_ == nullptr) return;
-    const int status = daemon_->Terminate();
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-    delete daemon_;
-  }
   void SetUp() override {
     ClientOptions options;
     options.address = daemon_->address();
@@ -29,10 +18,8 @@ class StreamsTest : public ::testing::Test {
     ASSERT_TRUE(c.ok()) << c.status();
     client_ = *std::move(c);
   }
-  static testing::DaemonProcess* daemon_;
   std::unique_ptr<Client> client_;
 };
-testing::DaemonProcess* StreamsTest::daemon_ = nullptr;
 
 TEST_F(StreamsTest, OpsOnTwoStreamsOrderedByEvents) {
   Tensor a = client_->FromVector<float>({1, 2, 3, 4}, {2, 2});

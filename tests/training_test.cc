@@ -26,19 +26,8 @@ std::vector<float> Targets() {
   return y;
 }
 
-class TrainingTest : public ::testing::Test {
+class TrainingTest : public testing::DaemonSuite {
  protected:
-  static void SetUpTestSuite() {
-    auto d = testing::DaemonProcess::Start();
-    ASSERT_TRUE(d.ok()) << d.status();
-    daemon_ = d->release();
-  }
-  static void TearDownTestSuite() {
-    if (daemon_ == nullptr) return;
-    const int status = daemon_->Terminate();
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-    delete daemon_;
-  }
   void SetUp() override {
     ClientOptions options;
     options.address = daemon_->address();
@@ -69,10 +58,8 @@ class TrainingTest : public ::testing::Test {
     return (r * r).mean();
   }
 
-  static testing::DaemonProcess* daemon_;
   std::unique_ptr<Client> client_;
 };
-testing::DaemonProcess* TrainingTest::daemon_ = nullptr;
 
 TEST_F(TrainingTest, GradientsMatchHandComputedValues) {
   Tensor w = Leaf({0.5f, -0.5f}, {2, 1});
