@@ -94,22 +94,33 @@ absl::Status DataAssembler::AddBytes(const v1::Data& chunk,
           absl::StrCat("Data total_bytes ", chunk.total_bytes(),
                        " disagrees with meta (", total_bytes_, " bytes)"));
     }
-    ReserveBytes(&tensor_.bytes, total_bytes_);
+    if (dst_ == nullptr) {
+      ReserveBytes(&tensor_.bytes, total_bytes_);
+    } else if (total_bytes_ > capacity_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the destination holds ", capacity_, " bytes, the tensor has ",
+          total_bytes_, " (", DTypeName(tensor_.dtype), ")"));
+    }
     started_ = true;
   }
-  if (chunk.offset() != tensor_.bytes.size() ||
+  if (chunk.offset() != received_ ||
       bytes.size() > total_bytes_ - chunk.offset()) {
     return absl::InternalError(absl::StrCat(
         "Data chunk for request ", chunk.request_id(), " at offset ",
         chunk.offset(), " (", bytes.size(), " bytes) does not follow ",
-        tensor_.bytes.size(), " of ", total_bytes_, " bytes"));
+        received_, " of ", total_bytes_, " bytes"));
   }
-  tensor_.bytes.append(bytes.data(), bytes.size());
+  if (dst_ == nullptr) {
+    tensor_.bytes.append(bytes.data(), bytes.size());
+  } else if (!bytes.empty()) {
+    std::memcpy(dst_ + received_, bytes.data(), bytes.size());
+  }
+  received_ += bytes.size();
   if (chunk.last()) {
-    if (tensor_.bytes.size() != total_bytes_) {
+    if (received_ != total_bytes_) {
       return absl::InternalError(
           absl::StrCat("Data for request ", chunk.request_id(), " ended after ",
-                       tensor_.bytes.size(), " of ", total_bytes_, " bytes"));
+                       received_, " of ", total_bytes_, " bytes"));
     }
     done_ = true;
   }

@@ -41,6 +41,13 @@ class DataAssembler {
   // the shared-memory region it names); `bytes` is copied.
   absl::Status AddBytes(const v1::Data& chunk, absl::string_view bytes);
   bool done() const { return done_; }
+  // Assembles the bytes into `dst` (`capacity` bytes, the caller's) instead
+  // of HostTensor::bytes, which then stays empty. A tensor of more bytes is
+  // INVALID_ARGUMENT at its first chunk, nothing written. Before any Add.
+  void SetDestination(char* dst, size_t capacity) {
+    dst_ = dst;
+    capacity_ = capacity;
+  }
   // Moves the assembled tensor out; only valid once done().
   HostTensor Take() { return std::move(tensor_); }
 
@@ -48,6 +55,9 @@ class DataAssembler {
   bool started_ = false;
   bool done_ = false;
   uint64_t total_bytes_ = 0;
+  uint64_t received_ = 0;
+  char* dst_ = nullptr;  // SetDestination's, else tensor_.bytes
+  size_t capacity_ = 0;
   HostTensor tensor_;
 };
 

@@ -83,6 +83,13 @@ struct HandleMeta {
   std::string grad_fn;  // e.g. "MulBackward0"; empty for leaves
 };
 
+// Where a download's bytes go: the caller's buffer, or (null data) a fresh
+// HostTensor::bytes.
+struct DownloadTarget {
+  char* data = nullptr;
+  size_t capacity = 0;
+};
+
 class Session {
  public:
   // Connects, sends Hello and waits for Welcome. A refused handshake is the
@@ -167,8 +174,10 @@ class Session {
   // error since the previous Sync (or a frame-level error seen since).
   absl::Status Sync();
 
-  // Sync point: downloads `handle`'s values, or its poison status.
-  absl::StatusOr<HostTensor> Download(uint64_t handle, const std::string& site);
+  // Sync point: downloads `handle`'s values, or its poison status. With a
+  // `target`, the bytes land there (HostTensor::bytes stays empty).
+  absl::StatusOr<HostTensor> Download(uint64_t handle, const std::string& site,
+                                      DownloadTarget target = {});
 
   // True when transfers go through the daemon's shared-memory region.
   bool shm_active() const { return shm_ != nullptr; }
@@ -260,7 +269,7 @@ class Session {
   // registered), `fill` adding the optional fields (shared-memory ranges).
   absl::StatusOr<uint64_t> EnqueueGetLocked(
       uint64_t handle, const std::string& site,
-      absl::FunctionRef<void(v1::Get*)> fill)
+      absl::FunctionRef<void(v1::Get*)> fill, DownloadTarget target = {})
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
   uint64_t AllocateHandleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckOpenLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -276,7 +285,8 @@ class Session {
   // `total`: the tensor's bytes when known (else the first answer says).
   absl::StatusOr<HostTensor> DownloadShm(uint64_t handle,
                                          const std::string& site,
-                                         std::optional<uint64_t> total);
+                                         std::optional<uint64_t> total,
+                                         DownloadTarget target);
   // Queues a ranged shm Get of `handle` into `slot`; returns its request id.
   absl::StatusOr<uint64_t> EnqueueShmGet(uint64_t handle,
                                          const std::string& site, int slot,

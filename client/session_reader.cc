@@ -190,7 +190,8 @@ absl::Status Session::Sync() {
 }
 
 absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
-                                             const std::string& site) {
+                                             const std::string& site,
+                                             DownloadTarget target) {
   if (shm_ != nullptr) {
     // A size not yet known (no Ack): the first shm answer tells it, at the
     // same one round trip as a stream Get.
@@ -207,14 +208,14 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
       }
     }
     if (!small) {
-      return DownloadShm(handle, site, total);
+      return DownloadShm(handle, site, total, target);
     }
   }
   uint64_t request_id;
   {
     MutexLock enqueue_lock(&enqueue_mu_);
-    absl::StatusOr<uint64_t> queued =
-        EnqueueGetLocked(handle, site, [](v1::Get*) {});
+    absl::StatusOr<uint64_t> queued = EnqueueGetLocked(
+        handle, site, [](v1::Get*) {}, target);
     if (!queued.ok()) return queued.status();
     request_id = *queued;
   }
@@ -260,14 +261,17 @@ absl::StatusOr<HandleMeta> Session::WaitMeta(uint64_t handle) {
 
 absl::StatusOr<uint64_t> Session::EnqueueGetLocked(
     uint64_t handle, const std::string& site,
-    absl::FunctionRef<void(v1::Get*)> fill) {
+    absl::FunctionRef<void(v1::Get*)> fill, DownloadTarget target) {
   uint64_t request_id;
   {
     MutexLock lock(&mu_);
     absl::Status open = CheckOpenLocked();
     if (!open.ok()) return open;
     request_id = next_request_id_++;
-    downloads_[request_id];
+    PendingDownload& pending = downloads_[request_id];
+    if (target.data != nullptr) {
+      pending.assembler.SetDestination(target.data, target.capacity);
+    }
   }
   v1::Command command;
   v1::Get* get = command.mutable_get();

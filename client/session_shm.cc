@@ -92,7 +92,8 @@ Session::PendingDownload Session::AwaitDownload(uint64_t request_id) {
 
 absl::StatusOr<HostTensor> Session::DownloadShm(uint64_t handle,
                                                 const std::string& site,
-                                                std::optional<uint64_t> total) {
+                                                std::optional<uint64_t> total,
+                                                DownloadTarget target) {
   MutexLock shm_lock(&shm_mu_);
   const int slots = shm_->num_slots();
   struct InFlight {
@@ -126,6 +127,9 @@ absl::StatusOr<HostTensor> Session::DownloadShm(uint64_t handle,
   if (status.ok()) status = fill();
   if (status.ok()) status = Flush();
   DataAssembler assembler;
+  if (target.data != nullptr) {
+    assembler.SetDestination(target.data, target.capacity);
+  }
   while (!in_flight.empty()) {
     const InFlight want = in_flight.front();
     in_flight.pop_front();

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "client/chunking.h"
 #include "client/ops.h"
 #include "client/tensor_impl.h"
 
@@ -102,6 +103,28 @@ absl::StatusOr<HostTensor> Tensor::Download(Site site) const {
   }
   if (!impl_->error.ok()) return impl_->error;
   return impl_->session->Download(impl_->handle, site.ToString());
+}
+
+absl::StatusOr<size_t> Tensor::DownloadInto(void* dst, size_t capacity,
+                                            Site site) const {
+  if (impl_ == nullptr) {
+    return absl::FailedPreconditionError("undefined Tensor");
+  }
+  if (!impl_->error.ok()) return impl_->error;
+  if (dst == nullptr && capacity > 0) {
+    return absl::InvalidArgumentError("DownloadInto: null destination");
+  }
+  internal::DownloadTarget target{static_cast<char*>(dst), capacity};
+  // A one-byte scratch keeps the assembler off HostTensor::bytes even for a
+  // zero-capacity call (an empty tensor fits; anything else is an error).
+  char scratch = 0;
+  if (target.data == nullptr) target.data = &scratch;
+  absl::StatusOr<HostTensor> host =
+      impl_->session->Download(impl_->handle, site.ToString(), target);
+  if (!host.ok()) return host.status();
+  absl::StatusOr<uint64_t> bytes = TensorBytes(host->dtype, host->shape);
+  if (!bytes.ok()) return bytes.status();
+  return static_cast<size_t>(*bytes);
 }
 
 Tensor Tensor::matmul(const Tensor& other, Site site) const {

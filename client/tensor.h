@@ -94,6 +94,13 @@ class Tensor {
 
   // Sync point: downloads the values (raw bytes + meta).
   absl::StatusOr<HostTensor> Download(Site site = Site::Current()) const;
+  // Sync point: the same bytes (C-contiguous, in the tensor's dtype) written
+  // to the caller's `dst` of `capacity` bytes, e.g. a buffer reused across
+  // downloads, which then costs no fresh memory. INVALID_ARGUMENT, nothing
+  // written, when the tensor holds more than `capacity` bytes. Returns the
+  // number of bytes written.
+  absl::StatusOr<size_t> DownloadInto(void* dst, size_t capacity,
+                                      Site site = Site::Current()) const;
 
   // Sync point: all values, converted to T (numeric cast, like .tolist()).
   template <typename T>

@@ -52,6 +52,26 @@ void RoundTrip(Client& client, size_t n, uint32_t seed) {
   ASSERT_EQ(back->bytes.size(), n);
   EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(),
                          reinterpret_cast<const uint8_t*>(back->bytes.data())));
+  // Into the caller's buffer: exactly its bytes, the rest untouched; a
+  // buffer one byte short is an error that writes nothing.
+  std::vector<uint8_t> into(n + 1, 0xEE);
+  absl::StatusOr<size_t> wrote = t.DownloadInto(into.data(), into.size());
+  ASSERT_TRUE(wrote.ok()) << wrote.status();
+  EXPECT_EQ(*wrote, n);
+  EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), into.begin()));
+  EXPECT_EQ(into[n], 0xEE);
+  if (n > 0) {
+    std::vector<uint8_t> short_buffer(n - 1, 0xEE);
+    absl::StatusOr<size_t> refused =
+        t.DownloadInto(short_buffer.data(), short_buffer.size());
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find("destination holds"),
+              std::string::npos)
+        << refused.status();
+    EXPECT_TRUE(std::all_of(short_buffer.begin(), short_buffer.end(),
+                            [](uint8_t b) { return b == 0xEE; }));
+  }
   // Computed on the daemon, downloaded before its Ack can have arrived.
   auto doubled = client.Call("add", {t, t});
   ASSERT_TRUE(doubled.ok()) << doubled.status();

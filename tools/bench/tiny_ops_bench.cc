@@ -10,7 +10,9 @@
 //                   synchronize (the tiny-op throughput);
 //   sync_p50_us / sync_p99_us: item() of a freshly created scalar;
 //   upload_gbps / download_gbps: a `transfer_mib` MiB float32 tensor over
-//                   the stream (a session with ClientOptions::shm = kOff);
+//                   the stream (a session with ClientOptions::shm = kOff),
+//                   downloaded with Tensor::DownloadInto into a buffer the
+//                   runs reuse (as the memcpy reference's destination is);
 //   shm_upload_gbps / shm_download_gbps: the same through the daemon's
 //                   shared-memory region (0 when it could not be mapped).
 // The numbers are compared against local PyTorch by run_all.sh, not here.
@@ -94,7 +96,8 @@ struct Transfer {
   double download_gbps;
 };
 
-Transfer TransferRun(tensord::Client& client, const std::vector<float>& host) {
+Transfer TransferRun(tensord::Client& client, const std::vector<float>& host,
+                     std::vector<char>* into) {
   const double bytes = host.size() * sizeof(float);
   auto start = Clock::now();
   tensord::Tensor t = client.Upload(host.data(), tensord::DType::kFloat32,
@@ -102,11 +105,10 @@ Transfer TransferRun(tensord::Client& client, const std::vector<float>& host) {
   absl::Status s = client.synchronize();
   auto mid = Clock::now();
   if (!s.ok()) Die("upload", s);
-  auto back = t.Download();
+  absl::StatusOr<size_t> back = t.DownloadInto(into->data(), into->size());
   auto end = Clock::now();
   if (!back.ok()) Die("download", back.status());
-  if (back->bytes.size() != bytes ||
-      std::memcmp(back->bytes.data(), host.data(), bytes) != 0) {
+  if (*back != bytes || std::memcmp(into->data(), host.data(), bytes) != 0) {
     std::fprintf(stderr, "tiny_ops_bench: download mismatch\n");
     std::exit(1);
   }
@@ -123,10 +125,12 @@ bool TransferMedians(tensord::ClientOptions options,
   if (!connected.ok()) Die("connect", connected.status());
   tensord::Client& client = **connected;
   if (client.shm_active() != want_shm) return false;
-  TransferRun(client, host);  // warm-up: the daemon's cache holds the block
+  std::vector<char> into(host.size() * sizeof(float));
+  // Warm-up: the daemon's cache holds the block, `into` is faulted in.
+  TransferRun(client, host, &into);
   std::vector<double> up, down;
   for (int r = 0; r < reps; ++r) {
-    Transfer t = TransferRun(client, host);
+    Transfer t = TransferRun(client, host, &into);
     up.push_back(t.upload_gbps);
     down.push_back(t.download_gbps);
   }
