@@ -44,6 +44,12 @@ void* AllocateCachedBlock(size_t size) {
   return block;
 }
 
+size_t CachedBlockBytes() {
+  BlockCache& cache = Cache();
+  MutexLock lock(&cache.mu);
+  return cache.bytes;
+}
+
 void FreeCachedBlock(void* block, size_t size) {
   BlockCache& cache = Cache();
   {

@@ -20,6 +20,8 @@ void* AllocateCachedBlock(size_t size);
 // Keeps `block` (from AllocateCachedBlock with the same `size`) for reuse
 // while the cache holds under its cap (32 MiB), else frees it.
 void FreeCachedBlock(void* block, size_t size);
+// Bytes the cache holds for reuse now (tests, metrics).
+size_t CachedBlockBytes();
 
 }  // namespace tensord
 
