@@ -95,6 +95,20 @@ class Device {
                                StreamHandle stream,
                                std::function<void(absl::Status)> on_done);
 
+  // Note [Async uploads]: a write that does not wait. Enqueues a copy of
+  // `bytes` from host `src` (a StagingBuffer of this device) to this
+  // device's `dst` on `stream`. OK: the copy was queued, and `on_done` runs
+  // exactly once when it has completed (with its status), on a daemon thread
+  // (on the calling thread for devices that copy synchronously, the
+  // default); the caller keeps `src` alive and unused until then, so a
+  // pinned buffer goes back to the staging cache only once the device has
+  // read it. An error: nothing is left in flight and `on_done` never runs.
+  // `dst` needs no such care: work on `stream` is ordered after the copy,
+  // and its storage is reused on that stream only.
+  virtual absl::Status CopyFromHostAsync(
+      void* dst, const void* src, size_t bytes, StreamHandle stream,
+      std::function<void(absl::Status)> on_done);
+
   // Waits until all work queued on `stream` is done (CUDA: nullptr waits for
   // every stream of the device).
   virtual absl::Status Synchronize(StreamHandle stream) = 0;
