@@ -84,6 +84,7 @@ class CudaDevice : public Device {
     return absl::OkStatus();
   }
 
+  CachingAllocator* staging_allocator() override { return staging_.get(); }
   absl::StatusOr<StagingBuffer> AllocateStaging(size_t bytes) override {
     if (staging_ == nullptr) return Device::AllocateStaging(bytes);
     // Session 0 (the daemon), no stream: a buffer is freed only after its

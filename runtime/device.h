@@ -84,6 +84,11 @@ class Device {
   // each time). UNIMPLEMENTED on devices whose reads are synchronous anyway
   // (CPU): callers then use CopyToHost.
   virtual absl::StatusOr<StagingBuffer> AllocateStaging(size_t bytes);
+  // The caching allocator behind AllocateStaging (CUDA: pinned host
+  // memory), or nullptr when there is none. The Admin service reports it as
+  // the device's "pinned staging" pool and empties it with the device's
+  // cache (server/admin_memory.h).
+  virtual CachingAllocator* staging_allocator() { return nullptr; }
   // Enqueues a copy of `bytes` from this device's `src` to host `dst` on
   // `stream` and returns without waiting. `on_done` runs exactly once: with
   // OK once the copy (and everything queued on `stream` before it) has
