@@ -4,6 +4,8 @@
 // goes through OffsetCalc with 64-bit offsets (Note [CUDA indexing]).
 // Scalar math follows kernels/cpu so CPU and CUDA agree: integer division by
 // zero gives 0, floor/remainder follow Python, max/min propagate NaN.
+// float16/bfloat16 operands are read and written as such and computed in
+// float (Note [Native half kernels]).
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -353,119 +355,240 @@ struct BinaryFn {
   }
 };
 
+// Note [Native half kernels]: float16/bfloat16 maps read and write the
+// half type themselves (8 lanes per 16-byte vector) and compute each
+// element with the float32 functor, rounding once to nearest on the store:
+// the values of the dispatcher's float32 path (Note [Half compute]) with
+// half the memory traffic of the operands and no float32 temporaries.
+template <typename H>
+__device__ __forceinline__ float HalfToFloat(H x) {
+  if constexpr (std::is_same_v<H, __half>) {
+    return __half2float(x);
+  } else {
+    return __bfloat162float(x);
+  }
+}
+template <typename H>
+__device__ __forceinline__ H FloatToHalf(float x) {
+  if constexpr (std::is_same_v<H, __half>) {
+    return __float2half_rn(x);
+  } else {
+    return __float2bfloat16_rn(x);
+  }
+}
+template <typename H, typename F>
+struct InFloat {
+  F f;
+  __device__ __forceinline__ H operator()(H x) const {
+    return FloatToHalf<H>(f(HalfToFloat(x)));
+  }
+  __device__ __forceinline__ H operator()(H x, H y) const {
+    return FloatToHalf<H>(f(HalfToFloat(x), HalfToFloat(y)));
+  }
+};
+
+// out = f(in) with operands of type T.
+template <typename T, typename F>
+absl::Status UnaryMap(const StridedView& in, const StridedView& out, F f,
+                      StreamHandle stream) {
+  const int64_t n = out.numel();
+  if (in.is_contiguous() && out.is_contiguous() && Aligned16(in.data) &&
+      Aligned16(out.data)) {
+    Map1Vec<<<BlocksFor(n, Pack<T>::kLanes), kThreads, 0,
+              static_cast<cudaStream_t>(stream)>>>(in.ptr<const T>(),
+                                                   out.ptr<T>(), n, f);
+    return LaunchStatus("unary kernel");
+  }
+  const T* x = in.ptr<const T>();
+  T* y = out.ptr<T>();
+  const StridedView* views[2] = {&out, &in};
+  return Launch<2>(
+      views,
+      [=] __device__(const int64_t(&off)[2]) { y[off[0]] = f(x[off[1]]); },
+      stream, "unary kernel");
+}
+
+// out = f(a, b) with operands of type T.
+template <typename T, typename F>
+absl::Status BinaryMap(const StridedView& a, const StridedView& b,
+                       const StridedView& out, F f, StreamHandle stream) {
+  const int64_t n = out.numel();
+  if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous() &&
+      Aligned16(a.data) && Aligned16(b.data) && Aligned16(out.data)) {
+    Map2Vec<<<BlocksFor(n, Pack<T>::kLanes), kThreads, 0,
+              static_cast<cudaStream_t>(stream)>>>(
+        a.ptr<const T>(), b.ptr<const T>(), out.ptr<T>(), n, f);
+    return LaunchStatus("binary kernel");
+  }
+  const T* x = a.ptr<const T>();
+  const T* y = b.ptr<const T>();
+  T* z = out.ptr<T>();
+  const StridedView* views[3] = {&out, &a, &b};
+  return Launch<3>(
+      views,
+      [=] __device__(const int64_t(&off)[3]) {
+        z[off[0]] = f(x[off[1]], y[off[2]]);
+      },
+      stream, "binary kernel");
+}
+
 }  // namespace
 
 absl::Status Unary(UnaryOp op, const StridedView& in, const StridedView& out,
                    StreamHandle stream) {
-  const int64_t n = out.numel();
-  if (n == 0) return absl::OkStatus();
-  auto s = static_cast<cudaStream_t>(stream);
+  if (out.numel() == 0) return absl::OkStatus();
+  const UnaryFn<float> in_float{op};
+  switch (out.dtype) {
+    case DType::kFloat16:
+      return UnaryMap<__half>(
+          in, out, InFloat<__half, UnaryFn<float>>{in_float}, stream);
+    case DType::kBFloat16:
+      return UnaryMap<__nv_bfloat16>(
+          in, out, InFloat<__nv_bfloat16, UnaryFn<float>>{in_float}, stream);
+    default:
+      break;
+  }
   TD_CUDA_DISPATCH(
       out.dtype,
       return absl::UnimplementedError(absl::StrCat(
           "unary op on cuda: unsupported dtype ", DTypeName(out.dtype))),
-      {
-        const UnaryFn<scalar_t> f{op};
-        if (in.is_contiguous() && out.is_contiguous() && Aligned16(in.data) &&
-            Aligned16(out.data)) {
-          Map1Vec<<<BlocksFor(n, Pack<scalar_t>::kLanes), kThreads, 0, s>>>(
-              in.ptr<const scalar_t>(), out.ptr<scalar_t>(), n, f);
-          return LaunchStatus("unary kernel");
-        }
-        const scalar_t* x = in.ptr<const scalar_t>();
-        scalar_t* y = out.ptr<scalar_t>();
-        const StridedView* views[2] = {&out, &in};
-        return Launch<2>(
-            views,
-            [=] __device__(const int64_t(&off)[2]) {
-              y[off[0]] = f(x[off[1]]);
-            },
-            stream, "unary kernel");
-      });
+      return UnaryMap<scalar_t>(in, out, UnaryFn<scalar_t>{op}, stream));
   return absl::OkStatus();
 }
 
 absl::Status Binary(BinaryOp op, const StridedView& a, const StridedView& b,
                     double alpha, const StridedView& out, StreamHandle stream) {
-  const int64_t n = out.numel();
-  if (n == 0) return absl::OkStatus();
-  auto s = static_cast<cudaStream_t>(stream);
+  if (out.numel() == 0) return absl::OkStatus();
+  const BinaryFn<float> in_float{op, static_cast<float>(alpha)};
+  switch (out.dtype) {
+    case DType::kFloat16:
+      return BinaryMap<__half>(
+          a, b, out, InFloat<__half, BinaryFn<float>>{in_float}, stream);
+    case DType::kBFloat16:
+      return BinaryMap<__nv_bfloat16>(
+          a, b, out, InFloat<__nv_bfloat16, BinaryFn<float>>{in_float}, stream);
+    default:
+      break;
+  }
   TD_CUDA_DISPATCH(
       out.dtype,
       return absl::UnimplementedError(absl::StrCat(
           "binary op on cuda: unsupported dtype ", DTypeName(out.dtype))),
-      {
-        const BinaryFn<scalar_t> f{op, static_cast<scalar_t>(alpha)};
-        if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous() &&
-            Aligned16(a.data) && Aligned16(b.data) && Aligned16(out.data)) {
-          Map2Vec<<<BlocksFor(n, Pack<scalar_t>::kLanes), kThreads, 0, s>>>(
-              a.ptr<const scalar_t>(), b.ptr<const scalar_t>(),
-              out.ptr<scalar_t>(), n, f);
-          return LaunchStatus("binary kernel");
-        }
-        const scalar_t* x = a.ptr<const scalar_t>();
-        const scalar_t* y = b.ptr<const scalar_t>();
-        scalar_t* z = out.ptr<scalar_t>();
-        const StridedView* views[3] = {&out, &a, &b};
-        return Launch<3>(
-            views,
-            [=] __device__(const int64_t(&off)[3]) {
-              z[off[0]] = f(x[off[1]], y[off[2]]);
-            },
-            stream, "binary kernel");
-      });
+      return BinaryMap<scalar_t>(
+          a, b, out, BinaryFn<scalar_t>{op, static_cast<scalar_t>(alpha)},
+          stream));
   return absl::OkStatus();
 }
 
+namespace {
+
+// The value an element computes with: float for the half types (Note
+// [Native half kernels]), the element itself otherwise.
+template <typename T>
+__device__ __forceinline__ auto Computed(T x) {
+  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
+    return HalfToFloat(x);
+  } else {
+    return x;
+  }
+}
+template <typename T, typename C>
+__device__ __forceinline__ T Stored(C x) {
+  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
+    return FloatToHalf<T>(x);
+  } else {
+    return x;
+  }
+}
+
+template <typename T>
+absl::Status CompareMap(CompareOp op, const StridedView& a,
+                        const StridedView& b, const StridedView& out,
+                        StreamHandle stream) {
+  const T* x = a.ptr<const T>();
+  const T* y = b.ptr<const T>();
+  bool* z = out.ptr<bool>();
+  const StridedView* views[3] = {&out, &a, &b};
+  return Launch<3>(
+      views,
+      [=] __device__(const int64_t(&off)[3]) {
+        const auto u = Computed(x[off[1]]), v = Computed(y[off[2]]);
+        using C = decltype(u);
+        bool r = false;
+        switch (op) {
+          case CompareOp::kEq:
+            r = u == v;
+            break;
+          case CompareOp::kNe:
+            r = u != v;
+            break;
+          case CompareOp::kLt:
+            r = u < v;
+            break;
+          case CompareOp::kLe:
+            r = u <= v;
+            break;
+          case CompareOp::kGt:
+            r = u > v;
+            break;
+          case CompareOp::kGe:
+            r = u >= v;
+            break;
+          case CompareOp::kAnd:
+            r = u != C(0) && v != C(0);
+            break;
+          case CompareOp::kOr:
+            r = u != C(0) || v != C(0);
+            break;
+          case CompareOp::kXor:
+            r = (u != C(0)) != (v != C(0));
+            break;
+        }
+        z[off[0]] = r;
+      },
+      stream, "compare kernel");
+}
+
+template <typename T>
+absl::Status ClampMap(const StridedView& in, bool has_lo, double lo,
+                      bool has_hi, double hi, const StridedView& out,
+                      StreamHandle stream) {
+  using C = typename Acc<T>::type;
+  const T* x = in.ptr<const T>();
+  T* y = out.ptr<T>();
+  const C l = static_cast<C>(lo);
+  const C h = static_cast<C>(hi);
+  const StridedView* views[2] = {&out, &in};
+  return Launch<2>(
+      views,
+      [=] __device__(const int64_t(&off)[2]) {
+        C v = Computed(x[off[1]]);
+        if (v == v) {  // NaN stays NaN, as in PyTorch
+          if (has_lo && v < l) v = l;
+          if (has_hi && v > h) v = h;
+        }
+        y[off[0]] = Stored<T>(v);
+      },
+      stream, "clamp kernel");
+}
+
+}  // namespace
+
 absl::Status Compare(CompareOp op, const StridedView& a, const StridedView& b,
                      const StridedView& out, StreamHandle stream) {
+  switch (a.dtype) {
+    case DType::kFloat16:
+      return CompareMap<__half>(op, a, b, out, stream);
+    case DType::kBFloat16:
+      return CompareMap<__nv_bfloat16>(op, a, b, out, stream);
+    default:
+      break;
+  }
   TD_CUDA_DISPATCH(
       a.dtype,
       return absl::UnimplementedError(absl::StrCat(
           "comparison on cuda: unsupported dtype ", DTypeName(a.dtype))),
-      {
-        const scalar_t* x = a.ptr<const scalar_t>();
-        const scalar_t* y = b.ptr<const scalar_t>();
-        bool* z = out.ptr<bool>();
-        const StridedView* views[3] = {&out, &a, &b};
-        return Launch<3>(
-            views,
-            [=] __device__(const int64_t(&off)[3]) {
-              const scalar_t u = x[off[1]], v = y[off[2]];
-              bool r = false;
-              switch (op) {
-                case CompareOp::kEq:
-                  r = u == v;
-                  break;
-                case CompareOp::kNe:
-                  r = u != v;
-                  break;
-                case CompareOp::kLt:
-                  r = u < v;
-                  break;
-                case CompareOp::kLe:
-                  r = u <= v;
-                  break;
-                case CompareOp::kGt:
-                  r = u > v;
-                  break;
-                case CompareOp::kGe:
-                  r = u >= v;
-                  break;
-                case CompareOp::kAnd:
-                  r = u != scalar_t(0) && v != scalar_t(0);
-                  break;
-                case CompareOp::kOr:
-                  r = u != scalar_t(0) || v != scalar_t(0);
-                  break;
-                case CompareOp::kXor:
-                  r = (u != scalar_t(0)) != (v != scalar_t(0));
-                  break;
-              }
-              z[off[0]] = r;
-            },
-            stream, "compare kernel");
-      });
+      return CompareMap<scalar_t>(op, a, b, out, stream));
   return absl::OkStatus();
 }
 
@@ -506,28 +629,19 @@ absl::Status Where(const StridedView& cond, const StridedView& a,
 
 absl::Status Clamp(const StridedView& in, bool has_lo, double lo, bool has_hi,
                    double hi, const StridedView& out, StreamHandle stream) {
+  switch (out.dtype) {
+    case DType::kFloat16:
+      return ClampMap<__half>(in, has_lo, lo, has_hi, hi, out, stream);
+    case DType::kBFloat16:
+      return ClampMap<__nv_bfloat16>(in, has_lo, lo, has_hi, hi, out, stream);
+    default:
+      break;
+  }
   TD_CUDA_DISPATCH(
       out.dtype,
       return absl::UnimplementedError(absl::StrCat(
           "clamp on cuda: unsupported dtype ", DTypeName(out.dtype))),
-      {
-        const scalar_t* x = in.ptr<const scalar_t>();
-        scalar_t* y = out.ptr<scalar_t>();
-        const scalar_t l = static_cast<scalar_t>(lo);
-        const scalar_t h = static_cast<scalar_t>(hi);
-        const StridedView* views[2] = {&out, &in};
-        return Launch<2>(
-            views,
-            [=] __device__(const int64_t(&off)[2]) {
-              scalar_t v = x[off[1]];
-              if (v == v) {  // NaN stays NaN, as in PyTorch
-                if (has_lo && v < l) v = l;
-                if (has_hi && v > h) v = h;
-              }
-              y[off[0]] = v;
-            },
-            stream, "clamp kernel");
-      });
+      return ClampMap<scalar_t>(in, has_lo, lo, has_hi, hi, out, stream));
   return absl::OkStatus();
 }
 

@@ -7,9 +7,11 @@
 // identical sizes (broadcast operands carry stride 0); `out` never overlaps
 // an input unless it is the same view. Every call only enqueues work on
 // `stream` (asynchronous); errors are launch errors (Note [Sticky CUDA
-// errors] in cuda_check.h). Unary/Binary/Compare/Where/Clamp take
-// float32/float64/integer/bool operands already in out's dtype; Copy and
-// Fill also handle float16/bfloat16.
+// errors] in cuda_check.h). Unary/Binary/Compare/Where/Clamp take operands
+// already in out's dtype (Compare: in one dtype): float32/float64/integer/
+// bool, and float16/bfloat16, which they read and write as such and compute
+// in float (Note [Native half kernels] in elementwise.cu). Copy, Fill and
+// Arange handle every dtype.
 #ifndef TENSORD_KERNELS_CUDA_ELEMENTWISE_H_
 #define TENSORD_KERNELS_CUDA_ELEMENTWISE_H_
 

@@ -209,8 +209,10 @@ __device__ __forceinline__ void Store(void* base, DType d, int64_t off,
 }  // namespace tensord
 
 // Calls BODY with `scalar_t` bound to the C++ type of dtype D, for the
-// computing dtypes (no half types: the runtime computes them in float32,
-// Note [Half compute] in runtime/ops/dispatch.cc). DEFAULT runs otherwise.
+// computing dtypes (no half types: kernels that take them add their own
+// cases, Note [Native half kernels] in elementwise.cu; for the rest the
+// runtime computes in float32, Note [Half compute] in runtime/ops/
+// dispatch.cc). DEFAULT runs otherwise.
 #define TD_CUDA_DISPATCH(D, DEFAULT, ...) \
   switch (D) {                            \
     case ::tensord::DType::kFloat32: {    \
