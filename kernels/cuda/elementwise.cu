@@ -66,43 +66,6 @@ __global__ void Map2Vec(const T* __restrict__ a, const T* __restrict__ b,
   }
 }
 
-// The general path: `f(off)` with one offset per operand.
-template <int N, typename F>
-__global__ void MapStrided(int64_t n, OffsetCalc<N> calc, F f) {
-  TD_GRID_STRIDE(i, n) {
-    int64_t off[N];
-    calc.Offsets(i, off);
-    f(off);
-  }
-}
-
-template <int N, typename F>
-__global__ void MapContiguous(int64_t n, F f) {
-  TD_GRID_STRIDE(i, n) {
-    int64_t off[N];
-#pragma unroll
-    for (int k = 0; k < N; ++k) off[k] = i;
-    f(off);
-  }
-}
-
-template <int N, typename F>
-absl::Status Launch(const StridedView* const (&views)[N], F f,
-                    StreamHandle stream, const char* name) {
-  const int64_t n = views[0]->numel();
-  if (n == 0) return absl::OkStatus();
-  auto s = static_cast<cudaStream_t>(stream);
-  bool contiguous = true;
-  for (int k = 0; k < N; ++k) contiguous &= views[k]->is_contiguous();
-  if (contiguous) {
-    MapContiguous<N><<<BlocksFor(n, 4), kThreads, 0, s>>>(n, f);
-  } else {
-    MapStrided<N>
-        <<<BlocksFor(n, 4), kThreads, 0, s>>>(n, MakeOffsetCalc<N>(views), f);
-  }
-  return LaunchStatus(name);
-}
-
 // ---- copy / cast -------------------------------------------------------
 
 }  // namespace
@@ -120,7 +83,7 @@ absl::Status Copy(const StridedView& in, const StridedView& out,
   void* dst = out.data;
   const DType sd = in.dtype, dd = out.dtype;
   const StridedView* views[2] = {&out, &in};
-  return Launch<2>(
+  return LaunchMap<2>(
       views,
       [=] __device__(const int64_t(&off)[2]) {
         Store(dst, dd, off[0], Load(src, sd, off[1]));
@@ -137,7 +100,7 @@ absl::Status Fill(const StridedView& out, double value, StreamHandle stream) {
     v = Value{0, static_cast<int64_t>(value), true};
   }
   const StridedView* views[1] = {&out};
-  return Launch<1>(
+  return LaunchMap<1>(
       views,
       [=] __device__(const int64_t(&off)[1]) { Store(dst, d, off[0], v); },
       stream, "fill kernel");
@@ -360,22 +323,6 @@ struct BinaryFn {
 // element with the float32 functor, rounding once to nearest on the store:
 // the values of the dispatcher's float32 path (Note [Half compute]) with
 // half the memory traffic of the operands and no float32 temporaries.
-template <typename H>
-__device__ __forceinline__ float HalfToFloat(H x) {
-  if constexpr (std::is_same_v<H, __half>) {
-    return __half2float(x);
-  } else {
-    return __bfloat162float(x);
-  }
-}
-template <typename H>
-__device__ __forceinline__ H FloatToHalf(float x) {
-  if constexpr (std::is_same_v<H, __half>) {
-    return __float2half_rn(x);
-  } else {
-    return __float2bfloat16_rn(x);
-  }
-}
 template <typename H, typename F>
 struct InFloat {
   F f;
@@ -402,7 +349,7 @@ absl::Status UnaryMap(const StridedView& in, const StridedView& out, F f,
   const T* x = in.ptr<const T>();
   T* y = out.ptr<T>();
   const StridedView* views[2] = {&out, &in};
-  return Launch<2>(
+  return LaunchMap<2>(
       views,
       [=] __device__(const int64_t(&off)[2]) { y[off[0]] = f(x[off[1]]); },
       stream, "unary kernel");
@@ -424,7 +371,7 @@ absl::Status BinaryMap(const StridedView& a, const StridedView& b,
   const T* y = b.ptr<const T>();
   T* z = out.ptr<T>();
   const StridedView* views[3] = {&out, &a, &b};
-  return Launch<3>(
+  return LaunchMap<3>(
       views,
       [=] __device__(const int64_t(&off)[3]) {
         z[off[0]] = f(x[off[1]], y[off[2]]);
@@ -477,171 +424,6 @@ absl::Status Binary(BinaryOp op, const StridedView& a, const StridedView& b,
       return BinaryMap<scalar_t>(
           a, b, out, BinaryFn<scalar_t>{op, static_cast<scalar_t>(alpha)},
           stream));
-  return absl::OkStatus();
-}
-
-namespace {
-
-// The value an element computes with: float for the half types (Note
-// [Native half kernels]), the element itself otherwise.
-template <typename T>
-__device__ __forceinline__ auto Computed(T x) {
-  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
-    return HalfToFloat(x);
-  } else {
-    return x;
-  }
-}
-template <typename T, typename C>
-__device__ __forceinline__ T Stored(C x) {
-  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
-    return FloatToHalf<T>(x);
-  } else {
-    return x;
-  }
-}
-
-template <typename T>
-absl::Status CompareMap(CompareOp op, const StridedView& a,
-                        const StridedView& b, const StridedView& out,
-                        StreamHandle stream) {
-  const T* x = a.ptr<const T>();
-  const T* y = b.ptr<const T>();
-  bool* z = out.ptr<bool>();
-  const StridedView* views[3] = {&out, &a, &b};
-  return Launch<3>(
-      views,
-      [=] __device__(const int64_t(&off)[3]) {
-        const auto u = Computed(x[off[1]]), v = Computed(y[off[2]]);
-        using C = decltype(u);
-        bool r = false;
-        switch (op) {
-          case CompareOp::kEq:
-            r = u == v;
-            break;
-          case CompareOp::kNe:
-            r = u != v;
-            break;
-          case CompareOp::kLt:
-            r = u < v;
-            break;
-          case CompareOp::kLe:
-            r = u <= v;
-            break;
-          case CompareOp::kGt:
-            r = u > v;
-            break;
-          case CompareOp::kGe:
-            r = u >= v;
-            break;
-          case CompareOp::kAnd:
-            r = u != C(0) && v != C(0);
-            break;
-          case CompareOp::kOr:
-            r = u != C(0) || v != C(0);
-            break;
-          case CompareOp::kXor:
-            r = (u != C(0)) != (v != C(0));
-            break;
-        }
-        z[off[0]] = r;
-      },
-      stream, "compare kernel");
-}
-
-template <typename T>
-absl::Status ClampMap(const StridedView& in, bool has_lo, double lo,
-                      bool has_hi, double hi, const StridedView& out,
-                      StreamHandle stream) {
-  using C = typename Acc<T>::type;
-  const T* x = in.ptr<const T>();
-  T* y = out.ptr<T>();
-  const C l = static_cast<C>(lo);
-  const C h = static_cast<C>(hi);
-  const StridedView* views[2] = {&out, &in};
-  return Launch<2>(
-      views,
-      [=] __device__(const int64_t(&off)[2]) {
-        C v = Computed(x[off[1]]);
-        if (v == v) {  // NaN stays NaN, as in PyTorch
-          if (has_lo && v < l) v = l;
-          if (has_hi && v > h) v = h;
-        }
-        y[off[0]] = Stored<T>(v);
-      },
-      stream, "clamp kernel");
-}
-
-}  // namespace
-
-absl::Status Compare(CompareOp op, const StridedView& a, const StridedView& b,
-                     const StridedView& out, StreamHandle stream) {
-  switch (a.dtype) {
-    case DType::kFloat16:
-      return CompareMap<__half>(op, a, b, out, stream);
-    case DType::kBFloat16:
-      return CompareMap<__nv_bfloat16>(op, a, b, out, stream);
-    default:
-      break;
-  }
-  TD_CUDA_DISPATCH(
-      a.dtype,
-      return absl::UnimplementedError(absl::StrCat(
-          "comparison on cuda: unsupported dtype ", DTypeName(a.dtype))),
-      return CompareMap<scalar_t>(op, a, b, out, stream));
-  return absl::OkStatus();
-}
-
-absl::Status LogicalNot(const StridedView& in, const StridedView& out,
-                        StreamHandle stream) {
-  const void* src = in.data;
-  const DType d = in.dtype;
-  bool* z = out.ptr<bool>();
-  const StridedView* views[2] = {&out, &in};
-  return Launch<2>(
-      views,
-      [=] __device__(const int64_t(&off)[2]) {
-        const Value v = Load(src, d, off[1]);
-        z[off[0]] = v.is_int ? v.i == 0 : v.f == 0.0;
-      },
-      stream, "logical_not kernel");
-}
-
-absl::Status Where(const StridedView& cond, const StridedView& a,
-                   const StridedView& b, const StridedView& out,
-                   StreamHandle stream) {
-  const bool* c = cond.ptr<const bool>();
-  const size_t item = ItemSize(out.dtype);
-  const char* x = static_cast<const char*>(a.data);
-  const char* y = static_cast<const char*>(b.data);
-  char* z = static_cast<char*>(out.data);
-  const StridedView* views[4] = {&out, &cond, &a, &b};
-  // Moves bytes, so every dtype (half types included) shares one kernel.
-  return Launch<4>(
-      views,
-      [=] __device__(const int64_t(&off)[4]) {
-        const char* src = c[off[1]] ? x + off[2] * item : y + off[3] * item;
-        char* dst = z + off[0] * item;
-        for (size_t k = 0; k < item; ++k) dst[k] = src[k];
-      },
-      stream, "where kernel");
-}
-
-absl::Status Clamp(const StridedView& in, bool has_lo, double lo, bool has_hi,
-                   double hi, const StridedView& out, StreamHandle stream) {
-  switch (out.dtype) {
-    case DType::kFloat16:
-      return ClampMap<__half>(in, has_lo, lo, has_hi, hi, out, stream);
-    case DType::kBFloat16:
-      return ClampMap<__nv_bfloat16>(in, has_lo, lo, has_hi, hi, out, stream);
-    default:
-      break;
-  }
-  TD_CUDA_DISPATCH(
-      out.dtype,
-      return absl::UnimplementedError(absl::StrCat(
-          "clamp on cuda: unsupported dtype ", DTypeName(out.dtype))),
-      return ClampMap<scalar_t>(in, has_lo, lo, has_hi, hi, out, stream));
   return absl::OkStatus();
 }
 
