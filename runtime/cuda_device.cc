@@ -13,6 +13,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "runtime/completion_queue.h"
+#include "runtime/core/status_macros.h"
 #include "runtime/cuda_streams.h"
 #include "runtime/memory/cuda_backend.h"
 #include "spdlog/spdlog.h"
@@ -83,6 +84,7 @@ class CudaDevice : public Device {
     return absl::OkStatus();
   }
 
+  CachingAllocator* staging_allocator() override { return staging_.get(); }
   absl::StatusOr<StagingBuffer> AllocateStaging(size_t bytes) override {
     if (staging_ == nullptr) return Device::AllocateStaging(bytes);
     // Session 0 (the daemon), no stream: a buffer is freed only after its
@@ -98,24 +100,21 @@ class CudaDevice : public Device {
                        StreamHandle stream,
                        std::function<void(absl::Status)> on_done) override {
     absl::StatusOr<cudaEvent_t> event =
-        EnqueueDownload(dst, src, bytes, static_cast<cudaStream_t>(stream));
+        EnqueueCopy(dst, src, bytes, cudaMemcpyDeviceToHost,
+                    static_cast<cudaStream_t>(stream));
     if (!event.ok()) return on_done(event.status());
-    const int index = index_;
-    completions_.Add(
-        [event = *event, index]() -> absl::StatusOr<bool> {
-          TD_CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
-          const cudaError_t err = cudaEventQuery(event);
-          if (err == cudaErrorNotReady) {
-            cudaGetLastError();  // NotReady is an answer, not an error
-            return false;
-          }
-          TD_CUDA_RETURN_IF_ERROR(err);
-          return true;
-        },
-        [event = *event, on_done = std::move(on_done)](absl::Status s) {
-          cudaEventDestroy(event);
-          on_done(std::move(s));
-        });
+    Watch(*event, std::move(on_done));
+  }
+  // Note [Async uploads]: the same from a pinned buffer; `on_done` returns
+  // the buffer to the staging cache once the event says the copy is done.
+  absl::Status CopyFromHostAsync(
+      void* dst, const void* src, size_t bytes, StreamHandle stream,
+      std::function<void(absl::Status)> on_done) override {
+    TD_ASSIGN_OR_RETURN(cudaEvent_t event,
+                        EnqueueCopy(dst, src, bytes, cudaMemcpyHostToDevice,
+                                    static_cast<cudaStream_t>(stream)));
+    Watch(event, std::move(on_done));
+    return absl::OkStatus();
   }
   absl::Status Synchronize(StreamHandle stream) override {
     TD_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
@@ -151,14 +150,15 @@ class CudaDevice : public Device {
   }
 
  private:
-  // The download's copy and event on `s`. On an error after the copy was
-  // queued, waits for it: the caller frees `dst` when told of the error.
-  absl::StatusOr<cudaEvent_t> EnqueueDownload(void* dst, const void* src,
-                                              size_t bytes, cudaStream_t s) {
+  // An asynchronous copy and an event after it on `s`. On an error after
+  // the copy was queued, waits for it: the caller frees the host buffer when
+  // told of the error.
+  absl::StatusOr<cudaEvent_t> EnqueueCopy(void* dst, const void* src,
+                                          size_t bytes, cudaMemcpyKind kind,
+                                          cudaStream_t s) {
     TD_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
     if (bytes > 0) {
-      TD_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+      TD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, kind, s));
     }
     cudaEvent_t event = nullptr;
     absl::Status status =
@@ -178,6 +178,26 @@ class CudaDevice : public Device {
       cudaGetLastError();
     }
     return event;
+  }
+  // Hands `event` to the completion thread, which runs `on_done` once it
+  // has completed (or failed) and destroys it.
+  void Watch(cudaEvent_t event, std::function<void(absl::Status)> on_done) {
+    const int index = index_;
+    completions_.Add(
+        [event, index]() -> absl::StatusOr<bool> {
+          TD_CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
+          const cudaError_t err = cudaEventQuery(event);
+          if (err == cudaErrorNotReady) {
+            cudaGetLastError();  // NotReady is an answer, not an error
+            return false;
+          }
+          TD_CUDA_RETURN_IF_ERROR(err);
+          return true;
+        },
+        [event, on_done = std::move(on_done)](absl::Status s) {
+          cudaEventDestroy(event);
+          on_done(std::move(s));
+        });
   }
 
   const int index_;

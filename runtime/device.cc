@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/core/status_macros.h"
 #include "runtime/cpu_device.h"
 #include "runtime/cuda_discovery.h"
 #include "spdlog/spdlog.h"
@@ -20,6 +21,14 @@ void Device::CopyToHostAsync(void* dst, const void* src, size_t bytes,
                              StreamHandle stream,
                              std::function<void(absl::Status)> on_done) {
   on_done(CopyToHost(dst, src, bytes, stream));
+}
+
+absl::Status Device::CopyFromHostAsync(
+    void* dst, const void* src, size_t bytes, StreamHandle stream,
+    std::function<void(absl::Status)> on_done) {
+  TD_RETURN_IF_ERROR(CopyFromHost(dst, src, bytes, stream));
+  on_done(absl::OkStatus());
+  return absl::OkStatus();
 }
 
 std::unique_ptr<DeviceRegistry> DeviceRegistry::Create(

@@ -84,6 +84,11 @@ class Device {
   // each time). UNIMPLEMENTED on devices whose reads are synchronous anyway
   // (CPU): callers then use CopyToHost.
   virtual absl::StatusOr<StagingBuffer> AllocateStaging(size_t bytes);
+  // The caching allocator behind AllocateStaging (CUDA: pinned host
+  // memory), or nullptr when there is none. The Admin service reports it as
+  // the device's "pinned staging" pool and empties it with the device's
+  // cache (server/admin_memory.h).
+  virtual CachingAllocator* staging_allocator() { return nullptr; }
   // Enqueues a copy of `bytes` from this device's `src` to host `dst` on
   // `stream` and returns without waiting. `on_done` runs exactly once: with
   // OK once the copy (and everything queued on `stream` before it) has
@@ -94,6 +99,20 @@ class Device {
   virtual void CopyToHostAsync(void* dst, const void* src, size_t bytes,
                                StreamHandle stream,
                                std::function<void(absl::Status)> on_done);
+
+  // Note [Async uploads]: a write that does not wait. Enqueues a copy of
+  // `bytes` from host `src` (a StagingBuffer of this device) to this
+  // device's `dst` on `stream`. OK: the copy was queued, and `on_done` runs
+  // exactly once when it has completed (with its status), on a daemon thread
+  // (on the calling thread for devices that copy synchronously, the
+  // default); the caller keeps `src` alive and unused until then, so a
+  // pinned buffer goes back to the staging cache only once the device has
+  // read it. An error: nothing is left in flight and `on_done` never runs.
+  // `dst` needs no such care: work on `stream` is ordered after the copy,
+  // and its storage is reused on that stream only.
+  virtual absl::Status CopyFromHostAsync(
+      void* dst, const void* src, size_t bytes, StreamHandle stream,
+      std::function<void(absl::Status)> on_done);
 
   // Waits until all work queued on `stream` is done (CUDA: nullptr waits for
   // every stream of the device).

@@ -98,6 +98,14 @@ class CommandRunner {
   // commands (Note [Async downloads]; command_download.cc).
   using ReadDone = std::function<void(const absl::Status&, const char*)>;
   void ReadForGet(const Tensor& t, size_t offset, size_t n, ReadDone then);
+  // Note [Async uploads] (runtime/device.h; command_upload.cc): where an
+  // upload to `device` is allocated (the session's current stream; CPU: no
+  // stream), and the write of one chunk of it at byte `offset` of the dense
+  // tensor `t`: in place for CPU memory, else through a pinned staging
+  // buffer on `t`'s stream, returning once the copy is queued.
+  absl::StatusOr<AllocContext> UploadContext(Device* device);
+  absl::Status WriteForPut(const Tensor& t, size_t offset,
+                           absl::string_view data);
   // Profiling (command_profile.cc): a timed Call/Backward, GetProfile.
   void RunProfiled(const v1::Command& cmd, v1::Ack* ack);
   void RunGetProfile(const v1::GetProfile& get);

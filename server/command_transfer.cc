@@ -87,8 +87,9 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
                        data.size(), " bytes but ", DTypeName(*dtype),
                        ShapeToString(shape), " holds ", total)));
     }
-    auto tensor = Tensor::Empty(device, *dtype, shape,
-                                AllocContext{config_.session, nullptr});
+    auto alloc = UploadContext(device);
+    if (!alloc.ok()) return fail(alloc.status());
+    auto tensor = Tensor::Empty(device, *dtype, shape, *alloc);
     if (!tensor.ok()) return fail(tensor.status());
     pending_put_ = std::make_unique<PendingPut>();
     pending_put_->handle = put.handle();
@@ -97,9 +98,7 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
     pending_put_->site = put.site();
   }
   PendingPut& p = *pending_put_;
-  absl::Status copied = p.tensor.device()->CopyFromHost(
-      static_cast<char*>(p.tensor.data()) + p.received, data.data(),
-      data.size(), nullptr);
+  absl::Status copied = WriteForPut(p.tensor, p.received, data);
   if (!copied.ok()) return fail(copied);
   p.received += data.size();
   if (!put.last()) return;

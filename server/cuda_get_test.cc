@@ -1,9 +1,9 @@
-// Note [Async downloads] on a real GPU: a Get of a large CUDA tensor is a
-// copy into pinned staging on the session's stream, and the executor goes on
-// with the session's later commands before it completes. The test holds the
-// session's stream with a host function it releases itself, so the facts
-// are orderings (the later batch's Ack arrives while the copy cannot have
-// run; the data is the value at the Get's position), not timings. Skips,
+// Note [Async downloads] (and [Async uploads]) on a real GPU: a Get of a large
+// CUDA tensor is a copy into pinned staging on the session's stream, and the
+// executor goes on with the session's later commands before it completes. The
+// test holds the session's stream with a host function it releases itself, so
+// the facts are orderings (the later batch's Ack arrives while the copy cannot
+// have run; the data is the value at the Get's position), not timings. Skips,
 // saying why, without a CUDA device.
 #include "gtest/gtest.h"
 
@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/core/mutex.h"
@@ -192,6 +193,132 @@ TEST(CudaGetTest, LaterCommandsRunWhileALargeGetIsInFlight) {
   wrong = 0;
   for (float v : zeros) wrong += v != 0.0f;
   EXPECT_EQ(wrong, 0u);
+  session.Close();
+  session.WaitDone();
+}
+
+// Note [Async uploads]: a chunked Put of a CUDA tensor is staged through
+// pinned buffers and copied on the session's stream; the executor acks it
+// and runs the next commands while the stream is held, the buffers stay out
+// of the staging cache until their copies ran, and the data arrives intact.
+TEST(CudaGetTest, UploadsAreQueuedOnTheSessionStreamWithoutWaiting) {
+  auto devices = DeviceRegistry::Create();
+  Device* cuda = devices->Find("cuda:0");
+  if (cuda == nullptr) {
+    std::string why;
+    DiscoverCudaDevices(&why);
+    GTEST_SKIP() << "no CUDA device: " << why;
+  }
+  ASSERT_NE(cuda->staging_allocator(), nullptr);
+  auto log = std::make_shared<FrameLog>();
+  SessionParams params;
+  params.id = "cuda-put";
+  params.number = 12;
+  params.devices = devices.get();
+  Session session(std::move(params));
+  ASSERT_TRUE(session.Attach(log, 0, v1::ServerFrame()).ok());
+  uint64_t seq = 0;
+  auto add = [&](v1::Batch* b) {
+    v1::Command* c = b->add_commands();
+    c->set_seq(++seq);
+    return c;
+  };
+  const size_t n = 1 << 20;  // 4 MiB: four 1 MiB chunks
+  std::vector<float> values(n);
+  for (size_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 1000);
+  auto put = [&](v1::Batch* b, uint64_t handle) {
+    const char* bytes = reinterpret_cast<const char*>(values.data());
+    const size_t total = n * sizeof(float), chunk = 1 << 20;
+    for (size_t offset = 0; offset < total; offset += chunk) {
+      v1::Put* p = add(b)->mutable_put();
+      p->set_handle(handle);
+      if (offset == 0) {
+        p->set_dtype(v1::FLOAT32);
+        p->add_shape(static_cast<int64_t>(n));
+        p->set_device("cuda:0");
+      }
+      p->set_offset(offset);
+      p->set_data(bytes + offset, chunk);
+      p->set_last(offset + chunk == total);
+    }
+  };
+  auto staged = [&] {
+    return cuda->staging_allocator()
+        ->GetStats()
+        .device.allocated_bytes[kAllPools]
+        .current;
+  };
+  // Warm-up: the same device and pinned allocations as below.
+  v1::Batch warm;
+  put(&warm, 1);
+  v1::Call* twice = add(&warm)->mutable_call();
+  twice->set_op_id(OpId("add"));
+  twice->add_inputs(1);
+  twice->add_inputs(1);
+  twice->add_outputs(2);
+  v1::Get* first = add(&warm)->mutable_get();
+  first->set_handle(2);
+  first->set_request_id(99);
+  add(&warm)->mutable_release()->add_handles(1);
+  add(&warm)->mutable_release()->add_handles(2);
+  add(&warm)->mutable_sync()->set_request_id(1);
+  session.Submit(warm);
+  log->WaitFor([](const v1::ServerFrame& f) { return f.has_sync_done(); });
+
+  auto stream = cuda->SessionStream(12);
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  Gate gate;
+  ASSERT_EQ(
+      cudaLaunchHostFunc(static_cast<cudaStream_t>(*stream), Gate::Wait, &gate),
+      cudaSuccess);
+  v1::Batch b;
+  put(&b, 3);
+  v1::Call* sum = add(&b)->mutable_call();
+  sum->set_op_id(OpId("add"));
+  sum->add_inputs(3);
+  sum->add_inputs(3);
+  sum->add_outputs(4);
+  v1::Get* get = add(&b)->mutable_get();
+  get->set_handle(4);
+  get->set_request_id(100);
+  session.Submit(b);
+  log->WaitFor([&](const v1::ServerFrame& f) {
+    return f.has_ack() && f.ack().last_seq() >= seq;
+  });
+  // Acked with the stream held: no chunk's copy can have run, so every
+  // chunk's buffer (and the Get's) is still out of the cache.
+  EXPECT_GE(staged(), static_cast<int64_t>(n * sizeof(float)));
+  EXPECT_FALSE(log->Any(100));
+  gate.Open();
+  std::string bytes;
+  while (true) {
+    v1::ServerFrame f = log->WaitFor([&](const v1::ServerFrame& f) {
+      return (f.has_data() && f.data().request_id() == 100 &&
+              f.data().offset() == bytes.size()) ||
+             (f.has_error() && f.error().request_id() == 100);
+    });
+    ASSERT_FALSE(f.has_error()) << f.error().status().message();
+    bytes += f.data().data();
+    if (f.data().last()) break;
+  }
+  ASSERT_EQ(bytes.size(), n * sizeof(float));
+  std::vector<float> got(n);
+  std::memcpy(got.data(), bytes.data(), bytes.size());
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; ++i) wrong += got[i] != 2 * values[i];
+  EXPECT_EQ(wrong, 0u);
+  v1::Batch end;
+  add(&end)->mutable_sync()->set_request_id(2);
+  session.Submit(end);
+  log->WaitFor([](const v1::ServerFrame& f) {
+    return f.has_sync_done() && f.sync_done().request_id() == 2;
+  });
+  ASSERT_EQ(cuda->Synchronize(nullptr), absl::OkStatus());
+  // Returned from the completion thread once the copies ran (it polls at
+  // least every millisecond).
+  for (int i = 0; i < 1000 && staged() != 0; ++i)
+    absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_EQ(staged(), 0);
   session.Close();
   session.WaitDone();
 }

@@ -7,6 +7,7 @@
 #include "runtime/cuda_discovery.h"
 #include "runtime/memory/snapshot.h"
 #include "runtime/ops/op_table.h"
+#include "server/admin_memory.h"
 #include "server/grpc_stream.h"
 
 namespace tensord {
@@ -60,17 +61,8 @@ grpc::Status AdminService::MemoryStats(grpc::ServerContext* ctx,
   if (auto s = CheckAdmin(ctx); !s.ok()) return s;
   for (const auto& d : sessions_->devices()->devices()) {
     if (!req->device().empty() && req->device() != d->name()) continue;
-    const tensord::MemoryStats stats = d->allocator()->GetStats();
-    v1::DeviceMemoryStats* dev = out->add_devices();
-    dev->set_device(d->name());
-    for (const auto& [key, value] : StatsToMap(stats)) {
-      (*dev->mutable_stats())[key] = value;
-    }
-    for (const auto& [number, bytes] : stats.session_bytes) {
-      if (bytes != 0) {
-        (*dev->mutable_session_bytes())[sessions_->SessionIdOf(number)] = bytes;
-      }
-    }
+    AddMemoryStats(
+        *d, [this](uint64_t n) { return sessions_->SessionIdOf(n); }, out);
   }
   if (out->devices_size() == 0) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND,
@@ -131,13 +123,11 @@ grpc::Status AdminService::EmptyCache(grpc::ServerContext* ctx,
     return grpc::Status(grpc::StatusCode::NOT_FOUND,
                         absl::StrCat("no device '", req->device(), "'"));
   }
-  int64_t released = 0;
   for (const auto& d : sessions_->devices()->devices()) {
     if (req->device().empty() || req->device() == d->name()) {
-      released += d->allocator()->EmptyCache();
+      EmptyDeviceCaches(*d, out);
     }
   }
-  out->set_released_bytes(released);
   return grpc::Status::OK;
 }
 

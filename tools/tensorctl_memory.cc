@@ -113,11 +113,18 @@ absl::Status RunEmptyCache(Ctl& ctl, Args) {
     *ctl.out << JsonObject()
                     .Add("device", ctl.device)
                     .Add("released_bytes", response.released_bytes())
+                    .Add("released_staging_bytes",
+                         response.released_staging_bytes())
                     .ToString()
              << "\n";
   } else {
     *ctl.out << "released " << HumanBytes(response.released_bytes()) << " ("
-             << response.released_bytes() << " bytes) from " << where << "\n";
+             << response.released_bytes() << " bytes) from " << where;
+    if (response.released_staging_bytes() > 0) {
+      *ctl.out << ", of which " << HumanBytes(response.released_staging_bytes())
+               << " pinned staging";
+    }
+    *ctl.out << "\n";
   }
   return absl::OkStatus();
 }

@@ -85,9 +85,14 @@ char GlyphOf(const std::string& state) {
 
 }  // namespace
 
+std::string PoolLabel(const v1::DeviceMemoryStats& d) {
+  return d.pool().empty() ? d.device()
+                          : absl::StrCat(d.device(), " ", d.pool());
+}
+
 std::string FormatMemorySummary(const v1::DeviceMemoryStats& d,
                                 const v1::ListSessionsResponse& sessions) {
-  const std::string title = absl::StrCat("memory summary: ", d.device());
+  const std::string title = absl::StrCat("memory summary: ", PoolLabel(d));
   std::string out =
       absl::StrCat(title, "\n", std::string(title.size(), '='), "\n");
   Table stats({"METRIC", ">CURRENT", ">PEAK", ">TOTAL ALLOC", ">TOTAL FREED"});
@@ -123,6 +128,11 @@ std::string FormatMemorySummary(const v1::DeviceMemoryStats& d,
   absl::StrAppend(&out, Body(counters), "\n");
 
   const auto by_size = SessionsBySize(d);
+  if (!d.pool().empty()) {  // staging buffers belong to the daemon
+    absl::StrAppend(&out, "buffers of ", d.pool(),
+                    " serve transfers; no session owns them\n");
+    return out;
+  }
   if (by_size.empty()) {
     absl::StrAppend(&out, "no session holds memory on ", d.device(), "\n");
     return out;
@@ -161,9 +171,10 @@ std::string MemoryStatsJson(const v1::MemoryStatsResponse& stats,
                           .Add("allocated_bytes", bytes)
                           .ToString());
     }
-    devices.push_back(JsonObject()
-                          .Add("device", d.device())
-                          .AddRaw("stats", raw.ToString())
+    JsonObject entry;
+    entry.Add("device", d.device());
+    if (!d.pool().empty()) entry.Add("pool", d.pool());
+    devices.push_back(entry.AddRaw("stats", raw.ToString())
                           .AddRaw("sessions", JsonArray(items))
                           .ToString());
   }

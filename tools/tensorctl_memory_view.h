@@ -13,16 +13,22 @@
 namespace tensord {
 namespace tensorctl {
 
-// One device's summary: a table of allocated / active / requested / reserved
-// / inactive_split bytes and their counts, each × current / peak / allocated
-// / freed, with large- and small-pool rows; then the retry, OOM and backend
-// counters, the largest free block and fragmentation; then the sessions that
-// hold memory, largest first, with user and client from `sessions` (a
-// session missing there, e.g. "#7" once ended, shows "-").
+// "cuda:0" for a device's own memory, "cuda:0 pinned staging" for its
+// staging pool (DeviceMemoryStats.pool): the name each view shows.
+std::string PoolLabel(const v1::DeviceMemoryStats& d);
+
+// One pool's summary (a device, or its pinned staging cache): a table of
+// allocated / active / requested / reserved / inactive_split bytes and their
+// counts, each × current / peak / allocated / freed, with large- and small-pool
+// rows; then the retry, OOM and backend counters, the largest free block and
+// fragmentation; then the sessions that hold memory, largest first, with user
+// and client from `sessions` (a session missing there, e.g. "#7" once ended,
+// shows "-").
 std::string FormatMemorySummary(const v1::DeviceMemoryStats& device,
                                 const v1::ListSessionsResponse& sessions);
 
-// {"devices":[{"device":..,"stats":{key:value,..} (every raw stat, sorted),
+// {"devices":[{"device":..,("pool":.. for a staging
+// pool),"stats":{key:value,..} (every raw stat, sorted),
 //   "sessions":[{"session_id","user","client_name","allocated_bytes"},..]}]}
 std::string MemoryStatsJson(const v1::MemoryStatsResponse& stats,
                             const v1::ListSessionsResponse& sessions);

@@ -92,6 +92,27 @@ TEST(MemorySummaryTest, JsonHasRawStatsAndNamedSessions) {
                         "\"allocated_bytes\":1024}]}]}"));
 }
 
+TEST(MemorySummaryTest, TheStagingPoolIsNamedAndOwnedByNoSession) {
+  v1::DeviceMemoryStats d;
+  d.set_device("cuda:0");
+  d.set_pool("pinned staging");
+  (*d.mutable_stats())["reserved_bytes.all.current"] = 2 << 20;
+  EXPECT_EQ(PoolLabel(d), "cuda:0 pinned staging");
+  const std::string text = FormatMemorySummary(d, {});
+  EXPECT_EQ(text.rfind("memory summary: cuda:0 pinned staging\n", 0), 0u)
+      << text;
+  EXPECT_THAT(text, HasSubstr("Reserved memory        2.0 MiB"));
+  EXPECT_THAT(text, HasSubstr("no session owns them\n"));
+  EXPECT_THAT(text, Not(HasSubstr("no session holds memory")));
+  v1::MemoryStatsResponse stats;
+  *stats.add_devices() = d;
+  EXPECT_EQ(MemoryStatsJson(stats, {}).rfind(
+                "{\"devices\":[{\"device\":\"cuda:0\",\"pool\":"
+                "\"pinned staging\",\"stats\":{",
+                0),
+            0u);
+}
+
 v1::MemorySnapshotResponse SampleSnapshot() {
   v1::MemorySnapshotResponse r;
   r.set_device("cpu");

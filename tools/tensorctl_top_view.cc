@@ -52,7 +52,9 @@ std::string FormatTopFrame(const TopFrame& frame) {
                  ">SEGMENTS", ">FRAG", ">OOMS"});
   for (const v1::DeviceMemoryStats& d : frame.memory.devices()) {
     const int64_t capacity = StatOf(d, "capacity_bytes");
-    devices.AddRow({d.device(), Bytes(StatOf(d, "allocated_bytes.all.current")),
+    devices.AddRow({d.pool().empty() ? d.device()
+                                     : absl::StrCat(d.device(), " ", d.pool()),
+                    Bytes(StatOf(d, "allocated_bytes.all.current")),
                     Bytes(StatOf(d, "allocated_bytes.all.peak")),
                     Bytes(StatOf(d, "reserved_bytes.all.current")),
                     capacity > 0 ? Bytes(capacity) : "-",
@@ -70,6 +72,7 @@ std::string FormatTopFrame(const TopFrame& frame) {
   std::vector<std::string> headers = {"SESSION",  "USER", "CLIENT", "STATE",
                                       ">HANDLES", ">OPS", ">QUEUE"};
   for (const v1::DeviceMemoryStats& d : frame.memory.devices()) {
+    if (!d.pool().empty()) continue;  // staging: no session owns it
     headers.push_back(absl::StrCat(">", absl::AsciiStrToUpper(d.device())));
   }
   Table table(std::move(headers));
@@ -83,6 +86,7 @@ std::string FormatTopFrame(const TopFrame& frame) {
         absl::StrCat(s->ops_run()),
         absl::StrCat(s->queue_depth())};
     for (const v1::DeviceMemoryStats& d : frame.memory.devices()) {
+      if (!d.pool().empty()) continue;
       const auto it = s->memory_bytes().find(d.device());
       row.push_back(it == s->memory_bytes().end() ? "-"
                                                   : HumanBytes(it->second));
@@ -96,10 +100,11 @@ std::string FormatTopFrame(const TopFrame& frame) {
 std::string TopFrameJson(const TopFrame& frame) {
   std::vector<std::string> devices;
   for (const v1::DeviceMemoryStats& d : frame.memory.devices()) {
+    JsonObject entry;
+    entry.Add("device", d.device());
+    if (!d.pool().empty()) entry.Add("pool", d.pool());
     devices.push_back(
-        JsonObject()
-            .Add("device", d.device())
-            .Add("allocated_bytes", StatOf(d, "allocated_bytes.all.current"))
+        entry.Add("allocated_bytes", StatOf(d, "allocated_bytes.all.current"))
             .Add("peak_allocated_bytes", StatOf(d, "allocated_bytes.all.peak"))
             .Add("reserved_bytes", StatOf(d, "reserved_bytes.all.current"))
             .Add("capacity_bytes", StatOf(d, "capacity_bytes"))

@@ -65,6 +65,19 @@ TEST(TopViewTest, DevicesThenSessionsLargestFirst) {
   EXPECT_EQ(text.find('\033'), std::string::npos);  // the caller clears
 }
 
+TEST(TopViewTest, TheStagingPoolIsARowButNoSessionColumn) {
+  TopFrame f = SampleFrame();
+  v1::DeviceMemoryStats* staging = f.memory.add_devices();
+  staging->set_device("cuda:0");
+  staging->set_pool("pinned staging");
+  (*staging->mutable_stats())["reserved_bytes.all.current"] = 2 << 20;
+  const std::string text = FormatTopFrame(f);
+  EXPECT_THAT(text, HasSubstr("\ncuda:0 pinned staging "));
+  EXPECT_THAT(text, HasSubstr("QUEUE      CPU   CUDA:0\n"));
+  EXPECT_THAT(TopFrameJson(f),
+              HasSubstr("{\"device\":\"cuda:0\",\"pool\":\"pinned staging\","));
+}
+
 TEST(TopViewTest, NoSessions) {
   TopFrame f = SampleFrame();
   f.sessions.Clear();

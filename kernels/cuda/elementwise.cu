@@ -4,6 +4,8 @@
 // goes through OffsetCalc with 64-bit offsets (Note [CUDA indexing]).
 // Scalar math follows kernels/cpu so CPU and CUDA agree: integer division by
 // zero gives 0, floor/remainder follow Python, max/min propagate NaN.
+// float16/bfloat16 operands are read and written as such and computed in
+// float (Note [Native half kernels]).
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -64,43 +66,6 @@ __global__ void Map2Vec(const T* __restrict__ a, const T* __restrict__ b,
   }
 }
 
-// The general path: `f(off)` with one offset per operand.
-template <int N, typename F>
-__global__ void MapStrided(int64_t n, OffsetCalc<N> calc, F f) {
-  TD_GRID_STRIDE(i, n) {
-    int64_t off[N];
-    calc.Offsets(i, off);
-    f(off);
-  }
-}
-
-template <int N, typename F>
-__global__ void MapContiguous(int64_t n, F f) {
-  TD_GRID_STRIDE(i, n) {
-    int64_t off[N];
-#pragma unroll
-    for (int k = 0; k < N; ++k) off[k] = i;
-    f(off);
-  }
-}
-
-template <int N, typename F>
-absl::Status Launch(const StridedView* const (&views)[N], F f,
-                    StreamHandle stream, const char* name) {
-  const int64_t n = views[0]->numel();
-  if (n == 0) return absl::OkStatus();
-  auto s = static_cast<cudaStream_t>(stream);
-  bool contiguous = true;
-  for (int k = 0; k < N; ++k) contiguous &= views[k]->is_contiguous();
-  if (contiguous) {
-    MapContiguous<N><<<BlocksFor(n, 4), kThreads, 0, s>>>(n, f);
-  } else {
-    MapStrided<N>
-        <<<BlocksFor(n, 4), kThreads, 0, s>>>(n, MakeOffsetCalc<N>(views), f);
-  }
-  return LaunchStatus(name);
-}
-
 // ---- copy / cast -------------------------------------------------------
 
 }  // namespace
@@ -118,7 +83,7 @@ absl::Status Copy(const StridedView& in, const StridedView& out,
   void* dst = out.data;
   const DType sd = in.dtype, dd = out.dtype;
   const StridedView* views[2] = {&out, &in};
-  return Launch<2>(
+  return LaunchMap<2>(
       views,
       [=] __device__(const int64_t(&off)[2]) {
         Store(dst, dd, off[0], Load(src, sd, off[1]));
@@ -135,7 +100,7 @@ absl::Status Fill(const StridedView& out, double value, StreamHandle stream) {
     v = Value{0, static_cast<int64_t>(value), true};
   }
   const StridedView* views[1] = {&out};
-  return Launch<1>(
+  return LaunchMap<1>(
       views,
       [=] __device__(const int64_t(&off)[1]) { Store(dst, d, off[0], v); },
       stream, "fill kernel");
@@ -353,181 +318,112 @@ struct BinaryFn {
   }
 };
 
+// Note [Native half kernels]: float16/bfloat16 maps read and write the
+// half type themselves (8 lanes per 16-byte vector) and compute each
+// element with the float32 functor, rounding once to nearest on the store:
+// the values of the dispatcher's float32 path (Note [Half compute]) with
+// half the memory traffic of the operands and no float32 temporaries.
+template <typename H, typename F>
+struct InFloat {
+  F f;
+  __device__ __forceinline__ H operator()(H x) const {
+    return FloatToHalf<H>(f(HalfToFloat(x)));
+  }
+  __device__ __forceinline__ H operator()(H x, H y) const {
+    return FloatToHalf<H>(f(HalfToFloat(x), HalfToFloat(y)));
+  }
+};
+
+// out = f(in) with operands of type T.
+template <typename T, typename F>
+absl::Status UnaryMap(const StridedView& in, const StridedView& out, F f,
+                      StreamHandle stream) {
+  const int64_t n = out.numel();
+  if (in.is_contiguous() && out.is_contiguous() && Aligned16(in.data) &&
+      Aligned16(out.data)) {
+    Map1Vec<<<BlocksFor(n, Pack<T>::kLanes), kThreads, 0,
+              static_cast<cudaStream_t>(stream)>>>(in.ptr<const T>(),
+                                                   out.ptr<T>(), n, f);
+    return LaunchStatus("unary kernel");
+  }
+  const T* x = in.ptr<const T>();
+  T* y = out.ptr<T>();
+  const StridedView* views[2] = {&out, &in};
+  return LaunchMap<2>(
+      views,
+      [=] __device__(const int64_t(&off)[2]) { y[off[0]] = f(x[off[1]]); },
+      stream, "unary kernel");
+}
+
+// out = f(a, b) with operands of type T.
+template <typename T, typename F>
+absl::Status BinaryMap(const StridedView& a, const StridedView& b,
+                       const StridedView& out, F f, StreamHandle stream) {
+  const int64_t n = out.numel();
+  if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous() &&
+      Aligned16(a.data) && Aligned16(b.data) && Aligned16(out.data)) {
+    Map2Vec<<<BlocksFor(n, Pack<T>::kLanes), kThreads, 0,
+              static_cast<cudaStream_t>(stream)>>>(
+        a.ptr<const T>(), b.ptr<const T>(), out.ptr<T>(), n, f);
+    return LaunchStatus("binary kernel");
+  }
+  const T* x = a.ptr<const T>();
+  const T* y = b.ptr<const T>();
+  T* z = out.ptr<T>();
+  const StridedView* views[3] = {&out, &a, &b};
+  return LaunchMap<3>(
+      views,
+      [=] __device__(const int64_t(&off)[3]) {
+        z[off[0]] = f(x[off[1]], y[off[2]]);
+      },
+      stream, "binary kernel");
+}
+
 }  // namespace
 
 absl::Status Unary(UnaryOp op, const StridedView& in, const StridedView& out,
                    StreamHandle stream) {
-  const int64_t n = out.numel();
-  if (n == 0) return absl::OkStatus();
-  auto s = static_cast<cudaStream_t>(stream);
+  if (out.numel() == 0) return absl::OkStatus();
+  const UnaryFn<float> in_float{op};
+  switch (out.dtype) {
+    case DType::kFloat16:
+      return UnaryMap<__half>(
+          in, out, InFloat<__half, UnaryFn<float>>{in_float}, stream);
+    case DType::kBFloat16:
+      return UnaryMap<__nv_bfloat16>(
+          in, out, InFloat<__nv_bfloat16, UnaryFn<float>>{in_float}, stream);
+    default:
+      break;
+  }
   TD_CUDA_DISPATCH(
       out.dtype,
       return absl::UnimplementedError(absl::StrCat(
           "unary op on cuda: unsupported dtype ", DTypeName(out.dtype))),
-      {
-        const UnaryFn<scalar_t> f{op};
-        if (in.is_contiguous() && out.is_contiguous() && Aligned16(in.data) &&
-            Aligned16(out.data)) {
-          Map1Vec<<<BlocksFor(n, Pack<scalar_t>::kLanes), kThreads, 0, s>>>(
-              in.ptr<const scalar_t>(), out.ptr<scalar_t>(), n, f);
-          return LaunchStatus("unary kernel");
-        }
-        const scalar_t* x = in.ptr<const scalar_t>();
-        scalar_t* y = out.ptr<scalar_t>();
-        const StridedView* views[2] = {&out, &in};
-        return Launch<2>(
-            views,
-            [=] __device__(const int64_t(&off)[2]) {
-              y[off[0]] = f(x[off[1]]);
-            },
-            stream, "unary kernel");
-      });
+      return UnaryMap<scalar_t>(in, out, UnaryFn<scalar_t>{op}, stream));
   return absl::OkStatus();
 }
 
 absl::Status Binary(BinaryOp op, const StridedView& a, const StridedView& b,
                     double alpha, const StridedView& out, StreamHandle stream) {
-  const int64_t n = out.numel();
-  if (n == 0) return absl::OkStatus();
-  auto s = static_cast<cudaStream_t>(stream);
+  if (out.numel() == 0) return absl::OkStatus();
+  const BinaryFn<float> in_float{op, static_cast<float>(alpha)};
+  switch (out.dtype) {
+    case DType::kFloat16:
+      return BinaryMap<__half>(
+          a, b, out, InFloat<__half, BinaryFn<float>>{in_float}, stream);
+    case DType::kBFloat16:
+      return BinaryMap<__nv_bfloat16>(
+          a, b, out, InFloat<__nv_bfloat16, BinaryFn<float>>{in_float}, stream);
+    default:
+      break;
+  }
   TD_CUDA_DISPATCH(
       out.dtype,
       return absl::UnimplementedError(absl::StrCat(
           "binary op on cuda: unsupported dtype ", DTypeName(out.dtype))),
-      {
-        const BinaryFn<scalar_t> f{op, static_cast<scalar_t>(alpha)};
-        if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous() &&
-            Aligned16(a.data) && Aligned16(b.data) && Aligned16(out.data)) {
-          Map2Vec<<<BlocksFor(n, Pack<scalar_t>::kLanes), kThreads, 0, s>>>(
-              a.ptr<const scalar_t>(), b.ptr<const scalar_t>(),
-              out.ptr<scalar_t>(), n, f);
-          return LaunchStatus("binary kernel");
-        }
-        const scalar_t* x = a.ptr<const scalar_t>();
-        const scalar_t* y = b.ptr<const scalar_t>();
-        scalar_t* z = out.ptr<scalar_t>();
-        const StridedView* views[3] = {&out, &a, &b};
-        return Launch<3>(
-            views,
-            [=] __device__(const int64_t(&off)[3]) {
-              z[off[0]] = f(x[off[1]], y[off[2]]);
-            },
-            stream, "binary kernel");
-      });
-  return absl::OkStatus();
-}
-
-absl::Status Compare(CompareOp op, const StridedView& a, const StridedView& b,
-                     const StridedView& out, StreamHandle stream) {
-  TD_CUDA_DISPATCH(
-      a.dtype,
-      return absl::UnimplementedError(absl::StrCat(
-          "comparison on cuda: unsupported dtype ", DTypeName(a.dtype))),
-      {
-        const scalar_t* x = a.ptr<const scalar_t>();
-        const scalar_t* y = b.ptr<const scalar_t>();
-        bool* z = out.ptr<bool>();
-        const StridedView* views[3] = {&out, &a, &b};
-        return Launch<3>(
-            views,
-            [=] __device__(const int64_t(&off)[3]) {
-              const scalar_t u = x[off[1]], v = y[off[2]];
-              bool r = false;
-              switch (op) {
-                case CompareOp::kEq:
-                  r = u == v;
-                  break;
-                case CompareOp::kNe:
-                  r = u != v;
-                  break;
-                case CompareOp::kLt:
-                  r = u < v;
-                  break;
-                case CompareOp::kLe:
-                  r = u <= v;
-                  break;
-                case CompareOp::kGt:
-                  r = u > v;
-                  break;
-                case CompareOp::kGe:
-                  r = u >= v;
-                  break;
-                case CompareOp::kAnd:
-                  r = u != scalar_t(0) && v != scalar_t(0);
-                  break;
-                case CompareOp::kOr:
-                  r = u != scalar_t(0) || v != scalar_t(0);
-                  break;
-                case CompareOp::kXor:
-                  r = (u != scalar_t(0)) != (v != scalar_t(0));
-                  break;
-              }
-              z[off[0]] = r;
-            },
-            stream, "compare kernel");
-      });
-  return absl::OkStatus();
-}
-
-absl::Status LogicalNot(const StridedView& in, const StridedView& out,
-                        StreamHandle stream) {
-  const void* src = in.data;
-  const DType d = in.dtype;
-  bool* z = out.ptr<bool>();
-  const StridedView* views[2] = {&out, &in};
-  return Launch<2>(
-      views,
-      [=] __device__(const int64_t(&off)[2]) {
-        const Value v = Load(src, d, off[1]);
-        z[off[0]] = v.is_int ? v.i == 0 : v.f == 0.0;
-      },
-      stream, "logical_not kernel");
-}
-
-absl::Status Where(const StridedView& cond, const StridedView& a,
-                   const StridedView& b, const StridedView& out,
-                   StreamHandle stream) {
-  const bool* c = cond.ptr<const bool>();
-  const size_t item = ItemSize(out.dtype);
-  const char* x = static_cast<const char*>(a.data);
-  const char* y = static_cast<const char*>(b.data);
-  char* z = static_cast<char*>(out.data);
-  const StridedView* views[4] = {&out, &cond, &a, &b};
-  // Moves bytes, so every dtype (half types included) shares one kernel.
-  return Launch<4>(
-      views,
-      [=] __device__(const int64_t(&off)[4]) {
-        const char* src = c[off[1]] ? x + off[2] * item : y + off[3] * item;
-        char* dst = z + off[0] * item;
-        for (size_t k = 0; k < item; ++k) dst[k] = src[k];
-      },
-      stream, "where kernel");
-}
-
-absl::Status Clamp(const StridedView& in, bool has_lo, double lo, bool has_hi,
-                   double hi, const StridedView& out, StreamHandle stream) {
-  TD_CUDA_DISPATCH(
-      out.dtype,
-      return absl::UnimplementedError(absl::StrCat(
-          "clamp on cuda: unsupported dtype ", DTypeName(out.dtype))),
-      {
-        const scalar_t* x = in.ptr<const scalar_t>();
-        scalar_t* y = out.ptr<scalar_t>();
-        const scalar_t l = static_cast<scalar_t>(lo);
-        const scalar_t h = static_cast<scalar_t>(hi);
-        const StridedView* views[2] = {&out, &in};
-        return Launch<2>(
-            views,
-            [=] __device__(const int64_t(&off)[2]) {
-              scalar_t v = x[off[1]];
-              if (v == v) {  // NaN stays NaN, as in PyTorch
-                if (has_lo && v < l) v = l;
-                if (has_hi && v > h) v = h;
-              }
-              y[off[0]] = v;
-            },
-            stream, "clamp kernel");
-      });
+      return BinaryMap<scalar_t>(
+          a, b, out, BinaryFn<scalar_t>{op, static_cast<scalar_t>(alpha)},
+          stream));
   return absl::OkStatus();
 }
 

@@ -1,15 +1,18 @@
 // CUDA elementwise kernels: copy/cast, fill, arange, unary and binary maps,
 // comparisons, where, clamp. Plain C++ declarations (no CUDA types), so the
 // runtime includes this header without nvcc; the definitions are in
-// elementwise.cu and exist only in CUDA builds.
+// elementwise.cu (maps, copies, creation) and compare.cu (comparisons,
+// logical_not, where, clamp) and exist only in CUDA builds.
 //
 // Contract (as kernels/cpu/elementwise.h): views passed together have
 // identical sizes (broadcast operands carry stride 0); `out` never overlaps
 // an input unless it is the same view. Every call only enqueues work on
 // `stream` (asynchronous); errors are launch errors (Note [Sticky CUDA
-// errors] in cuda_check.h). Unary/Binary/Compare/Where/Clamp take
-// float32/float64/integer/bool operands already in out's dtype; Copy and
-// Fill also handle float16/bfloat16.
+// errors] in cuda_check.h). Unary/Binary/Compare/Where/Clamp take operands
+// already in out's dtype (Compare: in one dtype): float32/float64/integer/
+// bool, and float16/bfloat16, which they read and write as such and compute
+// in float (Note [Native half kernels] in elementwise.cu). Copy, Fill and
+// Arange handle every dtype.
 #ifndef TENSORD_KERNELS_CUDA_ELEMENTWISE_H_
 #define TENSORD_KERNELS_CUDA_ELEMENTWISE_H_
 

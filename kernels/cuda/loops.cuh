@@ -1,6 +1,7 @@
 // Device-side building blocks shared by the .cu files (nvcc only): strided
 // offset calculation with dimension coalescing, launch shapes, dtype
-// dispatch, conversions through float for half types.
+// dispatch, conversions through float for half types, the general
+// elementwise launch (LaunchMap).
 //
 // Note [CUDA indexing]: element indices and offsets are int64_t everywhere
 // (tensors may exceed 2^31 elements); loops are grid-stride so any size runs
@@ -15,6 +16,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "absl/status/status.h"
+#include "kernels/cuda/cuda_check.h"
 #include "runtime/core/strided.h"
 
 namespace tensord {
@@ -205,12 +208,89 @@ __device__ __forceinline__ void Store(void* base, DType d, int64_t off,
   }
 }
 
+// Note [Native half kernels] (elementwise.cu): conversions between a half
+// type and the float it computes in.
+template <typename H>
+__device__ __forceinline__ float HalfToFloat(H x) {
+  if constexpr (std::is_same_v<H, __half>) {
+    return __half2float(x);
+  } else {
+    return __bfloat162float(x);
+  }
+}
+template <typename H>
+__device__ __forceinline__ H FloatToHalf(float x) {
+  if constexpr (std::is_same_v<H, __half>) {
+    return __float2half_rn(x);
+  } else {
+    return __float2bfloat16_rn(x);
+  }
+}
+// The value an element computes with: float for the half types (Note
+// [Native half kernels]), the element itself otherwise.
+template <typename T>
+__device__ __forceinline__ auto Computed(T x) {
+  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
+    return HalfToFloat(x);
+  } else {
+    return x;
+  }
+}
+template <typename T, typename C>
+__device__ __forceinline__ T Stored(C x) {
+  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
+    return FloatToHalf<T>(x);
+  } else {
+    return x;
+  }
+}
+
+// The general elementwise launch: `f(off)` with one offset per operand of
+// `views` (the first one's sizes), contiguous or through OffsetCalc.
+template <int N, typename F>
+__global__ void MapStrided(int64_t n, OffsetCalc<N> calc, F f) {
+  TD_GRID_STRIDE(i, n) {
+    int64_t off[N];
+    calc.Offsets(i, off);
+    f(off);
+  }
+}
+
+template <int N, typename F>
+__global__ void MapContiguous(int64_t n, F f) {
+  TD_GRID_STRIDE(i, n) {
+    int64_t off[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] = i;
+    f(off);
+  }
+}
+
+template <int N, typename F>
+absl::Status LaunchMap(const StridedView* const (&views)[N], F f,
+                       StreamHandle stream, const char* name) {
+  const int64_t n = views[0]->numel();
+  if (n == 0) return absl::OkStatus();
+  auto s = static_cast<cudaStream_t>(stream);
+  bool contiguous = true;
+  for (int k = 0; k < N; ++k) contiguous &= views[k]->is_contiguous();
+  if (contiguous) {
+    MapContiguous<N><<<BlocksFor(n, 4), kThreads, 0, s>>>(n, f);
+  } else {
+    MapStrided<N>
+        <<<BlocksFor(n, 4), kThreads, 0, s>>>(n, MakeOffsetCalc<N>(views), f);
+  }
+  return LaunchStatus(name);
+}
+
 }  // namespace cuda
 }  // namespace tensord
 
 // Calls BODY with `scalar_t` bound to the C++ type of dtype D, for the
-// computing dtypes (no half types: the runtime computes them in float32,
-// Note [Half compute] in runtime/ops/dispatch.cc). DEFAULT runs otherwise.
+// computing dtypes (no half types: kernels that take them add their own
+// cases, Note [Native half kernels] in elementwise.cu; for the rest the
+// runtime computes in float32, Note [Half compute] in runtime/ops/
+// dispatch.cc). DEFAULT runs otherwise.
 #define TD_CUDA_DISPATCH(D, DEFAULT, ...) \
   switch (D) {                            \
     case ::tensord::DType::kFloat32: {    \

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/reduce.h"
 #include "runtime/ops/op_def.h"
@@ -27,6 +28,11 @@ bool CudaKernelsBuilt();
 void AddCudaPointwiseKernels(CudaKernelMap* map);
 void AddCudaNnKernels(CudaKernelMap* map);
 void AddCudaConvKernels(CudaKernelMap* map);
+// The rows whose CUDA wrappers pass float16/bfloat16 operands to kernels
+// that read and write them natively, computing in float (Note [Native half
+// kernels], kernels/cuda/elementwise.cu): AttachCudaKernels sets their
+// OpDef::native_half_cuda, so the dispatcher makes no float32 copies.
+void AddCudaNativeHalfRows(absl::flat_hash_set<std::string>* rows);
 
 // Rows whose wrapper serves both devices (reductions: the same
 // preparation, then the kernel of `out`'s device) call these

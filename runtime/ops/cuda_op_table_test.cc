@@ -232,6 +232,91 @@ TEST_F(CudaOpTableTest, HalfMatmulRowsMatchCpu) {
   }
 }
 
+// Note [Native half kernels]: the elementwise rows marked native_half_cuda
+// read and write float16/bfloat16 in the kernel and compute in float; they
+// agree with the CPU (float32 compute, rounded) within one half ulp or so,
+// contiguous and strided, and allocate nothing but their outputs.
+TEST_F(CudaOpTableTest, HalfElementwiseRowsMatchCpu) {
+  int rows = 0;
+  for (const OpDef& op : OpTable()) {
+    if (!op.native_half_cuda || op.cuda == nullptr) continue;
+    if (op.name == "empty" || op.name == "matmul" || op.name == "mm" ||
+        op.name == "bmm") {
+      continue;  // no values; the GEMMs: HalfMatmulRowsMatchCpu
+    }
+    ++rows;
+    std::vector<OpExample> examples = op.examples;
+    if (examples.empty()) {
+      OpExample e;
+      e.shapes.assign(std::max(op.min_inputs, 0), Shape{16, 33});
+      examples.push_back(e);
+    }
+    for (const OpExample& ex : examples) {
+      for (DType half : {DType::kFloat16, DType::kBFloat16}) {
+        for (bool strided : {false, true}) {
+          std::vector<Tensor> cpu_in, cuda_in;
+          for (size_t i = 0; i < ex.shapes.size(); ++i) {
+            DType d = i < ex.dtypes.size() ? ex.dtypes[i] : DType::kFloat32;
+            if (d == DType::kFloat32) d = half;
+            Tensor t =
+                MakeInput(devices_->cpu(), ctx_.alloc, ex.shapes[i], d, i + 1);
+            Tensor u = *ToDevice(t, cuda_, d, ctx_);
+            if (strided && u.ndim() >= 2) {
+              Shape ts = u.shape();
+              std::swap(ts[0], ts[1]);
+              Tensor base = *Tensor::Empty(cuda_, d, ts, ctx_.alloc);
+              Strides st = base.strides();
+              std::swap(st[0], st[1]);
+              Tensor view = base.AsStrided(u.shape(), st, 0);
+              ASSERT_TRUE(
+                  CopyOnDevice(cuda_, u.view(), view.view(), nullptr).ok());
+              u = view;
+            }
+            cpu_in.push_back(t);
+            cuda_in.push_back(u);
+          }
+          const std::string what = op.name + " (" +
+                                   std::string(DTypeName(half)) +
+                                   (strided ? ", strided)" : ")");
+          const int64_t before = cuda_->allocator()
+                                     ->GetStats()
+                                     .device.allocation[kAllPools]
+                                     .allocated;
+          auto got = Run(op, cuda_in, ex.attrs, cuda_, 7);
+          const int64_t allocs = cuda_->allocator()
+                                     ->GetStats()
+                                     .device.allocation[kAllPools]
+                                     .allocated -
+                                 before;
+          auto want = Run(op, cpu_in, ex.attrs, devices_->cpu(), 7);
+          ASSERT_EQ(want.ok(), got.ok()) << what << ": cpu " << want.status()
+                                         << " vs cuda " << got.status();
+          if (!want.ok()) continue;
+          if (ex.dtypes.empty()) {  // every operand already in `half`
+            EXPECT_EQ(allocs, static_cast<int64_t>(got->size()))
+                << what << ": only the outputs are allocated";
+          }
+          for (size_t k = 0; k < want->size(); ++k) {
+            EXPECT_EQ((*got)[k].dtype(), (*want)[k].dtype()) << what;
+            const auto a = Values((*want)[k]), b = Values((*got)[k]);
+            ASSERT_EQ(a.size(), b.size()) << what;
+            const double tol = half == DType::kFloat16 ? 2e-3 : 1.6e-2;
+            for (size_t j = 0; j < a.size(); ++j) {
+              if (std::isnan(a[j])) {
+                EXPECT_TRUE(std::isnan(b[j])) << what << " [" << j << "]";
+                continue;
+              }
+              EXPECT_NEAR(a[j], b[j], tol * (1 + std::fabs(a[j])))
+                  << what << " output " << k << " [" << j << "]";
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(rows, 40);  // the unary, binary, compare and creation rows
+}
+
 // Seeded draws match the CPU's: the same Philox counters.
 TEST_F(CudaOpTableTest, RandomMatchesCpu) {
   const OpDef* rand = FindOp("rand");

@@ -229,9 +229,29 @@ void AddCudaPointwiseKernels(CudaKernelMap* map) {
 
 KernelFn CudaAddKernel() { return CudaBinary<cuda::BinaryOp::kAdd>; }
 
+void AddCudaNativeHalfRows(absl::flat_hash_set<std::string>* rows) {
+  for (const char* name :
+       {// unary maps (UnaryFn<float> per element)
+        "neg", "abs", "sign", "relu", "floor", "ceil", "round", "trunc",
+        "square", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos",
+        "tanh", "sigmoid", "silu", "erf", "reciprocal", "gelu", "logical_not",
+        "clamp",
+        // binary maps (BinaryFn<float>)
+        "add", "sub", "mul", "div", "pow", "maximum", "minimum", "remainder",
+        "floor_divide",
+        // comparisons read half operands; where/masked_fill move bytes
+        "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+        "logical_xor", "where", "masked_fill",
+        // creation: Fill/Arange store any dtype
+        "zeros", "ones", "empty", "full", "arange", "linspace", "eye"}) {
+    rows->insert(name);
+  }
+}
+
 #else  // !TENSORD_WITH_CUDA
 
 void AddCudaPointwiseKernels(CudaKernelMap*) {}
+void AddCudaNativeHalfRows(absl::flat_hash_set<std::string>*) {}
 KernelFn CudaAddKernel() { return nullptr; }
 
 #endif  // TENSORD_WITH_CUDA
@@ -241,10 +261,14 @@ void AttachCudaKernels(std::vector<OpDef>* ops) {
   AddCudaPointwiseKernels(&map);
   AddCudaNnKernels(&map);
   AddCudaConvKernels(&map);
+  absl::flat_hash_set<std::string> native_half;
+  AddCudaNativeHalfRows(&native_half);
   for (OpDef& def : *ops) {
     if (def.infer == nullptr) continue;  // views and composites need none
     auto it = map.find(def.name);
-    if (it != map.end()) def.cuda = it->second;
+    if (it == map.end()) continue;
+    def.cuda = it->second;
+    if (native_half.contains(def.name)) def.native_half_cuda = true;
   }
 }
 

@@ -49,8 +49,11 @@ bool IsHalf(DType d) { return d == DType::kFloat16 || d == DType::kBFloat16; }
 // without native_half, half inputs are converted to float32, half outputs are
 // computed into float32 temporaries and converted back, so every op supports
 // float16/bfloat16 with float32 accuracy in between (as PyTorch's CPU
-// kernels accumulate in float). Rows with native_half_cuda (matmul, mm,
-// bmm: cuBLAS half GEMMs) skip the conversion on CUDA.
+// kernels accumulate in float). Rows with native_half_cuda skip the
+// conversion on CUDA: matmul, mm, bmm (cuBLAS half GEMMs, Note [Half GEMM])
+// and the elementwise rows whose kernels load and store half themselves,
+// computing in float (Note [Native half kernels], kernels/cuda/
+// elementwise.cu; the list is AddCudaNativeHalfRows in cuda_pointwise.cc).
 absl::StatusOr<std::vector<Tensor>> RunKernelInFloat(
     const OpDef& op, KernelFn kernel, absl::Span<const Tensor> inputs,
     std::vector<Tensor> outputs, const Attrs& attrs, const OpContext& ctx) {

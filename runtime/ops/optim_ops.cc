@@ -1,6 +1,7 @@
 // Autograd support rows: detach, and the fused optimizer steps sgd_step and
 // adam_step (one command per step over all parameters; torch.optim's
-// single-tensor algorithms, step for step, in the parameters' dtype).
+// single-tensor algorithms, step for step, in the parameters' dtype; fused
+// loops on the CPU, fused kernels on CUDA, composed ops otherwise).
 //
 // The steps update params (and their state buffers) in place and bump their
 // versions; they have no outputs and are not differentiable. State lives in
@@ -14,6 +15,10 @@
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
 #include "runtime/ops/op_table.h"
+
+#if TENSORD_WITH_CUDA
+#include "kernels/cuda/optim.h"
+#endif
 
 namespace tensord {
 namespace {
@@ -52,11 +57,18 @@ absl::Status CheckGroups(const char* op, absl::Span<const Tensor> in, int64_t n,
   return absl::OkStatus();
 }
 
-// The fused loops take contiguous float32/float64 CPU tensors; the others
-// run the same algorithm as ops (any dtype, layout or device).
+// The fused paths take contiguous float32/float64 tensors: loops split over
+// the pool on the CPU, one kernel per parameter on CUDA (kernels/cuda/
+// optim.h, in CUDA builds); the others run the same algorithm as ops (any
+// dtype, layout or device).
 bool Fast(absl::Span<const Tensor> in, int64_t n, int64_t i, int groups) {
   const Tensor& p = in[i];
-  if (p.device()->kind() != DeviceKind::kCpu ||
+#if TENSORD_WITH_CUDA
+  const bool fused_device = true;  // every device kind there is
+#else
+  const bool fused_device = p.device()->kind() == DeviceKind::kCpu;
+#endif
+  if (!fused_device ||
       (p.dtype() != DType::kFloat32 && p.dtype() != DType::kFloat64)) {
     return false;
   }
@@ -84,6 +96,20 @@ struct Composed {
     return Call1(op, {t, v}, std::move(a), ctx).status();
   }
 };
+
+bool OnCpu(const Tensor& t) { return t.device()->kind() == DeviceKind::kCpu; }
+
+// The CUDA fused step of parameter i: on the session's stream of its
+// device, its tensors' blocks recorded there (Note [Cross-stream inputs]).
+template <typename Launch>
+absl::Status OnDeviceStream(absl::Span<const Tensor> in, int64_t n, int64_t i,
+                            int groups, const OpContext& ctx, Launch launch) {
+  TD_ASSIGN_OR_RETURN(OpContext dctx, ContextFor(in[i].device(), ctx));
+  std::vector<Tensor> used;
+  for (int g = 0; g < groups; ++g) used.push_back(in[g * n + i]);
+  TD_RETURN_IF_ERROR(RecordCrossStreamUses(used, dctx.alloc.stream));
+  return launch(dctx.alloc.stream);
+}
 
 struct SgdConfig {
   double lr, momentum, dampening, weight_decay;
@@ -151,10 +177,23 @@ Outs SgdStep(absl::Span<const Tensor> in, const Attrs& attrs,
       TD_RETURN_IF_ERROR(SgdComposed(c, in, n, i, ctx));
     }
   }
+#if TENSORD_WITH_CUDA
+  for (int64_t i = 0; i < n; ++i) {
+    if (!Fast(in, n, i, groups) || OnCpu(in[i])) continue;
+    const cuda::SgdParams k{c.lr,       c.momentum, c.dampening, c.weight_decay,
+                            c.nesterov, c.maximize, c.first_step};
+    const Tensor& state = in[(c.momentum != 0 ? 2 : 0) * n + i];
+    TD_RETURN_IF_ERROR(
+        OnDeviceStream(in, n, i, groups, ctx, [&](StreamHandle stream) {
+          return cuda::SgdStep(k, in[i].view(), in[n + i].view(), state.view(),
+                               stream);
+        }));
+  }
+#endif
   cpu::ParallelFor(n, 1 << 12, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const Tensor& p = in[i];
-      if (!Fast(in, n, i, groups)) continue;
+      if (!Fast(in, n, i, groups) || !OnCpu(p)) continue;
       void* buf = c.momentum != 0 ? in[2 * n + i].data() : nullptr;
       if (p.dtype() == DType::kFloat64) {
         SgdKernel(c, static_cast<double*>(p.data()),
@@ -259,10 +298,21 @@ Outs AdamStep(absl::Span<const Tensor> in, const Attrs& attrs,
       TD_RETURN_IF_ERROR(AdamComposed(c, in, n, i, ctx));
     }
   }
+#if TENSORD_WITH_CUDA
+  for (int64_t i = 0; i < n; ++i) {
+    if (!Fast(in, n, i, 4) || OnCpu(in[i])) continue;
+    const cuda::AdamParams k{c.lr,           c.beta1, c.beta2,     c.eps,
+                             c.weight_decay, c.step,  c.decoupled, c.maximize};
+    TD_RETURN_IF_ERROR(OnDeviceStream(in, n, i, 4, ctx, [&](StreamHandle s) {
+      return cuda::AdamStep(k, in[i].view(), in[n + i].view(),
+                            in[2 * n + i].view(), in[3 * n + i].view(), s);
+    }));
+  }
+#endif
   cpu::ParallelFor(n, 1 << 12, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const Tensor& p = in[i];
-      if (!Fast(in, n, i, 4)) continue;
+      if (!Fast(in, n, i, 4) || !OnCpu(p)) continue;
       if (p.dtype() == DType::kFloat64) {
         AdamKernel(c, static_cast<double*>(p.data()),
                    static_cast<const double*>(in[n + i].data()),

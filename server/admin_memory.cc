@@ -1,0 +1,45 @@
+#include "server/admin_memory.h"
+
+namespace tensord {
+namespace {
+
+v1::DeviceMemoryStats* AddPool(
+    const std::string& device, const char* pool, CachingAllocator& allocator,
+    const std::function<std::string(uint64_t)>& session_id_of,
+    v1::MemoryStatsResponse* out) {
+  const MemoryStats stats = allocator.GetStats();
+  v1::DeviceMemoryStats* entry = out->add_devices();
+  entry->set_device(device);
+  entry->set_pool(pool);
+  for (const auto& [key, value] : StatsToMap(stats)) {
+    (*entry->mutable_stats())[key] = value;
+  }
+  for (const auto& [number, bytes] : stats.session_bytes) {
+    if (bytes != 0)
+      (*entry->mutable_session_bytes())[session_id_of(number)] = bytes;
+  }
+  return entry;
+}
+
+}  // namespace
+
+void AddMemoryStats(Device& device,
+                    const std::function<std::string(uint64_t)>& session_id_of,
+                    v1::MemoryStatsResponse* out) {
+  AddPool(device.name(), "", *device.allocator(), session_id_of, out);
+  if (CachingAllocator* staging = device.staging_allocator()) {
+    AddPool(device.name(), kStagingPool, *staging, session_id_of, out);
+  }
+}
+
+void EmptyDeviceCaches(Device& device, v1::EmptyCacheResponse* out) {
+  int64_t released = device.allocator()->EmptyCache();
+  if (CachingAllocator* staging = device.staging_allocator()) {
+    const int64_t staged = staging->EmptyCache();
+    out->set_released_staging_bytes(out->released_staging_bytes() + staged);
+    released += staged;
+  }
+  out->set_released_bytes(out->released_bytes() + released);
+}
+
+}  // namespace tensord

@@ -1,0 +1,115 @@
+// The Admin memory functions on a device with a staging cache made of host
+// memory (the pinned allocator's logic is the same CachingAllocator): its
+// own "pinned staging" entry, kept out of the device's figures, and
+// empty_cache releasing both pools.
+#include "server/admin_memory.h"
+
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "runtime/cpu_device.h"
+
+namespace tensord {
+namespace {
+
+class StagingDevice : public Device {
+ public:
+  StagingDevice()
+      : allocator_(MakeHostCachingAllocator("fake:0")),
+        staging_(MakeHostCachingAllocator("fake_host")) {
+    desc_.name = "fake:0";
+    desc_.kind = DeviceKind::kCuda;
+  }
+  const DeviceDescription& description() const override { return desc_; }
+  CachingAllocator* allocator() override { return allocator_.get(); }
+  CachingAllocator* staging_allocator() override { return staging_.get(); }
+  absl::StatusOr<StagingBuffer> AllocateStaging(size_t bytes) override {
+    absl::StatusOr<void*> p = staging_->Allocate(bytes, AllocContext{});
+    if (!p.ok()) return p.status();
+    return StagingBuffer(staging_.get(), *p, bytes);
+  }
+  absl::Status CopyFromHost(void*, const void*, size_t, StreamHandle) override {
+    return absl::OkStatus();
+  }
+  absl::Status CopyToHost(void*, const void*, size_t, StreamHandle) override {
+    return absl::OkStatus();
+  }
+  absl::Status Synchronize(StreamHandle) override { return absl::OkStatus(); }
+
+ private:
+  DeviceDescription desc_;
+  std::unique_ptr<CachingAllocator> allocator_;
+  std::unique_ptr<CachingAllocator> staging_;
+};
+
+std::string Name(uint64_t n) { return "s" + std::to_string(n); }
+
+int64_t Stat(const v1::DeviceMemoryStats& d, const std::string& key) {
+  const auto it = d.stats().find(key);
+  return it == d.stats().end() ? -1 : it->second;
+}
+
+TEST(AdminMemoryTest, TheStagingCacheIsItsOwnPool) {
+  StagingDevice device;
+  auto block = device.allocator()->Allocate(1000, AllocContext{3, nullptr});
+  ASSERT_TRUE(block.ok());
+  const int64_t own_reserved =
+      device.allocator()->GetStats().device.reserved_bytes[kAllPools].current;
+  {
+    auto staged = device.AllocateStaging(1 << 20);
+    ASSERT_TRUE(staged.ok());
+    v1::MemoryStatsResponse busy;
+    AddMemoryStats(device, Name, &busy);
+    ASSERT_EQ(busy.devices_size(), 2);
+    EXPECT_EQ(Stat(busy.devices(1), "allocated_bytes.all.current"), 1 << 20);
+  }  // the buffer goes back to the cache, which keeps its segment
+  v1::MemoryStatsResponse out;
+  AddMemoryStats(device, Name, &out);
+  ASSERT_EQ(out.devices_size(), 2);
+  const v1::DeviceMemoryStats& own = out.devices(0);
+  const v1::DeviceMemoryStats& staging = out.devices(1);
+  EXPECT_EQ(own.device(), "fake:0");
+  EXPECT_EQ(own.pool(), "");
+  EXPECT_EQ(own.session_bytes().at("s3"), 1024);
+  EXPECT_EQ(Stat(own, "allocated_bytes.all.current"), 1024);
+  EXPECT_EQ(staging.device(), "fake:0");
+  EXPECT_EQ(staging.pool(), kStagingPool);
+  EXPECT_TRUE(staging.session_bytes().empty());
+  EXPECT_EQ(Stat(staging, "allocated_bytes.all.current"), 0);
+  EXPECT_EQ(Stat(staging, "num_device_alloc"), 1);
+  const int64_t cached = Stat(staging, "reserved_bytes.all.current");
+  EXPECT_GE(cached, 1 << 20);
+  // The device's own figures do not include the staging segment.
+  EXPECT_EQ(Stat(own, "reserved_bytes.all.current"), own_reserved);
+
+  v1::EmptyCacheResponse released;
+  EmptyDeviceCaches(device, &released);
+  EXPECT_EQ(released.released_staging_bytes(), static_cast<uint64_t>(cached));
+  // The device's segment still holds the live block: only staging is freed.
+  EXPECT_EQ(released.released_bytes(), static_cast<uint64_t>(cached));
+  v1::MemoryStatsResponse after;
+  AddMemoryStats(device, Name, &after);
+  EXPECT_EQ(Stat(after.devices(1), "reserved_bytes.all.current"), 0);
+  EXPECT_EQ(Stat(after.devices(1), "num_device_free"), 1);
+  device.allocator()->Free(*block);
+  v1::EmptyCacheResponse second;
+  EmptyDeviceCaches(device, &second);
+  EXPECT_GT(second.released_bytes(), 0u);
+  EXPECT_EQ(second.released_staging_bytes(), 0u);
+}
+
+TEST(AdminMemoryTest, ADeviceWithoutStagingHasOneEntry) {
+  auto cpu = MakeCpuDevice();
+  v1::MemoryStatsResponse out;
+  AddMemoryStats(*cpu, Name, &out);
+  ASSERT_EQ(out.devices_size(), 1);
+  EXPECT_EQ(out.devices(0).device(), "cpu");
+  EXPECT_EQ(out.devices(0).pool(), "");
+  v1::EmptyCacheResponse released;
+  EmptyDeviceCaches(*cpu, &released);
+  EXPECT_EQ(released.released_staging_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace tensord

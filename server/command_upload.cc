@@ -1,0 +1,58 @@
+// CommandRunner's writes of uploaded bytes (Note [Async uploads],
+// runtime/device.h): CPU memory is written in place; a device with pinned
+// staging memory gets each chunk copied into a staging buffer and then
+// copied to the device on the session's current stream, and the executor
+// goes on at once. The buffer returns to the staging cache from the
+// device's completion thread once the copy has completed, never before: the
+// pinned cache must not hand it to another transfer while the device still
+// reads it. The tensor itself needs no holding: it was allocated on the
+// same stream, so every later use of its memory, including a reuse after
+// the handle is released, is ordered after the copy.
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "runtime/core/status_macros.h"
+#include "server/command_runner.h"
+#include "spdlog/spdlog.h"
+
+namespace tensord {
+
+absl::StatusOr<AllocContext> CommandRunner::UploadContext(Device* device) {
+  AllocContext ctx{config_.session, nullptr};
+  if (device->kind() == DeviceKind::kCpu) return ctx;
+  TD_ASSIGN_OR_RETURN(ctx.stream,
+                      device->SessionStream(config_.session, stream_id_));
+  return ctx;
+}
+
+absl::Status CommandRunner::WriteForPut(const Tensor& t, size_t offset,
+                                        absl::string_view data) {
+  Device* device = t.device();
+  char* dst = static_cast<char*>(t.data()) + offset;
+  const StreamHandle stream = t.storage()->stream();
+  if (device->kind() == DeviceKind::kCpu || data.empty()) {
+    return device->CopyFromHost(dst, data.data(), data.size(), stream);
+  }
+  absl::StatusOr<StagingBuffer> staging = device->AllocateStaging(data.size());
+  if (!staging.ok()) {
+    // No pinned memory (a device without staging, or it ran out): the
+    // driver stages pageable memory itself before the call returns.
+    return device->CopyFromHost(dst, data.data(), data.size(), stream);
+  }
+  std::memcpy(staging->data(), data.data(), data.size());
+  // Shared: std::function copies its target. Freed on the completion thread.
+  auto buffer = std::make_shared<StagingBuffer>(*std::move(staging));
+  const std::string device_name = device->name();
+  // A copy that fails once queued is a device error (sticky ones end the
+  // daemon, Note [Sticky CUDA errors]); later reads of the tensor report it.
+  auto release = [buffer, device_name](absl::Status s) {
+    if (!s.ok()) {
+      spdlog::warn("upload to {} failed: {}", device_name, s.ToString());
+    }
+  };
+  return device->CopyFromHostAsync(dst, buffer->data(), data.size(), stream,
+                                   std::move(release));
+}
+
+}  // namespace tensord
