@@ -1,5 +1,7 @@
 #include "server/pending_downloads.h"
 
+#include <string>
+
 namespace tensord {
 
 PendingDownloads::PendingDownloads() : state_(std::make_shared<State>()) {}
@@ -24,8 +26,17 @@ std::function<void(absl::Status)> PendingDownloads::Track(Continuation then) {
     state_->waiting.emplace(id, std::move(then));
   }
   return [state = state_, id](absl::Status status) {
+    // A copy of its own (not a shared reference-counted rep) crosses to the
+    // executor: the device's thread and the executor then never touch one
+    // rep, which ThreadSanitizer cannot follow through Debian's
+    // uninstrumented Abseil (docs/reliability.md).
+    absl::Status own =
+        status.ok()
+            ? absl::OkStatus()
+            : absl::Status(status.code(), std::string(status.message()));
+    status = absl::Status();
     MutexLock lock(&state->mu);
-    state->finished.emplace_back(id, std::move(status));
+    state->finished.emplace_back(id, std::move(own));
     state->finished_count.fetch_add(1);
     // Under the lock, so SetWake(nullptr) is a barrier: after it returns no
     // wake runs into a session being destroyed.
