@@ -68,6 +68,19 @@ class CudaOpTableTest : public ::testing::Test {
     return RunOp(op, in, *built, ctx);
   }
 
+  // The same values as `u` (on the GPU, 2-d or more) through a transposed
+  // copy: a non-contiguous view.
+  Tensor Transposed(const Tensor& u) {
+    Shape ts = u.shape();
+    std::swap(ts[0], ts[1]);
+    Tensor base = *Tensor::Empty(cuda_, u.dtype(), ts, ctx_.alloc);
+    Strides st = base.strides();
+    std::swap(st[0], st[1]);
+    Tensor view = base.AsStrided(u.shape(), st, 0);
+    EXPECT_TRUE(CopyOnDevice(cuda_, u.view(), view.view(), nullptr).ok());
+    return view;
+  }
+
   // Values as float64 on the CPU, in row-major order.
   std::vector<double> Values(const Tensor& t) {
     auto host = ToDevice(t, devices_->cpu(), DType::kFloat64, ctx_);
@@ -119,16 +132,7 @@ TEST_F(CudaOpTableTest, EveryRowAgreesWithCpu) {
             ASSERT_TRUE(g.ok()) << op.name << ": " << g.status();
             Tensor u = *g;
             if (strided && u.ndim() >= 2 && op.name != "view") {
-              // Same values through a transposed copy (non-contiguous).
-              Shape ts = u.shape();
-              std::swap(ts[0], ts[1]);
-              Tensor base = *Tensor::Empty(cuda_, d, ts, ctx_.alloc);
-              Strides st = base.strides();
-              std::swap(st[0], st[1]);
-              Tensor view = base.AsStrided(u.shape(), st, 0);
-              ASSERT_TRUE(
-                  CopyOnDevice(cuda_, u.view(), view.view(), nullptr).ok());
-              u = view;
+              u = Transposed(u);
             }
             cpu_in.push_back(t);
             cuda_in.push_back(u);
@@ -261,17 +265,7 @@ TEST_F(CudaOpTableTest, HalfElementwiseRowsMatchCpu) {
             Tensor t =
                 MakeInput(devices_->cpu(), ctx_.alloc, ex.shapes[i], d, i + 1);
             Tensor u = *ToDevice(t, cuda_, d, ctx_);
-            if (strided && u.ndim() >= 2) {
-              Shape ts = u.shape();
-              std::swap(ts[0], ts[1]);
-              Tensor base = *Tensor::Empty(cuda_, d, ts, ctx_.alloc);
-              Strides st = base.strides();
-              std::swap(st[0], st[1]);
-              Tensor view = base.AsStrided(u.shape(), st, 0);
-              ASSERT_TRUE(
-                  CopyOnDevice(cuda_, u.view(), view.view(), nullptr).ok());
-              u = view;
-            }
+            if (strided && u.ndim() >= 2) u = Transposed(u);
             cpu_in.push_back(t);
             cuda_in.push_back(u);
           }
