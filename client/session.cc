@@ -255,8 +255,8 @@ absl::StatusOr<std::vector<uint64_t>> Session::EnqueueCall(
     bind = it == site_ids_.end();
     site_id = bind ? static_cast<uint32_t>(site_ids_.size() + 1) : it->second;
   }
-  static const std::string* const no_text = new std::string();
-  const std::string& site_text = bind ? site.Text() : *no_text;
+  // Formatted only when bound: once per source line and session.
+  const std::string site_text = bind ? site.ToString() : std::string();
   std::vector<uint64_t> outputs;
   {
     MutexLock lock(&mu_);

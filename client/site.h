@@ -25,21 +25,6 @@ struct Site {
     return Site{file, line};
   }
 
-  // ToString() of this site, cached per thread for the last site asked
-  // about: a loop calling ops from one line formats its site once, not once
-  // per op. Valid until this thread's next Text() call.
-  const std::string& Text() const {
-    thread_local const char* cached_file = nullptr;
-    thread_local int cached_line = -1;
-    thread_local std::string cached;
-    if (file != cached_file || line != cached_line) {
-      cached = ToString();
-      cached_file = file;
-      cached_line = line;
-    }
-    return cached;
-  }
-
   // "dir/file.cc:42" -> "file.cc:42"; empty when unknown.
   std::string ToString() const {
     if (file == nullptr || *file == '\0') return "";

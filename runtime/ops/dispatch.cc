@@ -202,7 +202,7 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
 // runs, every input whose storage belongs to a different stream is recorded
 // on the kernel's stream (CachingAllocator::RecordStream, torch's
 // record_stream): its free then waits for an event on that stream. Storage
-// of the legacy stream (nullptr: uploads, in-place copies) needs nothing:
+// of the legacy stream (nullptr: in-place copies, CopyInto) needs nothing:
 // session streams are blocking streams, ordered with it both ways. The
 // check is a pointer compare per input; the allocator is only locked when
 // streams really differ, and it ignores repeats.
