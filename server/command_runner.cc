@@ -182,15 +182,15 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
     if (!t.ok()) return fail_with(t.status());
     inputs.push_back(*std::move(t));
   }
-  const Attrs* attrs = op.default_attrs.get();
-  absl::StatusOr<Attrs> built;
-  if (call.attrs_size() > 0 || attrs == nullptr) {
-    auto given = AttrsFromProto(call.attrs());
-    if (!given.ok()) return fail_with(given.status());
-    built = Attrs::Build(op.name, op.attrs, *std::move(given));
-    if (!built.ok()) return fail_with(built.status());
-    attrs = &*built;
+  std::map<std::string, AttrValue> given;
+  if (call.attrs_size() > 0) {
+    auto parsed = AttrsFromProto(call.attrs());
+    if (!parsed.ok()) return fail_with(parsed.status());
+    given = *std::move(parsed);
   }
+  Attrs storage;
+  auto attrs = CallAttrs(op, std::move(given), &storage);
+  if (!attrs.ok()) return fail_with(attrs.status());
   OpContext ctx = MakeContext();
   if (grad_enabled_) {
     recorder_.set_site(site);
@@ -199,7 +199,7 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
   // Test-only: a device that fails here (Note [Sticky device errors]).
   absl::Status injected = InjectedFault(op.name, ctx.device->name());
   if (!injected.ok()) return fail_with(injected);
-  auto outputs = RunRecorded(op, inputs, *attrs, ctx);
+  auto outputs = RunRecorded(op, inputs, **attrs, ctx);
   if (!outputs.ok()) return fail_with(outputs.status());
   if (static_cast<int>(outputs->size()) != call.outputs_size()) {
     return fail_with(absl::InvalidArgumentError(

@@ -13,13 +13,9 @@ absl::StatusOr<std::vector<Tensor>> CallOp(
     std::map<std::string, AttrValue> attrs, const OpContext& ctx) {
   const OpDef* op = FindOp(name);
   TD_CHECK(op != nullptr, name.c_str());
-  const Attrs* built = op->default_attrs.get();
-  absl::StatusOr<Attrs> given;
-  if (!attrs.empty() || built == nullptr) {
-    given = Attrs::Build(name, op->attrs, std::move(attrs));
-    if (!given.ok()) return given.status();
-    built = &*given;
-  }
+  Attrs storage;
+  TD_ASSIGN_OR_RETURN(const Attrs* built,
+                      CallAttrs(*op, std::move(attrs), &storage));
   // Note [Autograd recording] (op_def.h): composites and formulas record.
   if (ctx.recorder != nullptr) {
     return ctx.recorder->Run(*op, inputs, *built, ctx);

@@ -237,6 +237,17 @@ absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype,
   return out;
 }
 
+absl::StatusOr<const Attrs*> CallAttrs(const OpDef& op,
+                                       std::map<std::string, AttrValue> given,
+                                       Attrs* built) {
+  if (given.empty() && op.default_attrs != nullptr) {
+    return op.default_attrs.get();
+  }
+  TD_ASSIGN_OR_RETURN(*built,
+                      Attrs::Build(op.name, op.attrs, std::move(given)));
+  return built;
+}
+
 absl::StatusOr<const Tensor*> CastRef(const Tensor& t, DType dtype,
                                       const OpContext& ctx, Tensor* converted) {
   if (t.dtype() == dtype) return &t;

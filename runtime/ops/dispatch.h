@@ -4,6 +4,7 @@
 #ifndef TENSORD_RUNTIME_OPS_DISPATCH_H_
 #define TENSORD_RUNTIME_OPS_DISPATCH_H_
 
+#include <map>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -23,6 +24,12 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
 // `t` converted to `dtype` (no copy when it already has it).
 absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype,
                               const OpContext& ctx);
+// The attributes of a call of `op` giving `given`: the row's prebuilt
+// defaults when it gives none (no work per call), else `given` checked and
+// completed into `*built` (Attrs::Build's errors).
+absl::StatusOr<const Attrs*> CallAttrs(const OpDef& op,
+                                       std::map<std::string, AttrValue> given,
+                                       Attrs* built);
 // `t` itself when it already has `dtype`, else a converted copy kept in
 // `*converted` (saves a Tensor copy on the per-op path).
 absl::StatusOr<const Tensor*> CastRef(const Tensor& t, DType dtype,
