@@ -114,11 +114,11 @@ class Session {
   // Null when the catalog has no such op.
   const v1::OpSchema* FindOp(absl::string_view name) const;
 
-  // Queues a Call of `op` creating `num_outputs` fresh handles, returned in
-  // order. `attrs` are already checked against the schema. A known `site`
-  // goes by its session id after its first Call (Note [Site ids] in
-  // server/command_runner.cc).
-  absl::StatusOr<std::vector<uint64_t>> EnqueueCall(
+  // Queues a Call of `op` creating `num_outputs` fresh handles, consecutive:
+  // returns the first. `attrs` are already checked against the schema. A
+  // known `site` goes by its session id after its first Call (Note [Site
+  // ids] in server/command_runner.cc).
+  absl::StatusOr<uint64_t> EnqueueCall(
       const v1::OpSchema& op, absl::Span<const uint64_t> inputs,
       const google::protobuf::Map<std::string, v1::AttrValue>& attrs,
       int num_outputs, const Site& site);
@@ -248,7 +248,7 @@ class Session {
   // before and after as BatchPolicy says. `creates` are registered with the
   // command's seq; `known` (optional) is their meta when the client knows it.
   // `seq` (optional) receives the command's seq.
-  absl::Status Append(v1::Command command, const std::vector<uint64_t>& creates,
+  absl::Status Append(v1::Command command, absl::Span<const uint64_t> creates,
                       const HandleMeta* known, uint64_t* seq = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
   // The same, with the command written in place into the pending batch by
@@ -256,15 +256,14 @@ class Session {
   // its encoded size from above.
   absl::Status AppendWith(size_t size,
                           absl::FunctionRef<void(v1::Command*)> fill,
-                          const std::vector<uint64_t>& creates,
+                          absl::Span<const uint64_t> creates,
                           const HandleMeta* known, uint64_t* seq)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
   // AppendWith's append, the batch known to have room; true when the batch
   // should now be flushed.
   bool AppendLocked(size_t size, absl::FunctionRef<void(v1::Command*)> fill,
-                    const std::vector<uint64_t>& creates,
-                    const HandleMeta* known, uint64_t* seq)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                    absl::Span<const uint64_t> creates, const HandleMeta* known,
+                    uint64_t* seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues a Get of `handle` under a new request id (its download
   // registered), `fill` adding the optional fields (shared-memory ranges).
   absl::StatusOr<uint64_t> EnqueueGetLocked(
@@ -332,6 +331,7 @@ class Session {
   PendingFrame pending_ ABSL_GUARDED_BY(mu_);  // Note [Client frame arenas]
   size_t pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time first_pending_ ABSL_GUARDED_BY(mu_);
+  bool flusher_parked_ ABSL_GUARDED_BY(mu_) = false;  // Note [Flusher waits]
   std::vector<uint64_t> pending_releases_ ABSL_GUARDED_BY(mu_);
   bool in_chunked_put_ ABSL_GUARDED_BY(mu_) = false;
   std::string default_device_ ABSL_GUARDED_BY(mu_);  // for Put metas

@@ -11,10 +11,16 @@ namespace tensord {
 inline namespace client {
 namespace internal {
 
-absl::StatusOr<std::vector<Tensor>> CallOp(
-    const std::shared_ptr<Session>& session, absl::string_view op_name,
-    const std::vector<Tensor>& inputs, const AttrMap& attrs, int num_outputs,
-    const Site& site) {
+namespace {
+
+// What CallOp and CallOne share: checks `inputs` against `op`, queues the
+// Call and returns the first of `num_outputs` consecutive new handles.
+// An input carrying a local error sets `*poison` to it, and nothing is sent.
+absl::StatusOr<uint64_t> Enqueue(const std::shared_ptr<Session>& session,
+                                 absl::string_view op_name,
+                                 absl::Span<const Tensor> inputs,
+                                 const AttrMap& attrs, int num_outputs,
+                                 const Site& site, absl::Status* poison) {
   if (session == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat(op_name, ": no tensord session (undefined inputs?)"));
@@ -53,8 +59,8 @@ absl::StatusOr<std::vector<Tensor>> CallOp(
           absl::StrCat(op_name, ": input ", i, " is an undefined Tensor"));
     }
     if (!impl->error.ok()) {
-      // Poisoned locally: the outputs carry the same error (nothing sent).
-      return std::vector<Tensor>(num_outputs, Tensor::FromError(impl->error));
+      *poison = impl->error;
+      return 0;
     }
     if (impl->session != session) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -62,41 +68,58 @@ absl::StatusOr<std::vector<Tensor>> CallOp(
     }
     handles.push_back(impl->handle);
   }
-  absl::StatusOr<std::vector<uint64_t>> outputs =
-      session->EnqueueCall(*op, handles, wire_attrs, num_outputs, site);
-  if (!outputs.ok()) return outputs.status();
+  return session->EnqueueCall(*op, handles, wire_attrs, num_outputs, site);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Tensor>> CallOp(
+    const std::shared_ptr<Session>& session, absl::string_view op_name,
+    absl::Span<const Tensor> inputs, const AttrMap& attrs, int num_outputs,
+    const Site& site) {
+  absl::Status poison;
+  absl::StatusOr<uint64_t> first =
+      Enqueue(session, op_name, inputs, attrs, num_outputs, site, &poison);
+  if (!first.ok()) return first.status();
+  if (!poison.ok()) {
+    // Poisoned locally: the outputs carry the same error (nothing sent).
+    return std::vector<Tensor>(num_outputs, Tensor::FromError(poison));
+  }
   std::vector<Tensor> result;
-  result.reserve(outputs->size());
-  for (uint64_t handle : *outputs) {
-    result.emplace_back(std::make_shared<TensorImpl>(session, handle));
+  result.reserve(num_outputs);
+  for (int i = 0; i < num_outputs; ++i) {
+    result.emplace_back(std::make_shared<TensorImpl>(session, *first + i));
   }
   return result;
 }
 
 Tensor CallOne(const std::shared_ptr<Session>& session, absl::string_view op,
-               const std::vector<Tensor>& inputs, const AttrMap& attrs,
+               absl::Span<const Tensor> inputs, const AttrMap& attrs,
                const Site& site) {
-  absl::StatusOr<std::vector<Tensor>> outputs =
-      CallOp(session, op, inputs, attrs, 1, site);
-  if (!outputs.ok()) return Tensor::FromError(outputs.status());
-  return std::move((*outputs)[0]);
+  // No vector of outputs: this is the path of every single-output op.
+  absl::Status poison;
+  absl::StatusOr<uint64_t> first =
+      Enqueue(session, op, inputs, attrs, 1, site, &poison);
+  if (!first.ok()) return Tensor::FromError(first.status());
+  if (!poison.ok()) return Tensor::FromError(poison);
+  return Tensor(std::make_shared<TensorImpl>(session, *first));
 }
 
-Tensor CallOne(absl::string_view op, const std::vector<Tensor>& inputs,
+Tensor CallOne(absl::string_view op, absl::Span<const Tensor> inputs,
                const AttrMap& attrs, const Site& site) {
-  std::shared_ptr<Session> session;
+  const std::shared_ptr<Session>* session = nullptr;
   for (const Tensor& input : inputs) {
     if (input.impl() == nullptr) continue;
     // A local error propagates even without a session.
     if (!input.impl()->error.ok())
       return Tensor::FromError(input.impl()->error);
-    if (session == nullptr) session = input.impl()->session;
+    if (session == nullptr) session = &input.impl()->session;
   }
   if (session == nullptr) {
     return Tensor::FromError(absl::InvalidArgumentError(
         absl::StrCat(op, ": called on undefined Tensors")));
   }
-  return CallOne(session, op, inputs, attrs, site);
+  return CallOne(*session, op, inputs, attrs, site);
 }
 
 Tensor UploadTensor(const std::shared_ptr<Session>& session, const void* data,

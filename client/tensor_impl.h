@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "client/attrs.h"
 #include "client/session.h"
 #include "client/site.h"
@@ -42,17 +43,17 @@ struct TensorImpl {
 // give outputs carrying the same error, and nothing is sent.
 absl::StatusOr<std::vector<Tensor>> CallOp(
     const std::shared_ptr<Session>& session, absl::string_view op,
-    const std::vector<Tensor>& inputs, const AttrMap& attrs, int num_outputs,
+    absl::Span<const Tensor> inputs, const AttrMap& attrs, int num_outputs,
     const Site& site);
 
 // The single output of `op`, or a Tensor carrying the local error. The
 // session is taken from the first input carrying one.
-Tensor CallOne(absl::string_view op, const std::vector<Tensor>& inputs,
+Tensor CallOne(absl::string_view op, absl::Span<const Tensor> inputs,
                const AttrMap& attrs, const Site& site);
 
 // Same with an explicit session (creation ops have no inputs).
 Tensor CallOne(const std::shared_ptr<Session>& session, absl::string_view op,
-               const std::vector<Tensor>& inputs, const AttrMap& attrs,
+               absl::Span<const Tensor> inputs, const AttrMap& attrs,
                const Site& site);
 
 // Uploads `size_bytes` at `data` as a new handle, or a local error.
