@@ -69,6 +69,24 @@ def sharing(address: str, clients: int, duration: float, threads: int) -> List[f
     return rates
 
 
+def pingpong(binary: str, server: str) -> Dict[str, float]:
+    """p50/p99 of a bare gRPC round trip on the Session stream (no tensord code), the client
+    reading on a reader thread as tensord's does, against a ``server`` (callback|sync) server."""
+    port_file = os.path.join(tempfile.mkdtemp(prefix="tensord-pingpong-"), "port")
+    proc = subprocess.Popen([binary, f"--serve={server}", f"--port_file={port_file}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(1500):
+            if os.path.exists(port_file) and open(port_file).read().strip():
+                break
+            time.sleep(0.02)
+        port = open(port_file).read().strip()
+        return run_json([binary, f"--address=127.0.0.1:{port}", "--client=reader"])
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def alloc(binary: str) -> Dict[str, float]:
     out = subprocess.run(
         [binary, "--benchmark_filter=BM_(CachedAllocFree/(512|4194304)/0|MallocFree/(512|4194304))$",
@@ -128,6 +146,8 @@ def main() -> None:
         log("sync round trip")
         res["py_sync"] = py(["--lib", "tensord", "--bench", "sync"], address, t)
         res["th_sync"] = py(["--lib", "torch", "--bench", "sync"], None, t)
+        pp = os.path.join(args.bin, "tools", "bench", "grpc_pingpong")
+        res["pingpong"] = {kind: pingpong(pp, kind) for kind in ("callback", "sync")}
         log("transfer: Python client, memcpy")
         xfer = ["--lib", "tensord", "--bench", "transfer", "--mib", str(mib), "--reps", "3"]
         res["py_xfer"] = py(xfer, address, t)  # shared memory (same host)
@@ -159,6 +179,12 @@ def main() -> None:
                           ("Python", res["py_sync"]["p50_us"], res["py_sync"]["p99_us"])):
         table.add(f"sync item(), {who} client p50 / p99", f"{p50:.0f} / {p99:.0f} us",
                   f"{th50:.1f} us", None, "p50 < 100 us", p50 < 100)
+    for kind, what in (("callback", "callback API server, as tensord"),
+                       ("sync", "synchronous API server")):
+        # The transport's own floor under item() (no aim: a reference).
+        pp = res["pingpong"][kind]
+        table.add(f"bare gRPC round trip, {what}, p50 / p99", f"{pp['p50_us']:.0f} / "
+                  f"{pp['p99_us']:.0f} us", "-", None, "-", None)
     mc = res["memcpy"]["memcpy_gbps"]
     cpp, pys, pyt = res["cpp"], res["py_xfer"], res["py_xfer_stream"]
     # TCP loopback rows: the stream carries every byte (as from another host); shm rows: the

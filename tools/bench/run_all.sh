@@ -11,7 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-targets=(//server:tensord //tools/bench:tiny_ops_bench //tools/bench:alloc_bench)
+targets=(//server:tensord //tools/bench:tiny_ops_bench //tools/bench:alloc_bench
+         //tools/bench:grpc_pingpong)
 bazel build -c opt --symlink_prefix=/ "${targets[@]}" >&2
 bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
 
