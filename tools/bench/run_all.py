@@ -25,14 +25,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PY = os.environ.get("TENSORD_PYTHON") or sys.executable
 
 
-def start_daemon(binary: str, threads: int, extra: List[str]) -> Tuple[Any, str]:
+def start_daemon(binary: str, threads: int, extra: List[str],
+                 unix_socket: Optional[str] = None) -> Tuple[Any, str]:
+    """A daemon on 127.0.0.1:0, or on ``unix:unix_socket`` when given."""
     port_file = os.path.join(tempfile.mkdtemp(prefix="tensord-bench-"), "port")
     env = dict(os.environ, TENSORD_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
-    proc = subprocess.Popen([binary, "--listen=127.0.0.1:0", "--insecure",
-                             f"--port_file={port_file}", "--log_level=warn"] + extra,
+    listen = [f"--listen=unix:{unix_socket}"] if unix_socket else [
+        "--listen=127.0.0.1:0", f"--port_file={port_file}"]
+    proc = subprocess.Popen([binary, "--insecure", "--log_level=warn"] + listen + extra,
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(1500):
-        if os.path.exists(port_file) and open(port_file).read().strip():
+        if unix_socket and os.path.exists(unix_socket):
+            return proc, "unix:" + unix_socket
+        if not unix_socket and os.path.exists(port_file) and open(port_file).read().strip():
             return proc, "127.0.0.1:" + open(port_file).read().strip()
         if proc.poll() is not None:
             break
@@ -148,6 +153,19 @@ def main() -> None:
         res["th_sync"] = py(["--lib", "torch", "--bench", "sync"], None, t)
         pp = os.path.join(args.bin, "tools", "bench", "grpc_pingpong")
         res["pingpong"] = {kind: pingpong(pp, kind) for kind in ("callback", "sync")}
+        log("tiny ops / sync over a unix socket (same host)")
+        sock = os.path.join(tempfile.mkdtemp(prefix="tensord-bench-"), "tensord.sock")
+        uproc, uaddr = start_daemon(os.path.join(args.bin, "server", "tensord"), t,
+                                    args.daemon_args.split(), unix_socket=sock)
+        try:
+            res["cpp_unix"] = run_json([os.path.join(args.bin, "tools", "bench",
+                                                     "tiny_ops_bench"), f"--address={uaddr}",
+                                        f"--ops={ops}", f"--reps={reps}", "--transfer_mib=0"])
+            res["py_tiny_unix"] = py(["--lib", "tensord", "--bench", "tiny"] + common, uaddr, t)
+            res["py_sync_unix"] = py(["--lib", "tensord", "--bench", "sync"], uaddr, t)
+        finally:
+            uproc.terminate()
+            uproc.wait(timeout=30)
         log("transfer: Python client, memcpy")
         xfer = ["--lib", "tensord", "--bench", "transfer", "--mib", str(mib), "--reps", "3"]
         res["py_xfer"] = py(xfer, address, t)  # shared memory (same host)
@@ -169,14 +187,22 @@ def main() -> None:
         proc.wait(timeout=30)
 
     th_ops = res["th_tiny"]["ops_per_s"]
+    # TCP loopback rows first (as from another host), then the same clients over a unix
+    # socket, the same-host transport (`--listen=unix:PATH`).
     for who, ops_s, aim in (("C++", res["cpp"]["tiny_ops_per_s"], 1.0),
-                            ("Python", res["py_tiny"]["ops_per_s"], 0.5)):
+                            ("Python", res["py_tiny"]["ops_per_s"], 0.5),
+                            ("C++ unix socket", res["cpp_unix"]["tiny_ops_per_s"], 1.0),
+                            ("Python unix socket", res["py_tiny_unix"]["ops_per_s"], 0.5)):
         r = ops_s / th_ops
         table.add(f"tiny ops, {who} client (ops/s)", f"{ops_s:,.0f}", f"{th_ops:,.0f}", r,
                   f">= {aim}x", r >= aim)
     th50 = res["th_sync"]["p50_us"]
     for who, p50, p99 in (("C++", res["cpp"]["sync_p50_us"], res["cpp"]["sync_p99_us"]),
-                          ("Python", res["py_sync"]["p50_us"], res["py_sync"]["p99_us"])):
+                          ("Python", res["py_sync"]["p50_us"], res["py_sync"]["p99_us"]),
+                          ("C++ unix socket", res["cpp_unix"]["sync_p50_us"],
+                           res["cpp_unix"]["sync_p99_us"]),
+                          ("Python unix socket", res["py_sync_unix"]["p50_us"],
+                           res["py_sync_unix"]["p99_us"])):
         table.add(f"sync item(), {who} client p50 / p99", f"{p50:.0f} / {p99:.0f} us",
                   f"{th50:.1f} us", None, "p50 < 100 us", p50 < 100)
     for kind, what in (("callback", "callback API server, as tensord"),
