@@ -9,38 +9,17 @@
 
 #include "gtest/gtest.h"
 #include "runtime/cpu_device.h"
+#include "runtime/testing/host_memory_gpu.h"
 
 namespace tensord {
 namespace {
 
-class StagingDevice : public Device {
+// Host memory posing as a GPU with a staging cache of its own.
+class StagingDevice : public testing::HostMemoryGpu {
  public:
   StagingDevice()
-      : allocator_(MakeHostCachingAllocator("fake:0")),
-        staging_(MakeHostCachingAllocator("fake_host")) {
-    desc_.name = "fake:0";
-    desc_.kind = DeviceKind::kCuda;
-  }
-  const DeviceDescription& description() const override { return desc_; }
-  CachingAllocator* allocator() override { return allocator_.get(); }
-  CachingAllocator* staging_allocator() override { return staging_.get(); }
-  absl::StatusOr<StagingBuffer> AllocateStaging(size_t bytes) override {
-    absl::StatusOr<void*> p = staging_->Allocate(bytes, AllocContext{});
-    if (!p.ok()) return p.status();
-    return StagingBuffer(staging_.get(), *p, bytes);
-  }
-  absl::Status CopyFromHost(void*, const void*, size_t, StreamHandle) override {
-    return absl::OkStatus();
-  }
-  absl::Status CopyToHost(void*, const void*, size_t, StreamHandle) override {
-    return absl::OkStatus();
-  }
-  absl::Status Synchronize(StreamHandle) override { return absl::OkStatus(); }
-
- private:
-  DeviceDescription desc_;
-  std::unique_ptr<CachingAllocator> allocator_;
-  std::unique_ptr<CachingAllocator> staging_;
+      : HostMemoryGpu("fake:0", MakeHostCachingAllocator("fake:0"),
+                      MakeHostCachingAllocator("fake_host")) {}
 };
 
 std::string Name(uint64_t n) { return "s" + std::to_string(n); }

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "runtime/core/mutex.h"
 #include "runtime/cpu_device.h"
+#include "runtime/testing/host_memory_gpu.h"
 #include "server/session.h"
 
 namespace tensord {
@@ -25,33 +26,12 @@ namespace {
 // bytes are copied when it is enqueued (as stream order would read them);
 // its completion is reported when the test calls Finish, from another thread
 // (a device's completion thread).
-class GatedDevice : public Device {
+class GatedDevice : public testing::HostMemoryGpu {
  public:
   GatedDevice()
-      : allocator_(MakeHostCachingAllocator("gated:0")),
-        staging_(MakeHostCachingAllocator("gated_host")) {
-    desc_.name = "gated:0";
-    desc_.kind = DeviceKind::kCuda;  // not the CPU: Gets stage
-  }
-  const DeviceDescription& description() const override { return desc_; }
-  CachingAllocator* allocator() override { return allocator_.get(); }
-  CachingAllocator* staging() { return staging_.get(); }
-  absl::Status CopyFromHost(void* dst, const void* src, size_t bytes,
-                            StreamHandle) override {
-    std::memcpy(dst, src, bytes);
-    return absl::OkStatus();
-  }
-  absl::Status CopyToHost(void* dst, const void* src, size_t bytes,
-                          StreamHandle) override {
-    std::memcpy(dst, src, bytes);
-    return absl::OkStatus();
-  }
-  absl::Status Synchronize(StreamHandle) override { return absl::OkStatus(); }
-  absl::StatusOr<StagingBuffer> AllocateStaging(size_t bytes) override {
-    absl::StatusOr<void*> p = staging_->Allocate(bytes, AllocContext{});
-    if (!p.ok()) return p.status();
-    return StagingBuffer(staging_.get(), *p, bytes);
-  }
+      : HostMemoryGpu("gated:0", MakeHostCachingAllocator("gated:0"),
+                      MakeHostCachingAllocator("gated_host")) {}
+  CachingAllocator* staging() { return staging_allocator(); }
   void CopyToHostAsync(void* dst, const void* src, size_t bytes, StreamHandle,
                        std::function<void(absl::Status)> on_done) override {
     std::memcpy(dst, src, bytes);
@@ -115,9 +95,6 @@ class GatedDevice : public Device {
   }
 
  private:
-  DeviceDescription desc_;
-  std::unique_ptr<CachingAllocator> allocator_;
-  std::unique_ptr<CachingAllocator> staging_;
   Mutex mu_;
   std::vector<std::function<void(absl::Status)>> pending_ ABSL_GUARDED_BY(mu_);
   bool hold_uploads_ ABSL_GUARDED_BY(mu_) = false;

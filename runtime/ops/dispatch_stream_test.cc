@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "runtime/memory/limited_backend.h"
 #include "runtime/ops/dispatch.h"
+#include "runtime/testing/host_memory_gpu.h"
 
 namespace tensord {
 namespace {
@@ -21,28 +22,9 @@ StreamHandle FakeStream(uint32_t stream_id) {
   return reinterpret_cast<StreamHandle>(uintptr_t{stream_id} + 1);
 }
 
-class FakeGpu : public Device {
+class FakeGpu : public testing::HostMemoryGpu {
  public:
-  FakeGpu() {
-    desc_.name = "fake:0";
-    desc_.kind = DeviceKind::kCuda;
-    auto backend = std::make_unique<LimitedBackend>(64 << 20);
-    backend_ = backend.get();
-    allocator_ = std::make_unique<CachingAllocator>(std::move(backend));
-  }
-  const DeviceDescription& description() const override { return desc_; }
-  CachingAllocator* allocator() override { return allocator_.get(); }
-  absl::Status CopyFromHost(void* dst, const void* src, size_t bytes,
-                            StreamHandle) override {
-    std::memcpy(dst, src, bytes);
-    return absl::OkStatus();
-  }
-  absl::Status CopyToHost(void* dst, const void* src, size_t bytes,
-                          StreamHandle) override {
-    std::memcpy(dst, src, bytes);
-    return absl::OkStatus();
-  }
-  absl::Status Synchronize(StreamHandle) override { return absl::OkStatus(); }
+  FakeGpu() : FakeGpu(new LimitedBackend(64 << 20)) {}
   absl::StatusOr<StreamHandle> SessionStream(uint64_t,
                                              uint32_t stream_id) override {
     return FakeStream(stream_id);
@@ -51,8 +33,11 @@ class FakeGpu : public Device {
   LimitedBackend* backend_;
 
  private:
-  DeviceDescription desc_;
-  std::unique_ptr<CachingAllocator> allocator_;
+  // Owned by the allocator; kept to tell the test's events apart.
+  explicit FakeGpu(LimitedBackend* backend)
+      : HostMemoryGpu("fake:0", std::make_unique<CachingAllocator>(
+                                    std::unique_ptr<LimitedBackend>(backend))),
+        backend_(backend) {}
 };
 
 absl::StatusOr<std::vector<TensorSpec>> SameSpec(absl::Span<const Tensor> in,
