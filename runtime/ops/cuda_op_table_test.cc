@@ -13,6 +13,7 @@
 #include "runtime/ops/cuda_kernels.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_table.h"
+#include "runtime/testing/cuda_devices_test.h"
 
 namespace tensord {
 namespace {
@@ -38,21 +39,13 @@ TEST(CudaOpTable, RowsWithoutCudaKernels) {
   }
 }
 
-class CudaOpTableTest : public ::testing::Test {
+class CudaOpTableTest : public testing::CudaDevicesTest {
  protected:
+  CudaOpTableTest() : CudaDevicesTest(/*session=*/1) {}
   void SetUp() override {
-    devices_ = DeviceRegistry::Create();
-    for (const auto& d : devices_->devices()) {
-      if (d->kind() == DeviceKind::kCuda && cuda_ == nullptr) cuda_ = d.get();
-    }
-    if (cuda_ == nullptr) {
-      std::string why;
-      DiscoverCudaDevices(&why);
-      GTEST_SKIP() << "no CUDA device: " << why;
-    }
-    ctx_.device = devices_->cpu();
-    ctx_.devices = devices_.get();
-    ctx_.alloc.session = 1;
+    CudaDevicesTest::SetUp();
+    if (IsSkipped()) return;
+    ctx_.device = devices_->cpu();  // Run picks each call's device
   }
 
   absl::StatusOr<std::vector<Tensor>> Run(
@@ -81,18 +74,7 @@ class CudaOpTableTest : public ::testing::Test {
     return view;
   }
 
-  // Values as float64 on the CPU, in row-major order.
-  std::vector<double> Values(const Tensor& t) {
-    auto host = ToDevice(t, devices_->cpu(), DType::kFloat64, ctx_);
-    EXPECT_TRUE(host.ok()) << host.status();
-    const double* p = host->view().ptr<const double>();
-    return std::vector<double>(p, p + host->numel());
-  }
-
-  std::unique_ptr<DeviceRegistry> devices_;
-  Device* cuda_ = nullptr;
   Generator generator_;
-  OpContext ctx_;
 };
 
 Tensor MakeInput(Device* cpu, const AllocContext& alloc, const Shape& shape,

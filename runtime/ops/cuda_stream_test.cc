@@ -12,6 +12,7 @@
 #include "runtime/cuda_discovery.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_table.h"
+#include "runtime/testing/cuda_devices_test.h"
 
 #if TENSORD_WITH_CUDA
 #include <cuda_runtime.h>
@@ -30,22 +31,9 @@ const OpDef& Row(const std::string& name) {
   return OpTable().front();
 }
 
-class CudaStreamTest : public ::testing::Test {
+class CudaStreamTest : public testing::CudaDevicesTest {
  public:
-  void SetUp() override {
-    devices_ = DeviceRegistry::Create();
-    for (const auto& d : devices_->devices()) {
-      if (d->kind() == DeviceKind::kCuda && cuda_ == nullptr) cuda_ = d.get();
-    }
-    if (cuda_ == nullptr) {
-      std::string why;
-      DiscoverCudaDevices(&why);
-      GTEST_SKIP() << "no CUDA device: " << why;
-    }
-    ctx_.device = cuda_;
-    ctx_.devices = devices_.get();
-    ctx_.alloc.session = kSession;
-  }
+  CudaStreamTest() : CudaDevicesTest(kSession) {}
   void TearDown() override {
     if (cuda_ != nullptr) cuda_->ReleaseSessionStreams(kSession);
   }
@@ -71,21 +59,11 @@ class CudaStreamTest : public ::testing::Test {
     EXPECT_TRUE(out.ok()) << out.status();
     return out.ok() ? (*out)[0] : Tensor();
   }
-  std::vector<double> Values(const Tensor& t) {
-    auto host = ToDevice(t, devices_->cpu(), DType::kFloat64, ctx_);
-    EXPECT_TRUE(host.ok()) << host.status();
-    const double* p = host->view().ptr<const double>();
-    return std::vector<double>(p, p + host->numel());
-  }
   StreamHandle Stream(uint32_t id) {
     auto s = cuda_->SessionStream(kSession, id);
     EXPECT_TRUE(s.ok()) << s.status();
     return *s;
   }
-
-  std::unique_ptr<DeviceRegistry> devices_;
-  Device* cuda_ = nullptr;
-  OpContext ctx_;
 };
 
 double MaxAbsDiff(const std::vector<double>& a, const std::vector<double>& b) {
