@@ -2,13 +2,13 @@
 
 #include <unistd.h>
 
-#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/host_copy.h"
 #include "runtime/memory/caching_allocator.h"
 
 namespace tensord {
@@ -38,14 +38,15 @@ class CpuDevice : public Device {
   }
   const DeviceDescription& description() const override { return desc_; }
   CachingAllocator* allocator() override { return allocator_.get(); }
+  // Host to host: large copies (uploads) are split over the intra-op pool.
   absl::Status CopyFromHost(void* dst, const void* src, size_t bytes,
                             StreamHandle) override {
-    if (bytes) std::memcpy(dst, src, bytes);
+    CopyHostBytes(dst, src, bytes);
     return absl::OkStatus();
   }
   absl::Status CopyToHost(void* dst, const void* src, size_t bytes,
                           StreamHandle) override {
-    if (bytes) std::memcpy(dst, src, bytes);
+    CopyHostBytes(dst, src, bytes);
     return absl::OkStatus();
   }
   absl::Status Synchronize(StreamHandle) override { return absl::OkStatus(); }

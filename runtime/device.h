@@ -73,7 +73,8 @@ class Device {
   virtual CachingAllocator* allocator() = 0;
 
   // Copies `bytes` between host memory and this device's memory, in order on
-  // `stream`; returns once the copy is complete (CPU: a memcpy).
+  // `stream`; returns once the copy is complete (CPU: CopyHostBytes,
+  // runtime/host_copy.h).
   virtual absl::Status CopyFromHost(void* dst, const void* src, size_t bytes,
                                     StreamHandle stream) = 0;
   virtual absl::Status CopyToHost(void* dst, const void* src, size_t bytes,

@@ -1,0 +1,29 @@
+#include "runtime/host_copy.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/parallel.h"
+
+namespace tensord {
+
+void CopyHostBytes(void* dst, const void* src, size_t bytes) {
+  if (bytes < kParallelCopyBytes || cpu::NumThreads() == 1) {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+    return;
+  }
+  // 1 MiB units, each worth a full grain: ParallelFor gives every thread a
+  // contiguous share.
+  constexpr size_t kUnit = size_t{1} << 20;
+  const int64_t units = static_cast<int64_t>((bytes + kUnit - 1) / kUnit);
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  cpu::ParallelFor(units, cpu::kParallelGrain, [&](int64_t begin, int64_t end) {
+    const size_t from = static_cast<size_t>(begin) * kUnit;
+    const size_t to = std::min(bytes, static_cast<size_t>(end) * kUnit);
+    std::memcpy(d + from, s + from, to - from);
+  });
+}
+
+}  // namespace tensord
