@@ -80,6 +80,16 @@ class CachingAllocator : public Allocator {
   void JoinAccount(uint64_t session, uint64_t account, std::string name);
   void LeaveAccount(uint64_t session);
 
+  // Memory a session holds outside the allocator (its shared host buffers,
+  // server/shared_buffers.h) that its quota covers all the same: checked
+  // against the quota of the session's account as Allocate checks (the same
+  // RESOURCE_EXHAUSTED message), then counted in that account until
+  // UnchargeExternal. Not part of the allocator's stats or SessionBytes.
+  // Returns the account charged, which UnchargeExternal takes (the session
+  // may have left it by then).
+  absl::StatusOr<uint64_t> ChargeExternal(uint64_t session, size_t bytes);
+  void UnchargeExternal(uint64_t account, size_t bytes);
+
   MemoryStats GetStats() const;
   // Torch-style flat keys, e.g. "allocated_bytes.all.current".
   std::map<std::string, int64_t> Stats() const {

@@ -64,6 +64,23 @@ void CachingAllocator::LeaveAccount(uint64_t session) {
   account_of_.erase(session);
 }
 
+absl::StatusOr<uint64_t> CachingAllocator::ChargeExternal(uint64_t session,
+                                                          size_t bytes) {
+  MutexLock lock(&mu_);
+  const uint64_t account = AccountOf(session);
+  if (!quotas_.empty()) {
+    absl::Status quota = CheckQuota(bytes, account);
+    if (!quota.ok()) return quota;
+  }
+  *account_bytes_.Get(account) += static_cast<int64_t>(bytes);
+  return account;
+}
+
+void CachingAllocator::UnchargeExternal(uint64_t account, size_t bytes) {
+  MutexLock lock(&mu_);
+  *account_bytes_.Get(account) -= static_cast<int64_t>(bytes);
+}
+
 std::optional<int64_t> CachingAllocator::SessionQuota(uint64_t session) const {
   MutexLock lock(&mu_);
   auto it = quotas_.find(session);

@@ -176,5 +176,31 @@ TEST_F(SessionTest, SessionsOfOneAccountShareItsQuota) {
   alloc_->Free(e);
 }
 
+TEST_F(SessionTest, ExternalChargesShareTheAccountsQuota) {
+  constexpr uint64_t kBob = uint64_t{1} << 62;
+  alloc_->JoinAccount(1, kBob, "user 'bob'");
+  alloc_->SetSessionQuota(kBob, 4 * kMiB);
+  absl::StatusOr<uint64_t> account = alloc_->ChargeExternal(1, 3 * kMiB);
+  ASSERT_TRUE(account.ok()) << account.status();
+  EXPECT_EQ(*account, kBob);
+  EXPECT_EQ(alloc_->SessionBytes(1), 0);  // not allocator memory
+  // Allocations and further charges see the 3 MiB held outside.
+  absl::StatusOr<void*> b = alloc_->Allocate(2 * kMiB, AllocContext{1});
+  ASSERT_TRUE(absl::IsResourceExhausted(b.status())) << b.status();
+  EXPECT_THAT(b.status().message(), HasSubstr("already hold 3.00 MiB"));
+  absl::StatusOr<uint64_t> more = alloc_->ChargeExternal(1, 2 * kMiB);
+  ASSERT_TRUE(absl::IsResourceExhausted(more.status())) << more.status();
+  EXPECT_THAT(more.status().message(), HasSubstr("tried to allocate 2.00 MiB"));
+  // Uncharged to the account charged, even after the session left it.
+  alloc_->LeaveAccount(1);
+  alloc_->UnchargeExternal(*account, 3 * kMiB);
+  alloc_->JoinAccount(1, kBob, "user 'bob'");
+  void* c = Alloc(4 * kMiB, 1);
+  alloc_->Free(c);
+  // Without a quota a charge always succeeds.
+  EXPECT_TRUE(alloc_->ChargeExternal(7, 100 * kMiB).ok());
+  alloc_->UnchargeExternal(7, 100 * kMiB);
+}
+
 }  // namespace
 }  // namespace tensord
