@@ -14,11 +14,22 @@
 #include "server/proto_convert.h"
 
 namespace tensord {
+namespace {
+
+// Shared buffers are host memory: charged to the cpu allocator's quota.
+CachingAllocator* HostAllocator(DeviceRegistry* devices) {
+  Device* cpu = devices->Find("cpu");
+  return cpu == nullptr ? nullptr : cpu->allocator();
+}
+
+}  // namespace
 
 CommandRunner::CommandRunner(RunnerConfig config, FrameSink* sink)
     : config_(config),
       sink_(sink),
-      default_device_(config.devices->default_device()) {}
+      default_device_(config.devices->default_device()),
+      shared_(config.session, HostAllocator(config.devices),
+              config.shared_buffer_bytes) {}
 
 CommandRunner::~CommandRunner() = default;
 
@@ -55,6 +66,7 @@ void CommandRunner::ReleaseAll() {
   downloads_.SetWake(nullptr);
   pending_put_.reset();
   handles_.Clear();
+  shared_.Clear();
   live_handles_.store(0);
   for (const auto& device : config_.devices->devices()) {
     device->ReleaseSessionStreams(config_.session);
@@ -78,6 +90,7 @@ void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
     case v1::Command::kRelease:
       for (uint64_t id : cmd.release().handles()) handles_.Release(id);
       for (uint64_t id : cmd.release().events()) ReleaseEvent(id);
+      for (uint64_t id : cmd.release().shared_buffers()) shared_.Free(id);
       return;
     case v1::Command::kSync:
       return RunSync(cmd.sync());
@@ -97,6 +110,8 @@ void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
       return RunRecordEvent(cmd.record_event());
     case v1::Command::kWaitEvent:
       return RunWaitEvent(cmd.wait_event());
+    case v1::Command::kAllocateShared:
+      return RunAllocateShared(cmd.allocate_shared());
     case v1::Command::KIND_NOT_SET:
       return ReportFrameError(
           absl::InvalidArgumentError(absl::StrCat(

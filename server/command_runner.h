@@ -21,6 +21,7 @@
 #include "server/handle_table.h"
 #include "server/pending_downloads.h"
 #include "server/session_profiler.h"
+#include "server/shared_buffers.h"
 #include "server/shm_transfer.h"
 
 namespace tensord {
@@ -35,6 +36,7 @@ struct RunnerConfig {
   DeviceRegistry* devices = nullptr;
   size_t chunk_bytes = 1 << 20;
   const ShmRegion* shm = nullptr;  // the session's region, if negotiated
+  size_t shared_buffer_bytes = 0;  // cap on its shared buffers (0: off)
 };
 
 class CommandRunner {
@@ -86,10 +88,16 @@ class CommandRunner {
   void RunSetRequiresGrad(const v1::SetRequiresGrad& cmd);
   void RunGetGrad(const v1::GetGrad& cmd, v1::Ack* ack);
   void RunSetGrad(const v1::SetGrad& cmd);
-  // Same-host transfer (command_shm.cc): a Put's bytes, from `data` or the
-  // region; a ranged Get answered through the region.
+  // Same-host transfer (command_shm.cc): a Put's bytes, from `data` or a
+  // region; a ranged Get answered through a region; the region a Put/Get
+  // names (0: the session's, else a shared buffer), INVALID_ARGUMENT naming
+  // `what` when there is none; shared buffers made and freed.
   absl::StatusOr<absl::string_view> PutPayload(const v1::Put& put) const;
   void RunShmGet(const v1::Get& get);
+  // The region is shared: a device download holds it until it wrote.
+  absl::StatusOr<std::shared_ptr<const ShmRegion>> Region(
+      uint64_t id, absl::string_view what) const;
+  void RunAllocateShared(const v1::AllocateShared& cmd);
   // Reads bytes [offset, offset + n) of the dense tensor `t` for a Get and
   // calls `then(status, bytes)` on the executor with them: at once for CPU
   // memory (read in place) or a device without staging memory (a waiting
@@ -165,6 +173,7 @@ class CommandRunner {
   std::optional<v1::Status> first_error_;  // since the last Sync
   std::unique_ptr<PendingPut> pending_put_;
   PendingDownloads downloads_;  // Note [Async downloads]
+  SharedBuffers shared_;
   std::atomic<size_t> live_handles_{0};
   std::atomic<uint64_t> ops_run_{0};
 };

@@ -1,27 +1,59 @@
 // CommandRunner's same-host transfer paths (server/shm_transfer.h): Put
-// payloads read from the session's region and ranged Gets written into it.
-#include <cstring>
+// payloads read from a region and ranged Gets written into one, the region
+// being the session's (id 0) or one of its shared buffers
+// (server/shared_buffers.h), which AllocateShared makes.
+#include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/host_copy.h"
 #include "runtime/ops/dispatch.h"
 #include "server/command_runner.h"
 #include "server/proto_convert.h"
 
 namespace tensord {
 
+absl::StatusOr<std::shared_ptr<const ShmRegion>> CommandRunner::Region(
+    uint64_t id, absl::string_view what) const {
+  if (id != 0) return shared_.Find(id, what);
+  if (config_.shm == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what,
+        ".shm without a shared-memory region (Welcome.shm was not set) and "
+        "without a shm_region"));
+  }
+  // Not owned: the session's region outlives the runner's downloads.
+  return std::shared_ptr<const ShmRegion>(std::shared_ptr<void>(), config_.shm);
+}
+
 absl::StatusOr<absl::string_view> CommandRunner::PutPayload(
     const v1::Put& put) const {
   if (!put.shm()) return absl::string_view(put.data());
-  if (config_.shm == nullptr) {
-    return absl::InvalidArgumentError(
-        "Put.shm without a shared-memory region (Welcome.shm was not set)");
-  }
   if (!put.data().empty()) {
     return absl::InvalidArgumentError("a Put carries shm and data at once");
   }
-  auto bytes = config_.shm->Slice(put.shm_offset(), put.shm_size(), "put");
+  auto region = Region(put.shm_region(), "Put");
+  if (!region.ok()) return region.status();
+  // Read before this command returns: the region may be freed after it.
+  auto bytes =
+      (*region)->Slice(put.shm_offset(), put.shm_size(),
+                       absl::StrCat("put (shm_region ", put.shm_region(), ")"));
   if (!bytes.ok()) return bytes.status();
   return absl::string_view(*bytes, put.shm_size());
+}
+
+void CommandRunner::RunAllocateShared(const v1::AllocateShared& cmd) {
+  v1::ServerFrame frame;
+  v1::SharedBuffer* reply = frame.mutable_shared_buffer();
+  absl::Status status = shared_.Allocate(cmd.bytes(), reply);
+  if (!status.ok()) {
+    frame.mutable_error()->set_request_id(cmd.request_id());
+    *frame.mutable_error()->mutable_status() =
+        StatusToProto(status, "allocate_shared", "");
+  } else {
+    reply->set_request_id(cmd.request_id());
+  }
+  sink_->Send(std::move(frame));
 }
 
 void CommandRunner::RunShmGet(const v1::Get& get) {
@@ -32,10 +64,8 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
         StatusToProto(status, "get", get.site());
     sink_->Send(std::move(frame));
   };
-  if (config_.shm == nullptr) {
-    return send_error(absl::InvalidArgumentError(
-        "Get.shm without a shared-memory region (Welcome.shm was not set)"));
-  }
+  auto region = Region(get.shm_region(), "Get");
+  if (!region.ok()) return send_error(region.status());
   auto entry = handles_.Find(get.handle());
   if (!entry.ok()) return send_error(entry.status());
   if ((*entry)->poisoned()) {
@@ -61,7 +91,9 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
                      total, " bytes of handle ", get.handle())));
   }
   const uint64_t n = std::min(get.shm_capacity(), total - get.byte_offset());
-  auto dst = config_.shm->Slice(get.shm_offset(), n, "get");
+  auto dst =
+      (*region)->Slice(get.shm_offset(), n,
+                       absl::StrCat("get (shm_region ", get.shm_region(), ")"));
   if (!dst.ok()) return send_error(dst.status());
   // The slot is written when the bytes are in host memory: at once for the
   // CPU, after the staged copy for a device (Note [Async downloads]).
@@ -83,8 +115,9 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
   data->set_last(get.byte_offset() + n == total);
   ReadForGet(
       t, get.byte_offset(), n,
-      [this, frame = std::move(frame), dst = *dst, n, site = get.site()](
-          const absl::Status& read, const char* bytes) mutable {
+      [this, frame = std::move(frame), region = *std::move(region), dst = *dst,
+       n,
+       site = get.site()](const absl::Status& read, const char* bytes) mutable {
         if (!read.ok()) {
           v1::ServerFrame error;
           error.mutable_error()->set_request_id(frame.data().request_id());
@@ -92,7 +125,7 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
               StatusToProto(read, "get", site);
           return sink_->Send(std::move(error));
         }
-        if (n > 0) std::memcpy(dst, bytes, n);
+        CopyHostBytes(dst, bytes, n);  // `region` keeps `dst` mapped
         sink_->Send(std::move(frame));
       });
 }

@@ -8,11 +8,11 @@
 // reads it. The tensor itself needs no holding: it was allocated on the
 // same stream, so every later use of its memory, including a reuse after
 // the handle is released, is ordered after the copy.
-#include <cstring>
 #include <memory>
 #include <utility>
 
 #include "runtime/core/status_macros.h"
+#include "runtime/host_copy.h"
 #include "server/command_runner.h"
 #include "spdlog/spdlog.h"
 
@@ -40,7 +40,7 @@ absl::Status CommandRunner::WriteForPut(const Tensor& t, size_t offset,
     // driver stages pageable memory itself before the call returns.
     return device->CopyFromHost(dst, data.data(), data.size(), stream);
   }
-  std::memcpy(staging->data(), data.data(), data.size());
+  CopyHostBytes(staging->data(), data.data(), data.size());
   // Shared: std::function copies its target. Freed on the completion thread.
   auto buffer = std::make_shared<StagingBuffer>(*std::move(staging));
   const std::string device_name = device->name();

@@ -25,7 +25,7 @@ Session::Session(SessionParams params)
       outbox_(params_.replay_bytes),
       shm_(MakeRegion(params_)),
       runner_(RunnerConfig{params_.number, params_.devices, params_.chunk_bytes,
-                           shm_.get()},
+                           shm_.get(), params_.shared_buffer_bytes},
               &outbox_),
       executor_([this] { ExecutorLoop(); }) {
   // Note [Async downloads]: a finished download wakes an idle executor.

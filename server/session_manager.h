@@ -33,6 +33,9 @@ struct SessionLimits {
   // Size of the same-host transfer region of a session whose client asks
   // for one (Hello.shm_transfer); 0 disables it.
   size_t shm_bytes = 256 << 20;
+  // The most bytes of shared buffers (AllocateShared) one session may hold;
+  // 0 turns them off. Quotas apply on top.
+  size_t shared_buffer_bytes = size_t{8} << 30;
 };
 
 class SessionManager {

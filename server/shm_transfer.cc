@@ -12,7 +12,8 @@
 
 namespace tensord {
 
-absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Create(size_t size) {
+absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Create(size_t size,
+                                                             bool populate) {
   if (size <= kDataOffset) {
     return absl::InvalidArgumentError("shared-memory region too small");
   }
@@ -28,8 +29,17 @@ absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Create(size_t size) {
     return absl::UnavailableError(
         absl::StrCat("sizing/sealing the region: ", std::strerror(err)));
   }
-  void* base =
-      mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, /*off=*/0);
+  // fallocate reports a shortage of memory as an error (ENOMEM/ENOSPC);
+  // MAP_POPULATE alone would not, and later faults could not be answered.
+  if (populate && fallocate(fd, 0, 0, static_cast<off_t>(size)) != 0) {
+    const int err = errno;
+    close(fd);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate a shared-memory region of ", size,
+                     " bytes: ", std::strerror(err)));
+  }
+  void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, /*off=*/0);
   if (base == MAP_FAILED) {
     const int err = errno;
     close(fd);

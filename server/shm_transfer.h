@@ -11,6 +11,12 @@
 // (it reuses a slot only after the command that read or wrote it was
 // acknowledged). The daemon only bounds-checks offsets.
 //
+// The same kind of region backs a session's shared buffers
+// (server/shared_buffers.h), created with `populate`: its pages are
+// allocated and mapped up front, so neither side takes a page fault per 4 KiB
+// while it copies, and a daemon short of memory says so at allocation
+// instead of faulting later.
+//
 // Thread safety: the region is read and written by the session's executor
 // only (the client writes its side between commands).
 #ifndef TENSORD_SERVER_SHM_TRANSFER_H_
@@ -31,14 +37,17 @@ class ShmRegion {
   // Bytes reserved at the start of the region for the nonce.
   static constexpr size_t kDataOffset = 4096;
 
-  // A new region of `size` bytes (pages are only backed once touched).
-  static absl::StatusOr<std::unique_ptr<ShmRegion>> Create(size_t size);
+  // A new region of `size` bytes. Its pages are backed once touched, or
+  // with `populate` at once (RESOURCE_EXHAUSTED when memory is short).
+  static absl::StatusOr<std::unique_ptr<ShmRegion>> Create(
+      size_t size, bool populate = false);
   ~ShmRegion();
   ShmRegion(const ShmRegion&) = delete;
   ShmRegion& operator=(const ShmRegion&) = delete;
 
-  // What Welcome.shm tells the client.
+  // What Welcome.shm (or a SharedBuffer reply) tells the client.
   v1::ShmRegion Describe() const;
+  size_t size() const { return size_; }
 
   // [offset, offset + n) of the payload area, or INVALID_ARGUMENT naming
   // `what` when it is outside it.
