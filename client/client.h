@@ -29,6 +29,7 @@
 #include "client/attrs.h"
 #include "client/dtype.h"
 #include "client/options.h"
+#include "client/shared_buffer.h"
 #include "client/site.h"
 #include "client/tensor.h"
 #include "proto/tensord.pb.h"
@@ -81,7 +82,9 @@ class Client {
 
   // Uploads a C-contiguous little-endian buffer of ItemSize(dtype) *
   // numel(shape) bytes (read during the call only). Any size: large tensors
-  // travel as chunk_bytes Put chunks, one frame at a time.
+  // travel as chunk_bytes Put chunks, one frame at a time, or through the
+  // daemon's shared-memory region; bytes inside a SharedBuffer as one Put
+  // naming it (client/shared_buffer.h).
   Tensor Upload(const void* data, DType dtype, std::vector<int64_t> shape,
                 const UploadOptions& options = {}, Site site = Site::Current());
 
@@ -100,6 +103,13 @@ class Client {
                          DTypeOf<T>::value, std::move(shape), options, site);
     }
   }
+
+  // Host memory shared with the daemon, the analogue of CUDA pinned
+  // memory: uploads from it and DownloadInto it cost one copy (the
+  // daemon's). Plain memory when the session shares none with the daemon
+  // (SharedBuffer::shared() false); the daemon's error when it refuses (over
+  // the quota: RESOURCE_EXHAUSTED; shared buffers turned off). A round trip.
+  absl::StatusOr<SharedBuffer> AllocateShared(size_t bytes);
 
   // ------------------------------------------------------------ session
   // Sync point: waits for every command so far; returns the first op error

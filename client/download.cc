@@ -97,9 +97,7 @@ absl::Status DataAssembler::AddBytes(const v1::Data& chunk,
     if (dst_ == nullptr) {
       ReserveBytes(&tensor_.bytes, total_bytes_);
     } else if (total_bytes_ > capacity_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the destination holds ", capacity_, " bytes, the tensor has ",
-          total_bytes_, " (", DTypeName(tensor_.dtype), ")"));
+      return DestinationTooSmall(capacity_, total_bytes_, tensor_.dtype);
     }
     started_ = true;
   }
@@ -112,7 +110,7 @@ absl::Status DataAssembler::AddBytes(const v1::Data& chunk,
   }
   if (dst_ == nullptr) {
     tensor_.bytes.append(bytes.data(), bytes.size());
-  } else if (!bytes.empty()) {
+  } else if (!bytes.empty() && bytes.data() != dst_ + received_) {
     std::memcpy(dst_ + received_, bytes.data(), bytes.size());
   }
   received_ += bytes.size();
@@ -125,6 +123,12 @@ absl::Status DataAssembler::AddBytes(const v1::Data& chunk,
     done_ = true;
   }
   return absl::OkStatus();
+}
+
+absl::Status DestinationTooSmall(size_t capacity, uint64_t total, DType dtype) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the destination holds ", capacity, " bytes, the tensor has ", total,
+      " (", DTypeName(dtype), ")"));
 }
 
 template <typename T>

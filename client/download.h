@@ -43,7 +43,10 @@ class DataAssembler {
   bool done() const { return done_; }
   // Assembles the bytes into `dst` (`capacity` bytes, the caller's) instead
   // of HostTensor::bytes, which then stays empty. A tensor of more bytes is
-  // INVALID_ARGUMENT at its first chunk, nothing written. Before any Add.
+  // INVALID_ARGUMENT at its first chunk (DestinationTooSmall), nothing
+  // written. Before any Add. Bytes already in place (a chunk whose `bytes`
+  // are at their destination: a download into a shared buffer) are not
+  // copied.
   void SetDestination(char* dst, size_t capacity) {
     dst_ = dst;
     capacity_ = capacity;
@@ -60,6 +63,9 @@ class DataAssembler {
   size_t capacity_ = 0;
   HostTensor tensor_;
 };
+
+// The error of a download into `capacity` bytes of a tensor of `total`.
+absl::Status DestinationTooSmall(size_t capacity, uint64_t total, DType dtype);
 
 // Converts `numel` elements of `src_dtype` at `src` to T (numeric cast, as
 // torch's `.tolist()` then a C++ cast). T must have a DTypeOf.

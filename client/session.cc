@@ -294,13 +294,26 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
     const std::string& device, bool requires_grad, const std::string& site) {
   absl::StatusOr<uint64_t> total = TensorBytes(dtype, shape);
   if (!total.ok()) return total.status();
+  // What the first (or only) Put carries besides the bytes.
+  v1::Put first;
+  first.set_dtype(ToWire(dtype));
+  first.mutable_shape()->Add(shape.begin(), shape.end());
+  first.set_device(device);
+  first.set_requires_grad(requires_grad);
+  first.set_site(site);
+  HandleMeta meta{dtype, shape, device, requires_grad, absl::OkStatus()};
+  if (*total >= kShmMinBytes) {
+    if (std::optional<SharedRange> range = FindShared(data, *total)) {
+      return UploadShared(*range, data, *total, std::move(first),
+                          std::move(meta));
+    }
+  }
   const bool use_shm = shm_ != nullptr && *total >= kShmMinBytes;
   // Only the shm path needs it; taken first (lock order).
   std::optional<MutexLock> shm_lock;
   if (use_shm) shm_lock.emplace(&shm_mu_);
   MutexLock enqueue_lock(&enqueue_mu_);
   uint64_t handle;
-  HandleMeta meta{dtype, shape, device, requires_grad, absl::OkStatus()};
   {
     MutexLock lock(&mu_);
     absl::Status open = CheckOpenLocked();
@@ -311,12 +324,6 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
   }
   absl::Status status;
   if (use_shm) {
-    v1::Put first;
-    first.set_dtype(ToWire(dtype));
-    first.mutable_shape()->Add(shape.begin(), shape.end());
-    first.set_device(device);
-    first.set_requires_grad(requires_grad);
-    first.set_site(site);
     status = UploadShmChunks(static_cast<const char*>(data), *total, handle,
                              first, meta);
   }
@@ -324,19 +331,15 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
        use_shm ? std::vector<Chunk>() : PlanChunks(*total, chunk_bytes_)) {
     v1::Command command;
     v1::Put* put = command.mutable_put();
+    std::vector<uint64_t> creates;
+    if (chunk.offset == 0) {
+      *put = first;
+      creates.push_back(handle);
+    }
     put->set_handle(handle);
     put->set_offset(chunk.offset);
     put->set_data(static_cast<const char*>(data) + chunk.offset, chunk.size);
     put->set_last(chunk.last);
-    std::vector<uint64_t> creates;
-    if (chunk.offset == 0) {
-      put->set_dtype(ToWire(dtype));
-      put->mutable_shape()->Add(shape.begin(), shape.end());
-      put->set_device(device);
-      put->set_requires_grad(requires_grad);
-      put->set_site(site);
-      creates.push_back(handle);
-    }
     status = Append(std::move(command), creates,
                     chunk.offset == 0 ? &meta : nullptr);
     if (!status.ok()) break;

@@ -36,6 +36,11 @@
 // its whole duration and is taken before enqueue_mu_. A slot the client
 // filled is rewritten only after the Put reading it was acknowledged, so
 // unacked batches resent after a resume still find their bytes.
+//
+// Shared buffers (session_shared.cc; client/shared_buffer.h): the session
+// keeps the address range of each live buffer (under mu_). An upload whose
+// bytes lie in one, or a download whose destination does, is one Put or Get
+// naming the buffer's region; the upload waits for its Put's Ack.
 #ifndef TENSORD_CLIENT_SESSION_H_
 #define TENSORD_CLIENT_SESSION_H_
 
@@ -181,6 +186,15 @@ class Session {
 
   // True when transfers go through the daemon's shared-memory region.
   bool shm_active() const { return shm_ != nullptr; }
+  // A new shared buffer of `bytes` (AllocateShared; one round trip), mapped
+  // and registered; a null `mapping` when this session has no shared memory
+  // with the daemon. FreeShared unregisters it and queues its Release.
+  struct SharedAllocation {
+    uint64_t region = 0;
+    std::unique_ptr<RegionMapping> mapping;
+  };
+  absl::StatusOr<SharedAllocation> AllocateShared(size_t bytes);
+  void FreeShared(uint64_t region);
   // Transfers smaller than this use the stream (no gain, one more copy).
   static constexpr uint64_t kShmMinBytes = 256 << 10;
 
@@ -204,6 +218,21 @@ class Session {
     // copied out by the downloading thread, not the reader.
     bool shm = false;
     v1::Data shm_reply;
+    // An AllocateShared's answer.
+    bool shared = false;
+    v1::SharedBuffer shared_reply;
+  };
+  // Where a shared buffer's bytes are: [begin, end) here, at `data_offset`
+  // of region `region` on the daemon.
+  struct SharedRange {
+    uintptr_t begin = 0;
+    uintptr_t end = 0;
+    uint64_t region = 0;
+    uint64_t data_offset = 0;
+    // What Put/Get.shm_offset names for the bytes at `p`.
+    uint64_t OffsetOf(const void* p) const {
+      return data_offset + (reinterpret_cast<uintptr_t>(p) - begin);
+    }
   };
 
   using Stream = grpc::ClientReaderWriter<v1::ClientFrame, v1::ServerFrame>;
@@ -293,6 +322,18 @@ class Session {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(shm_mu_);
   // Waits for request `request_id`'s answer and forgets it.
   PendingDownload AwaitDownload(uint64_t request_id);
+  // The shared-buffer paths (session_shared.cc): the buffer holding all of
+  // [p, p + n), if any; one Put of `data`, waiting for its Ack; one Get of
+  // the `total` bytes of `handle` (of `dtype`) into `target`.
+  std::optional<SharedRange> FindShared(const void* p, size_t n) const;
+  absl::StatusOr<uint64_t> UploadShared(const SharedRange& range,
+                                        const void* data, uint64_t total,
+                                        v1::Put first, HandleMeta meta);
+  absl::StatusOr<HostTensor> DownloadShared(const SharedRange& range,
+                                            uint64_t handle,
+                                            const std::string& site,
+                                            DType dtype, uint64_t total,
+                                            DownloadTarget target);
 
   void ReadLoop();
   void FlushLoop();
@@ -347,7 +388,8 @@ class Session {
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, std::optional<absl::Status>> syncs_
       ABSL_GUARDED_BY(mu_);
-  absl::Status frame_error_ ABSL_GUARDED_BY(mu_);   // Error{request_id=0}
+  std::vector<SharedRange> shared_ ABSL_GUARDED_BY(mu_);  // live buffers
+  absl::Status frame_error_ ABSL_GUARDED_BY(mu_);         // Error{request_id=0}
   absl::Status stream_error_ ABSL_GUARDED_BY(mu_);  // non-OK: stream is over
   bool closed_ ABSL_GUARDED_BY(mu_) = false;        // Close() started
   bool closing_ ABSL_GUARDED_BY(mu_) = false;       // threads should stop

@@ -126,6 +126,14 @@ void Session::HandleFrame(const v1::ServerFrame& frame) {
       }
       break;
     }
+    case v1::ServerFrame::kSharedBuffer: {
+      auto it = downloads_.find(frame.shared_buffer().request_id());
+      if (it == downloads_.end() || it->second.done) break;
+      it->second.shared = true;
+      it->second.shared_reply = frame.shared_buffer();
+      it->second.done = true;
+      break;
+    }
     case v1::ServerFrame::kSyncDone: {
       auto it = syncs_.find(frame.sync_done().request_id());
       if (it != syncs_.end()) {
@@ -192,6 +200,22 @@ absl::Status Session::Sync() {
 absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
                                              const std::string& site,
                                              DownloadTarget target) {
+  std::optional<SharedRange> shared;
+  if (target.data != nullptr && target.capacity >= kShmMinBytes) {
+    shared = FindShared(target.data, target.capacity);
+  }
+  if (shared.has_value()) {
+    // The size decides (it may wait for the Ack); poisoned, None and small
+    // tensors take the ordinary path, which reports or carries them.
+    absl::StatusOr<HandleMeta> meta = WaitMeta(handle);
+    if (meta.ok() && meta->error.ok() && !meta->is_none) {
+      absl::StatusOr<uint64_t> total = TensorBytes(meta->dtype, meta->shape);
+      if (total.ok() && *total >= kShmMinBytes) {
+        return DownloadShared(*shared, handle, site, meta->dtype, *total,
+                              target);
+      }
+    }
+  }
   if (shm_ != nullptr) {
     // A size not yet known (no Ack): the first shm answer tells it, at the
     // same one round trip as a stream Get.

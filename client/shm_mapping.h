@@ -1,16 +1,19 @@
-// The client's side of the same-host transfer region (docs/protocol.md
-// "Shared memory"; the daemon's side is server/shm_transfer.h): maps
-// Welcome.shm, checks its nonce, and splits the payload area into slots so
-// that copies pipeline (the daemon copies out of one slot while the client
-// fills the next).
+// The client's side of the daemon's shared-memory regions (docs/protocol.md
+// "Shared memory"; the daemon's side is server/shm_transfer.h).
+//
+// RegionMapping maps one region (Welcome.shm, or a shared buffer's
+// SharedBuffer.shm) and checks its nonce; ShmMapping is the session's
+// region split into slots so that copies pipeline (the daemon copies out of
+// one slot while the client fills the next).
 //
 // Which slots are free is the session's business (client/session_shm.cc):
 // a slot the client wrote is reused only after the Put reading it was
 // acknowledged, a slot the daemon wrote only after the client copied the
 // answer out.
 //
-// Ownership: owns the mapping. Thread safety: immutable after Open; the
-// slots' bytes are guarded by the session's shm_mu_.
+// Ownership: each owns its mapping. Thread safety: immutable after Open;
+// the slots' bytes are guarded by the session's shm_mu_, a shared buffer's
+// by its user.
 #ifndef TENSORD_CLIENT_SHM_MAPPING_H_
 #define TENSORD_CLIENT_SHM_MAPPING_H_
 
@@ -24,40 +27,63 @@
 namespace tensord {
 inline namespace client {
 
+class RegionMapping {
+ public:
+  // Maps `desc` read-write. Null when the region is not reachable from here
+  // (another host, pid namespace or user), is malformed, or its nonce
+  // differs. `populate`: every page is mapped now (MAP_POPULATE), so copies
+  // into or out of it take no page faults.
+  static std::unique_ptr<RegionMapping> Map(const v1::ShmRegion& desc,
+                                            bool populate);
+  ~RegionMapping();
+  RegionMapping(const RegionMapping&) = delete;
+  RegionMapping& operator=(const RegionMapping&) = delete;
+
+  char* base() const { return base_; }
+  size_t size() const { return size_; }
+  uint64_t data_offset() const { return data_offset_; }
+  // True when `desc` (a resumed session's Welcome.shm) is this region.
+  bool Matches(const v1::ShmRegion& desc) const;
+
+ private:
+  RegionMapping(char* base, const v1::ShmRegion& desc);
+
+  char* const base_;
+  const size_t size_;
+  const uint64_t data_offset_;
+  const std::string path_;
+  const std::string nonce_;
+};
+
 class ShmMapping {
  public:
   static constexpr int kMaxSlots = 4;
   static constexpr size_t kDefaultSlotBytes = size_t{32} << 20;
 
   // Maps `desc`, with at most kMaxSlots slots of at most `max_slot_bytes`
-  // (0: kDefaultSlotBytes). Null when the region is not reachable from
-  // here (another host, pid namespace or user), is too small, or its nonce
-  // differs: the caller then uses the stream.
+  // (0: kDefaultSlotBytes). Null when RegionMapping::Map is, or the region
+  // is too small: the caller then uses the stream.
   static std::unique_ptr<ShmMapping> Open(const v1::ShmRegion& desc,
                                           size_t max_slot_bytes);
-  ~ShmMapping();
-  ShmMapping(const ShmMapping&) = delete;
-  ShmMapping& operator=(const ShmMapping&) = delete;
 
   int num_slots() const { return num_slots_; }
   size_t slot_bytes() const { return slot_bytes_; }
   // Where slot `i` starts in the region (what Put/Get.shm_offset carry).
-  uint64_t slot_offset(int i) const { return data_offset_ + i * slot_bytes_; }
-  char* slot(int i) const { return base_ + slot_offset(i); }
-  // True when `desc` (a resumed session's Welcome.shm) is this region.
-  bool Matches(const v1::ShmRegion& desc) const;
+  uint64_t slot_offset(int i) const {
+    return region_->data_offset() + i * slot_bytes_;
+  }
+  char* slot(int i) const { return region_->base() + slot_offset(i); }
+  bool Matches(const v1::ShmRegion& desc) const {
+    return region_->Matches(desc);
+  }
 
  private:
-  ShmMapping(char* base, size_t size, uint64_t data_offset, size_t slot_bytes,
-             int num_slots, std::string path, std::string nonce);
+  ShmMapping(std::unique_ptr<RegionMapping> region, size_t slot_bytes,
+             int num_slots);
 
-  char* const base_;
-  const size_t size_;
-  const uint64_t data_offset_;
+  const std::unique_ptr<RegionMapping> region_;
   const size_t slot_bytes_;
   const int num_slots_;
-  const std::string path_;
-  const std::string nonce_;
 };
 
 }  // namespace client

@@ -12,6 +12,7 @@
 #include "client/ops.h"
 #include "client/optim.h"
 #include "client/options.h"
+#include "client/shared_buffer.h"
 #include "client/site.h"
 #include "client/status.h"
 #include "client/tensor.h"

@@ -1,0 +1,189 @@
+// Shared buffers (docs/protocol.md "Shared buffers"; client/shared_buffer.h):
+// host memory the daemon maps too. A transfer whose bytes lie inside one is
+// one Put or Get naming its region, and the daemon's copy between the
+// buffer and tensor storage is the only one. See client/session.h for the
+// locking order.
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/session.h"
+
+namespace tensord {
+inline namespace client {
+namespace internal {
+
+absl::StatusOr<Session::SharedAllocation> Session::AllocateShared(
+    size_t bytes) {
+  // Without the session's region mapped, nothing shows that the daemon's
+  // memory is reachable from here: the caller uses plain memory.
+  if (shm_ == nullptr) return SharedAllocation{};
+  uint64_t request_id;
+  {
+    MutexLock enqueue_lock(&enqueue_mu_);
+    {
+      MutexLock lock(&mu_);
+      absl::Status open = CheckOpenLocked();
+      if (!open.ok()) return open;
+      request_id = next_request_id_++;
+      downloads_[request_id];
+    }
+    v1::Command command;
+    command.mutable_allocate_shared()->set_request_id(request_id);
+    command.mutable_allocate_shared()->set_bytes(bytes);
+    absl::Status status = Append(std::move(command), {}, nullptr);
+    if (!status.ok()) {
+      MutexLock lock(&mu_);
+      downloads_.erase(request_id);
+      return status;
+    }
+  }
+  Flush().IgnoreError();  // a broken stream shows in the answer
+  PendingDownload answer = AwaitDownload(request_id);
+  if (!answer.status.ok()) return answer.status;
+  if (!answer.shared) {
+    return absl::InternalError(
+        absl::StrCat("tensord answered AllocateShared (request ", request_id,
+                     ") with something else than a SharedBuffer"));
+  }
+  const v1::SharedBuffer& reply = answer.shared_reply;
+  SharedAllocation out;
+  out.region = reply.region();
+  out.mapping = RegionMapping::Map(reply.shm(), /*populate=*/true);
+  if (out.region == 0 || out.mapping == nullptr ||
+      out.mapping->size() - out.mapping->data_offset() < bytes) {
+    if (out.region != 0) FreeShared(out.region);
+    return absl::InternalError(
+        absl::StrCat("tensord made shared buffer ", out.region, " of ", bytes,
+                     " bytes, but it cannot be mapped here as described (",
+                     reply.shm().path(), ", ", reply.shm().size(), " bytes)"));
+  }
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(
+      out.mapping->base() + out.mapping->data_offset());
+  MutexLock lock(&mu_);
+  shared_.push_back(
+      {begin, begin + bytes, out.region, out.mapping->data_offset()});
+  return out;
+}
+
+void Session::FreeShared(uint64_t region) {
+  {
+    MutexLock lock(&mu_);
+    for (auto it = shared_.begin(); it != shared_.end(); ++it) {
+      if (it->region == region) {
+        shared_.erase(it);
+        break;
+      }
+    }
+    // A closed or broken session's buffers are freed by the daemon.
+    if (closed_ || !stream_error_.ok()) return;
+  }
+  MutexLock enqueue_lock(&enqueue_mu_);
+  v1::Command command;
+  command.mutable_release()->add_shared_buffers(region);
+  Append(std::move(command), {}, nullptr).IgnoreError();  // sent batched
+}
+
+std::optional<Session::SharedRange> Session::FindShared(const void* p,
+                                                        size_t n) const {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
+  MutexLock lock(&mu_);
+  for (const SharedRange& range : shared_) {
+    if (begin >= range.begin && begin <= range.end && n <= range.end - begin) {
+      return range;
+    }
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<uint64_t> Session::UploadShared(const SharedRange& range,
+                                               const void* data, uint64_t total,
+                                               v1::Put first, HandleMeta meta) {
+  uint64_t handle, seq = 0;
+  {
+    MutexLock enqueue_lock(&enqueue_mu_);
+    {
+      MutexLock lock(&mu_);
+      absl::Status open = CheckOpenLocked();
+      if (!open.ok()) return open;
+      handle = AllocateHandleLocked();
+      if (meta.device.empty()) meta.device = default_device_;
+    }
+    v1::Command command;
+    v1::Put* put = command.mutable_put();
+    *put = std::move(first);
+    put->set_handle(handle);
+    put->set_last(true);
+    put->set_shm(true);
+    put->set_shm_region(range.region);
+    put->set_shm_offset(range.OffsetOf(data));
+    put->set_shm_size(total);
+    absl::Status status = Append(std::move(command), {handle}, &meta, &seq);
+    if (!status.ok()) {
+      MutexLock lock(&mu_);
+      handles_.erase(handle);
+      return status;
+    }
+  }
+  Flush().IgnoreError();  // a broken stream shows below
+  // The lifetime rule (client/shared_buffer.h): back to the caller, who may
+  // rewrite the buffer, only once the daemon has copied the bytes out. A
+  // resume resends the Put, so it waits for the Ack of the resent batch.
+  MutexLock lock(&mu_);
+  auto copied = [this, seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return acked_seq_ >= seq || !stream_error_.ok() || closed_;
+  };
+  mu_.Await(absl::Condition(&copied));
+  if (acked_seq_ < seq) {
+    handles_.erase(handle);
+    absl::Status open = CheckOpenLocked();
+    return open.ok() ? absl::UnavailableError("the tensord session ended")
+                     : open;
+  }
+  return handle;
+}
+
+absl::StatusOr<HostTensor> Session::DownloadShared(const SharedRange& range,
+                                                   uint64_t handle,
+                                                   const std::string& site,
+                                                   DType dtype, uint64_t total,
+                                                   DownloadTarget target) {
+  if (total > target.capacity) {
+    return DestinationTooSmall(target.capacity, total, dtype);
+  }
+  const uint64_t shm_offset = range.OffsetOf(target.data);
+  uint64_t request_id;
+  {
+    MutexLock enqueue_lock(&enqueue_mu_);
+    absl::StatusOr<uint64_t> queued =
+        EnqueueGetLocked(handle, site, [&](v1::Get* get) {
+          get->set_shm(true);
+          get->set_shm_region(range.region);
+          get->set_shm_offset(shm_offset);
+          get->set_shm_capacity(total);
+        });
+    if (!queued.ok()) return queued.status();
+    request_id = *queued;
+  }
+  Flush().IgnoreError();
+  PendingDownload got = AwaitDownload(request_id);
+  if (!got.status.ok()) return got.status;
+  const v1::Data& reply = got.shm_reply;
+  if (!got.shm || reply.offset() != 0 || reply.shm_offset() != shm_offset ||
+      reply.shm_size() != total || !reply.last()) {
+    return absl::InternalError(
+        absl::StrCat("tensord answered the shared-buffer Get of handle ",
+                     handle, " with a range it was not asked for"));
+  }
+  // The bytes are in place: the assembler only checks the answer.
+  DataAssembler assembler;
+  assembler.SetDestination(target.data, target.capacity);
+  absl::Status status =
+      assembler.AddBytes(reply, absl::string_view(target.data, total));
+  if (!status.ok()) return status;
+  return assembler.Take();
+}
+
+}  // namespace internal
+}  // namespace client
+}  // namespace tensord
