@@ -83,8 +83,12 @@ RawSession::Reply RawSession::Flush() {
       }
     } else if (frame.has_error()) {
       reply.errors.push_back(frame.error());
+    } else if (frame.has_data() && frame.data().shm()) {
+      reply.shm_data[frame.data().request_id()] = frame.data();
     } else if (frame.has_data()) {
       reply.data[frame.data().request_id()] += frame.data().data();
+    } else if (frame.has_shared_buffer()) {
+      reply.shared[frame.shared_buffer().request_id()] = frame.shared_buffer();
     } else if (frame.has_sync_done() &&
                frame.sync_done().request_id() == sync_id) {
       reply.sync_error = frame.sync_done().error();
