@@ -33,6 +33,7 @@ from ._ops import __all__ as _ops_all
 from ._multi_ops import *  # noqa: F401,F403 (max/min/split/... with PyTorch signatures)
 from ._multi_ops import __all__ as _multi_all
 from ._session import DEFAULT_ADDRESS, Session
+from ._shared import SharedBuffer, empty_shared
 from ._tensor import CatalogFunction, Tensor, is_tensor
 from ._streams import Event, Stream, current_stream, default_stream, set_stream, stream
 
@@ -50,11 +51,11 @@ __all__ = sorted(set(_ops_all) | set(_multi_all) | {
     "is_tensor", "nn", "optim", "autograd", "profiler", "save", "load", "connect", "close",
     "default_session", "synchronize", "manual_seed",
     "set_default_device", "backends", "Stream", "Event", "stream", "current_stream",
-    "default_stream", "set_stream"})
+    "default_stream", "set_stream", "SharedBuffer", "empty_shared"})
 
 for _cls in (Error, InvalidArgumentError, ShapeError, DTypeError, NotFoundError, OutOfMemoryError,
              PermissionDenied, UnimplementedError, ProtocolError, ConnectionLost, Tensor, Session,
-             Size, device, dtype, Stream, Event):
+             Size, device, dtype, Stream, Event, SharedBuffer):
     _cls.__module__ = "tensord"  # tracebacks say tensord.ShapeError, not tensord._errors...
 del _cls
 

@@ -18,7 +18,7 @@ from ._proto import tensord_pb2 as pb
 
 
 class Pending:
-    """A reply someone waits for: a Get's data, a SyncDone or a Profile.
+    """A reply someone waits for: a Get's data, a SyncDone, a Profile or a SharedBuffer.
 
     Its waiter sleeps on its own lock (``wait``), released once by the receiver when the reply
     is complete (``finish``) or the session is over (``wake``): one futex hand-off, without the
@@ -167,6 +167,10 @@ class Batcher:
             popleft = self._released_events.popleft
             events = [popleft() for _ in range(len(self._released_events))]
             self._add_locked().release.events.extend(events)
+        if self._released_shared:  # freed shared buffers (_shared.py)
+            popleft = self._released_shared.popleft
+            regions = [popleft() for _ in range(len(self._released_shared))]
+            self._add_locked().release.shared_buffers.extend(regions)
         if not self._released:
             return
         # Only this thread pops (under the lock); finalizers in other threads may append

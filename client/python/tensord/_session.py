@@ -15,7 +15,8 @@ Threads (see docs/protocol.md for the wire semantics):
 
 The class is split by concern: ``_batch.Batcher`` (the open batch, flushing, requests),
 ``_receiver.Receiver`` (replies, resume), ``_transfer.Transfers`` (Put/Get, shared memory),
-``_stream_commands.StreamCommands`` (streams, events, TF32).
+``_shared.SharedBuffers`` (shared buffers), ``_stream_commands.StreamCommands`` (streams,
+events, TF32).
 
 Releases come from ``Tensor.__del__``, which may run inside any thread at any allocation,
 including one holding ``_lock``: they only append to a deque (atomic under the GIL), and are
@@ -44,6 +45,7 @@ from ._connection import PROTOCOL_VERSION, AttemptTimeout, Connection, hello_fra
 from ._errors import ConnectionLost, Error, ProtocolError
 from ._proto import tensord_pb2 as pb
 from ._receiver import Receiver
+from ._shared import SharedBuffers
 from ._stream_commands import StreamCommands
 from ._transfer import Transfers
 from ._wire import CONT, SMALL, call_entry_packed, op_fields, packed, varint
@@ -54,7 +56,7 @@ DEFAULT_ADDRESS = "127.0.0.1:50051"
 _MiB = 1 << 20
 
 
-class Session(Batcher, Receiver, Transfers, StreamCommands):
+class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
     """One connection to a tensord daemon. Thread-safe.
 
     Most programs never touch this class: ``tensord.connect()`` creates one and makes it the
@@ -106,6 +108,10 @@ class Session(Batcher, Receiver, Transfers, StreamCommands):
         self._next_event_id = 1
         self._allow_tf32 = False
         self._released_events: "collections.deque[int]" = collections.deque()  # Event.__del__
+        # Shared buffers (_shared.py): (begin, end, region, shm offset) of each live one, and
+        # the region ids freed, released with the next batch.
+        self._shared_ranges: Tuple[Tuple[int, int, int, int], ...] = ()
+        self._released_shared: "collections.deque[int]" = collections.deque()
         self._broken: Optional[Error] = None  # set once the session is over
         self._closing = False
         self._flush_interval = flush_interval

@@ -7,6 +7,8 @@ the daemon is elsewhere (or another user) and the stream is used instead. The pa
 split into ``SLOTS`` slots so that copies pipeline: while the daemon copies chunk k out of one
 slot, the client fills the next. A slot is reused only after the command that used it was
 acknowledged (uploads) or answered (downloads).
+
+``map_region`` is also how shared buffers (``_shared.py``) are mapped.
 """
 
 from __future__ import annotations
@@ -46,22 +48,10 @@ class Region:
     @classmethod
     def open(cls, desc: Any) -> Optional["Region"]:
         """Maps ``Welcome.shm``; None when it is not reachable from here."""
-        if not desc.path or os.environ.get("TENSORD_SHM", "1") == "0":
+        if os.environ.get("TENSORD_SHM", "1") == "0":
             return None
-        try:
-            fd = os.open(desc.path, os.O_RDWR | os.O_CLOEXEC)
-        except OSError:
-            return None
-        try:
-            if os.fstat(fd).st_size < desc.size:
-                return None
-            mm = mmap.mmap(fd, desc.size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        except (OSError, ValueError):
-            return None
-        finally:
-            os.close(fd)
-        if mm[:len(desc.nonce)] != desc.nonce:
-            mm.close()
+        mm = map_region(desc)
+        if mm is None:
             return None
         r = cls(mm, desc.size, desc.data_offset)
         r.path, r.nonce = desc.path, bytes(desc.nonce)
@@ -72,6 +62,33 @@ class Region:
 
     def read_into(self, dst: np.ndarray, offset: int) -> None:
         dst[:] = self.view[offset:offset + dst.nbytes]
+
+
+def map_region(desc: Any, populate: bool = False) -> Optional[mmap.mmap]:
+    """Maps a region the daemon described (``ShmRegion``: a sealed memfd as ``/proc/PID/fd/N``)
+    read-write and checks its nonce; None when it is not reachable from here (another host, pid
+    namespace or user), malformed, or someone else's. ``populate``: every page mapped now
+    (``MAP_POPULATE``), so copies through it take no page faults."""
+    if (not desc.path or not desc.nonce or desc.data_offset >= desc.size
+            or desc.data_offset % 4096 or len(desc.nonce) > desc.data_offset):
+        return None
+    try:
+        fd = os.open(desc.path, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return None
+    flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
+    try:
+        if os.fstat(fd).st_size < desc.size:
+            return None
+        mm = mmap.mmap(fd, desc.size, flags, mmap.PROT_READ | mmap.PROT_WRITE)
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    if mm[:len(desc.nonce)] != desc.nonce:
+        mm.close()
+        return None
+    return mm
 
 
 def upload(s: Any, raw: np.ndarray, pb_put_fields: Any) -> int:
@@ -106,12 +123,14 @@ def upload(s: Any, raw: np.ndarray, pb_put_fields: Any) -> int:
             return seq
 
 
-def download(s: Any, handle: int, total: int, site: str) -> Any:
+def download(s: Any, handle: int, total: int, site: str,
+             out: Optional[np.ndarray] = None) -> Any:
     """Downloads ``total`` bytes of ``handle`` through the region with up to ``SLOTS`` ranged
-    Gets in flight; lock held, ``s._busy`` set. Returns (TensorMeta, uint8 array); raises the
-    handle's error."""
+    Gets in flight, into ``out`` (uint8, ``total`` bytes) or a new array; lock held,
+    ``s._busy`` set. Returns (TensorMeta, the uint8 array); raises the handle's error."""
     r: Region = s._shm
-    out = np.empty(total, dtype=np.uint8)
+    if out is None:
+        out = np.empty(total, dtype=np.uint8)
     inflight: List[Any] = []  # (rid, pending, slot, byte_offset)
     next_offset = 0
     k = 0

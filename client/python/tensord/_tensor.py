@@ -412,9 +412,28 @@ class Tensor(TensorMethods, AutogradMethods):
             self._info = info
         return _dtype.from_wire_bytes(buf, info.dtype, tuple(info.shape)), info
 
-    def numpy(self) -> np.ndarray:
-        """The values as a new NumPy array (bfloat16 arrives as float32). Waits for them."""
-        return self._download()[0]
+    def numpy(self, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """The values as a new NumPy array (bfloat16 arrives as float32). Waits for them.
+
+        ``out``: an array of the tensor's shape and NumPy dtype, C-contiguous and writeable, to
+        write them into instead (returned). In a shared buffer (``tensord.empty_shared``) that
+        costs one copy, the daemon's."""
+        if out is None:
+            return self._download()[0]
+        info = self._meta()  # a spoiled value raises its error here
+        want = info.dtype.numpy_dtype
+        if tuple(out.shape) != tuple(info.shape) or out.dtype != want:
+            raise ValueError(f"numpy(out=): the tensor needs an array of shape "
+                             f"{tuple(info.shape)} and dtype {want}, got {tuple(out.shape)} "
+                             f"{out.dtype}")
+        if not (out.flags.c_contiguous and out.flags.writeable):
+            raise ValueError("numpy(out=): the array must be C-contiguous and writeable")
+        if info.dtype is _dtype.bfloat16:  # converted on the client: no direct path
+            np.copyto(out, self._download()[0])
+            return out
+        nbytes = info.shape.numel() * info.dtype.itemsize
+        self._session.get(self._handle, call_site(), nbytes, out.reshape(-1).view(np.uint8))
+        return out
 
     def tolist(self) -> Any:
         """The values as (nested) Python lists, or a Python number for a 0-dim tensor."""

@@ -1,6 +1,7 @@
 """Uploads and downloads of tensor bytes (part of ``Session``): ``Put`` chunks and ``Get``
-replies on the stream, or through the session's shared-memory region (``_shm``) for big
-tensors when the daemon is on this host."""
+replies on the stream, through the session's shared-memory region (``_shm``) for big tensors
+when the daemon is on this host, or one ``Put``/``Get`` naming a shared buffer (``_shared``)
+when the bytes lie in one."""
 
 from __future__ import annotations
 
@@ -31,10 +32,24 @@ class Transfers:
             flat = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
             raw = memoryview(flat)
         total = raw.nbytes
+        where = None  # (region, offset) of a shared buffer holding the bytes
+        if self._shared_ranges and flat is not None and total >= _shm.MIN_BYTES:
+            where = self._find_shared(flat.ctypes.data, total)
         with self._lock:
             self._check_open_locked()
+            if where is not None:
+                self._wait_not_busy_locked()  # handles increase in command order
             handle = self._next_handle
             self._next_handle += 1
+            if where is not None:
+                def first(p: Any) -> None:
+                    p.handle = handle
+                    p.dtype = dtype_proto
+                    p.shape.extend(shape)
+                    p.device = device
+                    p.requires_grad = requires_grad
+                    p.site = site
+                return handle, self._put_shared_locked(where, total, first)
             if self._shm is not None and total >= _shm.MIN_BYTES and flat is not None:
                 def fields(cmd: Any, offset: int, n: int, last: bool) -> None:
                     p = cmd.put
@@ -104,14 +119,24 @@ class Transfers:
             if last:
                 return seq
 
-    def get(self, handle: int, site: str, nbytes: Optional[int] = None) -> Tuple[Any, Any]:
+    def get(self, handle: int, site: str, nbytes: Optional[int] = None,
+            out: Optional[np.ndarray] = None) -> Tuple[Any, Any]:
         """Downloads a handle's values: (TensorMeta, little-endian bytes). Raises its error.
-        ``nbytes`` (when the caller knows the size) lets big tensors use shared memory."""
-        if self._shm is not None and nbytes is not None and nbytes >= _shm.MIN_BYTES:
+        ``nbytes`` (when the caller knows the size) lets big tensors use shared memory.
+        ``out`` (a C-contiguous uint8 array of ``nbytes``, which must then be given) receives
+        the bytes and is returned in their place; in a shared buffer, that is the one copy."""
+        big = nbytes is not None and nbytes >= _shm.MIN_BYTES
+        if out is not None and big and self._shared_ranges:
+            where = self._find_shared(out.ctypes.data, nbytes)
+            if where is not None:
+                with self._lock:
+                    self._check_open_locked()
+                    return self._get_shared_locked(handle, site, where, nbytes), out
+        if self._shm is not None and big:
             with self._lock:
                 self._check_open_locked()
                 return self._exclusive_locked(
-                    lambda: _shm.download(self, handle, nbytes, site))
+                    lambda: _shm.download(self, handle, nbytes, site, out))
         with self._lock:
             rid, p = self._request_locked()
             if self._busy is not None:
@@ -125,7 +150,13 @@ class Transfers:
             self._wait_locked(p, rid)
         if p.error is not None:
             raise _errors.fresh(p.error)
-        return p.meta, p.buf
+        if out is None:
+            return p.meta, p.buf
+        if len(p.buf) != out.nbytes:
+            raise _errors.ProtocolError(f"the daemon sent {len(p.buf)} bytes of handle {handle}, "
+                                        f"its metadata says {out.nbytes}", op="get")
+        out[:] = np.frombuffer(p.buf, dtype=np.uint8)
+        return p.meta, out
 
     def peek_nbytes(self, handle: int) -> Optional[int]:
         """The byte size of ``handle`` if its Ack already arrived (no waiting)."""
