@@ -14,7 +14,7 @@ SharedBuffers::~SharedBuffers() { Clear(); }
 
 absl::Status SharedBuffers::Allocate(uint64_t bytes, v1::SharedBuffer* reply) {
   if (max_bytes_ == 0) {
-    return absl::InvalidArgumentError(
+    return absl::FailedPreconditionError(
         "shared buffers are turned off on this daemon "
         "(--shared_buffer_bytes=0); transfer from ordinary memory instead");
   }

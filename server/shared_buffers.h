@@ -41,7 +41,8 @@ class SharedBuffers {
   SharedBuffers& operator=(const SharedBuffers&) = delete;
 
   // A new buffer of `bytes` usable bytes (at Describe().data_offset):
-  // INVALID_ARGUMENT for 0 bytes or shared buffers turned off,
+  // INVALID_ARGUMENT for 0 bytes, FAILED_PRECONDITION when shared buffers
+  // are turned off,
   // RESOURCE_EXHAUSTED over the session's cap, count or quota, or when the
   // host has no memory for it. Fills the reply's region id and mapping.
   absl::Status Allocate(uint64_t bytes, v1::SharedBuffer* reply);
