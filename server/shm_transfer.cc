@@ -6,16 +6,49 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace tensord {
+namespace {
+
+// /proc/meminfo's MemAvailable in bytes (what the kernel could hand out
+// without swapping), or 0 when it cannot be read.
+uint64_t AvailableMemory() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    absl::string_view rest = line;
+    if (!absl::ConsumePrefix(&rest, "MemAvailable:")) continue;
+    rest = absl::StripAsciiWhitespace(rest);
+    absl::ConsumeSuffix(&rest, "kB");
+    uint64_t kib = 0;
+    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(rest), &kib)) {
+      return kib << 10;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Create(size_t size,
                                                              bool populate) {
   if (size <= kDataOffset) {
     return absl::InvalidArgumentError("shared-memory region too small");
+  }
+  // Populated memory is taken at once: more than the host has free would
+  // only swap or wake the OOM killer, so it is refused here.
+  const uint64_t available = populate ? AvailableMemory() : 0;
+  if (populate && available != 0 && size > available) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate a shared-memory region of ", size,
+                     " bytes: the host has ", available, " bytes available"));
   }
   const int fd = memfd_create("tensord-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) {
