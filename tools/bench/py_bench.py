@@ -139,9 +139,32 @@ def raw_tcp_loopback(nbytes: int, reps: int) -> float:
     return nbytes / median(times[1:]) / 1e9
 
 
+def _round_trips(lib: Any, src: np.ndarray, reps: int, download: Callable[[Any], np.ndarray]
+                 ) -> Dict[str, float]:
+    """Median GB/s of ``reps`` uploads of ``src`` (``lib.tensor``, then a synchronize) and
+    downloads (``download(tensor)``), after one warm-up round."""
+    nbytes = src.nbytes
+    up, down = [], []
+    for i in range(reps + 1):
+        t0 = time.perf_counter()
+        t = lib.tensor(src)
+        lib.synchronize()
+        t1 = time.perf_counter()
+        back = download(t)
+        t2 = time.perf_counter()
+        if back.nbytes != nbytes or back[12345] != src[12345] or back[-1] != src[-1]:
+            raise SystemExit("transfer: the download differs from the upload")
+        del t, back
+        if i:  # the first round is warm-up
+            up.append(nbytes / (t1 - t0) / 1e9)
+            down.append(nbytes / (t2 - t1) / 1e9)
+    return {"upload_gbps": median(up), "download_gbps": median(down)}
+
+
 def transfer(lib: Any, mib: int, reps: int) -> Dict[str, float]:
     """Upload/download of ``mib`` MiB float32 (tensord), or a local memcpy of it (torch):
-    median GB/s."""
+    median GB/s. With shared memory, also from and into shared buffers (``shared_*``: one copy,
+    ``tensor()`` of an ``empty_shared`` array and ``numpy(out=)`` into another)."""
     src = np.arange(mib << 18, dtype=np.float32)
     nbytes = src.nbytes
     if lib.__name__ != "tensord":
@@ -154,21 +177,14 @@ def transfer(lib: Any, mib: int, reps: int) -> Dict[str, float]:
             times.append(time.perf_counter() - t0)
         return {"memcpy_gbps": nbytes / median(times) / 1e9,
                 "raw_tcp_gbps": raw_tcp_loopback(nbytes, reps)}
-    up, down = [], []
-    for i in range(reps + 1):
-        t0 = time.perf_counter()
-        t = lib.tensor(src)
-        lib.synchronize()
-        t1 = time.perf_counter()
-        back = t.numpy()
-        t2 = time.perf_counter()
-        if back.nbytes != nbytes or back[12345] != src[12345] or back[-1] != src[-1]:
-            raise SystemExit("transfer: the download differs from the upload")
-        del t, back
-        if i:  # the first round is warm-up
-            up.append(nbytes / (t1 - t0) / 1e9)
-            down.append(nbytes / (t2 - t1) / 1e9)
-    return {"upload_gbps": median(up), "download_gbps": median(down)}
+    out = _round_trips(lib, src, reps, lambda t: t.numpy())
+    shared_src = lib.empty_shared(src.shape, dtype=np.float32)
+    shared_dst = lib.empty_shared(src.shape, dtype=np.float32)
+    if lib.default_session()._shared_ranges:  # same host: the buffers are shared
+        shared_src[:] = src
+        res = _round_trips(lib, shared_src, reps, lambda t: t.numpy(out=shared_dst))
+        out.update({"shared_" + k: v for k, v in res.items()})
+    return out
 
 
 def matmul(lib: Any, n: int, dtype: str, reps: int) -> Dict[str, float]:

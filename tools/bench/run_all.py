@@ -214,13 +214,19 @@ def main() -> None:
     mc = res["memcpy"]["memcpy_gbps"]
     cpp, pys, pyt = res["cpp"], res["py_xfer"], res["py_xfer_stream"]
     # TCP loopback rows: the stream carries every byte (as from another host); shm rows: the
-    # same-host shared-memory region (docs/protocol.md "Shared memory").
+    # same-host shared-memory region (docs/protocol.md "Shared memory"), the default path for
+    # plain memory; shared-buffer rows: from and into shared buffers (AllocateShared,
+    # td.empty_shared: one copy, docs/protocol.md "Shared buffers").
     for who, path, aim, up, down in (
             ("C++", "TCP", 0.3, cpp["upload_gbps"], cpp["download_gbps"]),
             ("C++", "shm", 0.7, cpp.get("shm_upload_gbps", 0.0),
              cpp.get("shm_download_gbps", 0.0)),
+            ("C++", "shared buffer", 0.7, cpp.get("shared_upload_gbps", 0.0),
+             cpp.get("shared_download_gbps", 0.0)),
             ("Python", "TCP", 0.3, pyt["upload_gbps"], pyt["download_gbps"]),
-            ("Python", "shm", 0.7, pys["upload_gbps"], pys["download_gbps"])):
+            ("Python", "shm", 0.7, pys["upload_gbps"], pys["download_gbps"]),
+            ("Python", "shared buffer", 0.7, pys.get("shared_upload_gbps", 0.0),
+             pys.get("shared_download_gbps", 0.0))):
         for kind, v in (("upload", up), ("download", down)):
             r = v / mc
             table.add(f"{mib} MiB {kind}, {who} {path} (GB/s)", f"{v:.2f}",

@@ -2,7 +2,7 @@
 //
 //   tiny_ops_bench --address=127.0.0.1:PORT [--ops=100000] [--reps=5]
 //                  [--sync_iters=2000] [--transfer_mib=256]
-//                  [--transfer=stream|shm|both] [--shm_slot_mib=0]
+//                  [--transfer=stream|shm|shared|all] [--shm_slot_mib=0]
 //
 // Prints one JSON object on stdout with, each as the median over `reps`
 // repetitions after one warm-up:
@@ -14,7 +14,10 @@
 //                   downloaded with Tensor::DownloadInto into a buffer the
 //                   runs reuse (as the memcpy reference's destination is);
 //   shm_upload_gbps / shm_download_gbps: the same through the daemon's
-//                   shared-memory region (0 when it could not be mapped).
+//                   shared-memory region (0 when it could not be mapped);
+//   shared_upload_gbps / shared_download_gbps: the same from and into
+//                   shared buffers (Client::AllocateShared, one copy; 0
+//                   without shared memory).
 // The numbers are compared against local PyTorch by run_all.sh, not here.
 #include <algorithm>
 #include <chrono>
@@ -96,41 +99,66 @@ struct Transfer {
   double download_gbps;
 };
 
-Transfer TransferRun(tensord::Client& client, const std::vector<float>& host,
-                     std::vector<char>* into) {
-  const double bytes = host.size() * sizeof(float);
+// Uploads `n` floats from `src`, then downloads them into `into`.
+Transfer TransferRun(tensord::Client& client, const float* src, size_t n,
+                     char* into) {
+  const double bytes = n * sizeof(float);
   auto start = Clock::now();
-  tensord::Tensor t = client.Upload(host.data(), tensord::DType::kFloat32,
-                                    {static_cast<int64_t>(host.size())});
+  tensord::Tensor t =
+      client.Upload(src, tensord::DType::kFloat32, {static_cast<int64_t>(n)});
   absl::Status s = client.synchronize();
   auto mid = Clock::now();
   if (!s.ok()) Die("upload", s);
-  absl::StatusOr<size_t> back = t.DownloadInto(into->data(), into->size());
+  absl::StatusOr<size_t> back = t.DownloadInto(into, n * sizeof(float));
   auto end = Clock::now();
   if (!back.ok()) Die("download", back.status());
-  if (*back != bytes || std::memcmp(into->data(), host.data(), bytes) != 0) {
+  if (*back != bytes || std::memcmp(into, src, bytes) != 0) {
     std::fprintf(stderr, "tiny_ops_bench: download mismatch\n");
     std::exit(1);
   }
   return {bytes / Seconds(start, mid) / 1e9, bytes / Seconds(mid, end) / 1e9};
 }
 
-// Medians of `reps` transfers (after a warm-up) on a session of its own.
+enum class Path { kStream, kShm, kShared };
+
+// Medians of `reps` transfers (after a warm-up) on a session of its own:
+// over the stream, through the session's region, or from and into shared
+// buffers (false when the path is not available).
 bool TransferMedians(tensord::ClientOptions options,
-                     const std::vector<float>& host, int reps, bool want_shm,
+                     const std::vector<float>& host, int reps, Path path,
                      double* up_gbps, double* down_gbps) {
+  const bool want_shm = path != Path::kStream;
   options.shm = want_shm ? tensord::ClientOptions::ShmMode::kOn
                          : tensord::ClientOptions::ShmMode::kOff;
   auto connected = tensord::Client::Connect(options);
   if (!connected.ok()) Die("connect", connected.status());
   tensord::Client& client = **connected;
   if (client.shm_active() != want_shm) return false;
-  std::vector<char> into(host.size() * sizeof(float));
+  const size_t bytes = host.size() * sizeof(float);
+  std::vector<char> plain_into;
+  tensord::SharedBuffer shared_src, shared_into;
+  const float* src = host.data();
+  char* into = nullptr;
+  if (path == Path::kShared) {
+    absl::StatusOr<tensord::SharedBuffer> a = client.AllocateShared(bytes);
+    absl::StatusOr<tensord::SharedBuffer> b = client.AllocateShared(bytes);
+    if (!a.ok()) Die("AllocateShared", a.status());
+    if (!b.ok()) Die("AllocateShared", b.status());
+    if (!a->shared() || !b->shared()) return false;
+    shared_src = *std::move(a);
+    shared_into = *std::move(b);
+    std::memcpy(shared_src.data(), host.data(), bytes);
+    src = static_cast<const float*>(shared_src.data());
+    into = static_cast<char*>(shared_into.data());
+  } else {
+    plain_into.resize(bytes);
+    into = plain_into.data();
+  }
   // Warm-up: the daemon's cache holds the block, `into` is faulted in.
-  TransferRun(client, host, &into);
+  TransferRun(client, src, host.size(), into);
   std::vector<double> up, down;
   for (int r = 0; r < reps; ++r) {
-    Transfer t = TransferRun(client, host, &into);
+    Transfer t = TransferRun(client, src, host.size(), into);
     up.push_back(t.upload_gbps);
     down.push_back(t.download_gbps);
   }
@@ -157,7 +185,7 @@ int main(int argc, char** argv) {
   std::string address, value;
   int ops = 100000, reps = 5, sync_iters = 2000, transfer_mib = 256;
   int shm_slot_mib = 0;
-  std::string transfer = "both";
+  std::string transfer = "all";
   for (int i = 1; i < argc; ++i) {
     if (Flag(argv[i], "address", &value)) {
       address = value;
@@ -193,24 +221,34 @@ int main(int argc, char** argv) {
   std::vector<double> lat = SyncRun(client, sync_iters);
 
   double up = 0, down = 0, shm_up = 0, shm_down = 0;
+  double shared_up = 0, shared_down = 0;
   if (transfer_mib > 0) {
     std::vector<float> host(static_cast<size_t>(transfer_mib) << 18);
     for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i);
     const int transfer_reps = std::max(3, reps / 2);
     options.shm_slot_bytes = static_cast<size_t>(shm_slot_mib) << 20;
-    if (transfer != "shm") {
-      TransferMedians(options, host, transfer_reps, false, &up, &down);
+    auto wanted = [&transfer](const char* name) {
+      return transfer == "all" || transfer == name;
+    };
+    if (wanted("stream")) {
+      TransferMedians(options, host, transfer_reps, Path::kStream, &up, &down);
     }
-    if (transfer != "stream" && !TransferMedians(options, host, transfer_reps,
-                                                 true, &shm_up, &shm_down)) {
+    if (wanted("shm") && !TransferMedians(options, host, transfer_reps,
+                                          Path::kShm, &shm_up, &shm_down)) {
       std::fprintf(stderr, "tiny_ops_bench: no shared-memory region\n");
+    }
+    if (wanted("shared") &&
+        !TransferMedians(options, host, transfer_reps, Path::kShared,
+                         &shared_up, &shared_down)) {
+      std::fprintf(stderr, "tiny_ops_bench: no shared buffers\n");
     }
   }
   std::printf(
       "{\"tiny_ops_per_s\": %.1f, \"sync_p50_us\": %.2f, \"sync_p99_us\": "
       "%.2f, \"upload_gbps\": %.4f, \"download_gbps\": %.4f, "
-      "\"shm_upload_gbps\": %.4f, \"shm_download_gbps\": %.4f}\n",
+      "\"shm_upload_gbps\": %.4f, \"shm_download_gbps\": %.4f, "
+      "\"shared_upload_gbps\": %.4f, \"shared_download_gbps\": %.4f}\n",
       Median(rates), Percentile(lat, 0.5), Percentile(lat, 0.99), up, down,
-      shm_up, shm_down);
+      shm_up, shm_down, shared_up, shared_down);
   return 0;
 }
