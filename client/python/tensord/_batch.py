@@ -70,6 +70,10 @@ class Batcher:
         if self._closing or self._broken is not None:
             return
         self._released.append(handle)
+        self._wake_for_releases()
+
+    def _wake_for_releases(self) -> None:
+        """Wakes an idle flusher to send what finalizers queued (never blocks)."""
         if self._entries or self._open is not None or not self._flusher_idle:
             return  # a batch is open, or the flusher is awake: a flush drains releases soon
         if self._lock.acquire(blocking=False):  # never block: we may be inside our own lock
@@ -223,7 +227,7 @@ class Batcher:
         most, not once per batch."""
         with self._lock:
             while not self._closing and self._broken is None:
-                if not self._count_locked() and not self._released:
+                if not (self._count_locked() or self._released or self._released_shared):
                     self._flusher_idle = True
                     self._wake_flusher.wait()
                     self._flusher_idle = False

@@ -183,7 +183,9 @@ class SharedBuffers:
         if self._closing or self._broken is not None:
             return  # the daemon frees a closed session's buffers
         self._released_shared.append(region)
-        if not from_finalizer:
+        if from_finalizer:
+            self._wake_for_releases()
+        else:
             with self._lock:
                 if self._broken is None and not self._closing:
                     self._wait_not_busy_locked()
