@@ -19,7 +19,7 @@ absl::StatusOr<std::shared_ptr<const ShmRegion>> CommandRunner::Region(
   if (config_.shm == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         what,
-        ".shm without a shared-memory region (Welcome.shm was not set) and "
+        ": shm without a shared-memory region (Welcome.shm was not set) and "
         "without a shm_region"));
   }
   // Not owned: the session's region outlives the runner's downloads.
@@ -32,7 +32,7 @@ absl::StatusOr<absl::string_view> CommandRunner::PutPayload(
   if (!put.data().empty()) {
     return absl::InvalidArgumentError("a Put carries shm and data at once");
   }
-  auto region = Region(put.shm_region(), "Put");
+  auto region = Region(put.shm_region(), "put");
   if (!region.ok()) return region.status();
   // Read before this command returns: the region may be freed after it.
   auto bytes =
@@ -64,7 +64,7 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
         StatusToProto(status, "get", get.site());
     sink_->Send(std::move(frame));
   };
-  auto region = Region(get.shm_region(), "Get");
+  auto region = Region(get.shm_region(), "get");
   if (!region.ok()) return send_error(region.status());
   auto entry = handles_.Find(get.handle());
   if (!entry.ok()) return send_error(entry.status());
