@@ -299,6 +299,15 @@ class Session {
       uint64_t handle, const std::string& site,
       absl::FunctionRef<void(v1::Get*)> fill, DownloadTarget target = {})
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
+  // Queues a command answered under a fresh request id: registers
+  // `(*pending)[id]` (then set up by `init`, under mu_), appends what `fill`
+  // writes for that id, and unregisters it when nothing could be queued.
+  template <typename Pending>
+  absl::StatusOr<uint64_t> EnqueueRequest(
+      absl::flat_hash_map<uint64_t, Pending>* pending,
+      absl::FunctionRef<void(Pending&)> init,
+      absl::FunctionRef<void(uint64_t, v1::Command*)> fill)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
   uint64_t AllocateHandleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckOpenLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Appends the releases queued by destructors as one Release command.
@@ -407,6 +416,30 @@ class Session {
   std::thread reader_;
   std::thread flusher_;
 };
+
+template <typename Pending>
+absl::StatusOr<uint64_t> Session::EnqueueRequest(
+    absl::flat_hash_map<uint64_t, Pending>* pending,
+    absl::FunctionRef<void(Pending&)> init,
+    absl::FunctionRef<void(uint64_t, v1::Command*)> fill) {
+  uint64_t request_id;
+  {
+    MutexLock lock(&mu_);
+    absl::Status open = CheckOpenLocked();
+    if (!open.ok()) return open;
+    request_id = next_request_id_++;
+    init((*pending)[request_id]);
+  }
+  v1::Command command;
+  fill(request_id, &command);
+  absl::Status status = Append(std::move(command), {}, nullptr);
+  if (!status.ok()) {
+    MutexLock lock(&mu_);
+    pending->erase(request_id);
+    return status;
+  }
+  return request_id;
+}
 
 }  // namespace internal
 }  // namespace client

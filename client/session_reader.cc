@@ -168,21 +168,13 @@ absl::Status Session::Sync() {
   uint64_t request_id;
   {
     MutexLock enqueue_lock(&enqueue_mu_);
-    {
-      MutexLock lock(&mu_);
-      absl::Status open = CheckOpenLocked();
-      if (!open.ok()) return open;
-      request_id = next_request_id_++;
-      syncs_[request_id];
-    }
-    v1::Command command;
-    command.mutable_sync()->set_request_id(request_id);
-    absl::Status status = Append(std::move(command), {}, nullptr);
-    if (!status.ok()) {
-      MutexLock lock(&mu_);
-      syncs_.erase(request_id);
-      return status;
-    }
+    absl::StatusOr<uint64_t> id = EnqueueRequest<std::optional<absl::Status>>(
+        &syncs_, [](std::optional<absl::Status>&) {},
+        [](uint64_t id, v1::Command* command) {
+          command->mutable_sync()->set_request_id(id);
+        });
+    if (!id.ok()) return id.status();
+    request_id = *id;
   }
   Flush().IgnoreError();  // a broken stream shows in stream_error_ below
   MutexLock lock(&mu_);
@@ -286,30 +278,20 @@ absl::StatusOr<HandleMeta> Session::WaitMeta(uint64_t handle) {
 absl::StatusOr<uint64_t> Session::EnqueueGetLocked(
     uint64_t handle, const std::string& site,
     absl::FunctionRef<void(v1::Get*)> fill, DownloadTarget target) {
-  uint64_t request_id;
-  {
-    MutexLock lock(&mu_);
-    absl::Status open = CheckOpenLocked();
-    if (!open.ok()) return open;
-    request_id = next_request_id_++;
-    PendingDownload& pending = downloads_[request_id];
-    if (target.data != nullptr) {
-      pending.assembler.SetDestination(target.data, target.capacity);
-    }
-  }
-  v1::Command command;
-  v1::Get* get = command.mutable_get();
-  get->set_handle(handle);
-  get->set_request_id(request_id);
-  get->set_site(site);
-  fill(get);
-  absl::Status status = Append(std::move(command), {}, nullptr);
-  if (!status.ok()) {
-    MutexLock lock(&mu_);
-    downloads_.erase(request_id);
-    return status;
-  }
-  return request_id;
+  return EnqueueRequest<PendingDownload>(
+      &downloads_,
+      [&](PendingDownload& pending) {
+        if (target.data != nullptr) {
+          pending.assembler.SetDestination(target.data, target.capacity);
+        }
+      },
+      [&](uint64_t request_id, v1::Command* command) {
+        v1::Get* get = command->mutable_get();
+        get->set_handle(handle);
+        get->set_request_id(request_id);
+        get->set_site(site);
+        fill(get);
+      });
 }
 
 }  // namespace internal

@@ -21,22 +21,14 @@ absl::StatusOr<Session::SharedAllocation> Session::AllocateShared(
   uint64_t request_id;
   {
     MutexLock enqueue_lock(&enqueue_mu_);
-    {
-      MutexLock lock(&mu_);
-      absl::Status open = CheckOpenLocked();
-      if (!open.ok()) return open;
-      request_id = next_request_id_++;
-      downloads_[request_id];
-    }
-    v1::Command command;
-    command.mutable_allocate_shared()->set_request_id(request_id);
-    command.mutable_allocate_shared()->set_bytes(bytes);
-    absl::Status status = Append(std::move(command), {}, nullptr);
-    if (!status.ok()) {
-      MutexLock lock(&mu_);
-      downloads_.erase(request_id);
-      return status;
-    }
+    absl::StatusOr<uint64_t> id = EnqueueRequest<PendingDownload>(
+        &downloads_, [](PendingDownload&) {},
+        [bytes](uint64_t id, v1::Command* command) {
+          command->mutable_allocate_shared()->set_request_id(id);
+          command->mutable_allocate_shared()->set_bytes(bytes);
+        });
+    if (!id.ok()) return id.status();
+    request_id = *id;
   }
   Flush().IgnoreError();  // a broken stream shows in the answer
   PendingDownload answer = AwaitDownload(request_id);

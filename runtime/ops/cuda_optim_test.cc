@@ -14,24 +14,14 @@
 #include "runtime/cuda_discovery.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_table.h"
+#include "runtime/testing/cuda_devices_test.h"
 
 namespace tensord {
 namespace {
 
-class CudaOptimTest : public ::testing::Test {
+class CudaOptimTest : public testing::CudaDevicesTest {
  protected:
-  void SetUp() override {
-    devices_ = DeviceRegistry::Create();
-    cuda_ = devices_->Find("cuda:0");
-    if (cuda_ == nullptr) {
-      std::string why;
-      DiscoverCudaDevices(&why);
-      GTEST_SKIP() << "no CUDA device: " << why;
-    }
-    ctx_.device = cuda_;
-    ctx_.devices = devices_.get();
-    ctx_.alloc.session = 1;
-  }
+  CudaOptimTest() : CudaDevicesTest(/*session=*/1) {}
 
   // A [rows, cols] CUDA tensor of seeded normals (positive with `abs`, as
   // a second moment is), contiguous or a transposed view.
@@ -51,13 +41,6 @@ class CudaOptimTest : public ::testing::Test {
     Tensor view = base.AsStrided(shape, {1, rows_}, 0);
     EXPECT_TRUE(CopyOnDevice(cuda_, u.view(), view.view(), nullptr).ok());
     return view;
-  }
-
-  std::vector<double> Values(const Tensor& t) {
-    auto host = ToDevice(t, devices_->cpu(), DType::kFloat64, ctx_);
-    EXPECT_TRUE(host.ok()) << host.status();
-    const double* p = host->view().ptr<const double>();
-    return std::vector<double>(p, p + host->numel());
   }
 
   // Runs `op` for `steps` steps (attrs per step from `attrs_of`) on groups
@@ -103,9 +86,6 @@ class CudaOptimTest : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<DeviceRegistry> devices_;
-  Device* cuda_ = nullptr;
-  OpContext ctx_;
   int64_t rows_ = 37, cols_ = 129;
 };
 
