@@ -145,6 +145,23 @@ class Batcher:
         elif n == 1 and self._flusher_idle:
             self._wake_flusher.notify()
 
+    def _shm_get_locked(self, handle: int, site: str, region: int, offset: int,
+                        capacity: int, byte_offset: int = 0) -> Tuple[int, Pending]:
+        """Queues a Get answered in shared memory: ``capacity`` bytes of ``handle`` from
+        ``byte_offset`` written at ``offset`` of region ``region`` (0: the session's own);
+        returns its request id and pending answer."""
+        rid, p = self._request_locked()
+        g = self._add_locked().get
+        g.handle = handle
+        g.request_id = rid
+        g.site = site
+        g.shm = True
+        g.shm_region = region
+        g.shm_offset = offset
+        g.shm_capacity = capacity
+        g.byte_offset = byte_offset
+        return rid, p
+
     def _request_locked(self) -> Tuple[int, Pending]:
         self._check_open_locked()
         rid = self._next_request

@@ -220,15 +220,7 @@ class SharedBuffers:
         """One Get of the ``nbytes`` of ``handle`` into ``where`` (region, offset); returns its
         TensorMeta once the bytes are there, raises the handle's error. Lock held."""
         self._wait_not_busy_locked()
-        rid, p = self._request_locked()
-        cmd = self._add_locked()
-        g = cmd.get
-        g.handle = handle
-        g.request_id = rid
-        g.site = site
-        g.shm = True
-        g.shm_region, g.shm_offset = where
-        g.shm_capacity = nbytes
+        rid, p = self._shm_get_locked(handle, site, where[0], where[1], nbytes)
         self._flush_locked()
         self._wait_locked(p, rid)
         if p.error is not None:

@@ -139,16 +139,7 @@ def download(s: Any, handle: int, total: int, site: str,
     def issue() -> None:
         nonlocal next_offset, k
         slot = k % len(r.slots)
-        rid, p = s._request_locked()
-        cmd = s._add_locked()
-        g = cmd.get
-        g.handle = handle
-        g.request_id = rid
-        g.site = site
-        g.shm = True
-        g.shm_offset = r.slots[slot]
-        g.shm_capacity = r.slot_bytes
-        g.byte_offset = next_offset
+        rid, p = s._shm_get_locked(handle, site, 0, r.slots[slot], r.slot_bytes, next_offset)
         inflight.append((rid, p, slot, next_offset))
         next_offset += r.slot_bytes
         k += 1
