@@ -32,6 +32,19 @@ void AddMemoryStats(Device& device,
   }
 }
 
+void SetSharedBufferStats(const std::vector<v1::SessionInfo>& sessions,
+                          v1::MemoryStatsResponse* out) {
+  v1::SharedBufferStats* stats = out->mutable_shared_buffers();
+  stats->Clear();
+  for (const v1::SessionInfo& s : sessions) {
+    if (s.shared_buffers() == 0) continue;
+    stats->set_count(stats->count() + s.shared_buffers());
+    stats->set_bytes(stats->bytes() + s.shared_buffer_bytes());
+    (*stats->mutable_session_count())[s.session_id()] = s.shared_buffers();
+    (*stats->mutable_session_bytes())[s.session_id()] = s.shared_buffer_bytes();
+  }
+}
+
 void EmptyDeviceCaches(Device& device, v1::EmptyCacheResponse* out) {
   int64_t released = device.allocator()->EmptyCache();
   if (CachingAllocator* staging = device.staging_allocator()) {

@@ -9,6 +9,9 @@
 // (DeviceMemoryStats.pool = "pinned staging"), never added into the
 // device's figures: it is host memory, and it belongs to the daemon.
 //
+// Shared host buffers (server/shared_buffers.h) belong to no device pool:
+// MemoryStatsResponse.shared_buffers sums what the sessions report.
+//
 // Thread safety: as the allocators (every function may run concurrently
 // with sessions allocating).
 #ifndef TENSORD_SERVER_ADMIN_MEMORY_H_
@@ -17,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "proto/admin.pb.h"
 #include "runtime/device.h"
@@ -30,6 +34,12 @@ inline constexpr char kStagingPool[] = "pinned staging";
 void AddMemoryStats(Device& device,
                     const std::function<std::string(uint64_t)>& session_id_of,
                     v1::MemoryStatsResponse* out);
+
+// Fills `out->shared_buffers` from the sessions' own figures
+// (SessionInfo.shared_buffers, shared_buffer_bytes); sessions holding none
+// are left out of its per-session maps.
+void SetSharedBufferStats(const std::vector<v1::SessionInfo>& sessions,
+                          v1::MemoryStatsResponse* out);
 
 // Releases the cached, unused memory of `device` and of its staging pool;
 // adds the bytes to `out` (released_bytes counts both).

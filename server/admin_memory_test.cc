@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "runtime/cpu_device.h"
@@ -88,6 +89,38 @@ TEST(AdminMemoryTest, ADeviceWithoutStagingHasOneEntry) {
   v1::EmptyCacheResponse released;
   EmptyDeviceCaches(*cpu, &released);
   EXPECT_EQ(released.released_staging_bytes(), 0u);
+}
+
+TEST(AdminMemoryTest, SharedBuffersAreSummedApartFromThePools) {
+  std::vector<v1::SessionInfo> sessions(3);
+  sessions[0].set_session_id("s-a");
+  sessions[0].set_shared_buffers(2);
+  sessions[0].set_shared_buffer_bytes(3 << 20);
+  sessions[1].set_session_id("s-none");  // holds none: left out
+  sessions[2].set_session_id("s-b");
+  sessions[2].set_shared_buffers(1);
+  sessions[2].set_shared_buffer_bytes(4096);
+  auto cpu = MakeCpuDevice();
+  v1::MemoryStatsResponse out;
+  AddMemoryStats(*cpu, Name, &out);
+  SetSharedBufferStats(sessions, &out);
+  ASSERT_EQ(out.devices_size(), 1);  // no pool of their own
+  const v1::SharedBufferStats& shared = out.shared_buffers();
+  EXPECT_EQ(shared.count(), 3u);
+  EXPECT_EQ(shared.bytes(), (3u << 20) + 4096);
+  EXPECT_EQ(shared.session_count().size(), 2u);
+  EXPECT_EQ(shared.session_count().at("s-a"), 2u);
+  EXPECT_EQ(shared.session_bytes().at("s-a"), 3u << 20);
+  EXPECT_EQ(shared.session_count().at("s-b"), 1u);
+  EXPECT_EQ(shared.session_bytes().at("s-b"), 4096u);
+  // Set, not added: a second call reports the sessions as they are now.
+  sessions.resize(1);
+  SetSharedBufferStats(sessions, &out);
+  EXPECT_EQ(out.shared_buffers().count(), 2u);
+  EXPECT_EQ(out.shared_buffers().session_bytes().size(), 1u);
+  SetSharedBufferStats({}, &out);
+  EXPECT_TRUE(out.has_shared_buffers());  // reported, and empty
+  EXPECT_EQ(out.shared_buffers().bytes(), 0u);
 }
 
 }  // namespace

@@ -61,6 +61,8 @@ class CommandRunner {
 
   size_t live_handles() const { return live_handles_.load(); }
   uint64_t ops_run() const { return ops_run_.load(); }
+  // Thread-safe, as the two above: what the session's shared buffers hold.
+  SharedBufferUsage shared_buffer_usage() const { return shared_.usage(); }
   // Thread-safe: Admin turns profiling on and fetches records from here.
   OpProfiler& profiler() { return profiler_; }
 

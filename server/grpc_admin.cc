@@ -68,6 +68,10 @@ grpc::Status AdminService::MemoryStats(grpc::ServerContext* ctx,
     return grpc::Status(grpc::StatusCode::NOT_FOUND,
                         absl::StrCat("no device '", req->device(), "'"));
   }
+  // Host memory charged to the cpu quota: shown with every device or cpu.
+  if (req->device().empty() || req->device() == "cpu") {
+    SetSharedBufferStats(sessions_->List(), out);
+  }
   return grpc::Status::OK;
 }
 

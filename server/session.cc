@@ -202,6 +202,9 @@ v1::SessionInfo Session::Info() const {
   }
   info.set_live_handles(runner_.live_handles());
   info.set_ops_run(runner_.ops_run());
+  const SharedBufferUsage shared = runner_.shared_buffer_usage();
+  info.set_shared_buffers(shared.count);
+  info.set_shared_buffer_bytes(shared.bytes);
   for (const auto& device : params_.devices->devices()) {
     (*info.mutable_memory_bytes())[device->name()] =
         device->allocator()->SessionBytes(params_.number);

@@ -21,10 +21,11 @@ absl::Status SharedBuffers::Allocate(uint64_t bytes, v1::SharedBuffer* reply) {
   if (bytes == 0) {
     return absl::InvalidArgumentError("a shared buffer of 0 bytes was asked");
   }
-  if (bytes > max_bytes_ - bytes_) {
+  const size_t held = usage().bytes;
+  if (bytes > max_bytes_ - held) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "cannot allocate a shared buffer of ", FormatBytes(bytes),
-        ": the session's shared buffers already hold ", FormatBytes(bytes_),
+        ": the session's shared buffers already hold ", FormatBytes(held),
         " of the ", FormatBytes(max_bytes_),
         " a session may have (tensord --shared_buffer_bytes); free buffers "
         "no longer needed"));
@@ -55,23 +56,32 @@ absl::Status SharedBuffers::Allocate(uint64_t bytes, v1::SharedBuffer* reply) {
   const uint64_t id = next_id_++;
   reply->set_region(id);
   *reply->mutable_shm() = buffer.region->Describe();
-  bytes_ += bytes;
   buffers_.emplace(id, std::move(buffer));
+  MutexLock lock(&usage_mu_);
+  usage_ = {buffers_.size(), usage_.bytes + bytes};
   return absl::OkStatus();
 }
 
 void SharedBuffers::Free(uint64_t id) {
   auto it = buffers_.find(id);
   if (it == buffers_.end()) return;
-  bytes_ -= it->second.bytes;
+  const uint64_t bytes = it->second.bytes;
   Uncharge(it->second);
   buffers_.erase(it);
+  MutexLock lock(&usage_mu_);
+  usage_ = {buffers_.size(), usage_.bytes - bytes};
 }
 
 void SharedBuffers::Clear() {
   for (const auto& [id, buffer] : buffers_) Uncharge(buffer);
   buffers_.clear();
-  bytes_ = 0;
+  MutexLock lock(&usage_mu_);
+  usage_ = {};
+}
+
+SharedBufferUsage SharedBuffers::usage() const {
+  MutexLock lock(&usage_mu_);
+  return usage_;
 }
 
 absl::StatusOr<std::shared_ptr<const ShmRegion>> SharedBuffers::Find(

@@ -14,7 +14,8 @@
 // or the destructor (session end) return a buffer's bytes to the quota at
 // once, and its mapping goes when the last copy holding it (a device
 // download still writing into it, Note [Async downloads]) is done.
-// Thread safety: thread-compatible; the session's executor uses it.
+// Thread safety: thread-compatible, the session's executor uses it; only
+// usage() is thread-safe (Admin reads it while the executor runs).
 #ifndef TENSORD_SERVER_SHARED_BUFFERS_H_
 #define TENSORD_SERVER_SHARED_BUFFERS_H_
 
@@ -25,12 +26,20 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "proto/tensord.pb.h"
+#include "runtime/core/mutex.h"
 #include "runtime/memory/caching_allocator.h"
 #include "server/shm_transfer.h"
 
 namespace tensord {
 
 inline constexpr size_t kMaxSharedBuffers = 64;
+
+// What a session's shared buffers hold: Admin's SessionInfo.shared_buffers
+// and shared_buffer_bytes, summed into MemoryStatsResponse.shared_buffers.
+struct SharedBufferUsage {
+  size_t count = 0;
+  size_t bytes = 0;  // as asked by the client: what the quota is charged
+};
 
 class SharedBuffers {
  public:
@@ -54,8 +63,8 @@ class SharedBuffers {
   absl::StatusOr<std::shared_ptr<const ShmRegion>> Find(
       uint64_t id, absl::string_view what) const;
 
-  size_t count() const { return buffers_.size(); }
-  size_t bytes() const { return bytes_; }
+  // Thread-safe; count and bytes are of one instant.
+  SharedBufferUsage usage() const;
 
  private:
   struct Buffer {
@@ -70,7 +79,8 @@ class SharedBuffers {
   const size_t max_bytes_;
   absl::flat_hash_map<uint64_t, Buffer> buffers_;
   uint64_t next_id_ = 1;
-  size_t bytes_ = 0;
+  mutable Mutex usage_mu_;  // only a reader in another thread needs it
+  SharedBufferUsage usage_ ABSL_GUARDED_BY(usage_mu_);
 };
 
 }  // namespace tensord

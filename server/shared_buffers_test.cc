@@ -45,13 +45,19 @@ TEST_F(SharedBuffersTest, ChargesTheQuotaUntilFreed) {
   EXPECT_NE(over.message().find("shared buffer: session 7 is over"),
             std::string::npos)
       << over;
-  EXPECT_EQ(buffers.count(), 1u);
+  EXPECT_EQ(buffers.usage().count, 1u);
+  EXPECT_EQ(buffers.usage().bytes, 5 * kMiB);  // the refused one is not in it
   buffers.Free(a.region());
   buffers.Free(12345);  // unknown: ignored
+  EXPECT_EQ(buffers.usage().count, 0u);
+  EXPECT_EQ(buffers.usage().bytes, 0u);
   EXPECT_TRUE(Fits(8 * kMiB));
   ASSERT_TRUE(buffers.Allocate(4 * kMiB, &b).ok());
   EXPECT_EQ(b.region(), 2u);  // ids are not reused
+  EXPECT_EQ(buffers.usage().bytes, 4 * kMiB);
   buffers.Clear();
+  EXPECT_EQ(buffers.usage().count, 0u);
+  EXPECT_EQ(buffers.usage().bytes, 0u);
   EXPECT_TRUE(Fits(8 * kMiB));
   {
     SharedBuffers scoped(7, &quota_, 64 * kMiB);

@@ -276,6 +276,67 @@ TEST_F(TensorctlTest, TopShowsSessionsAndDevices) {
   EXPECT_EQ(Ctl("top --iterations=-1").exit_code, 1);
 }
 
+// The first `"key":NUMBER` after session `id`'s "session_id" in `json`, or -1.
+int64_t SessionNumber(const std::string& json, const std::string& id,
+                      const std::string& key) {
+  const size_t at = json.find(absl::StrCat("\"session_id\":\"", id, "\""));
+  return at == std::string::npos ? -1 : JsonNumber(json.substr(at), key);
+}
+
+TEST_F(TensorctlTest, SharedBuffersShowPerSessionAndApartFromThePools) {
+  auto c = Connect("shared-test");
+  const std::string id = c->session_id();
+  absl::StatusOr<SharedBuffer> big = c->AllocateShared(3 * kMiB);
+  ASSERT_TRUE(big.ok()) << big.status();
+  ASSERT_TRUE(big->shared());  // loopback: the daemon shares memory
+  absl::StatusOr<SharedBuffer> small = c->AllocateShared(kMiB);
+  ASSERT_TRUE(small.ok()) << small.status();
+  const int64_t cpu_allocated = CpuStat("allocated_bytes.all.current");
+
+  const CtlResult sessions = Ctl("sessions --json");
+  ASSERT_EQ(sessions.exit_code, 0) << sessions.output;
+  EXPECT_EQ(SessionNumber(sessions.output, id, "shared_buffers"), 2);
+  EXPECT_EQ(SessionNumber(sessions.output, id, "shared_buffer_bytes"),
+            4 * kMiB);
+  EXPECT_THAT(Ctl("sessions").output, HasSubstr("  2 (4.0 MiB)"));
+
+  const CtlResult json = Ctl("memory --json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_TRUE(BalancedJson(json.output)) << json.output;
+  EXPECT_THAT(json.output,
+              HasSubstr(absl::StrCat(
+                  "\"shared_buffers\":{\"count\":2,\"bytes\":", 4 * kMiB,
+                  ",\"sessions\":[{\"session_id\":\"", id, "\",")));
+  EXPECT_THAT(json.output,
+              HasSubstr(absl::StrCat("\"client_name\":\"shared-test\","
+                                     "\"buffers\":2,\"bytes\":",
+                                     4 * kMiB, "}]}}")));
+  // Not the cpu allocator's memory: its figures did not move.
+  EXPECT_EQ(JsonNumber(json.output, "allocated_bytes.all.current"),
+            cpu_allocated);
+  const CtlResult text = Ctl("memory --device=cpu");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  const size_t section = text.output.find("\nshared buffers (host memory)\n");
+  ASSERT_NE(section, std::string::npos) << text.output;
+  EXPECT_THAT(text.output.substr(section), HasSubstr(absl::StrCat(id, "  ")));
+  EXPECT_THAT(Ctl("top --iterations=1").output,
+              HasSubstr("shared buffers: 2 (4.0 MiB, "));
+
+  *small = SharedBuffer();  // a batched Release, applied by the sync
+  ASSERT_TRUE(c->synchronize().ok());
+  const CtlResult freed = Ctl("sessions --json");
+  EXPECT_EQ(SessionNumber(freed.output, id, "shared_buffers"), 1);
+  EXPECT_EQ(SessionNumber(freed.output, id, "shared_buffer_bytes"), 3 * kMiB);
+  EXPECT_EQ(JsonNumber(Ctl("memory --json").output, "count"), 1);
+
+  c.reset();  // the session's end frees the rest (its buffer outlives it)
+  const CtlResult ended = Ctl("memory --json");
+  EXPECT_THAT(ended.output, HasSubstr("\"shared_buffers\":{\"count\":0,"
+                                      "\"bytes\":0,\"sessions\":[]}"));
+  EXPECT_THAT(Ctl("memory --device=cpu").output,
+              HasSubstr("no session holds shared buffers\n"));
+}
+
 TEST_F(TensorctlTest, ProfileShowsPhasesPerOpAndWritesATrace) {
   auto c = Connect("profile-test");
   Tensor a = Floats(*c, 128 * 128).reshape({128, 128});

@@ -15,8 +15,8 @@ namespace {
 
 constexpr Subcommand kSubcommands[] = {
     {"devices", "", "list the daemon's devices", 0, 0, &RunDevices},
-    {"sessions", "", "list sessions: user, state, handles, memory", 0, 0,
-     &RunSessions},
+    {"sessions", "", "list sessions: user, state, handles, memory, shared", 0,
+     0, &RunSessions},
     {"info", "", "daemon version, uptime and counters", 0, 0, &RunInfo},
     {"kill", "SESSION", "end a session and release its handles", 1, 1,
      &RunKill},
@@ -44,6 +44,13 @@ std::string DeviceMemory(const v1::SessionInfo& s) {
     parts.push_back(absl::StrCat(device, "=", HumanBytes(bytes)));
   }
   return parts.empty() ? "-" : absl::StrJoin(parts, ",");
+}
+
+// "2 (8.0 MiB)": the session's shared host buffers, apart from MEMORY.
+std::string SharedBufferCell(const v1::SessionInfo& s) {
+  if (s.shared_buffers() == 0) return "-";
+  return absl::StrCat(s.shared_buffers(), " (",
+                      HumanBytes(s.shared_buffer_bytes()), ")");
 }
 
 }  // namespace
@@ -160,6 +167,8 @@ absl::Status RunSessions(Ctl& ctl, Args) {
                           .Add("ops_run", s.ops_run())
                           .Add("queue_depth", s.queue_depth())
                           .AddRaw("memory_bytes", memory.ToString())
+                          .Add("shared_buffers", s.shared_buffers())
+                          .Add("shared_buffer_bytes", s.shared_buffer_bytes())
                           .ToString());
     }
     *ctl.out << JsonObject().AddRaw("sessions", JsonArray(items)).ToString()
@@ -171,13 +180,14 @@ absl::Status RunSessions(Ctl& ctl, Args) {
     return absl::OkStatus();
   }
   Table table({"SESSION", "USER", "CLIENT", "PEER", ">AGE", "STATE", ">HANDLES",
-               ">OPS", ">QUEUE", "MEMORY"});
+               ">OPS", ">QUEUE", "MEMORY", "SHARED"});
   for (const v1::SessionInfo& s : response.sessions()) {
     table.AddRow({s.session_id(), s.user().empty() ? "-" : s.user(),
                   s.client_name().empty() ? "-" : s.client_name(), s.peer(),
                   HumanDuration(s.age_seconds()), s.state(),
                   absl::StrCat(s.live_handles()), absl::StrCat(s.ops_run()),
-                  absl::StrCat(s.queue_depth()), DeviceMemory(s)});
+                  absl::StrCat(s.queue_depth()), DeviceMemory(s),
+                  SharedBufferCell(s)});
   }
   *ctl.out << table.ToString();
   return absl::OkStatus();

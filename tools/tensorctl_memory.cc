@@ -1,6 +1,7 @@
 // tensorctl's allocator commands: memory, segments, snapshot, empty-cache.
 // Each is one Admin RPC (memory adds ListSessions for user and client names)
-// rendered by tensorctl_memory_view.
+// rendered by tensorctl_memory_view; memory also shows the sessions' shared
+// host buffers (without --device, or with --device=cpu).
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -45,6 +46,9 @@ absl::Status RunMemory(Ctl& ctl, Args) {
   for (int i = 0; i < stats.devices_size(); ++i) {
     *ctl.out << (i > 0 ? "\n" : "")
              << FormatMemorySummary(stats.devices(i), sessions);
+  }
+  if (stats.has_shared_buffers()) {
+    *ctl.out << "\n" << FormatSharedBuffers(stats.shared_buffers(), sessions);
   }
   return absl::OkStatus();
 }

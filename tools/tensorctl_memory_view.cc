@@ -66,15 +66,22 @@ const v1::SessionInfo* FindSession(const v1::ListSessionsResponse& sessions,
   return nullptr;
 }
 
-// The sessions holding memory on `d`, largest first (ties by id).
-std::vector<std::pair<std::string, int64_t>> SessionsBySize(
-    const v1::DeviceMemoryStats& d) {
-  std::vector<std::pair<std::string, int64_t>> out(d.session_bytes().begin(),
-                                                   d.session_bytes().end());
+// The sessions of a session id -> bytes map (a pool's or the shared
+// buffers'), largest first (ties by id).
+template <typename Bytes>
+std::vector<std::pair<std::string, Bytes>> SessionsBySize(
+    const google::protobuf::Map<std::string, Bytes>& session_bytes) {
+  std::vector<std::pair<std::string, Bytes>> out(session_bytes.begin(),
+                                                 session_bytes.end());
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   });
   return out;
+}
+
+uint64_t BuffersOf(const v1::SharedBufferStats& shared, const std::string& id) {
+  const auto it = shared.session_count().find(id);
+  return it == shared.session_count().end() ? 0 : it->second;
 }
 
 char GlyphOf(const std::string& state) {
@@ -127,7 +134,7 @@ std::string FormatMemorySummary(const v1::DeviceMemoryStats& d,
   counters.AddRow({"capacity", capacity > 0 ? Amount(capacity, true) : "-"});
   absl::StrAppend(&out, Body(counters), "\n");
 
-  const auto by_size = SessionsBySize(d);
+  const auto by_size = SessionsBySize(d.session_bytes());
   if (!d.pool().empty()) {  // staging buffers belong to the daemon
     absl::StrAppend(&out, "buffers of ", d.pool(),
                     " serve transfers; no session owns them\n");
@@ -153,6 +160,36 @@ std::string FormatMemorySummary(const v1::DeviceMemoryStats& d,
   return out;
 }
 
+std::string FormatSharedBuffers(const v1::SharedBufferStats& shared,
+                                const v1::ListSessionsResponse& sessions) {
+  const std::string title = "shared buffers (host memory)";
+  std::string out =
+      absl::StrCat(title, "\n", std::string(title.size(), '='), "\n");
+  Table totals({"", ">"});
+  totals.AddRow({"buffers", absl::StrCat(shared.count())});
+  totals.AddRow({"bytes", HumanBytes(shared.bytes())});
+  absl::StrAppend(&out, Body(totals),
+                  "mapped by clients and the daemon (AllocateShared); in the "
+                  "users' cpu quota, in no pool above\n");
+  const auto by_size = SessionsBySize(shared.session_bytes());
+  if (by_size.empty()) {
+    absl::StrAppend(&out, "no session holds shared buffers\n");
+    return out;
+  }
+  Table table({"SESSION", "USER", "CLIENT", ">BUFFERS", ">BYTES", ">SHARE"});
+  for (const auto& [id, bytes] : by_size) {
+    const v1::SessionInfo* s = FindSession(sessions, id);
+    table.AddRow({id, s && !s->user().empty() ? s->user() : "-",
+                  s && !s->client_name().empty() ? s->client_name() : "-",
+                  absl::StrCat(BuffersOf(shared, id)), HumanBytes(bytes),
+                  shared.bytes() > 0
+                      ? Percent(static_cast<double>(bytes) / shared.bytes())
+                      : "-"});
+  }
+  absl::StrAppend(&out, table.ToString());
+  return out;
+}
+
 std::string MemoryStatsJson(const v1::MemoryStatsResponse& stats,
                             const v1::ListSessionsResponse& sessions) {
   std::vector<std::string> devices;
@@ -162,7 +199,7 @@ std::string MemoryStatsJson(const v1::MemoryStatsResponse& stats,
                                                 d.stats().end());
     for (const auto& [key, value] : sorted) raw.Add(key, value);
     std::vector<std::string> items;
-    for (const auto& [id, bytes] : SessionsBySize(d)) {
+    for (const auto& [id, bytes] : SessionsBySize(d.session_bytes())) {
       const v1::SessionInfo* s = FindSession(sessions, id);
       items.push_back(JsonObject()
                           .Add("session_id", id)
@@ -178,7 +215,28 @@ std::string MemoryStatsJson(const v1::MemoryStatsResponse& stats,
                           .AddRaw("sessions", JsonArray(items))
                           .ToString());
   }
-  return JsonObject().AddRaw("devices", JsonArray(devices)).ToString();
+  JsonObject out;
+  out.AddRaw("devices", JsonArray(devices));
+  if (stats.has_shared_buffers()) {
+    const v1::SharedBufferStats& shared = stats.shared_buffers();
+    std::vector<std::string> items;
+    for (const auto& [id, bytes] : SessionsBySize(shared.session_bytes())) {
+      const v1::SessionInfo* s = FindSession(sessions, id);
+      items.push_back(JsonObject()
+                          .Add("session_id", id)
+                          .Add("user", s ? s->user() : "")
+                          .Add("client_name", s ? s->client_name() : "")
+                          .Add("buffers", BuffersOf(shared, id))
+                          .Add("bytes", bytes)
+                          .ToString());
+    }
+    out.AddRaw("shared_buffers", JsonObject()
+                                     .Add("count", shared.count())
+                                     .Add("bytes", shared.bytes())
+                                     .AddRaw("sessions", JsonArray(items))
+                                     .ToString());
+  }
+  return out.ToString();
 }
 
 std::string FormatSegments(const v1::MemorySnapshotResponse& snapshot,

@@ -1,8 +1,8 @@
 // Renders the Admin memory RPCs for people and scripts: the summary of
-// `tensorctl memory` (in the spirit of torch.cuda.memory_summary()), the
-// segment map of `tensorctl segments`, and their --json forms. Pure functions
-// of the responses; no I/O, so tensorctl_memory_view_test checks them on
-// hand-built protos.
+// `tensorctl memory` (in the spirit of torch.cuda.memory_summary()) and its
+// shared-buffer section, the segment map of `tensorctl segments`, and their
+// --json forms. Pure functions of the responses; no I/O, so
+// tensorctl_memory_view_test checks them on hand-built protos.
 #ifndef TENSORD_TOOLS_TENSORCTL_MEMORY_VIEW_H_
 #define TENSORD_TOOLS_TENSORCTL_MEMORY_VIEW_H_
 
@@ -27,9 +27,18 @@ std::string PoolLabel(const v1::DeviceMemoryStats& d);
 std::string FormatMemorySummary(const v1::DeviceMemoryStats& device,
                                 const v1::ListSessionsResponse& sessions);
 
+// The shared host buffers of every session (MemoryStatsResponse's
+// shared_buffers), apart from the device pools: their count and bytes, then
+// the sessions holding any, largest first, with user and client from
+// `sessions` as in FormatMemorySummary.
+std::string FormatSharedBuffers(const v1::SharedBufferStats& shared,
+                                const v1::ListSessionsResponse& sessions);
+
 // {"devices":[{"device":..,("pool":.. for a staging
 // pool),"stats":{key:value,..} (every raw stat, sorted),
-//   "sessions":[{"session_id","user","client_name","allocated_bytes"},..]}]}
+//   "sessions":[{"session_id","user","client_name","allocated_bytes"},..]}]
+//  (,"shared_buffers":{"count","bytes","sessions":[{"session_id","user",
+//   "client_name","buffers","bytes"},..]} when the response has them)}
 std::string MemoryStatsJson(const v1::MemoryStatsResponse& stats,
                             const v1::ListSessionsResponse& sessions);
 

@@ -113,6 +113,53 @@ TEST(MemorySummaryTest, TheStagingPoolIsNamedAndOwnedByNoSession) {
             0u);
 }
 
+v1::SharedBufferStats SampleShared() {
+  v1::SharedBufferStats shared;
+  shared.set_count(3);
+  shared.set_bytes(4 << 20);
+  (*shared.mutable_session_count())["#9"] = 1;
+  (*shared.mutable_session_bytes())["#9"] = 1 << 20;
+  (*shared.mutable_session_count())["s-alice"] = 2;
+  (*shared.mutable_session_bytes())["s-alice"] = 3 << 20;
+  return shared;
+}
+
+TEST(SharedBuffersViewTest, TotalsThenSessionsLargestFirst) {
+  const std::string text =
+      FormatSharedBuffers(SampleShared(), SampleSessions());
+  EXPECT_EQ(text,
+            "shared buffers (host memory)\n"
+            "============================\n"
+            "buffers        3\n"
+            "bytes    4.0 MiB\n"
+            "mapped by clients and the daemon (AllocateShared); in the users' "
+            "cpu quota, in no pool above\n"
+            "SESSION  USER   CLIENT    BUFFERS    BYTES  SHARE\n"
+            "s-alice  alice  train.py        2  3.0 MiB  75.0%\n"
+            "#9       -      -               1  1.0 MiB  25.0%\n");
+  EXPECT_THAT(FormatSharedBuffers({}, {}),
+              HasSubstr("buffers    0\nbytes    0 B\nmapped by clients"));
+  EXPECT_THAT(FormatSharedBuffers({}, {}),
+              HasSubstr("\nno session holds shared buffers\n"));
+}
+
+TEST(SharedBuffersViewTest, JsonAfterTheDevicesOnlyWhenReported) {
+  v1::MemoryStatsResponse stats;
+  *stats.add_devices() = SampleStats();
+  EXPECT_THAT(MemoryStatsJson(stats, SampleSessions()),
+              Not(HasSubstr("shared_buffers")));
+  *stats.mutable_shared_buffers() = SampleShared();
+  const std::string json = MemoryStatsJson(stats, SampleSessions());
+  EXPECT_THAT(json,
+              HasSubstr("\"allocated_bytes\":1024}]}],\"shared_buffers\":{"
+                        "\"count\":3,\"bytes\":4194304,\"sessions\":[{"
+                        "\"session_id\":\"s-alice\",\"user\":\"alice\","
+                        "\"client_name\":\"train.py\",\"buffers\":2,"
+                        "\"bytes\":3145728},{\"session_id\":\"#9\",\"user\":"
+                        "\"\",\"client_name\":\"\",\"buffers\":1,\"bytes\":"
+                        "1048576}]}}"));
+}
+
 v1::MemorySnapshotResponse SampleSnapshot() {
   v1::MemorySnapshotResponse r;
   r.set_device("cpu");

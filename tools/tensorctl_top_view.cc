@@ -22,7 +22,7 @@ std::string Bytes(int64_t value) {
 }
 
 uint64_t TotalBytes(const v1::SessionInfo& s) {
-  uint64_t total = 0;
+  uint64_t total = s.shared_buffer_bytes();
   for (const auto& [device, bytes] : s.memory_bytes()) total += bytes;
   return total;
 }
@@ -62,7 +62,15 @@ std::string FormatTopFrame(const TopFrame& frame) {
                     Percent(StatOf(d, "fragmentation_ppm") / 1e6),
                     absl::StrCat(StatOf(d, "num_ooms"))});
   }
-  absl::StrAppend(&out, devices.ToString(), "\n");
+  absl::StrAppend(&out, devices.ToString());
+  // Host memory of no device pool: a line of its own.
+  const bool shared = frame.memory.has_shared_buffers();
+  if (shared) {
+    const v1::SharedBufferStats& s = frame.memory.shared_buffers();
+    absl::StrAppend(&out, "shared buffers: ", s.count(), " (",
+                    HumanBytes(s.bytes()), ", host memory in the cpu quota)\n");
+  }
+  absl::StrAppend(&out, "\n");
 
   if (frame.sessions.sessions_size() == 0) {
     absl::StrAppend(&out, "no sessions\n");
@@ -75,6 +83,7 @@ std::string FormatTopFrame(const TopFrame& frame) {
     if (!d.pool().empty()) continue;  // staging: no session owns it
     headers.push_back(absl::StrCat(">", absl::AsciiStrToUpper(d.device())));
   }
+  if (shared) headers.push_back(">SHARED");
   Table table(std::move(headers));
   for (const v1::SessionInfo* s : SortedSessions(frame)) {
     std::vector<std::string> row = {
@@ -90,6 +99,11 @@ std::string FormatTopFrame(const TopFrame& frame) {
       const auto it = s->memory_bytes().find(d.device());
       row.push_back(it == s->memory_bytes().end() ? "-"
                                                   : HumanBytes(it->second));
+    }
+    if (shared) {
+      row.push_back(s->shared_buffers() == 0
+                        ? "-"
+                        : HumanBytes(s->shared_buffer_bytes()));
     }
     table.AddRow(std::move(row));
   }
@@ -128,17 +142,25 @@ std::string TopFrameJson(const TopFrame& frame) {
                            .Add("ops_run", s->ops_run())
                            .Add("queue_depth", s->queue_depth())
                            .AddRaw("memory_bytes", memory.ToString())
+                           .Add("shared_buffers", s->shared_buffers())
+                           .Add("shared_buffer_bytes", s->shared_buffer_bytes())
                            .ToString());
   }
-  return JsonObject()
-      .Add("time",
-           absl::FormatTime(absl::RFC3339_sec, frame.time, absl::UTCTimeZone()))
+  JsonObject out;
+  out.Add("time",
+          absl::FormatTime(absl::RFC3339_sec, frame.time, absl::UTCTimeZone()))
       .Add("address", frame.address)
       .Add("version", frame.info.version())
       .Add("uptime_seconds", frame.info.uptime_seconds())
-      .AddRaw("devices", JsonArray(devices))
-      .AddRaw("sessions", JsonArray(sessions))
-      .ToString();
+      .AddRaw("devices", JsonArray(devices));
+  if (frame.memory.has_shared_buffers()) {
+    out.AddRaw("shared_buffers",
+               JsonObject()
+                   .Add("count", frame.memory.shared_buffers().count())
+                   .Add("bytes", frame.memory.shared_buffers().bytes())
+                   .ToString());
+  }
+  return out.AddRaw("sessions", JsonArray(sessions)).ToString();
 }
 
 }  // namespace tensorctl

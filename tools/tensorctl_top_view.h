@@ -1,6 +1,7 @@
-// One frame of `tensorctl top`: the daemon line, device totals and the
-// sessions (user, state, handles, ops, queue depth, memory per device),
-// largest memory first. Pure functions of the three Admin responses that
+// One frame of `tensorctl top`: the daemon line, device totals, the shared
+// host buffers' total, and the sessions (user, state, handles, ops, queue
+// depth, memory per device, shared-buffer bytes), largest memory (device
+// and shared) first. Pure functions of the three Admin responses that
 // make up a frame; tensorctl_top.cc fetches and repaints.
 #ifndef TENSORD_TOOLS_TENSORCTL_TOP_VIEW_H_
 #define TENSORD_TOOLS_TENSORCTL_TOP_VIEW_H_
@@ -29,7 +30,9 @@ std::string FormatTopFrame(const TopFrame& frame);
 
 // The frame as one JSON object (one line per refresh under --json):
 // {"time","address","version","uptime_seconds","devices":[..],
-//  "sessions":[{..,"memory_bytes":{device:bytes}}]}.
+//  ("shared_buffers":{"count","bytes"},)
+//  "sessions":[{..,"memory_bytes":{device:bytes},"shared_buffers",
+//  "shared_buffer_bytes"}]}.
 std::string TopFrameJson(const TopFrame& frame);
 
 }  // namespace tensorctl

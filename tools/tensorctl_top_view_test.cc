@@ -8,6 +8,7 @@ namespace tensorctl {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TopFrame SampleFrame() {
   TopFrame f;
@@ -78,6 +79,37 @@ TEST(TopViewTest, TheStagingPoolIsARowButNoSessionColumn) {
               HasSubstr("{\"device\":\"cuda:0\",\"pool\":\"pinned staging\","));
 }
 
+TEST(TopViewTest, SharedBuffersALineAndASessionColumn) {
+  TopFrame f = SampleFrame();
+  f.memory.mutable_shared_buffers()->set_count(2);
+  f.memory.mutable_shared_buffers()->set_bytes(8 << 20);
+  v1::SessionInfo* bob = f.sessions.mutable_sessions(0);
+  bob->set_shared_buffers(2);
+  bob->set_shared_buffer_bytes(8 << 20);
+  const std::string text = FormatTopFrame(f);
+  EXPECT_THAT(text, HasSubstr("       1  25.0%     0\n"
+                              "shared buffers: 2 (8.0 MiB, host memory in the "
+                              "cpu quota)\n\n"));
+  // bob's shared bytes put him first now.
+  EXPECT_THAT(text,
+              HasSubstr("QUEUE      CPU   CUDA:0   SHARED\n"
+                        "s-bob    bob    -         detached        0    0  "
+                        "    0    512 B        -  8.0 MiB\n"
+                        "s-alice  alice  train.py  active         12  340  "
+                        "    2  1.0 KiB  3.0 MiB        -\n"));
+  const std::string json = TopFrameJson(f);
+  EXPECT_THAT(json, HasSubstr("}],\"shared_buffers\":{\"count\":2,"
+                              "\"bytes\":8388608},\"sessions\":[{"
+                              "\"session_id\":\"s-bob\","));
+  EXPECT_THAT(json, HasSubstr("\"memory_bytes\":{\"cpu\":512},"
+                              "\"shared_buffers\":2,"
+                              "\"shared_buffer_bytes\":8388608}"));
+  // A daemon that does not report them: neither line nor column.
+  EXPECT_THAT(FormatTopFrame(SampleFrame()), Not(HasSubstr("SHARED")));
+  EXPECT_THAT(TopFrameJson(SampleFrame()),
+              Not(HasSubstr("\"shared_buffers\":{")));
+}
+
 TEST(TopViewTest, NoSessions) {
   TopFrame f = SampleFrame();
   f.sessions.Clear();
@@ -96,7 +128,8 @@ TEST(TopViewTest, JsonFrame) {
   EXPECT_THAT(json, HasSubstr("\"fragmentation\":0.25,"));
   EXPECT_THAT(json, HasSubstr("\"sessions\":[{\"session_id\":\"s-alice\","));
   EXPECT_THAT(json, HasSubstr("\"memory_bytes\":{\"cpu\":1024,"
-                              "\"cuda:0\":3145728}}"));
+                              "\"cuda:0\":3145728},\"shared_buffers\":0,"
+                              "\"shared_buffer_bytes\":0}"));
 }
 
 }  // namespace

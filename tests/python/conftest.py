@@ -107,14 +107,19 @@ def admin(daemon: str) -> Iterator[admin_pb2_grpc.AdminStub]:
     channel.close()
 
 
-def live_handles(admin_stub: admin_pb2_grpc.AdminStub, session_id: str) -> int:
-    """The daemon's live-handle count for one session."""
+def session_info(admin_stub: admin_pb2_grpc.AdminStub, session_id: str) -> "object":
+    """The daemon's ``SessionInfo`` for one session (Admin ListSessions)."""
     resp = admin_stub.ListSessions(admin_pb2.ListSessionsRequest())
     for s in resp.sessions:
         if s.session_id == session_id:
-            return s.live_handles
+            return s
     raise AssertionError(f"session {session_id} not in ListSessions: "
                          f"{[s.session_id for s in resp.sessions]}")
+
+
+def live_handles(admin_stub: admin_pb2_grpc.AdminStub, session_id: str) -> int:
+    """The daemon's live-handle count for one session."""
+    return session_info(admin_stub, session_id).live_handles
 
 
 # ---------------------------------------------------------------------------- devices

@@ -1,7 +1,8 @@
 """Shared buffers (``tensord.SharedBuffer``, ``tensord.empty_shared``; docs/protocol.md "Shared
 buffers") against the real daemon with real memfds: uploads from and downloads into shared arrays
 are one Put/Get naming the buffer and round-trip every dtype and odd sizes; ``numpy(out=)`` also
-works on plain arrays; freed buffers and ended sessions are gone; quotas, caps and fallbacks."""
+works on plain arrays; freed buffers and ended sessions are gone (also as the Admin service
+reports them); quotas, caps and fallbacks."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import numpy as np
 import pytest
 
 import tensord as td
-from conftest import running_daemon
+from conftest import running_daemon, session_info
 from tensord import _shm
+from tensord._proto import admin_pb2
 from tensord._session import Session
 
 # (numpy dtype, shape): sizes over _shm.MIN_BYTES that are not multiples of pages
@@ -141,6 +143,31 @@ def test_free_then_use_and_session_end(daemon: str, calls: dict,
         assert real_map(kept_desc) is not None
         del kept
     assert real_map(kept_desc) is None  # the ended session's buffers are gone
+
+
+def test_admin_reports_buffers_per_session_and_in_total(daemon: str, admin) -> None:
+    def shared_stats():
+        return admin.MemoryStats(admin_pb2.MemoryStatsRequest()).shared_buffers
+
+    with td.connect(daemon, shm=True) as s:
+        a = td.SharedBuffer(3 << 20)
+        b = td.SharedBuffer(1 << 20)
+        info = session_info(admin, s.session_id)
+        assert (info.shared_buffers, info.shared_buffer_bytes) == (2, 4 << 20)
+        assert info.memory_bytes["cpu"] < 4 << 20  # not the cpu allocator's memory
+        stats = shared_stats()
+        assert stats.session_count[s.session_id] == 2
+        assert stats.session_bytes[s.session_id] == 4 << 20
+        assert stats.count >= 2 and stats.bytes >= 4 << 20
+        b.free()
+        td.synchronize()  # the Release has run
+        info = session_info(admin, s.session_id)
+        assert (info.shared_buffers, info.shared_buffer_bytes) == (1, 3 << 20)
+        assert shared_stats().session_bytes[s.session_id] == 3 << 20
+        cpu = admin.MemoryStats(admin_pb2.MemoryStatsRequest(device="cpu"))
+        assert cpu.HasField("shared_buffers")  # cpu's quota counts them
+        del a
+    assert s.session_id not in shared_stats().session_bytes  # the session's end freed it
 
 
 def test_dropped_buffer_is_released(daemon: str) -> None:

@@ -3,7 +3,9 @@
 Threads (see docs/protocol.md for the wire semantics):
 - the caller's threads append commands to the open batch (``_entries``, encoded by ``_wire``)
   under ``_lock``; handles and command seqs are allocated under the same lock, so they
-  increase in command order;
+  increase in command order (a thread that must wait for another's exclusive transfer,
+  ``Batcher._exclusive_locked``, allocates only after that wait, and holds the lock from
+  there until the command creating its handle is queued);
 - a flusher thread sends the open batch at most ``flush_interval`` (2 ms) after its first
   command, unless a value read, a sync, or the size/count threshold sent it first; it is woken
   only from its idle sleep, never per batch (``Batcher._flush_loop``);

@@ -37,8 +37,11 @@ class Transfers:
             where = self._find_shared(flat.ctypes.data, total)
         with self._lock:
             self._check_open_locked()
-            if where is not None:
-                self._wait_not_busy_locked()  # handles increase in command order
+            # Another thread's exclusive transfer ends before this handle is allocated: from
+            # here to the Put that creates it the lock is held (or this thread is the one
+            # busy), so handles reach the daemon in increasing order and no command of ours
+            # falls between that transfer's chunks.
+            self._wait_not_busy_locked()
             handle = self._next_handle
             self._next_handle += 1
             if where is not None:
@@ -64,8 +67,6 @@ class Transfers:
                         p.site = site
                 return handle, self._exclusive_locked(lambda: _shm.upload(self, flat, fields))
             if total <= self.chunk_bytes and total < _BIG_CHUNK:  # one small chunk
-                if self._busy is not None:
-                    self._wait_not_busy_locked()
                 if self._frame_bytes + total > self._max_bytes and self._count_locked():
                     self._flush_locked()
                 if self._open is not None:
