@@ -7,8 +7,11 @@
 #include <optional>
 #include <utility>
 
+#include "absl/base/call_once.h"
 #include "absl/strings/str_cat.h"
 #include "client/status.h"
+#include "proto/frame_buffer.h"
+#include "runtime/core/transfer_buffers.h"
 
 namespace tensord {
 inline namespace client {
@@ -39,7 +42,8 @@ Session::Session(const ClientOptions& options,
               size_t{8} << 20},
       batch_delay_(options.batch_delay),
       channel_(std::move(channel)),
-      stub_(v1::Tensord::NewStub(channel_)) {}
+      session_method_("/tensord.v1.Tensord/Session",
+                      grpc::internal::RpcMethod::BIDI_STREAMING, channel_) {}
 
 Session::~Session() { Close(); }
 
@@ -76,6 +80,13 @@ absl::StatusOr<std::shared_ptr<Session>> Session::Open(
   std::shared_ptr<Session> session(new Session(options, std::move(channel)));
   absl::Status status = session->Handshake();
   if (!status.ok()) return status;
+  if (options.tune_malloc && session->shm_ == nullptr) {
+    static absl::once_flag tuned;
+    absl::call_once(tuned, [] {
+      KeepTransferBuffersMapped(/*mmap_threshold=*/8 << 20,
+                                /*trim_threshold=*/32 << 20);
+    });
+  }
   session->started_ = true;
   session->reader_ = std::thread(&Session::ReadLoop, session.get());
   session->flusher_ = std::thread(&Session::FlushLoop, session.get());
@@ -321,23 +332,30 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
   }
   for (const Chunk& chunk :
        use_shm ? std::vector<Chunk>() : PlanChunks(*total, chunk_bytes_)) {
-    v1::Command command;
-    v1::Put* put = command.mutable_put();
-    put->set_handle(handle);
-    put->set_offset(chunk.offset);
-    put->set_data(static_cast<const char*>(data) + chunk.offset, chunk.size);
-    put->set_last(chunk.last);
+    v1::Put header;  // all but the bytes
+    header.set_handle(handle);
+    header.set_offset(chunk.offset);
+    header.set_last(chunk.last);
     std::vector<uint64_t> creates;
     if (chunk.offset == 0) {
-      put->set_dtype(ToWire(dtype));
-      put->mutable_shape()->Add(shape.begin(), shape.end());
-      put->set_device(device);
-      put->set_requires_grad(requires_grad);
-      put->set_site(site);
+      header.set_dtype(ToWire(dtype));
+      header.mutable_shape()->Add(shape.begin(), shape.end());
+      header.set_device(device);
+      header.set_requires_grad(requires_grad);
+      header.set_site(site);
       creates.push_back(handle);
     }
-    status = Append(std::move(command), creates,
-                    chunk.offset == 0 ? &meta : nullptr);
+    // The bytes are copied once, into the batch (which the stream sends
+    // without another copy: Note [Aliased payloads]).
+    const char* bytes = static_cast<const char*>(data) + chunk.offset;
+    status = AppendWith(
+        header.ByteSizeLong() + chunk.size + 32,
+        [&](v1::Command* slot) {
+          v1::Put* put = slot->mutable_put();
+          *put = header;
+          put->set_data(bytes, chunk.size);
+        },
+        creates, chunk.offset == 0 ? &meta : nullptr, nullptr);
     if (!status.ok()) break;
   }
   MutexLock lock(&mu_);
@@ -420,7 +438,7 @@ absl::Status Session::Flush() {
   }
   // While the reader resumes, the batch waits in unacked_ for the new stream.
   if (options_.resume && (resuming || !stream_live_)) return absl::OkStatus();
-  if (!stream_live_ || !stream_->Write(*frame)) {
+  if (!stream_live_ || !stream_->Write(SerializeAliased(frame))) {
     // With resume on, the reader sees the break too and resumes or fails.
     if (options_.resume) return absl::OkStatus();
     MutexLock lock(&mu_);

@@ -7,7 +7,6 @@
 // SIGHUP reloads the tokens file. A sticky device error ends every session
 // with the error and exits 75 (EX_TEMPFAIL) for the supervisor to restart
 // the daemon (Note [Sticky device errors] in runtime/core/device_error.h).
-#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,6 +29,7 @@
 #include "runtime/core/device_error.h"
 #include "runtime/core/mutex.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/core/transfer_buffers.h"
 #include "runtime/cuda_discovery.h"
 #include "runtime/device.h"
 #include "server/grpc_admin.h"
@@ -155,14 +155,10 @@ int Main() {
   // Debian's Abseil is built without NDEBUG, so every Mutex lock would also
   // run the deadlock detector (half the cost of a cached allocation).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  // Note [Transfer buffers]: every Put/Data chunk is a ~1 MiB heap buffer
-  // (a protobuf string, a gRPC slice) allocated and freed per chunk. With
-  // glibc's default (dynamic) thresholds such buffers go back to the kernel
-  // on free (munmap, heap trimming), so every chunk faults in and zeroes
-  // fresh pages, which costs more than copying its bytes. Keep them in the
-  // heap. Tensor storage is mmap'ed by the caching allocator, not malloc'ed.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 128 << 20);
+  // Note [Transfer buffers] (runtime/core/transfer_buffers.h): the daemon
+  // serves many sessions' transfers at once, so it keeps more in the heap.
+  KeepTransferBuffersMapped(/*mmap_threshold=*/32 << 20,
+                            /*trim_threshold=*/128 << 20);
   spdlog::set_level(spdlog::level::from_str(absl::GetFlag(FLAGS_log_level)));
   // Block the shutdown signals in every thread; the main thread waits on them.
   sigset_t signals;
