@@ -52,11 +52,15 @@ absl::StatusOr<std::shared_ptr<Session>> Session::Open(
   const ClientOptions options = ResolveOptions(raw_options);
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
-  // Downloads over the stream: a larger initial HTTP/2 window than 64 KiB
-  // (BDP probing still adapts it) and HTTP/2 frames as large as a Data
-  // chunk instead of 16 KiB pieces (the daemon sets the same for uploads).
+  // Note [Transfer window] (server/main.cc): downloads get an 8 MiB HTTP/2
+  // window and chunk-sized HTTP/2 frames; for a daemon on this host the
+  // window stays fixed (no BDP probing), elsewhere gRPC may adapt it to
+  // the link.
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
   args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 4 << 20);
+  if (IsSameHostAddress(options.address)) {
+    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  }
   if (options.resume) {
     // A resume reconnects at once, not after gRPC's default 1-120 s backoff.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);

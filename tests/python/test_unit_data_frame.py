@@ -34,7 +34,7 @@ def test_decode_matches_protobuf(n):
                                                                       5 << 20)
     assert c.meta == f.data.meta
     assert bytes(c.data) == f.data.data
-    assert isinstance(c.data, memoryview) and (n == 0 or c.data.obj is b)  # a view, not a copy
+    assert n == 0 or c.data.obj is b  # a view, not a copy
 
 
 def test_decode_shm_chunk_and_unknown_fields():

@@ -4,7 +4,8 @@ client/data_frame.h, Note [Data frames in place]).
 grpcio hands each reply over as one ``bytes`` object. Parsed by ``tensord_pb2``, a Data chunk's
 payload would be copied into the message, copied again by ``data.data``, and a third time into
 the download's buffer; decoded here, ``DataChunk.data`` is a view of the payload inside the
-received bytes, copied once, into the buffer. Other frames are parsed by ``tensord_pb2``.
+received bytes, copied once, into the buffer. Other frames, and Data frames under 16 KiB
+(protobuf's C++ parses those faster than Python decodes them), go to ``tensord_pb2``.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from ._proto import tensord_pb2 as pb
 
 _DATA_FRAME = 0x1A  # ServerFrame.data, length-delimited: the first byte of every Data frame
 _SEQ = 10  # ServerFrame.seq
+_MIN_DECODE_BYTES = 16 << 10
 
 
 class DataChunk:
-    """The fields of a ``ServerFrame{data}``; ``data`` is a memoryview of the payload and
-    ``meta`` a ``tensord_pb2.TensorMeta`` on the first chunk (else None)."""
+    """The fields of a ``ServerFrame{data}``: ``data`` is the payload (a memoryview into the
+    received bytes when ``decode`` made it), ``meta`` a ``tensord_pb2.TensorMeta`` on the first
+    chunk (else None)."""
 
     __slots__ = ("seq", "request_id", "meta", "offset", "data", "last", "total_bytes", "shm",
                  "shm_offset", "shm_size")
@@ -28,7 +31,7 @@ class DataChunk:
         self.seq = self.request_id = self.offset = self.total_bytes = 0
         self.shm_offset = self.shm_size = 0
         self.meta: Any = None
-        self.data: memoryview = memoryview(b"")
+        self.data: Any = b""  # a memoryview of the payload, or bytes (from_message)
         self.last = self.shm = False
 
     def WhichOneof(self, group: str) -> str:  # noqa: N802 (protobuf's name)
@@ -127,9 +130,9 @@ def _decode_data(b: bytes, i: int, end: int, chunk: DataChunk) -> int:
 
 
 def deserialize(b: bytes) -> Any:
-    """grpcio's response deserializer: a ``DataChunk`` for Data frames, else a
+    """grpcio's response deserializer: a ``DataChunk`` for big Data frames, else a
     ``tensord_pb2.ServerFrame``."""
-    chunk = decode(b)
+    chunk = decode(b) if len(b) >= _MIN_DECODE_BYTES else None
     return chunk if chunk is not None else pb.ServerFrame.FromString(b)
 
 
@@ -138,8 +141,13 @@ def from_message(frame: Any) -> DataChunk:
     d = frame.data
     chunk = DataChunk()
     chunk.seq = frame.seq
-    for name in _VARINT_FIELDS.values():
-        setattr(chunk, name, getattr(d, name))
+    chunk.request_id = d.request_id
+    chunk.offset = d.offset
+    chunk.last = d.last
+    chunk.total_bytes = d.total_bytes
+    chunk.shm = d.shm
+    chunk.shm_offset = d.shm_offset
+    chunk.shm_size = d.shm_size
     chunk.meta = d.meta if d.HasField("meta") else None
-    chunk.data = memoryview(d.data)
+    chunk.data = d.data
     return chunk
