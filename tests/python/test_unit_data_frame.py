@@ -68,6 +68,19 @@ def test_from_message():
     assert bytes(c.data) == f.data.data and c.meta.handle == 9 and c.total_bytes == 300
 
 
+def test_big_download_with_a_small_last_chunk():
+    """A download big enough for a NumPy buffer whose last chunk is parsed by protobuf."""
+    from fake_daemon import FakeDaemon
+
+    d = FakeDaemon(chunk_bytes=64 << 10)
+    try:
+        with td.connect(d.address):
+            a = np.arange((1 << 18) + 25, dtype=np.float32)  # 16 chunks and 100 bytes
+            np.testing.assert_array_equal(td.from_numpy(a).numpy(), a)
+    finally:
+        d.stop()
+
+
 def test_upload_window_bounds_unacknowledged_chunks(monkeypatch):
     from fake_daemon import FakeDaemon
 

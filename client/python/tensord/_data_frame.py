@@ -20,7 +20,7 @@ _MIN_DECODE_BYTES = 16 << 10
 
 
 class DataChunk:
-    """The fields of a ``ServerFrame{data}``: ``data`` is the payload (a memoryview into the
+    """The fields of a ``ServerFrame{data}``: ``data`` is a memoryview of the payload (into the
     received bytes when ``decode`` made it), ``meta`` a ``tensord_pb2.TensorMeta`` on the first
     chunk (else None)."""
 
@@ -31,7 +31,7 @@ class DataChunk:
         self.seq = self.request_id = self.offset = self.total_bytes = 0
         self.shm_offset = self.shm_size = 0
         self.meta: Any = None
-        self.data: Any = b""  # a memoryview of the payload, or bytes (from_message)
+        self.data = memoryview(b"")
         self.last = self.shm = False
 
     def WhichOneof(self, group: str) -> str:  # noqa: N802 (protobuf's name)
@@ -149,5 +149,5 @@ def from_message(frame: Any) -> DataChunk:
     chunk.shm_offset = d.shm_offset
     chunk.shm_size = d.shm_size
     chunk.meta = d.meta if d.HasField("meta") else None
-    chunk.data = d.data
+    chunk.data = memoryview(d.data)  # as decode's: NumPy takes bytes for a string
     return chunk
