@@ -68,8 +68,10 @@ void ReserveBytes(std::string* bytes, size_t n) {
 
 }  // namespace
 
-absl::Status DataAssembler::AddBytes(const v1::Data& chunk,
-                                     absl::string_view bytes) {
+absl::Status DataAssembler::AddPieces(
+    const v1::Data& chunk, absl::Span<const absl::string_view> pieces) {
+  size_t size = 0;
+  for (absl::string_view piece : pieces) size += piece.size();
   if (done_) {
     return absl::InternalError(absl::StrCat(
         "Data chunk for request ", chunk.request_id(), " after its last"));
@@ -101,19 +103,21 @@ absl::Status DataAssembler::AddBytes(const v1::Data& chunk,
     }
     started_ = true;
   }
-  if (chunk.offset() != received_ ||
-      bytes.size() > total_bytes_ - chunk.offset()) {
+  if (chunk.offset() != received_ || size > total_bytes_ - chunk.offset()) {
     return absl::InternalError(absl::StrCat(
         "Data chunk for request ", chunk.request_id(), " at offset ",
-        chunk.offset(), " (", bytes.size(), " bytes) does not follow ",
-        received_, " of ", total_bytes_, " bytes"));
+        chunk.offset(), " (", size, " bytes) does not follow ", received_,
+        " of ", total_bytes_, " bytes"));
   }
-  if (dst_ == nullptr) {
-    tensor_.bytes.append(bytes.data(), bytes.size());
-  } else if (!bytes.empty() && bytes.data() != dst_ + received_) {
-    std::memcpy(dst_ + received_, bytes.data(), bytes.size());
+  for (absl::string_view piece : pieces) {
+    if (dst_ == nullptr) {
+      tensor_.bytes.append(piece.data(), piece.size());
+    } else if (!piece.empty() && piece.data() != dst_ + received_) {
+      // (a shared buffer's bytes are already in place)
+      std::memcpy(dst_ + received_, piece.data(), piece.size());
+    }
+    received_ += piece.size();
   }
-  received_ += bytes.size();
   if (chunk.last()) {
     if (received_ != total_bytes_) {
       return absl::InternalError(

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "client/dtype.h"
 #include "proto/tensord.pb.h"
 
@@ -39,7 +40,14 @@ class DataAssembler {
   }
   // The same for a chunk whose bytes are elsewhere (Data.shm: the slot of
   // the shared-memory region it names); `bytes` is copied.
-  absl::Status AddBytes(const v1::Data& chunk, absl::string_view bytes);
+  absl::Status AddBytes(const v1::Data& chunk, absl::string_view bytes) {
+    return AddPieces(chunk, {bytes});
+  }
+  // The same for a chunk whose bytes arrive in pieces (a payload left in
+  // gRPC's slices, Note [Data frames in place] in client/data_frame.h):
+  // copied in order, as if concatenated.
+  absl::Status AddPieces(const v1::Data& chunk,
+                         absl::Span<const absl::string_view> pieces);
   bool done() const { return done_; }
   // Assembles the bytes into `dst` (`capacity` bytes, the caller's) instead
   // of HostTensor::bytes, which then stays empty. A tensor of more bytes is

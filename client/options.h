@@ -58,6 +58,15 @@ struct ClientOptions {
   ShmMode shm = ShmMode::kAuto;
   // Largest slot of the region (0: 32 MiB). Four slots pipeline the copies.
   size_t shm_slot_bytes = 0;
+
+  // Note [Transfer buffers] (runtime/core/transfer_buffers.h): the first
+  // session whose transfers go over the stream sets glibc's malloc
+  // thresholds for the whole process (mmap 8 MiB, trim 32 MiB), so that
+  // chunk-sized transfer buffers stay mapped instead of being page-faulted
+  // in again for every chunk (a 256 MiB download otherwise faults ~65k
+  // pages). Skipped where the environment sets malloc tunables. False:
+  // malloc stays as the application configured it.
+  bool tune_malloc = true;
 };
 
 // `options` with address and token filled from the environment and

@@ -7,9 +7,12 @@
 #include <optional>
 #include <utility>
 
+#include "absl/base/call_once.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "client/status.h"
+#include "proto/frame_buffer.h"
+#include "runtime/core/transfer_buffers.h"
 
 namespace tensord {
 inline namespace client {
@@ -40,7 +43,8 @@ Session::Session(const ClientOptions& options,
               size_t{8} << 20},
       batch_delay_(options.batch_delay),
       channel_(std::move(channel)),
-      stub_(v1::Tensord::NewStub(channel_)) {}
+      session_method_("/tensord.v1.Tensord/Session",
+                      grpc::internal::RpcMethod::BIDI_STREAMING, channel_) {}
 
 Session::~Session() { Close(); }
 
@@ -49,11 +53,15 @@ absl::StatusOr<std::shared_ptr<Session>> Session::Open(
   const ClientOptions options = ResolveOptions(raw_options);
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
-  // Downloads over the stream: a larger initial HTTP/2 window than 64 KiB
-  // (BDP probing still adapts it) and HTTP/2 frames as large as a Data
-  // chunk instead of 16 KiB pieces (the daemon sets the same for uploads).
+  // Note [Transfer window] (server/main.cc): downloads get an 8 MiB HTTP/2
+  // window and chunk-sized HTTP/2 frames; for a daemon on this host the
+  // window stays fixed (no BDP probing), elsewhere gRPC may adapt it to
+  // the link.
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
   args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 4 << 20);
+  if (IsSameHostAddress(options.address)) {
+    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  }
   if (options.resume) {
     // A resume reconnects at once, not after gRPC's default 1-120 s backoff.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -77,6 +85,13 @@ absl::StatusOr<std::shared_ptr<Session>> Session::Open(
   std::shared_ptr<Session> session(new Session(options, std::move(channel)));
   absl::Status status = session->Handshake();
   if (!status.ok()) return status;
+  if (options.tune_malloc && session->shm_ == nullptr) {
+    static absl::once_flag tuned;
+    absl::call_once(tuned, [] {
+      KeepTransferBuffersMapped(/*mmap_threshold=*/8 << 20,
+                                /*trim_threshold=*/32 << 20);
+    });
+  }
   session->started_ = true;
   session->reader_ = std::thread(&Session::ReadLoop, session.get());
   session->flusher_ = std::thread(&Session::FlushLoop, session.get());
@@ -329,19 +344,24 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
   }
   for (const Chunk& chunk :
        use_shm ? std::vector<Chunk>() : PlanChunks(*total, chunk_bytes_)) {
-    v1::Command command;
-    v1::Put* put = command.mutable_put();
+    // All but the bytes.
+    v1::Put header = chunk.offset == 0 ? first : v1::Put();
+    header.set_handle(handle);
+    header.set_offset(chunk.offset);
+    header.set_last(chunk.last);
     std::vector<uint64_t> creates;
-    if (chunk.offset == 0) {
-      *put = first;
-      creates.push_back(handle);
-    }
-    put->set_handle(handle);
-    put->set_offset(chunk.offset);
-    put->set_data(static_cast<const char*>(data) + chunk.offset, chunk.size);
-    put->set_last(chunk.last);
-    status = Append(std::move(command), creates,
-                    chunk.offset == 0 ? &meta : nullptr);
+    if (chunk.offset == 0) creates.push_back(handle);
+    // The bytes are copied once, into the batch (which the stream sends
+    // without another copy: Note [Aliased payloads]).
+    const char* bytes = static_cast<const char*>(data) + chunk.offset;
+    status = AppendWith(
+        header.ByteSizeLong() + chunk.size + 32,
+        [&](v1::Command* slot) {
+          v1::Put* put = slot->mutable_put();
+          *put = header;
+          put->set_data(bytes, chunk.size);
+        },
+        creates, chunk.offset == 0 ? &meta : nullptr, nullptr);
     if (!status.ok()) break;
   }
   MutexLock lock(&mu_);
@@ -424,7 +444,7 @@ absl::Status Session::Flush() {
   }
   // While the reader resumes, the batch waits in unacked_ for the new stream.
   if (options_.resume && (resuming || !stream_live_)) return absl::OkStatus();
-  if (!stream_live_ || !stream_->Write(*frame)) {
+  if (!stream_live_ || !stream_->Write(SerializeAliased(frame))) {
     // With resume on, the reader sees the break too and resumes or fails.
     if (options_.resume) return absl::OkStatus();
     MutexLock lock(&mu_);

@@ -45,6 +45,9 @@
 #define TENSORD_CLIENT_SESSION_H_
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/rpc_method.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/sync_stream.h>
 
 #include <cstdint>
 #include <deque>
@@ -68,7 +71,6 @@
 #include "client/pending_frame.h"
 #include "client/shm_mapping.h"
 #include "client/site.h"
-#include "proto/tensord.grpc.pb.h"
 #include "proto/tensord.pb.h"
 #include "runtime/core/mutex.h"
 
@@ -235,7 +237,11 @@ class Session {
     }
   };
 
-  using Stream = grpc::ClientReaderWriter<v1::ClientFrame, v1::ServerFrame>;
+  // Frames travel as raw byte buffers, serialised and parsed here rather
+  // than by gRPC's protobuf glue: a Put chunk goes out without another copy
+  // (Note [Aliased payloads], proto/frame_buffer.h) and a Data chunk's bytes
+  // go straight to their download (Note [Data frames in place]).
+  using Stream = grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
   // A started Tensord.Session call that got its Welcome.
   struct OpenedStream {
     std::unique_ptr<grpc::ClientContext> context;
@@ -346,14 +352,17 @@ class Session {
 
   void ReadLoop();
   void FlushLoop();
-  void HandleFrame(const v1::ServerFrame& frame);  // takes mu_
+  // Applies a received frame; takes mu_. `payload`: the bytes of a Data
+  // frame decoded in place (client/data_frame.h), else frame.data().data().
+  void HandleFrame(const v1::ServerFrame& frame,
+                   absl::Span<const absl::string_view> payload = {});
 
   const ClientOptions options_;  // resolved
   const std::string address_;
   BatchPolicy policy_;  // max_frame_bytes set from Welcome, then fixed
   const absl::Duration batch_delay_;
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Tensord::Stub> stub_;
+  const grpc::internal::RpcMethod session_method_;  // Tensord.Session
   // The current call. Replaced only by the reader thread (a resume), under
   // write_mu_ and mu_; the reader reads it without locks.
   std::unique_ptr<grpc::ClientContext> context_;

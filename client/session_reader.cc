@@ -4,8 +4,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "client/data_frame.h"
 #include "client/session.h"
 #include "client/status.h"
+#include "proto/frame_buffer.h"
 
 namespace tensord {
 inline namespace client {
@@ -30,9 +32,27 @@ bool TransportBroke(const grpc::Status& status) {
 }  // namespace
 
 void Session::ReadLoop() {
+  grpc::ByteBuffer buffer;
+  DataFrame data;  // reused: its vectors keep their capacity
   while (true) {
-    v1::ServerFrame frame;
-    while (stream_->Read(&frame)) HandleFrame(frame);
+    absl::Status bad_frame;
+    while (stream_->Read(&buffer)) {
+      if (DecodeDataFrame(&buffer, &data)) {  // Note [Data frames in place]
+        buffer.Clear();
+        HandleFrame(data.header, data.payload);
+        data.slices.clear();  // gRPC's memory back before the next read
+        continue;
+      }
+      v1::ServerFrame frame;
+      if (!ParseFromByteBuffer(&buffer, &frame)) {
+        bad_frame = absl::InternalError(absl::StrCat(
+            "tensord at ", address_,
+            " sent a frame that does not parse as a tensord.v1.ServerFrame"));
+        context_->TryCancel();
+        break;
+      }
+      HandleFrame(frame);
+    }
     grpc::Status grpc_status;
     {
       // Finish must not race a Write; stream_live_ stops later ones.
@@ -40,11 +60,12 @@ void Session::ReadLoop() {
       stream_live_ = false;
       grpc_status = stream_->Finish();
     }
-    absl::Status status = StatusFromGrpc(grpc_status);
+    absl::Status status =
+        bad_frame.ok() ? StatusFromGrpc(grpc_status) : bad_frame;
     bool resume;
     {
       MutexLock lock(&mu_);
-      resume = options_.resume && !closing_ && !closed_ &&
+      resume = options_.resume && !closing_ && !closed_ && bad_frame.ok() &&
                TransportBroke(grpc_status);
       resuming_ = resume;
     }
@@ -74,7 +95,8 @@ void Session::ReadLoop() {
   }
 }
 
-void Session::HandleFrame(const v1::ServerFrame& frame) {
+void Session::HandleFrame(const v1::ServerFrame& frame,
+                          absl::Span<const absl::string_view> payload) {
   MutexLock lock(&mu_);
   if (SkipReplayedLocked(frame)) return;
   switch (frame.kind_case()) {
@@ -117,7 +139,10 @@ void Session::HandleFrame(const v1::ServerFrame& frame) {
         it->second.done = true;
         break;
       }
-      absl::Status status = it->second.assembler.Add(frame.data());
+      absl::Status status =
+          payload.empty()
+              ? it->second.assembler.Add(frame.data())
+              : it->second.assembler.AddPieces(frame.data(), payload);
       if (!status.ok()) {
         it->second.done = true;
         it->second.status = status;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/session.h"
 #include "client/status.h"
+#include "proto/frame_buffer.h"
 #include "runtime/core/mutex.h"
 
 namespace tensord {
@@ -40,10 +41,15 @@ absl::StatusOr<Session::OpenedStream> Session::OpenStream(
     if (closing_) return ClosedError();
     attempt_context_ = opened.context.get();  // Close() cancels it
   }
-  opened.stream = stub_->Session(opened.context.get());
-  v1::ClientFrame hello_frame;
-  *hello_frame.mutable_hello() = hello;
-  v1::ServerFrame reply;
+  // What the generated stub does for a typed stream, with byte buffers.
+  opened.stream.reset(
+      grpc::internal::ClientReaderWriterFactory<
+          grpc::ByteBuffer, grpc::ByteBuffer>::Create(channel_.get(),
+                                                      session_method_,
+                                                      opened.context.get()));
+  auto hello_frame = std::make_shared<v1::ClientFrame>();
+  *hello_frame->mutable_hello() = hello;
+  grpc::ByteBuffer reply_bytes;
   // A daemon that accepts the stream but never answers must not hang us: a
   // watchdog cancels the call after `timeout`.
   Notification answered;
@@ -55,8 +61,8 @@ absl::StatusOr<Session::OpenedStream> Session::OpenStream(
       context->TryCancel();
     }
   });
-  const bool ok =
-      opened.stream->Write(hello_frame) && opened.stream->Read(&reply);
+  const bool ok = opened.stream->Write(SerializeAliased(hello_frame)) &&
+                  opened.stream->Read(&reply_bytes);
   answered.Notify();
   watchdog.join();
   {
@@ -79,7 +85,13 @@ absl::StatusOr<Session::OpenedStream> Session::OpenStream(
     return absl::Status(status.code(), absl::StrCat(refused, status.message()));
   }
   absl::Status bad;
-  if (!reply.has_welcome()) {
+  v1::ServerFrame reply;
+  if (!ParseFromByteBuffer(&reply_bytes, &reply)) {
+    bad = absl::InternalError(
+        absl::StrCat("tensord at ", address_,
+                     " answered Hello with a frame that does "
+                     "not parse as a tensord.v1.ServerFrame"));
+  } else if (!reply.has_welcome()) {
     bad = absl::InternalError(absl::StrCat(
         "tensord at ", address_, " answered Hello without a Welcome"));
   } else if (reply.welcome().protocol_version() != 0 &&
@@ -218,7 +230,10 @@ void Session::ResendUnacked() {
   }
   for (const auto& frame : resend) {
     // A broken stream: the reader sees it too and resumes again.
-    if (writes_done_ || !stream_live_ || !stream_->Write(*frame)) return;
+    if (writes_done_ || !stream_live_ ||
+        !stream_->Write(SerializeAliased(frame))) {
+      return;
+    }
   }
   // Flush may write directly again; it queued behind write_mu_ meanwhile.
   MutexLock lock(&mu_);

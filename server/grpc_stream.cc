@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/arena.h"
-#include "google/protobuf/unknown_field_set.h"
+#include "proto/frame_buffer.h"
 #include "runtime/core/block_cache.h"
 #include "spdlog/spdlog.h"
 
@@ -56,7 +56,7 @@ class StreamSink : public FrameSink {
 };
 
 class SessionReactor
-    : public grpc::ServerBidiReactor<v1::ClientFrame, v1::ServerFrame> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   SessionReactor(grpc::CallbackServerContext* context, SessionManager* sessions)
       : context_(context),
@@ -66,7 +66,7 @@ class SessionReactor
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok && !context_->IsCancelled() && Unparsable()) {
+    if (ok && !Parse()) {
       const absl::Status bad = absl::InvalidArgumentError(
           "a frame could not be parsed as a tensord.v1.ClientFrame "
           "(malformed protobuf, or a string field that is not UTF-8); the "
@@ -123,19 +123,20 @@ class SessionReactor
   }
 
   void DoFinish(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
-  void DoWrite(const v1::ServerFrame* frame) { StartWrite(frame); }
+  // One write in flight (StreamSink's rule), so one buffer suffices; the
+  // frame's payload is not copied into it (Note [Aliased payloads]).
+  void DoWrite(std::shared_ptr<const v1::ServerFrame> frame) {
+    out_ = SerializeAliased(std::move(frame));
+    StartWrite(&out_);
+  }
   void DoRead() { Read(); }
 
  private:
-  // Note [Unparsable frames]: gRPC's callback API reports a frame that does
-  // not parse exactly like the client's half-close: OnReadDone(false). A
-  // parse clears the message first, so a mark left in `in_` before each
-  // read tells them apart: still there, nothing arrived (a half-close);
-  // gone, bytes arrived that did not parse (an error the client must hear).
-  static constexpr int kUnreadMark = 536870911;  // the largest field number
-  void Read() {
-    // Note [Frame arenas]: each frame is parsed on its own arena, which the
-    // session frees after running the batch; a Hello or bad frame reuses it.
+  void Read() { StartRead(&in_buffer_); }
+  // Parses the frame just read into in_. Note [Frame arenas]: each frame is
+  // parsed on its own arena, which the session frees after running the
+  // batch; a Hello or bad frame reuses it.
+  bool Parse() {
     if (arena_ == nullptr) {
       google::protobuf::ArenaOptions options;
       options.start_block_size = 16 << 10;
@@ -147,13 +148,7 @@ class SessionReactor
       arena_->Reset();
     }
     in_ = google::protobuf::Arena::CreateMessage<v1::ClientFrame>(arena_.get());
-    in_->GetReflection()->MutableUnknownFields(in_)->AddVarint(kUnreadMark, 1);
-    StartRead(in_);
-  }
-  bool Unparsable() const {
-    const auto& unknown = in_->GetReflection()->GetUnknownFields(*in_);
-    return !(unknown.field_count() == 1 &&
-             unknown.field(0).number() == kUnreadMark);
+    return ParseFromByteBuffer(&in_buffer_, in_);
   }
 
   void OnHello() {
@@ -182,8 +177,10 @@ class SessionReactor
   SessionManager* sessions_;
   std::shared_ptr<StreamSink> sink_;
   std::shared_ptr<tensord::Session> session_;
+  grpc::ByteBuffer in_buffer_;  // the frame being read
   std::unique_ptr<google::protobuf::Arena> arena_;
-  v1::ClientFrame* in_ = nullptr;  // on arena_
+  v1::ClientFrame* in_ = nullptr;  // on arena_, parsed from in_buffer_
+  grpc::ByteBuffer out_;           // the frame being written
 };
 
 void StreamSink::Send(v1::ServerFrame frame) {
@@ -243,7 +240,7 @@ void StreamSink::Pump() {
   if (finish) {
     reactor->DoFinish(status);
   } else {
-    reactor->DoWrite(current_.get());
+    reactor->DoWrite(current_);
   }
 }
 
@@ -297,7 +294,7 @@ void StreamSink::Detach() {
 
 }  // namespace
 
-grpc::ServerBidiReactor<v1::ClientFrame, v1::ServerFrame>*
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 TensordService::Session(grpc::CallbackServerContext* context) {
   return new SessionReactor(context, sessions_);
 }

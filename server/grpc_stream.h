@@ -9,10 +9,14 @@
 
 namespace tensord {
 
-class TensordService final : public v1::Tensord::CallbackService {
+// The stream carries raw byte buffers: frames are parsed and serialised in
+// grpc_stream.cc, so that a Data chunk goes out without another copy of its
+// bytes (Note [Aliased payloads], proto/frame_buffer.h).
+class TensordService final
+    : public v1::Tensord::WithRawCallbackMethod_Session<v1::Tensord::Service> {
  public:
   explicit TensordService(SessionManager* sessions) : sessions_(sessions) {}
-  grpc::ServerBidiReactor<v1::ClientFrame, v1::ServerFrame>* Session(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Session(
       grpc::CallbackServerContext* context) override;
 
  private:

@@ -43,7 +43,7 @@ try:  # Note [Direct send]
 except ImportError:  # pragma: no cover (another grpcio layout: the queue path)
     _grpc_channel = _cygrpc = None
 
-from . import _errors
+from . import _data_frame, _errors
 from ._proto import tensord_pb2 as pb
 
 PROTOCOL_VERSION = 1
@@ -111,7 +111,7 @@ class Connection:
             self._channel = grpc.insecure_channel(address, options=_OPTIONS)
         rpc = self._channel.stream_stream(
             "/tensord.v1.Tensord/Session", request_serializer=_serialize,
-            response_deserializer=pb.ServerFrame.FromString)
+            response_deserializer=_data_frame.deserialize)
         self._direct: Optional[_DirectSender] = None
         self.responses = rpc(self._requests(hello), metadata=list(metadata),
                              wait_for_ready=wait_for_ready)
@@ -222,7 +222,7 @@ class _DirectSender:
     def __init__(self, rendezvous: Any) -> None:
         self._state = rendezvous._state
         self._call = rendezvous._call
-        self._handler = _grpc_channel._event_handler(self._state, pb.ServerFrame.FromString)
+        self._handler = _grpc_channel._event_handler(self._state, _data_frame.deserialize)
         self._send_op = _cygrpc.OperationType.send_message
 
     @classmethod

@@ -41,7 +41,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 
-from . import _catalog, _errors, _grad, _shm
+from . import _catalog, _errors, _grad, _malloc, _shm
 from ._batch import Batcher, Pending
 from ._connection import PROTOCOL_VERSION, AttemptTimeout, Connection, hello_frame
 from ._errors import ConnectionLost, Error, ProtocolError
@@ -68,6 +68,8 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
     restarted proxy) is resumed on a new stream to the same address within ``resume_timeout``
     seconds, without losing or repeating a command; the daemon keeps a detached session for its
     ``--resume_grace``. ``resumes`` counts the resumes so far.
+
+    ``tune_malloc``: see ``_malloc`` (keeps chunk-sized transfer buffers mapped).
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, token: Optional[str] = None, *,
@@ -75,7 +77,7 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
                  flush_interval: float = 0.002, max_batch_commands: int = 1024,
                  max_batch_bytes: int = _MiB, credentials: Optional[grpc.ChannelCredentials] = None,
                  shm: Optional[bool] = None, resume: bool = True,
-                 resume_timeout: float = 20.0) -> None:
+                 resume_timeout: float = 20.0, tune_malloc: bool = True) -> None:
         self.address = address
         self._lock = threading.Lock()
         self._replies = threading.Condition(self._lock)  # receiver → waiters
@@ -173,8 +175,11 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
         # a batch is flushed before it would pass this; one Put chunk always fits in a frame
         self._max_bytes = max(4096, min(max_batch_bytes, max_frame // 2 - 4096))
         self.chunk_bytes = min(self.chunk_bytes, max_frame // 2)
+        self._max_upload_frame = max(self._max_bytes, max_frame // 2 - 4096)
         #: the mapped shared-memory region, or None (the stream carries every byte)
         self._shm = _shm.Region.open(w.shm) if w.HasField("shm") else None
+        if tune_malloc and self._shm is None:  # the stream carries the bytes
+            _malloc.keep_transfer_buffers_mapped()
         self._busy: Optional[int] = None  # thread running a multi-command transfer
 
         self._receiver = threading.Thread(target=self._receive, name="tensord-receiver",

@@ -5,6 +5,7 @@ when the bytes lie in one."""
 
 from __future__ import annotations
 
+import collections
 import threading
 from typing import Any, Optional, Sequence, Tuple, Union
 
@@ -16,6 +17,7 @@ from ._proto import tensord_pb2 as pb
 _ITEMSIZE = {pb.FLOAT32: 4, pb.FLOAT64: 8, pb.FLOAT16: 2, pb.BFLOAT16: 2, pb.INT64: 8,
              pb.INT32: 4, pb.INT8: 1, pb.UINT8: 1, pb.BOOL: 1}
 _BIG_CHUNK = 64 << 10  # Put chunks at least this big are sent without an extra copy
+_UPLOAD_WINDOW = 16 << 20  # Put bytes of an upload sent, not yet acknowledged: Note [Upload window]
 
 
 class Transfers:
@@ -94,11 +96,18 @@ class Transfers:
         total = raw.nbytes
         step = self.chunk_bytes
         offset = 0
+        inflight: "collections.deque[Tuple[int, int]]" = collections.deque()  # (seq, bytes)
+        inflight_bytes = 0
         while True:
             chunk = raw[offset:offset + step]
             n = len(chunk)
-            if self._frame_bytes + n > self._max_bytes and self._count_locked():
+            big = n >= _BIG_CHUNK
+            # Big chunks share frames of up to _max_upload_frame: grpcio's cost is per message
+            bound = self._max_upload_frame if big else self._max_bytes
+            if self._frame_bytes + n > bound and self._count_locked():
                 self._flush_locked()
+                if inflight_bytes > _UPLOAD_WINDOW:
+                    inflight_bytes = self._wait_for_acks_locked(inflight, inflight_bytes)
             last = offset + n >= total
             if self._open is not None:
                 self._commit_locked()
@@ -111,14 +120,31 @@ class Transfers:
                                                 n)
             offset += n
             self._frame_bytes += n + 64
-            if n >= _BIG_CHUNK:  # sent (joined, i.e. copied) before put() returns
+            if big:  # joined (copied) into its frame at the flush, before put() returns
                 self._entries.append(header)
                 self._entries.append(chunk)
-                self._flush_locked()
+                inflight.append((seq, n))
+                inflight_bytes += n
             else:
                 self._entries.append(header + chunk)
             if last:
+                if big:
+                    self._flush_locked()
                 return seq
+
+    def _wait_for_acks_locked(self, inflight: "collections.deque[Tuple[int, int]]",
+                              inflight_bytes: int) -> int:
+        """Note [Upload window]: waits until the daemon acknowledged the oldest chunks of an
+        upload, leaving half the window in flight; returns the bytes still in flight. Without
+        it the caller's thread, holding the GIL, queues a whole tensor's frames before the
+        receiver thread gets to apply an Ack: every frame stays referenced (for a resume) until
+        the end, so each upload allocates, and page-faults in, fresh memory for all of them."""
+        wait_seq = 0
+        while inflight and inflight_bytes > _UPLOAD_WINDOW // 2:
+            wait_seq, n = inflight.popleft()
+            inflight_bytes -= n
+        self._replies.wait_for(lambda: self._acked_seq >= wait_seq or self._broken is not None)
+        return inflight_bytes
 
     def get(self, handle: int, site: str, nbytes: Optional[int] = None,
             out: Optional[np.ndarray] = None) -> Tuple[Any, Any]:
