@@ -87,11 +87,7 @@ class CudaDevice : public Device {
   CachingAllocator* staging_allocator() override { return staging_.get(); }
   absl::StatusOr<StagingBuffer> AllocateStaging(size_t bytes) override {
     if (staging_ == nullptr) return Device::AllocateStaging(bytes);
-    // Session 0 (the daemon), no stream: a buffer is freed only after its
-    // copy completed and its bytes were sent, so any later Get may reuse it.
-    absl::StatusOr<void*> p = staging_->Allocate(bytes, AllocContext{});
-    if (!p.ok()) return p.status();
-    return StagingBuffer(staging_.get(), *p, bytes);
+    return StagingBuffer::Allocate(staging_.get(), bytes);
   }
 
   // Note [Async downloads]: copy, event, host function; the completion

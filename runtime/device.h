@@ -42,6 +42,15 @@ class StagingBuffer {
     return *this;
   }
   ~StagingBuffer() { Reset(); }
+  // `bytes` from `allocator` for the daemon (session 0, no stream): a buffer
+  // is freed only after its copy completed, so any later transfer may reuse
+  // it.
+  static absl::StatusOr<StagingBuffer> Allocate(Allocator* allocator,
+                                                size_t bytes) {
+    absl::StatusOr<void*> p = allocator->Allocate(bytes, AllocContext{});
+    if (!p.ok()) return p.status();
+    return StagingBuffer(allocator, *p, bytes);
+  }
 
   char* data() const { return static_cast<char*>(data_); }
   size_t size() const { return size_; }

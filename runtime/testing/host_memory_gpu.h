@@ -33,9 +33,7 @@ class HostMemoryGpu : public Device {
   CachingAllocator* staging_allocator() override { return staging_.get(); }
   absl::StatusOr<StagingBuffer> AllocateStaging(size_t bytes) override {
     if (staging_ == nullptr) return Device::AllocateStaging(bytes);
-    absl::StatusOr<void*> p = staging_->Allocate(bytes, AllocContext{});
-    if (!p.ok()) return p.status();
-    return StagingBuffer(staging_.get(), *p, bytes);
+    return StagingBuffer::Allocate(staging_.get(), bytes);
   }
   absl::Status CopyFromHost(void* dst, const void* src, size_t bytes,
                             StreamHandle) override {
