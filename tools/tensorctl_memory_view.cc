@@ -66,6 +66,18 @@ const v1::SessionInfo* FindSession(const v1::ListSessionsResponse& sessions,
   return nullptr;
 }
 
+// A JSON entry for session `id` naming its user and client (empty when the
+// session is not listed any more); the caller adds its figures.
+JsonObject SessionJson(const v1::ListSessionsResponse& sessions,
+                       const std::string& id) {
+  const v1::SessionInfo* s = FindSession(sessions, id);
+  JsonObject entry;
+  entry.Add("session_id", id)
+      .Add("user", s ? s->user() : "")
+      .Add("client_name", s ? s->client_name() : "");
+  return entry;
+}
+
 // The sessions of a session id -> bytes map (a pool's or the shared
 // buffers'), largest first (ties by id).
 template <typename Bytes>
@@ -200,13 +212,8 @@ std::string MemoryStatsJson(const v1::MemoryStatsResponse& stats,
     for (const auto& [key, value] : sorted) raw.Add(key, value);
     std::vector<std::string> items;
     for (const auto& [id, bytes] : SessionsBySize(d.session_bytes())) {
-      const v1::SessionInfo* s = FindSession(sessions, id);
-      items.push_back(JsonObject()
-                          .Add("session_id", id)
-                          .Add("user", s ? s->user() : "")
-                          .Add("client_name", s ? s->client_name() : "")
-                          .Add("allocated_bytes", bytes)
-                          .ToString());
+      items.push_back(
+          SessionJson(sessions, id).Add("allocated_bytes", bytes).ToString());
     }
     JsonObject entry;
     entry.Add("device", d.device());
@@ -221,11 +228,7 @@ std::string MemoryStatsJson(const v1::MemoryStatsResponse& stats,
     const v1::SharedBufferStats& shared = stats.shared_buffers();
     std::vector<std::string> items;
     for (const auto& [id, bytes] : SessionsBySize(shared.session_bytes())) {
-      const v1::SessionInfo* s = FindSession(sessions, id);
-      items.push_back(JsonObject()
-                          .Add("session_id", id)
-                          .Add("user", s ? s->user() : "")
-                          .Add("client_name", s ? s->client_name() : "")
+      items.push_back(SessionJson(sessions, id)
                           .Add("buffers", BuffersOf(shared, id))
                           .Add("bytes", bytes)
                           .ToString());
