@@ -24,7 +24,7 @@ def commands(fake, kind=None):
     return [c for c in out if kind is None or c.WhichOneof("kind") == kind]
 
 
-def wait_until(pred, timeout=5.0):
+def wait_until(pred, timeout=60.0):
     """Test-side wait for something the fake daemon records (it has no condition to wait on)."""
     deadline = time.monotonic() + timeout
     while not pred():
