@@ -14,6 +14,8 @@ PACKAGES=(
   # The Python client and its reference tests run on Debian's /usr/bin/python3.
   python3 python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
   python3-pytest python3-torch
+  # Headers for the Python client's C speedups (tools/build_python_ext.sh).
+  python3-dev
   openssl procps
 )
 

@@ -25,6 +25,7 @@ if [ "${1:-}" = "--stop" ]; then stop; exit 0; fi
 tools/install_deps.sh
 bazel build //server:tensord //tools:tensorctl //client/... >&2
 tools/gen_python_proto.sh
+tools/build_python_ext.sh
 
 stop
 listen="${TENSORD_LISTEN:-127.0.0.1:50051}"

@@ -25,7 +25,10 @@ bazel test "${jobs_flag[@]}" //...
 echo "== Python client tests (pytest, real daemon, PyTorch reference)"
 bazel build "${jobs_flag[@]}" //server:tensord
 tools/gen_python_proto.sh
+tools/build_python_ext.sh
 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs tests/python  # -rs: every skip with its reason
+echo "== Python client tests again without its C speedups (TENSORD_PURE_PYTHON=1)"
+TENSORD_PURE_PYTHON=1 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q tests/python
 
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
   echo "== C++ tests under AddressSanitizer + UBSan (bazel test --config=asan)"

@@ -8,7 +8,7 @@ checkout's ``proto/``; an sdist that already carries them builds without proto s
 import os
 import sys
 
-from setuptools import setup
+from setuptools import Extension, setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -30,4 +30,5 @@ def _generate_stubs() -> None:
 
 
 _generate_stubs()
-setup()
+# The per-op hot path in C; optional: without a compiler the client runs it in Python.
+setup(ext_modules=[Extension("tensord._speedups", ["tensord/_speedups.c"], optional=True)])

@@ -42,6 +42,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import grpc
 
 from . import _catalog, _errors, _grad, _malloc, _shm
+from ._fast import session_call as fast_call
 from ._batch import Batcher, Pending
 from ._connection import PROTOCOL_VERSION, AttemptTimeout, Connection, hello_frame
 from ._errors import ConnectionLost, Error, ProtocolError
@@ -292,7 +293,12 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
         the op id and attribute fields (``_wire.op_fields``, attributes already checked
         against the schema; default: the op id alone).
 
-        This runs once per op: everything but the lock and the bytes is kept off this path."""
+        This runs once per op: everything but the lock and the bytes is kept off this path;
+        its common case runs in C when the extension is there (``_fast``)."""
+        if fast_call is not None and num_outputs == 1 and op_part is not None:
+            r = fast_call(self, inputs, site_field, op_part)
+            if r is not None:
+                return r
         grad = _grad_state.enabled
         with self._lock:
             if self._broken is not None or self._closing:

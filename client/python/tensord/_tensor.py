@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from . import _context, _dtype, _errors, _format
+from . import _context, _dtype, _errors, _fast, _format
 from ._catalog import OpInfo, bind_positional, encode_attrs
 from ._dtype import Size
 from ._session import Session
@@ -144,7 +144,7 @@ def binary_method(name: str) -> Callable[[Any, Any], Any]:
         return binary(name, self, other)
 
     method.__name__ = method.__qualname__ = f"{name}_operator"
-    return method
+    return _fast.operator_method(name, method)
 
 
 def call_op(s: Session, op: OpInfo, inputs: Sequence[Any], attrs: Optional[dict],
@@ -506,3 +506,6 @@ def _wrap_dim(dim: int, ndim: int) -> int:
 def is_tensor(obj: Any) -> bool:
     """True if ``obj`` is a tensord Tensor."""
     return isinstance(obj, Tensor)
+
+
+_fast.init(Tensor)

@@ -1,0 +1,42 @@
+"""The optional C hot path (``_speedups.c``): the binary operators of two Tensors and
+``Session.call``'s common case without Python frames.
+
+Built from the checkout by ``tools/build_python_ext.sh`` (and by ``pip install`` when a compiler
+is there); absent, or with ``TENSORD_PURE_PYTHON=1``, the client runs the same path in Python,
+which stays the reference (tests/python/test_speedups.py compares the two).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Optional
+
+from . import _grad, _site
+
+
+def _load() -> Optional[Any]:
+    if os.environ.get("TENSORD_PURE_PYTHON", "0") not in ("", "0"):
+        return None
+    try:
+        from . import _speedups  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _speedups
+
+
+speedups = _load()
+#: ``Session.call``'s common case in C, or None: (session, inputs, site_field, op_part) ->
+#: (first handle, seq, its varint), or None where the Python method must run
+session_call: Optional[Callable[..., Any]] = speedups.session_call if speedups else None
+
+
+def operator_method(name: str, method: Callable[[Any, Any], Any]) -> Any:
+    """The operator method of op ``name``: the C one wrapping ``method`` (its Python twin, which
+    it calls for every case but two Tensors of one session), else ``method``."""
+    return speedups.binary_method(name, method) if speedups else method
+
+
+def init(tensor_type: type) -> None:
+    """Turns the C paths on once ``Tensor`` exists."""
+    if speedups:
+        speedups.init(tensor_type, _grad.state, _site.site_field)

@@ -1,0 +1,568 @@
+/* tensord._speedups: the Python client's per-op hot path in C.
+ *
+ * Optional: without it (no compiler or Python headers, or TENSORD_PURE_PYTHON=1)
+ * the client runs the same path in Python (_tensor.binary_method,
+ * Session.call), which stays the reference; tests/python/test_speedups.py
+ * checks that both encode the same bytes and give the same results.
+ *
+ * What is here:
+ * - BinaryMethod: the type of ``Tensor.__add__`` and the other binary
+ *   operators' methods. For two Tensors of one session whose op is a plain
+ *   binary op it does what ``_tensor.binary_method``'s inlined path does
+ *   (call site, Call entry, new Tensor) without a Python frame; everything
+ *   else goes to the Python method it wraps.
+ * - session_call: ``Session.call``'s common case (one output, an open
+ *   session with nothing unusual pending). It returns None whenever the
+ *   Python method must run instead (a slow condition, a flush due, the
+ *   flusher to wake), before changing anything.
+ *
+ * Note [GIL as the lock]: Session state is guarded by ``Session._lock``. The
+ * C path never blocks: it runs only when that lock is free, and holds the
+ * GIL from its first read of session state to its last write, without
+ * calling Python code or allocating objects the garbage collector tracks in
+ * between (a collection could run a ``Tensor.__del__``, which may take the
+ * lock). A thread that takes the lock meanwhile cannot run Python code
+ * before this one returns the GIL, so no critical section interleaves.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <structmember.h>
+
+/* Set by init(): the Tensor class, its slots' offsets, the thread-local grad
+ * state, and _site.site_field. Until then every call takes the Python path. */
+static PyTypeObject* tensor_type;
+static Py_ssize_t off_session, off_handle, off_hv, off_seq, off_info, off_dev,
+    off_rg;
+static PyObject* grad_state;
+static PyObject* site_field;
+static PyObject* one; /* the int 1: site_field(1) is the caller's frame */
+
+static PyObject *s_lock, *s_locked, *s_broken, *s_closing, *s_busy,
+    *s_grad_sent, *s_open, *s_seq, *s_next_handle, *s_entries, *s_frame_bytes,
+    *s_max_cmds, *s_max_bytes, *s_flusher_idle, *s_catalog, *s_enabled,
+    *s_plain_binary, *s_op_field, *s_id, *s_call, *s_get;
+
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject* Py_NewRef(PyObject* o) {
+  Py_INCREF(o);
+  return o;
+}
+#endif
+
+#define SLOT(obj, off) (*(PyObject**)((char*)(obj) + (off)))
+
+static int varint_len(uint64_t v) {
+  int n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+static char* put_varint(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = (char)((v & 0x7F) | 0x80);
+    v >>= 7;
+  }
+  *p++ = (char)v;
+  return p;
+}
+
+/* The Call entry of one command in the open batch (Batch.commands):
+ * Command{seq, call: {op_part, inputs (packed), outputs = [first] (packed),
+ * site_field}} as _wire.call_entry_packed writes it. */
+static PyObject* call_entry(uint64_t seq, const char* op_part, Py_ssize_t n_op,
+                            const char* inputs, Py_ssize_t n_in,
+                            uint64_t first, const char* site,
+                            Py_ssize_t n_site) {
+  const int n_out = varint_len(first);
+  const uint64_t body = (uint64_t)n_op + 1 + varint_len(n_in) + n_in + 1 +
+                        varint_len(n_out) + n_out + n_site;
+  const uint64_t cmd = 1 + varint_len(seq) + 1 + varint_len(body) + body;
+  const Py_ssize_t total = (Py_ssize_t)(1 + varint_len(cmd) + cmd);
+  PyObject* out = PyBytes_FromStringAndSize(NULL, total);
+  if (out == NULL) return NULL;
+  char* p = PyBytes_AS_STRING(out);
+  *p++ = 0x0a;
+  p = put_varint(p, cmd);
+  *p++ = 0x08;
+  p = put_varint(p, seq);
+  *p++ = 0x12;
+  p = put_varint(p, body);
+  memcpy(p, op_part, n_op);
+  p += n_op;
+  *p++ = 0x12;
+  p = put_varint(p, (uint64_t)n_in);
+  memcpy(p, inputs, n_in);
+  p += n_in;
+  *p++ = 0x22;
+  p = put_varint(p, (uint64_t)n_out);
+  p = put_varint(p, first);
+  memcpy(p, site, n_site);
+  return out;
+}
+
+static PyObject* varint_bytes(uint64_t v) {
+  char buf[10];
+  return PyBytes_FromStringAndSize(buf, put_varint(buf, v) - buf);
+}
+
+/* call_entry(seq, op_part, inputs, first, site_field) -> bytes: for tests. */
+static PyObject* py_call_entry(PyObject* self, PyObject* args) {
+  unsigned long long seq, first;
+  const char *op, *in, *site;
+  Py_ssize_t n_op, n_in, n_site;
+  if (!PyArg_ParseTuple(args, "Ky#y#Ky#", &seq, &op, &n_op, &in, &n_in, &first,
+                        &site, &n_site)) {
+    return NULL;
+  }
+  return call_entry(seq, op, n_op, in, n_in, first, site, n_site);
+}
+
+static uint64_t as_u64(PyObject* v, int* ok) {
+  if (v == NULL || !PyLong_CheckExact(v)) {
+    *ok = 0;
+    return 0;
+  }
+  uint64_t r = PyLong_AsUnsignedLongLong(v);
+  if (r == (uint64_t)-1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    *ok = 0;
+  }
+  return r;
+}
+
+static PyObject* fast_call_dict(PyObject* d, int grad_on, PyObject* inputs,
+                                PyObject* site, PyObject* op_part);
+
+/* Session.call's common case; see the file comment. Returns a new
+ * (first, seq, first_varint) tuple, Py_None (new ref) for "run the Python
+ * method", or NULL with an exception. */
+static PyObject* fast_call(PyObject* session, PyObject* inputs,
+                           PyObject* site, PyObject* op_part) {
+  /* Python code may run here (a thread's first look at its grad state):
+   * before any session state is read. */
+  PyObject* grad = PyObject_GetAttr(grad_state, s_enabled);
+  if (grad == NULL) return NULL;
+  const int grad_on = PyObject_IsTrue(grad);
+  Py_DECREF(grad);
+  if (grad_on < 0) return NULL;
+
+  PyObject* d = PyObject_GenericGetDict(session, NULL);
+  if (d == NULL) return NULL;
+  PyObject* r = fast_call_dict(d, grad_on, inputs, site, op_part);
+  Py_DECREF(d);
+  return r;
+}
+
+static PyObject* fast_call_dict(PyObject* d, int grad_on, PyObject* inputs,
+                                PyObject* site, PyObject* op_part) {
+  PyObject* lock = PyDict_GetItemWithError(d, s_lock);
+  if (lock == NULL) {
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+  }
+  PyObject* held = PyObject_CallMethodNoArgs(lock, s_locked);
+  if (held == NULL) return NULL;
+  const int busy_lock = held == Py_True;
+  Py_DECREF(held);
+  if (busy_lock) Py_RETURN_NONE;
+
+  /* From here to the commit: Note [GIL as the lock]. */
+  PyObject* broken = PyDict_GetItemWithError(d, s_broken);
+  PyObject* closing = PyDict_GetItemWithError(d, s_closing);
+  PyObject* busy = PyDict_GetItemWithError(d, s_busy);
+  PyObject* sent = PyDict_GetItemWithError(d, s_grad_sent);
+  PyObject* open = PyDict_GetItemWithError(d, s_open);
+  PyObject* entries = PyDict_GetItemWithError(d, s_entries);
+  PyObject* idle = PyDict_GetItemWithError(d, s_flusher_idle);
+  if (PyErr_Occurred()) return NULL;
+  if (broken != Py_None || closing != Py_False || busy != Py_None ||
+      open != Py_None || sent != (grad_on ? Py_True : Py_False) ||
+      entries == NULL || !PyList_CheckExact(entries) || idle == NULL) {
+    Py_RETURN_NONE;
+  }
+  const Py_ssize_t n = PyList_GET_SIZE(entries);
+  if (n == 0 && idle != Py_False) Py_RETURN_NONE; /* the flusher to wake */
+  int ok = 1;
+  const uint64_t seq = as_u64(PyDict_GetItemWithError(d, s_seq), &ok) + 1;
+  const uint64_t first = as_u64(PyDict_GetItemWithError(d, s_next_handle), &ok);
+  const uint64_t frame_bytes =
+      as_u64(PyDict_GetItemWithError(d, s_frame_bytes), &ok);
+  const uint64_t max_cmds = as_u64(PyDict_GetItemWithError(d, s_max_cmds), &ok);
+  const uint64_t max_bytes =
+      as_u64(PyDict_GetItemWithError(d, s_max_bytes), &ok);
+  if (PyErr_Occurred()) return NULL;
+  const Py_ssize_t n_in = PyBytes_GET_SIZE(inputs);
+  if (!ok || (uint64_t)n + 1 >= max_cmds || n_in == 0 || n_in >= 128 ||
+      PyBytes_GET_SIZE(op_part) + PyBytes_GET_SIZE(site) >= 8000) {
+    Py_RETURN_NONE;
+  }
+  /* Allocations: bytes and ints only (not tracked by the collector). */
+  PyObject* entry = call_entry(
+      seq, PyBytes_AS_STRING(op_part), PyBytes_GET_SIZE(op_part),
+      PyBytes_AS_STRING(inputs), n_in, first, PyBytes_AS_STRING(site),
+      PyBytes_GET_SIZE(site));
+  if (entry == NULL) return NULL;
+  const uint64_t new_bytes = frame_bytes + (uint64_t)PyBytes_GET_SIZE(entry);
+  if (new_bytes >= max_bytes) { /* a flush is due: the Python method */
+    Py_DECREF(entry);
+    Py_RETURN_NONE;
+  }
+  PyObject* seq_o = PyLong_FromUnsignedLongLong(seq);
+  PyObject* first_o = PyLong_FromUnsignedLongLong(first);
+  PyObject* next_o = PyLong_FromUnsignedLongLong(first + 1);
+  PyObject* bytes_o = PyLong_FromUnsignedLongLong(new_bytes);
+  PyObject* first_v = varint_bytes(first);
+  PyObject* result = NULL;
+  if (seq_o && first_o && next_o && bytes_o && first_v &&
+      PyList_Append(entries, entry) == 0) {
+    /* Commit. Setting existing keys neither resizes the dict nor runs code
+     * (the old values are ints). */
+    if (PyDict_SetItem(d, s_seq, seq_o) == 0 &&
+        PyDict_SetItem(d, s_next_handle, next_o) == 0 &&
+        PyDict_SetItem(d, s_frame_bytes, bytes_o) == 0) {
+      result = PyTuple_Pack(3, first_o, seq_o, first_v);
+    }
+  }
+  Py_DECREF(entry);
+  Py_XDECREF(seq_o);
+  Py_XDECREF(first_o);
+  Py_XDECREF(next_o);
+  Py_XDECREF(bytes_o);
+  Py_XDECREF(first_v);
+  return result;
+}
+
+/* session_call(session, inputs, site_field, op_part) -> tuple or None. */
+static PyObject* py_session_call(PyObject* self, PyObject* const* args,
+                                 Py_ssize_t nargs) {
+  if (nargs != 4 || !PyBytes_Check(args[1]) || !PyBytes_Check(args[2]) ||
+      !PyBytes_Check(args[3])) {
+    PyErr_SetString(PyExc_TypeError,
+                    "session_call(session, inputs: bytes, site_field: bytes, "
+                    "op_part: bytes)");
+    return NULL;
+  }
+  if (grad_state == NULL) Py_RETURN_NONE;
+  return fast_call(args[0], args[1], args[2], args[3]);
+}
+
+/* ------------------------------------------------------------ BinaryMethod */
+
+typedef struct {
+  PyObject_HEAD
+  PyObject* name;     /* the catalog op, "add" */
+  PyObject* fallback; /* the Python method: _tensor.binary_method's */
+  PyObject* catalog;  /* the catalog the cached op came from */
+  PyObject* op_id;
+  PyObject* op_field;
+  int plain;
+  vectorcallfunc vectorcall;
+} BinaryMethod;
+
+/* The op for a session's catalog: cached for the catalog seen last. */
+static int lookup_op_in(BinaryMethod* m, PyObject* catalog);
+
+static int lookup_op(BinaryMethod* m, PyObject* session) {
+  PyObject* d = PyObject_GenericGetDict(session, NULL);
+  if (d == NULL) return -1;
+  PyObject* catalog = PyDict_GetItemWithError(d, s_catalog);
+  Py_XINCREF(catalog);
+  Py_DECREF(d);
+  if (catalog == NULL) return PyErr_Occurred() ? -1 : 0;
+  const int r = catalog == m->catalog ? m->plain : lookup_op_in(m, catalog);
+  Py_DECREF(catalog);
+  return r;
+}
+
+static int lookup_op_in(BinaryMethod* m, PyObject* catalog) {
+  if (!PyDict_CheckExact(catalog)) return 0;
+  PyObject* op = PyDict_GetItemWithError(catalog, m->name);
+  if (op == NULL) return PyErr_Occurred() ? -1 : 0;
+  Py_INCREF(op);
+  PyObject* plain = PyObject_GetAttr(op, s_plain_binary);
+  PyObject* field = PyObject_GetAttr(op, s_op_field);
+  PyObject* id = PyObject_GetAttr(op, s_id);
+  Py_DECREF(op);
+  if (plain == NULL || field == NULL || id == NULL || !PyBytes_Check(field)) {
+    Py_XDECREF(plain);
+    Py_XDECREF(field);
+    Py_XDECREF(id);
+    return PyErr_Occurred() ? -1 : 0;
+  }
+  Py_INCREF(catalog);
+  Py_XSETREF(m->catalog, catalog);
+  Py_XSETREF(m->op_field, field);
+  Py_XSETREF(m->op_id, id);
+  m->plain = plain == Py_True;
+  Py_DECREF(plain);
+  return m->plain;
+}
+
+static PyObject* binary_fast(BinaryMethod* m, PyObject* a, PyObject* b) {
+  PyObject* s = SLOT(a, off_session);
+  if (s == NULL || SLOT(b, off_session) != s) return Py_NotImplemented;
+  const int plain = lookup_op(m, s); /* may run Python code: first */
+  if (plain <= 0) return plain < 0 ? NULL : Py_NotImplemented;
+  s = SLOT(a, off_session);
+  PyObject *hv_a = SLOT(a, off_hv), *hv_b = SLOT(b, off_hv);
+  if (s == NULL || SLOT(b, off_session) != s || hv_a == NULL ||
+      hv_b == NULL || !PyBytes_CheckExact(hv_a) ||
+      !PyBytes_CheckExact(hv_b)) {
+    return Py_NotImplemented;
+  }
+  /* dev = a._dev or b._dev, for the usual values (str, None) */
+  PyObject* dev = SLOT(a, off_dev);
+  PyObject* dev_b = SLOT(b, off_dev);
+  if (dev == NULL || dev_b == NULL ||
+      (dev != Py_None && !PyUnicode_CheckExact(dev)) ||
+      (dev_b != Py_None && !PyUnicode_CheckExact(dev_b))) {
+    return Py_NotImplemented;
+  }
+  if (dev == Py_None || PyUnicode_GET_LENGTH(dev) == 0) dev = dev_b;
+  Py_INCREF(dev);
+  Py_INCREF(s);
+  PyObject* field = m->op_field; /* lookup_op's cache may change below */
+  Py_INCREF(field);
+  PyObject* site = NULL;
+  PyObject* t = NULL;
+  PyObject* r = NULL;
+  /* The inputs before any Python code runs (it could rebind the slots). */
+  PyObject* inputs = PyBytes_FromStringAndSize(
+      NULL, PyBytes_GET_SIZE(hv_a) + PyBytes_GET_SIZE(hv_b));
+  if (inputs == NULL) goto done;
+  memcpy(PyBytes_AS_STRING(inputs), PyBytes_AS_STRING(hv_a),
+         PyBytes_GET_SIZE(hv_a));
+  memcpy(PyBytes_AS_STRING(inputs) + PyBytes_GET_SIZE(hv_a),
+         PyBytes_AS_STRING(hv_b), PyBytes_GET_SIZE(hv_b));
+  site = PyObject_CallOneArg(site_field, one);
+  if (site == NULL) goto done;
+  if (!PyBytes_Check(site)) {
+    PyErr_SetString(PyExc_TypeError, "site_field() returned no bytes");
+    goto done;
+  }
+  /* The new Tensor first: its allocation may run a collection. */
+  t = tensor_type->tp_alloc(tensor_type, 0);
+  if (t == NULL) goto done;
+  r = fast_call(s, inputs, site, field);
+  if (r == Py_None) {
+    Py_DECREF(r);
+    r = PyObject_CallMethodObjArgs(s, s_call, m->op_id, inputs, one, site,
+                                   field, NULL);
+  }
+  if (r == NULL) goto done;
+  if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) {
+    PyErr_SetString(PyExc_SystemError, "Session.call returned no 3-tuple");
+    goto done;
+  }
+  SLOT(t, off_session) = s;
+  s = NULL;
+  SLOT(t, off_handle) = Py_NewRef(PyTuple_GET_ITEM(r, 0));
+  SLOT(t, off_seq) = Py_NewRef(PyTuple_GET_ITEM(r, 1));
+  SLOT(t, off_hv) = Py_NewRef(PyTuple_GET_ITEM(r, 2));
+  SLOT(t, off_info) = Py_NewRef(Py_None);
+  SLOT(t, off_dev) = dev;
+  dev = NULL;
+  SLOT(t, off_rg) = Py_NewRef(Py_None);
+  Py_DECREF(r);
+  r = t;
+  t = NULL;
+done:
+  if (t != NULL && r != NULL) { /* a failed call: drop the unfilled Tensor */
+    Py_DECREF(r);
+    r = NULL;
+  }
+  Py_XDECREF(t);
+  Py_XDECREF(s);
+  Py_XDECREF(dev);
+  Py_XDECREF(field);
+  Py_XDECREF(site);
+  Py_XDECREF(inputs);
+  return r;
+}
+
+static PyObject* binary_vectorcall(PyObject* self, PyObject* const* args,
+                                   size_t nargsf, PyObject* kwnames) {
+  BinaryMethod* m = (BinaryMethod*)self;
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (tensor_type != NULL && nargs == 2 && kwnames == NULL &&
+      PyObject_TypeCheck(args[0], tensor_type) &&
+      PyObject_TypeCheck(args[1], tensor_type)) {
+    PyObject* r = binary_fast(m, args[0], args[1]);
+    if (r != Py_NotImplemented) return r;
+  }
+  return PyObject_Vectorcall(m->fallback, args, nargsf, kwnames);
+}
+
+static PyObject* binary_descr_get(PyObject* self, PyObject* obj,
+                                  PyObject* type) {
+  if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+  return PyMethod_New(self, obj);
+}
+
+static int binary_traverse(BinaryMethod* m, visitproc visit, void* arg) {
+  Py_VISIT(m->name);
+  Py_VISIT(m->fallback);
+  Py_VISIT(m->catalog);
+  Py_VISIT(m->op_id);
+  Py_VISIT(m->op_field);
+  return 0;
+}
+
+static int binary_clear(BinaryMethod* m) {
+  Py_CLEAR(m->name);
+  Py_CLEAR(m->fallback);
+  Py_CLEAR(m->catalog);
+  Py_CLEAR(m->op_id);
+  Py_CLEAR(m->op_field);
+  return 0;
+}
+
+static void binary_dealloc(BinaryMethod* m) {
+  PyObject_GC_UnTrack(m);
+  binary_clear(m);
+  Py_TYPE(m)->tp_free((PyObject*)m);
+}
+
+static PyObject* binary_repr(BinaryMethod* m) {
+  return PyUnicode_FromFormat("<tensord operator %S (C)>", m->name);
+}
+
+static PyObject* binary_get_wrapped(BinaryMethod* m, void* closure) {
+  return Py_NewRef(m->fallback);
+}
+
+static PyGetSetDef binary_getset[] = {
+    {"__wrapped__", (getter)binary_get_wrapped, NULL,
+     "the Python method this one speeds up", NULL},
+    {NULL}};
+
+static PyTypeObject BinaryMethodType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tensord._speedups.BinaryMethod",
+    .tp_basicsize = sizeof(BinaryMethod),
+    .tp_dealloc = (destructor)binary_dealloc,
+    .tp_vectorcall_offset = offsetof(BinaryMethod, vectorcall),
+    .tp_repr = (reprfunc)binary_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
+                Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_traverse = (traverseproc)binary_traverse,
+    .tp_clear = (inquiry)binary_clear,
+    .tp_getset = binary_getset,
+    .tp_descr_get = binary_descr_get,
+};
+
+/* binary_method(name, fallback) -> BinaryMethod */
+static PyObject* py_binary_method(PyObject* self, PyObject* args) {
+  PyObject *name, *fallback;
+  if (!PyArg_ParseTuple(args, "UO", &name, &fallback)) return NULL;
+  BinaryMethod* m = PyObject_GC_New(BinaryMethod, &BinaryMethodType);
+  if (m == NULL) return NULL;
+  m->name = Py_NewRef(name);
+  m->fallback = Py_NewRef(fallback);
+  m->catalog = m->op_id = m->op_field = NULL;
+  m->plain = 0;
+  m->vectorcall = binary_vectorcall;
+  PyObject_GC_Track(m);
+  return (PyObject*)m;
+}
+
+/* ------------------------------------------------------------------- init */
+
+static int slot_offset(PyTypeObject* type, const char* name, Py_ssize_t* off) {
+  /* A __slots__ entry is a member descriptor somewhere on the MRO. */
+  PyObject* key = PyUnicode_InternFromString(name);
+  if (key == NULL) return -1;
+  PyObject* d = _PyType_Lookup(type, key);
+  Py_DECREF(key);
+  if (d == NULL || !PyObject_TypeCheck(d, &PyMemberDescr_Type)) {
+    PyErr_Format(PyExc_TypeError, "%s has no slot %s", type->tp_name, name);
+    return -1;
+  }
+  PyMemberDef* def = ((PyMemberDescrObject*)d)->d_member;
+  if (def->type != T_OBJECT_EX) {
+    PyErr_Format(PyExc_TypeError, "%s.%s is not an object slot",
+                 type->tp_name, name);
+    return -1;
+  }
+  *off = def->offset;
+  return 0;
+}
+
+/* init(Tensor, grad_state, site_field): turns the C paths on. */
+static PyObject* py_init(PyObject* self, PyObject* args) {
+  PyObject *type, *state, *site;
+  if (!PyArg_ParseTuple(args, "O!OO", &PyType_Type, &type, &state, &site)) {
+    return NULL;
+  }
+  PyTypeObject* t = (PyTypeObject*)type;
+  if (slot_offset(t, "_session", &off_session) < 0 ||
+      slot_offset(t, "_handle", &off_handle) < 0 ||
+      slot_offset(t, "_hv", &off_hv) < 0 ||
+      slot_offset(t, "_seq", &off_seq) < 0 ||
+      slot_offset(t, "_info", &off_info) < 0 ||
+      slot_offset(t, "_dev", &off_dev) < 0 ||
+      slot_offset(t, "_rg", &off_rg) < 0) {
+    return NULL;
+  }
+  Py_INCREF(type);
+  Py_XSETREF(tensor_type, t);
+  Py_INCREF(state);
+  Py_XSETREF(grad_state, state);
+  Py_INCREF(site);
+  Py_XSETREF(site_field, site);
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"init", py_init, METH_VARARGS,
+     "init(Tensor, grad_state, site_field): turn the C paths on"},
+    {"binary_method", py_binary_method, METH_VARARGS,
+     "binary_method(name, fallback): the C operator method of op `name`"},
+    {"session_call", (PyCFunction)(void (*)(void))py_session_call,
+     METH_FASTCALL,
+     "session_call(session, inputs, site_field, op_part): Session.call's "
+     "common case, or None"},
+    {"call_entry", py_call_entry, METH_VARARGS,
+     "call_entry(seq, op_part, inputs, first, site_field): one Call entry"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups",
+                                    "tensord's per-op hot path in C", -1,
+                                    methods};
+
+#define INTERN(var, text)                                  \
+  if ((var = PyUnicode_InternFromString(text)) == NULL) { \
+    return NULL;                                           \
+  }
+
+PyMODINIT_FUNC PyInit__speedups(void) {
+  if (PyType_Ready(&BinaryMethodType) < 0) return NULL;
+  INTERN(s_lock, "_lock");
+  INTERN(s_locked, "locked");
+  INTERN(s_broken, "_broken");
+  INTERN(s_closing, "_closing");
+  INTERN(s_busy, "_busy");
+  INTERN(s_grad_sent, "_grad_sent");
+  INTERN(s_open, "_open");
+  INTERN(s_seq, "_seq");
+  INTERN(s_next_handle, "_next_handle");
+  INTERN(s_entries, "_entries");
+  INTERN(s_frame_bytes, "_frame_bytes");
+  INTERN(s_max_cmds, "_max_cmds");
+  INTERN(s_max_bytes, "_max_bytes");
+  INTERN(s_flusher_idle, "_flusher_idle");
+  INTERN(s_catalog, "catalog");
+  INTERN(s_enabled, "enabled");
+  INTERN(s_plain_binary, "plain_binary");
+  INTERN(s_op_field, "op_field");
+  INTERN(s_id, "id");
+  INTERN(s_call, "call");
+  INTERN(s_get, "get");
+  if ((one = PyLong_FromLong(1)) == NULL) return NULL;
+  return PyModule_Create(&module);
+}
