@@ -3,11 +3,15 @@
 # per-op hot path) in place, next to the sources, for the interpreter that runs the client
 # from the checkout (PYTHON, default Debian's /usr/bin/python3). Without a C compiler or the
 # interpreter's headers (python3-dev) it says so and the client runs its pure-Python path.
-# Usage: tools/build_python_ext.sh
+#
+#   tools/build_python_ext.sh              # in place (a no-op when up to date)
+#   tools/build_python_ext.sh --asan DIR   # a copy of the package in DIR/tensord whose
+#                                          # extension has AddressSanitizer + UBSan; run it
+#                                          # with the runtimes preloaded (tools/test.sh)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="${PYTHON:-/usr/bin/python3}"
-pkg="$root/client/python/tensord"
+src="$root/client/python/tensord/_speedups.c"
 include="$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
 suffix="$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
 cc="${CC:-cc}"
@@ -16,8 +20,19 @@ if ! command -v "$cc" >/dev/null || [ ! -f "$include/Python.h" ]; then
        "its C speedups (install python3-dev for them)" >&2
   exit 0
 fi
-out="$pkg/_speedups$suffix"
-if [ "$out" -nt "$pkg/_speedups.c" ]; then exit 0; fi
-"$cc" -O2 -g -fPIC -shared -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-  -fno-strict-aliasing -I"$include" "$pkg/_speedups.c" -o "$out.tmp"
+flags=(-fPIC -shared -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+       -fno-strict-aliasing -I"$include")
+if [ "${1:-}" = "--asan" ]; then
+  dir="${2:?usage: tools/build_python_ext.sh --asan DIR}"
+  rm -rf "$dir/tensord"
+  mkdir -p "$dir"
+  cp -r "$root/client/python/tensord" "$dir/tensord"
+  rm -f "$dir"/tensord/_speedups*.so
+  "$cc" -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined "${flags[@]}" "$src" \
+    -o "$dir/tensord/_speedups$suffix"
+  exit 0
+fi
+out="$root/client/python/tensord/_speedups$suffix"
+if [ "$out" -nt "$src" ]; then exit 0; fi
+"$cc" -O2 -g "${flags[@]}" "$src" -o "$out.tmp"
 mv "$out.tmp" "$out"

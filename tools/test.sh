@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Quick start, command 2: installs what is missing and runs the whole test
 # suite: every C++ test (unit and real-daemon integration), the Python client
-# suite against a real daemon with PyTorch as the reference, the C++ suites
-# again under AddressSanitizer + UBSan, the in-process concurrency suites
+# suite against a real daemon with PyTorch as the reference (with the client's
+# C speedups, then without them), the C++ suites and the Python suite's C
+# speedups under AddressSanitizer + UBSan, the in-process concurrency suites
 # (tag "tsan": session core, allocator, CPU pool) under ThreadSanitizer, and
 # the libFuzzer targets for a bounded time (tools/fuzz.sh).
 #
@@ -33,6 +34,16 @@ TENSORD_PURE_PYTHON=1 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q te
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
   echo "== C++ tests under AddressSanitizer + UBSan (bazel test --config=asan)"
   bazel test "${jobs_flag[@]}" --config=asan //...
+  echo "== Python client tests with its C speedups under AddressSanitizer + UBSan"
+  asan_client="$(mktemp -d)"
+  tools/build_python_ext.sh --asan "$asan_client"
+  # The interpreter is not instrumented: the runtimes are preloaded; Python's own allocations
+  # live until exit by design, so leak checking is off.
+  LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TENSORD_PYTHON_CLIENT="$asan_client" \
+    "$PYTHON" -m pytest -q tests/python
+  rm -rf "$asan_client"
 fi
 
 if [ -z "${TENSORD_SKIP_TSAN:-}" ]; then

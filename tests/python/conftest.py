@@ -19,7 +19,9 @@ from typing import Iterator
 import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-CLIENT = os.path.join(REPO, "client", "python")
+# $TENSORD_PYTHON_CLIENT: another copy of the client package's parent directory (tools/test.sh
+# runs the suite against one whose C speedups are built with AddressSanitizer).
+CLIENT = os.environ.get("TENSORD_PYTHON_CLIENT") or os.path.join(REPO, "client", "python")
 DAEMON = os.environ.get("TENSORD_BINARY", os.path.join(REPO, "bazel-bin", "server", "tensord"))
 sys.path.insert(0, CLIENT)
 sys.path.insert(0, os.path.dirname(__file__))
