@@ -30,10 +30,8 @@ tools/build_python_ext.sh
 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs tests/python  # -rs: every skip with its reason
 echo "== Python client tests again without its C speedups (TENSORD_PURE_PYTHON=1)"
 TENSORD_PURE_PYTHON=1 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q tests/python
-
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
-  echo "== C++ tests under AddressSanitizer + UBSan (bazel test --config=asan)"
-  bazel test "${jobs_flag[@]}" --config=asan //...
+  # Before the C++ sanitizer builds: they reuse bazel-bin, and this suite wants the plain daemon.
   echo "== Python client tests with its C speedups under AddressSanitizer + UBSan"
   asan_client="$(mktemp -d)"
   tools/build_python_ext.sh --asan "$asan_client"
@@ -44,6 +42,11 @@ if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TENSORD_PYTHON_CLIENT="$asan_client" \
     "$PYTHON" -m pytest -q tests/python
   rm -rf "$asan_client"
+fi
+
+if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
+  echo "== C++ tests under AddressSanitizer + UBSan (bazel test --config=asan)"
+  bazel test "${jobs_flag[@]}" --config=asan //...
 fi
 
 if [ -z "${TENSORD_SKIP_TSAN:-}" ]; then
