@@ -47,6 +47,7 @@ def test_call_entry_matches_the_python_encoder():
 def test_operators_are_the_c_methods(session):
     assert type(td.Tensor.__add__).__name__ == "BinaryMethod"
     assert td.Tensor.__add__.__wrapped__.__name__ == "add_operator"
+    assert td.Tensor.__del__.__wrapped__ is td.Tensor._release
     x = td.tensor([1.0, 2.0])
     assert (x.__add__(x)).tolist() == [2.0, 4.0]  # bound through the descriptor too
 

@@ -1,5 +1,5 @@
-"""The optional C hot path (``_speedups.c``): the binary operators of two Tensors and
-``Session.call``'s common case without Python frames.
+"""The optional C hot path (``_speedups.c``): the binary operators of two Tensors,
+``Tensor.__del__`` and ``Session.call``'s common case without Python frames.
 
 Built from the checkout by ``tools/build_python_ext.sh`` (and by ``pip install`` when a compiler
 is there); absent, or with ``TENSORD_PURE_PYTHON=1``, the client runs the same path in Python,
@@ -34,6 +34,11 @@ def operator_method(name: str, method: Callable[[Any, Any], Any]) -> Any:
     """The operator method of op ``name``: the C one wrapping ``method`` (its Python twin, which
     it calls for every case but two Tensors of one session), else ``method``."""
     return speedups.binary_method(name, method) if speedups else method
+
+
+def finalizer(method: Callable[[Any], None]) -> Any:
+    """``Tensor.__del__``: the C one wrapping ``method`` (its Python twin), else ``method``."""
+    return speedups.finalizer(method) if speedups else method
 
 
 def init(tensor_type: type) -> None:

@@ -1,9 +1,10 @@
 /* tensord._speedups: the Python client's per-op hot path in C.
  *
- * Optional: without it (no compiler or Python headers, or TENSORD_PURE_PYTHON=1)
- * the client runs the same path in Python (_tensor.binary_method,
- * Session.call), which stays the reference; tests/python/test_speedups.py
- * checks that both encode the same bytes and give the same results.
+ * Optional: without it (no compiler or Python headers, or
+ * TENSORD_PURE_PYTHON=1) the client runs the same path in Python
+ * (_tensor.binary_method, Session.call), which stays the reference;
+ * tests/python/test_speedups.py checks that both encode the same bytes and give
+ * the same results.
  *
  * What is here:
  * - BinaryMethod: the type of ``Tensor.__add__`` and the other binary
@@ -11,6 +12,8 @@
  *   binary op it does what ``_tensor.binary_method``'s inlined path does
  *   (call site, Call entry, new Tensor) without a Python frame; everything
  *   else goes to the Python method it wraps.
+ * - the same type, with another call, as ``Tensor.__del__``: a handle's
+ *   release queued as ``_tensor.Tensor._release`` queues it.
  * - session_call: ``Session.call``'s common case (one output, an open
  *   session with nothing unusual pending). It returns None whenever the
  *   Python method must run instead (a slow condition, a flush due, the
@@ -42,7 +45,8 @@ static PyObject* one; /* the int 1: site_field(1) is the caller's frame */
 static PyObject *s_lock, *s_locked, *s_broken, *s_closing, *s_busy,
     *s_grad_sent, *s_open, *s_seq, *s_next_handle, *s_entries, *s_frame_bytes,
     *s_max_cmds, *s_max_bytes, *s_flusher_idle, *s_catalog, *s_enabled,
-    *s_plain_binary, *s_op_field, *s_id, *s_call, *s_get;
+    *s_plain_binary, *s_op_field, *s_id, *s_call, *s_get, *s_released,
+    *s_append, *s_release;
 
 #if PY_VERSION_HEX < 0x030A0000
 static inline PyObject* Py_NewRef(PyObject* o) {
@@ -75,9 +79,8 @@ static char* put_varint(char* p, uint64_t v) {
  * Command{seq, call: {op_part, inputs (packed), outputs = [first] (packed),
  * site_field}} as _wire.call_entry_packed writes it. */
 static PyObject* call_entry(uint64_t seq, const char* op_part, Py_ssize_t n_op,
-                            const char* inputs, Py_ssize_t n_in,
-                            uint64_t first, const char* site,
-                            Py_ssize_t n_site) {
+                            const char* inputs, Py_ssize_t n_in, uint64_t first,
+                            const char* site, Py_ssize_t n_site) {
   const int n_out = varint_len(first);
   const uint64_t body = (uint64_t)n_op + 1 + varint_len(n_in) + n_in + 1 +
                         varint_len(n_out) + n_out + n_site;
@@ -141,8 +144,8 @@ static PyObject* fast_call_dict(PyObject* d, int grad_on, PyObject* inputs,
 /* Session.call's common case; see the file comment. Returns a new
  * (first, seq, first_varint) tuple, Py_None (new ref) for "run the Python
  * method", or NULL with an exception. */
-static PyObject* fast_call(PyObject* session, PyObject* inputs,
-                           PyObject* site, PyObject* op_part) {
+static PyObject* fast_call(PyObject* session, PyObject* inputs, PyObject* site,
+                           PyObject* op_part) {
   /* Python code may run here (a thread's first look at its grad state):
    * before any session state is read. */
   PyObject* grad = PyObject_GetAttr(grad_state, s_enabled);
@@ -202,10 +205,10 @@ static PyObject* fast_call_dict(PyObject* d, int grad_on, PyObject* inputs,
     Py_RETURN_NONE;
   }
   /* Allocations: bytes and ints only (not tracked by the collector). */
-  PyObject* entry = call_entry(
-      seq, PyBytes_AS_STRING(op_part), PyBytes_GET_SIZE(op_part),
-      PyBytes_AS_STRING(inputs), n_in, first, PyBytes_AS_STRING(site),
-      PyBytes_GET_SIZE(site));
+  PyObject* entry =
+      call_entry(seq, PyBytes_AS_STRING(op_part), PyBytes_GET_SIZE(op_part),
+                 PyBytes_AS_STRING(inputs), n_in, first,
+                 PyBytes_AS_STRING(site), PyBytes_GET_SIZE(site));
   if (entry == NULL) return NULL;
   const uint64_t new_bytes = frame_bytes + (uint64_t)PyBytes_GET_SIZE(entry);
   if (new_bytes >= max_bytes) { /* a flush is due: the Python method */
@@ -254,10 +257,9 @@ static PyObject* py_session_call(PyObject* self, PyObject* const* args,
 /* ------------------------------------------------------------ BinaryMethod */
 
 typedef struct {
-  PyObject_HEAD
-  PyObject* name;     /* the catalog op, "add" */
-  PyObject* fallback; /* the Python method: _tensor.binary_method's */
-  PyObject* catalog;  /* the catalog the cached op came from */
+  PyObject_HEAD PyObject* name; /* the catalog op, "add" */
+  PyObject* fallback;           /* the Python method: _tensor.binary_method's */
+  PyObject* catalog;            /* the catalog the cached op came from */
   PyObject* op_id;
   PyObject* op_field;
   int plain;
@@ -310,9 +312,8 @@ static PyObject* binary_fast(BinaryMethod* m, PyObject* a, PyObject* b) {
   if (plain <= 0) return plain < 0 ? NULL : Py_NotImplemented;
   s = SLOT(a, off_session);
   PyObject *hv_a = SLOT(a, off_hv), *hv_b = SLOT(b, off_hv);
-  if (s == NULL || SLOT(b, off_session) != s || hv_a == NULL ||
-      hv_b == NULL || !PyBytes_CheckExact(hv_a) ||
-      !PyBytes_CheckExact(hv_b)) {
+  if (s == NULL || SLOT(b, off_session) != s || hv_a == NULL || hv_b == NULL ||
+      !PyBytes_CheckExact(hv_a) || !PyBytes_CheckExact(hv_b)) {
     return Py_NotImplemented;
   }
   /* dev = a._dev or b._dev, for the usual values (str, None) */
@@ -398,6 +399,48 @@ static PyObject* binary_vectorcall(PyObject* self, PyObject* const* args,
   return PyObject_Vectorcall(m->fallback, args, nargsf, kwnames);
 }
 
+/* Tensor.__del__ (``_tensor.Tensor._release`` in C): onto ``_released``
+ * while a batch is open (its flush drains them), else Session.release.
+ * Errors are dropped, as the Python method drops them (interpreter
+ * shutdown, a Tensor never filled in). */
+static PyObject* del_vectorcall(PyObject* self, PyObject* const* args,
+                                size_t nargsf, PyObject* kwnames) {
+  BinaryMethod* m = (BinaryMethod*)self;
+  if (tensor_type == NULL || PyVectorcall_NARGS(nargsf) != 1 ||
+      kwnames != NULL || !PyObject_TypeCheck(args[0], tensor_type)) {
+    return PyObject_Vectorcall(m->fallback, args, nargsf, kwnames);
+  }
+  PyObject* s = SLOT(args[0], off_session);
+  PyObject* h = SLOT(args[0], off_handle);
+  if (s == NULL || h == NULL) Py_RETURN_NONE;
+  Py_INCREF(s);
+  Py_INCREF(h);
+  PyObject* r = NULL;
+  PyObject* d = PyObject_GenericGetDict(s, NULL);
+  if (d != NULL) {
+    PyObject* entries = PyDict_GetItemWithError(d, s_entries);
+    const int open = entries != NULL ? PyObject_IsTrue(entries) : -1;
+    PyObject* released =
+        open > 0 ? PyDict_GetItemWithError(d, s_released) : NULL;
+    Py_XINCREF(released);
+    Py_DECREF(d);
+    if (released != NULL) {
+      r = PyObject_CallMethodOneArg(released, s_append, h);
+      Py_DECREF(released);
+    } else if (open == 0) {
+      r = PyObject_CallMethodOneArg(s, s_release, h);
+    }
+  }
+  if (r == NULL) {
+    PyErr_Clear();
+  } else {
+    Py_DECREF(r);
+  }
+  Py_DECREF(s);
+  Py_DECREF(h);
+  Py_RETURN_NONE;
+}
+
 static PyObject* binary_descr_get(PyObject* self, PyObject* obj,
                                   PyObject* type) {
   if (obj == NULL || obj == Py_None) return Py_NewRef(self);
@@ -429,7 +472,7 @@ static void binary_dealloc(BinaryMethod* m) {
 }
 
 static PyObject* binary_repr(BinaryMethod* m) {
-  return PyUnicode_FromFormat("<tensord operator %S (C)>", m->name);
+  return PyUnicode_FromFormat("<tensord method %S (C)>", m->name);
 }
 
 static PyObject* binary_get_wrapped(BinaryMethod* m, void* closure) {
@@ -456,19 +499,33 @@ static PyTypeObject BinaryMethodType = {
     .tp_descr_get = binary_descr_get,
 };
 
-/* binary_method(name, fallback) -> BinaryMethod */
-static PyObject* py_binary_method(PyObject* self, PyObject* args) {
-  PyObject *name, *fallback;
-  if (!PyArg_ParseTuple(args, "UO", &name, &fallback)) return NULL;
+static PyObject* new_method(PyObject* name, PyObject* fallback,
+                            vectorcallfunc call) {
   BinaryMethod* m = PyObject_GC_New(BinaryMethod, &BinaryMethodType);
   if (m == NULL) return NULL;
   m->name = Py_NewRef(name);
   m->fallback = Py_NewRef(fallback);
   m->catalog = m->op_id = m->op_field = NULL;
   m->plain = 0;
-  m->vectorcall = binary_vectorcall;
+  m->vectorcall = call;
   PyObject_GC_Track(m);
   return (PyObject*)m;
+}
+
+/* binary_method(name, fallback) -> BinaryMethod */
+static PyObject* py_binary_method(PyObject* self, PyObject* args) {
+  PyObject *name, *fallback;
+  if (!PyArg_ParseTuple(args, "UO", &name, &fallback)) return NULL;
+  return new_method(name, fallback, binary_vectorcall);
+}
+
+/* finalizer(fallback) -> the C Tensor.__del__ */
+static PyObject* py_finalizer(PyObject* self, PyObject* fallback) {
+  PyObject* name = PyUnicode_FromString("__del__");
+  if (name == NULL) return NULL;
+  PyObject* m = new_method(name, fallback, del_vectorcall);
+  Py_DECREF(name);
+  return m;
 }
 
 /* ------------------------------------------------------------------- init */
@@ -485,8 +542,8 @@ static int slot_offset(PyTypeObject* type, const char* name, Py_ssize_t* off) {
   }
   PyMemberDef* def = ((PyMemberDescrObject*)d)->d_member;
   if (def->type != T_OBJECT_EX) {
-    PyErr_Format(PyExc_TypeError, "%s.%s is not an object slot",
-                 type->tp_name, name);
+    PyErr_Format(PyExc_TypeError, "%s.%s is not an object slot", type->tp_name,
+                 name);
     return -1;
   }
   *off = def->offset;
@@ -523,6 +580,8 @@ static PyMethodDef methods[] = {
      "init(Tensor, grad_state, site_field): turn the C paths on"},
     {"binary_method", py_binary_method, METH_VARARGS,
      "binary_method(name, fallback): the C operator method of op `name`"},
+    {"finalizer", py_finalizer, METH_O,
+     "finalizer(fallback): the C Tensor.__del__ (fallback: its Python twin)"},
     {"session_call", (PyCFunction)(void (*)(void))py_session_call,
      METH_FASTCALL,
      "session_call(session, inputs, site_field, op_part): Session.call's "
@@ -535,9 +594,9 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups",
                                     "tensord's per-op hot path in C", -1,
                                     methods};
 
-#define INTERN(var, text)                                  \
+#define INTERN(var, text)                                 \
   if ((var = PyUnicode_InternFromString(text)) == NULL) { \
-    return NULL;                                           \
+    return NULL;                                          \
   }
 
 PyMODINIT_FUNC PyInit__speedups(void) {
@@ -563,6 +622,9 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   INTERN(s_id, "id");
   INTERN(s_call, "call");
   INTERN(s_get, "get");
+  INTERN(s_released, "_released");
+  INTERN(s_append, "append");
+  INTERN(s_release, "release");
   if ((one = PyLong_FromLong(1)) == NULL) return NULL;
   return PyModule_Create(&module);
 }

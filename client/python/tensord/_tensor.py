@@ -331,7 +331,8 @@ class Tensor(TensorMethods, AutogradMethods):
         t._rg = None  # requires_grad as set by this client since the Ack (None: the Ack's)
         return t
 
-    def __del__(self) -> None:
+    def _release(self) -> None:
+        """``__del__``'s Python twin (``_fast.finalizer``): queues the handle's release."""
         try:
             s = self._session
             if s._entries:  # a batch is open: its flush drains releases (Batcher.release)
@@ -340,6 +341,8 @@ class Tensor(TensorMethods, AutogradMethods):
                 s.release(self._handle)
         except Exception:  # interpreter shutdown, half-built object
             pass
+
+    __del__ = _fast.finalizer(_release)
 
     # ------------------------------------------------------------- metadata
 
