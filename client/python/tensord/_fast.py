@@ -44,4 +44,4 @@ def finalizer(method: Callable[[Any], None]) -> Any:
 def init(tensor_type: type) -> None:
     """Turns the C paths on once ``Tensor`` exists."""
     if speedups:
-        speedups.init(tensor_type, _grad.state, _site.site_field)
+        speedups.init(tensor_type, _grad.state, _site.site_field, _site._fields, _site._INSIDE)

@@ -40,6 +40,8 @@ static Py_ssize_t off_session, off_handle, off_hv, off_seq, off_info, off_dev,
     off_rg;
 static PyObject* grad_state;
 static PyObject* site_field;
+static PyObject* site_fields; /* _site._fields: code -> {f_lasti: field} */
+static PyObject* site_inside; /* _site._INSIDE: code inside the package */
 static PyObject* one; /* the int 1: site_field(1) is the caller's frame */
 
 static PyObject *s_lock, *s_locked, *s_broken, *s_closing, *s_busy,
@@ -254,6 +256,30 @@ static PyObject* py_session_call(PyObject* self, PyObject* const* args,
   return fast_call(args[0], args[1], args[2], args[3]);
 }
 
+/* The encoded call site of the frame running the operator (there is no
+ * Python frame between it and this C method): _site.site_field's cache read
+ * directly when the frame is outside the package and seen before, else
+ * site_field(1), which walks up and fills the cache. */
+static PyObject* caller_site(void) {
+#if PY_VERSION_HEX >= 0x030B0000
+  PyFrameObject* f = PyEval_GetFrame();
+  if (f != NULL) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    PyObject* lines = PyDict_GetItemWithError(site_fields, (PyObject*)code);
+    Py_DECREF(code);
+    if (lines != NULL && lines != site_inside && PyDict_CheckExact(lines)) {
+      PyObject* lasti = PyLong_FromLong(PyFrame_GetLasti(f));
+      if (lasti == NULL) return NULL;
+      PyObject* field = PyDict_GetItemWithError(lines, lasti);
+      Py_DECREF(lasti);
+      if (field != NULL && PyBytes_CheckExact(field)) return Py_NewRef(field);
+    }
+    if (PyErr_Occurred()) return NULL;
+  }
+#endif
+  return PyObject_CallOneArg(site_field, one);
+}
+
 /* ------------------------------------------------------------ BinaryMethod */
 
 typedef struct {
@@ -340,7 +366,7 @@ static PyObject* binary_fast(BinaryMethod* m, PyObject* a, PyObject* b) {
          PyBytes_GET_SIZE(hv_a));
   memcpy(PyBytes_AS_STRING(inputs) + PyBytes_GET_SIZE(hv_a),
          PyBytes_AS_STRING(hv_b), PyBytes_GET_SIZE(hv_b));
-  site = PyObject_CallOneArg(site_field, one);
+  site = caller_site();
   if (site == NULL) goto done;
   if (!PyBytes_Check(site)) {
     PyErr_SetString(PyExc_TypeError, "site_field() returned no bytes");
@@ -550,10 +576,12 @@ static int slot_offset(PyTypeObject* type, const char* name, Py_ssize_t* off) {
   return 0;
 }
 
-/* init(Tensor, grad_state, site_field): turns the C paths on. */
+/* init(Tensor, grad_state, site_field, site_fields, site_inside): turns
+ * the C paths on. */
 static PyObject* py_init(PyObject* self, PyObject* args) {
-  PyObject *type, *state, *site;
-  if (!PyArg_ParseTuple(args, "O!OO", &PyType_Type, &type, &state, &site)) {
+  PyObject *type, *state, *site, *fields, *inside;
+  if (!PyArg_ParseTuple(args, "O!OOO!O", &PyType_Type, &type, &state, &site,
+                        &PyDict_Type, &fields, &inside)) {
     return NULL;
   }
   PyTypeObject* t = (PyTypeObject*)type;
@@ -572,12 +600,17 @@ static PyObject* py_init(PyObject* self, PyObject* args) {
   Py_XSETREF(grad_state, state);
   Py_INCREF(site);
   Py_XSETREF(site_field, site);
+  Py_INCREF(fields);
+  Py_XSETREF(site_fields, fields);
+  Py_INCREF(inside);
+  Py_XSETREF(site_inside, inside);
   Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
     {"init", py_init, METH_VARARGS,
-     "init(Tensor, grad_state, site_field): turn the C paths on"},
+     "init(Tensor, grad_state, site_field, site_fields, site_inside): turn the "
+     "C paths on"},
     {"binary_method", py_binary_method, METH_VARARGS,
      "binary_method(name, fallback): the C operator method of op `name`"},
     {"finalizer", py_finalizer, METH_O,
