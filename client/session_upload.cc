@@ -1,0 +1,86 @@
+// Uploads: a host buffer into a new handle, as one Put per chunk on the
+// stream (the bytes copied once, into the batch), through the daemon's
+// shared-memory region (session_shm.cc) or from a shared buffer
+// (session_shared.cc).
+#include <optional>
+#include <vector>
+
+#include "client/session.h"
+
+namespace tensord {
+inline namespace client {
+namespace internal {
+
+absl::StatusOr<uint64_t> Session::EnqueueUpload(
+    const void* data, DType dtype, const std::vector<int64_t>& shape,
+    const std::string& device, bool requires_grad, const std::string& site) {
+  absl::StatusOr<uint64_t> total = TensorBytes(dtype, shape);
+  if (!total.ok()) return total.status();
+  // What the first (or only) Put carries besides the bytes.
+  v1::Put first;
+  first.set_dtype(ToWire(dtype));
+  first.mutable_shape()->Add(shape.begin(), shape.end());
+  first.set_device(device);
+  first.set_requires_grad(requires_grad);
+  first.set_site(site);
+  HandleMeta meta{dtype, shape, device, requires_grad, absl::OkStatus()};
+  if (*total >= kShmMinBytes) {
+    if (std::optional<SharedRange> range = FindShared(data, *total)) {
+      return UploadShared(*range, data, *total, std::move(first),
+                          std::move(meta));
+    }
+  }
+  const bool use_shm = shm_ != nullptr && *total >= kShmMinBytes;
+  // Only the shm path needs it; taken first (lock order).
+  std::optional<MutexLock> shm_lock;
+  if (use_shm) shm_lock.emplace(&shm_mu_);
+  MutexLock enqueue_lock(&enqueue_mu_);
+  uint64_t handle;
+  {
+    MutexLock lock(&mu_);
+    absl::Status open = CheckOpenLocked();
+    if (!open.ok()) return open;
+    handle = AllocateHandleLocked();
+    if (meta.device.empty()) meta.device = default_device_;
+    in_chunked_put_ = true;  // no Release between this upload's chunks
+  }
+  absl::Status status;
+  if (use_shm) {
+    status = UploadShmChunks(static_cast<const char*>(data), *total, handle,
+                             first, meta);
+  }
+  for (const Chunk& chunk :
+       use_shm ? std::vector<Chunk>() : PlanChunks(*total, chunk_bytes_)) {
+    // All but the bytes.
+    v1::Put header = chunk.offset == 0 ? first : v1::Put();
+    header.set_handle(handle);
+    header.set_offset(chunk.offset);
+    header.set_last(chunk.last);
+    std::vector<uint64_t> creates;
+    if (chunk.offset == 0) creates.push_back(handle);
+    // The bytes are copied once, into the batch (which the stream sends
+    // without another copy: Note [Aliased payloads]).
+    const char* bytes = static_cast<const char*>(data) + chunk.offset;
+    status = AppendWith(
+        header.ByteSizeLong() + chunk.size + 32,
+        [&](v1::Command* slot) {
+          v1::Put* put = slot->mutable_put();
+          *put = header;
+          put->set_data(bytes, chunk.size);
+        },
+        creates, chunk.offset == 0 ? &meta : nullptr, nullptr);
+    if (!status.ok()) break;
+  }
+  MutexLock lock(&mu_);
+  in_chunked_put_ = false;
+  if (!pending_releases_.empty()) flush_cv_.Signal();  // releases held back
+  if (!status.ok()) {
+    handles_.erase(handle);
+    return status;
+  }
+  return handle;
+}
+
+}  // namespace internal
+}  // namespace client
+}  // namespace tensord
