@@ -361,6 +361,8 @@ absl::Status Session::Flush() {
     const int count = pending_.size();
     if (count == 0) return stream_error_;
     sent_seq_ = (*pending_).batch().commands(count - 1).seq();
+    // The daemon may drop the replies up to here from its replay buffer.
+    pending_->mutable_batch()->set_received_seq(acked_seq_);
     frame = pending_.Take();
     pending_bytes_ = 0;
     if (!stream_error_.ok()) return stream_error_;  // dropped: stream is over

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runtime/core/transfer_buffers.h"
 #include "spdlog/spdlog.h"
 
 namespace tensord {
@@ -49,19 +50,24 @@ Session::~Session() {
 bool Session::Submit(v1::Batch batch) {
   auto owned = std::make_unique<v1::Batch>(std::move(batch));
   v1::Batch* raw = owned.get();
-  return Enqueue(Queued{nullptr, raw, std::move(owned), PhaseClockNs()});
+  const size_t bytes = owned->SpaceUsedLong();
+  return Enqueue(Queued{nullptr, raw, std::move(owned), PhaseClockNs(), bytes});
 }
 
 bool Session::Submit(std::unique_ptr<google::protobuf::Arena> arena,
                      v1::Batch* batch) {
-  return Enqueue(Queued{std::move(arena), batch, nullptr, PhaseClockNs()});
+  const size_t bytes = arena->SpaceAllocated();
+  return Enqueue(
+      Queued{std::move(arena), batch, nullptr, PhaseClockNs(), bytes});
 }
 
 bool Session::Enqueue(Queued queued) {
   MutexLock lock(&mu_);
   if (closing_) return true;  // late frames after Close/Kill are dropped
+  queued_bytes_ += queued.bytes;
   queue_.push_back(std::move(queued));
-  if (queue_.size() > params_.max_queued_batches) {
+  if (queue_.size() > params_.max_queued_batches ||
+      queued_bytes_ > params_.max_queued_bytes) {
     paused_ = true;
     return false;
   }
@@ -83,6 +89,7 @@ void Session::Close(absl::Status status) {
 void Session::Kill(absl::Status reason) {
   MutexLock lock(&mu_);
   queue_.clear();
+  queued_bytes_ = 0;
   if (!closing_) end_status_ = std::move(reason);
   closing_ = true;
 }
@@ -113,7 +120,9 @@ void Session::ExecutorLoop() {
       } else {
         queued = std::move(queue_.front());
         queue_.pop_front();
-        if (paused_ && queue_.size() <= params_.max_queued_batches / 2) {
+        queued_bytes_ -= queued.bytes;
+        if (paused_ && queue_.size() <= params_.max_queued_batches / 2 &&
+            queued_bytes_ <= params_.max_queued_bytes / 2) {
           paused_ = false;
           drained = on_drain_;
         }
@@ -125,6 +134,7 @@ void Session::ExecutorLoop() {
     // A resumed client resends what it did not see acknowledged; commands
     // already applied are dropped here, so nothing runs twice.
     v1::Batch& batch = *queued.batch;
+    if (batch.received_seq() != 0) outbox_.Confirm(batch.received_seq());
     const uint64_t applied = applied_seq_.load();
     auto* commands = batch.mutable_commands();
     commands->erase(std::remove_if(commands->begin(), commands->end(),
@@ -146,6 +156,7 @@ void Session::ExecutorLoop() {
   }
   spdlog::info("session {} ({}) ended: {}", params_.id, params_.user,
                status.ok() ? "closed by client" : status.ToString());
+  ReturnFreeHeapMemory();  // what its batches and replies held
   outbox_.End(status);
   MutexLock lock(&mu_);
   done_ = true;

@@ -2,9 +2,10 @@
 //
 // The transport submits batches without blocking; the session's own thread
 // applies them in order through its CommandRunner and sends replies to the
-// FrameSink. When the queue is deeper than `max_queued_batches`, the
-// transport stops reading from the client until OnDrain fires (backpressure
-// instead of unbounded memory). Thread-safe: Submit/Close/Kill/Info may be
+// FrameSink. When the queue is deeper than `max_queued_batches`, or its
+// parsed batches hold more than `max_queued_bytes`, the transport stops
+// reading from the client until OnDrain fires (backpressure instead of
+// unbounded memory). Thread-safe: Submit/Close/Kill/Info may be
 // called from any thread.
 #ifndef TENSORD_SERVER_SESSION_H_
 #define TENSORD_SERVER_SESSION_H_
@@ -35,6 +36,7 @@ struct SessionParams {
   DeviceRegistry* devices = nullptr;
   size_t chunk_bytes = 1 << 20;
   size_t max_queued_batches = 256;
+  size_t max_queued_bytes = 32 << 20;
   size_t replay_bytes = 64 << 20;  // Note [Resume]
   // Same-host transfer region (shm_transfer.h); 0: none.
   size_t shm_bytes = 0;
@@ -105,9 +107,11 @@ class Session {
     v1::Batch* batch = nullptr;                      // on `arena`, or *owned
     std::unique_ptr<v1::Batch> owned;
     uint64_t arrived_ns = 0;  // PhaseClockNs at Submit: the profiler's wait
+    size_t bytes = 0;         // memory the parsed batch holds
   };
   bool Enqueue(Queued queued);
   std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
+  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // sum of Queued::bytes
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool paused_ ABSL_GUARDED_BY(mu_) = false;  // transport stopped reading

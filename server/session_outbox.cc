@@ -72,6 +72,12 @@ absl::Status SessionOutbox::Attach(std::shared_ptr<FrameSink> sink,
   bool ended;
   {
     MutexLock lock(&mu_);
+    if (received_seq < confirmed_seq_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot resume from command ", received_seq,
+                       ": the client confirmed receiving the replies up to ",
+                       confirmed_seq_));
+    }
     if (received_seq < evicted_seq_) {
       return absl::DataLossError(
           absl::StrCat("cannot resume: replies after command ", received_seq,
@@ -89,6 +95,20 @@ absl::Status SessionOutbox::Attach(std::shared_ptr<FrameSink> sink,
   for (auto& f : replay) sink->SendShared(std::move(f));
   if (ended) sink->End(end);
   return absl::OkStatus();
+}
+
+void SessionOutbox::Confirm(uint64_t received_seq) {
+  MutexLock lock(&mu_);
+  confirmed_seq_ = std::max(confirmed_seq_, received_seq);
+  while (!buffer_.empty() && buffer_.front().frame->seq() <= confirmed_seq_) {
+    buffered_bytes_ -= buffer_.front().bytes;
+    buffer_.pop_front();
+  }
+}
+
+size_t SessionOutbox::buffered_bytes() {
+  MutexLock lock(&mu_);
+  return buffered_bytes_;
 }
 
 bool SessionOutbox::Detach(const FrameSink* sink) {

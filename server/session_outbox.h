@@ -52,6 +52,12 @@ class SessionOutbox : public FrameSink {
   // Detaches whatever stream is attached (a resume takes over a stream the
   // daemon has not yet noticed is dead).
   void DetachAny();
+  // The client received every frame up to `received_seq` (Batch.
+  // received_seq): they leave the replay buffer, which otherwise holds up to
+  // max_bytes per session for as long as the session lives.
+  void Confirm(uint64_t received_seq);
+  // Bytes the replay buffer holds now (tests, metrics).
+  size_t buffered_bytes();
 
  private:
   const size_t max_bytes_;
@@ -66,7 +72,8 @@ class SessionOutbox : public FrameSink {
   };
   std::deque<Buffered> buffer_ ABSL_GUARDED_BY(mu_);
   size_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t evicted_seq_ ABSL_GUARDED_BY(mu_) = 0;  // highest seq evicted
+  uint64_t evicted_seq_ ABSL_GUARDED_BY(mu_) = 0;    // highest seq evicted
+  uint64_t confirmed_seq_ ABSL_GUARDED_BY(mu_) = 0;  // highest Confirm
   uint64_t seq_ ABSL_GUARDED_BY(mu_) = 0;
   bool acked_ ABSL_GUARDED_BY(mu_) = false;  // the Ack of seq_ was sent
   bool ended_ ABSL_GUARDED_BY(mu_) = false;

@@ -25,4 +25,10 @@ bool KeepTransferBuffersMapped(size_t mmap_threshold, size_t trim_threshold) {
 #endif
 }
 
+void ReturnFreeHeapMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace tensord

@@ -25,6 +25,13 @@ namespace tensord {
 // and where malloc is not glibc's. Thread-safe.
 bool KeepTransferBuffersMapped(size_t mmap_threshold, size_t trim_threshold);
 
+// Returns the heap's free pages to the kernel (glibc's malloc_trim(0); a
+// no-op elsewhere). With the thresholds above, memory freed after a burst
+// (a session's queued batches, its replies) otherwise stays resident until
+// reused; the daemon calls this when a session ends. Takes each malloc
+// arena's lock in turn: not for a hot path. Thread-safe.
+void ReturnFreeHeapMemory();
+
 }  // namespace tensord
 
 #endif  // TENSORD_RUNTIME_CORE_TRANSFER_BUFFERS_H_

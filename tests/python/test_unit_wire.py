@@ -77,3 +77,14 @@ def test_site_field_is_the_encoded_call_site():
     field, site = inner()
     assert field == _wire.encode_site(site) and site.startswith("test_unit_wire.py:")
     assert _site.site_string(field) == site
+
+
+@pytest.mark.parametrize("received", [0, 1, 300, 2**40])
+def test_frame_is_what_protobuf_writes(received):
+    cmds = [pb.Command(seq=s) for s in (1, 2, 900)]
+    cmds[0].call.op_id = 3
+    cmds[1].release.handles.extend([4, 5])
+    cmds[2].sync.request_id = 8
+    entries = [batch_of(c) for c in cmds]
+    want = pb.ClientFrame(batch=pb.Batch(commands=cmds, received_seq=received))
+    assert _wire.frame(entries, received) == want.SerializeToString()

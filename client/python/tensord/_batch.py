@@ -213,7 +213,7 @@ class Batcher:
             self._commit_locked()
         if not self._entries:
             return
-        frame = _wire.frame(self._entries)
+        frame = _wire.frame(self._entries, self._acked_seq)
         self._sent_seq = self._seq
         if self._resume_enabled:
             self._unacked.append((self._seq, frame))

@@ -161,9 +161,14 @@ def get_entry(seq: int, handle: int, request_id: int, site: str) -> bytes:
     return b"\x0a" + varint(len(cmd)) + cmd
 
 
-def frame(entries: List[Any]) -> bytes:
-    """A serialized ``ClientFrame{batch}`` of encoded entries (bytes or memoryviews)."""
+def frame(entries: List[Any], received_seq: int = 0) -> bytes:
+    """A serialized ``ClientFrame{batch}`` of encoded entries (bytes or memoryviews), with
+    ``Batch.received_seq`` when not 0 (the last Ack received: the daemon frees the replies up
+    to it from its resume buffer)."""
     size = 0
     for e in entries:
         size += len(e)
+    if received_seq:
+        tail = b"\x10" + varint(received_seq)
+        return b"".join([b"\x12", varint(size + len(tail))] + entries + [tail])
     return b"".join([b"\x12", varint(size)] + entries)
