@@ -37,12 +37,7 @@ class PendingFrame {
 
  private:
   void Start() {
-    google::protobuf::ArenaOptions options;
-    options.start_block_size = 16 << 10;
-    options.max_block_size = 1 << 20;
-    options.block_alloc = &AllocateCachedBlock;
-    options.block_dealloc = &FreeCachedBlock;
-    arena_ = std::make_shared<google::protobuf::Arena>(options);
+    arena_ = std::make_shared<google::protobuf::Arena>(FrameArenaOptions());
     frame_ =
         google::protobuf::Arena::CreateMessage<v1::ClientFrame>(arena_.get());
   }

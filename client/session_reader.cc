@@ -8,6 +8,7 @@
 #include "client/session.h"
 #include "client/status.h"
 #include "proto/frame_buffer.h"
+#include "runtime/core/block_cache.h"
 
 namespace tensord {
 inline namespace client {
@@ -34,6 +35,10 @@ bool TransportBroke(const grpc::Status& status) {
 void Session::ReadLoop() {
   grpc::ByteBuffer buffer;
   DataFrame data;  // reused: its vectors keep their capacity
+  // Other frames are parsed on one arena, reset per frame: an Ack's
+  // TensorMetas and their strings cost no allocation each (Note [Frame
+  // block cache]).
+  google::protobuf::Arena arena(FrameArenaOptions());
   while (true) {
     absl::Status bad_frame;
     while (stream_->Read(&buffer)) {
@@ -43,7 +48,9 @@ void Session::ReadLoop() {
         data.slices.clear();  // gRPC's memory back before the next read
         continue;
       }
-      v1::ServerFrame frame;
+      arena.Reset();
+      v1::ServerFrame& frame =
+          *google::protobuf::Arena::CreateMessage<v1::ServerFrame>(&arena);
       if (!ParseFromByteBuffer(&buffer, &frame)) {
         bad_frame = absl::InternalError(absl::StrCat(
             "tensord at ", address_,

@@ -37,12 +37,8 @@ void CommandRunner::RunBatch(const v1::Batch& batch, uint64_t arrived_ns) {
   batch_arrived_ns_ = arrived_ns;
   // The Ack (a TensorMeta per created handle) is built on an arena that
   // lives as long as the outbox keeps the frame (Note [Frame arenas]).
-  google::protobuf::ArenaOptions options;
-  options.start_block_size = 16 << 10;
-  options.max_block_size = 1 << 20;
-  options.block_alloc = &AllocateCachedBlock;  // Note [Frame block cache]
-  options.block_dealloc = &FreeCachedBlock;
-  auto arena = std::make_shared<google::protobuf::Arena>(options);
+  auto arena = std::make_shared<google::protobuf::Arena>(
+      FrameArenaOptions());  // Note [Frame block cache]
   std::shared_ptr<v1::ServerFrame> frame(
       arena,
       google::protobuf::Arena::CreateMessage<v1::ServerFrame>(arena.get()));

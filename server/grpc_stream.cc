@@ -138,12 +138,8 @@ class SessionReactor
   // batch; a Hello or bad frame reuses it.
   bool Parse() {
     if (arena_ == nullptr) {
-      google::protobuf::ArenaOptions options;
-      options.start_block_size = 16 << 10;
-      options.max_block_size = 1 << 20;
-      options.block_alloc = &AllocateCachedBlock;  // Note [Frame block cache]
-      options.block_dealloc = &FreeCachedBlock;
-      arena_ = std::make_unique<google::protobuf::Arena>(options);
+      arena_ = std::make_unique<google::protobuf::Arena>(
+          FrameArenaOptions());  // Note [Frame block cache]
     } else {
       arena_->Reset();
     }

@@ -13,6 +13,8 @@
 
 #include <cstddef>
 
+#include "google/protobuf/arena.h"
+
 namespace tensord {
 
 // A block of exactly `size` bytes: a cached one of that size, else malloc's.
@@ -22,6 +24,16 @@ void* AllocateCachedBlock(size_t size);
 void FreeCachedBlock(void* block, size_t size);
 // Bytes the cache holds for reuse now (tests, metrics).
 size_t CachedBlockBytes();
+
+// Options of a frame's arena: 16 KiB..1 MiB blocks from this cache.
+inline google::protobuf::ArenaOptions FrameArenaOptions() {
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = 16 << 10;
+  options.max_block_size = 1 << 20;
+  options.block_alloc = &AllocateCachedBlock;
+  options.block_dealloc = &FreeCachedBlock;
+  return options;
+}
 
 }  // namespace tensord
 
