@@ -34,7 +34,8 @@ from ._multi_ops import *  # noqa: F401,F403 (max/min/split/... with PyTorch sig
 from ._multi_ops import __all__ as _multi_all
 from ._session import DEFAULT_ADDRESS, Session
 from ._shared import SharedBuffer, empty_shared
-from ._tensor import CatalogFunction, Tensor, is_tensor
+from ._catalog_function import CatalogFunction
+from ._tensor import Tensor, is_tensor
 from ._streams import Event, Stream, current_stream, default_stream, set_stream, stream
 
 from . import autograd, backends, nn, optim, profiler  # noqa: E402  (need the names above)

@@ -1,7 +1,7 @@
 """Module-level functions with PyTorch's signatures: creation ops and the common math ops.
 
 Any other op of the daemon's catalog is reachable as ``tensord.<name>`` through the package's
-``__getattr__`` (see ``_tensor.CatalogFunction``).
+``__getattr__`` (see ``_catalog_function.CatalogFunction``).
 """
 
 from __future__ import annotations

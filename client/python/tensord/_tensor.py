@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence
 import numpy as np
 
 from . import _context, _dtype, _errors, _fast, _format
-from ._catalog import OpInfo, bind_positional, encode_attrs
+from ._catalog import OpInfo, encode_attrs
 from ._dtype import Size
 from ._session import Session
 from ._site import call_site, site_field, site_string
@@ -252,57 +252,6 @@ def _upload_scalars(s: Session, op: OpInfo, inputs: Sequence[Any], dev: Optional
         keep.append(t)
         parts.append(t._hv)
     return b"".join(parts), keep
-
-
-class CatalogFunction:
-    """A catalog op as a Python function: ``f(*inputs, *attrs, **attrs)``.
-
-    Positional arguments fill the op's inputs first (up to its arity; a list for variadic ops),
-    then its attributes in schema order. The catalog is read at call time from the session of
-    the tensor arguments (or the default session).
-    """
-
-    def __init__(self, name: str, bound: Optional["Tensor"] = None) -> None:
-        self.__name__ = self.__qualname__ = name
-        self._bound = bound
-
-    @property
-    def __doc__(self) -> str:  # type: ignore[override]
-        s = self._bound._session if self._bound is not None else _context.current()
-        op = s.catalog.get(self.__name__) if s is not None else None
-        return f"{op.signature()}\n\n{op.doc}" if op is not None else "a tensord catalog op"
-
-    def __repr__(self) -> str:
-        return f"<tensord op {self.__name__}>"
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._bound is not None:
-            args = (self._bound,) + args
-        s = _session_of(args)
-        op = s.catalog.get(self.__name__)
-        if op is None:
-            raise missing_op(self.__name__, s)
-        nout = kwargs.pop("_num_outputs", None)
-        if op.max_inputs < 0:  # variadic: a sequence of tensors first, as torch.cat
-            if args and isinstance(args[0], (list, tuple)):
-                inputs, extra = list(args[0]), args[1:]
-            else:
-                k = 0
-                while k < len(args) and isinstance(args[k], Tensor):
-                    k += 1
-                inputs, extra = list(args[:k]), args[k:]
-        else:
-            inputs = list(args[: op.max_inputs])
-            extra = args[op.max_inputs:]
-            for key in ("input", "other"):
-                if key in kwargs and key not in op.by_name:
-                    inputs.append(kwargs.pop(key))
-            while inputs and inputs[-1] is None and len(inputs) > op.min_inputs:
-                inputs.pop()
-        if any(isinstance(v, Tensor) for v in extra):
-            raise TypeError(f"{op.name}() takes at most {op.max_inputs} tensor inputs, got "
-                            f"{len(inputs) + sum(isinstance(v, Tensor) for v in extra)}")
-        return call_op(s, op, inputs, bind_positional(op, extra, kwargs), nout)
 
 
 from ._tensor_methods import TensorMethods  # noqa: E402  (methods need call/upload above)

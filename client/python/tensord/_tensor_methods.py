@@ -382,7 +382,9 @@ class TensorMethods:
         if op is None or op.max_inputs == 0:
             raise AttributeError(f"'Tensor' object has no attribute '{name}' (nor is '{name}' "
                                  "an op in the daemon's catalog)")
-        return _tensor.CatalogFunction(name, bound=self)  # type: ignore[arg-type]
+        from ._catalog_function import CatalogFunction  # imports _tensor, which imports this
+
+        return CatalogFunction(name, bound=self)  # type: ignore[arg-type]
 
     def __dir__(self) -> Any:
         names = set(super().__dir__())

@@ -13,7 +13,8 @@ from typing import Any, List, Optional, Sequence, Union
 
 from .. import _context, _tensor
 from .._multi_ops import batch_norm, layer_norm  # noqa: F401 (PyTorch's F names)
-from .._tensor import CatalogFunction, Tensor, call
+from .._catalog_function import CatalogFunction
+from .._tensor import Tensor, call
 
 _IntOrPair = Union[int, Sequence[int]]
 
