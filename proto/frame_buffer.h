@@ -1,5 +1,5 @@
 // Frames to and from gRPC byte buffers, for the ends that move them as raw
-// `grpc::ByteBuffer`s (server/grpc_stream.cc, client/frame_stream.h) instead
+// `grpc::ByteBuffer`s (server/grpc_stream.cc, client/session.cc) instead
 // of through gRPC's protobuf glue.
 //
 // Note [Aliased payloads]: gRPC's glue serialises a message by copying every

@@ -120,6 +120,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   params.devices = devices_;
   params.chunk_bytes = kChunkBytes;
   params.max_queued_batches = limits_.max_queued_batches;
+  params.max_queued_bytes = limits_.max_queued_bytes;
   params.shm_bytes = hello.shm_transfer() ? limits_.shm_bytes : 0;
   params.shared_buffer_bytes = limits_.shared_buffer_bytes;
   // Quotas are per user: the user's sessions share one allocator account,

@@ -30,6 +30,7 @@ struct SessionLimits {
   absl::Duration resume_grace = absl::Seconds(30);
   int max_sessions_per_user = 16;
   size_t max_queued_batches = 256;
+  size_t max_queued_bytes = 32 << 20;  // of parsed batches (Session's queue)
   // Size of the same-host transfer region of a session whose client asks
   // for one (Hello.shm_transfer); 0 disables it.
   size_t shm_bytes = 256 << 20;

@@ -285,20 +285,17 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
 
     # ------------------------------------------------------ used by tensors and ops
 
-    def call(self, op_id: int, inputs: bytes, num_outputs: int, site_field: bytes,
-             op_part: Optional[bytes] = None) -> Tuple[int, int, bytes]:
+    def _call_python(self, op_id: int, inputs: bytes, num_outputs: int, site_field: bytes,
+                     op_part: Optional[bytes] = None) -> Tuple[int, int, bytes]:
         """Queues a Call of op ``op_id``; returns (first output handle, seq, that handle's
         varint). The rest comes encoded: ``inputs`` the packed input handles
         (``_wire.packed``), ``site_field`` the call site (``_site.site_field``), ``op_part``
         the op id and attribute fields (``_wire.op_fields``, attributes already checked
         against the schema; default: the op id alone).
 
-        This runs once per op: everything but the lock and the bytes is kept off this path;
-        its common case runs in C when the extension is there (``_fast``)."""
-        if fast_call is not None and num_outputs == 1 and op_part is not None:
-            r = fast_call(self, inputs, site_field, op_part)
-            if r is not None:
-                return r
+        This runs once per op: everything but the lock and the bytes is kept off this path.
+        ``call`` is this method itself, or, with the C extension (``_fast``), its common case
+        in C falling back to this; the C operator methods fall back here directly."""
         grad = _grad_state.enabled
         with self._lock:
             if self._broken is not None or self._closing:
@@ -343,6 +340,18 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
             elif n == 1 and self._flusher_idle:
                 self._wake_flusher.notify()
         return first, seq, first_v
+
+    if fast_call is None:
+        call = _call_python
+    else:
+        def call(self, op_id: int, inputs: bytes, num_outputs: int, site_field: bytes,
+                 op_part: Optional[bytes] = None) -> Tuple[int, int, bytes]:
+            """``_call_python``, its common case in C."""
+            if num_outputs == 1 and op_part is not None:
+                r = fast_call(self, inputs, site_field, op_part)
+                if r is not None:
+                    return r
+            return self._call_python(op_id, inputs, num_outputs, site_field, op_part)
 
     def backward(self, roots: Sequence[int], grads: Sequence[int], *, retain_graph: bool,
                  create_graph: bool, inputs: Sequence[int] = (), allow_unused: bool = False,

@@ -47,8 +47,8 @@ static PyObject* one; /* the int 1: site_field(1) is the caller's frame */
 static PyObject *s_lock, *s_locked, *s_broken, *s_closing, *s_busy,
     *s_grad_sent, *s_open, *s_seq, *s_next_handle, *s_entries, *s_frame_bytes,
     *s_max_cmds, *s_max_bytes, *s_flusher_idle, *s_catalog, *s_enabled,
-    *s_plain_binary, *s_op_field, *s_id, *s_call, *s_get, *s_released,
-    *s_append, *s_release;
+    *s_plain_binary, *s_op_field, *s_id, *s_call_python, *s_released, *s_append,
+    *s_release;
 
 #if PY_VERSION_HEX < 0x030A0000
 static inline PyObject* Py_NewRef(PyObject* o) {
@@ -376,10 +376,10 @@ static PyObject* binary_fast(BinaryMethod* m, PyObject* a, PyObject* b) {
   t = tensor_type->tp_alloc(tensor_type, 0);
   if (t == NULL) goto done;
   r = fast_call(s, inputs, site, field);
-  if (r == Py_None) {
+  if (r == Py_None) { /* the Python method, without trying C again */
     Py_DECREF(r);
-    r = PyObject_CallMethodObjArgs(s, s_call, m->op_id, inputs, one, site,
-                                   field, NULL);
+    r = PyObject_CallMethodObjArgs(s, s_call_python, m->op_id, inputs, one,
+                                   site, field, NULL);
   }
   if (r == NULL) goto done;
   if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) {
@@ -653,8 +653,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   INTERN(s_plain_binary, "plain_binary");
   INTERN(s_op_field, "op_field");
   INTERN(s_id, "id");
-  INTERN(s_call, "call");
-  INTERN(s_get, "get");
+  INTERN(s_call_python, "_call_python");
   INTERN(s_released, "_released");
   INTERN(s_append, "append");
   INTERN(s_release, "release");

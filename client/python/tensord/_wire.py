@@ -165,10 +165,8 @@ def frame(entries: List[Any], received_seq: int = 0) -> bytes:
     """A serialized ``ClientFrame{batch}`` of encoded entries (bytes or memoryviews), with
     ``Batch.received_seq`` when not 0 (the last Ack received: the daemon frees the replies up
     to it from its resume buffer)."""
-    size = 0
+    tail = [b"\x10" + varint(received_seq)] if received_seq else []
+    size = len(tail[0]) if tail else 0
     for e in entries:
         size += len(e)
-    if received_seq:
-        tail = b"\x10" + varint(received_seq)
-        return b"".join([b"\x12", varint(size + len(tail))] + entries + [tail])
-    return b"".join([b"\x12", varint(size)] + entries)
+    return b"".join([b"\x12", varint(size)] + entries + tail)
