@@ -1,7 +1,5 @@
 #include "kernels/cpu/conv_grad.h"
 
-#include <cblas-openblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,8 +7,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/cpu/compute_gate.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/im2col.h"
 #include "kernels/cpu/parallel.h"
 
@@ -32,21 +30,6 @@ int64_t BlockImages(const ConvGeometry& g, int64_t elems) {
   const int64_t per_image = (Rows(g) + g.o) * Cols(g);
   if (per_image == 0) return n;
   return std::clamp<int64_t>(elems / per_image, 1, n);
-}
-
-template <typename T>
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
-          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  const CBLAS_TRANSPOSE fa = ta ? CblasTrans : CblasNoTrans;
-  const CBLAS_TRANSPOSE fb = tb ? CblasTrans : CblasNoTrans;
-  WideKernelScope wide(m * n * k >= kWideGemmFlops);
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, fa, fb, m, n, k, 1.0f, a, lda, b, ldb, beta, c,
-                ldc);
-  } else {
-    cblas_dgemm(CblasRowMajor, fa, fb, m, n, k, 1.0, a, lda, b, ldb, beta, c,
-                ldc);
-  }
 }
 
 // grad of images [n0, n0 + nb) as [o, nb * L] at `gt`: image j's plane of
@@ -196,16 +179,41 @@ absl::Status Conv2dBackwardInput(const StridedView& grad,
   });
 }
 
+// Windows that neither overlap nor pad nor dilate and lie inside the input
+// (2x2 stride-2 pooling): each output's taps in one pass, PyTorch's rule
+// written out: a tap wins if it is greater than the best so far or NaN.
+bool DisjointWindows(const Window2d& w, int64_t h, int64_t wd) {
+  return w.sh == w.kh && w.sw == w.kw && w.ph == 0 && w.pw == 0 && w.dh == 1 &&
+         w.dw == 1 && w.oh * w.kh <= h && w.ow * w.kw <= wd;
+}
+
 absl::Status MaxPool2dBackward(const StridedView& grad,
                                const StridedView& input, const Window2d& w,
                                const StridedView& grad_input) {
   const int64_t h = grad_input.sizes[2], wd = grad_input.sizes[3];
   return DispatchFloat(grad.dtype, "max_pool2d_backward", [&](auto tag) {
     using T = decltype(tag);
+    auto disjoint = [&](const T* g, const T* x, T* gi) {
+      for (int64_t i = 0; i < w.oh; ++i) {
+        for (int64_t j = 0; j < w.ow; ++j) {
+          const int64_t corner = i * w.kh * wd + j * w.kw;
+          T best = -std::numeric_limits<T>::infinity();
+          int64_t arg = corner;
+          for (int64_t a = 0; a < w.kh; ++a) {
+            for (int64_t k = 0; k < w.kw; ++k) {
+              const int64_t at = corner + a * wd + k;
+              const T v = x[at];
+              if (v > best || v != v) best = v, arg = at;
+            }
+          }
+          gi[arg] = g[i * w.ow + j];
+        }
+      }
+    };
     // Per output row: the maxima as in the forward, then the index of the
     // first maximal tap (kernel rows in reverse); NaN maxima (rare) take
     // the last NaN, scalar.
-    auto plane = [&](const T* g, const T* x, T* gi) {
+    auto overlapping = [&](const T* g, const T* x, T* gi) {
       std::vector<T> best(w.ow);
       std::vector<int64_t> arg(w.ow);
       for (int64_t i = 0; i < w.oh; ++i) {
@@ -229,7 +237,12 @@ absl::Status MaxPool2dBackward(const StridedView& grad,
         }
       }
     };
-    ForPlanes<T>(grad, input, grad_input, w.oh * w.ow * w.kh * w.kw, plane);
+    const int64_t work = w.oh * w.ow * w.kh * w.kw;
+    if (DisjointWindows(w, h, wd)) {
+      ForPlanes<T>(grad, input, grad_input, work, disjoint);
+    } else {
+      ForPlanes<T>(grad, input, grad_input, work, overlapping);
+    }
   });
 }
 

@@ -5,27 +5,21 @@
 // conv2d: the weight gradient is, per group, grad [og, N*L] times the
 // columns of the input [cg*kh*kw, N*L] transposed; the input gradient is the
 // weight [og, cg*kh*kw] transposed times grad, scattered back by col2im. Both
-// work on blocks of images (one OpenBLAS GEMM per group and block, threaded
-// by OpenBLAS); the column copies and scatters are split over the intra-op
-// pool. Results do not depend on thread timing.
+// work on blocks of images (one GEMM per group and block, split over the
+// intra-op pool: Note [GEMM threads]); the column copies and scatters are
+// split over the pool too. Results do not depend on thread timing.
 #ifndef TENSORD_KERNELS_CPU_CONV_GRAD_H_
 #define TENSORD_KERNELS_CPU_CONV_GRAD_H_
 
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "kernels/cpu/conv.h"
 #include "kernels/cpu/nn.h"
 #include "runtime/core/strided.h"
 
 namespace tensord {
 namespace cpu {
-
-// Input [n, c, h, w], weight [o, c/groups, win.kh, win.kw], grad
-// [n, o, win.oh, win.ow].
-struct ConvGeometry {
-  int64_t n, c, h, w, o, groups;
-  Window2d win;
-};
 
 // Elements of scratch (in the data's dtype) for both conv gradients. A
 // smaller workspace works (images are then taken in smaller blocks) as long

@@ -4,8 +4,8 @@
 
 #include <type_traits>
 
-#include "kernels/cpu/compute_gate.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel.h"
 
 namespace tensord {
@@ -46,8 +46,9 @@ void NaiveGemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k,
 }
 
 template <typename T>
-void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k,
-          const int64_t* sa, const int64_t* sb, const int64_t* sc) {
+void MatrixProduct(const T* a, const T* b, T* c, int64_t m, int64_t n,
+                   int64_t k, const int64_t* sa, const int64_t* sb,
+                   const int64_t* sc) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     CBLAS_TRANSPOSE ta, tb;
     int64_t lda, ldb;
@@ -56,14 +57,8 @@ void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k,
         BlasLayout(m, k, sa[0], sa[1], &ta, &lda) &&
         BlasLayout(k, n, sb[0], sb[1], &tb, &ldb)) {
       const int64_t ldc = m == 1 ? std::max<int64_t>(n, 1) : sc[0];
-      WideKernelScope wide(m * n * k >= kWideGemmFlops);
-      if constexpr (std::is_same_v<T, float>) {
-        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f,
-                    c, ldc);
-      } else {
-        cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c,
-                    ldc);
-      }
+      Gemm<T>(ta == CblasTrans, tb == CblasTrans, m, n, k, a, lda, b, ldb, T{0},
+              c, ldc);
       return;
     }
   }
@@ -84,12 +79,16 @@ absl::Status BatchedMatmul(const StridedView& a, const StridedView& b,
     } else {
       const int64_t batch = out.sizes[0], m = out.sizes[1], n = out.sizes[2],
                     k = a.sizes[2];
-      for (int64_t i = 0; i < batch; ++i) {
-        Gemm<T>(a.ptr<const T>() + i * a.strides[0],
-                b.ptr<const T>() + i * b.strides[0],
-                out.ptr<T>() + i * out.strides[0], m, n, k, a.strides + 1,
-                b.strides + 1, out.strides + 1);
-      }
+      // Products of a batch side by side on the pool; a single (or each
+      // unsplit) product splits itself when wide (Note [GEMM threads]).
+      ParallelFor(batch, m * n * k, [&](int64_t first, int64_t last) {
+        for (int64_t i = first; i < last; ++i) {
+          MatrixProduct<T>(a.ptr<const T>() + i * a.strides[0],
+                           b.ptr<const T>() + i * b.strides[0],
+                           out.ptr<T>() + i * out.strides[0], m, n, k,
+                           a.strides + 1, b.strides + 1, out.strides + 1);
+        }
+      });
     }
   });
 }

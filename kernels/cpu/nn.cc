@@ -223,20 +223,5 @@ absl::Status AdaptiveAvgPool2d(const StridedView& in, const StridedView& out) {
   });
 }
 
-absl::Status Im2Col(const StridedView& image, const Window2d& w,
-                    const StridedView& col) {
-  const int64_t h = image.sizes[1], wd = image.sizes[2];
-  return DispatchFloat(image.dtype, "conv2d", [&](auto tag) {
-    using T = decltype(tag);
-    const int64_t rows = image.sizes[0] * w.kh * w.kw, cols = w.oh * w.ow;
-    ParallelFor(rows, cols, [&](int64_t b, int64_t e) {
-      for (int64_t row = b; row < e; ++row) {
-        internal::Im2ColRow(image.ptr<const T>(), h, wd, w, row,
-                            col.ptr<T>() + row * cols);
-      }
-    });
-  });
-}
-
 }  // namespace cpu
 }  // namespace tensord

@@ -1,5 +1,5 @@
 // Neural-net kernels on contiguous float32/float64 tensors: softmax,
-// im2col for convolution, 2-d pooling.
+// 2-d pooling (the window geometry conv2d shares).
 //
 // Contract: views are C-contiguous and of one floating dtype; shapes were
 // validated by the runtime (windows fit, outputs sized by its formulas).
@@ -22,10 +22,6 @@ struct Window2d {
   int64_t kh, kw, sh, sw, ph, pw, dh = 1, dw = 1;
   int64_t oh, ow;  // output size
 };
-
-// One image [C, H, W] (data at `in`) to columns [C*kh*kw, oh*ow] at `col`.
-absl::Status Im2Col(const StridedView& image, const Window2d& w,
-                    const StridedView& col);
 
 // in [N, C, H, W], out [N, C, oh, ow]. Padding never wins a max.
 absl::Status MaxPool2d(const StridedView& in, const Window2d& w,

@@ -64,23 +64,37 @@ Pool& GetPool() {
   return *pool;
 }
 
+thread_local bool in_parallel_region = false;
+
+// Marks the calling thread as running a ParallelFor body for its lifetime.
+class RegionScope {
+ public:
+  RegionScope() : outer_(in_parallel_region) { in_parallel_region = true; }
+  ~RegionScope() { in_parallel_region = outer_; }
+  RegionScope(const RegionScope&) = delete;
+  RegionScope& operator=(const RegionScope&) = delete;
+
+ private:
+  const bool outer_;
+};
+
 }  // namespace
 
 int NumThreads() { return GetPool().size() + 1; }
 
-void ParallelFor(int64_t n, int64_t work_per_item,
-                 absl::FunctionRef<void(int64_t, int64_t)> fn) {
+bool InParallelRegion() { return in_parallel_region; }
+
+void ParallelForSlots(int64_t n, int64_t work_per_item,
+                      absl::FunctionRef<void(int, int64_t, int64_t)> fn) {
   if (n <= 0) return;
   const int64_t work = n * std::max<int64_t>(work_per_item, 1);
   const int threads = NumThreads();
-  if (threads == 1 || work < kParallelGrain || n == 1) {
-    fn(0, n);
-    return;
-  }
   const int64_t chunks =
-      std::min<int64_t>({threads, n, work / (kParallelGrain / 2)});
+      threads == 1 || in_parallel_region || n == 1 || work < kParallelGrain
+          ? 1
+          : std::min<int64_t>({threads, n, work / (kParallelGrain / 2)});
   if (chunks <= 1) {
-    fn(0, n);
+    fn(0, 0, n);
     return;
   }
   const int64_t step = (n + chunks - 1) / chunks;
@@ -88,13 +102,26 @@ void ParallelFor(int64_t n, int64_t work_per_item,
   BlockingCounter done(static_cast<int>(chunks - 1));
   for (int64_t c = 1; c < chunks; ++c) {
     const int64_t begin = c * step, end = std::min(n, begin + step);
-    GetPool().Schedule([&fn, &done, begin, end] {
-      if (begin < end) fn(begin, end);
+    const int slot = static_cast<int>(c);
+    GetPool().Schedule([&fn, &done, slot, begin, end] {
+      if (begin < end) {
+        RegionScope region;
+        fn(slot, begin, end);
+      }
       done.DecrementCount();
     });
   }
-  fn(0, std::min(n, step));  // the calling thread takes the first range
+  {
+    RegionScope region;
+    fn(0, 0, std::min(n, step));  // the calling thread takes the first range
+  }
   done.Wait();
+}
+
+void ParallelFor(int64_t n, int64_t work_per_item,
+                 absl::FunctionRef<void(int64_t, int64_t)> fn) {
+  ParallelForSlots(n, work_per_item,
+                   [&fn](int, int64_t begin, int64_t end) { fn(begin, end); });
 }
 
 }  // namespace cpu

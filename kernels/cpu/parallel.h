@@ -4,6 +4,8 @@
 // large enough to pay for the hand-off; otherwise it runs inline on the
 // calling (session executor) thread. Thread-safe; the pool is process-wide and
 // sized to the hardware concurrency (override with TENSORD_NUM_THREADS).
+// Nested calls (a ParallelFor inside another's body) run inline: the outer
+// call already occupies every thread.
 #ifndef TENSORD_KERNELS_CPU_PARALLEL_H_
 #define TENSORD_KERNELS_CPU_PARALLEL_H_
 
@@ -22,6 +24,14 @@ inline constexpr int64_t kParallelGrain = 1 << 16;
 // borrowed, not copied: a kernel's call costs no allocation.
 void ParallelFor(int64_t n, int64_t work_per_item,
                  absl::FunctionRef<void(int64_t, int64_t)> fn);
+
+// As ParallelFor, and each range also gets a slot in [0, NumThreads()) that
+// no other range of this call has: an index into per-thread scratch.
+void ParallelForSlots(int64_t n, int64_t work_per_item,
+                      absl::FunctionRef<void(int, int64_t, int64_t)> fn);
+
+// True inside a ParallelFor body (where a nested ParallelFor runs inline).
+bool InParallelRegion();
 
 int NumThreads();
 

@@ -60,6 +60,42 @@ TEST(ParallelTest, SmallWorkRunsInlineOnTheCaller) {
   EXPECT_EQ(calls, 1);
 }
 
+TEST(ParallelTest, SlotsAreDistinctAndBelowTheThreadCount) {
+  Mutex mu;
+  std::vector<int> slots;
+  ParallelForSlots(8, kParallelGrain, [&](int slot, int64_t, int64_t) {
+    MutexLock lock(&mu);
+    slots.push_back(slot);
+  });
+  MutexLock lock(&mu);
+  ASSERT_EQ(slots.size(), 4u);  // one range per thread
+  std::sort(slots.begin(), slots.end());
+  EXPECT_EQ(slots, (std::vector<int>{0, 1, 2, 3}));
+}
+
+// A ParallelFor inside a body runs inline on that body's thread (the pool's
+// threads are all busy with the outer call: scheduling would deadlock).
+TEST(ParallelTest, NestedCallsRunInline) {
+  EXPECT_FALSE(InParallelRegion());
+  const int64_t n = 4 * kParallelGrain;
+  std::vector<int> out(4 * n, 0);
+  ParallelFor(4, kParallelGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t outer = begin; outer < end; ++outer) {
+      EXPECT_TRUE(InParallelRegion());
+      const std::thread::id body = std::this_thread::get_id();
+      int calls = 0;
+      ParallelFor(n, 1, [&](int64_t b, int64_t e) {
+        EXPECT_EQ(std::this_thread::get_id(), body);
+        ++calls;
+        for (int64_t i = b; i < e; ++i) out[outer * n + i] += 1;
+      });
+      EXPECT_EQ(calls, 1);
+    }
+  });
+  EXPECT_FALSE(InParallelRegion());
+  for (int64_t i = 0; i < 4 * n; i += 101) ASSERT_EQ(out[i], 1) << i;
+}
+
 // Several session executors share the pool.
 TEST(ParallelTest, ConcurrentCallersShareThePool) {
   constexpr int kCallers = 3;

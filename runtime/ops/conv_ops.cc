@@ -1,8 +1,8 @@
-// conv2d (im2col + OpenBLAS GEMM per image and group), max_pool2d,
+// conv2d (kernels/cpu/conv.h: im2col + GEMM per image and group), max_pool2d,
 // avg_pool2d, adaptive_avg_pool2d on NCHW tensors (pools also take CHW).
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/conv.h"
 #include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/matmul.h"
 #include "kernels/cpu/nn.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/dispatch.h"
@@ -101,52 +101,17 @@ Specs InferConv(absl::Span<const Tensor> in, const Attrs& attrs,
   return std::vector<TensorSpec>{{in[0].dtype(), out, in[0].device()}};
 }
 
-StridedView Matrix(void* data, DType dtype, int64_t rows, int64_t cols) {
-  StridedView v;
-  v.data = data;
-  v.dtype = dtype;
-  v.ndim = 3;
-  v.sizes[0] = 1, v.sizes[1] = rows, v.sizes[2] = cols;
-  v.strides[0] = rows * cols, v.strides[1] = cols, v.strides[2] = 1;
-  return v;
-}
-
 absl::Status CpuConv(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
                      const Attrs& attrs, const OpContext& ctx) {
   TD_ASSIGN_OR_RETURN(ConvPlan p, PlanConv(in, attrs));
   TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
   TD_ASSIGN_OR_RETURN(Tensor weight, Contiguous(in[1], ctx));
-  const DType dt = x.dtype();
-  const size_t item = ItemSize(dt);
-  const int64_t cg = p.c / p.groups, og = p.o / p.groups;
-  const int64_t k = cg * p.w.kh * p.w.kw, l = p.w.oh * p.w.ow;
-  const bool direct = p.w.kh == 1 && p.w.kw == 1 && p.w.sh == 1 &&
-                      p.w.sw == 1 && p.w.ph == 0 && p.w.pw == 0;
-  Tensor col;
-  if (!direct) {
-    TD_ASSIGN_OR_RETURN(col, Tensor::Empty(x.device(), dt, {k, l}, ctx.alloc));
-  }
-  char* xb = static_cast<char*>(x.data());
-  char* wb = static_cast<char*>(weight.data());
-  char* ob = static_cast<char*>(out[0].data());
-  for (int64_t n = 0; n < p.n; ++n) {
-    for (int64_t g = 0; g < p.groups; ++g) {
-      char* image = xb + ((n * p.c + g * cg) * p.h * p.wd) * item;
-      void* cols = image;
-      if (!direct) {
-        StridedView iv;
-        iv.data = image;
-        iv.dtype = dt;
-        iv.ndim = 3;
-        iv.sizes[0] = cg, iv.sizes[1] = p.h, iv.sizes[2] = p.wd;
-        TD_RETURN_IF_ERROR(cpu::Im2Col(iv, p.w, col.view()));
-        cols = col.data();
-      }
-      TD_RETURN_IF_ERROR(cpu::BatchedMatmul(
-          Matrix(wb + g * og * k * item, dt, og, k), Matrix(cols, dt, k, l),
-          Matrix(ob + ((n * p.o + g * og) * l) * item, dt, og, l)));
-    }
-  }
+  const cpu::ConvGeometry g{p.n, p.c, p.h, p.wd, p.o, p.groups, p.w};
+  TD_ASSIGN_OR_RETURN(
+      Tensor ws,
+      Tensor::Empty(x.device(), x.dtype(), {cpu::ConvWorkspace(g)}, ctx.alloc));
+  TD_RETURN_IF_ERROR(
+      cpu::Conv2d(x.view(), weight.view(), g, ws.view(), out[0].view()));
   if (in.size() == 3) {
     const Tensor b = in[2].AsStrided(
         {1, p.o, 1, 1}, {0, in[2].strides()[0], 0, 0}, in[2].offset());

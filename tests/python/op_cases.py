@@ -248,6 +248,9 @@ def cases() -> List[Case]:
           Case("conv2d", [R(2, 4, 7, 6), R(6, 2, 3, 2)],
                {"stride": (2, 1), "padding": (1, 0), "dilation": (1, 2), "groups": 2}, ref=F.conv2d),
           Case("conv2d", [NC(R(3, 3)).t.reshape(1, 1, 3, 3), R(2, 1, 1, 1)], ref=F.conv2d),
+          # Big enough to run image by image on the intra-op pool.
+          Case("conv2d", [R(6, 3, 16, 16), R(16, 3, 3, 3), R(16)], {"padding": (1,)}, ref=F.conv2d,
+               rtol=1e-4),
           Case("max_pool2d", [R(2, 3, 7, 7)], {"kernel_size": 3, "stride": 2, "padding": 1}, ref=F.max_pool2d),
           Case("max_pool2d", [R(3, 6, 5)], {"kernel_size": (2, 3), "ceil_mode": True, "dilation": 1},
                ref=F.max_pool2d),
@@ -299,6 +302,20 @@ def cases() -> List[Case]:
                ref=lambda g, x, weight_size, stride, padding, groups: torch.nn.grad.conv2d_weight(
                    x, weight_size, g, stride=stride, padding=padding * 2, groups=groups),
                rtol=1e-4),
+          # Big enough to split their GEMMs over the pool: the weight gradient
+          # over K (few rows and columns), the input gradient over columns.
+          Case("conv2d_backward_weight", [R(6, 16, 16, 16), R(6, 3, 16, 16)],
+               {"weight_size": (16, 3, 3, 3), "padding": (1,)},
+               ref=lambda g, x, weight_size, padding: torch.nn.grad.conv2d_weight(
+                   x, weight_size, g, padding=padding * 2), rtol=1e-4),
+          Case("conv2d_backward_input", [R(6, 16, 16, 16), R(16, 8, 3, 3)],
+               {"input_size": (6, 8, 16, 16), "padding": (1,)},
+               ref=lambda g, w, input_size, padding: torch.nn.grad.conv2d_input(
+                   input_size, w, g, padding=padding * 2), rtol=1e-4),
+          # Disjoint windows (their own path), then overlapping ones.
+          Case("max_pool2d_backward", [R(2, 3, 3, 4), R(2, 3, 7, 9)],
+               {"kernel_size": (2,), "stride": (2,)},
+               ref=lambda g, x, **k: _pool_grad(F.max_pool2d, g, x, **k)),
           Case("max_pool2d_backward", [R(2, 3, 4, 4), R(2, 3, 7, 7)],
                {"kernel_size": (3,), "stride": (2,), "padding": (1,)},
                ref=lambda g, x, **k: _pool_grad(F.max_pool2d, g, x, **k)),

@@ -1,0 +1,126 @@
+#include "kernels/cpu/gemm.h"
+
+#include <cblas-openblas.h>
+
+#include <algorithm>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/compute_gate.h"
+#include "kernels/cpu/parallel.h"
+
+namespace tensord {
+namespace cpu {
+namespace {
+
+// Rows or columns per block below which a split is not worth OpenBLAS's
+// packing of the shared operand once more.
+constexpr int64_t kMinBlock = 16;
+// Depth per block of a split over K (products with few rows and columns and
+// a long K: conv2d's weight gradient).
+constexpr int64_t kMinDepth = 256;
+
+void SingleThreadedBlas() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+template <typename T>
+void Blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  const CBLAS_TRANSPOSE fa = ta ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE fb = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, fa, fb, m, n, k, 1.0f, a, lda, b, ldb, beta, c,
+                ldc);
+  } else {
+    cblas_dgemm(CblasRowMajor, fa, fb, m, n, k, 1.0, a, lda, b, ldb, beta, c,
+                ldc);
+  }
+}
+
+// C's rows (or columns) split over the pool, `parts` blocks.
+template <typename T>
+void SplitRowsOrColumns(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                        const T* a, int64_t lda, const T* b, int64_t ldb,
+                        T beta, T* c, int64_t ldc, int64_t parts) {
+  const bool by_rows = m >= n;
+  const int64_t len = by_rows ? m : n;
+  // Blocks aligned to kMinBlock (whole SIMD vectors of C's columns).
+  const int64_t step = (len / parts + kMinBlock - 1) / kMinBlock * kMinBlock;
+  const int64_t blocks = (len + step - 1) / step;
+  // One block per item; the work per item is beyond the grain, so every
+  // block gets a thread.
+  ParallelFor(blocks, kParallelGrain, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      const int64_t lo = i * step, rows = std::min(len, lo + step) - lo;
+      if (by_rows) {
+        Blas(ta, tb, rows, n, k, a + (ta ? lo : lo * lda), lda, b, ldb, beta,
+             c + lo * ldc, ldc);
+      } else {
+        Blas(ta, tb, m, rows, k, a, lda, b + (tb ? lo * ldb : lo), ldb, beta,
+             c + lo, ldc);
+      }
+    }
+  });
+}
+
+// K split over the pool: block 0 accumulates into C (with beta), the others
+// into m x n partial products added to C afterwards, in block order.
+template <typename T>
+void SplitDepth(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
+                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc,
+                int64_t parts) {
+  const int64_t step = (k + parts - 1) / parts;
+  std::vector<T> partial((parts - 1) * m * n);
+  ParallelFor(parts, kParallelGrain, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      const int64_t lo = i * step, depth = std::min(k, lo + step) - lo;
+      const T* ai = a + (ta ? lo * lda : lo);
+      const T* bi = b + (tb ? lo : lo * ldb);
+      if (i == 0) {
+        Blas(ta, tb, m, n, depth, ai, lda, bi, ldb, beta, c, ldc);
+      } else {
+        Blas(ta, tb, m, n, depth, ai, lda, bi, ldb, T{0},
+             partial.data() + (i - 1) * m * n, n);
+      }
+    }
+  });
+  for (int64_t p = 0; p + 1 < parts; ++p) {
+    const T* src = partial.data() + p * m * n;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] += src[i * n + j];
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  SingleThreadedBlas();
+  const int threads = NumThreads();
+  const int64_t parts = std::min<int64_t>(threads, std::max(m, n) / kMinBlock);
+  const int64_t depth_parts = std::min<int64_t>(threads, k / kMinDepth);
+  if (InParallelRegion() || m * n * k < kWideGemmFlops) {
+    Blas(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  } else if (parts >= threads || (parts > 1 && depth_parts <= parts)) {
+    SplitRowsOrColumns(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, parts);
+  } else if (depth_parts > 1) {
+    SplitDepth(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, depth_parts);
+  } else {
+    Blas(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  }
+}
+
+template void Gemm<float>(bool, bool, int64_t, int64_t, int64_t, const float*,
+                          int64_t, const float*, int64_t, float, float*,
+                          int64_t);
+template void Gemm<double>(bool, bool, int64_t, int64_t, int64_t, const double*,
+                           int64_t, const double*, int64_t, double, double*,
+                           int64_t);
+
+}  // namespace cpu
+}  // namespace tensord
