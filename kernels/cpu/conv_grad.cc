@@ -179,41 +179,16 @@ absl::Status Conv2dBackwardInput(const StridedView& grad,
   });
 }
 
-// Windows that neither overlap nor pad nor dilate and lie inside the input
-// (2x2 stride-2 pooling): each output's taps in one pass, PyTorch's rule
-// written out: a tap wins if it is greater than the best so far or NaN.
-bool DisjointWindows(const Window2d& w, int64_t h, int64_t wd) {
-  return w.sh == w.kh && w.sw == w.kw && w.ph == 0 && w.pw == 0 && w.dh == 1 &&
-         w.dw == 1 && w.oh * w.kh <= h && w.ow * w.kw <= wd;
-}
-
 absl::Status MaxPool2dBackward(const StridedView& grad,
                                const StridedView& input, const Window2d& w,
                                const StridedView& grad_input) {
   const int64_t h = grad_input.sizes[2], wd = grad_input.sizes[3];
   return DispatchFloat(grad.dtype, "max_pool2d_backward", [&](auto tag) {
     using T = decltype(tag);
-    auto disjoint = [&](const T* g, const T* x, T* gi) {
-      for (int64_t i = 0; i < w.oh; ++i) {
-        for (int64_t j = 0; j < w.ow; ++j) {
-          const int64_t corner = i * w.kh * wd + j * w.kw;
-          T best = -std::numeric_limits<T>::infinity();
-          int64_t arg = corner;
-          for (int64_t a = 0; a < w.kh; ++a) {
-            for (int64_t k = 0; k < w.kw; ++k) {
-              const int64_t at = corner + a * wd + k;
-              const T v = x[at];
-              if (v > best || v != v) best = v, arg = at;
-            }
-          }
-          gi[arg] = g[i * w.ow + j];
-        }
-      }
-    };
     // Per output row: the maxima as in the forward, then the index of the
     // first maximal tap (kernel rows in reverse); NaN maxima (rare) take
     // the last NaN, scalar.
-    auto overlapping = [&](const T* g, const T* x, T* gi) {
+    auto plane = [&](const T* g, const T* x, T* gi) {
       std::vector<T> best(w.ow);
       std::vector<int64_t> arg(w.ow);
       for (int64_t i = 0; i < w.oh; ++i) {
@@ -237,12 +212,7 @@ absl::Status MaxPool2dBackward(const StridedView& grad,
         }
       }
     };
-    const int64_t work = w.oh * w.ow * w.kh * w.kw;
-    if (DisjointWindows(w, h, wd)) {
-      ForPlanes<T>(grad, input, grad_input, work, disjoint);
-    } else {
-      ForPlanes<T>(grad, input, grad_input, work, overlapping);
-    }
+    ForPlanes<T>(grad, input, grad_input, w.oh * w.ow * w.kh * w.kw, plane);
   });
 }
 

@@ -136,8 +136,8 @@ TEST(PoolGradTest, MaxGoesToTheLastNaNElseFirstMaximum) {
 
 // Against PyTorch's rule written as a loop over each window's taps in order
 // (a tap wins when greater than the best so far or NaN), on data with ties
-// (values from a small set) and NaNs, for disjoint windows (their own fast
-// path) and overlapping, padded, dilated and ceil-mode ones.
+// (values from a small set) and NaNs, for disjoint windows and overlapping,
+// padded, dilated and ceil-mode ones.
 TEST(PoolGradTest, MaxMatchesTheTapLoopOnTiesAndNaNs) {
   struct Geo {
     int64_t h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;

@@ -312,7 +312,7 @@ def cases() -> List[Case]:
                {"input_size": (6, 8, 16, 16), "padding": (1,)},
                ref=lambda g, w, input_size, padding: torch.nn.grad.conv2d_input(
                    input_size, w, g, padding=padding * 2), rtol=1e-4),
-          # Disjoint windows (their own path), then overlapping ones.
+          # Disjoint windows (2x2 stride 2), then overlapping ones.
           Case("max_pool2d_backward", [R(2, 3, 3, 4), R(2, 3, 7, 9)],
                {"kernel_size": (2,), "stride": (2,)},
                ref=lambda g, x, **k: _pool_grad(F.max_pool2d, g, x, **k)),
