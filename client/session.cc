@@ -181,7 +181,15 @@ absl::Status Session::CheckOpenLocked() const {
   return stream_error_;
 }
 
-uint64_t Session::AllocateHandleLocked() { return next_handle_++; }
+absl::StatusOr<uint64_t> Session::ReserveHandles(int count, HandleMeta* meta) {
+  MutexLock lock(&mu_);
+  absl::Status open = CheckOpenLocked();
+  if (!open.ok()) return open;
+  if (meta != nullptr && meta->device.empty()) meta->device = default_device_;
+  const uint64_t first = next_handle_;
+  next_handle_ += static_cast<uint64_t>(count);
+  return first;
+}
 
 absl::Status Session::Append(v1::Command command,
                              absl::Span<const uint64_t> creates,
@@ -272,15 +280,10 @@ absl::StatusOr<uint64_t> Session::EnqueueCall(
   }
   // Formatted only when bound: once per source line and session.
   const std::string site_text = bind ? site.ToString() : std::string();
+  absl::StatusOr<uint64_t> first = ReserveHandles(num_outputs);
+  if (!first.ok()) return first.status();
   absl::InlinedVector<uint64_t, 4> outputs;
-  {
-    MutexLock lock(&mu_);
-    absl::Status open = CheckOpenLocked();
-    if (!open.ok()) return open;
-    for (int i = 0; i < num_outputs; ++i) {
-      outputs.push_back(AllocateHandleLocked());
-    }
-  }
+  for (int i = 0; i < num_outputs; ++i) outputs.push_back(*first + i);
   // An upper bound of the Call's encoding: tags, lengths and 10-byte varints.
   size_t size = 48 + site_text.size() + 11 * (inputs.size() + outputs.size());
   for (const auto& [name, value] : attrs) {

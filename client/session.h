@@ -314,7 +314,11 @@ class Session {
       absl::FunctionRef<void(Pending&)> init,
       absl::FunctionRef<void(uint64_t, v1::Command*)> fill)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
-  uint64_t AllocateHandleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fails with the session's error when it is closed or broken; otherwise
+  // reserves `count` consecutive handles and returns the first, and fills an
+  // empty meta->device with the session's default device.
+  absl::StatusOr<uint64_t> ReserveHandles(int count, HandleMeta* meta = nullptr)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CheckOpenLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Appends the releases queued by destructors as one Release command.
   void MoveReleasesIntoBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -12,15 +12,11 @@ absl::StatusOr<std::vector<uint64_t>> Session::EnqueueBackward(
     bool retain_graph, bool create_graph, const std::vector<uint64_t>& inputs,
     bool allow_unused, const std::string& site) {
   MutexLock enqueue_lock(&enqueue_mu_);
+  absl::StatusOr<uint64_t> first =
+      ReserveHandles(static_cast<int>(inputs.size()));
+  if (!first.ok()) return first.status();
   std::vector<uint64_t> outputs;
-  {
-    MutexLock lock(&mu_);
-    absl::Status open = CheckOpenLocked();
-    if (!open.ok()) return open;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      outputs.push_back(AllocateHandleLocked());
-    }
-  }
+  for (size_t i = 0; i < inputs.size(); ++i) outputs.push_back(*first + i);
   v1::Command command;
   v1::Backward* b = command.mutable_backward();
   b->mutable_roots()->Add(roots.begin(), roots.end());
@@ -52,13 +48,9 @@ absl::Status Session::EnqueueSetRequiresGrad(uint64_t handle,
 
 absl::StatusOr<uint64_t> Session::EnqueueGetGrad(uint64_t handle) {
   MutexLock enqueue_lock(&enqueue_mu_);
-  uint64_t output;
-  {
-    MutexLock lock(&mu_);
-    absl::Status open = CheckOpenLocked();
-    if (!open.ok()) return open;
-    output = AllocateHandleLocked();
-  }
+  absl::StatusOr<uint64_t> reserved = ReserveHandles(1);
+  if (!reserved.ok()) return reserved.status();
+  const uint64_t output = *reserved;
   v1::Command command;
   command.mutable_get_grad()->set_handle(handle);
   command.mutable_get_grad()->set_output(output);

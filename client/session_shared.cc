@@ -94,13 +94,9 @@ absl::StatusOr<uint64_t> Session::UploadShared(const SharedRange& range,
   uint64_t handle, seq = 0;
   {
     MutexLock enqueue_lock(&enqueue_mu_);
-    {
-      MutexLock lock(&mu_);
-      absl::Status open = CheckOpenLocked();
-      if (!open.ok()) return open;
-      handle = AllocateHandleLocked();
-      if (meta.device.empty()) meta.device = default_device_;
-    }
+    absl::StatusOr<uint64_t> reserved = ReserveHandles(1, &meta);
+    if (!reserved.ok()) return reserved.status();
+    handle = *reserved;
     v1::Command command;
     v1::Put* put = command.mutable_put();
     *put = std::move(first);

@@ -35,13 +35,11 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
   std::optional<MutexLock> shm_lock;
   if (use_shm) shm_lock.emplace(&shm_mu_);
   MutexLock enqueue_lock(&enqueue_mu_);
-  uint64_t handle;
+  absl::StatusOr<uint64_t> reserved = ReserveHandles(1, &meta);
+  if (!reserved.ok()) return reserved.status();
+  const uint64_t handle = *reserved;
   {
     MutexLock lock(&mu_);
-    absl::Status open = CheckOpenLocked();
-    if (!open.ok()) return open;
-    handle = AllocateHandleLocked();
-    if (meta.device.empty()) meta.device = default_device_;
     in_chunked_put_ = true;  // no Release between this upload's chunks
   }
   absl::Status status;

@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
 
   double up = 0, down = 0, shm_up = 0, shm_down = 0;
   double shared_up = 0, shared_down = 0;
-  if (transfer_mib > 0) {
+  if (transfer_mib > 0 && transfer != "none") {
     std::vector<float> host(static_cast<size_t>(transfer_mib) << 18);
     for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i);
     const int transfer_reps = std::max(3, reps / 2);
