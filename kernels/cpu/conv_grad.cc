@@ -16,102 +16,98 @@ namespace tensord {
 namespace cpu {
 namespace {
 
-// Scratch per block of images, in elements: big enough that the GEMMs are
-// large for OpenBLAS, small enough to stay out of the way (16 MiB float32).
-constexpr int64_t kWorkspaceBudget = int64_t{1} << 22;
+// Scratch across the pool's threads, in elements (64 MiB of float32); past
+// it the images go one at a time and the pool splits each image's work.
+constexpr int64_t kWorkspaceBudget = int64_t{1} << 24;
 
 int64_t Rows(const ConvGeometry& g) { return g.c * g.win.kh * g.win.kw; }
 int64_t Cols(const ConvGeometry& g) { return g.win.oh * g.win.ow; }
 
-// Images per block: the workspace (`elems` long) holds the columns
-// [Rows, nb * L] and the gathered grad [o, nb * L].
-int64_t BlockImages(const ConvGeometry& g, int64_t elems) {
-  const int64_t n = std::max<int64_t>(g.n, 1);
-  const int64_t per_image = (Rows(g) + g.o) * Cols(g);
-  if (per_image == 0) return n;
-  return std::clamp<int64_t>(elems / per_image, 1, n);
+// One thread's scratch: an image's columns [Rows, L], then a partial weight
+// gradient [o, Rows / groups].
+int64_t SlotElems(const ConvGeometry& g) {
+  return std::max<int64_t>(
+      1, Rows(g) * Cols(g) + g.o * (Rows(g) / std::max<int64_t>(g.groups, 1)));
 }
 
-// grad of images [n0, n0 + nb) as [o, nb * L] at `gt`: image j's plane of
-// channel oc at row oc, columns [j * L, (j + 1) * L).
-template <typename T>
-void GatherGrad(const T* grad, const ConvGeometry& g, int64_t n0, int64_t nb,
-                T* gt) {
-  const int64_t l = Cols(g);
-  ParallelFor(g.o * nb, l, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const int64_t oc = r / nb, j = r % nb;
-      std::memcpy(gt + (oc * nb + j) * l, grad + ((n0 + j) * g.o + oc) * l,
-                  l * sizeof(T));
-    }
-  });
+// Scratch slots a workspace of `elems` gives: one per thread, or 1.
+int64_t Slots(const ConvGeometry& g, int64_t elems) {
+  return elems / SlotElems(g) >= NumThreads() ? NumThreads() : 1;
 }
 
-// im2col of images [n0, n0 + nb) side by side: [Rows, nb * L] at `col`.
-template <typename T>
-void Columns(const T* input, const ConvGeometry& g, int64_t n0, int64_t nb,
-             T* col) {
-  const int64_t rows = Rows(g), l = Cols(g), ld = nb * l;
-  ParallelFor(rows * nb, l, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const int64_t j = r / rows, row = r % rows;
-      internal::Im2ColRow(input + (n0 + j) * g.c * g.h * g.w, g.h, g.w, g.win,
-                          row, col + row * ld + j * l);
-    }
-  });
-}
-
-template <typename T>
-void WeightGrad(const T* grad, const T* input, const ConvGeometry& g, T* ws,
-                int64_t block, T* gw) {
-  const int64_t og = g.o / g.groups, k = Rows(g) / g.groups, l = Cols(g);
-  if (g.n * l == 0) {
-    std::fill(gw, gw + g.o * k, T{0});
+// one(image, slot scratch) for every image: with a slot per thread the
+// images are split over the pool (each image's im2col, GEMMs and col2im then
+// stay on its thread); with one slot they go in turn and each image's work
+// is split instead.
+template <typename T, typename Fn>
+void ForImages(const ConvGeometry& g, int64_t slots, T* ws, int64_t work,
+               Fn one) {
+  if (slots == 1) {
+    for (int64_t n = 0; n < g.n; ++n) one(n, ws);
     return;
   }
-  for (int64_t n0 = 0; n0 < g.n; n0 += block) {
-    const int64_t nb = std::min(block, g.n - n0), ld = nb * l;
-    T* col = ws;
-    T* gt = ws + Rows(g) * ld;
-    Columns(input, g, n0, nb, col);
-    GatherGrad(grad, g, n0, nb, gt);
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      Gemm<T>(false, true, og, k, ld, gt + grp * og * ld, ld,
-              col + grp * k * ld, ld, n0 == 0 ? T{0} : T{1}, gw + grp * og * k,
-              k);
-    }
+  ParallelForSlots(g.n, work, [&](int slot, int64_t first, int64_t last) {
+    for (int64_t n = first; n < last; ++n) one(n, ws + slot * SlotElems(g));
+  });
+}
+
+// Each image's columns, then per group its grad [og, L] times the columns
+// [kg, L] transposed, added into the slot's partial gradient; the partials
+// are summed in slot order.
+template <typename T>
+void WeightGrad(const T* grad, const T* input, const ConvGeometry& g, T* ws,
+                int64_t slots, T* gw) {
+  const int64_t og = g.o / g.groups, kg = Rows(g) / g.groups, l = Cols(g);
+  const int64_t cols = Rows(g) * l, per = SlotElems(g), size = g.o * kg;
+  for (int64_t s = 0; s < slots; ++s) {
+    std::fill(ws + s * per + cols, ws + s * per + cols + size, T{0});
+  }
+  if (og > 0 && kg > 0 && l > 0) {
+    ForImages(g, slots, ws, size * l, [&](int64_t n, T* slot) {
+      const T* image = input + n * g.c * g.h * g.w;
+      ParallelFor(Rows(g), l, [&](int64_t first, int64_t last) {
+        for (int64_t row = first; row < last; ++row) {
+          internal::Im2ColRow(image, g.h, g.w, g.win, row, slot + row * l);
+        }
+      });
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        Gemm<T>(false, true, og, kg, l, grad + (n * g.o + grp * og) * l, l,
+                slot + grp * kg * l, l, T{1}, slot + cols + grp * og * kg, kg);
+      }
+    });
+  }
+  std::copy(ws + cols, ws + cols + size, gw);
+  for (int64_t s = 1; s < slots; ++s) {
+    const T* part = ws + s * per + cols;
+    for (int64_t i = 0; i < size; ++i) gw[i] += part[i];
   }
 }
 
+// Per image and group: the weight [og, kg] transposed times its grad
+// [og, L] into the columns, scattered back into the image by col2im.
 template <typename T>
 void InputGrad(const T* grad, const T* weight, const ConvGeometry& g, T* ws,
-               int64_t block, T* gi) {
-  const int64_t og = g.o / g.groups, k = Rows(g) / g.groups, l = Cols(g);
+               int64_t slots, T* gi) {
+  const int64_t og = g.o / g.groups, kg = Rows(g) / g.groups, l = Cols(g);
   const int64_t plane = g.h * g.w;
-  if (og == 0 || l == 0) {
+  if (og == 0 || kg == 0 || l == 0) {
     std::fill(gi, gi + g.n * g.c * plane, T{0});
     return;
   }
-  for (int64_t n0 = 0; n0 < g.n; n0 += block) {
-    const int64_t nb = std::min(block, g.n - n0), ld = nb * l;
-    T* col = ws;
-    T* gt = ws + Rows(g) * ld;
-    GatherGrad(grad, g, n0, nb, gt);
+  ForImages(g, slots, ws, Rows(g) * l * og, [&](int64_t n, T* col) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      Gemm<T>(true, false, k, ld, og, weight + grp * og * k, k,
-              gt + grp * og * ld, ld, T{0}, col + grp * k * ld, ld);
+      Gemm<T>(true, false, kg, l, og, weight + grp * og * kg, kg,
+              grad + (n * g.o + grp * og) * l, l, T{0}, col + grp * kg * l, l);
     }
-    ParallelFor(nb * g.c, Rows(g) / std::max<int64_t>(g.c, 1) * l + plane,
-                [&](int64_t b, int64_t e) {
-                  for (int64_t p = b; p < e; ++p) {
-                    const int64_t j = p / g.c, c = p % g.c;
-                    T* dst = gi + ((n0 + j) * g.c + c) * plane;
+    ParallelFor(g.c, Rows(g) / g.c * l + plane,
+                [&](int64_t first, int64_t last) {
+                  for (int64_t c = first; c < last; ++c) {
+                    T* dst = gi + (n * g.c + c) * plane;
                     std::fill(dst, dst + plane, T{0});
-                    internal::Col2ImPlane(col + j * l, ld, g.h, g.w, g.win, c,
-                                          dst);
+                    internal::Col2ImPlane(col, l, g.h, g.w, g.win, c, dst);
                   }
                 });
-  }
+  });
 }
 
 // The flat index of the last NaN among output (row r0, column j)'s taps.
@@ -151,8 +147,8 @@ void ForPlanes(const StridedView& grad, const StridedView& input,
 }  // namespace
 
 int64_t ConvGradWorkspace(const ConvGeometry& g) {
-  return std::max<int64_t>(
-      1, BlockImages(g, kWorkspaceBudget) * (Rows(g) + g.o) * Cols(g));
+  const int64_t per = SlotElems(g);
+  return per * NumThreads() <= kWorkspaceBudget ? per * NumThreads() : per;
 }
 
 absl::Status Conv2dBackwardWeight(const StridedView& grad,
@@ -160,10 +156,13 @@ absl::Status Conv2dBackwardWeight(const StridedView& grad,
                                   const ConvGeometry& g,
                                   const StridedView& workspace,
                                   const StridedView& grad_weight) {
+  if (workspace.numel() < SlotElems(g)) {
+    return absl::InternalError("conv2d_backward_weight: workspace too small");
+  }
   return DispatchFloat(grad.dtype, "conv2d_backward_weight", [&](auto tag) {
     using T = decltype(tag);
     WeightGrad(grad.ptr<const T>(), input.ptr<const T>(), g, workspace.ptr<T>(),
-               BlockImages(g, workspace.numel()), grad_weight.ptr<T>());
+               Slots(g, workspace.numel()), grad_weight.ptr<T>());
   });
 }
 
@@ -172,10 +171,13 @@ absl::Status Conv2dBackwardInput(const StridedView& grad,
                                  const ConvGeometry& g,
                                  const StridedView& workspace,
                                  const StridedView& grad_input) {
+  if (workspace.numel() < SlotElems(g)) {
+    return absl::InternalError("conv2d_backward_input: workspace too small");
+  }
   return DispatchFloat(grad.dtype, "conv2d_backward_input", [&](auto tag) {
     using T = decltype(tag);
     InputGrad(grad.ptr<const T>(), weight.ptr<const T>(), g, workspace.ptr<T>(),
-              BlockImages(g, workspace.numel()), grad_input.ptr<T>());
+              Slots(g, workspace.numel()), grad_input.ptr<T>());
   });
 }
 

@@ -2,12 +2,14 @@
 // data (the kernels behind conv2d_backward_input/weight and
 // *_pool2d_backward).
 //
-// conv2d: the weight gradient is, per group, grad [og, N*L] times the
-// columns of the input [cg*kh*kw, N*L] transposed; the input gradient is the
-// weight [og, cg*kh*kw] transposed times grad, scattered back by col2im. Both
-// work on blocks of images (one GEMM per group and block, split over the
-// intra-op pool: Note [GEMM threads]); the column copies and scatters are
-// split over the pool too. Results do not depend on thread timing.
+// conv2d, image by image as its forward (conv.h): the weight gradient adds,
+// per group, grad [og, L] times the image's columns [cg*kh*kw, L] transposed;
+// the input gradient is the weight [og, cg*kh*kw] transposed times grad,
+// scattered back by col2im. Images are split over the intra-op pool, each
+// thread with its own columns and partial weight gradient (summed in thread
+// order at the end); a workspace with room for one thread only takes the
+// images in turn and splits each image's work over the pool instead. Results
+// do not depend on thread timing.
 #ifndef TENSORD_KERNELS_CPU_CONV_GRAD_H_
 #define TENSORD_KERNELS_CPU_CONV_GRAD_H_
 
@@ -21,9 +23,10 @@
 namespace tensord {
 namespace cpu {
 
-// Elements of scratch (in the data's dtype) for both conv gradients. A
-// smaller workspace works (images are then taken in smaller blocks) as long
-// as it holds one image: (c * kh * kw + o) * oh * ow elements.
+// Elements of scratch (in the data's dtype) for both conv gradients: per
+// thread one image's columns (c * kh * kw * oh * ow) and a weight gradient
+// (o * c/groups * kh * kw), for one thread only when that would pass 64 MiB
+// of float32. A smaller workspace works as long as it holds one thread's.
 int64_t ConvGradWorkspace(const ConvGeometry& g);
 
 // grad_weight [o, c/groups, kh, kw] (overwritten) from grad and input.

@@ -1,7 +1,7 @@
 // conv.h and conv_grad.h against direct loops over every tap, on geometries
 // with stride, padding, dilation and groups, some large enough to split over
-// the pool (4 threads, BUILD), and with workspaces small enough to force
-// several image blocks (gradients) or one image at a time (forward).
+// the pool (4 threads, BUILD), and with workspaces small enough to take one
+// image at a time.
 #include "kernels/cpu/conv.h"
 
 #include <cmath>
@@ -84,8 +84,19 @@ TEST_P(ConvTest, ForwardAndGradientsMatchDirectLoops) {
     for (size_t i = 0; i < y.size(); ++i)
       ASSERT_NEAR(y[i], want_y[i], 1e-9) << i;
   }
-  const int64_t one_image = (t.c * t.kh * t.kw + t.o) * oh * ow;
-  for (int64_t ws_size : {ConvGradWorkspace(g), one_image, 2 * one_image}) {
+  // One thread's scratch (images in turn), two (still in turn: 4 threads),
+  // and a slot per thread (images over the pool).
+  const int64_t slot = t.c * t.kh * t.kw * oh * ow + t.o * cg * t.kh * t.kw;
+  ASSERT_EQ(ConvGradWorkspace(g), 4 * slot);
+  {
+    std::vector<double> small(slot - 1), gi(x.size());
+    EXPECT_FALSE(Conv2dBackwardInput(View(gy, {t.n, t.o, oh, ow}),
+                                     View(wt, {t.o, cg, t.kh, t.kw}), g,
+                                     View(small, {slot - 1}),
+                                     View(gi, {t.n, t.c, t.h, t.w}))
+                     .ok());
+  }
+  for (int64_t ws_size : {slot, 2 * slot, 4 * slot}) {
     SCOPED_TRACE(ws_size);
     std::vector<double> ws(ws_size), gi(x.size(), 9), gw(wt.size(), 9);
     const auto gyv = View(gy, {t.n, t.o, oh, ow});

@@ -307,7 +307,7 @@ def cases() -> List[Case]:
           Case("conv2d_backward_weight", [R(6, 16, 16, 16), R(6, 3, 16, 16)],
                {"weight_size": (16, 3, 3, 3), "padding": (1,)},
                ref=lambda g, x, weight_size, padding: torch.nn.grad.conv2d_weight(
-                   x, weight_size, g, padding=padding * 2), rtol=1e-4),
+                   x, weight_size, g, padding=padding * 2), rtol=5e-4),  # float32 sums of 1536 terms
           Case("conv2d_backward_input", [R(6, 16, 16, 16), R(16, 8, 3, 3)],
                {"input_size": (6, 8, 16, 16), "padding": (1,)},
                ref=lambda g, w, input_size, padding: torch.nn.grad.conv2d_input(
