@@ -1,6 +1,7 @@
-// Multi-pass reductions: var/std (two-pass, double), logsumexp (max-shifted),
-// p-norms and arg-max/min. Each output element gathers its reduced elements
-// in row-major order into a per-thread buffer, then computes its statistic.
+// Multi-pass reductions: var/std (two passes over the data, in double),
+// logsumexp (max-shifted), p-norms and arg-max/min. For the others each
+// output element gathers its reduced elements in row-major order into a
+// per-thread buffer, then computes its statistic.
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -14,19 +15,38 @@ namespace tensord {
 namespace cpu {
 namespace {
 
+// The sum of f(x) over a run of n elements `stride` apart, in double; a
+// unit-stride run with independent lanes so the loop vectorises.
+template <typename In, typename F>
+double LaneSum(const In* p, int64_t n, int64_t stride, F f) {
+  if (stride != 1) {
+    double acc = 0;
+    for (int64_t i = 0; i < n; ++i)
+      acc += f(static_cast<double>(p[i * stride]));
+    return acc;
+  }
+  constexpr int kLanes = 8;
+  double lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      lanes[j] += f(static_cast<double>(p[i + j]));
+    }
+  }
+  double acc = 0;
+  for (; i < n; ++i) acc += f(static_cast<double>(p[i]));
+  for (int j = 0; j < kLanes; ++j) acc += lanes[j];
+  return acc;
+}
+
+// Statistics over a gathered copy (var/std take two passes over the data
+// instead, in ReduceStat).
 double Stat(StatOp op, const std::vector<double>& v, double param) {
   const size_t n = v.size();
   switch (op) {
     case StatOp::kVar:
-    case StatOp::kStd: {
-      double mean = 0;
-      for (double x : v) mean += x;
-      mean /= static_cast<double>(n);
-      double ss = 0;
-      for (double x : v) ss += (x - mean) * (x - mean);
-      const double var = ss / std::max(0.0, static_cast<double>(n) - param);
-      return op == StatOp::kStd ? std::sqrt(var) : var;
-    }
+    case StatOp::kStd:
+      break;
     case StatOp::kLogSumExp: {
       double m = -std::numeric_limits<double>::infinity();
       for (double x : v) m = std::max(m, x);
@@ -91,6 +111,7 @@ absl::Status ReduceStat(StatOp op, const StridedView& in, const bool* reduced,
     }
   }
   const bool is_arg = op == StatOp::kArgMax || op == StatOp::kArgMin;
+  const bool is_var = op == StatOp::kVar || op == StatOp::kStd;
   if (is_arg && red_count == 0 && kept_count > 0) {
     return absl::InvalidArgumentError(
         "argmax/argmin of an empty dimension has no answer");
@@ -103,7 +124,7 @@ absl::Status ReduceStat(StatOp op, const StridedView& in, const bool* reduced,
       using Out = decltype(out_tag);
       Out* o = out.ptr<Out>();
       ParallelFor(kept_count, red_count, [&](int64_t b, int64_t e) {
-        std::vector<double> buf(red_count);
+        std::vector<double> buf(is_var ? 0 : red_count);
         for (int64_t k = b; k < e; ++k) {
           int64_t rem = k, in_off = 0, out_off = 0;
           for (int d = kept - 1; d >= 0; --d) {
@@ -112,24 +133,49 @@ absl::Status ReduceStat(StatOp op, const StridedView& in, const bool* reduced,
             in_off += idx * kept_in[d];
             out_off += idx * kept_out[d];
           }
-          if (red == 0) buf[0] = static_cast<double>(data[in_off]);
-          // Runs along the innermost reduced dim, an odometer over the rest
-          // (same row-major order as before, no division per element).
-          const int64_t run = red > 0 ? red_sizes[red - 1] : 0,
-                        run_stride = red > 0 ? red_strides[red - 1] : 0;
-          int64_t idx[kMaxDims] = {}, off = in_off;
-          for (int64_t r = 0; red > 0 && r < red_count; r += run) {
-            const In* p = data + off;
-            for (int64_t i = 0; i < run; ++i) {
-              buf[r + i] = static_cast<double>(p[i * run_stride]);
+          // Calls fn(first element, length, stride) for the runs along the
+          // innermost reduced dim, an odometer over the rest (row-major
+          // order, no division per element).
+          auto for_each_run = [&](auto fn) {
+            if (red == 0) return fn(data + in_off, int64_t{1}, int64_t{1});
+            const int64_t run = red_sizes[red - 1],
+                          run_stride = red_strides[red - 1];
+            int64_t idx[kMaxDims] = {}, off = in_off;
+            for (int64_t r = 0; r < red_count; r += run) {
+              fn(data + off, run, run_stride);
+              for (int d = red - 2; d >= 0; --d) {
+                off += red_strides[d];
+                if (++idx[d] < red_sizes[d]) break;
+                off -= red_strides[d] * red_sizes[d];
+                idx[d] = 0;
+              }
             }
-            for (int d = red - 2; d >= 0; --d) {
-              off += red_strides[d];
-              if (++idx[d] < red_sizes[d]) break;
-              off -= red_strides[d] * red_sizes[d];
-              idx[d] = 0;
-            }
+          };
+          if (is_var) {
+            // Two passes straight over the data (no gathered copy).
+            double sum = 0, ss = 0;
+            for_each_run([&](const In* p, int64_t run, int64_t stride) {
+              sum += LaneSum(p, run, stride, [](double v) { return v; });
+            });
+            const double n = static_cast<double>(red_count);
+            const double mean = sum / n;
+            for_each_run([&](const In* p, int64_t run, int64_t stride) {
+              ss += LaneSum(p, run, stride, [mean](double v) {
+                return (v - mean) * (v - mean);
+              });
+            });
+            const double var = ss / std::max(0.0, n - param);
+            o[out_off] =
+                static_cast<Out>(op == StatOp::kStd ? std::sqrt(var) : var);
+            continue;
           }
+          int64_t r = 0;
+          for_each_run([&](const In* p, int64_t run, int64_t stride) {
+            for (int64_t i = 0; i < run; ++i) {
+              buf[r + i] = static_cast<double>(p[i * stride]);
+            }
+            r += run;
+          });
           o[out_off] = static_cast<Out>(Stat(op, buf, param));
         }
       });

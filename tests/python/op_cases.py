@@ -161,6 +161,9 @@ def cases() -> List[Case]:
     for op in ["var", "std"]:
         c += [Case(op, [R(3, 4)]), Case(op, [R(3, 4)], {"dim": 1, "unbiased": False}),
               Case(op, [R(2, 3, 4)], {"dim": (0, 2), "keepdim": True}),
+              # Runs long enough for the 8-lane sums, several per output.
+              Case(op, [R(3, 5, 43) * 3 + 1], {"dim": (0, 2)}),
+              Case(op, [R(37, 5)], {"dim": 0}),
               Case(op, [R(3, 4)], {"dim": 0, "correction": 2},
                    ref=lambda x, dim, correction, op=op: getattr(torch, op)(x, dim=dim, correction=correction))]
     c += [Case("norm", [R(3, 4)]), Case("norm", [R(3, 4)], {"p": 1.0, "dim": 1}),
