@@ -5,6 +5,7 @@
 #include "kernels/cpu/gemm.h"
 
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -99,6 +100,22 @@ TEST(GemmTest, MatchesTripleLoopSplitOrNot) {
     }
     Check(false, true, s, 1.0f, /*nested=*/true);
   }
+}
+
+// Several session executors at once: wide products (split over the pool,
+// taking the compute gate in turn) and narrow ones (OpenBLAS on the caller)
+// from 3 threads, each checked against the triple loop.
+TEST(GemmTest, ConcurrentCallersGetTheirOwnProducts) {
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 3; ++c) {
+    callers.emplace_back([c] {
+      for (int round = 0; round < 3; ++round) {
+        Check(c == 1, false, {300, 70, 40}, 1.0f, /*nested=*/false);
+        Check(false, c == 2, {5, 7, 3}, 0.0f, /*nested=*/false);
+      }
+    });
+  }
+  for (auto& caller : callers) caller.join();
 }
 
 }  // namespace
