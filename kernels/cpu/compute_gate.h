@@ -1,8 +1,9 @@
 // Note [CPU compute gate]: every session has its own executor thread, but a
-// CPU kernel that fans out (ParallelFor over the intra-op pool, an OpenBLAS
-// GEMM with its own threads) already uses every core. Two of them at once only
-// oversubscribe the cores: OpenBLAS's threads spin-yield against the pool's,
-// and four training sessions together got ~0.77x of the throughput of one.
+// CPU kernel that fans out (a ParallelFor over the intra-op pool, which is
+// also how a wide GEMM runs: Note [GEMM threads] in gemm.h) already uses every
+// core. Two of them at once only oversubscribe the cores: when GEMMs still ran
+// on OpenBLAS's own threads those spin-yielded against the pool's, and four
+// training sessions together got ~0.77x of the throughput of one.
 // So a wide kernel holds the process-wide gate while it runs. The gate is a
 // ticket lock: waiters enter in arrival order, so sessions alternate fairly.
 // It is re-entrant on one thread (a ParallelFor body that calls a GEMM), and
@@ -32,7 +33,7 @@ class WideKernelScope {
 // Marks the calling thread as inside the gate for good (pool workers).
 void MarkGateWorker();
 
-// m*n*k from which a GEMM counts as wide (OpenBLAS threads it).
+// m*n*k from which a GEMM is split over the pool (gemm.h).
 inline constexpr int64_t kWideGemmFlops = int64_t{1} << 18;
 
 }  // namespace cpu
