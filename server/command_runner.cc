@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/arena.h"
 #include "runtime/autograd/node.h"
@@ -184,7 +185,7 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
         absl::StrCat(op.name, " has ", op.num_outputs, " output(s), but ",
                      call.outputs_size(), " output handle(s) were given")));
   }
-  std::vector<Tensor> inputs;
+  absl::InlinedVector<Tensor, 4> inputs;  // no heap allocation per op
   inputs.reserve(call.inputs_size());
   for (uint64_t id : call.inputs()) {
     std::shared_ptr<const v1::Status> poisoned;

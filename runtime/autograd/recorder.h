@@ -17,14 +17,18 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "runtime/ops/op_def.h"
 
 namespace tensord {
 
 class GraphRecorder : public Recorder {
  public:
-  // The client call site recorded in the nodes made from now on.
-  void set_site(std::string site) { site_ = std::move(site); }
+  // The client call site recorded in the nodes made from now on. Copied into
+  // the string already held (set once per op: no allocation once it fits).
+  void set_site(absl::string_view site) {
+    site_.assign(site.data(), site.size());
+  }
   absl::StatusOr<std::vector<Tensor>> Run(const OpDef& op,
                                           absl::Span<const Tensor> inputs,
                                           const Attrs& attrs,
