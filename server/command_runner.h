@@ -1,8 +1,10 @@
 // Applies a session's commands in order: the heart of the session core.
 //
-// Owns the session's handle table, random generator and options. Runs only on
-// the session's executor thread (thread-compatible); it never blocks on the
-// network except through FrameSink::Send's flow control.
+// Owns the session's handle table, random generator and options.
+// Thread-compatible: it runs on whichever thread holds the session's executor
+// role, one at a time (the executor, or a transport thread running a cheap
+// batch inline: Note [Inline batches]); it never blocks on the network
+// except through FrameSink::Send's flow control.
 #ifndef TENSORD_SERVER_COMMAND_RUNNER_H_
 #define TENSORD_SERVER_COMMAND_RUNNER_H_
 
@@ -47,6 +49,12 @@ class CommandRunner {
   // Runs every command of `batch`, then sends one Ack for it. `arrived_ns`
   // (PhaseClockNs) is when the transport queued it: the profiler's wait.
   void RunBatch(const v1::Batch& batch, uint64_t arrived_ns = 0);
+  // Note [Inline batches] (command_inline.cc): whether `batch` is cheap
+  // enough to run on a transport thread. Reads the handle table: call it
+  // only while holding the executor's role, as for RunBatch.
+  bool CheapToRunInline(const v1::Batch& batch) const;
+  // No batch of more commands is cheap.
+  static constexpr int kInlineMaxCommands = 16;
   // Releases every handle (session end), after sending the data of every
   // download still in flight.
   void ReleaseAll();

@@ -15,6 +15,9 @@ namespace {
 
 // Frames above this many queued bytes make Send wait (download flow control).
 constexpr size_t kMaxQueuedBytes = 64 << 20;
+// Batches run inline only behind fewer queued bytes than this: what a cheap
+// batch sends (a few MiB at most) then fits below kMaxQueuedBytes.
+constexpr size_t kMaxInlineBacklog = 8 << 20;
 
 class SessionReactor;
 
@@ -34,6 +37,11 @@ class StreamSink : public FrameSink {
   void Detach();
   // The session drained its queue: read the next client frame.
   void ResumeReading();
+  // Bytes of frames waiting for their write.
+  size_t queued_bytes() {
+    MutexLock lock(&mu_);
+    return queued_bytes_;
+  }
 
  private:
   // Starts the next write if none is in flight; call without mu_ held.
@@ -103,7 +111,14 @@ class SessionReactor
       return;
     }
     // The batch stays on the frame's arena until it has run.
-    if (session_->Submit(std::move(arena_), in_->mutable_batch())) Read();
+    // Note [Inline batches]: a cheap batch may run right here, its replies
+    // queued behind a short outbound queue only (Send must not block on
+    // this thread, which gRPC needs to finish writes).
+    if (session_->Submit(
+            std::move(arena_), in_->mutable_batch(),
+            /*may_run_inline=*/sink_->queued_bytes() < kMaxInlineBacklog)) {
+      Read();
+    }
     // else: the session's on_drain callback resumes reading.
   }
 

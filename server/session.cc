@@ -57,10 +57,30 @@ bool Session::Submit(v1::Batch batch) {
 }
 
 bool Session::Submit(std::unique_ptr<google::protobuf::Arena> arena,
-                     v1::Batch* batch) {
+                     v1::Batch* batch, bool may_run_inline) {
+  const uint64_t arrived_ns = PhaseClockNs();
+  if (may_run_inline && TryRunInline(batch, arrived_ns)) return true;
   const size_t bytes = arena->SpaceAllocated();
-  return Enqueue(
-      Queued{std::move(arena), batch, nullptr, PhaseClockNs(), bytes});
+  return Enqueue(Queued{std::move(arena), batch, nullptr, arrived_ns, bytes});
+}
+
+bool Session::TryRunInline(v1::Batch* batch, uint64_t arrived_ns) {
+  // Tiny-op streams arrive as long batches: no lock taken for them here.
+  if (batch->commands_size() > CommandRunner::kInlineMaxCommands) return false;
+  {
+    MutexLock lock(&mu_);
+    if (!queue_.empty() || executor_busy_ || inline_running_ || closing_ ||
+        downloads_finished_) {
+      return false;
+    }
+    inline_running_ = true;
+  }
+  // Holding the role: nothing else uses runner_ until it is given back.
+  const bool cheap = runner_.CheapToRunInline(*batch);
+  if (cheap) RunQueued(*batch, arrived_ns);
+  MutexLock lock(&mu_);
+  inline_running_ = false;  // the executor's wait condition reads it
+  return cheap;
 }
 
 bool Session::Enqueue(Queued queued) {
@@ -101,6 +121,16 @@ void Session::WaitDone() {
   mu_.Await(absl::Condition(&done_));
 }
 
+void Session::WaitUntilIdle() {
+  MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](Session* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+        return s->done_ ||
+               (s->queue_.empty() && !s->executor_busy_ && !s->inline_running_);
+      },
+      this));
+}
+
 void Session::ExecutorLoop() {
   while (true) {
     Queued queued;
@@ -108,11 +138,16 @@ void Session::ExecutorLoop() {
     bool run_downloads = false;
     {
       MutexLock lock(&mu_);
+      executor_busy_ = false;
+      // Note [Inline batches]: a batch running inline holds the role.
       mu_.Await(absl::Condition(
           +[](Session* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-            return !s->queue_.empty() || s->closing_ || s->downloads_finished_;
+            return (!s->queue_.empty() || s->closing_ ||
+                    s->downloads_finished_) &&
+                   !s->inline_running_;
           },
           this));
+      executor_busy_ = true;
       run_downloads = downloads_finished_;
       downloads_finished_ = false;
       if (queue_.empty() && !closing_) {
@@ -133,22 +168,7 @@ void Session::ExecutorLoop() {
     if (run_downloads) runner_.RunFinishedDownloads();
     if (queued.batch == nullptr) continue;
     if (drained) drained();  // outside the lock: the transport resumes reading
-    // A resumed client resends what it did not see acknowledged; commands
-    // already applied are dropped here, so nothing runs twice.
-    v1::Batch& batch = *queued.batch;
-    if (batch.received_seq() != 0) outbox_.Confirm(batch.received_seq());
-    const uint64_t applied = applied_seq_.load();
-    auto* commands = batch.mutable_commands();
-    commands->erase(std::remove_if(commands->begin(), commands->end(),
-                                   [applied](const v1::Command& c) {
-                                     return c.seq() <= applied;
-                                   }),
-                    commands->end());
-    if (batch.commands_size() == 0) continue;
-    const uint64_t last = batch.commands(batch.commands_size() - 1).seq();
-    outbox_.SetSeq(last);
-    runner_.RunBatch(batch, queued.arrived_ns);
-    applied_seq_.store(last);
+    RunQueued(*queued.batch, queued.arrived_ns);
   }
   runner_.ReleaseAll();
   absl::Status status;
@@ -162,6 +182,24 @@ void Session::ExecutorLoop() {
   outbox_.End(status);
   MutexLock lock(&mu_);
   done_ = true;
+}
+
+void Session::RunQueued(v1::Batch& batch, uint64_t arrived_ns) {
+  // A resumed client resends what it did not see acknowledged; commands
+  // already applied are dropped here, so nothing runs twice.
+  if (batch.received_seq() != 0) outbox_.Confirm(batch.received_seq());
+  const uint64_t applied = applied_seq_.load();
+  auto* commands = batch.mutable_commands();
+  commands->erase(std::remove_if(commands->begin(), commands->end(),
+                                 [applied](const v1::Command& c) {
+                                   return c.seq() <= applied;
+                                 }),
+                  commands->end());
+  if (batch.commands_size() == 0) return;
+  const uint64_t last = batch.commands(batch.commands_size() - 1).seq();
+  outbox_.SetSeq(last);
+  runner_.RunBatch(batch, arrived_ns);
+  applied_seq_.store(last);
 }
 
 absl::Status Session::Attach(std::shared_ptr<FrameSink> sink,

@@ -57,8 +57,12 @@ class Session {
   bool Submit(v1::Batch batch);
   // The same for a batch parsed on `arena` (the transport parses each frame
   // on its own arena: one allocation instead of one per command and field);
-  // the arena is freed once the batch has run.
-  bool Submit(std::unique_ptr<google::protobuf::Arena> arena, v1::Batch* batch);
+  // the arena is freed once the batch has run. With `may_run_inline` (the
+  // transport's outbound queue is short, so replies cannot block), a cheap
+  // batch reaching an idle executor runs on the calling thread before this
+  // returns (Note [Inline batches], command_inline.cc).
+  bool Submit(std::unique_ptr<google::protobuf::Arena> arena, v1::Batch* batch,
+              bool may_run_inline = false);
   // Runs (on the executor thread) when a full queue has drained to half.
   void SetOnDrain(std::function<void()> on_drain);
   // No more batches: run what is queued, release every handle, end the sink.
@@ -67,6 +71,9 @@ class Session {
   void Kill(absl::Status reason);
   // Blocks until the executor has released everything and ended the sink.
   void WaitDone();
+  // Blocks until nothing is queued and no batch is running (tests: the next
+  // Submit then finds the executor idle, Note [Inline batches]).
+  void WaitUntilIdle();
 
   // Streams (Note [Resume] in session_outbox.h). Attach sends `welcome`,
   // then the replies after `received_seq`; the session counts as attached.
@@ -93,12 +100,18 @@ class Session {
 
  private:
   void ExecutorLoop();
+  // Applies one dequeued batch (skipping commands already applied); the
+  // caller holds the executor's role.
+  void RunQueued(v1::Batch& batch, uint64_t arrived_ns);
+  // Note [Inline batches]: runs `batch` here if the executor is idle,
+  // nothing is queued and the batch is cheap; false otherwise.
+  bool TryRunInline(v1::Batch* batch, uint64_t arrived_ns);
 
   const SessionParams params_;
   const absl::Time created_ = absl::Now();
   SessionOutbox outbox_;
   const std::unique_ptr<ShmRegion> shm_;  // before runner_, which uses it
-  CommandRunner runner_;                  // used by the executor thread only
+  CommandRunner runner_;  // used by the holder of the executor's role only
   std::atomic<uint64_t> applied_seq_{0};
 
   mutable Mutex mu_;
@@ -115,6 +128,11 @@ class Session {
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool paused_ ABSL_GUARDED_BY(mu_) = false;  // transport stopped reading
+  // The executor's role (Note [Inline batches]): the executor thread holds it
+  // while it runs a dequeued batch, a transport thread while it runs one
+  // inline; the runner_ is used only by the holder.
+  bool executor_busy_ ABSL_GUARDED_BY(mu_) = false;
+  bool inline_running_ ABSL_GUARDED_BY(mu_) = false;
   bool detached_ ABSL_GUARDED_BY(mu_) = false;
   // A download finished (Note [Async downloads]): the executor sends it.
   bool downloads_finished_ ABSL_GUARDED_BY(mu_) = false;

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -22,6 +24,7 @@ class RecordingSink : public FrameSink {
   void Send(v1::ServerFrame frame) override {
     MutexLock lock(&mu_);
     frames_.push_back(std::move(frame));
+    senders_.push_back(std::this_thread::get_id());
     cv_.SignalAll();
   }
   void End(absl::Status status) override {
@@ -32,10 +35,15 @@ class RecordingSink : public FrameSink {
   // Waits until a frame matching `pred` arrived; returns it.
   template <typename Pred>
   v1::ServerFrame WaitFor(Pred pred) {
+    return WaitForWithSender(pred).first;
+  }
+  // The same, with the thread that sent the frame.
+  template <typename Pred>
+  std::pair<v1::ServerFrame, std::thread::id> WaitForWithSender(Pred pred) {
     MutexLock lock(&mu_);
     for (size_t i = 0;; cv_.Wait(&mu_)) {
       for (; i < frames_.size(); ++i) {
-        if (pred(frames_[i])) return frames_[i];
+        if (pred(frames_[i])) return {frames_[i], senders_[i]};
       }
     }
   }
@@ -48,6 +56,7 @@ class RecordingSink : public FrameSink {
   Mutex mu_;
   CondVar cv_;
   std::vector<v1::ServerFrame> frames_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread::id> senders_ ABSL_GUARDED_BY(mu_);
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
