@@ -42,6 +42,8 @@ struct SessionParams {
   size_t shm_bytes = 0;
   // Cap on the session's shared buffers (shared_buffers.h); 0: off.
   size_t shared_buffer_bytes = 0;
+  // The user's memory quota per device (Welcome.quota_bytes); 0: none.
+  uint64_t quota_bytes = 0;
 };
 
 class Session {

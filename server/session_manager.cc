@@ -126,6 +126,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   // Quotas are per user: the user's sessions share one allocator account,
   // checked by the allocators before allocating.
   if (user->quota_bytes > 0) {
+    params.quota_bytes = user->quota_bytes;
     const uint64_t account = AccountOf(user->name);
     for (const auto& d : devices_->devices()) {
       d->allocator()->JoinAccount(params.number, account,
@@ -228,6 +229,7 @@ v1::Welcome SessionManager::MakeWelcome(const Session& session) const {
   w.set_max_frame_bytes(kMaxFrameBytes);
   w.set_default_device(devices_->default_device()->name());
   if (session.shm() != nullptr) *w.mutable_shm() = session.shm()->Describe();
+  w.set_quota_bytes(session.params().quota_bytes);
   return w;
 }
 

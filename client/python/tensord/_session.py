@@ -41,7 +41,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 
-from . import _catalog, _errors, _grad, _malloc, _shm
+from . import _catalog, _download_cache, _errors, _grad, _malloc, _shm
 from ._fast import session_call as fast_call
 from ._batch import Batcher, Pending
 from ._connection import PROTOCOL_VERSION, AttemptTimeout, Connection, hello_frame
@@ -71,6 +71,10 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
     ``--resume_grace``. ``resumes`` counts the resumes so far.
 
     ``tune_malloc``: see ``_malloc`` (keeps chunk-sized transfer buffers mapped).
+
+    ``download_cache_bytes``: idle shared buffers kept for big ``numpy()`` results on a
+    same-host session (``_download_cache``; default ``TENSORD_DOWNLOAD_CACHE_MB``, 1024 MiB,
+    or off for a user with a quota; 0: off). ``empty_download_cache()`` frees them.
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, token: Optional[str] = None, *,
@@ -78,7 +82,8 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
                  flush_interval: float = 0.002, max_batch_commands: int = 1024,
                  max_batch_bytes: int = _MiB, credentials: Optional[grpc.ChannelCredentials] = None,
                  shm: Optional[bool] = None, resume: bool = True,
-                 resume_timeout: float = 20.0, tune_malloc: bool = True) -> None:
+                 resume_timeout: float = 20.0, tune_malloc: bool = True,
+                 download_cache_bytes: Optional[int] = None) -> None:
         self.address = address
         self._lock = threading.Lock()
         self._replies = threading.Condition(self._lock)  # receiver → waiters
@@ -181,6 +186,8 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
         self._shm = _shm.Region.open(w.shm) if w.HasField("shm") else None
         if tune_malloc and self._shm is None:  # the stream carries the bytes
             _malloc.keep_transfer_buffers_mapped()
+        self._download_cache = _download_cache.for_session(self, download_cache_bytes,
+                                                           w.quota_bytes)
         self._busy: Optional[int] = None  # thread running a multi-command transfer
 
         self._receiver = threading.Thread(target=self._receive, name="tensord-receiver",

@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _errors, _shm, _wire
+from . import _download_cache, _errors, _shm, _wire
 from ._proto import tensord_pb2 as pb
 
 _ITEMSIZE = {pb.FLOAT32: 4, pb.FLOAT64: 8, pb.FLOAT16: 2, pb.BFLOAT16: 2, pb.INT64: 8,
@@ -159,6 +159,11 @@ class Transfers:
                 with self._lock:
                     self._check_open_locked()
                     return self._get_shared_locked(handle, site, where, nbytes), out
+        if out is None and self._download_cache is not None and nbytes is not None and (
+                nbytes >= _download_cache.MIN_BYTES):
+            got = self._get_cached(handle, site, nbytes)
+            if got is not None:
+                return got
         if self._shm is not None and big:
             with self._lock:
                 self._check_open_locked()
@@ -184,6 +189,31 @@ class Transfers:
                                         f"its metadata says {out.nbytes}", op="get")
         out[:] = np.frombuffer(p.buf, dtype=np.uint8)
         return p.meta, out
+
+    def _get_cached(self, handle: int, site: str, nbytes: int) -> Optional[Tuple[Any, Any]]:
+        """Note [Download cache]: (TensorMeta, uint8 array over a cached shared buffer), or
+        None when no buffer could be had (the caller takes the region's slots)."""
+        cache = self._download_cache
+        buffer = cache.take(nbytes)
+        if buffer is None:
+            return None
+        where = self._find_shared(buffer._address, nbytes)
+        try:
+            if where is None:  # freed meanwhile by empty_download_cache
+                return None
+            with self._lock:
+                self._check_open_locked()
+                meta = self._get_shared_locked(handle, site, where, nbytes)
+        except BaseException:
+            cache.give_back(buffer)
+            raise
+        return meta, cache.lease(buffer, nbytes)
+
+    def empty_download_cache(self) -> None:
+        """Frees the shared buffers kept for big downloads (Note [Download cache]); arrays
+        returned earlier stay valid."""
+        if self._download_cache is not None:
+            self._download_cache.clear()
 
     def peek_nbytes(self, handle: int) -> Optional[int]:
         """The byte size of ``handle`` if its Ack already arrived (no waiting)."""
