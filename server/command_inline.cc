@@ -3,13 +3,13 @@
 // A batch that reaches an idle session usually ends in a sync point (an
 // item(), a small Get, a Sync) that the client is waiting for. Handing it to
 // the executor costs a thread wake-up on the daemon's side of every such
-// round trip (~20 us of the item() latency on a 2-core VM, BENCHMARKS.md), so
-// Session::Submit runs it on the transport's thread instead when the
-// executor is idle and nothing is queued (server/session.cc). Those threads
-// are gRPC's and serve every session, so only batches whose cost is bounded
-// by small sizes run there; the check below is conservative and anything
-// else goes to the executor as before. It reads the handle table, so it runs
-// only while the caller holds the executor's role.
+// round trip (one of ~9 context switches per item() on a 2-core VM,
+// BENCHMARKS.md), so Session::Submit runs it on the transport's thread
+// instead when the executor is idle and nothing is queued
+// (server/session.cc). Those threads are gRPC's and serve every session, so
+// only batches whose work is bounded by small sizes run there; anything else
+// goes to the executor as before. The check reads the handle table, so it
+// runs only while the caller holds the executor's role.
 //
 // Only a batch with a sync point (a Get or a Sync) runs inline: a client
 // waits for it. Others keep the pipeline in which the transport parses the
@@ -17,122 +17,180 @@
 // run of short batches when the client flushes on an idle stream, and lost
 // 15-25% of its throughput when they ran inline).
 //
-// A batch is cheap when it has at most kInlineMaxCommands commands, every one
-// of them a Call, Get, Put of a small tensor, Release, SetOptions, or (on a
-// daemon with only the CPU, where it waits for nothing) a Sync, and:
-//  - the session's default device is the CPU;
-//  - every input of a Call is a CPU tensor of at most kInlineMaxElements
-//    elements, a poisoned or None handle, or an output of an earlier Call of
-//    the batch (itself cheap, so bounded);
-//  - every integer attribute, every list's product of integers and (for a
-//    Call without inputs: a factory such as arange) every float attribute is
-//    at most kInlineMaxElements in magnitude, so an output's size is bounded
-//    by a small power of it (an outer product of two such vectors: 1 Mi
-//    elements, about a millisecond);
-//  - a Get names such a tensor or an output of the batch.
-// Ordering is unchanged: the executor's role is held for the whole batch,
-// and a batch that arrives meanwhile is queued behind it.
+// The bound is checked, not guessed: the batch is dry-run through shape
+// inference (Note [Infer before compute]: pure, no memory touched) on
+// tensors that carry only dtype, shape and device for the handles the batch
+// itself makes. A batch is cheap when it has at most kInlineMaxCommands
+// commands, the session's default device is the CPU, and
+//  - every Call is of a row with `infer` or `view` (composites run other
+//    rows and are not dry-run), every input and every output a CPU tensor of
+//    at most kInlineMaxElements elements, so an op's work is at most about
+//    kInlineMaxElements squared multiply-adds (a millisecond);
+//  - every Get names such a tensor, every Put makes one (64 KiB at most);
+//  - SetOptions does not change the default device; a Sync only on a
+//    daemon with only the CPU, where it waits for nothing.
+// A call that will fail (an unknown handle, bad attributes, a shape error)
+// is cheap: it only poisons its outputs. Replies of a cheap batch total a
+// few hundred KiB, so they never wait for the transport's flow control,
+// which needs gRPC's threads to make progress. Ordering is unchanged: the
+// executor's role is held for the whole batch, and a batch that arrives
+// meanwhile is queued behind it.
 #include <algorithm>
-#include <cmath>
 
-#include "absl/container/inlined_vector.h"
+#include "absl/container/flat_hash_map.h"
+#include "runtime/ops/dispatch.h"
+#include "runtime/ops/op_table.h"
 #include "server/command_runner.h"
+#include "server/proto_convert.h"
 
 namespace tensord {
 namespace {
 
 constexpr int64_t kInlineMaxElements = 1024;
-constexpr int64_t kInlineMaxPutBytes = 64 << 10;
 
-// |v| <= limit, without negating INT64_MIN.
-bool Within(int64_t v, int64_t limit) { return v >= -limit && v <= limit; }
-
-bool SmallAttr(const v1::AttrValue& value, bool factory) {
-  switch (value.value_case()) {
-    case v1::AttrValue::kI:
-      return Within(value.i(), kInlineMaxElements);
-    case v1::AttrValue::kF:
-      return !factory || std::fabs(value.f()) <= kInlineMaxElements;
-    case v1::AttrValue::kInts: {
-      int64_t product = 1;
-      for (int64_t v : value.ints().values()) {
-        if (!Within(v, kInlineMaxElements)) return false;
-        product *= std::max<int64_t>(1, v < 0 ? -v : v);
-        if (product > kInlineMaxElements * kInlineMaxElements) return false;
-      }
-      return true;
-    }
-    case v1::AttrValue::kFloats:
-      if (!factory) return true;
-      for (double v : value.floats().values()) {
-        if (std::fabs(v) > kInlineMaxElements) return false;
-      }
-      return true;
-    default:
-      return true;
+// At most kInlineMaxElements elements (no overflow on hostile sizes).
+bool SmallShape(absl::Span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || d > kInlineMaxElements) return false;
+    n *= d;
+    if (n > kInlineMaxElements) return false;
   }
+  return true;
+}
+
+bool SmallCpu(const Tensor& t) {
+  return t.device()->kind() == DeviceKind::kCpu && SmallShape(t.shape());
 }
 
 }  // namespace
 
-bool CommandRunner::CheapToRunInline(const v1::Batch& batch) const {
+bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
   if (batch.commands_size() > kInlineMaxCommands) return false;
   if (default_device_->kind() != DeviceKind::kCpu) return false;
-  absl::InlinedVector<uint64_t, kInlineMaxCommands> fresh;  // Call outputs
-  auto small_handle = [&](uint64_t id) {
-    if (std::find(fresh.begin(), fresh.end(), id) != fresh.end()) return true;
+  // Handles the batch makes: a tensor with no bytes of its own but the
+  // dtype, shape and device the real one will have (undefined: it will be
+  // poisoned). Built only for inference, never read.
+  absl::flat_hash_map<uint64_t, Tensor> fresh;
+  absl::StatusOr<std::shared_ptr<Storage>> no_bytes;
+  auto spec_tensor = [&](DType dtype, const Shape& shape, Device* device) {
+    if (!no_bytes.ok() || *no_bytes == nullptr ||
+        (*no_bytes)->device() != device) {
+      no_bytes = Storage::Allocate(device, 0, {});
+    }
+    if (!no_bytes.ok()) return Tensor();
+    return Tensor(*no_bytes, dtype, shape, ContiguousStrides(shape), 0);
+  };
+  // An input or Get target: 1 small (or will fail: cheap), 0 too big.
+  auto find = [&](uint64_t id, Tensor* t) {
+    auto it = fresh.find(id);
+    if (it != fresh.end()) {
+      *t = it->second;
+      return true;
+    }
     auto entry = handles_.Find(id);
     if (!entry.ok() || (*entry)->poisoned() || (*entry)->is_none()) {
-      return true;  // an error to report, no work
+      *t = Tensor();
+      return true;
     }
-    const Tensor& t = (*entry)->tensor;
-    return t.device()->kind() == DeviceKind::kCpu &&
-           t.numel() <= kInlineMaxElements;
+    *t = (*entry)->tensor;
+    return SmallCpu(*t);
+  };
+  // The outputs of `call`, dry-run; false when one is too big.
+  auto dry_run = [&](const v1::Call& call) {
+    const auto& table = OpTable();
+    if (call.op_id() >= table.size()) return true;  // fails: cheap
+    const OpDef& op = table[call.op_id()];
+    if (op.infer == nullptr && op.view == nullptr) return false;
+    std::vector<Tensor> inputs;
+    bool fails = false;
+    for (uint64_t id : call.inputs()) {
+      Tensor t;
+      if (!find(id, &t)) return false;
+      fails |= !t.defined();
+      inputs.push_back(std::move(t));
+    }
+    const int n = static_cast<int>(inputs.size());
+    fails |= n < op.min_inputs || (op.max_inputs >= 0 && n > op.max_inputs);
+    std::map<std::string, AttrValue> given;
+    if (!fails && call.attrs_size() > 0) {
+      auto parsed = AttrsFromProto(call.attrs());
+      fails = !parsed.ok();
+      if (!fails) given = *std::move(parsed);
+    }
+    Attrs storage;
+    absl::StatusOr<const Attrs*> attrs = nullptr;
+    if (!fails) {
+      attrs = CallAttrs(op, std::move(given), &storage);
+      fails = !attrs.ok();
+    }
+    std::vector<Tensor> outputs;
+    if (!fails && op.infer != nullptr) {
+      // Inference fails the same way on the real tensors: the call poisons.
+      auto specs = op.infer(inputs, **attrs, MakeContext());
+      fails = !specs.ok();
+      for (const TensorSpec& s : fails ? std::vector<TensorSpec>() : *specs) {
+        if (s.device == nullptr || s.device->kind() != DeviceKind::kCpu ||
+            !SmallShape(s.shape)) {
+          return false;
+        }
+        outputs.push_back(spec_tensor(s.dtype, s.shape, s.device));
+      }
+    } else if (!fails) {
+      // A view of a tensor with no bytes may be refused where the real one
+      // is not: only a view that could be built counts.
+      auto views = op.view(inputs, **attrs, MakeContext());
+      if (!views.ok()) return false;
+      outputs = *std::move(views);
+    }
+    for (const Tensor& t : outputs) {
+      if (t.defined() && !SmallCpu(t)) return false;
+    }
+    for (int i = 0; i < call.outputs_size(); ++i) {
+      fresh[call.outputs(i)] = !fails && i < static_cast<int>(outputs.size())
+                                   ? outputs[i]
+                                   : Tensor();
+    }
+    return true;
   };
   bool sync_point = false;
   for (const v1::Command& cmd : batch.commands()) {
     sync_point |= cmd.has_get() || cmd.has_sync();
     switch (cmd.kind_case()) {
-      case v1::Command::kCall: {
-        const v1::Call& call = cmd.call();
-        for (uint64_t id : call.inputs()) {
-          if (!small_handle(id)) return false;
-        }
-        const bool factory = call.inputs_size() == 0;
-        for (const auto& [name, value] : call.attrs()) {
-          if (!SmallAttr(value, factory)) return false;
-        }
-        for (uint64_t id : call.outputs()) {
-          if (fresh.size() == fresh.capacity()) return false;
-          fresh.push_back(id);
-        }
+      case v1::Command::kCall:
+        if (!dry_run(cmd.call())) return false;
+        break;
+      case v1::Command::kGet: {
+        Tensor t;
+        if (cmd.get().shm() || !find(cmd.get().handle(), &t)) return false;
         break;
       }
-      case v1::Command::kGet:
-        if (cmd.get().shm() || !small_handle(cmd.get().handle())) {
-          return false;
-        }
-        break;
       case v1::Command::kPut: {
-        // The first chunk allocates the whole tensor: bound its shape.
         const v1::Put& put = cmd.put();
-        int64_t numel = 1;
-        for (int64_t s : put.shape()) {
-          if (s < 0 || s > kInlineMaxPutBytes) return false;
-          numel *= s;
-          if (numel > kInlineMaxPutBytes) return false;
-        }
-        if (put.shm() ||
-            static_cast<int64_t>(put.data().size()) > kInlineMaxPutBytes) {
+        if (put.shm()) return false;
+        if (!SmallShape(put.shape())) return false;
+        const Shape shape(put.shape().begin(), put.shape().end());
+        Device* device = put.device().empty()
+                             ? default_device_
+                             : config_.devices->Find(put.device());
+        if (device != nullptr && device->kind() != DeviceKind::kCpu) {
           return false;
+        }
+        if (!fresh.contains(put.handle())) {  // its first chunk
+          fresh[put.handle()] =
+              device == nullptr || !v1::DType_IsValid(put.dtype())
+                  ? Tensor()  // refused: the handle is poisoned
+                  : spec_tensor(static_cast<DType>(put.dtype()), shape, device);
         }
         break;
       }
       case v1::Command::kSync:
         if (config_.devices->devices().size() != 1) return false;
         break;
-      case v1::Command::kRelease:
       case v1::Command::kOptions:
+        if (cmd.options().has_default_device()) return false;
+        break;
+      case v1::Command::kRelease:
         break;
       default:
         return false;

@@ -52,7 +52,7 @@ class CommandRunner {
   // Note [Inline batches] (command_inline.cc): whether `batch` is cheap
   // enough to run on a transport thread. Reads the handle table: call it
   // only while holding the executor's role, as for RunBatch.
-  bool CheapToRunInline(const v1::Batch& batch) const;
+  bool CheapToRunInline(const v1::Batch& batch);
   // No batch of more commands is cheap.
   static constexpr int kInlineMaxCommands = 16;
   // Releases every handle (session end), after sending the data of every

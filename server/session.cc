@@ -47,7 +47,8 @@ Session::~Session() {
   }
 }
 
-bool Session::Submit(v1::Batch batch) {
+bool Session::Submit(v1::Batch batch, bool may_run_inline) {
+  if (may_run_inline && TryRunInline(&batch, PhaseClockNs())) return true;
   auto owned = std::make_unique<v1::Batch>(std::move(batch));
   v1::Batch* raw = owned.get();
   // Its wire size: Submit without an arena is the tests' path (and

@@ -56,7 +56,8 @@ class Session {
 
   // Queues a batch; returns false when the queue is now over its bound, in
   // which case the caller should pause reading until `on_drain` runs.
-  bool Submit(v1::Batch batch);
+  // `may_run_inline` as below.
+  bool Submit(v1::Batch batch, bool may_run_inline = false);
   // The same for a batch parsed on `arena` (the transport parses each frame
   // on its own arena: one allocation instead of one per command and field);
   // the arena is freed once the batch has run. With `may_run_inline` (the
