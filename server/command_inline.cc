@@ -26,7 +26,9 @@
 //    rows and are not dry-run), every input and every output a CPU tensor of
 //    at most kInlineMaxElements elements, so an op's work is at most about
 //    kInlineMaxElements squared multiply-adds (a millisecond);
-//  - every Get names such a tensor, every Put makes one (64 KiB at most);
+//  - every Get names such a tensor, every Put makes one (8 KiB at most),
+//    through the stream or a shared-memory region alike (a client that does
+//    not know a result's size yet asks for it through the region);
 //  - SetOptions does not change the default device; a Sync only on a
 //    daemon with only the CPU, where it waits for nothing.
 // A call that will fail (an unknown handle, bad attributes, a shape error)
@@ -162,12 +164,11 @@ bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
         break;
       case v1::Command::kGet: {
         Tensor t;
-        if (cmd.get().shm() || !find(cmd.get().handle(), &t)) return false;
+        if (!find(cmd.get().handle(), &t)) return false;
         break;
       }
       case v1::Command::kPut: {
         const v1::Put& put = cmd.put();
-        if (put.shm()) return false;
         if (!SmallShape(put.shape())) return false;
         const Shape shape(put.shape().begin(), put.shape().end());
         Device* device = put.device().empty()
