@@ -117,6 +117,22 @@ def test_idle_bytes_stay_under_the_cap_and_empty_frees_them(daemon: str, gets: l
         assert np.array_equal(got, values[0])
 
 
+def test_the_cache_leaves_buffers_for_the_program(daemon: str, gets: list,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_download_cache, "MAX_BUFFERS", 2)
+    with td.connect(daemon, shm=True) as s:
+        x = _random(BIG // 4, 8)
+        t = _known(td.tensor(x))
+        kept = [t.numpy() for _ in range(3)]  # the third one takes the slots
+        assert len(gets) == 2 and all(np.array_equal(k, x) for k in kept)
+        mine = [td.empty_shared(1 << 18) for _ in range(3)]  # the program's own still fit
+        assert all(m.base._owner.is_shared for m in mine)
+        del kept
+        again = t.numpy()  # an idle buffer serves it
+        assert len(gets) == 3 and np.array_equal(again, x)
+        assert s._download_cache._owned == 2
+
+
 def test_turned_off(daemon: str, gets: list, monkeypatch: pytest.MonkeyPatch) -> None:
     with td.connect(daemon, shm=True, download_cache_bytes=0) as s:
         x = _random(BIG // 4, 5)

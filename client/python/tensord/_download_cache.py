@@ -24,6 +24,9 @@ Rules:
   cache off), the oldest freed first. When the daemon refuses a new buffer (over quota or its
   caps), the idle ones are freed and it is asked again; a second refusal makes that download
   take the region's slots as before. ``Session.empty_download_cache()`` frees them on demand.
+- The daemon allows a session 64 shared buffers (and `--shared_buffer_bytes` of them); the
+  cache owns at most ``MAX_BUFFERS`` (idle or shown by arrays), so that the program's own
+  ``empty_shared`` keeps room: past that, downloads take the region's slots.
 - Leases end in finalizers (any thread, any time): they only append to a deque; the cache
   takes returned buffers back, and trims, on the next ``take``.
 """
@@ -40,6 +43,7 @@ import numpy as np
 from . import _errors
 
 MIN_BYTES = 1 << 20
+MAX_BUFFERS = 32
 _MIN_CLASS = 2 << 20
 
 
@@ -90,6 +94,7 @@ class DownloadCache:
         self._idle: List[Any] = []  # SharedBuffers no array shows, oldest first
         self._idle_bytes = 0
         self._returned: "collections.deque[Any]" = collections.deque()
+        self._owned = 0  # buffers made and not freed: idle or shown by arrays
 
     def take(self, nbytes: int) -> Optional[Any]:
         """A shared buffer of at least ``nbytes`` that no array shows, or None (no shared
@@ -106,18 +111,23 @@ class DownloadCache:
                 b = self._idle.pop(best)
                 self._idle_bytes -= b.nbytes
                 return b
+            if self._owned >= MAX_BUFFERS:
+                return None
+            self._owned += 1  # claimed before the round trip (other threads)
         from ._shared import SharedBuffer  # _shared imports the session's modules
         for attempt in range(2):
             try:
                 b = SharedBuffer(want, self._session)
             except _errors.OutOfMemoryError:
-                if attempt == 1:
-                    return None
-                self.clear()
-                continue
-            if not b.is_shared:
-                return None
-            return b
+                if attempt == 0:
+                    self.clear()
+                    continue
+                b = None
+            if b is not None and b.is_shared:
+                return b
+            with self._lock:
+                self._owned -= 1
+            return None
         return None
 
     def lease(self, buffer: Any, nbytes: int) -> np.ndarray:
@@ -134,6 +144,7 @@ class DownloadCache:
         with self._lock:
             self._absorb_returned_locked()
             idle, self._idle, self._idle_bytes = self._idle, [], 0
+            self._owned -= len(idle)
         for b in idle:
             b.free()
 
@@ -148,8 +159,11 @@ class DownloadCache:
             if b.is_shared:
                 self._idle.append(b)
                 self._idle_bytes += b.nbytes
+            else:  # freed meanwhile (the session ended)
+                self._owned -= 1
         while self._idle_bytes > self._max_idle and self._idle:
             old = self._idle.pop(0)
             self._idle_bytes -= old.nbytes
+            self._owned -= 1
             old._freed = True  # released with the next batch (no lock taken here)
             self._session._free_shared(old.region, from_finalizer=True)
