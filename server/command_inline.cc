@@ -67,8 +67,15 @@ bool SmallCpu(const Tensor& t) {
 
 }  // namespace
 
+bool CommandRunner::HasSyncPoint(const v1::Batch& batch) {
+  return std::any_of(
+      batch.commands().begin(), batch.commands().end(),
+      [](const v1::Command& c) { return c.has_get() || c.has_sync(); });
+}
+
 bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
   if (batch.commands_size() > kInlineMaxCommands) return false;
+  if (!HasSyncPoint(batch)) return false;
   if (default_device_->kind() != DeviceKind::kCpu) return false;
   // Handles the batch makes: a tensor with no bytes of its own but the
   // dtype, shape and device the real one will have (undefined: it will be
@@ -155,9 +162,7 @@ bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
     }
     return true;
   };
-  bool sync_point = false;
   for (const v1::Command& cmd : batch.commands()) {
-    sync_point |= cmd.has_get() || cmd.has_sync();
     switch (cmd.kind_case()) {
       case v1::Command::kCall:
         if (!dry_run(cmd.call())) return false;
@@ -197,7 +202,7 @@ bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
         return false;
     }
   }
-  return sync_point;
+  return true;
 }
 
 }  // namespace tensord

@@ -53,8 +53,9 @@ class CommandRunner {
   // enough to run on a transport thread. Reads the handle table: call it
   // only while holding the executor's role, as for RunBatch.
   bool CheapToRunInline(const v1::Batch& batch);
-  // No batch of more commands is cheap.
+  // No batch of more commands is cheap, nor one without a Get or Sync.
   static constexpr int kInlineMaxCommands = 16;
+  static bool HasSyncPoint(const v1::Batch& batch);
   // Releases every handle (session end), after sending the data of every
   // download still in flight.
   void ReleaseAll();

@@ -16,7 +16,7 @@ namespace {
 // Frames above this many queued bytes make Send wait (download flow control).
 constexpr size_t kMaxQueuedBytes = 64 << 20;
 // Batches run inline only behind fewer queued bytes than this: what a cheap
-// batch sends (a few MiB at most) then fits below kMaxQueuedBytes.
+// batch sends (a few hundred KiB at most) then fits below kMaxQueuedBytes.
 constexpr size_t kMaxInlineBacklog = 8 << 20;
 
 class SessionReactor;

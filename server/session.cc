@@ -66,8 +66,12 @@ bool Session::Submit(std::unique_ptr<google::protobuf::Arena> arena,
 }
 
 bool Session::TryRunInline(v1::Batch* batch, uint64_t arrived_ns) {
-  // Tiny-op streams arrive as long batches: no lock taken for them here.
-  if (batch->commands_size() > CommandRunner::kInlineMaxCommands) return false;
+  // Tiny-op streams arrive as batches no client waits for: no lock taken for
+  // them here.
+  if (batch->commands_size() > CommandRunner::kInlineMaxCommands ||
+      !CommandRunner::HasSyncPoint(*batch)) {
+    return false;
+  }
   {
     MutexLock lock(&mu_);
     if (!queue_.empty() || executor_busy_ || inline_running_ || closing_ ||
