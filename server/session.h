@@ -2,7 +2,10 @@
 //
 // The transport submits batches without blocking; the session's own thread
 // applies them in order through its CommandRunner and sends replies to the
-// FrameSink. When the queue is deeper than `max_queued_batches`, or its
+// FrameSink. The one exception: a cheap batch with a sync point that finds
+// the session idle runs on the submitting thread before Submit returns, in
+// the same order (Note [Inline batches], command_inline.cc; the caller says
+// whether it may). When the queue is deeper than `max_queued_batches`, or its
 // parsed batches hold more than `max_queued_bytes`, the transport stops
 // reading from the client until OnDrain fires (backpressure instead of
 // unbounded memory). Thread-safe: Submit/Close/Kill/Info may be
