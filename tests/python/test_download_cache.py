@@ -1,7 +1,8 @@
 """The download cache (Note [Download cache], ``tensord/_download_cache.py``) against the real
 daemon: big ``numpy()`` results of a same-host session arrive in cached shared buffers, a
 buffer is reused only once no array shows it, the idle bytes stay under the cap, the daemon's
-refusals fall back to the region's slots, and values are always the tensor's."""
+refusals fall back to the region's slots, and values are always the tensor's. Results whose
+size is not known yet take the region's slots."""
 
 from __future__ import annotations
 
@@ -131,6 +132,36 @@ def test_the_cache_leaves_buffers_for_the_program(daemon: str, gets: list,
         again = t.numpy()  # an idle buffer serves it
         assert len(gets) == 3 and np.array_equal(again, x)
         assert s._download_cache._owned == 2
+
+
+def test_sizes_not_known_yet_take_the_slots(daemon: str, gets: list,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A result whose Ack has not arrived: ``numpy()`` asks through the region's slots and
+    learns the size from the first answer (several slots for a big one); ``item()`` keeps the
+    stream; an error arrives as the op's."""
+    from tensord import _shm
+    totals = []
+    real = _shm.download
+
+    def spy(s, handle, total, site, out=None):
+        totals.append(total)
+        return real(s, handle, total, site, out)
+
+    monkeypatch.setattr(_shm, "download", spy)
+    # No timer flush: an op's Ack cannot arrive before the numpy() that sends it.
+    with td.connect(daemon, shm=True, flush_interval=600.0) as s:
+        slot = s._shm.slot_bytes
+        x = _random(slot // 4 + 12345, 9)  # more than one slot
+        t = _known(td.tensor(x))
+        for make, want in ((lambda: t * 2, x * 2), (lambda: t[:7] + 1, x[:7] + 1),
+                           (lambda: t[:0] * 1, x[:0])):
+            got = make().numpy()  # no Ack yet: size unknown
+            assert got.dtype == np.float32 and np.array_equal(got, want)
+        assert totals == [None, None, None] and gets == []
+        assert (t[:1] * 3).item() == pytest.approx(float(x[0]) * 3, rel=1e-6)
+        assert len(totals) == 3  # item() took the stream
+        with pytest.raises(td.Error, match="matmul"):
+            td.matmul(t, td.tensor(np.ones((3, 3), np.float32))).numpy()
 
 
 def test_turned_off(daemon: str, gets: list, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -123,13 +123,14 @@ def upload(s: Any, raw: np.ndarray, pb_put_fields: Any) -> int:
             return seq
 
 
-def download(s: Any, handle: int, total: int, site: str,
+def download(s: Any, handle: int, total: Optional[int], site: str,
              out: Optional[np.ndarray] = None) -> Any:
     """Downloads ``total`` bytes of ``handle`` through the region with up to ``SLOTS`` ranged
     Gets in flight, into ``out`` (uint8, ``total`` bytes) or a new array; lock held,
-    ``s._busy`` set. Returns (TensorMeta, the uint8 array); raises the handle's error."""
+    ``s._busy`` set. Returns (TensorMeta, the uint8 array); raises the handle's error.
+    ``total`` None: not known yet; the first answer (one slot) tells it."""
     r: Region = s._shm
-    if out is None:
+    if out is None and total is not None:
         out = np.empty(total, dtype=np.uint8)
     inflight: List[Any] = []  # (rid, pending, slot, byte_offset)
     next_offset = 0
@@ -155,6 +156,9 @@ def download(s: Any, handle: int, total: int, site: str,
             raise _errors.fresh(p.error)
         if meta is None:
             meta = p.meta
+        if total is None:  # the first answer: now the size is known
+            total = p.total
+            out = np.empty(total, dtype=np.uint8)
         if p.total != total:
             raise ProtocolError(f"the daemon says handle {handle} holds {p.total} bytes, its "
                                 f"metadata says {total}", op="get")

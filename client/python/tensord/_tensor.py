@@ -354,11 +354,11 @@ class Tensor(TensorMethods, AutogradMethods):
 
     # --------------------------------------------------------------- values
 
-    def _download(self) -> Tuple[np.ndarray, _Meta]:
+    def _download(self, maybe_big: bool = True) -> Tuple[np.ndarray, _Meta]:
         info = self._info
         nbytes = (info.shape.numel() * info.dtype.itemsize if info is not None and info.dtype
                   and info.error is None else self._session.peek_nbytes(self._handle))
-        meta_pb, buf = self._session.get(self._handle, call_site(), nbytes)
+        meta_pb, buf = self._session.get(self._handle, call_site(), nbytes, None, maybe_big)
         info = _meta_from_proto(meta_pb) if meta_pb is not None else self._meta()
         if self._info is None:
             self._info = info
@@ -393,7 +393,7 @@ class Tensor(TensorMethods, AutogradMethods):
 
     def item(self) -> Number:
         """The value of a one-element tensor as a Python number."""
-        a = self.numpy()
+        a = self._download(maybe_big=False)[0]  # one element: the stream
         if a.size != 1:
             raise ValueError(f"a Tensor with {a.size} elements cannot be converted to Scalar")
         return a.reshape(-1)[0].item()

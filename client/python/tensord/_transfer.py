@@ -147,12 +147,20 @@ class Transfers:
         return inflight_bytes
 
     def get(self, handle: int, site: str, nbytes: Optional[int] = None,
-            out: Optional[np.ndarray] = None) -> Tuple[Any, Any]:
+            out: Optional[np.ndarray] = None, maybe_big: bool = False) -> Tuple[Any, Any]:
         """Downloads a handle's values: (TensorMeta, little-endian bytes). Raises its error.
         ``nbytes`` (when the caller knows the size) lets big tensors use shared memory.
         ``out`` (a C-contiguous uint8 array of ``nbytes``, which must then be given) receives
-        the bytes and is returned in their place; in a shared buffer, that is the one copy."""
+        the bytes and is returned in their place; in a shared buffer, that is the one copy.
+        ``maybe_big``: a size not known yet may be large (``numpy()``, not ``item()``), so on a
+        same-host session it is asked for through the region's slots, which learn the size
+        from the first answer, rather than on the stream."""
         big = nbytes is not None and nbytes >= _shm.MIN_BYTES
+        if nbytes is None and maybe_big and out is None and self._shm is not None:
+            with self._lock:
+                self._check_open_locked()
+                return self._exclusive_locked(
+                    lambda: _shm.download(self, handle, None, site))
         if out is not None and big and self._shared_ranges:
             where = self._find_shared(out.ctypes.data, nbytes)
             if where is not None:
