@@ -183,10 +183,11 @@ bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
           return false;
         }
         if (!fresh.contains(put.handle())) {  // its first chunk
-          fresh[put.handle()] =
-              device == nullptr || !v1::DType_IsValid(put.dtype())
-                  ? Tensor()  // refused: the handle is poisoned
-                  : spec_tensor(static_cast<DType>(put.dtype()), shape, device);
+          // As RunPut reads it; a refused Put poisons its handle.
+          const absl::StatusOr<DType> dtype = DTypeFromWire(put.dtype());
+          fresh[put.handle()] = device == nullptr || !dtype.ok()
+                                    ? Tensor()
+                                    : spec_tensor(*dtype, shape, device);
         }
         break;
       }
