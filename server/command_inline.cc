@@ -105,60 +105,53 @@ bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
     *t = (*entry)->tensor;
     return SmallCpu(*t);
   };
-  // The outputs of `call`, dry-run; false when one is too big.
+  // The outputs of `call`, dry-run; false when one is too big. A call that
+  // will fail is cheap: its outputs will be poisoned (undefined here).
   auto dry_run = [&](const v1::Call& call) {
+    auto poisoned = [&] {
+      for (uint64_t id : call.outputs()) fresh[id] = Tensor();
+      return true;
+    };
     const auto& table = OpTable();
-    if (call.op_id() >= table.size()) return true;  // fails: cheap
+    if (call.op_id() >= table.size()) return poisoned();
     const OpDef& op = table[call.op_id()];
     if (op.infer == nullptr && op.view == nullptr) return false;
     std::vector<Tensor> inputs;
-    bool fails = false;
     for (uint64_t id : call.inputs()) {
       Tensor t;
       if (!find(id, &t)) return false;
-      fails |= !t.defined();
+      if (!t.defined()) return poisoned();
       inputs.push_back(std::move(t));
     }
-    const int n = static_cast<int>(inputs.size());
-    fails |= n < op.min_inputs || (op.max_inputs >= 0 && n > op.max_inputs);
-    std::map<std::string, AttrValue> given;
-    if (!fails && call.attrs_size() > 0) {
-      auto parsed = AttrsFromProto(call.attrs());
-      fails = !parsed.ok();
-      if (!fails) given = *std::move(parsed);
-    }
+    if (!CheckArity(op, inputs.size()).ok()) return poisoned();
     Attrs storage;
-    absl::StatusOr<const Attrs*> attrs = nullptr;
-    if (!fails) {
-      attrs = CallAttrs(op, std::move(given), &storage);
-      fails = !attrs.ok();
-    }
+    auto attrs = CallAttrsFromProto(op, call.attrs(), &storage);
+    if (!attrs.ok()) return poisoned();
     std::vector<Tensor> outputs;
-    if (!fails && op.infer != nullptr) {
+    if (op.infer != nullptr) {
       // Inference fails the same way on the real tensors: the call poisons.
       auto specs = op.infer(inputs, **attrs, MakeContext());
-      fails = !specs.ok();
-      for (const TensorSpec& s : fails ? std::vector<TensorSpec>() : *specs) {
+      if (!specs.ok()) return poisoned();
+      for (const TensorSpec& s : *specs) {
         if (s.device == nullptr || s.device->kind() != DeviceKind::kCpu ||
             !SmallShape(s.shape)) {
           return false;
         }
         outputs.push_back(spec_tensor(s.dtype, s.shape, s.device));
       }
-    } else if (!fails) {
+    } else {
       // A view of a tensor with no bytes may be refused where the real one
       // is not: only a view that could be built counts.
       auto views = op.view(inputs, **attrs, MakeContext());
       if (!views.ok()) return false;
       outputs = *std::move(views);
-    }
-    for (const Tensor& t : outputs) {
-      if (t.defined() && !SmallCpu(t)) return false;
+      for (const Tensor& t : outputs) {
+        if (!SmallCpu(t)) return false;
+      }
     }
     for (int i = 0; i < call.outputs_size(); ++i) {
-      fresh[call.outputs(i)] = !fails && i < static_cast<int>(outputs.size())
-                                   ? outputs[i]
-                                   : Tensor();
+      fresh[call.outputs(i)] =
+          i < static_cast<int>(outputs.size()) ? outputs[i] : Tensor();
     }
     return true;
   };

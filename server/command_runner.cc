@@ -194,14 +194,8 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
     if (!t.ok()) return fail_with(t.status());
     inputs.push_back(*std::move(t));
   }
-  std::map<std::string, AttrValue> given;
-  if (call.attrs_size() > 0) {
-    auto parsed = AttrsFromProto(call.attrs());
-    if (!parsed.ok()) return fail_with(parsed.status());
-    given = *std::move(parsed);
-  }
   Attrs storage;
-  auto attrs = CallAttrs(op, std::move(given), &storage);
+  auto attrs = CallAttrsFromProto(op, call.attrs(), &storage);
   if (!attrs.ok()) return fail_with(attrs.status());
   OpContext ctx = MakeContext();
   if (grad_enabled_) {

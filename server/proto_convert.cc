@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "runtime/ops/dispatch.h"
 
 namespace tensord {
 namespace {
@@ -70,6 +71,19 @@ absl::StatusOr<std::map<std::string, AttrValue>> AttrsFromProto(
     }
   }
   return out;
+}
+
+absl::StatusOr<const Attrs*> CallAttrsFromProto(
+    const OpDef& op,
+    const google::protobuf::Map<std::string, v1::AttrValue>& attrs,
+    Attrs* storage) {
+  std::map<std::string, AttrValue> given;
+  if (!attrs.empty()) {
+    auto parsed = AttrsFromProto(attrs);
+    if (!parsed.ok()) return parsed.status();
+    given = *std::move(parsed);
+  }
+  return CallAttrs(op, std::move(given), storage);
 }
 
 v1::OpSchema OpSchemaToProto(uint32_t id, const OpDef& op) {

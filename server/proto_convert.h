@@ -17,6 +17,14 @@ namespace tensord {
 absl::StatusOr<std::map<std::string, AttrValue>> AttrsFromProto(
     const google::protobuf::Map<std::string, v1::AttrValue>& attrs);
 
+// The attributes of a Call of `op`: parsed, checked and completed with the
+// row's defaults (CallAttrs; `*storage` holds them unless the row's
+// prebuilt defaults serve).
+absl::StatusOr<const Attrs*> CallAttrsFromProto(
+    const OpDef& op,
+    const google::protobuf::Map<std::string, v1::AttrValue>& attrs,
+    Attrs* storage);
+
 v1::OpSchema OpSchemaToProto(uint32_t id, const OpDef& op);
 
 v1::DeviceInfo DeviceToProto(const DeviceDescription& device);

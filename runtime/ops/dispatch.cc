@@ -8,7 +8,6 @@
 #include "runtime/core/status_macros.h"
 
 namespace tensord {
-namespace {
 
 absl::Status CheckArity(const OpDef& op, size_t n) {
   const int count = static_cast<int>(n);
@@ -23,6 +22,8 @@ absl::Status CheckArity(const OpDef& op, size_t n) {
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 absl::Status CheckSameDevice(const OpDef& op, absl::Span<const Tensor> inputs) {
   for (size_t i = 1; i < inputs.size(); ++i) {

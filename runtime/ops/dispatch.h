@@ -20,6 +20,10 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
                                           const Attrs& attrs,
                                           const OpContext& ctx);
 
+// INVALID_ARGUMENT naming `op` unless it takes `n` inputs (RunOp's first
+// check; the daemon's inline dry run makes it too).
+absl::Status CheckArity(const OpDef& op, size_t n);
+
 // Shared helpers for the op families.
 // `t` converted to `dtype` (no copy when it already has it).
 absl::StatusOr<Tensor> CastTo(const Tensor& t, DType dtype,

@@ -205,10 +205,8 @@ class Transfers:
         buffer = cache.take(nbytes)
         if buffer is None:
             return None
-        where = self._find_shared(buffer._address, nbytes)
+        where = self._find_shared(buffer._address, nbytes)  # taken: still registered
         try:
-            if where is None:  # freed meanwhile by empty_download_cache
-                return None
             with self._lock:
                 self._check_open_locked()
                 meta = self._get_shared_locked(handle, site, where, nbytes)
