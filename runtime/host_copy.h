@@ -11,6 +11,7 @@
 #define TENSORD_RUNTIME_HOST_COPY_H_
 
 #include <cstddef>
+#include <functional>
 
 namespace tensord {
 
@@ -18,6 +19,13 @@ namespace tensord {
 inline constexpr size_t kParallelCopyBytes = size_t{4} << 20;
 
 void CopyHostBytes(void* dst, const void* src, size_t bytes);
+
+// The split CopyHostBytes makes, for copies it cannot do itself (the
+// daemon's cross-memory attach, server/cma.h): `copy(from, to)` for
+// contiguous byte ranges covering [0, bytes), one range on the caller below
+// kParallelCopyBytes, else one per intra-op thread.
+void ForEachCopyRange(size_t bytes,
+                      const std::function<void(size_t, size_t)>& copy);
 
 }  // namespace tensord
 

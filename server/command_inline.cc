@@ -26,9 +26,10 @@
 //    rows and are not dry-run), every input and every output a CPU tensor of
 //    at most kInlineMaxElements elements, so an op's work is at most about
 //    kInlineMaxElements squared multiply-adds (a millisecond);
-//  - every Get names such a tensor, every Put makes one (8 KiB at most),
-//    through the stream or a shared-memory region alike (a client that does
-//    not know a result's size yet asks for it through the region);
+//  - every Get names such a tensor, every Put makes one and carries 8 KiB
+//    at most, through the stream, a shared-memory region or cross-memory
+//    attach alike (a client that does not know a result's size yet asks for
+//    it through the region);
 //  - SetOptions does not change the default device; a Sync only on a
 //    daemon with only the CPU, where it waits for nothing.
 // A call that will fail (an unknown handle, bad attributes, a shape error)
@@ -168,6 +169,12 @@ bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
       case v1::Command::kPut: {
         const v1::Put& put = cmd.put();
         if (!SmallShape(put.shape())) return false;
+        // A later chunk names no shape: its bytes bound it.
+        constexpr uint64_t kMaxBytes = kInlineMaxElements * 8;
+        if (put.data().size() > kMaxBytes || put.shm_size() > kMaxBytes ||
+            put.cma_size() > kMaxBytes) {
+          return false;
+        }
         const Shape shape(put.shape().begin(), put.shape().end());
         Device* device = put.device().empty()
                              ? default_device_

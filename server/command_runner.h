@@ -20,6 +20,7 @@
 #include "runtime/generator.h"
 #include "runtime/ops/op_def.h"
 #include "server/frame_sink.h"
+#include "server/cma.h"
 #include "server/handle_table.h"
 #include "server/pending_downloads.h"
 #include "server/session_profiler.h"
@@ -39,6 +40,7 @@ struct RunnerConfig {
   size_t chunk_bytes = 1 << 20;
   const ShmRegion* shm = nullptr;  // the session's region, if negotiated
   size_t shared_buffer_bytes = 0;  // cap on its shared buffers (0: off)
+  CmaPeer* cma = nullptr;  // cross-memory attach to the client, if negotiated
 };
 
 class CommandRunner {
@@ -100,7 +102,9 @@ class CommandRunner {
   void RunGetGrad(const v1::GetGrad& cmd, v1::Ack* ack);
   void RunSetGrad(const v1::SetGrad& cmd);
   // Same-host transfer (command_shm.cc): a Put's bytes, from `data` or a
-  // region; a ranged Get answered through a region; the region a Put/Get
+  // region (empty for cross-memory attach, which ReadCmaForPut reads); a
+  // ranged Get answered through a region or by cross-memory attach; the
+  // region a Put/Get
   // names (0: the session's, else a shared buffer), INVALID_ARGUMENT naming
   // `what` when there is none; shared buffers made and freed.
   absl::StatusOr<absl::string_view> PutPayload(const v1::Put& put) const;
@@ -125,6 +129,10 @@ class CommandRunner {
   absl::StatusOr<AllocContext> UploadContext(Device* device);
   absl::Status WriteForPut(const Tensor& t, size_t offset,
                            absl::string_view data);
+  // The same for a Put by cross-memory attach (server/cma.h): read straight
+  // into CPU memory, else into a host buffer and then as WriteForPut.
+  absl::Status ReadCmaForPut(const v1::Put& put, const Tensor& t,
+                             size_t offset);
   // Profiling (command_profile.cc): a timed Call/Backward, GetProfile.
   void RunProfiled(const v1::Command& cmd, v1::Ack* ack);
   void RunGetProfile(const v1::GetProfile& get);

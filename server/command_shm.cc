@@ -1,7 +1,9 @@
 // CommandRunner's same-host transfer paths (server/shm_transfer.h): Put
 // payloads read from a region and ranged Gets written into one, the region
 // being the session's (id 0) or one of its shared buffers
-// (server/shared_buffers.h), which AllocateShared makes.
+// (server/shared_buffers.h), which AllocateShared makes; or ranged Gets
+// written straight into the client's memory by cross-memory attach
+// (server/cma.h; its Puts: command_upload.cc).
 #include <memory>
 #include <utility>
 
@@ -28,6 +30,18 @@ absl::StatusOr<std::shared_ptr<const ShmRegion>> CommandRunner::Region(
 
 absl::StatusOr<absl::string_view> CommandRunner::PutPayload(
     const v1::Put& put) const {
+  if (put.cma_address() != 0) {
+    if (put.shm() || !put.data().empty()) {
+      return absl::InvalidArgumentError(
+          "a Put carries cma_address and shm or data at once");
+    }
+    if (config_.cma == nullptr) {
+      return absl::InvalidArgumentError(
+          "put: cma_address without cross-memory attach (Welcome.cma was not "
+          "set)");
+    }
+    return absl::string_view();  // ReadCmaForPut reads it
+  }
   if (!put.shm()) return absl::string_view(put.data());
   if (!put.data().empty()) {
     return absl::InvalidArgumentError("a Put carries shm and data at once");
@@ -64,8 +78,20 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
         StatusToProto(status, "get", get.site());
     sink_->Send(std::move(frame));
   };
-  auto region = Region(get.shm_region(), "get");
-  if (!region.ok()) return send_error(region.status());
+  // Cross-memory attach, or a region's range.
+  const bool cma = get.cma_address() != 0;
+  std::shared_ptr<const ShmRegion> region;
+  if (cma && (get.shm() || config_.cma == nullptr)) {
+    return send_error(absl::InvalidArgumentError(
+        get.shm() ? "a Get carries cma_address and shm at once"
+                  : "get: cma_address without cross-memory attach "
+                    "(Welcome.cma was not set)"));
+  }
+  if (!cma) {
+    auto found = Region(get.shm_region(), "get");
+    if (!found.ok()) return send_error(found.status());
+    region = *std::move(found);
+  }
   auto entry = handles_.Find(get.handle());
   if (!entry.ok()) return send_error(entry.status());
   if ((*entry)->poisoned()) {
@@ -90,11 +116,16 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
         absl::StrCat("Get.byte_offset ", get.byte_offset(), " is past the ",
                      total, " bytes of handle ", get.handle())));
   }
-  const uint64_t n = std::min(get.shm_capacity(), total - get.byte_offset());
-  auto dst =
-      (*region)->Slice(get.shm_offset(), n,
-                       absl::StrCat("get (shm_region ", get.shm_region(), ")"));
-  if (!dst.ok()) return send_error(dst.status());
+  const uint64_t n = std::min(cma ? get.cma_capacity() : get.shm_capacity(),
+                              total - get.byte_offset());
+  char* dst = nullptr;
+  if (!cma) {
+    auto slice =
+        region->Slice(get.shm_offset(), n,
+                      absl::StrCat("get (shm_region ", get.shm_region(), ")"));
+    if (!slice.ok()) return send_error(slice.status());
+    dst = *slice;
+  }
   // The slot is written when the bytes are in host memory: at once for the
   // CPU, after the staged copy for a device (Note [Async downloads]).
   v1::ServerFrame frame;
@@ -109,23 +140,35 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
   meta->set_is_leaf((*entry)->tensor.is_leaf());
   data->set_total_bytes(total);
   data->set_offset(get.byte_offset());
-  data->set_shm(true);
-  data->set_shm_offset(get.shm_offset());
-  data->set_shm_size(n);
+  if (cma) {
+    data->set_cma(true);
+    data->set_cma_size(n);
+  } else {
+    data->set_shm(true);
+    data->set_shm_offset(get.shm_offset());
+    data->set_shm_size(n);
+  }
   data->set_last(get.byte_offset() + n == total);
   ReadForGet(
       t, get.byte_offset(), n,
-      [this, frame = std::move(frame), region = *std::move(region), dst = *dst,
-       n,
+      [this, frame = std::move(frame), region = std::move(region), dst, n,
+       remote = get.cma_address(),
        site = get.site()](const absl::Status& read, const char* bytes) mutable {
-        if (!read.ok()) {
+        absl::Status status = read;
+        if (status.ok() && remote != 0) {
+          status = config_.cma->Write(
+              remote, bytes, n,
+              absl::StrCat("get of handle ", frame.data().meta().handle()));
+        } else if (status.ok()) {
+          CopyHostBytes(dst, bytes, n);  // `region` keeps `dst` mapped
+        }
+        if (!status.ok()) {
           v1::ServerFrame error;
           error.mutable_error()->set_request_id(frame.data().request_id());
           *error.mutable_error()->mutable_status() =
-              StatusToProto(read, "get", site);
+              StatusToProto(status, "get", site);
           return sink_->Send(std::move(error));
         }
-        CopyHostBytes(dst, bytes, n);  // `region` keeps `dst` mapped
         sink_->Send(std::move(frame));
       });
 }

@@ -38,7 +38,9 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
       pending_put_.reset();
     }
   };
-  auto payload = PutPayload(put);  // `data`, or a range of the shm region
+  // `data`, a range of a region, or nothing (cross-memory attach: read in
+  // place below, once the checks passed).
+  auto payload = PutPayload(put);
   if (!payload.ok()) {
     if (continuation && !pending_put_->tensor.defined()) {  // being swallowed
       if (put.last()) pending_put_.reset();
@@ -47,18 +49,19 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
     return fail(payload.status());
   }
   const absl::string_view data = *payload;
+  const bool cma = put.cma_address() != 0;
+  const uint64_t chunk = cma ? put.cma_size() : data.size();
   if (continuation) {
     PendingPut& p = *pending_put_;
     if (!p.tensor.defined()) {  // a failed upload: drop chunks until the last
       if (put.last()) pending_put_.reset();
       return;
     }
-    if (put.offset() != p.received ||
-        data.size() > p.tensor.nbytes() - p.received) {
+    if (put.offset() != p.received || chunk > p.tensor.nbytes() - p.received) {
       return fail(absl::InvalidArgumentError(absl::StrCat(
           "upload chunk of handle ", put.handle(), " at offset ", put.offset(),
-          " with ", data.size(), " bytes does not continue the ", p.received,
-          " of ", p.tensor.nbytes(), " bytes received")));
+          " with ", chunk, " bytes does not continue the ", p.received, " of ",
+          p.tensor.nbytes(), " bytes received")));
     }
   } else {
     absl::Status id_ok = handles_.CheckNew(put.handle());
@@ -81,11 +84,10 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
                        " must have offset 0, got ", put.offset())));
     }
     const size_t total = NumElements(shape) * ItemSize(*dtype);
-    if (data.size() > total) {
-      return fail(absl::InvalidArgumentError(
-          absl::StrCat("upload of handle ", put.handle(), " carries ",
-                       data.size(), " bytes but ", DTypeName(*dtype),
-                       ShapeToString(shape), " holds ", total)));
+    if (chunk > total) {
+      return fail(absl::InvalidArgumentError(absl::StrCat(
+          "upload of handle ", put.handle(), " carries ", chunk, " bytes but ",
+          DTypeName(*dtype), ShapeToString(shape), " holds ", total)));
     }
     auto alloc = UploadContext(device);
     if (!alloc.ok()) return fail(alloc.status());
@@ -98,9 +100,10 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
     pending_put_->site = put.site();
   }
   PendingPut& p = *pending_put_;
-  absl::Status copied = WriteForPut(p.tensor, p.received, data);
+  absl::Status copied = cma ? ReadCmaForPut(put, p.tensor, p.received)
+                            : WriteForPut(p.tensor, p.received, data);
   if (!copied.ok()) return fail(copied);
-  p.received += data.size();
+  p.received += chunk;
   if (!put.last()) return;
   if (p.received != p.tensor.nbytes()) {
     return fail(absl::InvalidArgumentError(absl::StrCat(
@@ -122,7 +125,7 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
 }
 
 void CommandRunner::RunGet(const v1::Get& get) {
-  if (get.shm()) return RunShmGet(get);
+  if (get.shm() || get.cma_address() != 0) return RunShmGet(get);
   auto send_error = [&](const v1::Status& status) {
     v1::ServerFrame frame;
     frame.mutable_error()->set_request_id(get.request_id());

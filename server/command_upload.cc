@@ -9,8 +9,10 @@
 // same stream, so every later use of its memory, including a reuse after
 // the handle is released, is ordered after the copy.
 #include <memory>
+#include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/host_copy.h"
 #include "server/command_runner.h"
@@ -53,6 +55,21 @@ absl::Status CommandRunner::WriteForPut(const Tensor& t, size_t offset,
   };
   return device->CopyFromHostAsync(dst, buffer->data(), data.size(), stream,
                                    std::move(release));
+}
+
+absl::Status CommandRunner::ReadCmaForPut(const v1::Put& put, const Tensor& t,
+                                          size_t offset) {
+  const uint64_t n = put.cma_size();
+  const std::string what = absl::StrCat("put of handle ", put.handle());
+  if (t.device()->kind() == DeviceKind::kCpu) {
+    return config_.cma->Read(put.cma_address(),
+                             static_cast<char*>(t.data()) + offset, n, what);
+  }
+  // A device: through host memory (its size was checked against the
+  // tensor's), then as any other chunk.
+  std::unique_ptr<char[]> host(new char[n]);
+  TD_RETURN_IF_ERROR(config_.cma->Read(put.cma_address(), host.get(), n, what));
+  return WriteForPut(t, offset, absl::string_view(host.get(), n));
 }
 
 }  // namespace tensord

@@ -64,6 +64,10 @@ ABSL_FLAG(uint64_t, shm_bytes, 256 << 20,
           "size of the shared-memory transfer region offered to same-host "
           "clients that ask for one (0: off; bytes are only used once "
           "touched)");
+ABSL_FLAG(bool, cma, true,
+          "let same-host clients with a shared-memory region transfer by "
+          "cross-memory attach (the daemon copies between their memory and "
+          "tensor storage itself, once; docs/protocol.md)");
 ABSL_FLAG(uint64_t, shared_buffer_bytes, uint64_t{8} << 30,
           "the most bytes of shared buffers (AllocateShared: same-host "
           "memory transferred with one copy) one session may hold; user "
@@ -218,6 +222,7 @@ int Main() {
   limits.resume_grace = absl::GetFlag(FLAGS_resume_grace);
   limits.max_sessions_per_user = absl::GetFlag(FLAGS_max_sessions_per_user);
   limits.shm_bytes = absl::GetFlag(FLAGS_shm_bytes);
+  limits.cma = absl::GetFlag(FLAGS_cma);
   limits.shared_buffer_bytes = absl::GetFlag(FLAGS_shared_buffer_bytes);
   SessionManager sessions(devices.get(), auth.get(), limits);
   TensordService tensord_service(&sessions);

@@ -19,14 +19,22 @@ std::unique_ptr<ShmRegion> MakeRegion(const SessionParams& params) {
   return *std::move(region);
 }
 
+std::unique_ptr<CmaPeer> MakeCmaPeer(const SessionParams& params,
+                                     const ShmRegion* shm) {
+  if (shm == nullptr || params.cma_pid == 0) return nullptr;
+  return std::make_unique<CmaPeer>(params.cma_pid, params.cma_probe_address,
+                                   shm->Describe().nonce());
+}
+
 }  // namespace
 
 Session::Session(SessionParams params)
     : params_(std::move(params)),
       outbox_(params_.replay_bytes),
       shm_(MakeRegion(params_)),
+      cma_(MakeCmaPeer(params_, shm_.get())),
       runner_(RunnerConfig{params_.number, params_.devices, params_.chunk_bytes,
-                           shm_.get(), params_.shared_buffer_bytes},
+                           shm_.get(), params_.shared_buffer_bytes, cma_.get()},
               &outbox_),
       executor_([this] { ExecutorLoop(); }) {
   // Note [Async downloads]: a finished download wakes an idle executor.

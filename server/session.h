@@ -47,6 +47,10 @@ struct SessionParams {
   size_t shared_buffer_bytes = 0;
   // The user's memory quota per device (Welcome.quota_bytes); 0: none.
   uint64_t quota_bytes = 0;
+  // Cross-memory attach (server/cma.h): Hello.cma_pid (0: none, or refused
+  // by tensord --cma=false) and Hello.cma_probe_address. Needs the region.
+  uint64_t cma_pid = 0;
+  uint64_t cma_probe_address = 0;
 };
 
 class Session {
@@ -100,6 +104,8 @@ class Session {
   // The session's shared-memory region, or null (none asked for, or it
   // could not be made: the client then uses the stream).
   const ShmRegion* shm() const { return shm_.get(); }
+  // Its cross-memory attach peer (Welcome.cma), or null.
+  const CmaPeer* cma() const { return cma_.get(); }
   v1::SessionInfo Info() const;
   // The session's op profiler (thread-safe): Admin.ProfileSession.
   OpProfiler& profiler() { return runner_.profiler(); }
@@ -117,6 +123,7 @@ class Session {
   const absl::Time created_ = absl::Now();
   SessionOutbox outbox_;
   const std::unique_ptr<ShmRegion> shm_;  // before runner_, which uses it
+  const std::unique_ptr<CmaPeer> cma_;    // likewise
   CommandRunner runner_;  // used by the holder of the executor's role only
   std::atomic<uint64_t> applied_seq_{0};
 

@@ -123,6 +123,10 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   params.max_queued_bytes = limits_.max_queued_bytes;
   params.shm_bytes = hello.shm_transfer() ? limits_.shm_bytes : 0;
   params.shared_buffer_bytes = limits_.shared_buffer_bytes;
+  if (limits_.cma && hello.shm_transfer()) {
+    params.cma_pid = hello.cma_pid();
+    params.cma_probe_address = hello.cma_probe_address();
+  }
   // Quotas are per user: the user's sessions share one allocator account,
   // checked by the allocators before allocating.
   if (user->quota_bytes > 0) {
@@ -230,6 +234,7 @@ v1::Welcome SessionManager::MakeWelcome(const Session& session) const {
   w.set_default_device(devices_->default_device()->name());
   if (session.shm() != nullptr) *w.mutable_shm() = session.shm()->Describe();
   w.set_quota_bytes(session.params().quota_bytes);
+  w.set_cma(session.cma() != nullptr);
   return w;
 }
 
