@@ -137,6 +137,10 @@ class Client {
   // True when tensor bytes travel through the daemon's shared-memory region
   // (ClientOptions::shm) rather than the stream.
   bool shm_active() const;
+  // True when uploads from and downloads into plain memory of 1 MiB or more
+  // go by cross-memory attach (ClientOptions::cma); the first call may
+  // probe it with a 4-byte round trip.
+  bool cma_active() const;
 
   // Library-internal (ops.h).
   const std::shared_ptr<internal::Session>& internal_session() const {

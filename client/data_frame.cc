@@ -60,6 +60,10 @@ constexpr VarintField kVarintFields[] = {
      [](v1::Data* d, uint64_t v) { d->set_shm_offset(v); }},
     {v1::Data::kShmSizeFieldNumber,
      [](v1::Data* d, uint64_t v) { d->set_shm_size(v); }},
+    {v1::Data::kCmaFieldNumber,
+     [](v1::Data* d, uint64_t v) { d->set_cma(v != 0); }},
+    {v1::Data::kCmaSizeFieldNumber,
+     [](v1::Data* d, uint64_t v) { d->set_cma_size(v); }},
 };
 
 VarintSetter VarintSetterFor(int number) {

@@ -58,6 +58,13 @@ struct ClientOptions {
   ShmMode shm = ShmMode::kAuto;
   // Largest slot of the region (0: 32 MiB). Four slots pipeline the copies.
   size_t shm_slot_bytes = 0;
+  // With a region: uploads from, and downloads into, plain memory of
+  // Session::kCmaMinBytes (1 MiB) or more go by cross-memory attach (the
+  // daemon copies once, between this process's memory and tensor storage;
+  // docs/protocol.md "Cross-memory attach") when the daemon offers it and
+  // a 4-byte probe transfer works, else through the region. False, or
+  // $TENSORD_CMA=0, keeps them in the region.
+  bool cma = true;
 
   // Note [Transfer buffers] (runtime/core/transfer_buffers.h): the first
   // session whose transfers go over the stream sets glibc's malloc

@@ -2,8 +2,11 @@
 // waiting sync points are in session_reader.cc, uploads in session_upload.cc.
 #include "client/session.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "absl/base/call_once.h"
@@ -30,6 +33,11 @@ bool WantShm(const ClientOptions& options) {
   const char* env = std::getenv("TENSORD_SHM");
   if (env != nullptr && std::string(env) == "0") return false;
   return IsSameHostAddress(options.address);
+}
+
+bool WantCma(const ClientOptions& options) {
+  const char* env = std::getenv("TENSORD_CMA");
+  return options.cma && (env == nullptr || std::string(env) != "0");
 }
 
 }  // namespace
@@ -103,6 +111,11 @@ absl::Status Session::Handshake() {
   hello.set_token(options_.token);
   hello.set_client_name(options_.client_name);
   hello.set_shm_transfer(WantShm(options_));
+  if (hello.shm_transfer() && WantCma(options_)) {
+    cma_probe_ = std::make_unique<char[]>(kCmaProbeBytes);  // zeroed
+    hello.set_cma_pid(static_cast<uint64_t>(getpid()));
+    hello.set_cma_probe_address(reinterpret_cast<uint64_t>(cma_probe_.get()));
+  }
   absl::StatusOr<OpenedStream> opened =
       OpenStream(hello, options_.connect_timeout);
   if (!opened.ok()) return opened.status();
@@ -122,6 +135,12 @@ absl::Status Session::Handshake() {
     if (shm_ != nullptr) {
       MutexLock shm_lock(&shm_mu_);
       slot_seq_.assign(shm_->num_slots(), 0);
+    }
+    const std::string& nonce = welcome_.shm().nonce();
+    if (shm_ != nullptr && cma_probe_ != nullptr &&
+        nonce.size() <= kCmaProbeBytes) {
+      // Proves to the daemon that this process mapped the region.
+      std::memcpy(cma_probe_.get(), nonce.data(), nonce.size());
     }
   }
   MutexLock lock(&mu_);

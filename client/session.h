@@ -51,6 +51,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -199,6 +200,12 @@ class Session {
   void FreeShared(uint64_t region);
   // Transfers smaller than this use the stream (no gain, one more copy).
   static constexpr uint64_t kShmMinBytes = 256 << 10;
+  // From this size an upload from, or a download into, plain memory goes by
+  // cross-memory attach when it works (below it the Put's wait for its Ack
+  // costs more than the copy it saves).
+  static constexpr uint64_t kCmaMinBytes = 1 << 20;
+  // True when such transfers go by cross-memory attach.
+  bool cma_active() { return CmaUsable(); }
 
   // The handle's meta; waits for its Ack only when not yet known.
   absl::StatusOr<HandleMeta> WaitMeta(uint64_t handle);
@@ -342,17 +349,23 @@ class Session {
   // Waits for request `request_id`'s answer and forgets it.
   PendingDownload AwaitDownload(uint64_t request_id);
   // The shared-buffer paths (session_shared.cc): the buffer holding all of
-  // [p, p + n), if any; one Put of `data`, waiting for its Ack; one Get of
-  // the `total` bytes of `handle` (of `dtype`) into `target`.
+  // [p, p + n), if any. Then, for bytes the daemon copies in place (a
+  // shared buffer, or this process's memory by cross-memory attach): one
+  // Put whose source `set_source` names, waiting for its Ack (the bytes are
+  // copied then); one Get of the `total` bytes of `handle` (of `dtype`)
+  // into `target`, which `set_destination` names.
   std::optional<SharedRange> FindShared(const void* p, size_t n) const;
-  absl::StatusOr<uint64_t> UploadShared(const SharedRange& range,
-                                        const void* data, uint64_t total,
-                                        v1::Put first, HandleMeta meta);
-  absl::StatusOr<HostTensor> DownloadShared(const SharedRange& range,
-                                            uint64_t handle,
-                                            const std::string& site,
-                                            DType dtype, uint64_t total,
-                                            DownloadTarget target);
+  absl::StatusOr<uint64_t> UploadInPlace(
+      const std::function<void(v1::Put*)>& set_source, v1::Put first,
+      HandleMeta meta);
+  absl::StatusOr<HostTensor> DownloadInPlace(
+      uint64_t handle, const std::string& site, DType dtype, uint64_t total,
+      DownloadTarget target,
+      const std::function<void(v1::Get*)>& set_destination);
+  // Cross-memory attach (session_cma.cc; docs/protocol.md): whether the
+  // daemon offered it (Welcome.cma) and a probe transfer of 4 bytes each
+  // way worked (tried once, by the first transfer big enough for it).
+  bool CmaUsable() ABSL_LOCKS_EXCLUDED(cma_mu_);
 
   void ReadLoop();
   void FlushLoop();
@@ -378,6 +391,14 @@ class Session {
   std::unique_ptr<ShmMapping> shm_;  // set once in Open; null: the stream
 
   Mutex shm_mu_ ABSL_ACQUIRED_BEFORE(enqueue_mu_);
+  // Cross-memory attach: the probe Hello.cma_probe_address names (the
+  // region's nonce is copied there once mapped), and whether it works
+  // (unknown until the first CmaUsable, which probes holding cma_mu_).
+  std::unique_ptr<char[]> cma_probe_;
+  static constexpr size_t kCmaProbeBytes = 64;
+  Mutex cma_mu_ ABSL_ACQUIRED_BEFORE(shm_mu_);
+  enum class CmaState { kUnknown, kWorks, kOff };
+  CmaState cma_state_ ABSL_GUARDED_BY(cma_mu_) = CmaState::kUnknown;
   // Per slot, the seq of the last Put that reads it (0: none).
   std::vector<uint64_t> slot_seq_ ABSL_GUARDED_BY(shm_mu_);
   Mutex enqueue_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);

@@ -140,7 +140,8 @@ void Session::HandleFrame(const v1::ServerFrame& frame,
     case v1::ServerFrame::kData: {
       auto it = downloads_.find(frame.data().request_id());
       if (it == downloads_.end() || it->second.done) break;
-      if (frame.data().shm()) {  // copied out by the downloading thread
+      // In a slot (copied out by the downloading thread) or in place.
+      if (frame.data().shm() || frame.data().cma()) {
         it->second.shm = true;
         it->second.shm_reply = frame.data();
         it->second.done = true;
@@ -235,8 +236,27 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
     if (meta.ok() && meta->error.ok() && !meta->is_none) {
       absl::StatusOr<uint64_t> total = TensorBytes(meta->dtype, meta->shape);
       if (total.ok() && *total >= kShmMinBytes) {
-        return DownloadShared(*shared, handle, site, meta->dtype, *total,
-                              target);
+        const uint64_t region = shared->region;  // copied: outlives `shared`
+        const uint64_t offset = shared->OffsetOf(target.data);
+        return DownloadInPlace(handle, site, meta->dtype, *total, target,
+                               [&](v1::Get* get) {
+                                 get->set_shm(true);
+                                 get->set_shm_region(region);
+                                 get->set_shm_offset(offset);
+                               });
+      }
+    }
+  } else if (target.data != nullptr && target.capacity >= kCmaMinBytes &&
+             CmaUsable()) {
+    // Cross-memory attach: the daemon writes into `target` itself.
+    absl::StatusOr<HandleMeta> meta = WaitMeta(handle);
+    if (meta.ok() && meta->error.ok() && !meta->is_none) {
+      absl::StatusOr<uint64_t> total = TensorBytes(meta->dtype, meta->shape);
+      if (total.ok() && *total >= kCmaMinBytes) {
+        const uint64_t address = reinterpret_cast<uint64_t>(target.data);
+        return DownloadInPlace(
+            handle, site, meta->dtype, *total, target,
+            [&](v1::Get* get) { get->set_cma_address(address); });
       }
     }
   }

@@ -4,6 +4,7 @@
 // buffer and tensor storage is the only one. See client/session.h for the
 // locking order.
 #include <cstring>
+#include <functional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -88,9 +89,9 @@ std::optional<Session::SharedRange> Session::FindShared(const void* p,
   return std::nullopt;
 }
 
-absl::StatusOr<uint64_t> Session::UploadShared(const SharedRange& range,
-                                               const void* data, uint64_t total,
-                                               v1::Put first, HandleMeta meta) {
+absl::StatusOr<uint64_t> Session::UploadInPlace(
+    const std::function<void(v1::Put*)>& set_source, v1::Put first,
+    HandleMeta meta) {
   uint64_t handle, seq = 0;
   {
     MutexLock enqueue_lock(&enqueue_mu_);
@@ -102,10 +103,7 @@ absl::StatusOr<uint64_t> Session::UploadShared(const SharedRange& range,
     *put = std::move(first);
     put->set_handle(handle);
     put->set_last(true);
-    put->set_shm(true);
-    put->set_shm_region(range.region);
-    put->set_shm_offset(range.OffsetOf(data));
-    put->set_shm_size(total);
+    set_source(put);
     absl::Status status = Append(std::move(command), {handle}, &meta, &seq);
     if (!status.ok()) {
       MutexLock lock(&mu_);
@@ -115,8 +113,8 @@ absl::StatusOr<uint64_t> Session::UploadShared(const SharedRange& range,
   }
   Flush().IgnoreError();  // a broken stream shows below
   // The lifetime rule (client/shared_buffer.h): back to the caller, who may
-  // rewrite the buffer, only once the daemon has copied the bytes out. A
-  // resume resends the Put, so it waits for the Ack of the resent batch.
+  // rewrite the bytes, only once the daemon has copied them. A resume
+  // resends the Put, so it waits for the Ack of the resent batch.
   MutexLock lock(&mu_);
   auto copied = [this, seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return acked_seq_ >= seq || !stream_error_.ok() || closed_;
@@ -131,24 +129,26 @@ absl::StatusOr<uint64_t> Session::UploadShared(const SharedRange& range,
   return handle;
 }
 
-absl::StatusOr<HostTensor> Session::DownloadShared(const SharedRange& range,
-                                                   uint64_t handle,
-                                                   const std::string& site,
-                                                   DType dtype, uint64_t total,
-                                                   DownloadTarget target) {
+absl::StatusOr<HostTensor> Session::DownloadInPlace(
+    uint64_t handle, const std::string& site, DType dtype, uint64_t total,
+    DownloadTarget target,
+    const std::function<void(v1::Get*)>& set_destination) {
   if (total > target.capacity) {
     return DestinationTooSmall(target.capacity, total, dtype);
   }
-  const uint64_t shm_offset = range.OffsetOf(target.data);
+  v1::Get want;
+  set_destination(&want);
   uint64_t request_id;
   {
     MutexLock enqueue_lock(&enqueue_mu_);
     absl::StatusOr<uint64_t> queued =
         EnqueueGetLocked(handle, site, [&](v1::Get* get) {
-          get->set_shm(true);
-          get->set_shm_region(range.region);
-          get->set_shm_offset(shm_offset);
-          get->set_shm_capacity(total);
+          set_destination(get);
+          if (get->cma_address() != 0) {
+            get->set_cma_capacity(total);
+          } else {
+            get->set_shm_capacity(total);
+          }
         });
     if (!queued.ok()) return queued.status();
     request_id = *queued;
@@ -157,11 +157,15 @@ absl::StatusOr<HostTensor> Session::DownloadShared(const SharedRange& range,
   PendingDownload got = AwaitDownload(request_id);
   if (!got.status.ok()) return got.status;
   const v1::Data& reply = got.shm_reply;
-  if (!got.shm || reply.offset() != 0 || reply.shm_offset() != shm_offset ||
-      reply.shm_size() != total || !reply.last()) {
+  const bool as_asked = want.cma_address() != 0
+                            ? reply.cma() && reply.cma_size() == total
+                            : reply.shm() &&
+                                  reply.shm_offset() == want.shm_offset() &&
+                                  reply.shm_size() == total;
+  if (!got.shm || !as_asked || reply.offset() != 0 || !reply.last()) {
     return absl::InternalError(
-        absl::StrCat("tensord answered the shared-buffer Get of handle ",
-                     handle, " with a range it was not asked for"));
+        absl::StrCat("tensord answered the in-place Get of handle ", handle,
+                     " with a range it was not asked for"));
   }
   // The bytes are in place: the assembler only checks the answer.
   DataAssembler assembler;

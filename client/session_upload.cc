@@ -1,7 +1,7 @@
 // Uploads: a host buffer into a new handle, as one Put per chunk on the
 // stream (the bytes copied once, into the batch), through the daemon's
-// shared-memory region (session_shm.cc) or from a shared buffer
-// (session_shared.cc).
+// shared-memory region (session_shm.cc), from a shared buffer
+// (session_shared.cc) or by cross-memory attach (session_cma.cc).
 #include <optional>
 #include <vector>
 
@@ -26,9 +26,28 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
   HandleMeta meta{dtype, shape, device, requires_grad, absl::OkStatus()};
   if (*total >= kShmMinBytes) {
     if (std::optional<SharedRange> range = FindShared(data, *total)) {
-      return UploadShared(*range, data, *total, std::move(first),
-                          std::move(meta));
+      const uint64_t offset = range->OffsetOf(data);
+      const uint64_t region = range->region;
+      const uint64_t size = *total;
+      return UploadInPlace(
+          [&](v1::Put* put) {
+            put->set_shm(true);
+            put->set_shm_region(region);
+            put->set_shm_offset(offset);
+            put->set_shm_size(size);
+          },
+          std::move(first), std::move(meta));
     }
+  }
+  if (*total >= kCmaMinBytes && CmaUsable()) {
+    const uint64_t address = reinterpret_cast<uint64_t>(data);
+    const uint64_t size = *total;
+    return UploadInPlace(
+        [&](v1::Put* put) {
+          put->set_cma_address(address);
+          put->set_cma_size(size);
+        },
+        std::move(first), std::move(meta));
   }
   const bool use_shm = shm_ != nullptr && *total >= kShmMinBytes;
   // Only the shm path needs it; taken first (lock order).

@@ -214,13 +214,18 @@ def main() -> None:
     mc = res["memcpy"]["memcpy_gbps"]
     cpp, pys, pyt = res["cpp"], res["py_xfer"], res["py_xfer_stream"]
     # TCP loopback rows: the stream carries every byte (as from another host); shm rows: the
-    # same-host shared-memory region (docs/protocol.md "Shared memory"), the default path for
-    # plain memory; shared-buffer rows: from and into shared buffers (AllocateShared,
+    # same-host default for plain memory: the C++ client's by cross-memory attach when it works
+    # (docs/protocol.md "Cross-memory attach": one copy, "shm (CMA)"), else and for Python the
+    # shared-memory region (docs/protocol.md "Shared memory": two copies; the C++ "shm region"
+    # row forces it); shared-buffer rows: from and into shared buffers (AllocateShared,
     # td.empty_shared: one copy, docs/protocol.md "Shared buffers").
+    cpp_shm = "shm (CMA)" if cpp.get("cma") else "shm"
     for who, path, aim, up, down in (
             ("C++", "TCP", 0.3, cpp["upload_gbps"], cpp["download_gbps"]),
-            ("C++", "shm", 0.7, cpp.get("shm_upload_gbps", 0.0),
+            ("C++", cpp_shm, 0.7, cpp.get("shm_upload_gbps", 0.0),
              cpp.get("shm_download_gbps", 0.0)),
+            ("C++", "shm region", 0.7, cpp.get("region_upload_gbps", 0.0),
+             cpp.get("region_download_gbps", 0.0)),
             ("C++", "shared buffer", 0.7, cpp.get("shared_upload_gbps", 0.0),
              cpp.get("shared_download_gbps", 0.0)),
             ("Python", "TCP", 0.3, pyt["upload_gbps"], pyt["download_gbps"]),

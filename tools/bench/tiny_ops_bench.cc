@@ -13,8 +13,12 @@
 //                   the stream (a session with ClientOptions::shm = kOff),
 //                   downloaded with Tensor::DownloadInto into a buffer the
 //                   runs reuse (as the memcpy reference's destination is);
-//   shm_upload_gbps / shm_download_gbps: the same through the daemon's
-//                   shared-memory region (0 when it could not be mapped);
+//   shm_upload_gbps / shm_download_gbps: the same on a same-host session:
+//                   by cross-memory attach when it works (cma: 1), else
+//                   through the daemon's shared-memory region (0 when it
+//                   could not be mapped);
+//   region_upload_gbps / region_download_gbps: through the region even so
+//                   (ClientOptions::cma = false: two copies per byte);
 //   shared_upload_gbps / shared_download_gbps: the same from and into
 //                   shared buffers (Client::AllocateShared, one copy; 0
 //                   without shared memory).
@@ -119,21 +123,23 @@ Transfer TransferRun(tensord::Client& client, const float* src, size_t n,
   return {bytes / Seconds(start, mid) / 1e9, bytes / Seconds(mid, end) / 1e9};
 }
 
-enum class Path { kStream, kShm, kShared };
+enum class Path { kStream, kShm, kRegion, kShared };
 
 // Medians of `reps` transfers (after a warm-up) on a session of its own:
 // over the stream, through the session's region, or from and into shared
 // buffers (false when the path is not available).
 bool TransferMedians(tensord::ClientOptions options,
                      const std::vector<float>& host, int reps, Path path,
-                     double* up_gbps, double* down_gbps) {
+                     double* up_gbps, double* down_gbps, bool* cma = nullptr) {
   const bool want_shm = path != Path::kStream;
+  options.cma = path != Path::kRegion;
   options.shm = want_shm ? tensord::ClientOptions::ShmMode::kOn
                          : tensord::ClientOptions::ShmMode::kOff;
   auto connected = tensord::Client::Connect(options);
   if (!connected.ok()) Die("connect", connected.status());
   tensord::Client& client = **connected;
   if (client.shm_active() != want_shm) return false;
+  if (cma != nullptr) *cma = client.cma_active();
   const size_t bytes = host.size() * sizeof(float);
   std::vector<char> plain_into;
   tensord::SharedBuffer shared_src, shared_into;
@@ -221,7 +227,8 @@ int main(int argc, char** argv) {
   std::vector<double> lat = SyncRun(client, sync_iters);
 
   double up = 0, down = 0, shm_up = 0, shm_down = 0;
-  double shared_up = 0, shared_down = 0;
+  double shared_up = 0, shared_down = 0, region_up = 0, region_down = 0;
+  bool cma = false;
   if (transfer_mib > 0 && transfer != "none") {
     std::vector<float> host(static_cast<size_t>(transfer_mib) << 18);
     for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i);
@@ -233,8 +240,11 @@ int main(int argc, char** argv) {
     if (wanted("stream")) {
       TransferMedians(options, host, transfer_reps, Path::kStream, &up, &down);
     }
-    if (wanted("shm") && !TransferMedians(options, host, transfer_reps,
-                                          Path::kShm, &shm_up, &shm_down)) {
+    if (wanted("shm") &&
+        (!TransferMedians(options, host, transfer_reps, Path::kShm, &shm_up,
+                          &shm_down, &cma) ||
+         !TransferMedians(options, host, transfer_reps, Path::kRegion,
+                          &region_up, &region_down))) {
       std::fprintf(stderr, "tiny_ops_bench: no shared-memory region\n");
     }
     if (wanted("shared") &&
@@ -247,8 +257,11 @@ int main(int argc, char** argv) {
       "{\"tiny_ops_per_s\": %.1f, \"sync_p50_us\": %.2f, \"sync_p99_us\": "
       "%.2f, \"upload_gbps\": %.4f, \"download_gbps\": %.4f, "
       "\"shm_upload_gbps\": %.4f, \"shm_download_gbps\": %.4f, "
-      "\"shared_upload_gbps\": %.4f, \"shared_download_gbps\": %.4f}\n",
+      "\"shared_upload_gbps\": %.4f, \"shared_download_gbps\": %.4f, "
+      "\"region_upload_gbps\": %.4f, \"region_download_gbps\": %.4f, "
+      "\"cma\": %d}\n",
       Median(rates), Percentile(lat, 0.5), Percentile(lat, 0.99), up, down,
-      shm_up, shm_down, shared_up, shared_down);
+      shm_up, shm_down, shared_up, shared_down, region_up, region_down,
+      cma ? 1 : 0);
   return 0;
 }

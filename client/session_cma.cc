@@ -1,0 +1,52 @@
+// Cross-memory attach (docs/protocol.md "Cross-memory attach"; the daemon's
+// side is server/cma.h): the daemon copies a Put's bytes straight out of
+// this process's memory and a Get's straight into it, once. The paths
+// themselves are UploadInPlace and DownloadInPlace (session_shared.cc);
+// here is only whether they may be used.
+#include <cstdint>
+
+#include "client/session.h"
+
+namespace tensord {
+inline namespace client {
+namespace internal {
+
+bool Session::CmaUsable() {
+  MutexLock lock(&cma_mu_);
+  if (cma_state_ != CmaState::kUnknown) return cma_state_ == CmaState::kWorks;
+  cma_state_ = CmaState::kOff;
+  if (!welcome_.cma() || shm_ == nullptr || cma_probe_ == nullptr) {
+    return false;
+  }
+  // The daemon checks this process once, at the first transfer, and may
+  // refuse it (another user, a seccomp policy without process_vm_readv,
+  // a pid namespace between us): a 4-byte round trip decides, so that a
+  // refusal costs a fallback here instead of a failed upload later.
+  const float sent = 1.25f;
+  float back = 0.0f;
+  v1::Put first;
+  first.set_dtype(ToWire(DType::kFloat32));
+  first.add_shape(1);
+  first.set_device("cpu");
+  HandleMeta meta{DType::kFloat32, {1}, "cpu", false, absl::OkStatus()};
+  absl::StatusOr<uint64_t> handle = UploadInPlace(
+      [&](v1::Put* put) {
+        put->set_cma_address(reinterpret_cast<uint64_t>(&sent));
+        put->set_cma_size(sizeof(sent));
+      },
+      std::move(first), std::move(meta));
+  if (!handle.ok()) return false;
+  absl::StatusOr<HostTensor> got = DownloadInPlace(
+      *handle, "", DType::kFloat32, sizeof(back),
+      DownloadTarget{reinterpret_cast<char*>(&back), sizeof(back)},
+      [&](v1::Get* get) {
+        get->set_cma_address(reinterpret_cast<uint64_t>(&back));
+      });
+  QueueRelease(*handle);
+  if (got.ok() && back == sent) cma_state_ = CmaState::kWorks;
+  return cma_state_ == CmaState::kWorks;
+}
+
+}  // namespace internal
+}  // namespace client
+}  // namespace tensord
