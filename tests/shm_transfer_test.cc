@@ -2,7 +2,9 @@
 // against the real daemon over gRPC loopback: tensors of several sizes,
 // including ones larger than the whole region, round-trip byte for byte;
 // without a region (--shm_bytes=0) or with ClientOptions::shm = kOff the
-// stream carries them instead.
+// stream carries them instead. Transfers of 1 MiB or more from and into
+// plain memory go by cross-memory attach (docs/protocol.md "Cross-memory
+// attach") unless ClientOptions::cma is false or the daemon runs --cma=false.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -28,10 +30,11 @@ std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
 }
 
 std::unique_ptr<Client> Connect(const std::string& address,
-                                ClientOptions::ShmMode shm) {
+                                ClientOptions::ShmMode shm, bool cma = false) {
   ClientOptions options;
   options.address = address;
   options.shm = shm;
+  options.cma = cma;
   auto client = Client::Connect(options);
   EXPECT_TRUE(client.ok()) << client.status();
   return client.ok() ? *std::move(client) : nullptr;
@@ -109,6 +112,7 @@ TEST(ShmTransferTest, RoundTripsThroughTheRegion) {
   auto client = Connect((*daemon)->address(), ClientOptions::ShmMode::kAuto);
   ASSERT_NE(client, nullptr);
   ASSERT_TRUE(client->shm_active());
+  EXPECT_FALSE(client->cma_active());  // ClientOptions::cma false
   uint32_t seed = 1;
   for (size_t n : Sizes()) RoundTrip(*client, n, seed++);
   // float32 values survive too (4-byte elements across slot boundaries).
@@ -120,40 +124,85 @@ TEST(ShmTransferTest, RoundTripsThroughTheRegion) {
   EXPECT_EQ(*back, f);
 }
 
+TEST(ShmTransferTest, RoundTripsByCrossMemoryAttach) {
+  auto daemon = testing::DaemonProcess::Start(
+      {"--insecure", "--shm_bytes=" + std::to_string(kRegionBytes)});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  auto client = Connect((*daemon)->address(), ClientOptions::ShmMode::kAuto,
+                        /*cma=*/true);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->shm_active());
+  ASSERT_TRUE(client->cma_active());  // the probe worked
+  uint32_t seed = 20;
+  for (size_t n : Sizes()) RoundTrip(*client, n, seed++);
+  // Larger than the region, in one Put and one Get.
+  std::vector<float> f((size_t{9} << 20) / 4 + 3);
+  for (size_t i = 0; i < f.size(); ++i) f[i] = 0.25f * static_cast<float>(i);
+  Tensor x = client->FromVector(f, {static_cast<int64_t>(f.size())});
+  std::vector<float> into(f.size(), -1.0f);
+  absl::StatusOr<size_t> wrote =
+      (x * 2.0f).DownloadInto(into.data(), into.size() * sizeof(float));
+  ASSERT_TRUE(wrote.ok()) << wrote.status();
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (into[i] != 2.0f * f[i]) {
+      ADD_FAILURE() << "element " << i << ": " << into[i];
+      break;
+    }
+  }
+}
+
+TEST(ShmTransferTest, DaemonWithoutCrossMemoryAttachUsesTheRegion) {
+  auto daemon = testing::DaemonProcess::Start(
+      {"--insecure", "--cma=false",
+       "--shm_bytes=" + std::to_string(kRegionBytes)});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  auto client = Connect((*daemon)->address(), ClientOptions::ShmMode::kAuto,
+                        /*cma=*/true);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->shm_active());
+  EXPECT_FALSE(client->cma_active());
+  RoundTrip(*client, (size_t{2} << 20) + 5, 90);
+}
+
 TEST(ShmTransferTest, ErrorsAndConcurrentTransfersKeepTheSlotsConsistent) {
   auto daemon = testing::DaemonProcess::Start(
       {"--insecure", "--shm_bytes=" + std::to_string(kRegionBytes)});
   ASSERT_TRUE(daemon.ok()) << daemon.status();
-  auto client = Connect((*daemon)->address(), ClientOptions::ShmMode::kOn);
-  ASSERT_NE(client, nullptr);
-  ASSERT_TRUE(client->shm_active());
-  // A poisoned handle's download fails with its error, through shm too.
-  std::vector<float> big((size_t{2} << 20) / 4, 1.0f);
-  Tensor a = client->FromVector(big, {static_cast<int64_t>(big.size())});
-  Tensor b = client->FromVector<float>({1, 2, 3}, {3});
-  Tensor bad = a.matmul(b);
-  EXPECT_FALSE(bad.Download().ok());
-  EXPECT_FALSE(client->synchronize().ok());  // reports the matmul error
-  // Four threads transfer at once; each round-trips its own bytes.
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 4; ++i) {
-    threads.emplace_back([&client, i] {
-      for (int round = 0; round < 3; ++round) {
-        const std::vector<uint8_t> bytes =
-            Pattern((size_t{3} << 20) + 1000 * i, 100 + 10 * i + round);
-        Tensor t = client->Upload(bytes.data(), DType::kUInt8,
-                                  {static_cast<int64_t>(bytes.size())});
-        absl::StatusOr<HostTensor> back = t.Download();
-        ASSERT_TRUE(back.ok()) << back.status();
-        EXPECT_TRUE(back->bytes == std::string(bytes.begin(), bytes.end()))
-            << "thread " << i << " round " << round;
-      }
-    });
+  for (bool cma : {false, true}) {
+    SCOPED_TRACE(cma ? "cross-memory attach" : "region");
+    auto client =
+        Connect((*daemon)->address(), ClientOptions::ShmMode::kOn, cma);
+    ASSERT_NE(client, nullptr);
+    ASSERT_TRUE(client->shm_active());
+    EXPECT_EQ(client->cma_active(), cma);
+    // A poisoned handle's download fails with its error, through shm too.
+    std::vector<float> big((size_t{2} << 20) / 4, 1.0f);
+    Tensor a = client->FromVector(big, {static_cast<int64_t>(big.size())});
+    Tensor b = client->FromVector<float>({1, 2, 3}, {3});
+    Tensor bad = a.matmul(b);
+    EXPECT_FALSE(bad.Download().ok());
+    EXPECT_FALSE(client->synchronize().ok());  // reports the matmul error
+    // Four threads transfer at once; each round-trips its own bytes.
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i) {
+      threads.emplace_back([&client, i] {
+        for (int round = 0; round < 3; ++round) {
+          const std::vector<uint8_t> bytes =
+              Pattern((size_t{3} << 20) + 1000 * i, 100 + 10 * i + round);
+          Tensor t = client->Upload(bytes.data(), DType::kUInt8,
+                                    {static_cast<int64_t>(bytes.size())});
+          absl::StatusOr<HostTensor> back = t.Download();
+          ASSERT_TRUE(back.ok()) << back.status();
+          EXPECT_TRUE(back->bytes == std::string(bytes.begin(), bytes.end()))
+              << "thread " << i << " round " << round;
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    absl::StatusOr<std::vector<float>> again = a.to_vector<float>();
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(*again, big);
   }
-  for (std::thread& t : threads) t.join();
-  absl::StatusOr<std::vector<float>> again = a.to_vector<float>();
-  ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(*again, big);
 }
 
 TEST(ShmTransferTest, FallsBackToTheStreamWithoutARegion) {
