@@ -21,20 +21,13 @@ bool Session::CmaUsable() {
   // The daemon checks this process once, at the first transfer, and may
   // refuse it (another user, a seccomp policy without process_vm_readv,
   // a pid namespace between us): a 4-byte round trip decides, so that a
-  // refusal costs a fallback here instead of a failed upload later.
+  // refusal costs a fallback here instead of a failed upload later. The
+  // probe is a Get, whose failure is its own answer: a refused Put would
+  // poison its handle and be the next Sync's error.
   const float sent = 1.25f;
   float back = 0.0f;
-  v1::Put first;
-  first.set_dtype(ToWire(DType::kFloat32));
-  first.add_shape(1);
-  first.set_device("cpu");
-  HandleMeta meta{DType::kFloat32, {1}, "cpu", false, absl::OkStatus()};
-  absl::StatusOr<uint64_t> handle = UploadInPlace(
-      [&](v1::Put* put) {
-        put->set_cma_address(reinterpret_cast<uint64_t>(&sent));
-        put->set_cma_size(sizeof(sent));
-      },
-      std::move(first), std::move(meta));
+  absl::StatusOr<uint64_t> handle =
+      EnqueueUpload(&sent, DType::kFloat32, {1}, "cpu", false, "");  // stream
   if (!handle.ok()) return false;
   absl::StatusOr<HostTensor> got = DownloadInPlace(
       *handle, "", DType::kFloat32, sizeof(back),

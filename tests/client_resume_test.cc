@@ -182,11 +182,12 @@ class Proxy {
 
 // The stream carries every byte unless `shm` (then a region of small
 // slots, so that uploads and downloads span several commands to cut).
-ClientOptions Through(const Proxy& proxy, bool shm = false) {
+ClientOptions Through(const Proxy& proxy, bool shm = false, bool cma = false) {
   ClientOptions options;
   options.address = proxy.address();
   options.shm =
       shm ? ClientOptions::ShmMode::kOn : ClientOptions::ShmMode::kOff;
+  options.cma = cma;
   options.shm_slot_bytes = 256 << 10;
   options.connect_timeout = absl::Seconds(10);
   return options;
@@ -270,6 +271,28 @@ TEST(ClientResumeTest, CutStreamsResumeTransparently) {
   EXPECT_EQ(cut, reference);
   EXPECT_EQ(proxy.cuts(), 4);
   EXPECT_GE((*client)->internal_session()->resumes(), 4);
+  EXPECT_TRUE((*daemon)->alive());
+}
+
+// By cross-memory attach the big upload is one Put that waits for its Ack
+// and the download one Get: a resume resends the Put (the daemon reads the
+// unchanged bytes again) and the Get, and the values are the same.
+TEST(ClientResumeTest, CmaTransfersResumeTransparently) {
+  auto daemon = testing::DaemonProcess::Start({"--insecure"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  Proxy proxy((*daemon)->address());
+  auto plain = Client::Connect(Through(proxy));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const std::vector<float> reference = Workload(**plain, nullptr);
+  plain->reset();
+
+  auto client = Client::Connect(Through(proxy, /*shm=*/true, /*cma=*/true));
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE((*client)->cma_active());
+  const std::vector<float> cut = Workload(**client, &proxy, 64);
+  EXPECT_EQ(cut, reference);
+  EXPECT_GE(proxy.cuts(), 3);
+  EXPECT_GE((*client)->internal_session()->resumes(), 3);
   EXPECT_TRUE((*daemon)->alive());
 }
 

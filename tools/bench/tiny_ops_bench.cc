@@ -3,13 +3,16 @@
 //   tiny_ops_bench --address=127.0.0.1:PORT [--ops=100000] [--reps=5]
 //                  [--sync_iters=2000] [--transfer_mib=256]
 //                  [--transfer=stream|shm|shared|all] [--shm_slot_mib=0]
+//                  [--host_memory=thp|plain]
 //
 // Prints one JSON object on stdout with, each as the median over `reps`
 // repetitions after one warm-up:
 //   tiny_ops_per_s: `ops` dependent adds on a 1-element tensor, then one
 //                   synchronize (the tiny-op throughput);
 //   sync_p50_us / sync_p99_us: item() of a freshly created scalar;
-//   upload_gbps / download_gbps: a `transfer_mib` MiB float32 tensor over
+//   upload_gbps / download_gbps: a `transfer_mib` MiB float32 tensor (in
+//                   host memory allocated as NumPy allocates the memcpy
+//                   reference's arrays, or --host_memory=plain) over
 //                   the stream (a session with ClientOptions::shm = kOff),
 //                   downloaded with Tensor::DownloadInto into a buffer the
 //                   runs reuse (as the memcpy reference's destination is);
@@ -23,6 +26,8 @@
 //                   shared buffers (Client::AllocateShared, one copy; 0
 //                   without shared memory).
 // The numbers are compared against local PyTorch by run_all.sh, not here.
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -125,12 +130,49 @@ Transfer TransferRun(tensord::Client& client, const float* src, size_t n,
 
 enum class Path { kStream, kShm, kRegion, kShared };
 
+// Host memory of the transfer rows, allocated as NumPy allocates a big array
+// (the memcpy reference's): mmap'ed, transparent huge pages asked for
+// (MADV_HUGEPAGE) before the first touch. `huge` false (--host_memory=plain):
+// as a std::vector's, 4 KiB pages where THP is "madvise" (Debian's default).
+class HostBuffer {
+ public:
+  HostBuffer(size_t bytes, bool huge) : bytes_(bytes), huge_(huge) {
+    if (!huge_ || bytes == 0) {
+      plain_.resize(bytes);
+      data_ = plain_.data();
+      return;
+    }
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      std::perror("tiny_ops_bench: mmap");
+      std::exit(1);
+    }
+    madvise(p, bytes, MADV_HUGEPAGE);  // advice: may be ignored
+    data_ = static_cast<char*>(p);
+    std::memset(data_, 0, bytes);  // faulted in, as a vector's
+  }
+  ~HostBuffer() {
+    if (huge_ && bytes_ != 0) munmap(data_, bytes_);
+  }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  char* data() const { return data_; }
+
+ private:
+  const size_t bytes_;
+  const bool huge_;
+  std::vector<char> plain_;
+  char* data_ = nullptr;
+};
+
 // Medians of `reps` transfers (after a warm-up) on a session of its own:
 // over the stream, through the session's region, or from and into shared
 // buffers (false when the path is not available).
 bool TransferMedians(tensord::ClientOptions options,
-                     const std::vector<float>& host, int reps, Path path,
-                     double* up_gbps, double* down_gbps, bool* cma = nullptr) {
+                     const std::vector<float>& host, bool huge, int reps,
+                     Path path, double* up_gbps, double* down_gbps,
+                     bool* cma = nullptr) {
   const bool want_shm = path != Path::kStream;
   options.cma = path != Path::kRegion;
   options.shm = want_shm ? tensord::ClientOptions::ShmMode::kOn
@@ -141,10 +183,11 @@ bool TransferMedians(tensord::ClientOptions options,
   if (client.shm_active() != want_shm) return false;
   if (cma != nullptr) *cma = client.cma_active();
   const size_t bytes = host.size() * sizeof(float);
-  std::vector<char> plain_into;
+  HostBuffer plain_src(path == Path::kShared ? 0 : bytes, huge);
+  HostBuffer plain_into(path == Path::kShared ? 0 : bytes, huge);
   tensord::SharedBuffer shared_src, shared_into;
-  const float* src = host.data();
-  char* into = nullptr;
+  const float* src = reinterpret_cast<const float*>(plain_src.data());
+  char* into = plain_into.data();
   if (path == Path::kShared) {
     absl::StatusOr<tensord::SharedBuffer> a = client.AllocateShared(bytes);
     absl::StatusOr<tensord::SharedBuffer> b = client.AllocateShared(bytes);
@@ -157,8 +200,7 @@ bool TransferMedians(tensord::ClientOptions options,
     src = static_cast<const float*>(shared_src.data());
     into = static_cast<char*>(shared_into.data());
   } else {
-    plain_into.resize(bytes);
-    into = plain_into.data();
+    std::memcpy(plain_src.data(), host.data(), bytes);
   }
   // Warm-up: the daemon's cache holds the block, `into` is faulted in.
   TransferRun(client, src, host.size(), into);
@@ -191,7 +233,7 @@ int main(int argc, char** argv) {
   std::string address, value;
   int ops = 100000, reps = 5, sync_iters = 2000, transfer_mib = 256;
   int shm_slot_mib = 0;
-  std::string transfer = "all";
+  std::string transfer = "all", host_memory = "thp";
   for (int i = 1; i < argc; ++i) {
     if (Flag(argv[i], "address", &value)) {
       address = value;
@@ -205,6 +247,8 @@ int main(int argc, char** argv) {
       (void)absl::SimpleAtoi(value, &transfer_mib);
     } else if (Flag(argv[i], "transfer", &value)) {
       transfer = value;
+    } else if (Flag(argv[i], "host_memory", &value)) {
+      host_memory = value;
     } else if (Flag(argv[i], "shm_slot_mib", &value)) {
       (void)absl::SimpleAtoi(value, &shm_slot_mib);
     } else {
@@ -233,22 +277,24 @@ int main(int argc, char** argv) {
     std::vector<float> host(static_cast<size_t>(transfer_mib) << 18);
     for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i);
     const int transfer_reps = std::max(3, reps / 2);
+    const bool huge = host_memory != "plain";
     options.shm_slot_bytes = static_cast<size_t>(shm_slot_mib) << 20;
     auto wanted = [&transfer](const char* name) {
       return transfer == "all" || transfer == name;
     };
     if (wanted("stream")) {
-      TransferMedians(options, host, transfer_reps, Path::kStream, &up, &down);
+      TransferMedians(options, host, huge, transfer_reps, Path::kStream, &up,
+                      &down);
     }
     if (wanted("shm") &&
-        (!TransferMedians(options, host, transfer_reps, Path::kShm, &shm_up,
-                          &shm_down, &cma) ||
-         !TransferMedians(options, host, transfer_reps, Path::kRegion,
+        (!TransferMedians(options, host, huge, transfer_reps, Path::kShm,
+                          &shm_up, &shm_down, &cma) ||
+         !TransferMedians(options, host, huge, transfer_reps, Path::kRegion,
                           &region_up, &region_down))) {
       std::fprintf(stderr, "tiny_ops_bench: no shared-memory region\n");
     }
     if (wanted("shared") &&
-        !TransferMedians(options, host, transfer_reps, Path::kShared,
+        !TransferMedians(options, host, huge, transfer_reps, Path::kShared,
                          &shared_up, &shared_down)) {
       std::fprintf(stderr, "tiny_ops_bench: no shared buffers\n");
     }

@@ -59,14 +59,18 @@ class AttemptTimeout(Exception):
 
 
 def hello_frame(token: Optional[str], client_name: str, shm: bool,
+                cma: Optional[Tuple[int, int]] = None,
                 resume: Optional[Tuple[str, str, int]] = None) -> pb.ClientFrame:
-    """``ClientFrame{hello}``; ``resume`` is (session id, secret, last acknowledged seq)."""
+    """``ClientFrame{hello}``; ``cma`` is (pid, probe address) for cross-memory attach
+    (``_shared.py``), ``resume`` (session id, secret, last acknowledged seq)."""
     frame = pb.ClientFrame()
     h = frame.hello
     h.protocol_version = PROTOCOL_VERSION
     h.token = token or ""
     h.client_name = client_name
     h.shm_transfer = shm
+    if shm and cma is not None:
+        h.cma_pid, h.cma_probe_address = cma
     if resume is not None:
         h.resume_session_id, h.resume_secret, h.resume_received_seq = resume
     return frame

@@ -181,10 +181,10 @@ class Receiver:
         p = self._pending.get(d.request_id)
         if p is None or p.done:
             return  # not ours to wait for, or a replayed chunk of a finished Get
-        if d.shm:  # one ranged chunk, already in the region
+        if d.shm or d.cma:  # one ranged chunk, already in the region or in place
             p.meta = d.meta
             p.total = d.total_bytes
-            p.shm_size = d.shm_size
+            p.shm_size = d.shm_size if d.shm else d.cma_size
             p.finish()
             return
         if d.meta is not None:  # a replay restarts at the first chunk: same bytes again

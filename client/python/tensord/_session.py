@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import ctypes
 import os
 import threading
 import weakref
@@ -75,6 +76,11 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
     ``download_cache_bytes``: idle shared buffers kept for big ``numpy()`` results on a
     same-host session (``_download_cache``; default ``TENSORD_DOWNLOAD_CACHE_MB``, 1024 MiB,
     or off for a user with a quota; 0: off). ``empty_download_cache()`` frees them.
+
+    ``cma``: on a same-host session, uploads of 1 MiB or more from arrays go by cross-memory
+    attach when the daemon offers it and a probe works (the daemon copies the bytes once, out
+    of this process's memory; docs/protocol.md "Cross-memory attach"); default
+    ``TENSORD_CMA`` != "0". False keeps them in the shared-memory region (two copies).
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, token: Optional[str] = None, *,
@@ -83,7 +89,8 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
                  max_batch_bytes: int = _MiB, credentials: Optional[grpc.ChannelCredentials] = None,
                  shm: Optional[bool] = None, resume: bool = True,
                  resume_timeout: float = 20.0, tune_malloc: bool = True,
-                 download_cache_bytes: Optional[int] = None) -> None:
+                 download_cache_bytes: Optional[int] = None,
+                 cma: Optional[bool] = None) -> None:
         self.address = address
         self._lock = threading.Lock()
         self._replies = threading.Condition(self._lock)  # receiver → waiters
@@ -139,8 +146,17 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
         self._credentials = credentials
         self._metadata = [("authorization", f"Bearer {token}")] if token else []
         # same-host shared-memory transfer (_shm.py); TENSORD_SHM=0 turns it off
-        self._hello_args = (token, client_name, shm if shm is not None
-                            else os.environ.get("TENSORD_SHM", "1") != "0")
+        want_shm = shm if shm is not None else os.environ.get("TENSORD_SHM", "1") != "0"
+        if cma is None:
+            cma = os.environ.get("TENSORD_CMA", "1") != "0"
+        # The probe Hello.cma_probe_address names: Welcome.shm's nonce is copied there once the
+        # region is mapped, proving to the daemon that this process mapped it (server/cma.h).
+        self._cma_probe = ctypes.create_string_buffer(64) if want_shm and cma else None
+        self._cma_state: Optional[bool] = None  # unknown until the first big upload probes
+        self._cma_lock = threading.Lock()
+        self._hello_args = (token, client_name, want_shm,
+                            (os.getpid(), ctypes.addressof(self._cma_probe))
+                            if self._cma_probe is not None else None)
         # wait_for_ready: a daemon that is still starting is waited for, up to connect_timeout
         conn = Connection(address, credentials, self._metadata, hello_frame(*self._hello_args),
                           wait_for_ready=True)
@@ -184,6 +200,8 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
         self._max_upload_frame = max(self._max_bytes, max_frame // 2 - 4096)
         #: the mapped shared-memory region, or None (the stream carries every byte)
         self._shm = _shm.Region.open(w.shm) if w.HasField("shm") else None
+        if self._shm is not None and self._cma_probe is not None and len(w.shm.nonce) <= 64:
+            ctypes.memmove(self._cma_probe, w.shm.nonce, len(w.shm.nonce))
         if tune_malloc and self._shm is None:  # the stream carries the bytes
             _malloc.keep_transfer_buffers_mapped()
         self._download_cache = _download_cache.for_session(self, download_cache_bytes,

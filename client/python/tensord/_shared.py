@@ -202,13 +202,60 @@ class SharedBuffers:
     def _put_shared_locked(self, where: Tuple[int, int], nbytes: int, fields: Any) -> int:
         """One Put of ``nbytes`` at ``where`` (region, offset), ``fields(put)`` filling the rest;
         returns once the daemon acknowledged it (the lifetime rule). Lock held."""
+        def source(p: Any) -> None:
+            fields(p)
+            p.shm = True
+            p.shm_region, p.shm_offset = where
+            p.shm_size = nbytes
+        return self._put_in_place_locked(source)
+
+    def _put_cma_locked(self, address: int, nbytes: int, fields: Any) -> int:
+        """The same for ``nbytes`` at ``address`` in this process, which the daemon reads itself
+        (cross-memory attach; ``_cma_usable`` said it works). Lock held."""
+        def source(p: Any) -> None:
+            fields(p)
+            p.cma_address, p.cma_size = address, nbytes
+        return self._put_in_place_locked(source)
+
+    def _cma_usable(self) -> bool:
+        """Whether uploads may go by cross-memory attach: the daemon offered it (Welcome.cma) and
+        a 4-byte probe Put by it reads back right (tried once; the daemon checks this process at
+        the first one and may refuse it: another user, a seccomp policy, a pid namespace)."""
+        if self._cma_state is None:
+            with self._cma_lock:
+                if self._cma_state is None:
+                    self._cma_state = self._cma_probe_works()
+        return self._cma_state
+
+    def _cma_probe_works(self) -> bool:
+        """A 4-byte tensor uploaded on the stream, read back by cross-memory attach: a Get's
+        failure is its own answer (a refused Put would poison its handle and be the next
+        synchronize's error)."""
+        if not self.welcome.cma or self._shm is None or self._cma_probe is None:
+            return False
+        sent = np.array([1.25], dtype=np.float32)
+        back = np.zeros(1, dtype=np.float32)
+        handle, _ = self.put(sent, _dtype.float32.proto, (1,), "cpu", False, "")
+        try:
+            with self._lock:
+                self._wait_not_busy_locked()
+                rid, p = self._request_locked()
+                g = self._add_locked().get
+                g.handle, g.request_id = handle, rid
+                g.cma_address, g.cma_capacity = back.ctypes.data, back.nbytes
+                self._flush_locked()
+                self._wait_locked(p, rid)
+            return p.error is None and p.shm_size == back.nbytes and back[0] == sent[0]
+        finally:
+            self.release(handle)
+
+    def _put_in_place_locked(self, source: Any) -> int:
+        """One Put whose bytes the daemon copies in place (``source(put)`` fills it); returns
+        once the daemon acknowledged it, i.e. copied them (the lifetime rule). Lock held."""
         cmd = self._add_locked()
         p = cmd.put
-        fields(p)
+        source(p)
         p.last = True
-        p.shm = True
-        p.shm_region, p.shm_offset = where
-        p.shm_size = nbytes
         seq = cmd.seq
         self._flush_locked()
         self._replies.wait_for(lambda: self._acked_seq >= seq or self._broken is not None)

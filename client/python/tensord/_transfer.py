@@ -17,6 +17,7 @@ from ._proto import tensord_pb2 as pb
 _ITEMSIZE = {pb.FLOAT32: 4, pb.FLOAT64: 8, pb.FLOAT16: 2, pb.BFLOAT16: 2, pb.INT64: 8,
              pb.INT32: 4, pb.INT8: 1, pb.UINT8: 1, pb.BOOL: 1}
 _BIG_CHUNK = 64 << 10  # Put chunks at least this big are sent without an extra copy
+_CMA_MIN_BYTES = 1 << 20  # from here an upload goes by cross-memory attach when it works
 _UPLOAD_WINDOW = 16 << 20  # Put bytes of an upload sent, not yet acknowledged: Note [Upload window]
 
 
@@ -37,6 +38,9 @@ class Transfers:
         where = None  # (region, offset) of a shared buffer holding the bytes
         if self._shared_ranges and flat is not None and total >= _shm.MIN_BYTES:
             where = self._find_shared(flat.ctypes.data, total)
+        # Cross-memory attach (_shared.py): the daemon reads the array itself, one copy.
+        cma = (where is None and flat is not None and total >= _CMA_MIN_BYTES
+               and self._cma_probe is not None and self._cma_usable())
         with self._lock:
             self._check_open_locked()
             # Another thread's exclusive transfer ends before this handle is allocated: from
@@ -46,7 +50,7 @@ class Transfers:
             self._wait_not_busy_locked()
             handle = self._next_handle
             self._next_handle += 1
-            if where is not None:
+            if where is not None or cma:
                 def first(p: Any) -> None:
                     p.handle = handle
                     p.dtype = dtype_proto
@@ -54,6 +58,8 @@ class Transfers:
                     p.device = device
                     p.requires_grad = requires_grad
                     p.site = site
+                if where is None:
+                    return handle, self._put_cma_locked(flat.ctypes.data, total, first)
                 return handle, self._put_shared_locked(where, total, first)
             if self._shm is not None and total >= _shm.MIN_BYTES and flat is not None:
                 def fields(cmd: Any, offset: int, n: int, last: bool) -> None:

@@ -1,0 +1,99 @@
+"""Uploads by cross-memory attach (docs/protocol.md "Cross-memory attach"; ``_shared.py``)
+against the real daemon: on a same-host session, arrays of 1 MiB or more are read by the daemon
+straight out of this process once a 4-byte probe worked; values, dtypes and ``requires_grad``
+arrive as sent; smaller or non-contiguous arrays, ``cma=False``, a daemon run ``--cma=false``
+and a probe the daemon refuses all take the shared-memory region instead, with the same
+values."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+import tensord as td
+from conftest import running_daemon
+from tensord._session import Session
+
+BIG = 3 << 20  # bytes: over the 1 MiB threshold
+
+
+@pytest.fixture
+def cma_puts(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The Puts sent by cross-memory attach: (address, nbytes) each (the probe is a Get)."""
+    seen = []
+    real = Session._put_cma_locked
+
+    def spy(self, address, nbytes, fields):
+        seen.append((address, nbytes))
+        return real(self, address, nbytes, fields)
+
+    monkeypatch.setattr(Session, "_put_cma_locked", spy)
+    return seen
+
+
+def _random(n: int, seed: int, dtype=np.float32) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(n).astype(dtype)
+
+
+def test_big_arrays_are_read_by_the_daemon(daemon: str, cma_puts: list) -> None:
+    with td.connect(daemon) as s:
+        for i, dtype in enumerate((np.float32, np.float64, np.int64, np.float16)):
+            a = _random(BIG // np.dtype(dtype).itemsize + 7, i, dtype).reshape(-1, 1)
+            t = td.tensor(a)
+            assert t.dtype.name == np.dtype(dtype).name
+            np.testing.assert_array_equal(t.numpy(), a)
+            assert (a.ctypes.data, a.nbytes) in cma_puts
+        assert s._cma_usable()
+        # Below the threshold, and a non-contiguous array (its contiguous copy is what is
+        # read, so it goes by cross-memory attach too, from another address).
+        n = len(cma_puts)
+        small = _random((1 << 20) // 4 - 1, 9)
+        np.testing.assert_array_equal(td.tensor(small).numpy(), small)
+        assert len(cma_puts) == n
+        strided = _random(2 * BIG // 4, 10)[::2]
+        np.testing.assert_array_equal(td.tensor(strided).numpy(), strided)
+        assert len(cma_puts) == n + 1 and cma_puts[-1][0] != strided.ctypes.data
+
+
+def test_requires_grad_travels_with_the_put(daemon: str, cma_puts: list) -> None:
+    with td.connect(daemon) as s:
+        a = _random(BIG // 4, 3)
+        t = td.tensor(a, requires_grad=True)
+        (t * 3.0).sum().backward()
+        np.testing.assert_array_equal(t.grad.numpy(), np.full_like(a, 3.0))
+        assert (a.ctypes.data, a.nbytes) in cma_puts
+
+
+def test_turned_off_by_the_keyword(daemon: str, cma_puts: list) -> None:
+    with td.connect(daemon, cma=False) as s:
+        a = _random(BIG // 4, 4)
+        np.testing.assert_array_equal(td.tensor(a).numpy(), a)
+        assert not cma_puts
+        assert not s._cma_usable()
+        assert s._shm is not None  # the region carried it
+
+
+def test_daemon_without_cross_memory_attach(cma_puts: list) -> None:
+    with running_daemon("--cma=false") as address, td.connect(address) as s:
+        assert not s.welcome.cma
+        a = _random(BIG // 4, 5)
+        np.testing.assert_array_equal(td.tensor(a).numpy(), a)
+        assert not cma_puts and not s._cma_usable()
+
+
+def test_a_refused_probe_falls_back_to_the_region(daemon: str, cma_puts: list) -> None:
+    with td.connect(daemon) as s:
+        assert s.welcome.cma
+        # The daemon checks the nonce at the probe address at the first transfer: without it
+        # the probe's Get is refused, so the client stops trying.
+        ctypes.memset(s._cma_probe, 0, 64)
+        a = _random(BIG // 4, 6)
+        np.testing.assert_array_equal(td.tensor(a).numpy(), a)
+        assert not cma_puts
+        assert not s._cma_usable()
+        b = _random(BIG // 4, 7)
+        np.testing.assert_array_equal(td.tensor(b).numpy(), b)
+        assert not cma_puts
+        s.synchronize()  # no error left behind: the refused probe's was its Get's own
