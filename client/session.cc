@@ -404,6 +404,7 @@ absl::Status Session::Flush() {
     if (stream_error_.ok()) {
       stream_error_ = absl::UnavailableError(absl::StrCat(
           "the session stream to tensord at ", address_, " broke"));
+      WakeMailboxLocked();
     }
     return stream_error_;
   }

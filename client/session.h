@@ -189,6 +189,8 @@ class Session {
 
   // True when transfers go through the daemon's shared-memory region.
   bool shm_active() const { return shm_ != nullptr; }
+  // Answers read from the region's mailbox (AwaitNotified) so far.
+  uint64_t mailbox_answers() const { return mailbox_answers_.load(); }
   // A new shared buffer of `bytes` (AllocateShared; one round trip), mapped
   // and registered; a null `mapping` when this session has no shared memory
   // with the daemon. FreeShared unregisters it and queues its Release.
@@ -342,12 +344,23 @@ class Session {
                                          std::optional<uint64_t> total,
                                          DownloadTarget target);
   // Queues a ranged shm Get of `handle` into `slot`; returns its request id.
+  // `notify`: the daemon also announces the answer in the region's mailbox
+  // (proto/mailbox.h), for AwaitNotified; one such Get at a time (shm_mu_).
   absl::StatusOr<uint64_t> EnqueueShmGet(uint64_t handle,
                                          const std::string& site, int slot,
-                                         uint64_t byte_offset)
+                                         uint64_t byte_offset,
+                                         bool notify = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(shm_mu_);
   // Waits for request `request_id`'s answer and forgets it.
   PendingDownload AwaitDownload(uint64_t request_id);
+  // The same for the notify Get: wakes on the mailbox's futex, where the
+  // daemon announces the answer before its frame goes out (so no gRPC or
+  // reader thread stands between it and this one), or where the reader
+  // stores a word of its own when the stream answered first, failed or
+  // ended (WakeMailboxLocked).
+  PendingDownload AwaitNotified(uint64_t request_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shm_mu_);
+  void WakeMailboxLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The shared-buffer paths (session_shared.cc): the buffer holding all of
   // [p, p + n), if any. Then, for bytes the daemon copies in place (a
   // shared buffer, or this process's memory by cross-memory attach): one
@@ -401,6 +414,10 @@ class Session {
   CmaState cma_state_ ABSL_GUARDED_BY(cma_mu_) = CmaState::kUnknown;
   // Per slot, the seq of the last Put that reads it (0: none).
   std::vector<uint64_t> slot_seq_ ABSL_GUARDED_BY(shm_mu_);
+  // The outstanding notify Get (0: none), and how many answers were taken
+  // from the mailbox (tests).
+  uint64_t notify_request_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> mailbox_answers_{0};
   Mutex enqueue_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
   // Call sites bound to ids on the daemon, by __builtin_FILE pointer and
   // line (Note [Site ids]).

@@ -83,6 +83,7 @@ void Session::ReadLoop() {
       resuming_ = false;
       stream_error_ = resumed;
       reader_done_ = true;
+      WakeMailboxLocked();
       return;
     }
     MutexLock lock(&mu_);
@@ -98,6 +99,7 @@ void Session::ReadLoop() {
     }
     stream_error_ = status;
     reader_done_ = true;
+    WakeMailboxLocked();
     return;
   }
 }
@@ -195,6 +197,18 @@ void Session::HandleFrame(const v1::ServerFrame& frame,
     default:
       break;  // a second Welcome or an unknown kind: nothing to do
   }
+  const uint64_t answered = frame.has_data()    ? frame.data().request_id()
+                            : frame.has_error() ? frame.error().request_id()
+                                                : 0;
+  if (answered != 0 && answered == notify_request_) WakeMailboxLocked();
+}
+
+void Session::WakeMailboxLocked() {
+  if (notify_request_ == 0) return;
+  std::atomic<uint32_t>* word = shm_->mailbox_word();
+  word->store(mailbox::WordFor(notify_request_) | mailbox::kLocal,
+              std::memory_order_release);
+  mailbox::Wake(word);
 }
 
 absl::Status Session::Sync() {

@@ -63,16 +63,57 @@ absl::Status Session::UploadShmChunks(const char* data, uint64_t total,
 
 absl::StatusOr<uint64_t> Session::EnqueueShmGet(uint64_t handle,
                                                 const std::string& site,
-                                                int slot,
-                                                uint64_t byte_offset) {
+                                                int slot, uint64_t byte_offset,
+                                                bool notify) {
   MutexLock enqueue_lock(&enqueue_mu_);
   // A Put still reading this slot runs first: the daemon keeps the order.
-  return EnqueueGetLocked(handle, site, [&](v1::Get* get) {
-    get->set_shm(true);
-    get->set_shm_offset(shm_->slot_offset(slot));
-    get->set_shm_capacity(shm_->slot_bytes());
-    get->set_byte_offset(byte_offset);
-  });
+  absl::StatusOr<uint64_t> request_id =
+      EnqueueGetLocked(handle, site, [&](v1::Get* get) {
+        get->set_shm(true);
+        get->set_shm_offset(shm_->slot_offset(slot));
+        get->set_shm_capacity(shm_->slot_bytes());
+        get->set_byte_offset(byte_offset);
+        get->set_notify(notify);
+      });
+  if (notify && request_id.ok()) {
+    MutexLock lock(&mu_);
+    notify_request_ = *request_id;
+  }
+  return request_id;
+}
+
+Session::PendingDownload Session::AwaitNotified(uint64_t request_id) {
+  std::atomic<uint32_t>* word = shm_->mailbox_word();
+  const uint32_t mine = mailbox::WordFor(request_id);
+  for (;;) {
+    const uint32_t seen = word->load(std::memory_order_acquire);
+    if (seen == mine) {
+      PendingDownload answer;
+      if (!shm_->ReadAnnouncement(request_id, &answer.shm_reply)) break;
+      answer.done = answer.shm = true;
+      MutexLock lock(&mu_);
+      // The frame the stream still brings finds no request and is dropped.
+      downloads_.erase(request_id);
+      notify_request_ = 0;
+      mailbox_answers_.fetch_add(1, std::memory_order_relaxed);
+      return answer;
+    }
+    {
+      MutexLock lock(&mu_);
+      auto it = downloads_.find(request_id);
+      if (it == downloads_.end() || it->second.done || !stream_error_.ok()) {
+        break;
+      }
+    }
+    // The reader changes the word before it completes or fails this
+    // request, so either `seen` is stale (no sleep) or it wakes us.
+    mailbox::Wait(word, seen);
+  }
+  {
+    MutexLock lock(&mu_);
+    notify_request_ = 0;
+  }
+  return AwaitDownload(request_id);
 }
 
 Session::PendingDownload Session::AwaitDownload(uint64_t request_id) {
@@ -100,17 +141,21 @@ absl::StatusOr<HostTensor> Session::DownloadShm(uint64_t handle,
     uint64_t request_id;
     int slot;
     uint64_t offset;
+    bool notify;
   };
   std::deque<InFlight> in_flight;
   uint64_t next_offset = 0;
   int k = 0;
   // Unknown size: one Get for the first slot; its answer says the total.
+  // The first Get is announced in the mailbox (a round trip without the
+  // transport's threads on the way back: what item() waits for).
   auto issue = [&]() -> absl::Status {
     const int slot = k++ % slots;
+    const bool notify = k == 1 && shm_->has_mailbox();
     absl::StatusOr<uint64_t> request_id =
-        EnqueueShmGet(handle, site, slot, next_offset);
+        EnqueueShmGet(handle, site, slot, next_offset, notify);
     if (!request_id.ok()) return request_id.status();
-    in_flight.push_back({*request_id, slot, next_offset});
+    in_flight.push_back({*request_id, slot, next_offset, notify});
     next_offset += shm_->slot_bytes();
     return absl::OkStatus();
   };
@@ -133,7 +178,8 @@ absl::StatusOr<HostTensor> Session::DownloadShm(uint64_t handle,
   while (!in_flight.empty()) {
     const InFlight want = in_flight.front();
     in_flight.pop_front();
-    PendingDownload got = AwaitDownload(want.request_id);
+    PendingDownload got = want.notify ? AwaitNotified(want.request_id)
+                                      : AwaitDownload(want.request_id);
     if (!status.ok()) continue;  // draining the answers after an error
     if (!got.status.ok()) {
       status = got.status;

@@ -66,6 +66,17 @@ std::unique_ptr<ShmMapping> ShmMapping::Open(const v1::ShmRegion& desc,
       new ShmMapping(std::move(region), slot_bytes, kMaxSlots));
 }
 
+bool ShmMapping::ReadAnnouncement(uint64_t request_id, v1::Data* out) const {
+  const char* base = region_->base();
+  uint64_t announced = 0;
+  uint32_t length = 0;
+  std::memcpy(&announced, base + mailbox::kRequestOffset, sizeof(announced));
+  std::memcpy(&length, base + mailbox::kLengthOffset, sizeof(length));
+  return announced == request_id && length <= mailbox::kCapacity &&
+         out->ParseFromArray(base + mailbox::kPayloadOffset,
+                             static_cast<int>(length));
+}
+
 ShmMapping::ShmMapping(std::unique_ptr<RegionMapping> region, size_t slot_bytes,
                        int num_slots)
     : region_(std::move(region)),

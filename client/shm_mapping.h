@@ -17,11 +17,13 @@
 #ifndef TENSORD_CLIENT_SHM_MAPPING_H_
 #define TENSORD_CLIENT_SHM_MAPPING_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "proto/mailbox.h"
 #include "proto/tensord.pb.h"
 
 namespace tensord {
@@ -76,6 +78,17 @@ class ShmMapping {
   bool Matches(const v1::ShmRegion& desc) const {
     return region_->Matches(desc);
   }
+  // The mailbox in the region's first page (proto/mailbox.h), when the
+  // region has one (its payload starts a page in or later).
+  bool has_mailbox() const {
+    return region_->data_offset() >= mailbox::kPageBytes;
+  }
+  std::atomic<uint32_t>* mailbox_word() const {
+    return mailbox::Word(region_->base());
+  }
+  // The daemon's announcement of the answer to `request_id`, parsed into
+  // `out`; false when the mailbox holds another one or it does not parse.
+  bool ReadAnnouncement(uint64_t request_id, v1::Data* out) const;
 
  private:
   ShmMapping(std::unique_ptr<RegionMapping> region, size_t slot_bytes,

@@ -152,7 +152,7 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
   ReadForGet(
       t, get.byte_offset(), n,
       [this, frame = std::move(frame), region = std::move(region), dst, n,
-       remote = get.cma_address(),
+       remote = get.cma_address(), notify = get.notify(),
        site = get.site()](const absl::Status& read, const char* bytes) mutable {
         absl::Status status = read;
         if (status.ok() && remote != 0) {
@@ -168,6 +168,12 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
           *error.mutable_error()->mutable_status() =
               StatusToProto(status, "get", site);
           return sink_->Send(std::move(error));
+        }
+        // The waiting client wakes on the mailbox; the stream still
+        // carries the answer (Note [Resume] replays it; a client not waiting
+        // any more ignores it).
+        if (notify && config_.shm != nullptr) {
+          config_.shm->Announce(frame.data().request_id(), frame.data());
         }
         sink_->Send(std::move(frame));
       });

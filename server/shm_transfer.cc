@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "proto/mailbox.h"
 
 namespace tensord {
 namespace {
@@ -101,6 +102,20 @@ v1::ShmRegion ShmRegion::Describe() const {
   r.set_nonce(nonce_);
   r.set_data_offset(kDataOffset);
   return r;
+}
+
+void ShmRegion::Announce(uint64_t request_id, const v1::Data& data) const {
+  static_assert(kDataOffset == mailbox::kPageBytes);
+  const size_t n = data.ByteSizeLong();
+  if (n > mailbox::kCapacity) return;
+  data.SerializeWithCachedSizesToArray(
+      reinterpret_cast<uint8_t*>(base_ + mailbox::kPayloadOffset));
+  const uint32_t length = static_cast<uint32_t>(n);
+  std::memcpy(base_ + mailbox::kRequestOffset, &request_id, sizeof(request_id));
+  std::memcpy(base_ + mailbox::kLengthOffset, &length, sizeof(length));
+  std::atomic<uint32_t>* word = mailbox::Word(base_);
+  word->store(mailbox::WordFor(request_id), std::memory_order_release);
+  mailbox::Wake(word);
 }
 
 absl::StatusOr<char*> ShmRegion::Slice(uint64_t offset, uint64_t n,

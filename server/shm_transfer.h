@@ -49,6 +49,12 @@ class ShmRegion {
   v1::ShmRegion Describe() const;
   size_t size() const { return size_; }
 
+  // Writes `data`, the answer to Get `request_id`, into the mailbox of the
+  // region's first page and wakes the client waiting on it
+  // (proto/mailbox.h); an answer that does not fit is left to the stream.
+  // Writes shared memory only (const: no state of this object changes).
+  void Announce(uint64_t request_id, const v1::Data& data) const;
+
   // [offset, offset + n) of the payload area, or INVALID_ARGUMENT naming
   // `what` when it is outside it.
   absl::StatusOr<char*> Slice(uint64_t offset, uint64_t n,

@@ -205,6 +205,53 @@ TEST(ShmTransferTest, ErrorsAndConcurrentTransfersKeepTheSlotsConsistent) {
   }
 }
 
+// Note the mailbox (proto/mailbox.h): a result's first shm Get is answered
+// in the region's mailbox too, and the waiting thread wakes on its futex.
+TEST(ShmTransferTest, SmallResultsAreAnsweredInTheMailbox) {
+  auto daemon = testing::DaemonProcess::Start({"--insecure"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  auto client = Connect((*daemon)->address(), ClientOptions::ShmMode::kOn);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->shm_active());
+  const auto& session = client->internal_session();
+  Tensor x = client->FromVector<float>({1.5f, -2.0f}, {2});
+  const uint64_t before = session->mailbox_answers();
+  for (int i = 0; i < 50; ++i) {
+    // A fresh result: its size is not known yet, so it is asked through the
+    // region (the Ack has not arrived).
+    absl::StatusOr<float> v = (x.sum() * static_cast<double>(i)).item<float>();
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(*v, -0.5f * static_cast<float>(i));
+  }
+  EXPECT_GE(session->mailbox_answers(), before + 40);  // a few may see an Ack
+  // An error answers on the stream only: the reader wakes the waiter.
+  Tensor bad = x.matmul(client->FromVector<float>({1, 2, 3}, {3}));
+  absl::StatusOr<float> refused = bad.item<float>();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("matmul"), std::string::npos)
+      << refused.status();
+  EXPECT_FALSE(client->synchronize().ok());  // the matmul's error, reported
+  // Threads take turns on the mailbox (one notify Get at a time).
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&client, t] {
+      Tensor base = client->FromVector<float>({static_cast<float>(t)}, {1});
+      for (int i = 0; i < 100; ++i) {
+        absl::StatusOr<float> v = (base + static_cast<double>(i)).item<float>();
+        ASSERT_TRUE(v.ok()) << v.status();
+        ASSERT_EQ(*v, static_cast<float>(t + i)) << "thread " << t;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  // Bigger results still take the slots, their first Get announced too.
+  std::vector<float> big((size_t{3} << 20) / 4, 0.5f);
+  Tensor b = client->FromVector(big, {static_cast<int64_t>(big.size())});
+  absl::StatusOr<std::vector<float>> doubled = (b * 2.0).to_vector<float>();
+  ASSERT_TRUE(doubled.ok()) << doubled.status();
+  EXPECT_EQ(*doubled, std::vector<float>(big.size(), 1.0f));
+}
+
 TEST(ShmTransferTest, FallsBackToTheStreamWithoutARegion) {
   auto daemon = testing::DaemonProcess::Start({"--insecure", "--shm_bytes=0"});
   ASSERT_TRUE(daemon.ok()) << daemon.status();
