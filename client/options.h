@@ -65,6 +65,13 @@ struct ClientOptions {
   // a 4-byte probe transfer works, else through the region. False, or
   // $TENSORD_CMA=0, keeps them in the region.
   bool cma = true;
+  // A thread waiting for an answer the daemon announces in the region's
+  // mailbox (a result's first Get through the region: item() of a fresh
+  // result; docs/protocol.md "Mailbox") spins this long before it sleeps:
+  // waking a sleeping thread costs tens of microseconds on a VM, more than
+  // the rest of such a round trip. The spin costs CPU only while waiting,
+  // for at most this long per wait. Zero sleeps at once.
+  absl::Duration sync_spin = absl::Microseconds(200);
 
   // Note [Transfer buffers] (runtime/core/transfer_buffers.h): the first
   // session whose transfers go over the stream sets glibc's malloc

@@ -361,6 +361,9 @@ class Session {
   PendingDownload AwaitNotified(uint64_t request_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(shm_mu_);
   void WakeMailboxLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Spins up to ClientOptions::sync_spin while `*word` is `seen`; true when
+  // it changed.
+  bool SpinWhile(const std::atomic<uint32_t>* word, uint32_t seen) const;
   // The shared-buffer paths (session_shared.cc): the buffer holding all of
   // [p, p + n), if any. Then, for bytes the daemon copies in place (a
   // shared buffer, or this process's memory by cross-memory attach): one

@@ -206,8 +206,11 @@ void Session::HandleFrame(const v1::ServerFrame& frame,
 void Session::WakeMailboxLocked() {
   if (notify_request_ == 0) return;
   std::atomic<uint32_t>* word = shm_->mailbox_word();
-  word->store(mailbox::WordFor(notify_request_) | mailbox::kLocal,
-              std::memory_order_release);
+  // Announced (the daemon stores the word before its frame goes out): the
+  // waiter reads the mailbox; the word must stay as it is for it.
+  const uint32_t announced = mailbox::WordFor(notify_request_);
+  if (word->load(std::memory_order_acquire) == announced) return;
+  word->store(announced | mailbox::kLocal, std::memory_order_release);
   mailbox::Wake(word);
 }
 

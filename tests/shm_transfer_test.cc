@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/session.h"
 #include "client/tensord_client.h"
 #include "gtest/gtest.h"
 #include "tests/daemon_process.h"
