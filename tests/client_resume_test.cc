@@ -274,6 +274,42 @@ TEST(ClientResumeTest, CutStreamsResumeTransparently) {
   EXPECT_TRUE((*daemon)->alive());
 }
 
+// The workload through `proxy` plainly (the reference), then on a session
+// with `options` whose big transfers have the stream cut `cut_bytes` in;
+// the values must match. Returns the client's resumes (-1: no session).
+int ResumedWorkload(const testing::DaemonProcess& daemon, Proxy& proxy,
+                    const ClientOptions& options, size_t cut_bytes) {
+  auto plain = Client::Connect(Through(proxy));
+  EXPECT_TRUE(plain.ok()) << plain.status();
+  if (!plain.ok()) return -1;
+  const std::vector<float> reference = Workload(**plain, nullptr);
+  plain->reset();
+  auto client = Client::Connect(options);
+  EXPECT_TRUE(client.ok()) << client.status();
+  if (!client.ok()) return -1;
+  EXPECT_TRUE((*client)->shm_active());
+  EXPECT_EQ((*client)->cma_active(), options.cma);
+  const std::vector<float> cut = Workload(**client, &proxy, cut_bytes);
+  EXPECT_EQ(cut, reference);
+  EXPECT_TRUE(daemon.alive());
+  return static_cast<int>((*client)->internal_session()->resumes());
+}
+
+// Through the shared-memory region: a Put resent after a resume still finds
+// its bytes in the slot (slots are reused only once acked), and ranged Gets
+// answered twice are not copied twice.
+TEST(ClientResumeTest, ShmTransfersResumeTransparently) {
+  auto daemon = testing::DaemonProcess::Start({"--insecure"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  Proxy proxy((*daemon)->address());
+  // Shm Put/Data frames carry no payload: a few hundred bytes in, the big
+  // upload (12 slots' worth) and download are under way.
+  const int resumes =
+      ResumedWorkload(**daemon, proxy, Through(proxy, /*shm=*/true), 400);
+  EXPECT_EQ(proxy.cuts(), 4);
+  EXPECT_GE(resumes, 4);
+}
+
 // By cross-memory attach the big upload is one Put that waits for its Ack
 // and the download one Get: a resume resends the Put (the daemon reads the
 // unchanged bytes again) and the Get, and the values are the same.
@@ -281,44 +317,10 @@ TEST(ClientResumeTest, CmaTransfersResumeTransparently) {
   auto daemon = testing::DaemonProcess::Start({"--insecure"});
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   Proxy proxy((*daemon)->address());
-  auto plain = Client::Connect(Through(proxy));
-  ASSERT_TRUE(plain.ok()) << plain.status();
-  const std::vector<float> reference = Workload(**plain, nullptr);
-  plain->reset();
-
-  auto client = Client::Connect(Through(proxy, /*shm=*/true, /*cma=*/true));
-  ASSERT_TRUE(client.ok()) << client.status();
-  ASSERT_TRUE((*client)->cma_active());
-  const std::vector<float> cut = Workload(**client, &proxy, 64);
-  EXPECT_EQ(cut, reference);
+  const int resumes = ResumedWorkload(
+      **daemon, proxy, Through(proxy, /*shm=*/true, /*cma=*/true), 64);
   EXPECT_GE(proxy.cuts(), 3);
-  EXPECT_GE((*client)->internal_session()->resumes(), 3);
-  EXPECT_TRUE((*daemon)->alive());
-}
-
-// The same through the shared-memory region: a Put resent after a resume
-// still finds its bytes in the slot (slots are reused only once acked), and
-// ranged Gets answered twice are not copied twice.
-TEST(ClientResumeTest, ShmTransfersResumeTransparently) {
-  auto daemon = testing::DaemonProcess::Start({"--insecure"});
-  ASSERT_TRUE(daemon.ok()) << daemon.status();
-  Proxy proxy((*daemon)->address());
-
-  auto plain = Client::Connect(Through(proxy));
-  ASSERT_TRUE(plain.ok()) << plain.status();
-  const std::vector<float> reference = Workload(**plain, nullptr);
-  plain->reset();
-
-  auto client = Client::Connect(Through(proxy, /*shm=*/true));
-  ASSERT_TRUE(client.ok()) << client.status();
-  ASSERT_TRUE((*client)->shm_active());
-  // Shm Put/Data frames carry no payload: a few hundred bytes in, the big
-  // upload (12 slots' worth) and download are under way.
-  const std::vector<float> cut = Workload(**client, &proxy, 400);
-  EXPECT_EQ(cut, reference);
-  EXPECT_EQ(proxy.cuts(), 4);
-  EXPECT_GE((*client)->internal_session()->resumes(), 4);
-  EXPECT_TRUE((*daemon)->alive());
+  EXPECT_GE(resumes, 3);
 }
 
 bool SessionListed(const std::string& address, const std::string& id) {
