@@ -6,7 +6,7 @@ namespace tensord {
 namespace testing {
 
 RawSession::RawSession(const std::string& address, const std::string& token,
-                       const std::string& name) {
+                       const std::string& name, v1::Hello hello_fields) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetMaxSendMessageSize(64 << 20);  // lets tests send oversized frames
@@ -18,6 +18,7 @@ RawSession::RawSession(const std::string& address, const std::string& token,
   }
   stream_ = stub_->Session(&context_);
   v1::ClientFrame hello;
+  *hello.mutable_hello() = std::move(hello_fields);
   hello.mutable_hello()->set_protocol_version(1);
   hello.mutable_hello()->set_client_name(name);
   v1::ServerFrame frame;

@@ -32,9 +32,10 @@ class RawSession {
     bool ok = false;  // the SyncDone arrived (the stream is alive)
   };
 
-  // Opens a session (Hello with `token`); check ok() after.
+  // Opens a session (Hello with `token`, and `hello`'s other fields);
+  // check ok() after.
   RawSession(const std::string& address, const std::string& token = "",
-             const std::string& name = "raw");
+             const std::string& name = "raw", v1::Hello hello = v1::Hello());
   ~RawSession();  // closes the stream cleanly if it is still open
 
   bool ok() const { return ok_; }
