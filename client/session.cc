@@ -113,7 +113,8 @@ absl::Status Session::Handshake() {
   hello.set_shm_transfer(WantShm(options_));
   if (hello.shm_transfer() && WantCma(options_)) {
     cma_probe_ = std::make_unique<char[]>(kCmaProbeBytes);  // zeroed
-    hello.set_cma_pid(static_cast<uint64_t>(getpid()));
+    cma_pid_ = static_cast<uint64_t>(getpid());
+    hello.set_cma_pid(cma_pid_);
     hello.set_cma_probe_address(reinterpret_cast<uint64_t>(cma_probe_.get()));
   }
   absl::StatusOr<OpenedStream> opened =

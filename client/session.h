@@ -411,6 +411,7 @@ class Session {
   // region's nonce is copied there once mapped), and whether it works
   // (unknown until the first CmaUsable, which probes holding cma_mu_).
   std::unique_ptr<char[]> cma_probe_;
+  uint64_t cma_pid_ = 0;  // Hello.cma_pid
   static constexpr size_t kCmaProbeBytes = 64;
   Mutex cma_mu_ ABSL_ACQUIRED_BEFORE(shm_mu_);
   enum class CmaState { kUnknown, kWorks, kOff };

@@ -3,6 +3,8 @@
 // this process's memory and a Get's straight into it, once. The paths
 // themselves are UploadInPlace and DownloadInPlace (session_shared.cc);
 // here is only whether they may be used.
+#include <unistd.h>
+
 #include <cstdint>
 
 #include "client/session.h"
@@ -12,6 +14,11 @@ inline namespace client {
 namespace internal {
 
 bool Session::CmaUsable() {
+  // A forked child still holds this session: the daemon would read and
+  // write the parent, whose pid the Hello named.
+  if (cma_probe_ == nullptr || static_cast<uint64_t>(getpid()) != cma_pid_) {
+    return false;
+  }
   MutexLock lock(&cma_mu_);
   if (cma_state_ != CmaState::kUnknown) return cma_state_ == CmaState::kWorks;
   cma_state_ = CmaState::kOff;

@@ -5,6 +5,9 @@
 // stream carries them instead. Transfers of 1 MiB or more from and into
 // plain memory go by cross-memory attach (docs/protocol.md "Cross-memory
 // attach") unless ClientOptions::cma is false or the daemon runs --cma=false.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -134,6 +137,13 @@ TEST(ShmTransferTest, RoundTripsByCrossMemoryAttach) {
   ASSERT_NE(client, nullptr);
   ASSERT_TRUE(client->shm_active());
   ASSERT_TRUE(client->cma_active());  // the probe worked
+  // A forked child holding the session must not use it: the daemon would
+  // read and write the parent.
+  const pid_t child = fork();
+  if (child == 0) _exit(client->cma_active() ? 1 : 0);
+  int status = -1;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   uint32_t seed = 20;
   for (size_t n : Sizes()) RoundTrip(*client, n, seed++);
   // Larger than the region, in one Put and one Get.

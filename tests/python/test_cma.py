@@ -8,6 +8,7 @@ values."""
 from __future__ import annotations
 
 import ctypes
+import os
 
 import numpy as np
 import pytest
@@ -46,6 +47,12 @@ def test_big_arrays_are_read_by_the_daemon(daemon: str, cma_puts: list) -> None:
             np.testing.assert_array_equal(t.numpy(), a)
             assert (a.ctypes.data, a.nbytes) in cma_puts
         assert s._cma_usable()
+        # A forked child holding the session must not use it (the daemon would read the parent).
+        child = os.fork()
+        if child == 0:
+            os._exit(1 if s._cma_usable() else 0)
+        _, status = os.waitpid(child, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
         # Below the threshold, and a non-contiguous array (its contiguous copy is what is
         # read, so it goes by cross-memory attach too, from another address).
         n = len(cma_puts)

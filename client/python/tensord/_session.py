@@ -152,10 +152,11 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
         # The probe Hello.cma_probe_address names: Welcome.shm's nonce is copied there once the
         # region is mapped, proving to the daemon that this process mapped it (server/cma.h).
         self._cma_probe = ctypes.create_string_buffer(64) if want_shm and cma else None
+        self._cma_pid = os.getpid()  # Hello.cma_pid: a forked child must not use it
         self._cma_state: Optional[bool] = None  # unknown until the first big upload probes
         self._cma_lock = threading.Lock()
         self._hello_args = (token, client_name, want_shm,
-                            (os.getpid(), ctypes.addressof(self._cma_probe))
+                            (self._cma_pid, ctypes.addressof(self._cma_probe))
                             if self._cma_probe is not None else None)
         # wait_for_ready: a daemon that is still starting is waited for, up to connect_timeout
         conn = Connection(address, credentials, self._metadata, hello_frame(*self._hello_args),

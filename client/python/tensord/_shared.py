@@ -26,6 +26,7 @@ buffers when it ends. Arrays made before ``free()`` stay valid memory, no longer
 from __future__ import annotations
 
 import mmap
+import os
 import threading
 from typing import Any, Optional, Sequence, Tuple, Union
 
@@ -221,6 +222,8 @@ class SharedBuffers:
         """Whether uploads may go by cross-memory attach: the daemon offered it (Welcome.cma) and
         a 4-byte probe Put by it reads back right (tried once; the daemon checks this process at
         the first one and may refuse it: another user, a seccomp policy, a pid namespace)."""
+        if os.getpid() != self._cma_pid:
+            return False  # a forked child: the daemon would read the parent
         if self._cma_state is None:
             with self._cma_lock:
                 if self._cma_state is None:
