@@ -58,7 +58,8 @@ struct ClientOptions {
   ShmMode shm = ShmMode::kAuto;
   // Largest slot of the region (0: 32 MiB). Four slots pipeline the copies.
   size_t shm_slot_bytes = 0;
-  // With a region: uploads from, and downloads into, plain memory of
+  // With a region: uploads from (when the daemon has caught up with this
+  // session's commands), and downloads into, plain memory of
   // Session::kCmaMinBytes (1 MiB) or more go by cross-memory attach (the
   // daemon copies once, between this process's memory and tensor storage;
   // docs/protocol.md "Cross-memory attach") when the daemon offers it and

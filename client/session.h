@@ -382,6 +382,8 @@ class Session {
   // daemon offered it (Welcome.cma) and a probe transfer of 4 bytes each
   // way worked (tried once, by the first transfer big enough for it).
   bool CmaUsable() ABSL_LOCKS_EXCLUDED(cma_mu_);
+  // Every command appended so far is acknowledged (a moment's answer).
+  bool DaemonCaughtUp() const ABSL_LOCKS_EXCLUDED(mu_);
 
   void ReadLoop();
   void FlushLoop();

@@ -13,6 +13,11 @@ namespace tensord {
 inline namespace client {
 namespace internal {
 
+bool Session::DaemonCaughtUp() const {
+  MutexLock lock(&mu_);
+  return acked_seq_ + 1 >= next_seq_;
+}
+
 bool Session::CmaUsable() {
   // A forked child still holds this session: the daemon would read and
   // write the parent, whose pid the Hello named.

@@ -39,7 +39,11 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
           std::move(first), std::move(meta));
     }
   }
-  if (*total >= kCmaMinBytes && CmaUsable()) {
+  // By cross-memory attach the upload returns only once the daemon has read
+  // the bytes, that is after everything queued before it: only when the
+  // daemon has nothing of ours left to run. Behind queued work the region's
+  // slots return at once (two copies, but off the critical path).
+  if (*total >= kCmaMinBytes && DaemonCaughtUp() && CmaUsable()) {
     const uint64_t address = reinterpret_cast<uint64_t>(data);
     const uint64_t size = *total;
     return UploadInPlace(

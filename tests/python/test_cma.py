@@ -104,3 +104,21 @@ def test_a_refused_probe_falls_back_to_the_region(daemon: str, cma_puts: list) -
         np.testing.assert_array_equal(td.tensor(b).numpy(), b)
         assert not cma_puts
         s.synchronize()  # no error left behind: the refused probe's was its Get's own
+
+
+def test_uploads_behind_queued_work_take_the_region(daemon: str, cma_puts: list) -> None:
+    # A CMA upload returns only once the daemon read it, after everything queued before it; with
+    # an op still unacknowledged (a flush interval of a minute keeps it unsent) the upload takes
+    # the region's slots and returns at once.
+    with td.connect(daemon, flush_interval=60.0) as s:
+        assert s._cma_usable()
+        x = td.tensor(_random(64, 8))
+        y = x * 2.0  # queued
+        a = _random(BIG // 4, 9)
+        t = td.tensor(a)
+        assert not cma_puts
+        np.testing.assert_array_equal(t.numpy(), a)
+        np.testing.assert_array_equal(y.numpy(), x.numpy() * 2.0)
+        b = _random(BIG // 4, 10)  # caught up now: by cross-memory attach
+        np.testing.assert_array_equal(td.tensor(b).numpy(), b)
+        assert cma_puts == [(b.ctypes.data, b.nbytes)]

@@ -39,8 +39,11 @@ class Transfers:
         if self._shared_ranges and flat is not None and total >= _shm.MIN_BYTES:
             where = self._find_shared(flat.ctypes.data, total)
         # Cross-memory attach (_shared.py): the daemon reads the array itself, one copy.
+        # It returns once the daemon has read the bytes, i.e. after everything queued before
+        # it: only when the daemon has caught up (else the region's slots return at once).
         cma = (where is None and flat is not None and total >= _CMA_MIN_BYTES
-               and self._cma_probe is not None and self._cma_usable())
+               and self._cma_probe is not None and self._acked_seq >= self._seq
+               and self._cma_usable())
         with self._lock:
             self._check_open_locked()
             # Another thread's exclusive transfer ends before this handle is allocated: from
