@@ -382,8 +382,13 @@ class Session {
   // daemon offered it (Welcome.cma) and a probe transfer of 4 bytes each
   // way worked (tried once, by the first transfer big enough for it).
   bool CmaUsable() ABSL_LOCKS_EXCLUDED(cma_mu_);
-  // Every command appended so far is acknowledged (a moment's answer).
+  // Every command appended so far ran: acknowledged, or before a request
+  // whose answer arrived (a moment's answer).
   bool DaemonCaughtUp() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Request `request_id` was answered: the daemon ran every command up to
+  // its seq (DaemonCaughtUp).
+  void NoteAnsweredLocked(uint64_t request_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void ReadLoop();
   void FlushLoop();
@@ -449,6 +454,11 @@ class Session {
   uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t sent_seq_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t acked_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // The command seq of each outstanding request, and the highest seq of a
+  // request answered (the daemon ran everything up to it; its Ack may
+  // still be on the way).
+  absl::flat_hash_map<uint64_t, uint64_t> request_seq_ ABSL_GUARDED_BY(mu_);
+  uint64_t answered_seq_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<uint64_t, HandleState> handles_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, PendingDownload> downloads_
       ABSL_GUARDED_BY(mu_);
@@ -489,12 +499,14 @@ absl::StatusOr<uint64_t> Session::EnqueueRequest(
   }
   v1::Command command;
   fill(request_id, &command);
-  absl::Status status = Append(std::move(command), {}, nullptr);
+  uint64_t seq = 0;
+  absl::Status status = Append(std::move(command), {}, nullptr, &seq);
+  MutexLock lock(&mu_);
   if (!status.ok()) {
-    MutexLock lock(&mu_);
     pending->erase(request_id);
     return status;
   }
+  request_seq_[request_id] = seq;
   return request_id;
 }
 

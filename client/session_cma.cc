@@ -5,6 +5,7 @@
 // here is only whether they may be used.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "client/session.h"
@@ -15,7 +16,14 @@ namespace internal {
 
 bool Session::DaemonCaughtUp() const {
   MutexLock lock(&mu_);
-  return acked_seq_ + 1 >= next_seq_;
+  return std::max(acked_seq_, answered_seq_) + 1 >= next_seq_;
+}
+
+void Session::NoteAnsweredLocked(uint64_t request_id) {
+  auto it = request_seq_.find(request_id);
+  if (it == request_seq_.end()) return;
+  answered_seq_ = std::max(answered_seq_, it->second);
+  request_seq_.erase(it);
 }
 
 bool Session::CmaUsable() {

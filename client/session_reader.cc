@@ -234,6 +234,7 @@ absl::Status Session::Sync() {
   mu_.Await(absl::Condition(&ready));
   std::optional<absl::Status> result = syncs_[request_id];
   syncs_.erase(request_id);
+  NoteAnsweredLocked(request_id);
   if (!result.has_value()) return stream_error_;
   absl::Status frame_error = std::exchange(frame_error_, absl::OkStatus());
   return result->ok() ? frame_error : *result;

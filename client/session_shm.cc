@@ -116,6 +116,7 @@ Session::PendingDownload Session::AwaitNotified(uint64_t request_id) {
       MutexLock lock(&mu_);
       // The frame the stream still brings finds no request and is dropped.
       downloads_.erase(request_id);
+      NoteAnsweredLocked(request_id);
       notify_request_ = 0;
       mailbox_answers_.fetch_add(1, std::memory_order_relaxed);
       return answer;
@@ -148,6 +149,7 @@ Session::PendingDownload Session::AwaitDownload(uint64_t request_id) {
   mu_.Await(absl::Condition(&ready));
   PendingDownload download = std::move(downloads_[request_id]);
   downloads_.erase(request_id);
+  NoteAnsweredLocked(request_id);
   if (!download.done) {
     download.done = true;
     download.status = stream_error_;

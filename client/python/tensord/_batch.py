@@ -24,10 +24,11 @@ class Pending:
     is complete (``finish``) or the session is over (``wake``): one futex hand-off, without the
     shared Condition's Python-level bookkeeping, on the critical path of every value read."""
 
-    __slots__ = ("done", "error", "meta", "buf", "total", "shm_size", "_wake", "_woken")
+    __slots__ = ("done", "error", "meta", "buf", "total", "shm_size", "seq", "_wake", "_woken")
 
     def __init__(self) -> None:
         self.done = False
+        self.seq = 0  # the request's command seq (0: not recorded)
         self.error: Optional[Error] = None
         self.meta: Any = None
         self.buf = bytearray()
@@ -151,7 +152,9 @@ class Batcher:
         ``byte_offset`` written at ``offset`` of region ``region`` (0: the session's own);
         returns its request id and pending answer."""
         rid, p = self._request_locked()
-        g = self._add_locked().get
+        cmd = self._add_locked()
+        p.seq = cmd.seq
+        g = cmd.get
         g.handle = handle
         g.request_id = rid
         g.site = site
@@ -182,6 +185,8 @@ class Batcher:
         self._pending.pop(rid, None)
         if not p.done:
             p.error = self._broken
+        elif p.seq > self._answered_seq:  # the daemon ran everything up to it
+            self._answered_seq = p.seq
 
     def _drain_released_locked(self) -> None:
         if self._released_events:  # dropped Events (_streams.py): the daemon forgets them

@@ -104,6 +104,7 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
         self._seq = 0  # last seq allocated
         self._sent_seq = 0  # last seq handed to the stream
         self._acked_seq = 0  # last_seq of the last Ack received
+        self._answered_seq = 0  # highest command seq of an answered request (_wait_locked)
         self._next_handle = 1
         self._acked_handle = 0  # highest handle seen in an Ack
         self._next_request = 1
@@ -272,6 +273,7 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
         with self._lock:
             rid, p = self._request_locked()
             cmd = self._add_locked()
+            p.seq = cmd.seq
             cmd.sync.request_id = rid
             self._flush_locked()
             self._wait_locked(p, rid)

@@ -42,7 +42,8 @@ class Transfers:
         # It returns once the daemon has read the bytes, i.e. after everything queued before
         # it: only when the daemon has caught up (else the region's slots return at once).
         cma = (where is None and flat is not None and total >= _CMA_MIN_BYTES
-               and self._cma_probe is not None and self._acked_seq >= self._seq
+               and self._cma_probe is not None
+               and max(self._acked_seq, self._answered_seq) >= self._seq
                and self._cma_usable())
         with self._lock:
             self._check_open_locked()
@@ -192,7 +193,7 @@ class Transfers:
                 self._wait_not_busy_locked()
             if self._open is not None:
                 self._commit_locked()
-            self._seq = seq = self._seq + 1
+            self._seq = seq = p.seq = self._seq + 1
             self._entries.append(_wire.get_entry(seq, handle, rid, site))
             self._frame_bytes += 64
             self._flush_locked()
