@@ -35,9 +35,7 @@ bool Session::CmaUsable() {
   MutexLock lock(&cma_mu_);
   if (cma_state_ != CmaState::kUnknown) return cma_state_ == CmaState::kWorks;
   cma_state_ = CmaState::kOff;
-  if (!welcome_.cma() || shm_ == nullptr || cma_probe_ == nullptr) {
-    return false;
-  }
+  if (!welcome_.cma() || shm_ == nullptr) return false;
   // The daemon checks this process once, at the first transfer, and may
   // refuse it (another user, a seccomp policy without process_vm_readv,
   // a pid namespace between us): a 4-byte round trip decides, so that a

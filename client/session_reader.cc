@@ -1,5 +1,6 @@
 // The reader thread and the sync points that wait on what it receives.
 // See client/session.h for the locking order.
+#include <functional>
 #include <optional>
 #include <utility>
 
@@ -243,38 +244,36 @@ absl::Status Session::Sync() {
 absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
                                              const std::string& site,
                                              DownloadTarget target) {
-  std::optional<SharedRange> shared;
+  // In place: into a shared buffer (from kShmMinBytes), or into any memory
+  // by cross-memory attach (from kCmaMinBytes); the daemon writes `target`.
+  std::function<void(v1::Get*)> in_place;
+  uint64_t min_bytes = 0;
   if (target.data != nullptr && target.capacity >= kShmMinBytes) {
-    shared = FindShared(target.data, target.capacity);
+    if (std::optional<SharedRange> shared =
+            FindShared(target.data, target.capacity)) {
+      const uint64_t region = shared->region;
+      const uint64_t offset = shared->OffsetOf(target.data);
+      in_place = [region, offset](v1::Get* get) {
+        get->set_shm(true);
+        get->set_shm_region(region);
+        get->set_shm_offset(offset);
+      };
+      min_bytes = kShmMinBytes;
+    } else if (target.capacity >= kCmaMinBytes && CmaUsable()) {
+      const uint64_t address = reinterpret_cast<uint64_t>(target.data);
+      in_place = [address](v1::Get* get) { get->set_cma_address(address); };
+      min_bytes = kCmaMinBytes;
+    }
   }
-  if (shared.has_value()) {
+  if (in_place) {
     // The size decides (it may wait for the Ack); poisoned, None and small
     // tensors take the ordinary path, which reports or carries them.
     absl::StatusOr<HandleMeta> meta = WaitMeta(handle);
     if (meta.ok() && meta->error.ok() && !meta->is_none) {
       absl::StatusOr<uint64_t> total = TensorBytes(meta->dtype, meta->shape);
-      if (total.ok() && *total >= kShmMinBytes) {
-        const uint64_t region = shared->region;  // copied: outlives `shared`
-        const uint64_t offset = shared->OffsetOf(target.data);
+      if (total.ok() && *total >= min_bytes) {
         return DownloadInPlace(handle, site, meta->dtype, *total, target,
-                               [&](v1::Get* get) {
-                                 get->set_shm(true);
-                                 get->set_shm_region(region);
-                                 get->set_shm_offset(offset);
-                               });
-      }
-    }
-  } else if (target.data != nullptr && target.capacity >= kCmaMinBytes &&
-             CmaUsable()) {
-    // Cross-memory attach: the daemon writes into `target` itself.
-    absl::StatusOr<HandleMeta> meta = WaitMeta(handle);
-    if (meta.ok() && meta->error.ok() && !meta->is_none) {
-      absl::StatusOr<uint64_t> total = TensorBytes(meta->dtype, meta->shape);
-      if (total.ok() && *total >= kCmaMinBytes) {
-        const uint64_t address = reinterpret_cast<uint64_t>(target.data);
-        return DownloadInPlace(
-            handle, site, meta->dtype, *total, target,
-            [&](v1::Get* get) { get->set_cma_address(address); });
+                               in_place);
       }
     }
   }

@@ -42,6 +42,17 @@ uint64_t PutByCma(RawSession& raw, const std::vector<float>& values) {
   return handle;
 }
 
+// A Get of `handle` written into `into` by cross-memory attach; its request.
+uint64_t GetByCma(RawSession& raw, uint64_t handle, std::vector<float>* into) {
+  const uint64_t request = raw.NewRequest();
+  v1::Get* get = raw.Add()->mutable_get();
+  get->set_handle(handle);
+  get->set_request_id(request);
+  get->set_cma_address(reinterpret_cast<uint64_t>(into->data()));
+  get->set_cma_capacity(into->size() * sizeof(float));
+  return request;
+}
+
 std::string ErrorOf(const RawSession::Reply& reply, uint64_t handle) {
   auto it = reply.created.find(handle);
   return it == reply.created.end() ? "(no Ack)" : it->second.error().message();
@@ -94,12 +105,7 @@ TEST_F(CmaProtocolTest, AProbeWithoutTheNonceIsRefused) {
   const uint64_t handle = PutByCma(raw, values);
   // A Get by it is refused too, as its own error.
   std::vector<float> into(16, 0.0f);
-  const uint64_t request = raw.NewRequest();
-  v1::Get* get = raw.Add()->mutable_get();
-  get->set_handle(handle);
-  get->set_request_id(request);
-  get->set_cma_address(reinterpret_cast<uint64_t>(into.data()));
-  get->set_cma_capacity(into.size() * sizeof(float));
+  const uint64_t request = GetByCma(raw, handle, &into);
   RawSession::Reply reply = raw.Flush();
   ASSERT_TRUE(reply.ok);
   EXPECT_NE(ErrorOf(reply, handle)
@@ -128,12 +134,7 @@ TEST_F(CmaProtocolTest, AClientThatMappedTheRegionIsAccepted) {
   for (size_t i = 0; i < values.size(); ++i) values[i] = 0.5f * i - 7.0f;
   const uint64_t handle = PutByCma(raw, values);
   std::vector<float> into(values.size() + 1, -1.0f);
-  const uint64_t request = raw.NewRequest();
-  v1::Get* get = raw.Add()->mutable_get();
-  get->set_handle(handle);
-  get->set_request_id(request);
-  get->set_cma_address(reinterpret_cast<uint64_t>(into.data()));
-  get->set_cma_capacity(into.size() * sizeof(float));
+  const uint64_t request = GetByCma(raw, handle, &into);
   RawSession::Reply reply = raw.Flush();
   ASSERT_TRUE(reply.ok);
   EXPECT_EQ(ErrorOf(reply, handle), "");

@@ -219,9 +219,10 @@ class SharedBuffers:
         return self._put_in_place_locked(source)
 
     def _cma_usable(self) -> bool:
-        """Whether uploads may go by cross-memory attach: the daemon offered it (Welcome.cma) and
-        a 4-byte probe Put by it reads back right (tried once; the daemon checks this process at
-        the first one and may refuse it: another user, a seccomp policy, a pid namespace)."""
+        """Whether uploads may go by cross-memory attach: the daemon offered it (Welcome.cma),
+        this is the process the Hello named, and a 4-byte probe read back by it is right (tried
+        once; the daemon checks this process at the first use and may refuse it: another user,
+        a seccomp policy, a pid namespace)."""
         if os.getpid() != self._cma_pid:
             return False  # a forked child: the daemon would read the parent
         if self._cma_state is None:

@@ -41,7 +41,7 @@ class Transfers:
         # Cross-memory attach (_shared.py): the daemon reads the array itself, one copy.
         # It returns once the daemon has read the bytes, i.e. after everything queued before
         # it: only when the daemon has caught up (else the region's slots return at once).
-        cma = (where is None and flat is not None and total >= _CMA_MIN_BYTES
+        cma = (total >= _CMA_MIN_BYTES and where is None and flat is not None
                and self._cma_probe is not None
                and max(self._acked_seq, self._answered_seq) >= self._seq
                and self._cma_usable())
