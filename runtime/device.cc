@@ -54,7 +54,7 @@ std::unique_ptr<DeviceRegistry> DeviceRegistry::Create(
 }
 
 DeviceRegistry::DeviceRegistry(std::vector<std::unique_ptr<Device>> devices)
-    : devices_(std::move(devices)) {}
+    : devices_(std::move(devices)), default_(devices_.front().get()) {}
 
 Device* DeviceRegistry::Find(absl::string_view name) const {
   if (name == "cuda" && devices_.size() > 1) return devices_[1].get();
@@ -64,8 +64,14 @@ Device* DeviceRegistry::Find(absl::string_view name) const {
   return nullptr;
 }
 
-Device* DeviceRegistry::default_device() const {
-  return devices_.size() > 1 ? devices_[1].get() : devices_[0].get();
+absl::Status DeviceRegistry::SetDefaultDevice(absl::string_view name) {
+  Device* device = Find(name);
+  if (device == nullptr) {
+    return absl::NotFoundError(absl::StrCat(
+        "no device '", name, "' to make the default; serving ", Names()));
+  }
+  default_ = device;
+  return absl::OkStatus();
 }
 
 std::string DeviceRegistry::Names() const {

@@ -187,8 +187,13 @@ class DeviceRegistry {
   // nullptr if there is no such device.
   Device* Find(absl::string_view name) const;
   Device* cpu() const { return devices_.front().get(); }
-  // cuda:0 when present, else cpu.
-  Device* default_device() const;
+  // Where a command that names no device puts its tensors, until a session
+  // sets its own (SetOptions.default_device): the CPU unless
+  // SetDefaultDevice chose another, as PyTorch creates tensors on the CPU
+  // unless told otherwise.
+  Device* default_device() const { return default_; }
+  // "cuda" means cuda:0. NOT_FOUND names the devices served.
+  absl::Status SetDefaultDevice(absl::string_view name);
   // "cpu, cuda:0" — for messages.
   std::string Names() const;
   const std::vector<std::unique_ptr<Device>>& devices() const {
@@ -197,6 +202,7 @@ class DeviceRegistry {
 
  private:
   std::vector<std::unique_ptr<Device>> devices_;
+  Device* default_;
 };
 
 }  // namespace tensord

@@ -41,6 +41,15 @@ class FrameLog : public FrameSink {
       if (pred(frames_[i])) return frames_[i];
     }
   }
+  // Every Error frame so far, for a failure's message.
+  std::string Errors() {
+    MutexLock lock(&mu_);
+    std::string out;
+    for (const auto& f : frames_) {
+      if (f.has_error()) out += f.error().DebugString();
+    }
+    return out;
+  }
   bool Any(uint64_t data_request) {
     MutexLock lock(&mu_);
     for (const auto& f : frames_) {
@@ -114,7 +123,8 @@ TEST(CudaGetTest, LaterCommandsRunWhileALargeGetIsInFlight) {
                 f.data().offset() == bytes.size()) ||
                (f.has_error() && f.error().request_id() == request);
       });
-      EXPECT_FALSE(f.has_error()) << f.error().status().message();
+      EXPECT_FALSE(f.has_error())
+          << f.error().status().message() << "\nevery error: " << log->Errors();
       if (f.has_error()) return std::vector<float>{};
       bytes += f.data().data();
       if (f.data().last()) break;
@@ -131,6 +141,7 @@ TEST(CudaGetTest, LaterCommandsRunWhileALargeGetIsInFlight) {
   (*full->mutable_attrs())["shape"].mutable_ints()->add_values(rows);
   (*full->mutable_attrs())["shape"].mutable_ints()->add_values(cols);
   (*full->mutable_attrs())["fill_value"].set_f(3.0);
+  (*full->mutable_attrs())["device"].set_s("cuda:0");  // the default is cpu
   full->add_outputs(1);
   // Warm-up: the same allocations as below, so that with the stream held
   // nothing needs a new device segment or pinned buffer (which might wait
@@ -166,12 +177,12 @@ TEST(CudaGetTest, LaterCommandsRunWhileALargeGetIsInFlight) {
   v1::Call* zero = add(&b2)->mutable_call();
   zero->set_op_id(OpId("zero_"));
   zero->add_inputs(1);
-  zero->add_outputs(2);
+  zero->add_outputs(6);  // handles only increase: 4 and 5 were the warm-up's
   v1::Call* sum = add(&b2)->mutable_call();
   sum->set_op_id(OpId("add"));
   sum->add_inputs(1);
   sum->add_inputs(1);
-  sum->add_outputs(3);
+  sum->add_outputs(7);
   session.Submit(b2);
   wait_ack(seq);  // the executor went past the Get with the stream held
   EXPECT_FALSE(log->Any(100));
@@ -185,7 +196,7 @@ TEST(CudaGetTest, LaterCommandsRunWhileALargeGetIsInFlight) {
 
   v1::Batch b3;
   v1::Get* after = add(&b3)->mutable_get();
-  after->set_handle(3);
+  after->set_handle(7);
   after->set_request_id(101);
   session.Submit(b3);
   const std::vector<float> zeros = data(101);

@@ -79,6 +79,10 @@ ABSL_FLAG(bool, http2_bdp_probe, false,
           "moves loopback and LAN transfers faster (docs/architecture.md)");
 ABSL_FLAG(std::string, devices, "",
           "comma-separated devices to serve, e.g. cpu,cuda:0 (default: all)");
+ABSL_FLAG(std::string, default_device, "cpu",
+          "where commands that name no device put tensors, until a session "
+          "sets its own (SetOptions.default_device): cpu, as in PyTorch, or "
+          "e.g. cuda:0");
 
 ABSL_FLAG(std::string, fault_inject_sticky_error_op, "",
           "TESTING ONLY: calls of this op fail with a sticky device error, "
@@ -218,6 +222,12 @@ int Main() {
     allowed = absl::StrSplit(absl::GetFlag(FLAGS_devices), ',');
   }
   auto devices = DeviceRegistry::Create(allowed);
+  if (absl::Status s =
+          devices->SetDefaultDevice(absl::GetFlag(FLAGS_default_device));
+      !s.ok()) {
+    spdlog::critical("--default_device: {}", std::string(s.message()));
+    return 2;
+  }
   SessionLimits limits;
   limits.resume_grace = absl::GetFlag(FLAGS_resume_grace);
   limits.max_sessions_per_user = absl::GetFlag(FLAGS_max_sessions_per_user);

@@ -22,6 +22,7 @@
 namespace tensord {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -252,7 +253,7 @@ TEST_F(TensorctlTest, TopShowsSessionsAndDevices) {
   ASSERT_EQ(text.exit_code, 0) << text.output;
   EXPECT_THAT(text.output, StartsWith("tensord "));
   EXPECT_THAT(text.output, HasSubstr(daemon_->address()));
-  EXPECT_THAT(text.output, HasSubstr("DEVICE  ALLOCATED"));
+  EXPECT_THAT(text.output, ContainsRegex("DEVICE +ALLOCATED"));
   EXPECT_THAT(text.output, HasSubstr("SESSION"));
   EXPECT_THAT(text.output, HasSubstr(c->session_id()));
   EXPECT_THAT(text.output, HasSubstr("top-test"));

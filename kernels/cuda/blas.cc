@@ -14,6 +14,12 @@
 // Handles: one cuBLAS handle per (thread, device), bound to the caller's
 // stream before each call. Session executors are single threads, so a
 // handle is never used concurrently (cuBLAS handles are not thread-safe).
+// Each (thread, device, stream) gets a workspace of its own, as PyTorch
+// gives its handles (cublasSetStream drops the one set before): with one
+// cuBLAS picks the split-K and stream-K kernels that need scratch space;
+// one per stream, because kernels of two streams may run at once. It is
+// plain cudaMalloc memory (32 MiB on Hopper, 4 MiB before), outside the
+// caching allocator and the quotas, kept for the thread's life.
 #if TENSORD_WITH_CUDA
 #include "kernels/cuda/blas.h"
 
@@ -22,6 +28,7 @@
 
 #include <climits>
 #include <map>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_check.h"
@@ -32,10 +39,18 @@ namespace {
 
 struct ThreadHandles {
   std::map<int, cublasHandle_t> by_device;
+  std::map<std::pair<int, cudaStream_t>, void*> workspaces;
   ~ThreadHandles() {
     for (auto& [device, handle] : by_device) cublasDestroy(handle);
+    for (auto& [key, ptr] : workspaces) cudaFree(ptr);
   }
 };
+
+size_t WorkspaceBytes(int device) {
+  int major = 0;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  return major >= 9 ? size_t{32} << 20 : size_t{4} << 20;
+}
 
 absl::Status HandleFor(cudaStream_t stream, cublasHandle_t* out) {
   thread_local ThreadHandles handles;
@@ -48,6 +63,19 @@ absl::Status HandleFor(cudaStream_t stream, cublasHandle_t* out) {
     it = handles.by_device.emplace(device, h).first;
   }
   TD_CUDA_RETURN_IF_ERROR(cublasSetStream(it->second, stream));
+  auto ws = handles.workspaces.find({device, stream});
+  if (ws == handles.workspaces.end()) {
+    void* ptr = nullptr;
+    if (cudaMalloc(&ptr, WorkspaceBytes(device)) != cudaSuccess) {
+      cudaGetLastError();  // no workspace: cuBLAS's default kernels
+      ptr = nullptr;
+    }
+    ws = handles.workspaces.emplace(std::make_pair(device, stream), ptr).first;
+  }
+  if (ws->second != nullptr) {
+    TD_CUDA_RETURN_IF_ERROR(
+        cublasSetWorkspace(it->second, ws->second, WorkspaceBytes(device)));
+  }
   *out = it->second;
   return absl::OkStatus();
 }
@@ -136,7 +164,17 @@ absl::Status BatchedMatmul(const StridedView& a, const StridedView& b,
                                          : static_cast<const void*>(&one32);
   const void* beta = type == CUDA_R_64F ? static_cast<const void*>(&zero64)
                                         : static_cast<const void*>(&zero32);
-  // Column-major: C^T [n x m] = op(B) [n x k] * op(A) [k x m].
+  // Column-major: C^T [n x m] = op(B) [n x k] * op(A) [k x m]. One product
+  // goes to cublasGemmEx, whose heuristics pick faster kernels than the
+  // batched entry point's for a batch of one.
+  if (batch == 1) {
+    TD_CUDA_RETURN_IF_ERROR(cublasGemmEx(
+        handle, B.op, A.op, static_cast<int>(n), static_cast<int>(m),
+        static_cast<int>(k), alpha, b.data, type, static_cast<int>(B.ld),
+        a.data, type, static_cast<int>(A.ld), beta, out.data, type,
+        static_cast<int>(n), compute, CUBLAS_GEMM_DEFAULT));
+    return absl::OkStatus();
+  }
   TD_CUDA_RETURN_IF_ERROR(cublasGemmStridedBatchedEx(
       handle, B.op, A.op, static_cast<int>(n), static_cast<int>(m),
       static_cast<int>(k), alpha, b.data, type, static_cast<int>(B.ld),

@@ -9,6 +9,8 @@
 
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_check.h"
@@ -110,14 +112,36 @@ class Descriptors {
   const double one64_ = 1.0, zero64_ = 0.0;
 };
 
+// What a convolution's algorithm ranking depends on: the direction, the
+// device, the dtype and math mode, and the geometry.
+std::string RankingKey(const char* what, const ConvShape& s, DType dtype) {
+  int device = 0;
+  cudaGetDevice(&device);
+  return absl::StrCat(what, "/", device, "/", DTypeName(dtype), "/",
+                      s.allow_tf32, "/", s.n, ",", s.c, ",", s.h, ",", s.w, "/",
+                      s.o, ",", s.groups, ",", s.kh, ",", s.kw, "/", s.sh, ",",
+                      s.sw, ",", s.ph, ",", s.pw, ",", s.dh, ",", s.dw);
+}
+
 // Tries cuDNN's ranked algorithms until one's workspace can be allocated.
+// Note [Convolution rankings]: cuDNN's heuristic query costs far more host
+// time than the convolution's launch (cuDNN 9 builds execution plans for
+// it), so each thread keeps the ranking per key, as PyTorch caches its
+// algorithm choice per convolution geometry.
 template <typename Perf, typename Get, typename Run>
-absl::Status RunRanked(const char* what, Get get, Run run,
-                       const WorkspaceFn& workspace) {
+absl::Status RunRanked(const char* what, const std::string& key, Get get,
+                       Run run, const WorkspaceFn& workspace) {
   constexpr int kMax = 16;
-  Perf perf[kMax];
-  int found = 0;
-  TD_CUDA_RETURN_IF_ERROR(get(kMax, &found, perf));
+  thread_local std::map<std::string, std::vector<Perf>> rankings;
+  auto it = rankings.find(key);
+  if (it == rankings.end()) {
+    Perf perf[kMax];
+    int found = 0;
+    TD_CUDA_RETURN_IF_ERROR(get(kMax, &found, perf));
+    it = rankings.emplace(key, std::vector<Perf>(perf, perf + found)).first;
+  }
+  const std::vector<Perf>& perf = it->second;
+  const int found = static_cast<int>(perf.size());
   absl::Status last = absl::UnimplementedError(
       absl::StrCat(what, ": cuDNN offers no algorithm for this shape"));
   for (int k = 0; k < found; ++k) {
@@ -147,7 +171,7 @@ absl::Status Conv2dForward(const ConvShape& s, const StridedView& x,
   TD_RETURN_IF_ERROR(d.Init(s, x.dtype));
   TD_ASSIGN_OR_RETURN(cudnnHandle_t h, HandleFor(stream));
   TD_RETURN_IF_ERROR(RunRanked<cudnnConvolutionFwdAlgoPerf_t>(
-      "conv2d",
+      "conv2d", RankingKey("conv2d", s, x.dtype),
       [&](int max, int* found, cudnnConvolutionFwdAlgoPerf_t* perf) {
         return cudnnGetConvolutionForwardAlgorithm_v7(h, d.x_, d.w_, d.conv_,
                                                       d.y_, max, found, perf);
@@ -175,7 +199,7 @@ absl::Status Conv2dBackwardData(const ConvShape& s, const StridedView& dy,
   TD_RETURN_IF_ERROR(d.Init(s, dy.dtype));
   TD_ASSIGN_OR_RETURN(cudnnHandle_t h, HandleFor(stream));
   return RunRanked<cudnnConvolutionBwdDataAlgoPerf_t>(
-      "conv2d_backward_input",
+      "conv2d_backward_input", RankingKey("conv2d_backward_input", s, dy.dtype),
       [&](int max, int* found, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
         return cudnnGetConvolutionBackwardDataAlgorithm_v7(
             h, d.w_, d.y_, d.conv_, d.x_, max, found, perf);
@@ -205,6 +229,7 @@ absl::Status Conv2dBackwardFilter(const ConvShape& s, const StridedView& dy,
   }
   return RunRanked<cudnnConvolutionBwdFilterAlgoPerf_t>(
       "conv2d_backward_weight",
+      RankingKey("conv2d_backward_weight", s, dy.dtype),
       [&](int max, int* found, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
         return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
             h, d.x_, d.y_, d.conv_, d.w_, max, found, perf);

@@ -6,6 +6,7 @@
 #include "runtime/memory/cuda_backend.h"
 
 #include <cstring>
+#include <mutex>  // NOLINT: std::call_once
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -88,7 +89,16 @@ class CudaDeviceBackend : public CudaBackendBase {
     if (!s.ok()) return s;
     // cudaMalloc does not clear memory, and it may hand back pages another
     // tenant's segment used: zero them (the Backend contract; Note [Scrub]).
-    s = CudaStatus(cudaMemset(ptr, 0, bytes), "cudaMemset");
+    // On a stream of the backend's own that does not synchronise with the
+    // legacy default stream: a plain cudaMemset would, and so wait for every
+    // session's queued kernels (the session streams are blocking ones).
+    s = ScrubStream();
+    if (s.ok()) {
+      s = CudaStatus(cudaMemsetAsync(ptr, 0, bytes, scrub_), "cudaMemsetAsync");
+    }
+    if (s.ok()) {
+      s = CudaStatus(cudaStreamSynchronize(scrub_), "cudaStreamSynchronize");
+    }
     if (!s.ok()) {
       cudaFree(ptr);
       return s;
@@ -112,7 +122,20 @@ class CudaDeviceBackend : public CudaBackendBase {
   }
 
  private:
+  // Created on first use (the device is current), kept for the process.
+  absl::Status ScrubStream() {
+    std::call_once(scrub_once_, [this] {
+      scrub_status_ =
+          CudaStatus(cudaStreamCreateWithFlags(&scrub_, cudaStreamNonBlocking),
+                     "cudaStreamCreateWithFlags");
+    });
+    return scrub_status_;
+  }
+
   const size_t capacity_;
+  std::once_flag scrub_once_;
+  absl::Status scrub_status_;
+  cudaStream_t scrub_ = nullptr;
 };
 
 class PinnedHostBackend : public CudaBackendBase {

@@ -193,7 +193,9 @@ def matmul(lib: Any, n: int, dtype: str, reps: int) -> Dict[str, float]:
     lib.manual_seed(0)
     a = lib.randn(n, n, device=DEVICE).to(dt)
     b = lib.randn(n, n, device=DEVICE).to(dt)
-    iters = max(1, min(20, int(2e12 / (2 * n ** 3))))  # about 2 TFLOP per timing (>= 1 product)
+    # About 20 TFLOP per timing (at least 1 product, at most 20): a sync's round trip (a remote
+    # client's, ~0.4 ms) must not count as part of one product (8192^2 bf16: ~1.4 ms on an H200).
+    iters = max(1, min(20, int(2e13 / (2 * n ** 3))))
     c = lib.matmul(a, b)
     sync(lib)
     times = []
