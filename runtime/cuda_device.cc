@@ -144,6 +144,10 @@ class CudaDevice : public Device {
   void ReleaseSessionStreams(uint64_t session) override {
     streams_.Release(session);
   }
+  absl::Status SynchronizeSession(uint64_t session) override {
+    TD_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
+    return streams_.Synchronize(session);
+  }
 
  private:
   // An asynchronous copy and an event after it on `s`. On an error after

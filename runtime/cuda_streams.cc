@@ -5,6 +5,8 @@
 #if TENSORD_WITH_CUDA
 #include <cuda_runtime.h>
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_check.h"
 
@@ -98,6 +100,24 @@ void CudaSessionStreams::Release(uint64_t session) {
   cudaSetDevice(index_);
   Destroy(it->second);
   sessions_.erase(it);
+}
+
+absl::Status CudaSessionStreams::Synchronize(uint64_t session) {
+  std::vector<cudaStream_t> streams;
+  {
+    MutexLock lock(&mu_);
+    auto it = sessions_.find(session);
+    if (it == sessions_.end()) return absl::OkStatus();  // nothing queued
+    for (const auto& [id, stream] : it->second.streams) {
+      streams.push_back(static_cast<cudaStream_t>(stream));
+    }
+  }
+  // The session's own executor is the caller, and only it (or the session's
+  // end, after it) releases these streams.
+  for (cudaStream_t s : streams) {
+    TD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace tensord

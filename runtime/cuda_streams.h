@@ -45,6 +45,8 @@ class CudaSessionStreams {
   void ReleaseEvent(uint64_t session, uint64_t event);
   // Destroys `session`'s streams and events.
   void Release(uint64_t session);
+  // cudaStreamSynchronize of each of `session`'s streams (outside the lock).
+  absl::Status Synchronize(uint64_t session);
 
  private:
   struct PerSession {

@@ -127,6 +127,13 @@ class Device {
   // Waits until all work queued on `stream` is done (CUDA: nullptr waits for
   // every stream of the device).
   virtual absl::Status Synchronize(StreamHandle stream) = 0;
+  // Waits until the work queued on every stream of `session` is done (a
+  // Sync), not for other sessions' (CUDA: each of its streams; the default,
+  // for devices without session streams: Synchronize(nullptr)).
+  virtual absl::Status SynchronizeSession(uint64_t session) {
+    (void)session;
+    return Synchronize(nullptr);
+  }
 
   // Note [Session streams]: each session's ops on a device go onto its own
   // streams, created on first use, so sessions run concurrently and the

@@ -28,10 +28,12 @@ class StreamsTest : public testing_util::SessionTest {
     w->set_stream(stream);
   }
   // Sends a Sync; returns the first error since the previous one.
-  v1::Status Sync() {
+  v1::Status Sync(bool host_only = false) {
     v1::Batch b;
     const uint64_t rid = ++request_;
-    Add(&b)->mutable_sync()->set_request_id(rid);
+    v1::Sync* sync = Add(&b)->mutable_sync();
+    sync->set_request_id(rid);
+    sync->set_host_only(host_only);
     session_->Submit(b);
     return sink_
         ->WaitFor([&](const v1::ServerFrame& f) {
@@ -145,6 +147,23 @@ TEST_F(StreamsTest, AllowTf32IsAcceptedAndTheCpuStaysExact) {
   EXPECT_EQ(GetFloats(3), std::vector<float>(4, expected));
   EXPECT_EQ(GetFloats(4), GetFloats(3));
   EXPECT_EQ(Sync().code(), 0);
+}
+
+// What backward() waits for: every earlier command ran (its error is the
+// answer's, reported once), without waiting for device streams.
+TEST_F(StreamsTest, AHostOnlySyncAnswersAfterEveryEarlierCommand) {
+  v1::Batch b;
+  Full(&b, 1, {2}, 1.0);
+  Full(&b, 2, {3}, 1.0);
+  Binary(&b, "add", 1, 2, 3, "bad_add");  // [2] + [3]: fails
+  Binary(&b, "add", 1, 1, 4);
+  session_->Submit(b);
+  const v1::Status first = Sync(/*host_only=*/true);
+  EXPECT_EQ(first.op(), "add");
+  EXPECT_NE(first.message().find("broadcast"), std::string::npos)
+      << first.message();
+  EXPECT_EQ(GetFloats(4), std::vector<float>(2, 2.0f));
+  EXPECT_EQ(Sync().code(), 0);  // reported once
 }
 
 }  // namespace

@@ -219,11 +219,15 @@ absl::Status RecordCrossStreamUses(absl::Span<const Tensor> inputs,
   return absl::OkStatus();
 }
 
-absl::Status CopyInto(const Tensor& dst, const Tensor& src) {
-  // CUDA: the legacy default stream, ordered after every session stream
-  // (Note [Session streams]); callers have no context to name theirs.
+absl::Status CopyInto(const Tensor& dst, const Tensor& src,
+                      const OpContext& ctx) {
+  // The op's stream, as its kernels': the legacy default stream would order
+  // the copy after every session's queued work (Note [Session streams]).
+  TD_ASSIGN_OR_RETURN(OpContext dctx, ContextFor(dst.device(), ctx));
+  const StreamHandle stream = dctx.alloc.stream;
+  TD_RETURN_IF_ERROR(RecordCrossStreamUses({dst, src}, stream));
   TD_RETURN_IF_ERROR(CopyOnDevice(dst.device(), src.BroadcastView(dst.shape()),
-                                  dst.view(), nullptr));
+                                  dst.view(), stream));
   dst.storage()->BumpVersion();
   return absl::OkStatus();
 }

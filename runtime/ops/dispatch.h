@@ -65,8 +65,10 @@ absl::Status RecordCrossStreamUses(absl::Span<const Tensor> inputs,
                                    StreamHandle stream);
 
 // Writes `src` (broadcast to dst's shape, converted to its dtype) into dst's
-// memory and bumps dst's storage version (in-place ops).
-absl::Status CopyInto(const Tensor& dst, const Tensor& src);
+// memory on `ctx`'s stream for dst's device and bumps dst's storage version
+// (in-place ops).
+absl::Status CopyInto(const Tensor& dst, const Tensor& src,
+                      const OpContext& ctx);
 
 }  // namespace tensord
 

@@ -60,7 +60,7 @@ Views InPlace(absl::Span<const Tensor> in, const Attrs& attrs,
   TD_ASSIGN_OR_RETURN(std::vector<Tensor> result,
                       RunOp(*FindOp(kTwins[kTwin]), in, attrs, ctx));
   TD_RETURN_IF_ERROR(CheckFits(self, result[0]));
-  TD_RETURN_IF_ERROR(CopyInto(self, result[0]));
+  TD_RETURN_IF_ERROR(CopyInto(self, result[0], ctx));
   return Views(std::vector<Tensor>{self});
 }
 
@@ -75,7 +75,8 @@ Views Zero(absl::Span<const Tensor> in, const Attrs&, const OpContext& ctx) {
 
 // fill_(value) and copy_(src): src broadcasts to self and converts to its
 // dtype (any dtype may be copied into any other, as in PyTorch).
-Views CopyFrom(absl::Span<const Tensor> in, const Attrs&, const OpContext&) {
+Views CopyFrom(absl::Span<const Tensor> in, const Attrs&,
+               const OpContext& ctx) {
   TD_RETURN_IF_ERROR(CheckWritable(in[0]));
   TD_ASSIGN_OR_RETURN(Shape s, BroadcastShapes(in[0].shape(), in[1].shape()));
   if (s != in[0].shape()) {
@@ -84,7 +85,7 @@ Views CopyFrom(absl::Span<const Tensor> in, const Attrs&, const OpContext&) {
                      " does not broadcast to destination shape ",
                      ShapeToString(in[0].shape())));
   }
-  TD_RETURN_IF_ERROR(CopyInto(in[0], in[1]));
+  TD_RETURN_IF_ERROR(CopyInto(in[0], in[1], ctx));
   return Views(std::vector<Tensor>{in[0]});
 }
 

@@ -348,10 +348,12 @@ std::vector<OpDef> NnOps() {
   OpDef bn = MakeOp("batch_norm", 1, 5,
                     {Optional("training", AttrType::kBool, false),
                      Optional("momentum", AttrType::kFloat, 0.1),
-                     Optional("eps", AttrType::kFloat, 1e-5)},
+                     Optional("eps", AttrType::kFloat, 1e-5),
+                     Optional("ranks", AttrType::kInts, I{})},
                     "Batch normalisation over all dims but 1: inputs (input, "
                     "running_mean, running_var, weight, bias); running stats "
-                    "updated in place when training.");
+                    "updated in place when training. ranks: the input ranks a "
+                    "module accepts (BatchNorm2d: [4]; empty: any from 2).");
   bn.composite = BatchNorm;
   bn.examples = {
       Example({{4, 3, 2, 2}, {3}, {3}, {3}, {3}}, {{"training", true}}),

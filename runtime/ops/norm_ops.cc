@@ -1,5 +1,8 @@
 // batch_norm and layer_norm, composed of reduction and pointwise rows.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/compose.h"
 #include "runtime/ops/op_helpers.h"
@@ -85,6 +88,15 @@ Outs BatchNorm(absl::Span<const Tensor> in, const Attrs& attrs,
     return absl::InvalidArgumentError(
         absl::StrCat("batch_norm: expected an input with at least 2 dims, got ",
                      ShapeToString(x.shape())));
+  }
+  // A module's own check (BatchNorm2d: 4D), made here so that the client
+  // need not wait for the input's shape.
+  const I& ranks = attrs.Ints("ranks");
+  if (!ranks.empty() &&
+      std::find(ranks.begin(), ranks.end(), x.ndim()) == ranks.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected ", absl::StrJoin(ranks, "D or "),
+                     "D input (got ", x.ndim(), "D input)"));
   }
   if (in.size() == 2) {
     return absl::InvalidArgumentError(

@@ -170,6 +170,24 @@ def test_batchnorm_without_running_stats_or_affine():
     check(td.nn.BatchNorm1d(5), torch.nn.BatchNorm1d(5), rand(6, 5), rtol=1e-4)
 
 
+def test_batchnorm_input_rank_is_checked_with_or_without_the_shape_at_hand():
+    bn2, bn1 = td.nn.BatchNorm2d(3), td.nn.BatchNorm1d(3)
+    # A shape the client already read: PyTorch's ValueError, at the call.
+    x3, x4 = td.tensor(rand(2, 3, 4)), td.tensor(rand(2, 3, 4, 4))
+    assert x3.dim() == 3 and x4.dim() == 4
+    with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input\)"):
+        bn2(x3)
+    with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input\)"):
+        bn1(x4)
+    # A result still being computed: the daemon's batch_norm checks the rank, and the value
+    # raises when read (the client does not wait for the shape).
+    y = bn2(td.tensor(rand(2, 3, 4)) * 2)
+    with pytest.raises(td.Error, match=r"expected 4D input \(got 3D input\)"):
+        y.numpy()
+    ok = bn2(td.tensor(rand(2, 3, 4, 4)) * 2)  # the module goes on
+    assert ok.shape == (2, 3, 4, 4)
+
+
 @pytest.mark.parametrize("shape", [(6,), (3, 6)])
 def test_layer_norm(shape):
     check(td.nn.LayerNorm(shape), torch.nn.LayerNorm(shape), rand(2, 3, 6) * 3 + 1, rtol=1e-4)

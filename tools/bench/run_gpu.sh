@@ -55,4 +55,7 @@ if [[ ! -f client/python/tensord/_proto/tensord_pb2.py ]]; then
   PYTHON="$py" tools/gen_python_proto.sh >&2
 fi
 
+# The client's C speedups for this interpreter (a bundle carries the build machine's).
+if [[ -f tools/build_speedups.py ]]; then "$py" tools/build_speedups.py >&2 || true; fi
+
 exec "$py" tools/bench/run_gpu.py --daemon "$daemon" --cuda_bench "$cuda_bench" "$@"

@@ -13,7 +13,7 @@ Each is a module-level function (``tensord.max``) and, through ``TensorMethods``
 from __future__ import annotations
 
 import operator
-from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -170,12 +170,17 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Optional[Tensor] = 
 
 def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
                weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
-               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5, *,
+               _ranks: Sequence[int] = ()) -> Tensor:
     """``torch.nn.functional.batch_norm``: normalise over every dim but 1; in training, batch
-    statistics are used and the running ones (when given) updated in place by the daemon."""
+    statistics are used and the running ones (when given) updated in place by the daemon.
+    ``_ranks``: the input ranks a module accepts, checked by the daemon (BatchNorm2d: 4)."""
     if (running_mean is None) != (running_var is None):
         raise ValueError("batch_norm takes running_mean and running_var together")
-    attrs = {"training": bool(training), "momentum": float(momentum), "eps": float(eps)}
+    attrs: Dict[str, Any] = {"training": bool(training), "momentum": float(momentum),
+                             "eps": float(eps)}
+    if _ranks:
+        attrs["ranks"] = list(_ranks)
     if running_mean is None:
         if not training:
             raise ValueError("running_mean and running_var must be defined in evaluation mode")

@@ -267,14 +267,17 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
             raise _errors.fresh(p.error)
         return p.meta
 
-    def synchronize(self) -> None:
+    def synchronize(self, host_only: bool = False) -> None:
         """Waits until the daemon ran every command sent so far; raises the first op error
-        raised since the previous synchronize (spoiled values raise again when touched)."""
+        raised since the previous synchronize (spoiled values raise again when touched).
+        ``host_only``: the daemon's executor reached this point (kernels launched), without
+        waiting for the session's device streams to finish."""
         with self._lock:
             rid, p = self._request_locked()
             cmd = self._add_locked()
             p.seq = cmd.seq
             cmd.sync.request_id = rid
+            cmd.sync.host_only = host_only
             self._flush_locked()
             self._wait_locked(p, rid)
             frame_errors, self._frame_errors = self._frame_errors, []

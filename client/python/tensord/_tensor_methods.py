@@ -238,7 +238,10 @@ class TensorMethods:
         return _tensor.call(name, [self], {"shape": _shape_args(shape)})
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
-        """Flattens dimensions ``start_dim..end_dim`` into one."""
+        """Flattens dimensions ``start_dim..end_dim`` into one: the daemon's ``flatten`` when it
+        has one (the client need not wait for the shape of a result still being computed)."""
+        if "flatten" in self._session.catalog:
+            return _tensor.call("flatten", [self], {"start_dim": start_dim, "end_dim": end_dim})
         shape = list(self.shape)
         if not shape:
             return self.reshape(1)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from .. import _dtype, _grad, _ops
 from .._tensor import Tensor
@@ -166,8 +166,17 @@ class _NormBase(Module):
                 self.num_batches_tracked.zero_()
             self._batches = 0
 
+    _ranks: Tuple[int, ...] = ()  # the input ranks the module accepts (empty: any from 2)
+
     def _check_input_dim(self, input: Tensor) -> None:
-        pass
+        """PyTorch's ValueError, raised here when the input's shape is already known; otherwise
+        the daemon's batch_norm checks ``_ranks`` (the client does not wait for the shape of a
+        result still being computed: that would stall the pipeline once per layer)."""
+        if not self._ranks or input._info is None:
+            return
+        if input.dim() not in self._ranks:
+            want = "D or ".join(str(r) for r in self._ranks)
+            raise ValueError(f"expected {want}D input (got {input.dim()}D input)")
 
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
@@ -182,7 +191,7 @@ class _NormBase(Module):
         use_stats = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if use_stats else None,
                             self.running_var if use_stats else None, self.weight, self.bias,
-                            bn_training, factor, self.eps)
+                            bn_training, factor, self.eps, _ranks=self._ranks)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
@@ -198,9 +207,7 @@ class BatchNorm1d(_NormBase):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
                          dtype)
 
-    def _check_input_dim(self, input: Tensor) -> None:
-        if input.dim() not in (2, 3):
-            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+    _ranks = (2, 3)
 
 
 class BatchNorm2d(_NormBase):
@@ -213,9 +220,7 @@ class BatchNorm2d(_NormBase):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
                          dtype)
 
-    def _check_input_dim(self, input: Tensor) -> None:
-        if input.dim() != 4:
-            raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+    _ranks = (4,)
 
 
 class LayerNorm(Module):
