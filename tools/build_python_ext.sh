@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the Python client's optional C extension (client/python/tensord/_speedups.c, the
-# per-op hot path) in place, next to the sources, for the interpreter that runs the client
-# from the checkout (PYTHON, default Debian's /usr/bin/python3). Without a C compiler or the
-# interpreter's headers (python3-dev) it says so and the client runs its pure-Python path.
+# Builds the Python client's optional C extensions (client/python/tensord/_speedups.c, the
+# per-op hot path, and _mailbox.c, the region mailbox's wait) in place, next to the sources, for
+# the interpreter that runs the client from the checkout (PYTHON, default Debian's
+# /usr/bin/python3; a bundle's run_tests.sh and run_gpu.sh pass theirs). Without a C compiler or
+# the interpreter's headers (python3-dev) it says so and the client runs its pure-Python path.
 #
 #   tools/build_python_ext.sh              # in place (a no-op when up to date)
 #   tools/build_python_ext.sh --asan DIR   # a copy of the package in DIR/tensord whose
@@ -11,7 +12,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="${PYTHON:-/usr/bin/python3}"
-src="$root/client/python/tensord/_speedups.c"
+pkg="$root/client/python/tensord"
+modules=(_speedups _mailbox)
 include="$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
 suffix="$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
 cc="${CC:-cc}"
@@ -27,12 +29,16 @@ if [ "${1:-}" = "--asan" ]; then
   rm -rf "$dir/tensord"
   mkdir -p "$dir"
   cp -r "$root/client/python/tensord" "$dir/tensord"
-  rm -f "$dir"/tensord/_speedups*.so
-  "$cc" -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined "${flags[@]}" "$src" \
-    -o "$dir/tensord/_speedups$suffix"
+  for m in "${modules[@]}"; do
+    rm -f "$dir"/tensord/"$m"*.so
+    "$cc" -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined "${flags[@]}" \
+      "$pkg/$m.c" -o "$dir/tensord/$m$suffix"
+  done
   exit 0
 fi
-out="$root/client/python/tensord/_speedups$suffix"
-if [ "$out" -nt "$src" ]; then exit 0; fi
-"$cc" -O2 -g "${flags[@]}" "$src" -o "$out.tmp"
-mv "$out.tmp" "$out"
+for m in "${modules[@]}"; do
+  out="$pkg/$m$suffix"
+  if [ "$out" -nt "$pkg/$m.c" ]; then continue; fi
+  "$cc" -O2 -g "${flags[@]}" "$pkg/$m.c" -o "$out.tmp"
+  mv "$out.tmp" "$out"
+done

@@ -164,7 +164,7 @@ copy_tree() {
 }
 for d in client/python tests/python examples/python proto; do copy_tree "$d"; done
 mkdir -p "$out/tools/bench"
-cp tools/gen_python_proto.sh tools/build_speedups.py "$out/tools/"
+cp tools/gen_python_proto.sh tools/build_python_ext.sh "$out/tools/"
 cp tools/bench/py_bench.py tools/bench/run_all.py tools/bench/run_gpu.py \
    tools/bench/run_gpu.sh "$out/tools/bench/"
 
@@ -210,8 +210,8 @@ if [ "$python" = 1 ]; then
     echo "error: $py lacks one of grpcio, protobuf, numpy, pytest, torch:" \
          "pip install them or set TENSORD_PYTHON" >&2
     rc=1; failed+=(tests/python)
-  elif ! "$py" "$here/tools/build_speedups.py"; then
-    rc=1; failed+=(build_speedups)
+  elif ! PYTHON="$py" "$here/tools/build_python_ext.sh"; then
+    rc=1; failed+=(build_python_ext)
   elif ! (cd "$here" && TENSORD_BINARY="$here/tensord" PYTHONPATH="$here/client/python" \
           "$py" -m pytest -q -rs tests/python "$@"); then
     rc=1; failed+=(tests/python)

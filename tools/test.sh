@@ -28,7 +28,7 @@ bazel build "${jobs_flag[@]}" //server:tensord
 tools/gen_python_proto.sh
 tools/build_python_ext.sh
 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs tests/python  # -rs: every skip with its reason
-echo "== Python client tests again without its C speedups (TENSORD_PURE_PYTHON=1)"
+echo "== Python client tests again without its C extensions (TENSORD_PURE_PYTHON=1)"
 TENSORD_PURE_PYTHON=1 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q tests/python
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
   # Before the C++ sanitizer builds: they reuse bazel-bin, and this suite wants the plain daemon.

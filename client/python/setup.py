@@ -31,4 +31,5 @@ def _generate_stubs() -> None:
 
 _generate_stubs()
 # The per-op hot path in C; optional: without a compiler the client runs it in Python.
-setup(ext_modules=[Extension("tensord._speedups", ["tensord/_speedups.c"], optional=True)])
+setup(ext_modules=[Extension("tensord._speedups", ["tensord/_speedups.c"], optional=True),
+                   Extension("tensord._mailbox", ["tensord/_mailbox.c"], optional=True)])

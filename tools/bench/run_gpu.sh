@@ -56,6 +56,6 @@ if [[ ! -f client/python/tensord/_proto/tensord_pb2.py ]]; then
 fi
 
 # The client's C speedups for this interpreter (a bundle carries the build machine's).
-if [[ -f tools/build_speedups.py ]]; then "$py" tools/build_speedups.py >&2 || true; fi
+PYTHON="$py" tools/build_python_ext.sh >&2 || true
 
 exec "$py" tools/bench/run_gpu.py --daemon "$daemon" --cuda_bench "$cuda_bench" "$@"

@@ -147,10 +147,12 @@ class Batcher:
             self._wake_flusher.notify()
 
     def _shm_get_locked(self, handle: int, site: str, region: int, offset: int,
-                        capacity: int, byte_offset: int = 0) -> Tuple[int, Pending]:
+                        capacity: int, byte_offset: int = 0,
+                        notify: bool = False) -> Tuple[int, Pending]:
         """Queues a Get answered in shared memory: ``capacity`` bytes of ``handle`` from
         ``byte_offset`` written at ``offset`` of region ``region`` (0: the session's own);
-        returns its request id and pending answer."""
+        returns its request id and pending answer. ``notify``: announced in the region's
+        mailbox too (Note [Python mailbox], _shm.py)."""
         rid, p = self._request_locked()
         cmd = self._add_locked()
         p.seq = cmd.seq
@@ -163,6 +165,7 @@ class Batcher:
         g.shm_offset = offset
         g.shm_capacity = capacity
         g.byte_offset = byte_offset
+        g.notify = notify
         return rid, p
 
     def _request_locked(self) -> Tuple[int, Pending]:

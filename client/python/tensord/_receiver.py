@@ -84,6 +84,7 @@ class Receiver:
             self._resuming = False
             for p in self._pending.values():
                 p.wake()
+            _shm.wake_mailbox(self)
             self._replies.notify_all()
             self._wake_flusher.notify_all()
 
@@ -178,6 +179,8 @@ class Receiver:
             self._dropped = {h for h in self._dropped if h > self._acked_handle}
 
     def _on_data(self, d: DataChunk) -> None:
+        if d.request_id == self._notify_rid:
+            _shm.wake_mailbox(self)
         p = self._pending.get(d.request_id)
         if p is None or p.done:
             return  # not ours to wait for, or a replayed chunk of a finished Get
@@ -202,6 +205,8 @@ class Receiver:
 
     def _on_error(self, seq: int, e: Any) -> None:
         err = _errors.from_status(e.status)
+        if e.request_id and e.request_id == self._notify_rid:
+            _shm.wake_mailbox(self)
         if e.request_id:
             p = self._pending.get(e.request_id)
             if p is not None and not p.done:

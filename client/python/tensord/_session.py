@@ -105,6 +105,8 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
         self._sent_seq = 0  # last seq handed to the stream
         self._acked_seq = 0  # last_seq of the last Ack received
         self._answered_seq = 0  # highest command seq of an answered request (_wait_locked)
+        self._notify_rid = 0  # the Get announced in the region's mailbox, if any (_shm.py)
+        self._mailbox_answers = 0  # answers taken from the mailbox so far
         self._next_handle = 1
         self._acked_handle = 0  # highest handle seen in an Ack
         self._next_request = 1
@@ -442,22 +444,31 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
             c.grad = grad
             self._after_add_locked()
 
-    def meta(self, handle: int, seq: int) -> Any:
-        """The TensorMeta the daemon acknowledged for ``handle`` (created by command ``seq``),
-        waiting for the Ack if needed. Each handle's meta is handed out once."""
+    def meta(self, handle: int, seq: int, tensor: Any) -> Any:
+        """``tensor._info``: made once from the TensorMeta the daemon acknowledged for ``handle``
+        (created by command ``seq``), waiting for the Ack if needed. Each handle's meta is handed
+        out once, to the first of the threads asking for the same Tensor's; the others find
+        ``_info`` set under the lock."""
+        from ._tensor import _meta_from_proto  # noqa: PLC0415 (_tensor imports this module)
         with self._lock:
+            if tensor._info is not None:
+                return tensor._info
             m = self._meta.pop(handle, None)
             if m is not None:
-                return m
+                tensor._info = _meta_from_proto(m)
+                return tensor._info
             if self._broken is not None:
                 raise _errors.fresh(self._broken)
             if seq > self._sent_seq:
                 self._flush_locked()
             self._replies.wait_for(lambda: handle in self._meta or self._acked_seq >= seq
                                    or self._broken is not None)
+            if tensor._info is not None:  # another thread's, while this one waited
+                return tensor._info
             m = self._meta.pop(handle, None)
             if m is not None:
-                return m
+                tensor._info = _meta_from_proto(m)
+                return tensor._info
             if self._broken is not None:
                 raise _errors.fresh(self._broken)
         raise ProtocolError(f"the daemon acknowledged command {seq} without metadata for "

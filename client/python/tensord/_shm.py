@@ -9,6 +9,17 @@ slot, the client fills the next. A slot is reused only after the command that us
 acknowledged (uploads) or answered (downloads).
 
 ``map_region`` is also how shared buffers (``_shared.py``) are mapped.
+
+Note [Python mailbox]: the first Get of a download through the region asks the daemon to
+announce its answer in the region's mailbox (docs/protocol.md "Mailbox", proto/mailbox.h) when
+the C module ``_mailbox`` is built, ``use_mailbox`` holds and no other Get of the session holds
+the mailbox. The
+waiting thread then waits on the mailbox word without the GIL (``_mailbox.wait``: a spin of
+``$TENSORD_SYNC_SPIN_US``, 200 us by default, then a futex sleep) instead of for the receiver
+thread, which saves gRPC's threads and two thread hand-offs on every ``item()``. The stream
+still brings the answer: the receiver drops it when the waiter took it from the mailbox, and
+wakes the word itself when the stream answered first (``wake_mailbox``), so either side may
+win; every sleep is bounded besides, and the waiter re-checks the request after each.
 """
 
 from __future__ import annotations
@@ -21,10 +32,29 @@ import numpy as np
 
 from . import _errors
 from ._errors import ProtocolError
+from ._proto import tensord_pb2 as pb
+
+try:  # Note [Python mailbox]
+    from . import _mailbox  # type: ignore[attr-defined]
+except ImportError:
+    _mailbox = None
+if os.environ.get("TENSORD_PURE_PYTHON", "0") not in ("", "0"):
+    _mailbox = None  # no C module at all: the stream's answer
+#: Whether new sessions use the mailbox (with the C module): ``$TENSORD_MAILBOX`` (1 or 0), else
+#: only on hosts of 4 or more CPUs. Its waiter spins on a CPU of its own; on 2 vCPUs that CPU is
+#: the daemon's or gRPC's, and gRPC Python's send path, not the answer's way back, dominates a
+#: round trip there (BENCHMARKS.md "Python item() and the mailbox").
+use_mailbox = os.environ.get("TENSORD_MAILBOX", "1" if (os.cpu_count() or 1) >= 4 else "0") != "0"
 
 SLOTS = 4
 MAX_SLOT = 32 << 20
 MIN_BYTES = 256 << 10  # smaller transfers go through the stream (no gain, one more copy)
+
+# The mailbox's layout (proto/mailbox.h): the word, the announced request id and length, the
+# serialized Data; a word with LOCAL set is the client's own wake-up.
+_WORD, _REQUEST, _LENGTH, _PAYLOAD, _PAGE = 64, 72, 80, 128, 4096
+_ID_MASK, _LOCAL = 0x7FFFFFFF, 0x80000000
+_SLEEP_US = 20000  # the longest a waiter sleeps before it looks at its request again
 
 
 class Region:
@@ -40,6 +70,9 @@ class Region:
         self.slot_seq = [0] * len(self.slots)  # last command seq that used each slot
         self.path = ""
         self.nonce = b""
+        # Note [Python mailbox]: the word's address, 0 without the C module or the page
+        self.word = self.view.ctypes.data + _WORD if (
+            _mailbox is not None and use_mailbox and data_offset >= _PAGE) else 0
 
     def matches(self, desc: Any) -> bool:
         """True when ``desc`` (a resumed session's ``Welcome.shm``) is this same region."""
@@ -123,12 +156,18 @@ def upload(s: Any, raw: np.ndarray, pb_put_fields: Any) -> int:
             return seq
 
 
+def mailbox_free(s: Any) -> bool:
+    """Whether a download may ask for the mailbox now (lock held): Note [Python mailbox]."""
+    return s._shm is not None and s._shm.word != 0 and s._notify_rid == 0
+
+
 def download(s: Any, handle: int, total: Optional[int], site: str,
              out: Optional[np.ndarray] = None) -> Any:
     """Downloads ``total`` bytes of ``handle`` through the region with up to ``SLOTS`` ranged
     Gets in flight, into ``out`` (uint8, ``total`` bytes) or a new array; lock held,
     ``s._busy`` set. Returns (TensorMeta, the uint8 array); raises the handle's error.
-    ``total`` None: not known yet; the first answer (one slot) tells it."""
+    ``total`` None: not known yet; the first answer (one slot) tells it. The first Get asks
+    for the mailbox when it is free (Note [Python mailbox])."""
     r: Region = s._shm
     if out is None and total is not None:
         out = np.empty(total, dtype=np.uint8)
@@ -137,10 +176,15 @@ def download(s: Any, handle: int, total: Optional[int], site: str,
     k = 0
     meta = None
 
+    notify = mailbox_free(s)
+
     def issue() -> None:
         nonlocal next_offset, k
         slot = k % len(r.slots)
-        rid, p = s._shm_get_locked(handle, site, 0, r.slots[slot], r.slot_bytes, next_offset)
+        rid, p = s._shm_get_locked(handle, site, 0, r.slots[slot], r.slot_bytes, next_offset,
+                                   notify=notify and k == 0)
+        if notify and k == 0:
+            s._notify_rid = rid
         inflight.append((rid, p, slot, next_offset))
         next_offset += r.slot_bytes
         k += 1
@@ -149,7 +193,10 @@ def download(s: Any, handle: int, total: Optional[int], site: str,
     s._flush_locked()
     while inflight:
         rid, p, slot, off = inflight.pop(0)
-        s._wait_locked(p, rid)
+        if rid == s._notify_rid:
+            _await_notified(s, r, p, rid, r.slots[slot])
+        else:
+            s._wait_locked(p, rid)
         if p.error is not None:
             for rid2, p2, _, _ in inflight:  # drain the rest before raising
                 s._wait_locked(p2, rid2)
@@ -171,3 +218,61 @@ def download(s: Any, handle: int, total: Optional[int], site: str,
             issue()
             s._flush_locked()
     return meta, out
+
+
+def _await_notified(s: Any, r: Region, p: Any, rid: int, slot_offset: int) -> None:
+    """Waits for the answer to ``rid`` in the mailbox, else the stream's (lock held, released
+    while waiting); ``p`` is then answered as the receiver would have answered it."""
+    mine = rid & _ID_MASK
+    spin = int(os.environ.get("TENSORD_SYNC_SPIN_US", "200"))
+    try:
+        while not p.done and s._broken is None:
+            s._lock.release()
+            try:
+                word = _mailbox.wait(r.word, mine, spin, _SLEEP_US)
+            finally:
+                s._lock.acquire()
+            if word == mine and not p.done:  # announced by the daemon
+                if _read_announcement(r, rid, p, slot_offset):
+                    s._mailbox_answers += 1
+                    s._pending.pop(rid, None)  # the stream's copy finds no request
+                    if p.seq > s._answered_seq:
+                        s._answered_seq = p.seq
+                    return
+                break  # not readable as expected: the stream's answer
+            if word == mine | _LOCAL:
+                break  # the stream answered (or failed) first
+    finally:
+        s._notify_rid = 0
+    s._wait_locked(p, rid)
+
+
+def _read_announcement(r: Region, rid: int, p: Any, slot_offset: int) -> bool:
+    """Fills ``p`` from the mailbox's announcement of ``rid``: a shared-memory Data of the slot
+    at ``slot_offset``. False when it is not that (the waiter then takes the stream's)."""
+    mm = r.mm
+    announced = int.from_bytes(mm[_REQUEST:_REQUEST + 8], "little")
+    length = int.from_bytes(mm[_LENGTH:_LENGTH + 4], "little")
+    if announced != rid or length > _PAGE - _PAYLOAD:
+        return False
+    d = pb.Data.FromString(mm[_PAYLOAD:_PAYLOAD + length])
+    if d.request_id != rid or not d.shm or d.shm_offset != slot_offset:
+        return False
+    p.meta = d.meta if d.HasField("meta") else None
+    p.total = d.total_bytes
+    p.shm_size = d.shm_size
+    p.finish()
+    return True
+
+
+def wake_mailbox(s: Any) -> None:
+    """The receiver's wake-up (lock held) after the stream answered the mailbox's request, or
+    when the stream is over: the waiter must not sleep past it. Never over an announcement."""
+    r = s._shm
+    rid = s._notify_rid
+    if not rid or r is None or not r.word:
+        return
+    mine = rid & _ID_MASK
+    if int.from_bytes(r.mm[_WORD:_WORD + 4], "little") == mine:
+        return  # announced: the waiter reads the mailbox
+    _mailbox.wake(r.word, mine | _LOCAL)

@@ -298,7 +298,7 @@ class Tensor(TensorMethods, AutogradMethods):
     def _meta(self) -> _Meta:
         info = self._info
         if info is None:
-            info = self._info = _meta_from_proto(self._session.meta(self._handle, self._seq))
+            info = self._session.meta(self._handle, self._seq, self)
         if info.error is not None:
             raise _errors.fresh(info.error)
         return info

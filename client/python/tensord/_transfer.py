@@ -187,6 +187,12 @@ class Transfers:
                 self._check_open_locked()
                 return self._exclusive_locked(
                     lambda: _shm.download(self, handle, nbytes, site, out))
+        if out is None and self._shm is not None and self._shm.word:
+            with self._lock:  # Note [Python mailbox]: item() without gRPC's threads
+                self._check_open_locked()
+                if _shm.mailbox_free(self):
+                    return self._exclusive_locked(
+                        lambda: _shm.download(self, handle, nbytes, site))
         with self._lock:
             rid, p = self._request_locked()
             if self._busy is not None:
