@@ -188,6 +188,21 @@ def test_batchnorm_input_rank_is_checked_with_or_without_the_shape_at_hand():
     assert ok.shape == (2, 3, 4, 4)
 
 
+def test_batchnorm_on_a_daemon_without_ranks_checks_here(monkeypatch):
+    """A daemon built before batch_norm took ``ranks``: the module waits for the shape and
+    raises PyTorch's ValueError itself, and sends no attribute that daemon would refuse."""
+    from tensord import _multi_ops
+    monkeypatch.setattr(_multi_ops, "daemon_checks_ranks", lambda _input: False)
+    bn2 = td.nn.BatchNorm2d(3)
+    with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input\)"):
+        bn2(td.tensor(rand(2, 3, 4)) * 2)
+    x = rand(2, 3, 4, 4)
+    tbn = torch.nn.BatchNorm2d(3)
+    copy_from_torch(tbn, bn2)
+    np.testing.assert_allclose(bn2(td.tensor(x) * 2).numpy(),
+                               tbn(torch.tensor(x) * 2).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("shape", [(6,), (3, 6)])
 def test_layer_norm(shape):
     check(td.nn.LayerNorm(shape), torch.nn.LayerNorm(shape), rand(2, 3, 6) * 3 + 1, rtol=1e-4)

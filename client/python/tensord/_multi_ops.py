@@ -168,6 +168,12 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Optional[Tensor] = 
     return call("layer_norm", ins, {"normalized_shape": shape, "eps": eps})
 
 
+def daemon_checks_ranks(input: Tensor) -> bool:
+    """Whether the daemon's ``batch_norm`` takes ``ranks`` (one built before it did not)."""
+    op = input._session.catalog.get("batch_norm")
+    return op is not None and "ranks" in op.by_name
+
+
 def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
                weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5, *,
@@ -179,7 +185,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
         raise ValueError("batch_norm takes running_mean and running_var together")
     attrs: Dict[str, Any] = {"training": bool(training), "momentum": float(momentum),
                              "eps": float(eps)}
-    if _ranks:
+    if _ranks and daemon_checks_ranks(input):
         attrs["ranks"] = list(_ranks)
     if running_mean is None:
         if not training:

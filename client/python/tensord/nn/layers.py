@@ -14,7 +14,7 @@ import math
 import operator
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
-from .. import _dtype, _grad, _ops
+from .. import _dtype, _grad, _multi_ops, _ops
 from .._tensor import Tensor
 from . import functional as F
 from .module import Module
@@ -172,7 +172,7 @@ class _NormBase(Module):
         """PyTorch's ValueError, raised here when the input's shape is already known; otherwise
         the daemon's batch_norm checks ``_ranks`` (the client does not wait for the shape of a
         result still being computed: that would stall the pipeline once per layer)."""
-        if not self._ranks or input._info is None:
+        if not self._ranks or (input._info is None and _multi_ops.daemon_checks_ranks(input)):
             return
         if input.dim() not in self._ranks:
             want = "D or ".join(str(r) for r in self._ranks)
