@@ -299,12 +299,13 @@ absl::StatusOr<Tensor> CommandRunner::FindTensor(
 }
 
 void CommandRunner::RunSync(const v1::Sync& sync) {
-  for (const auto& device : config_.devices->devices()) {
-    if (sync.host_only()) break;
-    // This session's streams only: another session's queued work is not
-    // this one's to wait for.
-    absl::Status s = device->SynchronizeSession(config_.session);
-    if (!s.ok()) NoteError(StatusToProto(s, "sync", ""));
+  // This session's streams only: another session's queued work is not this
+  // one's to wait for. host_only: not even those (backward()'s wait).
+  if (!sync.host_only()) {
+    for (const auto& device : config_.devices->devices()) {
+      absl::Status s = device->SynchronizeSession(config_.session);
+      if (!s.ok()) NoteError(StatusToProto(s, "sync", ""));
+    }
   }
   downloads_.WaitAll();  // every earlier Get's data precedes SyncDone
   v1::ServerFrame frame;

@@ -37,12 +37,17 @@ namespace tensord {
 namespace cuda {
 namespace {
 
+struct Workspace {
+  void* ptr = nullptr;  // null: none could be had (cuBLAS's default kernels)
+  size_t bytes = 0;
+};
+
 struct ThreadHandles {
   std::map<int, cublasHandle_t> by_device;
-  std::map<std::pair<int, cudaStream_t>, void*> workspaces;
+  std::map<std::pair<int, cudaStream_t>, Workspace> workspaces;
   ~ThreadHandles() {
     for (auto& [device, handle] : by_device) cublasDestroy(handle);
-    for (auto& [key, ptr] : workspaces) cudaFree(ptr);
+    for (auto& [key, ws] : workspaces) cudaFree(ws.ptr);
   }
 };
 
@@ -65,16 +70,17 @@ absl::Status HandleFor(cudaStream_t stream, cublasHandle_t* out) {
   TD_CUDA_RETURN_IF_ERROR(cublasSetStream(it->second, stream));
   auto ws = handles.workspaces.find({device, stream});
   if (ws == handles.workspaces.end()) {
-    void* ptr = nullptr;
-    if (cudaMalloc(&ptr, WorkspaceBytes(device)) != cudaSuccess) {
-      cudaGetLastError();  // no workspace: cuBLAS's default kernels
-      ptr = nullptr;
+    Workspace made;
+    made.bytes = WorkspaceBytes(device);
+    if (cudaMalloc(&made.ptr, made.bytes) != cudaSuccess) {
+      cudaGetLastError();
+      made = Workspace();
     }
-    ws = handles.workspaces.emplace(std::make_pair(device, stream), ptr).first;
+    ws = handles.workspaces.emplace(std::make_pair(device, stream), made).first;
   }
-  if (ws->second != nullptr) {
+  if (ws->second.ptr != nullptr) {
     TD_CUDA_RETURN_IF_ERROR(
-        cublasSetWorkspace(it->second, ws->second, WorkspaceBytes(device)));
+        cublasSetWorkspace(it->second, ws->second.ptr, ws->second.bytes));
   }
   *out = it->second;
   return absl::OkStatus();

@@ -43,6 +43,14 @@ class Pending:
         self.done = True
         self.wake()
 
+    def finish_in_place(self, meta: Any, total: int, size: int) -> None:
+        """Answered by one ranged chunk already in place (the region, a shared buffer, the
+        client's memory): its meta (first chunk only), the tensor's bytes and this chunk's."""
+        self.meta = meta
+        self.total = total
+        self.shm_size = size
+        self.finish()
+
     def wake(self) -> None:
         """Lets the waiter go (under the session's lock; once)."""
         if not self._woken:

@@ -185,10 +185,7 @@ class Receiver:
         if p is None or p.done:
             return  # not ours to wait for, or a replayed chunk of a finished Get
         if d.shm or d.cma:  # one ranged chunk, already in the region or in place
-            p.meta = d.meta
-            p.total = d.total_bytes
-            p.shm_size = d.shm_size if d.shm else d.cma_size
-            p.finish()
+            p.finish_in_place(d.meta, d.total_bytes, d.shm_size if d.shm else d.cma_size)
             return
         if d.meta is not None:  # a replay restarts at the first chunk: same bytes again
             p.meta = d.meta
@@ -205,7 +202,7 @@ class Receiver:
 
     def _on_error(self, seq: int, e: Any) -> None:
         err = _errors.from_status(e.status)
-        if e.request_id and e.request_id == self._notify_rid:
+        if e.request_id == self._notify_rid:
             _shm.wake_mailbox(self)
         if e.request_id:
             p = self._pending.get(e.request_id)

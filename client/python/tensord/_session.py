@@ -47,6 +47,7 @@ from ._fast import session_call as fast_call
 from ._batch import Batcher, Pending
 from ._connection import PROTOCOL_VERSION, AttemptTimeout, Connection, hello_frame
 from ._errors import ConnectionLost, Error, ProtocolError
+from ._meta import _meta_from_proto
 from ._proto import tensord_pb2 as pb
 from ._receiver import Receiver
 from ._shared import SharedBuffers
@@ -449,28 +450,25 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
         (created by command ``seq``), waiting for the Ack if needed. Each handle's meta is handed
         out once, to the first of the threads asking for the same Tensor's; the others find
         ``_info`` set under the lock."""
-        from ._tensor import _meta_from_proto  # noqa: PLC0415 (_tensor imports this module)
+        def take() -> Any:  # this thread's, or another's made meanwhile
+            if tensor._info is None:
+                m = self._meta.pop(handle, None)
+                if m is not None:
+                    tensor._info = _meta_from_proto(m)
+            return tensor._info
+
         with self._lock:
-            if tensor._info is not None:
-                return tensor._info
-            m = self._meta.pop(handle, None)
-            if m is not None:
-                tensor._info = _meta_from_proto(m)
-                return tensor._info
-            if self._broken is not None:
-                raise _errors.fresh(self._broken)
-            if seq > self._sent_seq:
-                self._flush_locked()
-            self._replies.wait_for(lambda: handle in self._meta or self._acked_seq >= seq
-                                   or self._broken is not None)
-            if tensor._info is not None:  # another thread's, while this one waited
-                return tensor._info
-            m = self._meta.pop(handle, None)
-            if m is not None:
-                tensor._info = _meta_from_proto(m)
-                return tensor._info
-            if self._broken is not None:
-                raise _errors.fresh(self._broken)
+            for waited in (False, True):
+                info = take()
+                if info is not None:
+                    return info
+                if self._broken is not None:
+                    raise _errors.fresh(self._broken)
+                if not waited:
+                    if seq > self._sent_seq:
+                        self._flush_locked()
+                    self._replies.wait_for(lambda: handle in self._meta
+                                           or self._acked_seq >= seq or self._broken is not None)
         raise ProtocolError(f"the daemon acknowledged command {seq} without metadata for "
                             f"handle {handle}", op="ack")
 

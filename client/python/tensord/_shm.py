@@ -55,6 +55,7 @@ MIN_BYTES = 256 << 10  # smaller transfers go through the stream (no gain, one m
 _WORD, _REQUEST, _LENGTH, _PAYLOAD, _PAGE = 64, 72, 80, 128, 4096
 _ID_MASK, _LOCAL = 0x7FFFFFFF, 0x80000000
 _SLEEP_US = 20000  # the longest a waiter sleeps before it looks at its request again
+_SPIN_US = int(os.environ.get("TENSORD_SYNC_SPIN_US", "200"))  # as the C++ client's sync_spin
 
 
 class Region:
@@ -181,9 +182,10 @@ def download(s: Any, handle: int, total: Optional[int], site: str,
     def issue() -> None:
         nonlocal next_offset, k
         slot = k % len(r.slots)
+        ask = notify and k == 0
         rid, p = s._shm_get_locked(handle, site, 0, r.slots[slot], r.slot_bytes, next_offset,
-                                   notify=notify and k == 0)
-        if notify and k == 0:
+                                   notify=ask)
+        if ask:
             s._notify_rid = rid
         inflight.append((rid, p, slot, next_offset))
         next_offset += r.slot_bytes
@@ -222,24 +224,20 @@ def download(s: Any, handle: int, total: Optional[int], site: str,
 
 def _await_notified(s: Any, r: Region, p: Any, rid: int, slot_offset: int) -> None:
     """Waits for the answer to ``rid`` in the mailbox, else the stream's (lock held, released
-    while waiting); ``p`` is then answered as the receiver would have answered it."""
+    while waiting); ``p`` is then answered as the receiver would have answered it, and
+    ``_wait_locked`` does the bookkeeping of either (the stream's copy then finds no request)."""
     mine = rid & _ID_MASK
-    spin = int(os.environ.get("TENSORD_SYNC_SPIN_US", "200"))
     try:
         while not p.done and s._broken is None:
             s._lock.release()
             try:
-                word = _mailbox.wait(r.word, mine, spin, _SLEEP_US)
+                word = _mailbox.wait(r.word, mine, _SPIN_US, _SLEEP_US)
             finally:
                 s._lock.acquire()
             if word == mine and not p.done:  # announced by the daemon
                 if _read_announcement(r, rid, p, slot_offset):
                     s._mailbox_answers += 1
-                    s._pending.pop(rid, None)  # the stream's copy finds no request
-                    if p.seq > s._answered_seq:
-                        s._answered_seq = p.seq
-                    return
-                break  # not readable as expected: the stream's answer
+                break  # else not readable as expected: the stream's answer
             if word == mine | _LOCAL:
                 break  # the stream answered (or failed) first
     finally:
@@ -258,10 +256,7 @@ def _read_announcement(r: Region, rid: int, p: Any, slot_offset: int) -> bool:
     d = pb.Data.FromString(mm[_PAYLOAD:_PAYLOAD + length])
     if d.request_id != rid or not d.shm or d.shm_offset != slot_offset:
         return False
-    p.meta = d.meta if d.HasField("meta") else None
-    p.total = d.total_bytes
-    p.shm_size = d.shm_size
-    p.finish()
+    p.finish_in_place(d.meta if d.HasField("meta") else None, d.total_bytes, d.shm_size)
     return True
 
 

@@ -12,13 +12,14 @@ Errors stay with the values they spoil: a tensor produced by a failing op raises
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _context, _dtype, _errors, _fast, _format
 from ._catalog import OpInfo, encode_attrs
 from ._dtype import Size
+from ._meta import _Meta, _meta_from_proto  # noqa: F401 (_Meta: the type of Tensor._info)
 from ._session import Session
 from ._site import call_site, site_field, site_string
 from ._wire import attr_fields, varint
@@ -26,23 +27,6 @@ from ._wire import attr_fields, varint
 Number = Union[int, float, bool]
 _SCALARS = (int, float, bool, np.number, np.bool_)
 _new = object.__new__
-
-
-class _Meta(NamedTuple):
-    shape: Size
-    dtype: Optional[_dtype.dtype]
-    device: str
-    requires_grad: bool
-    error: Optional[_errors.Error]
-    is_none: bool = False  # the handle names None (a .grad never set, an unused input)
-    is_leaf: bool = True
-    grad_fn: str = ""  # the graph node that made it, e.g. "MulBackward0"
-
-
-def _meta_from_proto(m: Any) -> _Meta:
-    err = _errors.from_status(m.error) if m.HasField("error") and m.error.code else None
-    return _Meta(Size(m.shape), _dtype.BY_PROTO.get(m.dtype), m.device, m.requires_grad, err,
-                 m.is_none, m.is_leaf, m.grad_fn)
 
 
 def missing_op(name: str, session: Session, why: str = "") -> NotImplementedError:
