@@ -171,9 +171,13 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
         }
         // The waiting client wakes on the mailbox; the stream still
         // carries the answer (Note [Resume] replays it; a client not waiting
-        // any more ignores it).
-        if (notify && config_.shm != nullptr) {
-          config_.shm->Announce(frame.data().request_id(), frame.data());
+        // any more ignores it), except to a client of the command ring,
+        // which takes announced answers from the mailbox only (so they cost
+        // no gRPC message: Note [Held acks]).
+        if (notify && config_.shm != nullptr &&
+            config_.shm->Announce(frame.data().request_id(), frame.data()) &&
+            config_.shm->ring_bytes() != 0) {
+          return;
         }
         sink_->Send(std::move(frame));
       });

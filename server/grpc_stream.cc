@@ -114,11 +114,16 @@ class SessionReactor
     // Note [Inline batches]: a cheap batch may run right here, its replies
     // queued behind a short outbound queue only (Send must not block on
     // this thread, which gRPC needs to finish writes).
-    if (session_->Submit(
-            std::move(arena_), in_->mutable_batch(),
-            /*may_run_inline=*/sink_->queued_bytes() < kMaxInlineBacklog)) {
-      Read();
-    }
+    // Its last seq, for a command ring's ordering (read before Submit,
+    // which may run the batch and free its arena).
+    const auto& commands = in_->batch().commands();
+    const uint64_t last_seq =
+        commands.empty() ? 0 : commands[commands.size() - 1].seq();
+    const bool room = session_->Submit(
+        std::move(arena_), in_->mutable_batch(),
+        /*may_run_inline=*/sink_->queued_bytes() < kMaxInlineBacklog);
+    if (last_seq != 0) session_->NoteStreamBatch(last_seq);
+    if (room) Read();
     // else: the session's on_drain callback resumes reading.
   }
 

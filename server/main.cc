@@ -64,6 +64,13 @@ ABSL_FLAG(uint64_t, shm_bytes, 256 << 20,
           "size of the shared-memory transfer region offered to same-host "
           "clients that ask for one (0: off; bytes are only used once "
           "touched)");
+ABSL_FLAG(bool, command_ring, true,
+          "let same-host clients with a shared-memory region write their "
+          "batches into a command ring in it instead of the stream "
+          "(docs/protocol.md \"Command ring\")");
+ABSL_FLAG(int, ring_spin_us, -1,
+          "how long a session's command ring reader polls an empty ring "
+          "before it sleeps (-1: 50 on hosts of 4 or more CPUs, else 0)");
 ABSL_FLAG(bool, cma, true,
           "let same-host clients with a shared-memory region transfer by "
           "cross-memory attach (the daemon copies between their memory and "
@@ -233,6 +240,8 @@ int Main() {
   limits.max_sessions_per_user = absl::GetFlag(FLAGS_max_sessions_per_user);
   limits.shm_bytes = absl::GetFlag(FLAGS_shm_bytes);
   limits.cma = absl::GetFlag(FLAGS_cma);
+  limits.command_ring = absl::GetFlag(FLAGS_command_ring);
+  limits.ring_spin_us = absl::GetFlag(FLAGS_ring_spin_us);
   limits.shared_buffer_bytes = absl::GetFlag(FLAGS_shared_buffer_bytes);
   SessionManager sessions(devices.get(), auth.get(), limits);
   TensordService tensord_service(&sessions);

@@ -10,7 +10,8 @@ namespace {
 
 std::unique_ptr<ShmRegion> MakeRegion(const SessionParams& params) {
   if (params.shm_bytes == 0) return nullptr;
-  auto region = ShmRegion::Create(params.shm_bytes);
+  auto region = ShmRegion::Create(params.shm_bytes, /*populate=*/false,
+                                  params.ring_bytes);
   if (!region.ok()) {
     spdlog::warn("session {}: no shared-memory transfer ({}); using the stream",
                  params.id, region.status().ToString());
@@ -42,10 +43,61 @@ Session::Session(SessionParams params)
     MutexLock lock(&mu_);
     downloads_finished_ = true;
   });
+  if (shm_ != nullptr && shm_->ring_bytes() != 0) {
+    ring_ = std::make_unique<CommandRing>(shm_.get(), RingHooks(),
+                                          params_.ring_spin_us);
+    outbox_.HoldAcksFrom(ring_->reader_id());  // Note [Held acks]
+  }
+}
+
+CommandRing::Hooks Session::RingHooks() {
+  CommandRing::Hooks hooks;
+  hooks.submit = [this](std::unique_ptr<google::protobuf::Arena> arena,
+                        v1::Batch* batch) {
+    const uint64_t arrived_ns = PhaseClockNs();
+    // Its own thread: replies it sends may wait for the stream's writes.
+    if (TryRunInline(batch, arrived_ns)) return true;
+    const size_t bytes = arena->SpaceAllocated();
+    return Enqueue(Queued{std::move(arena), batch, nullptr, arrived_ns, bytes},
+                   /*from_ring=*/true);
+  };
+  hooks.wait_for_room = [this] {
+    MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](Session* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+          return !s->ring_paused_ || s->closing_;
+        },
+        this));
+  };
+  hooks.fail = [this](absl::Status status) {
+    spdlog::warn("session {} ({}): {}", params_.id, params_.user,
+                 status.ToString());
+    Kill(std::move(status));
+  };
+  hooks.flush_acks = [this](uint64_t ack_wanted) -> int64_t {
+    const SessionOutbox::HeldAcks held = outbox_.held_acks();
+    if (held.first_seq == 0) return -1;
+    const uint64_t age = PhaseClockNs() - held.since_ns;
+    if (ack_wanted >= held.first_seq || age >= SessionOutbox::kAckDelayNs) {
+      outbox_.FlushHeldAcks();
+      return -1;
+    }
+    return static_cast<int64_t>(SessionOutbox::kAckDelayNs - age);
+  };
+  hooks.drained = [this] {
+    absl::Status status;
+    {
+      MutexLock lock(&mu_);
+      status = drain_status_;
+    }
+    CloseQueue(std::move(status));
+  };
+  return hooks;
 }
 
 Session::~Session() {
   Kill(absl::CancelledError("session destroyed"));
+  ring_.reset();  // joins its reader, which uses everything below
   // The last reference can be dropped by a callback the executor itself
   // triggered (FrameSink::End); it must not join itself then.
   if (std::this_thread::get_id() == executor_.get_id()) {
@@ -96,14 +148,14 @@ bool Session::TryRunInline(v1::Batch* batch, uint64_t arrived_ns) {
   return cheap;
 }
 
-bool Session::Enqueue(Queued queued) {
+bool Session::Enqueue(Queued queued, bool from_ring) {
   MutexLock lock(&mu_);
   if (closing_) return true;  // late frames after Close/Kill are dropped
   queued_bytes_ += queued.bytes;
   queue_.push_back(std::move(queued));
   if (queue_.size() > params_.max_queued_batches ||
       queued_bytes_ > params_.max_queued_bytes) {
-    paused_ = true;
+    (from_ring ? ring_paused_ : paused_) = true;
     return false;
   }
   return true;
@@ -115,6 +167,20 @@ void Session::SetOnDrain(std::function<void()> on_drain) {
 }
 
 void Session::Close(absl::Status status) {
+  if (ring_ != nullptr) {
+    {
+      MutexLock lock(&mu_);
+      if (closing_ || ring_draining_) return;
+      ring_draining_ = true;
+      drain_status_ = std::move(status);
+    }
+    ring_->Drain();  // its reader calls CloseQueue when done
+    return;
+  }
+  CloseQueue(std::move(status));
+}
+
+void Session::CloseQueue(absl::Status status) {
   MutexLock lock(&mu_);
   if (closing_) return;
   closing_ = true;
@@ -122,6 +188,7 @@ void Session::Close(absl::Status status) {
 }
 
 void Session::Kill(absl::Status reason) {
+  if (ring_ != nullptr) ring_->Stop();
   MutexLock lock(&mu_);
   queue_.clear();
   queued_bytes_ = 0;
@@ -171,10 +238,11 @@ void Session::ExecutorLoop() {
         queued = std::move(queue_.front());
         queue_.pop_front();
         queued_bytes_ -= queued.bytes;
-        if (paused_ && queue_.size() <= params_.max_queued_batches / 2 &&
+        if ((paused_ || ring_paused_) &&
+            queue_.size() <= params_.max_queued_batches / 2 &&
             queued_bytes_ <= params_.max_queued_bytes / 2) {
-          paused_ = false;
-          drained = on_drain_;
+          if (paused_) drained = on_drain_;
+          paused_ = ring_paused_ = false;
         }
       }
     }

@@ -24,6 +24,7 @@
 #include "google/protobuf/arena.h"
 #include "proto/admin.pb.h"
 #include "runtime/core/mutex.h"
+#include "server/command_ring.h"
 #include "server/command_runner.h"
 #include "server/session_outbox.h"
 
@@ -51,6 +52,10 @@ struct SessionParams {
   // by tensord --cma=false) and Hello.cma_probe_address. Needs the region.
   uint64_t cma_pid = 0;
   uint64_t cma_probe_address = 0;
+  // The region's command ring (server/command_ring.h): its bytes (0: none;
+  // needs the region) and how long its reader spins before it sleeps.
+  size_t ring_bytes = 0;
+  int ring_spin_us = 0;
 };
 
 class Session {
@@ -76,7 +81,13 @@ class Session {
   // Runs (on the executor thread) when a full queue has drained to half.
   void SetOnDrain(std::function<void()> on_drain);
   // No more batches: run what is queued, release every handle, end the sink.
+  // With a command ring, what the client published in it is read first.
   void Close(absl::Status status = absl::OkStatus());
+  // The batch whose last command seq is `seq` came on the stream and was
+  // submitted: the command ring's ordering word (CommandRing).
+  void NoteStreamBatch(uint64_t seq) {
+    if (ring_ != nullptr) ring_->NoteStreamBatch(seq);
+  }
   // Ends the session now: queued batches are dropped, handles released.
   void Kill(absl::Status reason);
   // Blocks until the executor has released everything and ended the sink.
@@ -106,6 +117,8 @@ class Session {
   const ShmRegion* shm() const { return shm_.get(); }
   // Its cross-memory attach peer (Welcome.cma), or null.
   const CmaPeer* cma() const { return cma_.get(); }
+  // Whether the session reads a command ring.
+  bool has_ring() const { return ring_ != nullptr; }
   v1::SessionInfo Info() const;
   // The session's op profiler (thread-safe): Admin.ProfileSession.
   OpProfiler& profiler() { return runner_.profiler(); }
@@ -118,6 +131,10 @@ class Session {
   // Note [Inline batches]: runs `batch` here if the executor is idle,
   // nothing is queued and the batch is cheap; false otherwise.
   bool TryRunInline(v1::Batch* batch, uint64_t arrived_ns);
+  // Close without the ring's drain (the ring's `drained` hook, or no ring).
+  void CloseQueue(absl::Status status);
+  // The command ring's hooks (CommandRing::Hooks).
+  CommandRing::Hooks RingHooks();
 
   const SessionParams params_;
   const absl::Time created_ = absl::Now();
@@ -135,12 +152,17 @@ class Session {
     uint64_t arrived_ns = 0;  // PhaseClockNs at Submit: the profiler's wait
     size_t bytes = 0;         // memory the parsed batch holds
   };
-  bool Enqueue(Queued queued);
+  // `from_ring`: over the bound, the ring's reader waits (ring_paused_);
+  // the stream's reactor is paused (paused_, then on_drain) otherwise.
+  bool Enqueue(Queued queued, bool from_ring = false);
   std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
   size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // sum of Queued::bytes
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool paused_ ABSL_GUARDED_BY(mu_) = false;  // transport stopped reading
+  bool ring_paused_ ABSL_GUARDED_BY(mu_) = false;  // the ring's reader waits
+  bool ring_draining_ ABSL_GUARDED_BY(mu_) = false;  // Close waits for it
+  absl::Status drain_status_ ABSL_GUARDED_BY(mu_);   // Close's, meanwhile
   // The executor's role (Note [Inline batches]): the executor thread holds it
   // while it runs a dequeued batch, a transport thread while it runs one
   // inline; the runner_ is used only by the holder.
@@ -152,7 +174,10 @@ class Session {
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);
   std::function<void()> on_drain_ ABSL_GUARDED_BY(mu_);
 
-  std::thread executor_;  // last: starts after every member is ready
+  std::thread executor_;  // starts after every member above is ready
+  // Made once everything else is (its reader submits at once); stopped and
+  // joined first in ~Session.
+  std::unique_ptr<CommandRing> ring_;
 };
 
 }  // namespace tensord

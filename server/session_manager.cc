@@ -1,6 +1,7 @@
 #include "server/session_manager.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,14 @@ std::string RandomHex(int bytes) {
 }
 
 }  // namespace
+
+size_t RingBytesFor(size_t shm_bytes) {
+  constexpr size_t kMaxRing = 4 << 20;
+  if (shm_bytes < (1 << 20)) return 0;
+  size_t ring = kMaxRing;
+  while (ring > shm_bytes / 16) ring >>= 1;
+  return ring;
+}
 
 SessionManager::SessionManager(DeviceRegistry* devices, Authenticator* auth,
                                SessionLimits limits)
@@ -123,6 +132,13 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   params.max_queued_bytes = limits_.max_queued_bytes;
   params.shm_bytes = hello.shm_transfer() ? limits_.shm_bytes : 0;
   params.shared_buffer_bytes = limits_.shared_buffer_bytes;
+  if (limits_.command_ring && hello.command_ring()) {
+    params.ring_bytes = RingBytesFor(params.shm_bytes);
+    params.ring_spin_us =
+        limits_.ring_spin_us >= 0
+            ? limits_.ring_spin_us
+            : (std::thread::hardware_concurrency() >= 4 ? 50 : 0);
+  }
   if (limits_.cma && hello.shm_transfer()) {
     params.cma_pid = hello.cma_pid();
     params.cma_probe_address = hello.cma_probe_address();

@@ -40,7 +40,17 @@ struct SessionLimits {
   // Whether a same-host client may transfer by cross-memory attach
   // (server/cma.h; tensord --cma).
   bool cma = true;
+  // Whether a same-host client may write its batches into a command ring in
+  // its region (server/command_ring.h; tensord --command_ring), and how long
+  // the ring's reader spins before sleeping (-1: 50 us on hosts of 4 or
+  // more CPUs, else 0).
+  bool command_ring = true;
+  int ring_spin_us = -1;
 };
+
+// The command ring's size for a session region of `shm_bytes`: 4 MiB, less
+// for small regions (a sixteenth of it, a power of two), 0 below 1 MiB.
+size_t RingBytesFor(size_t shm_bytes);
 
 class SessionManager {
  public:

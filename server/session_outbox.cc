@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/arena.h"
+#include "runtime/ops/op_def.h"
 
 namespace tensord {
 
@@ -20,11 +21,13 @@ void SessionOutbox::Send(v1::ServerFrame frame) {
 
 void SessionOutbox::SendOwned(std::shared_ptr<v1::ServerFrame> frame) {
   std::shared_ptr<FrameSink> sink;
+  std::shared_ptr<const v1::ServerFrame> held;
   std::shared_ptr<const v1::ServerFrame> shared;
   {
     MutexLock lock(&mu_);
     frame->set_seq(acked_ ? seq_ + 1 : seq_);
-    if (frame->has_ack()) acked_ = true;
+    const bool is_ack = frame->has_ack();
+    if (is_ack) acked_ = true;
     // ByteSizeLong also caches the sizes the serializer needs. A frame on
     // an arena (the executor's Acks) holds the arena's blocks, several
     // times its wire size: the bound counts what stays in memory.
@@ -40,23 +43,93 @@ void SessionOutbox::SendOwned(std::shared_ptr<v1::ServerFrame> frame) {
       buffered_bytes_ -= buffer_.front().bytes;
       buffer_.pop_front();
     }
+    // Note [Held acks]
+    if (is_ack && sink_ && holder_ == std::this_thread::get_id()) {
+      if (held_.empty()) held_since_ns_ = PhaseClockNs();
+      held_.push_back(std::move(shared));
+      if (held_.size() < kMaxHeldAcks) return;
+      held = TakeHeldLocked();  // this one included
+    } else {
+      held = TakeHeldLocked();
+      if (is_ack) forwarded_ack_seq_ = shared->ack().last_seq();
+    }
     sink = sink_;
   }
   // Outside mu_: Send may wait for the transport (flow control).
-  if (sink) {
-    MutexLock forward(&forward_mu_);
-    sink->SendShared(std::move(shared));
+  Forward(sink, std::move(held), std::move(shared));
+}
+
+void SessionOutbox::Forward(const std::shared_ptr<FrameSink>& sink,
+                            std::shared_ptr<const v1::ServerFrame> first,
+                            std::shared_ptr<const v1::ServerFrame> second) {
+  if (!sink) return;
+  MutexLock forward(&forward_mu_);
+  if (first) sink->SendShared(std::move(first));
+  if (second) sink->SendShared(std::move(second));
+}
+
+std::shared_ptr<const v1::ServerFrame> SessionOutbox::TakeHeldLocked() {
+  if (held_.empty()) return nullptr;
+  std::shared_ptr<const v1::ServerFrame> merged;
+  if (held_.size() == 1) {
+    merged = held_.front();
+  } else {
+    // A new frame: the held ones stay in the replay buffer as they are.
+    auto frame = std::make_shared<v1::ServerFrame>();
+    frame->set_seq(held_.back()->seq());
+    v1::Ack* ack = frame->mutable_ack();
+    for (const auto& f : held_) {
+      for (const v1::TensorMeta& m : f->ack().created()) {
+        *ack->add_created() = m;
+      }
+    }
+    ack->set_last_seq(held_.back()->ack().last_seq());
+    frame->ByteSizeLong();  // caches the sizes the serializer needs
+    merged = std::move(frame);
   }
+  forwarded_ack_seq_ = held_.back()->ack().last_seq();
+  held_.clear();
+  held_since_ns_ = 0;
+  return merged;
+}
+
+void SessionOutbox::HoldAcksFrom(std::thread::id holder) {
+  MutexLock lock(&mu_);
+  holder_ = holder;
+}
+
+void SessionOutbox::FlushHeldAcks() {
+  std::shared_ptr<FrameSink> sink;
+  std::shared_ptr<const v1::ServerFrame> held;
+  {
+    MutexLock lock(&mu_);
+    held = TakeHeldLocked();
+    sink = sink_;
+  }
+  Forward(sink, std::move(held), nullptr);
+}
+
+SessionOutbox::HeldAcks SessionOutbox::held_acks() {
+  MutexLock lock(&mu_);
+  HeldAcks h;
+  if (!held_.empty()) {
+    h.first_seq = forwarded_ack_seq_ + 1;
+    h.since_ns = held_since_ns_;
+  }
+  return h;
 }
 
 void SessionOutbox::End(absl::Status status) {
   std::shared_ptr<FrameSink> sink;
+  std::shared_ptr<const v1::ServerFrame> held;
   {
     MutexLock lock(&mu_);
     ended_ = true;
     end_status_ = status;
+    held = TakeHeldLocked();
     sink = sink_;
   }
+  Forward(sink, std::move(held), nullptr);
   if (sink) {
     MutexLock forward(&forward_mu_);
     sink->End(std::move(status));
@@ -87,6 +160,7 @@ absl::Status SessionOutbox::Attach(std::shared_ptr<FrameSink> sink,
     for (const Buffered& b : buffer_) {
       if (b.frame->seq() > received_seq) replay.push_back(b.frame);
     }
+    held_.clear();  // replayed from the buffer instead
     sink_ = sink;
     ended = ended_;
     end = end_status_;
@@ -115,6 +189,7 @@ bool SessionOutbox::Detach(const FrameSink* sink) {
   MutexLock lock(&mu_);
   if (sink_.get() != sink) return false;
   sink_.reset();
+  held_.clear();  // the next Attach replays them
   return true;
 }
 
@@ -125,6 +200,7 @@ namespace tensord {
 void SessionOutbox::DetachAny() {
   MutexLock lock(&mu_);
   sink_.reset();
+  held_.clear();
 }
 
 bool SessionOutbox::AttachedTo(const FrameSink* sink) {

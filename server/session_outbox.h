@@ -17,12 +17,26 @@
 // stream (FrameSink::SendShared), never copied: a download's Data chunks
 // cost no extra pass over their bytes.
 //
+// Note [Held acks]: a same-host client that writes its batches into a
+// command ring (server/command_ring.h) mostly waits for values, which the
+// mailbox brings; every Ack it gets on the stream costs both processes a
+// gRPC message (on 2 vCPUs, more than the rest of its round trip). So Acks
+// sent from the ring's reader thread (the batches it runs inline: value
+// reads) are held back: buffered for a resume as usual, but forwarded only
+// as one merged Ack (every created TensorMeta in order, the last last_seq)
+// when another frame goes out (so no reply overtakes an earlier batch's
+// Ack), when kMaxHeldAcks are held, or when the reader flushes them: after
+// kAckDelayNs, or at once when the client asks (the ring's ack_wanted word:
+// it waits for an Ack's metadata or seq).
+//
 // Thread-safe: the executor sends while transports attach and detach.
 #ifndef TENSORD_SERVER_SESSION_OUTBOX_H_
 #define TENSORD_SERVER_SESSION_OUTBOX_H_
 
 #include <deque>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "runtime/core/mutex.h"
 #include "server/frame_sink.h"
@@ -59,6 +73,21 @@ class SessionOutbox : public FrameSink {
   // Bytes the replay buffer holds now (tests, metrics).
   size_t buffered_bytes();
 
+  // Note [Held acks]: Acks sent from thread `holder` are held from now on.
+  void HoldAcksFrom(std::thread::id holder);
+  // Forwards the held Acks as one frame (nothing when none are held).
+  void FlushHeldAcks();
+  // The first command seq the held Acks cover (0: none held) and when the
+  // first of them was held (PhaseClockNs).
+  struct HeldAcks {
+    uint64_t first_seq = 0;
+    uint64_t since_ns = 0;
+  };
+  HeldAcks held_acks();
+
+  static constexpr size_t kMaxHeldAcks = 64;
+  static constexpr uint64_t kAckDelayNs = 1'000'000;
+
  private:
   const size_t max_bytes_;
   // Serialises forwarding to the sink, so a replay and new frames never
@@ -70,7 +99,21 @@ class SessionOutbox : public FrameSink {
     std::shared_ptr<const v1::ServerFrame> frame;
     size_t bytes;  // what it holds in memory (its arena's, if on one)
   };
+  // The held Acks merged into one frame, emptied (null when none).
+  std::shared_ptr<const v1::ServerFrame> TakeHeldLocked()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forwards `first` then `second` (either may be null) to `sink`.
+  void Forward(const std::shared_ptr<FrameSink>& sink,
+               std::shared_ptr<const v1::ServerFrame> first,
+               std::shared_ptr<const v1::ServerFrame> second);
+
   std::deque<Buffered> buffer_ ABSL_GUARDED_BY(mu_);
+  std::thread::id holder_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<const v1::ServerFrame>> held_
+      ABSL_GUARDED_BY(mu_);
+  uint64_t held_since_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  // The last_seq of the last Ack forwarded (held ones cover seqs after it).
+  uint64_t forwarded_ack_seq_ ABSL_GUARDED_BY(mu_) = 0;
   size_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t evicted_seq_ ABSL_GUARDED_BY(mu_) = 0;    // highest seq evicted
   uint64_t confirmed_seq_ ABSL_GUARDED_BY(mu_) = 0;  // highest Confirm

@@ -76,5 +76,109 @@ TEST(SessionOutboxTest, ResumeFromBeforeAConfirmationIsRefused) {
       << status;
 }
 
+// Note [Held acks]: an Ack for `seq` creating handle `seq` (so merged Acks
+// can be checked for every TensorMeta, in order).
+void SendAckCreating(SessionOutbox& outbox, uint64_t seq) {
+  outbox.SetSeq(seq);
+  v1::ServerFrame frame;
+  frame.mutable_ack()->set_last_seq(seq);
+  frame.mutable_ack()->add_created()->set_handle(seq);
+  outbox.Send(std::move(frame));
+}
+
+class HeldAcksTest : public ::testing::Test {
+ protected:
+  HeldAcksTest() {
+    v1::ServerFrame welcome;
+    welcome.mutable_welcome();
+    EXPECT_TRUE(outbox_.Attach(sink_, 0, welcome).ok());
+    outbox_.HoldAcksFrom(std::this_thread::get_id());
+  }
+  // The Acks and Data the sink got (the Welcome left out).
+  std::vector<v1::ServerFrame> Replies() {
+    std::vector<v1::ServerFrame> out;
+    for (auto& f : sink_->frames()) {
+      if (!f.has_welcome()) out.push_back(std::move(f));
+    }
+    return out;
+  }
+  SessionOutbox outbox_{1 << 20};
+  std::shared_ptr<RecordingSink> sink_ = std::make_shared<RecordingSink>();
+};
+
+TEST_F(HeldAcksTest, AnotherFrameForwardsThemFirstAsOneAck) {
+  for (uint64_t seq = 1; seq <= 3; ++seq) SendAckCreating(outbox_, seq);
+  EXPECT_TRUE(Replies().empty());
+  EXPECT_EQ(outbox_.held_acks().first_seq, 1u);
+  v1::ServerFrame data;
+  data.mutable_data()->set_request_id(9);
+  outbox_.Send(data);
+  const std::vector<v1::ServerFrame> got = Replies();
+  ASSERT_EQ(got.size(), 2u);
+  ASSERT_TRUE(got[0].has_ack());
+  EXPECT_EQ(got[0].ack().last_seq(), 3u);
+  ASSERT_EQ(got[0].ack().created_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(got[0].ack().created(i).handle(), static_cast<uint64_t>(i + 1));
+  }
+  EXPECT_EQ(got[1].data().request_id(), 9u);
+  EXPECT_EQ(outbox_.held_acks().first_seq, 0u);
+}
+
+TEST_F(HeldAcksTest, FlushSendsThemAndLaterOnesCoverTheSeqsAfter) {
+  SendAckCreating(outbox_, 1);
+  outbox_.FlushHeldAcks();
+  ASSERT_EQ(Replies().size(), 1u);  // a single held Ack goes out as it is
+  SendAckCreating(outbox_, 2);
+  SendAckCreating(outbox_, 3);
+  EXPECT_EQ(outbox_.held_acks().first_seq, 2u);  // what the client may ask for
+  outbox_.FlushHeldAcks();
+  const auto got = Replies();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].ack().last_seq(), 3u);
+  EXPECT_EQ(got[1].ack().created_size(), 2);
+  outbox_.FlushHeldAcks();  // none held: nothing sent
+  EXPECT_EQ(Replies().size(), 2u);
+}
+
+TEST_F(HeldAcksTest, TooManyHeldGoOutTogether) {
+  for (uint64_t seq = 1; seq < SessionOutbox::kMaxHeldAcks; ++seq) {
+    SendAckCreating(outbox_, seq);
+  }
+  EXPECT_TRUE(Replies().empty());
+  SendAckCreating(outbox_, SessionOutbox::kMaxHeldAcks);
+  const auto got = Replies();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].ack().created_size(),
+            static_cast<int>(SessionOutbox::kMaxHeldAcks));
+}
+
+TEST_F(HeldAcksTest, OtherThreadsAndTheEndDoNotWait) {
+  SendAckCreating(outbox_, 1);  // held (this thread holds)
+  std::thread other([&] { SendAckCreating(outbox_, 2); });
+  other.join();
+  auto got = Replies();  // the other thread's Ack forwarded the held one first
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].ack().last_seq(), 1u);
+  EXPECT_EQ(got[1].ack().last_seq(), 2u);
+  SendAckCreating(outbox_, 3);
+  outbox_.End(absl::OkStatus());
+  got = Replies();
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[2].ack().last_seq(), 3u);
+  EXPECT_TRUE(sink_->ended());
+}
+
+TEST_F(HeldAcksTest, AResumeReplaysTheOriginals) {
+  for (uint64_t seq = 1; seq <= 3; ++seq) SendAckCreating(outbox_, seq);
+  outbox_.DetachAny();
+  auto second = std::make_shared<RecordingSink>();
+  v1::ServerFrame welcome;
+  welcome.mutable_welcome();
+  ASSERT_TRUE(outbox_.Attach(second, 1, welcome).ok());
+  EXPECT_EQ(AckSeqs(*second, 2), std::vector<uint64_t>({2, 3}));
+  EXPECT_EQ(outbox_.held_acks().first_seq, 0u);
+}
+
 }  // namespace
 }  // namespace tensord

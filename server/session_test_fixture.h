@@ -51,6 +51,15 @@ class RecordingSink : public FrameSink {
     MutexLock lock(&mu_);
     return ended_;
   }
+  absl::Status status() {
+    MutexLock lock(&mu_);
+    return status_;
+  }
+  // The frames received so far.
+  std::vector<v1::ServerFrame> frames() {
+    MutexLock lock(&mu_);
+    return frames_;
+  }
 
  private:
   Mutex mu_;

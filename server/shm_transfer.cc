@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "proto/command_ring.h"
 #include "proto/mailbox.h"
 
 namespace tensord {
@@ -38,9 +39,18 @@ uint64_t AvailableMemory() {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Create(size_t size,
-                                                             bool populate) {
-  if (size <= kDataOffset) {
+absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Create(
+    size_t size, bool populate, size_t ring_bytes) {
+  if (ring_bytes != 0 && ((ring_bytes & (ring_bytes - 1)) != 0 ||
+                          ring_bytes < command_ring::kControlBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "command ring of ", ring_bytes,
+        " bytes: must be a power of two of at least 4096"));
+  }
+  const size_t reserved =
+      kDataOffset +
+      (ring_bytes == 0 ? 0 : command_ring::kControlBytes + ring_bytes);
+  if (size <= reserved) {
     return absl::InvalidArgumentError("shared-memory region too small");
   }
   // Populated memory is taken at once: more than the host has free would
@@ -83,12 +93,26 @@ absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Create(size_t size,
   std::string nonce(16, '\0');
   for (char& c : nonce) c = static_cast<char>(rd());
   std::memcpy(base, nonce.data(), nonce.size());
-  return std::unique_ptr<ShmRegion>(
-      new ShmRegion(fd, static_cast<char*>(base), size, std::move(nonce)));
+  return std::unique_ptr<ShmRegion>(new ShmRegion(
+      fd, static_cast<char*>(base), size, std::move(nonce), ring_bytes));
 }
 
-ShmRegion::ShmRegion(int fd, char* base, size_t size, std::string nonce)
-    : fd_(fd), base_(base), size_(size), nonce_(std::move(nonce)) {}
+ShmRegion::ShmRegion(int fd, char* base, size_t size, std::string nonce,
+                     size_t ring_bytes)
+    : fd_(fd),
+      base_(base),
+      size_(size),
+      nonce_(std::move(nonce)),
+      ring_bytes_(ring_bytes),
+      data_offset_(kDataOffset + (ring_bytes == 0
+                                      ? 0
+                                      : command_ring::kControlBytes +
+                                            ring_bytes)) {}
+
+char* ShmRegion::ring_records() const {
+  return ring_bytes_ == 0 ? nullptr
+                          : base_ + kDataOffset + command_ring::kControlBytes;
+}
 
 ShmRegion::~ShmRegion() {
   munmap(base_, size_);
@@ -100,14 +124,18 @@ v1::ShmRegion ShmRegion::Describe() const {
   r.set_path(absl::StrCat("/proc/", getpid(), "/fd/", fd_));
   r.set_size(size_);
   r.set_nonce(nonce_);
-  r.set_data_offset(kDataOffset);
+  r.set_data_offset(data_offset_);
+  if (ring_bytes_ != 0) {
+    r.set_ring_offset(kDataOffset);
+    r.set_ring_bytes(ring_bytes_);
+  }
   return r;
 }
 
-void ShmRegion::Announce(uint64_t request_id, const v1::Data& data) const {
+bool ShmRegion::Announce(uint64_t request_id, const v1::Data& data) const {
   static_assert(kDataOffset == mailbox::kPageBytes);
   const size_t n = data.ByteSizeLong();
-  if (n > mailbox::kCapacity) return;
+  if (n > mailbox::kCapacity) return false;
   data.SerializeWithCachedSizesToArray(
       reinterpret_cast<uint8_t*>(base_ + mailbox::kPayloadOffset));
   const uint32_t length = static_cast<uint32_t>(n);
@@ -116,15 +144,16 @@ void ShmRegion::Announce(uint64_t request_id, const v1::Data& data) const {
   std::atomic<uint32_t>* word = mailbox::Word(base_);
   word->store(mailbox::WordFor(request_id), std::memory_order_release);
   mailbox::Wake(word);
+  return true;
 }
 
 absl::StatusOr<char*> ShmRegion::Slice(uint64_t offset, uint64_t n,
                                        absl::string_view what) const {
-  if (offset < kDataOffset || offset > size_ || n > size_ - offset) {
+  if (offset < data_offset_ || offset > size_ || n > size_ - offset) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": shared-memory range [", offset, ", ", offset,
                      " + ", n, ") is outside the region's payload area [",
-                     kDataOffset, ", ", size_, ")"));
+                     data_offset_, ", ", size_, ")"));
   }
   return base_ + offset;
 }

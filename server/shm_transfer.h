@@ -17,8 +17,13 @@
 // while it copies, and a daemon short of memory says so at allocation
 // instead of faulting later.
 //
-// Thread safety: the region is read and written by the session's executor
-// only (the client writes its side between commands).
+// A session region may also hold the session's command ring
+// (proto/command_ring.h, server/command_ring.h) between the first page and
+// the payload area, which then starts after it (Describe().data_offset).
+//
+// Thread safety: the payload area is read and written by the session's
+// executor only (the client writes its side between commands); the ring by
+// its reader thread and the client, through its atomic words.
 #ifndef TENSORD_SERVER_SHM_TRANSFER_H_
 #define TENSORD_SERVER_SHM_TRANSFER_H_
 
@@ -34,13 +39,16 @@ namespace tensord {
 
 class ShmRegion {
  public:
-  // Bytes reserved at the start of the region for the nonce.
+  // Bytes reserved at the start of the region for the nonce and the mailbox:
+  // the payload area's start when there is no ring.
   static constexpr size_t kDataOffset = 4096;
 
   // A new region of `size` bytes. Its pages are backed once touched, or
   // with `populate` at once (RESOURCE_EXHAUSTED when memory is short).
+  // `ring_bytes` (a power of two, or 0: none) of command ring records after
+  // the first page and the ring's control page.
   static absl::StatusOr<std::unique_ptr<ShmRegion>> Create(
-      size_t size, bool populate = false);
+      size_t size, bool populate = false, size_t ring_bytes = 0);
   ~ShmRegion();
   ShmRegion(const ShmRegion&) = delete;
   ShmRegion& operator=(const ShmRegion&) = delete;
@@ -48,12 +56,19 @@ class ShmRegion {
   // What Welcome.shm (or a SharedBuffer reply) tells the client.
   v1::ShmRegion Describe() const;
   size_t size() const { return size_; }
+  size_t data_offset() const { return data_offset_; }
+  // The command ring's control page and records (null and 0: no ring).
+  char* ring_control() const {
+    return ring_bytes_ == 0 ? nullptr : base_ + kDataOffset;
+  }
+  char* ring_records() const;
+  size_t ring_bytes() const { return ring_bytes_; }
 
   // Writes `data`, the answer to Get `request_id`, into the mailbox of the
   // region's first page and wakes the client waiting on it
-  // (proto/mailbox.h); an answer that does not fit is left to the stream.
+  // (proto/mailbox.h); false (nothing written) when it does not fit.
   // Writes shared memory only (const: no state of this object changes).
-  void Announce(uint64_t request_id, const v1::Data& data) const;
+  bool Announce(uint64_t request_id, const v1::Data& data) const;
 
   // [offset, offset + n) of the payload area, or INVALID_ARGUMENT naming
   // `what` when it is outside it.
@@ -61,12 +76,15 @@ class ShmRegion {
                               absl::string_view what) const;
 
  private:
-  ShmRegion(int fd, char* base, size_t size, std::string nonce);
+  ShmRegion(int fd, char* base, size_t size, std::string nonce,
+            size_t ring_bytes);
 
   const int fd_;
   char* const base_;
   const size_t size_;
   const std::string nonce_;
+  const size_t ring_bytes_;
+  const size_t data_offset_;
 };
 
 }  // namespace tensord

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the Python client's optional C extensions (client/python/tensord/_speedups.c, the
-# per-op hot path, and _mailbox.c, the region mailbox's wait) in place, next to the sources, for
-# the interpreter that runs the client from the checkout (PYTHON, default Debian's
-# /usr/bin/python3; a bundle's run_tests.sh and run_gpu.sh pass theirs). Without a C compiler or
-# the interpreter's headers (python3-dev) it says so and the client runs its pure-Python path.
+# per-op hot path, _mailbox.c, the region mailbox's wait, and _ring.c, the command ring) in
+# place, next to the sources, for the interpreter that runs the client from the checkout
+# (PYTHON, default Debian's /usr/bin/python3; a bundle's run_tests.sh and run_gpu.sh pass
+# theirs). Without a C compiler or the interpreter's headers (python3-dev) it says so and the
+# client runs its pure-Python path.
 #
 #   tools/build_python_ext.sh              # in place (a no-op when up to date)
 #   tools/build_python_ext.sh --asan DIR   # a copy of the package in DIR/tensord whose
@@ -13,7 +14,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="${PYTHON:-/usr/bin/python3}"
 pkg="$root/client/python/tensord"
-modules=(_speedups _mailbox)
+modules=(_speedups _mailbox _ring)
 include="$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
 suffix="$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
 cc="${CC:-cc}"

@@ -29,7 +29,8 @@ CREATORS = 2
 
 @pytest.fixture(scope="module")
 def small_region_daemon():
-    with running_daemon(f"--shm_bytes={4096 + 4 * SLOT}") as address:
+    # no command ring: it would take part of the region (the slots' size is the point here)
+    with running_daemon(f"--shm_bytes={4096 + 4 * SLOT}", "--command_ring=false") as address:
         yield address
 
 

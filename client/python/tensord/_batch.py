@@ -240,12 +240,23 @@ class Batcher:
         self._frame_bytes = 0
         self._put_frame(frame)
 
+    def _want_ack_locked(self, seq: int) -> None:
+        """Before waiting for the Ack of command ``seq``: a ring session's daemon holds back
+        some Acks until asked (Note [Python command ring])."""
+        r = self._shm
+        if r is not None and r.ring is not None and seq > self._acked_seq:
+            r.ring.want_ack(seq)
+
     def _put_frame(self, frame: Optional[bytes]) -> None:
         """Queues ``frame`` (None: end the stream) on the current stream. Bounded queue:
         backpressure on huge uploads; gRPC's sender never takes our lock. A frame that cannot be
         sent (the stream failed, a resume is under way) stays in ``_unacked`` for the resume."""
         if self._resuming:
             return
+        r = self._shm
+        if frame is not None and r is not None and r.ring is not None and r.ring.send(
+                self, frame):
+            return  # Note [Python command ring]
         conn = self._conn
         while not conn.put(frame, 0.5):
             if self._broken is not None or conn.dead:

@@ -43,7 +43,7 @@ try:  # Note [Direct send]
 except ImportError:  # pragma: no cover (another grpcio layout: the queue path)
     _grpc_channel = _cygrpc = None
 
-from . import _data_frame, _errors
+from . import _command_ring, _data_frame, _errors
 from ._proto import tensord_pb2 as pb
 
 PROTOCOL_VERSION = 1
@@ -69,6 +69,7 @@ def hello_frame(token: Optional[str], client_name: str, shm: bool,
     h.token = token or ""
     h.client_name = client_name
     h.shm_transfer = shm
+    h.command_ring = shm and _command_ring.use_ring  # Note [Python command ring]
     if shm and cma is not None:
         h.cma_pid, h.cma_probe_address = cma
     if resume is not None:

@@ -276,7 +276,10 @@ class Receiver:
             problem = self._adopt_shm_locked(w)
             if problem:
                 return resume_failed(problem, _errors.DATA_LOSS)
-            conn.start(pending_resend(self._unacked, applied))
+            resend = pending_resend(self._unacked, applied)
+            if resend and self._shm is not None and self._shm.ring is not None:
+                self._shm.ring.after_resend(self._sent_seq)  # Note [Python command ring]
+            conn.start(resend)
             self._conn = conn
             self._resuming = False
             self.resumes += 1

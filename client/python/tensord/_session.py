@@ -467,6 +467,7 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
                 if not waited:
                     if seq > self._sent_seq:
                         self._flush_locked()
+                    self._want_ack_locked(seq)
                     self._replies.wait_for(lambda: handle in self._meta
                                            or self._acked_seq >= seq or self._broken is not None)
         raise ProtocolError(f"the daemon acknowledged command {seq} without metadata for "

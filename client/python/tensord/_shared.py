@@ -262,6 +262,7 @@ class SharedBuffers:
         p.last = True
         seq = cmd.seq
         self._flush_locked()
+        self._want_ack_locked(seq)
         self._replies.wait_for(lambda: self._acked_seq >= seq or self._broken is not None)
         self._check_open_locked()
         return seq

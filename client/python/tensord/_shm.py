@@ -31,6 +31,7 @@ from typing import Any, List, Optional
 import numpy as np
 
 from . import _errors
+from ._command_ring import CommandRing
 from ._errors import ProtocolError
 from ._proto import tensord_pb2 as pb
 
@@ -41,10 +42,12 @@ except ImportError:
 if os.environ.get("TENSORD_PURE_PYTHON", "0") not in ("", "0"):
     _mailbox = None  # no C module at all: the stream's answer
 #: Whether new sessions use the mailbox (with the C module): ``$TENSORD_MAILBOX`` (1 or 0), else
-#: only on hosts of 4 or more CPUs. Its waiter spins on a CPU of its own; on 2 vCPUs that CPU is
-#: the daemon's or gRPC's, and gRPC Python's send path, not the answer's way back, dominates a
-#: round trip there (BENCHMARKS.md "Python item() and the mailbox").
-use_mailbox = os.environ.get("TENSORD_MAILBOX", "1" if (os.cpu_count() or 1) >= 4 else "0") != "0"
+#: on hosts of 4 or more CPUs, and on any with the command ring (Note [Python command ring]).
+#: Without the ring, on 2 vCPUs, gRPC Python's send path, not the answer's way back, dominates a
+#: round trip (BENCHMARKS.md "Python item() and the mailbox"), and the waiter's spin takes the
+#: CPU that gRPC and the daemon need.
+_MAILBOX_ENV = os.environ.get("TENSORD_MAILBOX", "")
+use_mailbox = _MAILBOX_ENV != "0" if _MAILBOX_ENV else (os.cpu_count() or 1) >= 4
 
 SLOTS = 4
 MAX_SLOT = 32 << 20
@@ -71,9 +74,15 @@ class Region:
         self.slot_seq = [0] * len(self.slots)  # last command seq that used each slot
         self.path = ""
         self.nonce = b""
-        # Note [Python mailbox]: the word's address, 0 without the C module or the page
+        self.ring: Optional[CommandRing] = None  # Note [Python command ring]
+        self.word = 0  # Note [Python mailbox]: the word's address (set_word)
+        self._data_offset = data_offset
+
+    def set_word(self) -> None:
+        """The mailbox word's address, 0 without the C module, the page, or the wish."""
+        wanted = use_mailbox or (self.ring is not None and not _MAILBOX_ENV)
         self.word = self.view.ctypes.data + _WORD if (
-            _mailbox is not None and use_mailbox and data_offset >= _PAGE) else 0
+            _mailbox is not None and wanted and self._data_offset >= _PAGE) else 0
 
     def matches(self, desc: Any) -> bool:
         """True when ``desc`` (a resumed session's ``Welcome.shm``) is this same region."""
@@ -89,6 +98,8 @@ class Region:
             return None
         r = cls(mm, desc.size, desc.data_offset)
         r.path, r.nonce = desc.path, bytes(desc.nonce)
+        r.ring = CommandRing.open(desc, r.view.ctypes.data, desc.data_offset)
+        r.set_word()
         return r if r.slots else None
 
     def write(self, offset: int, src: np.ndarray) -> None:
@@ -139,6 +150,7 @@ def upload(s: Any, raw: np.ndarray, pb_put_fields: Any) -> int:
         slot = k % len(r.slots)
         wait = r.slot_seq[slot]
         if wait > s._acked_seq:
+            s._want_ack_locked(wait)
             s._replies.wait_for(lambda: s._acked_seq >= wait or s._broken is not None)
             s._check_open_locked()
         r.write(r.slots[slot], raw[offset:offset + n])
@@ -237,6 +249,10 @@ def _await_notified(s: Any, r: Region, p: Any, rid: int, slot_offset: int) -> No
             if word == mine and not p.done:  # announced by the daemon
                 if _read_announcement(r, rid, p, slot_offset):
                     s._mailbox_answers += 1
+                elif r.ring is not None:  # a ring's daemon sends no copy on the stream
+                    p.error = ProtocolError(f"the mailbox's announcement of request {rid} "
+                                            "could not be read", op="get")
+                    p.finish()
                 break  # else not readable as expected: the stream's answer
             if word == mine | _LOCAL:
                 break  # the stream answered (or failed) first

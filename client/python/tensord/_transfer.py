@@ -153,6 +153,7 @@ class Transfers:
         while inflight and inflight_bytes > _UPLOAD_WINDOW // 2:
             wait_seq, n = inflight.popleft()
             inflight_bytes -= n
+        self._want_ack_locked(wait_seq)
         self._replies.wait_for(lambda: self._acked_seq >= wait_seq or self._broken is not None)
         return inflight_bytes
 
