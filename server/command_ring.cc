@@ -1,6 +1,7 @@
 #include "server/command_ring.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,6 +128,9 @@ bool CommandRing::WaitForRecord(uint64_t tail) {
     }
     if (spin_us_ > 0 && absl::Now() < spin_until) {
       hooks_.flush_acks(AckWanted(control_)->load(std::memory_order_acquire));
+      // Polite: any thread waiting for this CPU runs first (on 2 vCPUs the
+      // client, gRPC and the executors need it as much as this poll does).
+      sched_yield();
       continue;
     }
     // Dekker with the client, which stores head (or ack_wanted) and then

@@ -52,9 +52,10 @@ class CommandRing {
   };
 
   // Starts reading the ring of `region` (which must have one and outlive
-  // this object). `spin_us`: how long the reader polls an empty ring before
-  // it sleeps on the doorbell (0 on small hosts: its spin would take the CPU
-  // the client and the executor need).
+  // this object). `spin_us`: how long the reader polls an empty ring (with
+  // sched_yield, so any other thread wanting its CPU runs first) before it
+  // sleeps on the doorbell: a client reading values sends its next batch
+  // within tens of microseconds, and a sleeping thread takes longer to wake.
   CommandRing(const ShmRegion* region, Hooks hooks, int spin_us);
   // Stops and joins the reader (detaches it when called on that thread).
   ~CommandRing();

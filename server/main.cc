@@ -68,9 +68,9 @@ ABSL_FLAG(bool, command_ring, true,
           "let same-host clients with a shared-memory region write their "
           "batches into a command ring in it instead of the stream "
           "(docs/protocol.md \"Command ring\")");
-ABSL_FLAG(int, ring_spin_us, -1,
+ABSL_FLAG(int, ring_spin_us, 100,
           "how long a session's command ring reader polls an empty ring "
-          "before it sleeps (-1: 50 on hosts of 4 or more CPUs, else 0)");
+          "(yielding its CPU to any other thread) before it sleeps");
 ABSL_FLAG(bool, cma, true,
           "let same-host clients with a shared-memory region transfer by "
           "cross-memory attach (the daemon copies between their memory and "

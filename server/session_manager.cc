@@ -1,7 +1,6 @@
 #include "server/session_manager.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -134,10 +133,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   params.shared_buffer_bytes = limits_.shared_buffer_bytes;
   if (limits_.command_ring && hello.command_ring()) {
     params.ring_bytes = RingBytesFor(params.shm_bytes);
-    params.ring_spin_us =
-        limits_.ring_spin_us >= 0
-            ? limits_.ring_spin_us
-            : (std::thread::hardware_concurrency() >= 4 ? 50 : 0);
+    params.ring_spin_us = limits_.ring_spin_us;
   }
   if (limits_.cma && hello.shm_transfer()) {
     params.cma_pid = hello.cma_pid();

@@ -42,10 +42,10 @@ struct SessionLimits {
   bool cma = true;
   // Whether a same-host client may write its batches into a command ring in
   // its region (server/command_ring.h; tensord --command_ring), and how long
-  // the ring's reader spins before sleeping (-1: 50 us on hosts of 4 or
-  // more CPUs, else 0).
+  // the ring's reader polls (yielding its CPU) before it sleeps: waking a
+  // sleeping thread took 70-100 us on the 2-vCPU VM of BENCHMARKS.md.
   bool command_ring = true;
-  int ring_spin_us = -1;
+  int ring_spin_us = 100;
 };
 
 // The command ring's size for a session region of `shm_bytes`: 4 MiB, less
