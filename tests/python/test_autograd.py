@@ -46,6 +46,25 @@ def test_grad_values_through_a_small_model():
         close(a.grad, b.grad)
 
 
+def test_matmul_grads_of_transposed_operands_match_pytorch():
+    # Either operand a transposed view (as linear's weight.t()): the daemon computes its
+    # gradient in that layout (MatmulGrad); values, second backward and linear as PyTorch.
+    a, ta = pair(rand(6, 4, seed=2))
+    b, tb = pair(rand(5, 6, seed=3))
+    c = rand(4, 5, seed=4)
+    for _ in range(2):  # the second backward accumulates into the first's .grad
+        (a.t() @ b.t() * td.tensor(c)).sum().backward()
+        (ta.t() @ tb.t() * torch.tensor(c)).sum().backward()
+    close(a.grad, ta.grad)
+    close(b.grad, tb.grad)
+    x, tx = pair(rand(7, 6, seed=5))
+    w, tw = pair(rand(3, 6, seed=6))
+    (td.nn.functional.linear(x, w) ** 2).sum().backward()
+    (torch.nn.functional.linear(tx, tw) ** 2).sum().backward()
+    close(w.grad, tw.grad, rtol=1e-4)
+    close(x.grad, tx.grad, rtol=1e-4)
+
+
 def test_leaves_flags_and_grad_fn():
     x = td.tensor([1.0, 2.0], requires_grad=True)
     c = td.tensor([3.0, 4.0])
