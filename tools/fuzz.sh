@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (bazel --config=fuzz: clang, ASan + UBSan) and
-# runs each for a bounded time over the seed corpus (tests/fuzz/corpus).
+# runs each for a bounded time over its seeds (tests/fuzz/corpus; the command
+# ring's ring_fuzzer: tests/fuzz/ring_corpus).
 #
 #   tools/fuzz.sh                            # each target 30 s (tools/test.sh)
 #   tools/fuzz.sh --time=3600 --jobs=2       # a long run
@@ -28,7 +29,7 @@ for arg in "$@"; do
     *) targets+=("$arg") ;;
   esac
 done
-[ ${#targets[@]} -eq 0 ] && targets=(frames_fuzzer structured_fuzzer)
+[ ${#targets[@]} -eq 0 ] && targets=(frames_fuzzer structured_fuzzer ring_fuzzer)
 
 bazel_flags=(--config=fuzz)
 [ -n "${TENSORD_BAZEL_JOBS:-}" ] && bazel_flags+=(--jobs="$TENSORD_BAZEL_JOBS")
@@ -57,8 +58,10 @@ for t in "${targets[@]}"; do
   fi
   # In its work dir: with --jobs, libFuzzer writes fuzz-N.log files there.
   rc=0
+  seeds="$root/tests/fuzz/corpus"  # ClientFrame sequences (Note [Fuzz input])
+  [ "$t" = ring_fuzzer ] && seeds="$root/tests/fuzz/ring_corpus"  # command ring images
   (cd "$work/$t" && "$bin/tests/fuzz/$t" "${fuzz_args[@]}" "$work/$t/corpus" \
-      "$root/tests/fuzz/corpus" >"$work/$t/log" 2>&1) || rc=$?
+      "$seeds" >"$work/$t/log" 2>&1) || rc=$?
   grep -hE '^(#[0-9]+ *(DONE|pulse)|stat::(number_of_executed_units|peak_rss_mb|new_units_added))' \
     "$work/$t/log" | tail -n 4 || true
   if [ $rc -ne 0 ]; then

@@ -1,10 +1,13 @@
 #include "tests/fuzz/session_driver.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <memory>
 
 #include "google/protobuf/io/coded_stream.h"
+#include "proto/command_ring.h"
 #include "runtime/core/mutex.h"
 #include "runtime/device.h"
 #include "server/session_manager.h"
@@ -199,6 +202,38 @@ void RunSession(const std::vector<v1::ClientFrame>& frames) {
           drain.get()));
     }
   }
+  session->Close();
+  session->WaitDone();
+  manager.Remove(session->params().id);
+  session.reset();
+  CheckMemoryReturned(number);
+}
+
+void RunRingSession(const uint8_t* data, size_t size) {
+  Daemon& daemon = TheDaemon();
+  SessionManager& manager = *daemon.manager;
+  auto sink = std::make_shared<CheckingSink>();
+  v1::Hello hello;
+  hello.set_protocol_version(kProtocolVersion);
+  hello.set_shm_transfer(true);
+  hello.set_command_ring(true);
+  auto opened = manager.Open(hello, "", "fuzz", sink);
+  if (!opened.ok()) OracleFailed("a ring session: " + opened.status().ToString());
+  std::shared_ptr<Session> session = *opened;
+  const ShmRegion* region = session->shm();
+  if (region == nullptr || region->ring_bytes() == 0) {
+    OracleFailed("a session that asked for a command ring has none");
+  }
+  const uint64_t number = session->params().number;
+  for (const auto& d : daemon.devices->devices()) {
+    d->allocator()->SetSessionQuota(number, kSessionQuota);
+  }
+  // The input is the ring's bytes from position 0, all published at once;
+  // the stream's end (Close) makes the reader read them before it ends.
+  const size_t n = std::min(size, region->ring_bytes());
+  std::memcpy(region->ring_records(), data, n);
+  command_ring::At<uint64_t>(region->ring_control(), command_ring::kHeadOffset)
+      ->store(n, std::memory_order_seq_cst);
   session->Close();
   session->WaitDone();
   manager.Remove(session->params().id);

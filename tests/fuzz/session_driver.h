@@ -36,6 +36,11 @@ std::string SerializeFrames(const std::vector<v1::ClientFrame>& frames);
 inline constexpr int64_t kSessionQuota = 16 << 20;
 void RunSession(const std::vector<v1::ClientFrame>& frames);
 
+// Runs one session whose command ring (docs/protocol.md "Command ring")
+// holds `data` from position 0, published at once and read as the session
+// closes; the same oracles.
+void RunRingSession(const uint8_t* data, size_t size);
+
 }  // namespace fuzz
 }  // namespace tensord
 
