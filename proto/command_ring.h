@@ -65,6 +65,28 @@ std::atomic<T>* At(char* control, size_t offset) {
   return reinterpret_cast<std::atomic<T>*>(control + offset);
 }
 
+// The words of the control page at `control`, as the layout above places
+// them.
+struct Control {
+  explicit Control(char* control)
+      : head(At<uint64_t>(control, kHeadOffset)),
+        tail(At<uint64_t>(control, kTailOffset)),
+        doorbell(At<uint32_t>(control, kDoorbellOffset)),
+        daemon_idle(At<uint32_t>(control, kDaemonIdleOffset)),
+        space(At<uint32_t>(control, kSpaceOffset)),
+        client_waiting(At<uint32_t>(control, kClientWaitingOffset)),
+        stream_seq(At<uint64_t>(control, kStreamSeqOffset)),
+        ack_wanted(At<uint64_t>(control, kAckWantedOffset)) {}
+  std::atomic<uint64_t>* head;
+  std::atomic<uint64_t>* tail;
+  std::atomic<uint32_t>* doorbell;
+  std::atomic<uint32_t>* daemon_idle;
+  std::atomic<uint32_t>* space;
+  std::atomic<uint32_t>* client_waiting;
+  std::atomic<uint64_t>* stream_seq;
+  std::atomic<uint64_t>* ack_wanted;
+};
+
 }  // namespace command_ring
 }  // namespace tensord
 

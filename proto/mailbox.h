@@ -21,6 +21,7 @@
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -56,11 +57,14 @@ inline void Wake(std::atomic<uint32_t>* word) {
           nullptr, nullptr, 0);
 }
 
-// Sleeps while `*word` is `seen` (returns at once when it is not; may return
-// spuriously: callers loop).
-inline void Wait(std::atomic<uint32_t>* word, uint32_t seen) {
+// Sleeps while `*word` is `seen`, at most `timeout_ns` (< 0: no limit);
+// returns at once when it is not, and may return spuriously: callers loop.
+inline void Wait(std::atomic<uint32_t>* word, uint32_t seen,
+                 int64_t timeout_ns = -1) {
+  struct timespec ts = {static_cast<time_t>(timeout_ns / 1000000000),
+                        static_cast<long>(timeout_ns % 1000000000)};
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, seen,
-          nullptr, nullptr, 0);
+          timeout_ns < 0 ? nullptr : &ts, nullptr, 0);
 }
 
 }  // namespace mailbox

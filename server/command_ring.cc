@@ -1,10 +1,6 @@
 #include "server/command_ring.h"
 
-#include <linux/futex.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <utility>
@@ -16,49 +12,9 @@
 #include "runtime/core/block_cache.h"
 
 namespace tensord {
-namespace {
-
-using command_ring::At;
-
-std::atomic<uint64_t>* Head(char* c) {
-  return At<uint64_t>(c, command_ring::kHeadOffset);
-}
-std::atomic<uint64_t>* Tail(char* c) {
-  return At<uint64_t>(c, command_ring::kTailOffset);
-}
-std::atomic<uint32_t>* Doorbell(char* c) {
-  return At<uint32_t>(c, command_ring::kDoorbellOffset);
-}
-std::atomic<uint32_t>* DaemonIdle(char* c) {
-  return At<uint32_t>(c, command_ring::kDaemonIdleOffset);
-}
-std::atomic<uint32_t>* Space(char* c) {
-  return At<uint32_t>(c, command_ring::kSpaceOffset);
-}
-std::atomic<uint32_t>* ClientWaiting(char* c) {
-  return At<uint32_t>(c, command_ring::kClientWaitingOffset);
-}
-std::atomic<uint64_t>* StreamSeq(char* c) {
-  return At<uint64_t>(c, command_ring::kStreamSeqOffset);
-}
-std::atomic<uint64_t>* AckWanted(char* c) {
-  return At<uint64_t>(c, command_ring::kAckWantedOffset);
-}
-
-// Sleeps while `*word` is `seen`, at most `timeout_ns` (< 0: no limit).
-void WaitAtMost(std::atomic<uint32_t>* word, uint32_t seen,
-                int64_t timeout_ns) {
-  if (timeout_ns < 0) return mailbox::Wait(word, seen);
-  struct timespec ts = {static_cast<time_t>(timeout_ns / 1000000000),
-                        static_cast<long>(timeout_ns % 1000000000)};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, seen, &ts,
-          nullptr, 0);
-}
-
-}  // namespace
 
 CommandRing::CommandRing(const ShmRegion* region, Hooks hooks, int spin_us)
-    : control_(region->ring_control()),
+    : words_(region->ring_control()),
       records_(region->ring_records()),
       ring_bytes_(region->ring_bytes()),
       hooks_(std::move(hooks)),
@@ -77,57 +33,56 @@ CommandRing::~CommandRing() {
 void CommandRing::Drain() {
   uint32_t running = kRunning;
   state_.compare_exchange_strong(running, kDraining);
-  Doorbell(control_)->fetch_add(1, std::memory_order_seq_cst);
-  mailbox::Wake(Doorbell(control_));
+  words_.doorbell->fetch_add(1, std::memory_order_seq_cst);
+  mailbox::Wake(words_.doorbell);
 }
 
 void CommandRing::Stop() {
   state_.store(kStopping);
-  Doorbell(control_)->fetch_add(1, std::memory_order_seq_cst);
-  mailbox::Wake(Doorbell(control_));
+  words_.doorbell->fetch_add(1, std::memory_order_seq_cst);
+  mailbox::Wake(words_.doorbell);
 }
 
 void CommandRing::NoteStreamBatch(uint64_t seq) {
-  StreamSeq(control_)->store(seq, std::memory_order_seq_cst);
+  words_.stream_seq->store(seq, std::memory_order_seq_cst);
   WakeClient();
 }
 
 void CommandRing::WakeClient() {
   // Dekker with the client: it sets client_waiting, then re-reads the words
   // it waits on; we wrote those words (seq_cst) before this load.
-  if (ClientWaiting(control_)->load(std::memory_order_seq_cst) != 0) {
-    Space(control_)->fetch_add(1, std::memory_order_seq_cst);
-    mailbox::Wake(Space(control_));
+  if (words_.client_waiting->load(std::memory_order_seq_cst) != 0) {
+    words_.space->fetch_add(1, std::memory_order_seq_cst);
+    mailbox::Wake(words_.space);
   }
 }
 
 void CommandRing::Publish(uint64_t tail) {
-  Tail(control_)->store(tail, std::memory_order_seq_cst);
+  words_.tail->store(tail, std::memory_order_seq_cst);
   WakeClient();
 }
 
 void CommandRing::Loop() {
-  uint64_t tail = Tail(control_)->load(std::memory_order_acquire);
+  uint64_t tail = words_.tail->load(std::memory_order_acquire);
   while (WaitForRecord(tail)) {
-    const uint64_t head = Head(control_)->load(std::memory_order_acquire);
+    const uint64_t head = words_.head->load(std::memory_order_acquire);
     if (!ReadRecord(&tail, head)) return;
-    hooks_.flush_acks(AckWanted(control_)->load(std::memory_order_acquire));
+    hooks_.flush_acks(words_.ack_wanted->load(std::memory_order_acquire));
   }
 }
 
 bool CommandRing::WaitForRecord(uint64_t tail) {
-  std::atomic<uint64_t>* head = Head(control_);
   const absl::Time spin_until = absl::Now() + absl::Microseconds(spin_us_);
   while (true) {
     const uint32_t state = state_.load();
     if (state == kStopping) return false;
-    if (head->load(std::memory_order_acquire) != tail) return true;
+    if (words_.head->load(std::memory_order_acquire) != tail) return true;
     if (state == kDraining) {
       hooks_.drained();
       return false;
     }
     if (spin_us_ > 0 && absl::Now() < spin_until) {
-      hooks_.flush_acks(AckWanted(control_)->load(std::memory_order_acquire));
+      hooks_.flush_acks(words_.ack_wanted->load(std::memory_order_acquire));
       // Polite: any thread waiting for this CPU runs first (on 2 vCPUs the
       // client, gRPC and the executors need it as much as this poll does).
       sched_yield();
@@ -135,15 +90,15 @@ bool CommandRing::WaitForRecord(uint64_t tail) {
     }
     // Dekker with the client, which stores head (or ack_wanted) and then
     // reads daemon_idle: what it stored before seeing 0 is read here.
-    const uint32_t bell = Doorbell(control_)->load(std::memory_order_seq_cst);
-    DaemonIdle(control_)->store(1, std::memory_order_seq_cst);
-    const int64_t acks_due_ns = hooks_.flush_acks(
-        AckWanted(control_)->load(std::memory_order_seq_cst));
-    if (head->load(std::memory_order_seq_cst) == tail &&
+    const uint32_t bell = words_.doorbell->load(std::memory_order_seq_cst);
+    words_.daemon_idle->store(1, std::memory_order_seq_cst);
+    const int64_t acks_due_ns =
+        hooks_.flush_acks(words_.ack_wanted->load(std::memory_order_seq_cst));
+    if (words_.head->load(std::memory_order_seq_cst) == tail &&
         state_.load() == state) {
-      WaitAtMost(Doorbell(control_), bell, acks_due_ns);
+      mailbox::Wait(words_.doorbell, bell, acks_due_ns);
     }
-    DaemonIdle(control_)->store(0, std::memory_order_relaxed);
+    words_.daemon_idle->store(0, std::memory_order_relaxed);
   }
 }
 
@@ -179,8 +134,7 @@ bool CommandRing::ReadRecord(uint64_t* tail, uint64_t head) {
     return malformed(absl::StrCat("says ", length,
                                   " frame bytes, more than the ring holds"));
   }
-  auto arena =
-      std::make_unique<google::protobuf::Arena>(FrameArenaOptions());
+  auto arena = std::make_unique<google::protobuf::Arena>(FrameArenaOptions());
   auto* frame =
       google::protobuf::Arena::CreateMessage<v1::ClientFrame>(arena.get());
   if (!frame->ParseFromArray(records_ + pos + command_ring::kRecordHeader,

@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "google/protobuf/arena.h"
+#include "proto/command_ring.h"
 #include "proto/tensord.pb.h"
 #include "server/shm_transfer.h"
 
@@ -88,7 +89,7 @@ class CommandRing {
   void Publish(uint64_t tail);
   void WakeClient();
 
-  char* const control_;
+  const command_ring::Control words_;
   char* const records_;
   const uint64_t ring_bytes_;
   const Hooks hooks_;

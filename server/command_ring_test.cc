@@ -16,21 +16,19 @@
 namespace tensord {
 namespace {
 
-using command_ring::At;
-
 // The client's side (client/python/tensord/_ring.c's put, without waits:
 // these tests never fill the ring past what the reader has consumed).
 class RingWriter {
  public:
   explicit RingWriter(const ShmRegion& region)
-      : control_(region.ring_control()),
+      : words_(region.ring_control()),
         records_(region.ring_records()),
         size_(region.ring_bytes()) {}
 
   // Publishes `bytes` as one record (magic as given) and rings the doorbell.
   void PutRaw(const std::string& bytes,
               uint32_t magic = command_ring::kRecordMagic) {
-    uint64_t head = Head()->load();
+    uint64_t head = words_.head->load();
     uint64_t pos = head & (size_ - 1);
     const uint64_t record = command_ring::RecordBytes(bytes.size());
     if (record > size_ - pos) {
@@ -52,38 +50,28 @@ class RingWriter {
   }
   // Publishes `head` as is (a lying client).
   void Publish(uint64_t head) {
-    Head()->store(head);
-    if (At<uint32_t>(control_, command_ring::kDaemonIdleOffset)->load()) {
-      auto* bell = At<uint32_t>(control_, command_ring::kDoorbellOffset);
-      bell->fetch_add(1);
-      mailbox::Wake(bell);
+    words_.head->store(head);
+    if (words_.daemon_idle->load()) {
+      words_.doorbell->fetch_add(1);
+      mailbox::Wake(words_.doorbell);
     }
   }
   // Waits until the reader consumed everything (the client's rule before a
   // frame goes on the stream), on the `space` futex as _ring.c waits.
   void WaitDrained() {
-    auto* space = At<uint32_t>(control_, command_ring::kSpaceOffset);
-    auto* waiting = At<uint32_t>(control_, command_ring::kClientWaitingOffset);
     while (true) {
-      const uint32_t seen = space->load();
-      waiting->store(1);
-      if (tail() == Head()->load()) break;
-      mailbox::Wait(space, seen);
+      const uint32_t seen = words_.space->load();
+      words_.client_waiting->store(1);
+      if (tail() == words_.head->load()) break;
+      mailbox::Wait(words_.space, seen);
     }
-    waiting->store(0);
+    words_.client_waiting->store(0);
   }
-  uint64_t tail() {
-    return At<uint64_t>(control_, command_ring::kTailOffset)->load();
-  }
-  uint64_t stream_seq() {
-    return At<uint64_t>(control_, command_ring::kStreamSeqOffset)->load();
-  }
+  uint64_t tail() { return words_.tail->load(); }
+  uint64_t stream_seq() { return words_.stream_seq->load(); }
 
  private:
-  std::atomic<uint64_t>* Head() {
-    return At<uint64_t>(control_, command_ring::kHeadOffset);
-  }
-  char* const control_;
+  const command_ring::Control words_;
   char* const records_;
   const uint64_t size_;
 };
@@ -97,7 +85,8 @@ v1::Batch BatchOf(uint64_t first_seq, int commands, size_t pad = 0) {
   }
   // No Call: Debian's protobuf crashes freeing an arena holding one's attrs
   // map under ThreadSanitizer (Session::Submit says the same).
-  if (pad > 0) b.mutable_commands(0)->mutable_get()->set_site(std::string(pad, 'x'));
+  if (pad > 0)
+    b.mutable_commands(0)->mutable_get()->set_site(std::string(pad, 'x'));
   return b;
 }
 
@@ -212,7 +201,8 @@ TEST(CommandRingTest, DrainReadsWhatWasPublishedBeforeIt) {
   for (uint64_t i = 0; i < 10; ++i) w.Put(BatchOf(1 + i, 1));
   ring->Drain();
   EXPECT_EQ(rec.WaitForDrained(), 10u);
-  EXPECT_EQ(w.tail(), At<uint64_t>(region->ring_control(), 0)->load());
+  EXPECT_EQ(w.tail(),
+            command_ring::Control(region->ring_control()).head->load());
 }
 
 TEST(CommandRingTest, FullQueueMakesTheReaderWaitForRoom) {
@@ -246,8 +236,7 @@ struct Malformed {
 
 TEST(CommandRingTest, MalformedRecordsEndTheSessionSayingWhere) {
   const std::vector<Malformed> cases = {
-      {"bad magic",
-       [](RingWriter& w) { w.PutRaw("abc", 0x12345678u); },
+      {"bad magic", [](RingWriter& w) { w.PutRaw("abc", 0x12345678u); },
        "has magic"},
       {"not protobuf",
        [](RingWriter& w) { w.PutRaw(std::string("\xff\xff\xff\xff", 4)); },
@@ -259,8 +248,7 @@ TEST(CommandRingTest, MalformedRecordsEndTheSessionSayingWhere) {
          w.PutRaw(f.SerializeAsString());
        },
        "is not a batch"},
-      {"head past the ring",
-       [](RingWriter& w) { w.Publish(1 << 30); },
+      {"head past the ring", [](RingWriter& w) { w.Publish(1 << 30); },
        "past the published head"},
   };
   for (const Malformed& c : cases) {
@@ -396,13 +384,7 @@ TEST_F(RingSessionTest, AMalformedRecordEndsOnlyThatSession) {
       << ring_sink_->status();
   // The fixture's other session goes on.
   v1::Batch b;
-  v1::Put* put = Add(&b)->mutable_put();
-  put->set_handle(1);
-  put->set_dtype(v1::FLOAT32);
-  put->add_shape(1);
-  const float three = 3.0f;
-  put->set_data(&three, sizeof(three));
-  put->set_last(true);
+  PutFloats(&b, 1, {3.0f});
   session_->Submit(b);
   EXPECT_EQ(GetFloats(1), std::vector<float>({3.0f}));
 }

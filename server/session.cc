@@ -54,12 +54,9 @@ CommandRing::Hooks Session::RingHooks() {
   CommandRing::Hooks hooks;
   hooks.submit = [this](std::unique_ptr<google::protobuf::Arena> arena,
                         v1::Batch* batch) {
-    const uint64_t arrived_ns = PhaseClockNs();
     // Its own thread: replies it sends may wait for the stream's writes.
-    if (TryRunInline(batch, arrived_ns)) return true;
-    const size_t bytes = arena->SpaceAllocated();
-    return Enqueue(Queued{std::move(arena), batch, nullptr, arrived_ns, bytes},
-                   /*from_ring=*/true);
+    return SubmitParsed(std::move(arena), batch, /*may_run_inline=*/true,
+                        /*from_ring=*/true);
   };
   hooks.wait_for_room = [this] {
     MutexLock lock(&mu_);
@@ -74,15 +71,8 @@ CommandRing::Hooks Session::RingHooks() {
                  status.ToString());
     Kill(std::move(status));
   };
-  hooks.flush_acks = [this](uint64_t ack_wanted) -> int64_t {
-    const SessionOutbox::HeldAcks held = outbox_.held_acks();
-    if (held.first_seq == 0) return -1;
-    const uint64_t age = PhaseClockNs() - held.since_ns;
-    if (ack_wanted >= held.first_seq || age >= SessionOutbox::kAckDelayNs) {
-      outbox_.FlushHeldAcks();
-      return -1;
-    }
-    return static_cast<int64_t>(SessionOutbox::kAckDelayNs - age);
+  hooks.flush_acks = [this](uint64_t ack_wanted) {
+    return outbox_.FlushDueAcks(ack_wanted);
   };
   hooks.drained = [this] {
     absl::Status status;
@@ -119,10 +109,18 @@ bool Session::Submit(v1::Batch batch, bool may_run_inline) {
 
 bool Session::Submit(std::unique_ptr<google::protobuf::Arena> arena,
                      v1::Batch* batch, bool may_run_inline) {
+  return SubmitParsed(std::move(arena), batch, may_run_inline,
+                      /*from_ring=*/false);
+}
+
+bool Session::SubmitParsed(std::unique_ptr<google::protobuf::Arena> arena,
+                           v1::Batch* batch, bool may_run_inline,
+                           bool from_ring) {
   const uint64_t arrived_ns = PhaseClockNs();
   if (may_run_inline && TryRunInline(batch, arrived_ns)) return true;
   const size_t bytes = arena->SpaceAllocated();
-  return Enqueue(Queued{std::move(arena), batch, nullptr, arrived_ns, bytes});
+  return Enqueue(Queued{std::move(arena), batch, nullptr, arrived_ns, bytes},
+                 from_ring);
 }
 
 bool Session::TryRunInline(v1::Batch* batch, uint64_t arrived_ns) {

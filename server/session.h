@@ -152,6 +152,9 @@ class Session {
     uint64_t arrived_ns = 0;  // PhaseClockNs at Submit: the profiler's wait
     size_t bytes = 0;         // memory the parsed batch holds
   };
+  // Submit of a parsed batch from the stream or (`from_ring`) the ring.
+  bool SubmitParsed(std::unique_ptr<google::protobuf::Arena> arena,
+                    v1::Batch* batch, bool may_run_inline, bool from_ring);
   // `from_ring`: over the bound, the ring's reader waits (ring_paused_);
   // the stream's reactor is paused (paused_, then on_drain) otherwise.
   bool Enqueue(Queued queued, bool from_ring = false);
@@ -159,7 +162,7 @@ class Session {
   size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // sum of Queued::bytes
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
-  bool paused_ ABSL_GUARDED_BY(mu_) = false;  // transport stopped reading
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;       // transport stopped reading
   bool ring_paused_ ABSL_GUARDED_BY(mu_) = false;  // the ring's reader waits
   bool ring_draining_ ABSL_GUARDED_BY(mu_) = false;  // Close waits for it
   absl::Status drain_status_ ABSL_GUARDED_BY(mu_);   // Close's, meanwhile

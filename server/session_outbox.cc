@@ -109,6 +109,17 @@ void SessionOutbox::FlushHeldAcks() {
   Forward(sink, std::move(held), nullptr);
 }
 
+int64_t SessionOutbox::FlushDueAcks(uint64_t ack_wanted) {
+  const HeldAcks held = held_acks();
+  if (held.first_seq == 0) return -1;
+  const uint64_t age = PhaseClockNs() - held.since_ns;
+  if (ack_wanted < held.first_seq && age < kAckDelayNs) {
+    return static_cast<int64_t>(kAckDelayNs - age);
+  }
+  FlushHeldAcks();
+  return -1;
+}
+
 SessionOutbox::HeldAcks SessionOutbox::held_acks() {
   MutexLock lock(&mu_);
   HeldAcks h;

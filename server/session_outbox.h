@@ -77,6 +77,10 @@ class SessionOutbox : public FrameSink {
   void HoldAcksFrom(std::thread::id holder);
   // Forwards the held Acks as one frame (nothing when none are held).
   void FlushHeldAcks();
+  // Forwards them if the client waits for one (`ack_wanted` reaches the
+  // seqs they cover) or the first was held kAckDelayNs ago; returns the ns
+  // until they are due, or -1 when none are held (any more).
+  int64_t FlushDueAcks(uint64_t ack_wanted);
   // The first command seq the held Acks cover (0: none held) and when the
   // first of them was held (PhaseClockNs).
   struct HeldAcks {

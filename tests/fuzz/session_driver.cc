@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "google/protobuf/io/coded_stream.h"
@@ -218,7 +218,8 @@ void RunRingSession(const uint8_t* data, size_t size) {
   hello.set_shm_transfer(true);
   hello.set_command_ring(true);
   auto opened = manager.Open(hello, "", "fuzz", sink);
-  if (!opened.ok()) OracleFailed("a ring session: " + opened.status().ToString());
+  if (!opened.ok())
+    OracleFailed("a ring session: " + opened.status().ToString());
   std::shared_ptr<Session> session = *opened;
   const ShmRegion* region = session->shm();
   if (region == nullptr || region->ring_bytes() == 0) {
@@ -232,8 +233,8 @@ void RunRingSession(const uint8_t* data, size_t size) {
   // the stream's end (Close) makes the reader read them before it ends.
   const size_t n = std::min(size, region->ring_bytes());
   std::memcpy(region->ring_records(), data, n);
-  command_ring::At<uint64_t>(region->ring_control(), command_ring::kHeadOffset)
-      ->store(n, std::memory_order_seq_cst);
+  command_ring::Control(region->ring_control())
+      .head->store(n, std::memory_order_seq_cst);
   session->Close();
   session->WaitDone();
   manager.Remove(session->params().id);

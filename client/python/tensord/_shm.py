@@ -64,25 +64,24 @@ _SPIN_US = int(os.environ.get("TENSORD_SYNC_SPIN_US", "200"))  # as the C++ clie
 class Region:
     """The client's mapping of a session's region."""
 
-    def __init__(self, mm: mmap.mmap, size: int, data_offset: int) -> None:
+    def __init__(self, mm: mmap.mmap, desc: Any) -> None:
         self.mm = mm
         self.view = np.frombuffer(mm, dtype=np.uint8)
-        usable = size - data_offset
+        data_offset = desc.data_offset
+        usable = desc.size - data_offset
         slot = min(MAX_SLOT, usable // SLOTS) & ~4095
         self.slot_bytes = slot
         self.slots = [data_offset + i * slot for i in range(SLOTS)] if slot > 0 else []
         self.slot_seq = [0] * len(self.slots)  # last command seq that used each slot
-        self.path = ""
-        self.nonce = b""
-        self.ring: Optional[CommandRing] = None  # Note [Python command ring]
-        self.word = 0  # Note [Python mailbox]: the word's address (set_word)
-        self._data_offset = data_offset
-
-    def set_word(self) -> None:
-        """The mailbox word's address, 0 without the C module, the page, or the wish."""
+        self.path = desc.path
+        self.nonce = bytes(desc.nonce)
+        base = self.view.ctypes.data
+        # Note [Python command ring]
+        self.ring: Optional[CommandRing] = CommandRing.open(desc, base, data_offset)
+        # Note [Python mailbox]: the word's address, 0 without the C module, the page or the wish
         wanted = use_mailbox or (self.ring is not None and not _MAILBOX_ENV)
-        self.word = self.view.ctypes.data + _WORD if (
-            _mailbox is not None and wanted and self._data_offset >= _PAGE) else 0
+        self.word = base + _WORD if (
+            _mailbox is not None and wanted and data_offset >= _PAGE) else 0
 
     def matches(self, desc: Any) -> bool:
         """True when ``desc`` (a resumed session's ``Welcome.shm``) is this same region."""
@@ -96,10 +95,7 @@ class Region:
         mm = map_region(desc)
         if mm is None:
             return None
-        r = cls(mm, desc.size, desc.data_offset)
-        r.path, r.nonce = desc.path, bytes(desc.nonce)
-        r.ring = CommandRing.open(desc, r.view.ctypes.data, desc.data_offset)
-        r.set_word()
+        r = cls(mm, desc)
         return r if r.slots else None
 
     def write(self, offset: int, src: np.ndarray) -> None:
