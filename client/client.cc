@@ -107,6 +107,7 @@ absl::Status Client::wait_event(uint64_t event) {
 absl::Status Client::Flush() { return session_->Flush(); }
 bool Client::shm_active() const { return session_->shm_active(); }
 bool Client::cma_active() const { return session_->cma_active(); }
+bool Client::bulk_active() const { return session_->bulk_active(); }
 
 }  // namespace client
 }  // namespace tensord

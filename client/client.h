@@ -141,6 +141,9 @@ class Client {
   // go by cross-memory attach (ClientOptions::cma); the first call may
   // probe it with a 4-byte round trip.
   bool cma_active() const;
+  // True when large transfers without a region go on the bulk socket
+  // (ClientOptions::bulk); the first call may connect it.
+  bool bulk_active() const;
 
   // Library-internal (ops.h).
   const std::shared_ptr<internal::Session>& internal_session() const {

@@ -64,6 +64,8 @@ constexpr VarintField kVarintFields[] = {
      [](v1::Data* d, uint64_t v) { d->set_cma(v != 0); }},
     {v1::Data::kCmaSizeFieldNumber,
      [](v1::Data* d, uint64_t v) { d->set_cma_size(v); }},
+    {v1::Data::kBulkSizeFieldNumber,
+     [](v1::Data* d, uint64_t v) { d->set_bulk_size(v); }},
 };
 
 VarintSetter VarintSetterFor(int number) {

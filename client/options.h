@@ -66,6 +66,14 @@ struct ClientOptions {
   // a 4-byte probe transfer works, else through the region. False, or
   // $TENSORD_CMA=0, keeps them in the region.
   bool cma = true;
+  // Without a region (another host, or shm off): uploads from and downloads
+  // into memory of Session::kBulkMinBytes (1 MiB) or more move their bytes
+  // on a plain TCP connection beside the stream (docs/protocol.md "Bulk
+  // socket") when the daemon offers one, at the speed of a bare socket
+  // instead of through HTTP/2 frames. False, or $TENSORD_BULK=0, keeps them
+  // on the stream. Its bytes are not encrypted: the daemon offers none with
+  // TLS.
+  bool bulk = true;
   // A thread waiting for an answer the daemon announces in the region's
   // mailbox (a result's first Get through the region: item() of a fresh
   // result; docs/protocol.md "Mailbox") spins this long before it sleeps:

@@ -111,6 +111,7 @@ absl::Status Session::Handshake() {
   hello.set_token(options_.token);
   hello.set_client_name(options_.client_name);
   hello.set_shm_transfer(WantShm(options_));
+  hello.set_bulk(WantBulk());
   if (hello.shm_transfer() && WantCma(options_)) {
     cma_probe_ = std::make_unique<char[]>(kCmaProbeBytes);  // zeroed
     cma_pid_ = static_cast<uint64_t>(getpid());
@@ -186,6 +187,8 @@ void Session::Close() {
   }
   reader_.join();
   flusher_.join();
+  MutexLock bulk_lock(&bulk_mu_);
+  DropBulkLocked();
 }
 
 const v1::OpSchema* Session::FindOp(absl::string_view name) const {

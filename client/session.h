@@ -37,6 +37,12 @@
 // filled is rewritten only after the Put reading it was acknowledged, so
 // unacked batches resent after a resume still find their bytes.
 //
+// Bulk socket (session_bulk.cc; docs/protocol.md "Bulk socket"): without a
+// region, uploads and downloads of kBulkMinBytes or more move their bytes on
+// a plain TCP connection beside the stream, when the daemon offers one.
+// bulk_mu_ is held for a whole such transfer (its command and its bytes), so
+// the socket's bytes follow the commands' order; taken before enqueue_mu_.
+//
 // Shared buffers (session_shared.cc; client/shared_buffer.h): the session
 // keeps the address range of each live buffer (under mu_). An upload whose
 // bytes lie in one, or a download whose destination does, is one Put or Get
@@ -208,6 +214,10 @@ class Session {
   static constexpr uint64_t kCmaMinBytes = 1 << 20;
   // True when such transfers go by cross-memory attach.
   bool cma_active() { return CmaUsable(); }
+  // From this size, transfers without a region go on the bulk socket.
+  static constexpr uint64_t kBulkMinBytes = 1 << 20;
+  // True when such transfers go on the bulk socket (connects the first time).
+  bool bulk_active() ABSL_LOCKS_EXCLUDED(bulk_mu_);
 
   // The handle's meta; waits for its Ack only when not yet known.
   absl::StatusOr<HandleMeta> WaitMeta(uint64_t handle);
@@ -382,6 +392,23 @@ class Session {
   // daemon offered it (Welcome.cma) and a probe transfer of 4 bytes each
   // way worked (tried once, by the first transfer big enough for it).
   bool CmaUsable() ABSL_LOCKS_EXCLUDED(cma_mu_);
+  // The bulk socket (session_bulk.cc): connected at the first use, when the
+  // daemon offered one (Welcome.bulk_port); false once it failed.
+  bool BulkUsableLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(bulk_mu_);
+  // Whether to ask for one (Hello.bulk): a TCP address, not turned off.
+  bool WantBulk() const;
+  // An upload or download with its bytes on the bulk socket; nullopt when
+  // the socket is not usable (the caller takes another path).
+  std::optional<absl::StatusOr<uint64_t>> UploadBulk(const char* data,
+                                                     uint64_t total,
+                                                     v1::Put first,
+                                                     HandleMeta meta)
+      ABSL_LOCKS_EXCLUDED(bulk_mu_);
+  std::optional<absl::StatusOr<HostTensor>> DownloadBulk(
+      uint64_t handle, const std::string& site, uint64_t total,
+      DownloadTarget target) ABSL_LOCKS_EXCLUDED(bulk_mu_);
+  // After a failed transfer: the socket is closed and not used again.
+  void DropBulkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(bulk_mu_);
   // Every command appended so far ran: acknowledged, or before a request
   // whose answer arrived (a moment's answer).
   bool DaemonCaughtUp() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -421,6 +448,10 @@ class Session {
   uint64_t cma_pid_ = 0;  // Hello.cma_pid
   static constexpr size_t kCmaProbeBytes = 64;
   Mutex cma_mu_ ABSL_ACQUIRED_BEFORE(shm_mu_);
+  Mutex bulk_mu_ ABSL_ACQUIRED_BEFORE(enqueue_mu_);
+  enum class BulkState { kUnknown, kWorks, kOff };
+  BulkState bulk_state_ ABSL_GUARDED_BY(bulk_mu_) = BulkState::kUnknown;
+  int bulk_fd_ ABSL_GUARDED_BY(bulk_mu_) = -1;
   enum class CmaState { kUnknown, kWorks, kOff };
   CmaState cma_state_ ABSL_GUARDED_BY(cma_mu_) = CmaState::kUnknown;
   // Per slot, the seq of the last Put that reads it (0: none).

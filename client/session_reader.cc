@@ -144,7 +144,8 @@ void Session::HandleFrame(const v1::ServerFrame& frame,
       auto it = downloads_.find(frame.data().request_id());
       if (it == downloads_.end() || it->second.done) break;
       // In a slot (copied out by the downloading thread) or in place.
-      if (frame.data().shm() || frame.data().cma()) {
+      if (frame.data().shm() || frame.data().cma() ||
+          frame.data().bulk_size() != 0) {
         it->second.shm = true;
         it->second.shm_reply = frame.data();
         it->second.done = true;
@@ -274,6 +275,18 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
       if (total.ok() && *total >= min_bytes) {
         return DownloadInPlace(handle, site, meta->dtype, *total, target,
                                in_place);
+      }
+    }
+  }
+  if (shm_ == nullptr && welcome_.bulk_port() != 0) {
+    // The bulk socket, for what the size says is large (as above).
+    absl::StatusOr<HandleMeta> meta = WaitMeta(handle);
+    if (meta.ok() && meta->error.ok() && !meta->is_none) {
+      absl::StatusOr<uint64_t> total = TensorBytes(meta->dtype, meta->shape);
+      if (total.ok() && *total >= kBulkMinBytes) {
+        std::optional<absl::StatusOr<HostTensor>> got =
+            DownloadBulk(handle, site, *total, target);
+        if (got.has_value()) return *std::move(got);
       }
     }
   }

@@ -1,7 +1,8 @@
 // Uploads: a host buffer into a new handle, as one Put per chunk on the
 // stream (the bytes copied once, into the batch), through the daemon's
 // shared-memory region (session_shm.cc), from a shared buffer
-// (session_shared.cc) or by cross-memory attach (session_cma.cc).
+// (session_shared.cc), by cross-memory attach (session_cma.cc) or on the bulk
+// socket (session_bulk.cc).
 #include <optional>
 #include <vector>
 
@@ -52,6 +53,11 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
           put->set_cma_size(size);
         },
         std::move(first), std::move(meta));
+  }
+  if (*total >= kBulkMinBytes && shm_ == nullptr) {
+    std::optional<absl::StatusOr<uint64_t>> sent =
+        UploadBulk(static_cast<const char*>(data), *total, first, meta);
+    if (sent.has_value()) return *std::move(sent);
   }
   const bool use_shm = shm_ != nullptr && *total >= kShmMinBytes;
   // Only the shm path needs it; taken first (lock order).

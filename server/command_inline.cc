@@ -162,12 +162,15 @@ bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
         if (!dry_run(cmd.call())) return false;
         break;
       case v1::Command::kGet: {
+        if (cmd.get().bulk()) return false;
         Tensor t;
         if (!find(cmd.get().handle(), &t)) return false;
         break;
       }
       case v1::Command::kPut: {
         const v1::Put& put = cmd.put();
+        // Bulk bytes are read on the executor, never on a transport thread.
+        if (put.bulk_size() != 0) return false;
         if (!SmallShape(put.shape())) return false;
         // A later chunk names no shape: its bytes bound it.
         constexpr uint64_t kMaxBytes = kInlineMaxElements * 8;

@@ -19,8 +19,9 @@
 #include "runtime/autograd/recorder.h"
 #include "runtime/generator.h"
 #include "runtime/ops/op_def.h"
-#include "server/frame_sink.h"
+#include "server/bulk_socket.h"
 #include "server/cma.h"
+#include "server/frame_sink.h"
 #include "server/handle_table.h"
 #include "server/pending_downloads.h"
 #include "server/session_profiler.h"
@@ -41,6 +42,7 @@ struct RunnerConfig {
   const ShmRegion* shm = nullptr;  // the session's region, if negotiated
   size_t shared_buffer_bytes = 0;  // cap on its shared buffers (0: off)
   CmaPeer* cma = nullptr;  // cross-memory attach to the client, if negotiated
+  BulkChannel* bulk = nullptr;  // the bulk socket, if negotiated
 };
 
 class CommandRunner {
@@ -133,6 +135,14 @@ class CommandRunner {
   // into CPU memory, else into a host buffer and then as WriteForPut.
   absl::Status ReadCmaForPut(const v1::Put& put, const Tensor& t,
                              size_t offset);
+  // The same for a Put whose bytes follow on the bulk socket
+  // (server/bulk_socket.h).
+  absl::Status ReadBulkForPut(const v1::Put& put, const Tensor& t,
+                              size_t offset);
+  // A Get answered on the bulk socket: one Data{bulk_size} on the stream,
+  // then the bytes of the CPU tensor `t` on the socket.
+  void SendBulkData(uint64_t request_id, const v1::TensorMeta& meta,
+                    const Tensor& t, const std::string& site);
   // Profiling (command_profile.cc): a timed Call/Backward, GetProfile.
   void RunProfiled(const v1::Command& cmd, v1::Ack* ack);
   void RunGetProfile(const v1::GetProfile& get);

@@ -30,6 +30,18 @@ absl::StatusOr<std::shared_ptr<const ShmRegion>> CommandRunner::Region(
 
 absl::StatusOr<absl::string_view> CommandRunner::PutPayload(
     const v1::Put& put) const {
+  if (put.bulk_size() != 0) {
+    if (put.cma_address() != 0 || put.shm() || !put.data().empty()) {
+      return absl::InvalidArgumentError(
+          "a Put carries bulk_size and cma_address, shm or data at once");
+    }
+    if (config_.bulk == nullptr) {
+      return absl::InvalidArgumentError(
+          "put: bulk_size without a bulk socket (Welcome.bulk_port was not "
+          "set)");
+    }
+    return absl::string_view();  // ReadBulkForPut reads it
+  }
   if (put.cma_address() != 0) {
     if (put.shm() || !put.data().empty()) {
       return absl::InvalidArgumentError(

@@ -2,11 +2,13 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/dispatch.h"
 #include "server/command_runner.h"
 #include "server/proto_convert.h"
+#include "spdlog/spdlog.h"
 
 namespace tensord {
 
@@ -25,6 +27,17 @@ void CommandRunner::AbortPendingPut(v1::Ack* ack) {
 }
 
 void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
+  // A bulk Put's bytes are on the socket whatever becomes of the Put: read
+  // into the tensor below, or dropped on the way out so that the next bulk
+  // command finds its own bytes next.
+  const bool bulk = put.bulk_size() != 0;
+  bool bulk_taken = !bulk || config_.bulk == nullptr;
+  auto drop_bulk = absl::MakeCleanup([&] {
+    if (bulk_taken) return;
+    config_.bulk
+        ->Discard(put.bulk_size(), absl::StrCat("put of handle ", put.handle()))
+        .IgnoreError();  // the channel is broken then; later ones say so
+  });
   const bool continuation = pending_put_ != nullptr;
   auto fail = [&](const absl::Status& status) {
     HandleEntry entry;
@@ -50,7 +63,9 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
   }
   const absl::string_view data = *payload;
   const bool cma = put.cma_address() != 0;
-  const uint64_t chunk = cma ? put.cma_size() : data.size();
+  const uint64_t chunk = bulk  ? put.bulk_size()
+                         : cma ? put.cma_size()
+                               : data.size();
   if (continuation) {
     PendingPut& p = *pending_put_;
     if (!p.tensor.defined()) {  // a failed upload: drop chunks until the last
@@ -100,8 +115,10 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
     pending_put_->site = put.site();
   }
   PendingPut& p = *pending_put_;
-  absl::Status copied = cma ? ReadCmaForPut(put, p.tensor, p.received)
-                            : WriteForPut(p.tensor, p.received, data);
+  bulk_taken = true;
+  absl::Status copied = bulk  ? ReadBulkForPut(put, p.tensor, p.received)
+                        : cma ? ReadCmaForPut(put, p.tensor, p.received)
+                              : WriteForPut(p.tensor, p.received, data);
   if (!copied.ok()) return fail(copied);
   p.received += chunk;
   if (!put.last()) return;
@@ -159,6 +176,11 @@ void CommandRunner::RunGet(const v1::Get& get) {
   meta.set_requires_grad((*entry)->tensor.requires_grad());
   meta.set_is_leaf((*entry)->tensor.is_leaf());
   const size_t total = t.nbytes();
+  if (get.bulk() && total >= kBulkMinGetBytes &&
+      t.device()->kind() == DeviceKind::kCpu && config_.bulk != nullptr &&
+      config_.bulk->attached()) {
+    return SendBulkData(get.request_id(), meta, t, get.site());
+  }
   ReadForGet(
       t, 0, total,
       [this, meta = std::move(meta), request_id = get.request_id(),
@@ -172,6 +194,29 @@ void CommandRunner::RunGet(const v1::Get& get) {
         }
         SendData(request_id, meta, bytes, total);
       });
+}
+
+void CommandRunner::SendBulkData(uint64_t request_id,
+                                 const v1::TensorMeta& meta, const Tensor& t,
+                                 const std::string& site) {
+  const size_t total = t.nbytes();
+  v1::ServerFrame frame;
+  v1::Data* data = frame.mutable_data();
+  data->set_request_id(request_id);
+  *data->mutable_meta() = meta;
+  data->set_total_bytes(total);
+  data->set_bulk_size(total);
+  data->set_last(true);
+  sink_->Send(std::move(frame));
+  // The client reads the bytes once the frame has told it their size; a
+  // failure here leaves it a short read, which it reports, and breaks the
+  // channel for later transfers (they take the stream).
+  absl::Status sent =
+      config_.bulk->Write(static_cast<const char*>(t.data()), total,
+                          absl::StrCat("get of handle ", meta.handle()));
+  if (!sent.ok()) {
+    spdlog::warn("{} ({})", sent.ToString(), site);
+  }
 }
 
 void CommandRunner::SendData(uint64_t request_id, const v1::TensorMeta& meta,

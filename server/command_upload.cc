@@ -7,7 +7,9 @@
 // pinned cache must not hand it to another transfer while the device still
 // reads it. The tensor itself needs no holding: it was allocated on the
 // same stream, so every later use of its memory, including a reuse after
-// the handle is released, is ordered after the copy.
+// the handle is released, is ordered after the copy. Bytes by cross-memory
+// attach or on the bulk socket are read straight into CPU storage, or into
+// host memory first for a device.
 #include <memory>
 #include <string>
 #include <utility>
@@ -55,6 +57,18 @@ absl::Status CommandRunner::WriteForPut(const Tensor& t, size_t offset,
   };
   return device->CopyFromHostAsync(dst, buffer->data(), data.size(), stream,
                                    std::move(release));
+}
+
+absl::Status CommandRunner::ReadBulkForPut(const v1::Put& put, const Tensor& t,
+                                           size_t offset) {
+  const uint64_t n = put.bulk_size();
+  const std::string what = absl::StrCat("put of handle ", put.handle());
+  if (t.device()->kind() == DeviceKind::kCpu) {
+    return config_.bulk->Read(static_cast<char*>(t.data()) + offset, n, what);
+  }
+  std::unique_ptr<char[]> host(new char[n]);
+  TD_RETURN_IF_ERROR(config_.bulk->Read(host.get(), n, what));
+  return WriteForPut(t, offset, absl::string_view(host.get(), n));
 }
 
 absl::Status CommandRunner::ReadCmaForPut(const v1::Put& put, const Tensor& t,

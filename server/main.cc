@@ -32,6 +32,7 @@
 #include "runtime/core/transfer_buffers.h"
 #include "runtime/cuda_discovery.h"
 #include "runtime/device.h"
+#include "server/bulk_socket.h"
 #include "server/grpc_admin.h"
 #include "server/grpc_stream.h"
 #include "server/session_manager.h"
@@ -75,6 +76,15 @@ ABSL_FLAG(bool, cma, true,
           "let same-host clients with a shared-memory region transfer by "
           "cross-memory attach (the daemon copies between their memory and "
           "tensor storage itself, once; docs/protocol.md)");
+ABSL_FLAG(int, bulk_port, 0,
+          "TCP port of the bulk socket beside each session's stream, which "
+          "carries the bytes of large transfers (docs/protocol.md \"Bulk "
+          "socket\"), on --listen's host: 0 picks a free one, -1 turns it "
+          "off; off for unix: addresses and with TLS (its bytes are not "
+          "encrypted)");
+ABSL_FLAG(absl::Duration, bulk_stall, absl::Seconds(30),
+          "how long a transfer on a bulk socket waits for the client to move "
+          "a byte before it fails");
 ABSL_FLAG(uint64_t, shared_buffer_bytes, uint64_t{8} << 30,
           "the most bytes of shared buffers (AllocateShared: same-host "
           "memory transferred with one copy) one session may hold; user "
@@ -153,6 +163,30 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials() {
     TD_ASSIGN_OR_RETURN(options.pem_root_certs, ReadFile(ca));
   }
   return grpc::SslServerCredentials(options);
+}
+
+// The bulk sockets' listener on --listen's host, or null (off, a unix:
+// address, TLS, or it cannot listen: sessions then use the stream alone).
+std::unique_ptr<BulkListener> StartBulkListener(SessionManager* sessions) {
+  const int port = absl::GetFlag(FLAGS_bulk_port);
+  const std::string host = TcpHostOf(absl::GetFlag(FLAGS_listen));
+  if (port < 0 || host.empty()) return nullptr;
+  if (!absl::GetFlag(FLAGS_tls_cert).empty()) {
+    spdlog::info("no bulk socket: its bytes would bypass TLS");
+    return nullptr;
+  }
+  auto listener =
+      BulkListener::Start(host, port, [sessions](absl::string_view token) {
+        return sessions->FindBulk(token);
+      });
+  if (!listener.ok()) {
+    spdlog::warn("{}; transfers use the stream alone",
+                 listener.status().ToString());
+    return nullptr;
+  }
+  sessions->SetBulkPort((*listener)->port());
+  spdlog::info("bulk socket on {}:{}", host, (*listener)->port());
+  return *std::move(listener);
 }
 
 void WritePortFile(const std::string& path, int port) {
@@ -243,6 +277,7 @@ int Main() {
   limits.command_ring = absl::GetFlag(FLAGS_command_ring);
   limits.ring_spin_us = absl::GetFlag(FLAGS_ring_spin_us);
   limits.shared_buffer_bytes = absl::GetFlag(FLAGS_shared_buffer_bytes);
+  limits.bulk_stall = absl::GetFlag(FLAGS_bulk_stall);
   SessionManager sessions(devices.get(), auth.get(), limits);
   TensordService tensord_service(&sessions);
   AdminService admin_service(&sessions, absl::GetFlag(FLAGS_listen));
@@ -304,6 +339,7 @@ int Main() {
     spdlog::info("tensord {} listening on {} (devices: {})", kServerVersion,
                  listen, devices->Names());
   }
+  std::unique_ptr<BulkListener> bulk = StartBulkListener(&sessions);
   if (!absl::GetFlag(FLAGS_port_file).empty()) {
     WritePortFile(absl::GetFlag(FLAGS_port_file), port);
   }

@@ -27,6 +27,11 @@ std::unique_ptr<CmaPeer> MakeCmaPeer(const SessionParams& params,
                                    shm->Describe().nonce());
 }
 
+std::shared_ptr<BulkChannel> MakeBulk(const SessionParams& params) {
+  if (params.bulk_token.empty()) return nullptr;
+  return std::make_shared<BulkChannel>(params.bulk_stall);
+}
+
 }  // namespace
 
 Session::Session(SessionParams params)
@@ -34,8 +39,10 @@ Session::Session(SessionParams params)
       outbox_(params_.replay_bytes),
       shm_(MakeRegion(params_)),
       cma_(MakeCmaPeer(params_, shm_.get())),
+      bulk_(MakeBulk(params_)),
       runner_(RunnerConfig{params_.number, params_.devices, params_.chunk_bytes,
-                           shm_.get(), params_.shared_buffer_bytes, cma_.get()},
+                           shm_.get(), params_.shared_buffer_bytes, cma_.get(),
+                           bulk_.get()},
               &outbox_),
       executor_([this] { ExecutorLoop(); }) {
   // Note [Async downloads]: a finished download wakes an idle executor.
@@ -187,6 +194,8 @@ void Session::CloseQueue(absl::Status status) {
 
 void Session::Kill(absl::Status reason) {
   if (ring_ != nullptr) ring_->Stop();
+  // An executor inside a bulk transfer gives up at once.
+  if (bulk_ != nullptr) bulk_->Shutdown();
   MutexLock lock(&mu_);
   queue_.clear();
   queued_bytes_ = 0;

@@ -24,6 +24,7 @@
 #include "google/protobuf/arena.h"
 #include "proto/admin.pb.h"
 #include "runtime/core/mutex.h"
+#include "server/bulk_socket.h"
 #include "server/command_ring.h"
 #include "server/command_runner.h"
 #include "server/session_outbox.h"
@@ -56,6 +57,10 @@ struct SessionParams {
   // needs the region) and how long its reader spins before it sleeps.
   size_t ring_bytes = 0;
   int ring_spin_us = 0;
+  // The bulk socket's one-time token (server/bulk_socket.h; empty: none) and
+  // how long a transfer on it waits for the peer to move a byte.
+  std::string bulk_token;
+  absl::Duration bulk_stall = absl::Seconds(30);
 };
 
 class Session {
@@ -117,6 +122,8 @@ class Session {
   const ShmRegion* shm() const { return shm_.get(); }
   // Its cross-memory attach peer (Welcome.cma), or null.
   const CmaPeer* cma() const { return cma_.get(); }
+  // Its bulk socket's channel (Welcome.bulk_token), or null.
+  const std::shared_ptr<BulkChannel>& bulk() const { return bulk_; }
   // Whether the session reads a command ring.
   bool has_ring() const { return ring_ != nullptr; }
   v1::SessionInfo Info() const;
@@ -139,8 +146,9 @@ class Session {
   const SessionParams params_;
   const absl::Time created_ = absl::Now();
   SessionOutbox outbox_;
-  const std::unique_ptr<ShmRegion> shm_;  // before runner_, which uses it
-  const std::unique_ptr<CmaPeer> cma_;    // likewise
+  const std::unique_ptr<ShmRegion> shm_;     // before runner_, which uses it
+  const std::unique_ptr<CmaPeer> cma_;       // likewise
+  const std::shared_ptr<BulkChannel> bulk_;  // likewise; the listener too
   CommandRunner runner_;  // used by the holder of the executor's role only
   std::atomic<uint64_t> applied_seq_{0};
 

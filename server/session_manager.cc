@@ -135,6 +135,10 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
     params.ring_bytes = RingBytesFor(params.shm_bytes);
     params.ring_spin_us = limits_.ring_spin_us;
   }
+  if (hello.bulk() && bulk_port_.load() != 0) {
+    params.bulk_token = RandomHex(16);
+    params.bulk_stall = limits_.bulk_stall;
+  }
   if (limits_.cma && hello.shm_transfer()) {
     params.cma_pid = hello.cma_pid();
     params.cma_probe_address = hello.cma_probe_address();
@@ -247,7 +251,23 @@ v1::Welcome SessionManager::MakeWelcome(const Session& session) const {
   if (session.shm() != nullptr) *w.mutable_shm() = session.shm()->Describe();
   w.set_quota_bytes(session.params().quota_bytes);
   w.set_cma(session.cma() != nullptr);
+  if (session.bulk() != nullptr) {
+    w.set_bulk_port(static_cast<uint32_t>(bulk_port_.load()));
+    w.set_bulk_token(session.params().bulk_token);
+  }
   return w;
+}
+
+std::shared_ptr<BulkChannel> SessionManager::FindBulk(
+    absl::string_view token) const {
+  MutexLock lock(&mu_);
+  for (const auto& [id, session] : sessions_) {
+    const std::string& mine = session->params().bulk_token;
+    if (!mine.empty() && ConstantTimeEquals(mine, token)) {
+      return session->bulk();
+    }
+  }
+  return nullptr;
 }
 
 void SessionManager::Remove(const std::string& id) {

@@ -46,6 +46,9 @@ struct SessionLimits {
   // sleeping thread took 70-100 us on the 2-vCPU VM of BENCHMARKS.md.
   bool command_ring = true;
   int ring_spin_us = 100;
+  // How long a transfer on a session's bulk socket waits for the client to
+  // move a byte (server/bulk_socket.h; tensord --bulk_stall).
+  absl::Duration bulk_stall = absl::Seconds(30);
 };
 
 // The command ring's size for a session region of `shm_bytes`: 4 MiB, less
@@ -87,6 +90,11 @@ class SessionManager {
   // The id of the session the allocators know as `number`.
   std::string SessionIdOf(uint64_t number) const;
   Authenticator* auth() const { return auth_; }
+  // Bulk sockets (server/bulk_socket.h): the port the daemon's BulkListener
+  // accepts on (0: none; new sessions that ask get a token while it is set),
+  // and the channel of the session holding `token`, or null.
+  void SetBulkPort(int port) { bulk_port_.store(port); }
+  std::shared_ptr<BulkChannel> FindBulk(absl::string_view token) const;
   DeviceRegistry* devices() const { return devices_; }
 
  private:
@@ -103,6 +111,7 @@ class SessionManager {
   DeviceRegistry* const devices_;
   Authenticator* const auth_;
   std::atomic<uint64_t> next_number_{1};
+  std::atomic<int> bulk_port_{0};
   mutable Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_
       ABSL_GUARDED_BY(mu_);

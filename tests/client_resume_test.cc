@@ -182,12 +182,16 @@ class Proxy {
 
 // The stream carries every byte unless `shm` (then a region of small
 // slots, so that uploads and downloads span several commands to cut).
-ClientOptions Through(const Proxy& proxy, bool shm = false, bool cma = false) {
+// Without `bulk`, big transfers without a region take the stream (the bulk
+// socket goes to the daemon directly, past the proxy).
+ClientOptions Through(const Proxy& proxy, bool shm = false, bool cma = false,
+                      bool bulk = false) {
   ClientOptions options;
   options.address = proxy.address();
   options.shm =
       shm ? ClientOptions::ShmMode::kOn : ClientOptions::ShmMode::kOff;
   options.cma = cma;
+  options.bulk = bulk;
   options.shm_slot_bytes = 256 << 10;
   options.connect_timeout = absl::Seconds(10);
   return options;
@@ -287,8 +291,10 @@ int ResumedWorkload(const testing::DaemonProcess& daemon, Proxy& proxy,
   auto client = Client::Connect(options);
   EXPECT_TRUE(client.ok()) << client.status();
   if (!client.ok()) return -1;
-  EXPECT_TRUE((*client)->shm_active());
+  EXPECT_EQ((*client)->shm_active(),
+            options.shm == ClientOptions::ShmMode::kOn);
   EXPECT_EQ((*client)->cma_active(), options.cma);
+  EXPECT_EQ((*client)->bulk_active(), options.bulk);
   const std::vector<float> cut = Workload(**client, &proxy, cut_bytes);
   EXPECT_EQ(cut, reference);
   EXPECT_TRUE(daemon.alive());
@@ -319,6 +325,22 @@ TEST(ClientResumeTest, CmaTransfersResumeTransparently) {
   Proxy proxy((*daemon)->address());
   const int resumes = ResumedWorkload(
       **daemon, proxy, Through(proxy, /*shm=*/true, /*cma=*/true), 64);
+  EXPECT_GE(proxy.cuts(), 3);
+  EXPECT_GE(resumes, 3);
+}
+
+// On the bulk socket (which does not go through the proxy) a cut stream
+// loses a bulk Put's command or a Get's Data frame, never their bytes: the
+// resent Put reads the bytes still waiting on the socket, the replayed Data
+// tells the client to read the ones the daemon wrote once.
+TEST(ClientResumeTest, BulkTransfersResumeTransparently) {
+  auto daemon = testing::DaemonProcess::Start({"--insecure"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  // The proxy forwards the gRPC port only: the bulk socket's port is the
+  // daemon's, on the same host.
+  Proxy proxy((*daemon)->address());
+  const int resumes = ResumedWorkload(
+      **daemon, proxy, Through(proxy, false, false, /*bulk=*/true), 64);
   EXPECT_GE(proxy.cuts(), 3);
   EXPECT_GE(resumes, 3);
 }

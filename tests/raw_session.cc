@@ -84,7 +84,8 @@ RawSession::Reply RawSession::Flush() {
       }
     } else if (frame.has_error()) {
       reply.errors.push_back(frame.error());
-    } else if (frame.has_data() && frame.data().shm()) {
+    } else if (frame.has_data() &&
+               (frame.data().shm() || frame.data().bulk_size() != 0)) {
       reply.shm_data[frame.data().request_id()] = frame.data();
     } else if (frame.has_data()) {
       reply.data[frame.data().request_id()] += frame.data().data();

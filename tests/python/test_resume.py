@@ -201,7 +201,8 @@ def test_cuts_at_many_points_of_the_reply_stream(proxy: Proxy) -> None:
 
 def test_pending_reads_in_other_threads_complete_across_a_cut(proxy: Proxy,
                                                                daemon_address: str) -> None:
-    with td.connect(proxy.address, shm=False) as s:
+    # bulk=False: the stream's Data chunks are what is cut (test_bulk_socket.py: the socket)
+    with td.connect(proxy.address, shm=False, bulk=False) as s:
         x = td.arange(0, 1 << 20, dtype=td.float32)  # 4 MiB: four Data chunks per read
         expect = np.arange(0, 1 << 20, dtype=np.float32)
         x.sum().item()

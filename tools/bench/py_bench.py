@@ -178,6 +178,7 @@ def transfer(lib: Any, mib: int, reps: int) -> Dict[str, float]:
         return {"memcpy_gbps": nbytes / median(times) / 1e9,
                 "raw_tcp_gbps": raw_tcp_loopback(nbytes, reps)}
     out = _round_trips(lib, src, reps, lambda t: t.numpy())
+    out["bulk"] = bool(lib.default_session()._bulk_state)  # the bulk socket carried them
     shared_src = lib.empty_shared(src.shape, dtype=np.float32)
     shared_dst = lib.empty_shared(src.shape, dtype=np.float32)
     if lib.default_session()._shared_ranges:  # same host: the buffers are shared
@@ -321,6 +322,8 @@ def main() -> None:
     ap.add_argument("--start_at", type=float, default=0.0)
     ap.add_argument("--duration", type=float, default=8.0)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--bulk", choices=["auto", "off"], default="auto",
+                    help="off: no bulk socket either (the gRPC stream carries every byte)")
     ap.add_argument("--shm", choices=["auto", "off"], default="auto",
                     help="same-host shared-memory transfer (off: the stream carries the bytes)")
     ap.add_argument("--profile", action="store_true",
@@ -333,7 +336,8 @@ def main() -> None:
         lib.set_num_threads(args.threads)
     else:
         import tensord as lib
-        lib.connect(args.address, **({"shm": False} if args.shm == "off" else {}))
+        lib.connect(args.address, **({"shm": False} if args.shm == "off" else {}),
+                    **({"bulk": False} if args.bulk == "off" else {}))
     use_device(lib, args.device)
     if args.profile and args.lib == "tensord":
         t0 = time.perf_counter()

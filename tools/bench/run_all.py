@@ -169,7 +169,8 @@ def main() -> None:
         log("transfer: Python client, memcpy")
         xfer = ["--lib", "tensord", "--bench", "transfer", "--mib", str(mib), "--reps", "3"]
         res["py_xfer"] = py(xfer, address, t)  # shared memory (same host)
-        res["py_xfer_stream"] = py(xfer + ["--shm", "off"], address, t)
+        res["py_xfer_stream"] = py(xfer + ["--shm", "off"], address, t)  # the bulk socket
+        res["py_xfer_grpc"] = py(xfer + ["--shm", "off", "--bulk", "off"], address, t)
         res["memcpy"] = py(["--lib", "torch", "--bench", "transfer", "--mib", str(mib),
                             "--reps", "5"], None, t)
         for model in ("mlp", "cnn", "resnet"):
@@ -213,7 +214,9 @@ def main() -> None:
                   f"{pp['p99_us']:.0f} us", "-", None, "-", None)
     mc = res["memcpy"]["memcpy_gbps"]
     cpp, pys, pyt = res["cpp"], res["py_xfer"], res["py_xfer_stream"]
-    # TCP loopback rows: the stream carries every byte (as from another host); shm rows: the
+    pyg = res["py_xfer_grpc"]
+    # TCP loopback rows: no region, as from another host: the bytes on the bulk socket
+    # (docs/protocol.md "Bulk socket"; "TCP gRPC only": on the stream itself); shm rows: the
     # same-host default for plain memory: the C++ client's by cross-memory attach when it works
     # (docs/protocol.md "Cross-memory attach": one copy, "shm (CMA)"), else and for Python the
     # shared-memory region (docs/protocol.md "Shared memory": two copies; the C++ "shm region"
@@ -221,14 +224,19 @@ def main() -> None:
     # td.empty_shared: one copy, docs/protocol.md "Shared buffers").
     cpp_shm = "shm (CMA)" if cpp.get("cma") else "shm"
     for who, path, aim, up, down in (
-            ("C++", "TCP", 0.3, cpp["upload_gbps"], cpp["download_gbps"]),
+            ("C++", "TCP" + (" (bulk socket)" if cpp.get("bulk") else ""), 0.3,
+             cpp["upload_gbps"], cpp["download_gbps"]),
+            ("C++", "TCP gRPC only", 0.3, cpp.get("grpc_upload_gbps", 0.0),
+             cpp.get("grpc_download_gbps", 0.0)),
             ("C++", cpp_shm, 0.7, cpp.get("shm_upload_gbps", 0.0),
              cpp.get("shm_download_gbps", 0.0)),
             ("C++", "shm region", 0.7, cpp.get("region_upload_gbps", 0.0),
              cpp.get("region_download_gbps", 0.0)),
             ("C++", "shared buffer", 0.7, cpp.get("shared_upload_gbps", 0.0),
              cpp.get("shared_download_gbps", 0.0)),
-            ("Python", "TCP", 0.3, pyt["upload_gbps"], pyt["download_gbps"]),
+            ("Python", "TCP" + (" (bulk socket)" if pyt.get("bulk") else ""), 0.3,
+             pyt["upload_gbps"], pyt["download_gbps"]),
+            ("Python", "TCP gRPC only", 0.3, pyg["upload_gbps"], pyg["download_gbps"]),
             ("Python", "shm", 0.7, pys["upload_gbps"], pys["download_gbps"]),
             ("Python", "shared buffer", 0.7, pys.get("shared_upload_gbps", 0.0),
              pys.get("shared_download_gbps", 0.0))):

@@ -13,9 +13,13 @@
 //   upload_gbps / download_gbps: a `transfer_mib` MiB float32 tensor (in
 //                   host memory allocated as NumPy allocates the memcpy
 //                   reference's arrays, or --host_memory=plain) over
-//                   the stream (a session with ClientOptions::shm = kOff),
+//                   TCP without a region (ClientOptions::shm = kOff, as
+//                   from another host: on the bulk socket when the daemon
+//                   offers one, bulk: 1),
 //                   downloaded with Tensor::DownloadInto into a buffer the
 //                   runs reuse (as the memcpy reference's destination is);
+//   grpc_upload_gbps / grpc_download_gbps: the same on the gRPC stream alone
+//                   (ClientOptions::bulk = false);
 //   shm_upload_gbps / shm_download_gbps: the same on a same-host session:
 //                   by cross-memory attach when it works (cma: 1), else
 //                   through the daemon's shared-memory region (0 when it
@@ -128,7 +132,9 @@ Transfer TransferRun(tensord::Client& client, const float* src, size_t n,
   return {bytes / Seconds(start, mid) / 1e9, bytes / Seconds(mid, end) / 1e9};
 }
 
-enum class Path { kStream, kShm, kRegion, kShared };
+// kStream: no region (as from another host): the bulk socket carries the
+// bytes when the daemon offers one; kGrpc: the gRPC stream alone.
+enum class Path { kStream, kGrpc, kShm, kRegion, kShared };
 
 // Host memory of the transfer rows, allocated as NumPy allocates a big array
 // (the memcpy reference's): mmap'ed, transparent huge pages asked for
@@ -173,15 +179,18 @@ bool TransferMedians(tensord::ClientOptions options,
                      const std::vector<float>& host, bool huge, int reps,
                      Path path, double* up_gbps, double* down_gbps,
                      bool* cma = nullptr) {
-  const bool want_shm = path != Path::kStream;
+  const bool want_shm = path != Path::kStream && path != Path::kGrpc;
   options.cma = path != Path::kRegion;
+  options.bulk = path != Path::kGrpc;
   options.shm = want_shm ? tensord::ClientOptions::ShmMode::kOn
                          : tensord::ClientOptions::ShmMode::kOff;
   auto connected = tensord::Client::Connect(options);
   if (!connected.ok()) Die("connect", connected.status());
   tensord::Client& client = **connected;
   if (client.shm_active() != want_shm) return false;
-  if (cma != nullptr) *cma = client.cma_active();
+  if (cma != nullptr) {
+    *cma = path == Path::kStream ? client.bulk_active() : client.cma_active();
+  }
   const size_t bytes = host.size() * sizeof(float);
   HostBuffer plain_src(path == Path::kShared ? 0 : bytes, huge);
   HostBuffer plain_into(path == Path::kShared ? 0 : bytes, huge);
@@ -270,9 +279,9 @@ int main(int argc, char** argv) {
   SyncRun(client, sync_iters / 10);  // warm-up
   std::vector<double> lat = SyncRun(client, sync_iters);
 
-  double up = 0, down = 0, shm_up = 0, shm_down = 0;
+  double up = 0, down = 0, grpc_up = 0, grpc_down = 0, shm_up = 0, shm_down = 0;
   double shared_up = 0, shared_down = 0, region_up = 0, region_down = 0;
-  bool cma = false;
+  bool cma = false, bulk = false;
   if (transfer_mib > 0 && transfer != "none") {
     std::vector<float> host(static_cast<size_t>(transfer_mib) << 18);
     for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i);
@@ -284,7 +293,9 @@ int main(int argc, char** argv) {
     };
     if (wanted("stream")) {
       TransferMedians(options, host, huge, transfer_reps, Path::kStream, &up,
-                      &down);
+                      &down, &bulk);
+      TransferMedians(options, host, huge, transfer_reps, Path::kGrpc, &grpc_up,
+                      &grpc_down);
     }
     if (wanted("shm") &&
         (!TransferMedians(options, host, huge, transfer_reps, Path::kShm,
@@ -305,9 +316,10 @@ int main(int argc, char** argv) {
       "\"shm_upload_gbps\": %.4f, \"shm_download_gbps\": %.4f, "
       "\"shared_upload_gbps\": %.4f, \"shared_download_gbps\": %.4f, "
       "\"region_upload_gbps\": %.4f, \"region_download_gbps\": %.4f, "
-      "\"cma\": %d}\n",
+      "\"grpc_upload_gbps\": %.4f, \"grpc_download_gbps\": %.4f, "
+      "\"cma\": %d, \"bulk\": %d}\n",
       Median(rates), Percentile(lat, 0.5), Percentile(lat, 0.99), up, down,
-      shm_up, shm_down, shared_up, shared_down, region_up, region_down,
-      cma ? 1 : 0);
+      shm_up, shm_down, shared_up, shared_down, region_up, region_down, grpc_up,
+      grpc_down, cma ? 1 : 0, bulk ? 1 : 0);
   return 0;
 }

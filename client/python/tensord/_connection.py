@@ -60,7 +60,8 @@ class AttemptTimeout(Exception):
 
 def hello_frame(token: Optional[str], client_name: str, shm: bool,
                 cma: Optional[Tuple[int, int]] = None,
-                resume: Optional[Tuple[str, str, int]] = None) -> pb.ClientFrame:
+                resume: Optional[Tuple[str, str, int]] = None,
+                bulk: bool = False) -> pb.ClientFrame:
     """``ClientFrame{hello}``; ``cma`` is (pid, probe address) for cross-memory attach
     (``_shared.py``), ``resume`` (session id, secret, last acknowledged seq)."""
     frame = pb.ClientFrame()
@@ -70,6 +71,7 @@ def hello_frame(token: Optional[str], client_name: str, shm: bool,
     h.client_name = client_name
     h.shm_transfer = shm
     h.command_ring = shm and _command_ring.use_ring  # Note [Python command ring]
+    h.bulk = bulk  # _bulk.py
     if shm and cma is not None:
         h.cma_pid, h.cma_probe_address = cma
     if resume is not None:

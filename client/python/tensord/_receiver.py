@@ -184,8 +184,9 @@ class Receiver:
         p = self._pending.get(d.request_id)
         if p is None or p.done:
             return  # not ours to wait for, or a replayed chunk of a finished Get
-        if d.shm or d.cma:  # one ranged chunk, already in the region or in place
-            p.finish_in_place(d.meta, d.total_bytes, d.shm_size if d.shm else d.cma_size)
+        if d.shm or d.cma or d.bulk_size:  # one chunk in the region, in place or on the socket
+            p.finish_in_place(d.meta, d.total_bytes,
+                              d.shm_size if d.shm else d.cma_size if d.cma else d.bulk_size)
             return
         if d.meta is not None:  # a replay restarts at the first chunk: same bytes again
             p.meta = d.meta
@@ -230,7 +231,8 @@ class Receiver:
             with self._lock:
                 resume = (self.session_id, self._secret, self._acked_seq)
             conn = Connection(self.address, self._credentials, self._metadata,
-                              hello_frame(*self._hello_args, resume=resume),
+                              hello_frame(*self._hello_args, resume=resume,
+                                          bulk=self._bulk_wanted),
                               wait_for_ready=False)
             with self._lock:
                 self._attempt = conn

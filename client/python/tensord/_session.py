@@ -42,9 +42,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 
-from . import _catalog, _download_cache, _errors, _grad, _malloc, _shm
+from . import _bulk, _catalog, _download_cache, _errors, _grad, _malloc, _shm
 from ._fast import session_call as fast_call
 from ._batch import Batcher, Pending
+from ._bulk import BulkSocket
 from ._connection import PROTOCOL_VERSION, AttemptTimeout, Connection, hello_frame
 from ._errors import ConnectionLost, Error, ProtocolError
 from ._meta import _meta_from_proto
@@ -61,7 +62,7 @@ DEFAULT_ADDRESS = "127.0.0.1:50051"
 _MiB = 1 << 20
 
 
-class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
+class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands, BulkSocket):
     """One connection to a tensord daemon. Thread-safe.
 
     Most programs never touch this class: ``tensord.connect()`` creates one and makes it the
@@ -82,6 +83,10 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
     attach when the daemon offers it and a probe works (the daemon copies the bytes once, out
     of this process's memory; docs/protocol.md "Cross-memory attach"); default
     ``TENSORD_CMA`` != "0". False keeps them in the shared-memory region (two copies).
+
+    ``bulk``: without a region, transfers of 1 MiB or more move their bytes on a plain TCP
+    socket beside the stream when the daemon offers one (``_bulk.py``); default
+    ``TENSORD_BULK`` != "0".
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, token: Optional[str] = None, *,
@@ -91,7 +96,7 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
                  shm: Optional[bool] = None, resume: bool = True,
                  resume_timeout: float = 20.0, tune_malloc: bool = True,
                  download_cache_bytes: Optional[int] = None,
-                 cma: Optional[bool] = None) -> None:
+                 cma: Optional[bool] = None, bulk: Optional[bool] = None) -> None:
         self.address = address
         self._lock = threading.Lock()
         self._replies = threading.Condition(self._lock)  # receiver → waiters
@@ -163,7 +168,9 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
                             (self._cma_pid, ctypes.addressof(self._cma_probe))
                             if self._cma_probe is not None else None)
         # wait_for_ready: a daemon that is still starting is waited for, up to connect_timeout
-        conn = Connection(address, credentials, self._metadata, hello_frame(*self._hello_args),
+        _bulk.init(self, bulk)
+        conn = Connection(address, credentials, self._metadata,
+                          hello_frame(*self._hello_args, bulk=self._bulk_wanted),
                           wait_for_ready=True)
         try:
             first = conn.welcome(connect_timeout)
@@ -255,6 +262,8 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands):
         self._put_frame(None)
         self._receiver.join(timeout)
         self._conn.close()
+        with self._bulk_lock:
+            self._bulk_drop()
         _open_sessions.discard(self)
 
     def profile_fetch(self, clear: bool = True) -> Any:

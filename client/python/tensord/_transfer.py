@@ -1,7 +1,8 @@
 """Uploads and downloads of tensor bytes (part of ``Session``): ``Put`` chunks and ``Get``
 replies on the stream, through the session's shared-memory region (``_shm``) for big tensors
-when the daemon is on this host, or one ``Put``/``Get`` naming a shared buffer (``_shared``)
-when the bytes lie in one."""
+when the daemon is on this host, one ``Put``/``Get`` naming a shared buffer (``_shared``)
+when the bytes lie in one, or their bytes on the bulk socket (``_bulk``) for big tensors
+without a region."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _download_cache, _errors, _shm, _wire
+from . import _bulk, _download_cache, _errors, _shm, _wire
 from ._proto import tensord_pb2 as pb
 
 _ITEMSIZE = {pb.FLOAT32: 4, pb.FLOAT64: 8, pb.FLOAT16: 2, pb.BFLOAT16: 2, pb.INT64: 8,
@@ -45,6 +46,8 @@ class Transfers:
                and self._cma_probe is not None
                and max(self._acked_seq, self._answered_seq) >= self._seq
                and self._cma_usable())
+        bulk = (self._shm is None and flat is not None and total >= _bulk.MIN_BYTES
+                and self._bulk_usable())
         with self._lock:
             self._check_open_locked()
             # Another thread's exclusive transfer ends before this handle is allocated: from
@@ -54,7 +57,7 @@ class Transfers:
             self._wait_not_busy_locked()
             handle = self._next_handle
             self._next_handle += 1
-            if where is not None or cma:
+            if where is not None or cma or (bulk and self._bulk_state):
                 def first(p: Any) -> None:
                     p.handle = handle
                     p.dtype = dtype_proto
@@ -62,9 +65,11 @@ class Transfers:
                     p.device = device
                     p.requires_grad = requires_grad
                     p.site = site
-                if where is None:
+                if where is not None:
+                    return handle, self._put_shared_locked(where, total, first)
+                if cma:
                     return handle, self._put_cma_locked(flat.ctypes.data, total, first)
-                return handle, self._put_shared_locked(where, total, first)
+                return handle, self._exclusive_locked(lambda: self._put_bulk_locked(raw, first))
             if self._shm is not None and total >= _shm.MIN_BYTES and flat is not None:
                 def fields(cmd: Any, offset: int, n: int, last: bool) -> None:
                     p = cmd.put
@@ -188,6 +193,15 @@ class Transfers:
                 self._check_open_locked()
                 return self._exclusive_locked(
                     lambda: _shm.download(self, handle, nbytes, site, out))
+        # The bulk socket: for a size not known yet the daemon decides (big ones on the socket,
+        # small ones on the stream), so numpy() of a fresh result costs no wait for its Ack.
+        if self._shm is None and (nbytes >= _bulk.MIN_BYTES if nbytes is not None
+                                  else maybe_big and out is None) and self._bulk_usable():
+            with self._lock:
+                self._check_open_locked()
+                if self._bulk_state:  # not broken meanwhile
+                    return self._exclusive_locked(
+                        lambda: self._get_bulk_locked(handle, site, nbytes, out))
         if out is None and self._shm is not None and self._shm.word:
             with self._lock:  # Note [Python mailbox]: item() without gRPC's threads
                 self._check_open_locked()

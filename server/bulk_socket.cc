@@ -1,0 +1,279 @@
+#include "server/bulk_socket.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace tensord {
+namespace {
+
+int Millis(absl::Duration d) {
+  return static_cast<int>(absl::ToInt64Milliseconds(d));
+}
+
+// Reads exactly `n` bytes within `deadline`; false otherwise.
+bool ReadAll(int fd, char* buf, size_t n, absl::Time deadline) {
+  size_t got = 0;
+  while (got < n) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, Millis(left) + 1) <= 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    const ssize_t r = recv(fd, buf + got, n - got, 0);
+    if (r <= 0) return false;
+    got += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+}  // namespace
+
+BulkChannel::BulkChannel(absl::Duration stall) : stall_(stall) {}
+
+BulkChannel::~BulkChannel() {
+  MutexLock lock(&mu_);
+  if (fd_ >= 0) close(fd_);
+}
+
+bool BulkChannel::Attach(int fd) {
+  MutexLock lock(&mu_);
+  if (fd_ >= 0 || shut_down_ || !broken_.ok()) {
+    close(fd);
+    return false;
+  }
+  fd_ = fd;
+  return true;
+}
+
+bool BulkChannel::attached() const {
+  MutexLock lock(&mu_);
+  return fd_ >= 0;
+}
+
+void BulkChannel::Shutdown() {
+  MutexLock lock(&mu_);
+  shut_down_ = true;
+  // Not closed here: the executor may be inside recv/send on it; shutdown
+  // ends those at once, and the executor's Break closes it.
+  if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
+}
+
+absl::StatusOr<int> BulkChannel::Usable(absl::string_view what) {
+  MutexLock lock(&mu_);
+  if (!broken_.ok()) {
+    return absl::Status(broken_.code(),
+                        absl::StrCat(what, ": ", broken_.message()));
+  }
+  if (shut_down_) {
+    return absl::CancelledError(
+        absl::StrCat(what, ": the session's bulk socket was shut down"));
+  }
+  if (fd_ < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what,
+                     ": the session has no bulk socket attached (connect "
+                     "to Welcome.bulk_port with Welcome.bulk_token first)"));
+  }
+  return fd_;
+}
+
+absl::Status BulkChannel::Break(absl::Status status) {
+  MutexLock lock(&mu_);
+  if (broken_.ok()) {
+    broken_ = absl::Status(
+        status.code(),
+        absl::StrCat("the bulk socket is unusable after an earlier "
+                     "failure (",
+                     status.message(), ")"));
+  }
+  if (fd_ >= 0) {
+    close(fd_);
+    fd_ = -1;
+  }
+  return status;
+}
+
+absl::Status BulkChannel::Transfer(bool read, char* buf, size_t n,
+                                   absl::string_view what) {
+  absl::StatusOr<int> fd = Usable(what);
+  if (!fd.ok()) return fd.status();
+  std::vector<char> scratch(
+      read && buf == nullptr ? std::min<size_t>(n, 1 << 20) : 0);
+  size_t done = 0;
+  while (done < n) {
+    pollfd p{*fd, static_cast<short>(read ? POLLIN : POLLOUT), 0};
+    const int ready = poll(&p, 1, Millis(stall_));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      return Break(absl::DeadlineExceededError(absl::StrCat(
+          what, ": the bulk socket moved no byte for ",
+          absl::FormatDuration(stall_), " after ", done, " of ", n, " bytes")));
+    }
+    ssize_t r;
+    if (read) {
+      char* dst = buf != nullptr ? buf + done : scratch.data();
+      const size_t want =
+          buf != nullptr ? n - done : std::min(n - done, scratch.size());
+      r = recv(*fd, dst, want, 0);
+    } else {
+      r = send(*fd, buf + done, n - done, MSG_NOSIGNAL);
+    }
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (r <= 0) {
+      const std::string why =
+          r == 0 ? "closed" : absl::StrCat("failed (", strerror(errno), ")");
+      return Break(absl::UnavailableError(
+          absl::StrCat(what, ": the bulk socket ", why, " after ", done, " of ",
+                       n, " bytes")));
+    }
+    done += static_cast<size_t>(r);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BulkChannel::Read(char* dst, size_t n, absl::string_view what) {
+  return Transfer(/*read=*/true, dst, n, what);
+}
+
+absl::Status BulkChannel::Discard(size_t n, absl::string_view what) {
+  return Transfer(/*read=*/true, nullptr, n, what);
+}
+
+absl::Status BulkChannel::Write(const char* src, size_t n,
+                                absl::string_view what) {
+  return Transfer(/*read=*/false, const_cast<char*>(src), n, what);
+}
+
+absl::StatusOr<std::unique_ptr<BulkListener>> BulkListener::Start(
+    const std::string& host, int port, Lookup lookup) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  const int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(),
+                             service.c_str(), &hints, &found);
+  if (rc != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bulk socket: cannot resolve '", host, "': ", gai_strerror(rc)));
+  }
+  int fd = -1;
+  std::string error = "no address";
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 64) != 0) {
+      error = strerror(errno);
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd < 0) {
+    return absl::UnavailableError(absl::StrCat("bulk socket: cannot listen on ",
+                                               host, ":", port, ": ", error));
+  }
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  const int chosen =
+      bound.ss_family == AF_INET6
+          ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  const int wake = eventfd(0, EFD_CLOEXEC);
+  if (wake < 0) {
+    close(fd);
+    return absl::InternalError("bulk socket: eventfd failed");
+  }
+  return std::unique_ptr<BulkListener>(
+      new BulkListener(fd, wake, chosen, std::move(lookup)));
+}
+
+BulkListener::BulkListener(int fd, int wake_fd, int port, Lookup lookup)
+    : fd_(fd), wake_fd_(wake_fd), port_(port), lookup_(std::move(lookup)) {
+  thread_ = std::thread([this] { AcceptLoop(); });
+}
+
+BulkListener::~BulkListener() {
+  const uint64_t one = 1;
+  if (write(wake_fd_, &one, sizeof(one)) < 0) {
+    spdlog::warn("bulk socket: cannot wake the listener");
+  }
+  thread_.join();
+  close(fd_);
+  close(wake_fd_);
+}
+
+void BulkListener::AcceptLoop() {
+  while (true) {
+    pollfd p[2] = {{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      spdlog::error("bulk socket: poll failed: {}", strerror(errno));
+      return;
+    }
+    if (p[1].revents != 0) return;
+    const int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (conn >= 0) Admit(conn);
+  }
+}
+
+void BulkListener::Admit(int fd) {
+  // A client sends its hello at once: 2 s is generous, and bounds how long
+  // a silent connection holds the accept thread.
+  char hello[kBulkMagicBytes + kBulkTokenBytes];
+  if (!ReadAll(fd, hello, sizeof(hello), absl::Now() + absl::Seconds(2)) ||
+      std::memcmp(hello, kBulkMagic, kBulkMagicBytes) != 0) {
+    close(fd);
+    return;
+  }
+  std::shared_ptr<BulkChannel> channel =
+      lookup_(absl::string_view(hello + kBulkMagicBytes, kBulkTokenBytes));
+  if (channel == nullptr) {
+    spdlog::warn("bulk socket: a connection with an unknown token, closed");
+    close(fd);
+    return;
+  }
+  const int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);  // to answer after Attach
+  if (dup_fd < 0 || !channel->Attach(fd)) {
+    if (dup_fd >= 0) close(dup_fd);
+    return;
+  }
+  if (send(dup_fd, &kBulkAccepted, 1, MSG_NOSIGNAL) != 1) {
+    spdlog::warn("bulk socket: the accepted client went away");
+  }
+  close(dup_fd);
+}
+
+std::string TcpHostOf(absl::string_view listen) {
+  if (listen.substr(0, 5) == "unix:" || listen.find("://") != listen.npos) {
+    return "";
+  }
+  const size_t colon = listen.rfind(':');
+  if (colon == listen.npos) return "";
+  absl::string_view host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return std::string(host);
+}
+
+}  // namespace tensord
