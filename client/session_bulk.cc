@@ -145,6 +145,21 @@ bool Session::BulkUsableLocked() {
   return true;
 }
 
+bool Session::BulkConnected() {
+  MutexLock lock(&bulk_mu_);
+  return bulk_state_ == BulkState::kWorks;
+}
+
+std::optional<uint64_t> Session::KnownBytes(uint64_t handle) {
+  MutexLock lock(&mu_);
+  auto it = handles_.find(handle);
+  if (it == handles_.end() || !it->second.known) return std::nullopt;
+  const HandleMeta& meta = it->second.meta;
+  absl::StatusOr<uint64_t> bytes = TensorBytes(meta.dtype, meta.shape);
+  if (!meta.error.ok() || meta.is_none || !bytes.ok()) return std::nullopt;
+  return *bytes;
+}
+
 void Session::DropBulkLocked() {
   if (bulk_fd_ >= 0) close(bulk_fd_);
   bulk_fd_ = -1;
@@ -223,7 +238,8 @@ std::optional<absl::StatusOr<HostTensor>> Session::DownloadBulk(
     dst = owned.data();
     capacity = n;
   }
-  if (n == 0 || n > capacity || reply.offset() != 0 || !reply.last()) {
+  if (n == 0 || n > capacity || (total != 0 && n != total) ||
+      reply.offset() != 0 || !reply.last()) {
     DropBulkLocked();  // its bytes can no longer be matched to requests
     return absl::InternalError(
         absl::StrCat("tensord answered the bulk Get of handle ", handle,

@@ -279,15 +279,24 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
     }
   }
   if (shm_ == nullptr && welcome_.bulk_port() != 0) {
-    // The bulk socket, for what the size says is large (as above).
-    absl::StatusOr<HandleMeta> meta = WaitMeta(handle);
-    if (meta.ok() && meta->error.ok() && !meta->is_none) {
-      absl::StatusOr<uint64_t> total = TensorBytes(meta->dtype, meta->shape);
-      if (total.ok() && *total >= kBulkMinBytes) {
-        std::optional<absl::StatusOr<HostTensor>> got =
-            DownloadBulk(handle, site, *total, target);
-        if (got.has_value()) return *std::move(got);
+    // The bulk socket, for what is large. Into the caller's buffer the size
+    // decides (it may wait for the Ack, as above); into fresh memory a size
+    // not known yet is asked for with Get.bulk and the daemon decides, once
+    // the socket is connected (no read of a scalar opens it, nor waits).
+    std::optional<uint64_t> total = KnownBytes(handle);
+    if (!total.has_value() && target.data != nullptr &&
+        target.capacity >= kBulkMinBytes) {
+      absl::StatusOr<HandleMeta> meta = WaitMeta(handle);
+      if (meta.ok() && meta->error.ok() && !meta->is_none) {
+        absl::StatusOr<uint64_t> bytes = TensorBytes(meta->dtype, meta->shape);
+        if (bytes.ok()) total = *bytes;
       }
+    }
+    if (total.has_value() ? *total >= kBulkMinBytes
+                          : target.data == nullptr && BulkConnected()) {
+      std::optional<absl::StatusOr<HostTensor>> got =
+          DownloadBulk(handle, site, total.value_or(0), target);
+      if (got.has_value()) return *std::move(got);
     }
   }
   if (shm_ != nullptr) {
