@@ -384,6 +384,11 @@ class Session {
   absl::StatusOr<uint64_t> UploadInPlace(
       const std::function<void(v1::Put*)>& set_source, v1::Put first,
       HandleMeta meta);
+  // Their common start: a new handle and its one Put (the last) appended,
+  // with `seq` set to the Put's seq; the handle.
+  absl::StatusOr<uint64_t> AppendWholePut(
+      const std::function<void(v1::Put*)>& set_source, v1::Put first,
+      HandleMeta meta, uint64_t* seq) ABSL_LOCKS_EXCLUDED(enqueue_mu_);
   absl::StatusOr<HostTensor> DownloadInPlace(
       uint64_t handle, const std::string& site, DType dtype, uint64_t total,
       DownloadTarget target,

@@ -172,25 +172,12 @@ std::optional<absl::StatusOr<uint64_t>> Session::UploadBulk(const char* data,
                                                             HandleMeta meta) {
   MutexLock bulk_lock(&bulk_mu_);
   if (!BulkUsableLocked()) return std::nullopt;
-  uint64_t handle;
-  {
-    MutexLock enqueue_lock(&enqueue_mu_);
-    absl::StatusOr<uint64_t> reserved = ReserveHandles(1, &meta);
-    if (!reserved.ok()) return reserved.status();
-    handle = *reserved;
-    v1::Command command;
-    v1::Put* put = command.mutable_put();
-    *put = std::move(first);
-    put->set_handle(handle);
-    put->set_last(true);
-    put->set_bulk_size(total);
-    absl::Status status = Append(std::move(command), {handle}, &meta);
-    if (!status.ok()) {
-      MutexLock lock(&mu_);
-      handles_.erase(handle);
-      return status;
-    }
-  }
+  uint64_t seq = 0;
+  absl::StatusOr<uint64_t> appended =
+      AppendWholePut([total](v1::Put* put) { put->set_bulk_size(total); },
+                     std::move(first), std::move(meta), &seq);
+  if (!appended.ok()) return appended.status();
+  const uint64_t handle = *appended;
   // The Put goes out first (a broken stream is resumed, and the resent Put
   // finds these bytes still waiting on the socket). Once sent, the bytes
   // are the kernel's: the caller may reuse its memory.

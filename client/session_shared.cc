@@ -89,28 +89,36 @@ std::optional<Session::SharedRange> Session::FindShared(const void* p,
   return std::nullopt;
 }
 
+absl::StatusOr<uint64_t> Session::AppendWholePut(
+    const std::function<void(v1::Put*)>& set_source, v1::Put first,
+    HandleMeta meta, uint64_t* seq) {
+  MutexLock enqueue_lock(&enqueue_mu_);
+  absl::StatusOr<uint64_t> reserved = ReserveHandles(1, &meta);
+  if (!reserved.ok()) return reserved.status();
+  const uint64_t handle = *reserved;
+  v1::Command command;
+  v1::Put* put = command.mutable_put();
+  *put = std::move(first);
+  put->set_handle(handle);
+  put->set_last(true);
+  set_source(put);
+  absl::Status status = Append(std::move(command), {handle}, &meta, seq);
+  if (!status.ok()) {
+    MutexLock lock(&mu_);
+    handles_.erase(handle);
+    return status;
+  }
+  return handle;
+}
+
 absl::StatusOr<uint64_t> Session::UploadInPlace(
     const std::function<void(v1::Put*)>& set_source, v1::Put first,
     HandleMeta meta) {
-  uint64_t handle, seq = 0;
-  {
-    MutexLock enqueue_lock(&enqueue_mu_);
-    absl::StatusOr<uint64_t> reserved = ReserveHandles(1, &meta);
-    if (!reserved.ok()) return reserved.status();
-    handle = *reserved;
-    v1::Command command;
-    v1::Put* put = command.mutable_put();
-    *put = std::move(first);
-    put->set_handle(handle);
-    put->set_last(true);
-    set_source(put);
-    absl::Status status = Append(std::move(command), {handle}, &meta, &seq);
-    if (!status.ok()) {
-      MutexLock lock(&mu_);
-      handles_.erase(handle);
-      return status;
-    }
-  }
+  uint64_t seq = 0;
+  absl::StatusOr<uint64_t> appended =
+      AppendWholePut(set_source, std::move(first), std::move(meta), &seq);
+  if (!appended.ok()) return appended.status();
+  const uint64_t handle = *appended;
   Flush().IgnoreError();  // a broken stream shows below
   // The lifetime rule (client/shared_buffer.h): back to the caller, who may
   // rewrite the bytes, only once the daemon has copied them. A resume

@@ -6,7 +6,6 @@
 // different threads.
 #include "server/bulk_socket.h"
 
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,37 +16,20 @@
 
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
+#include "tests/socket_io.h"
 
 namespace tensord {
 namespace {
+
+using ::tensord::testing::ConnectLoopback;
+using ::tensord::testing::RecvUpTo;
+using ::tensord::testing::SendAll;
 
 // A connected pair: the first end for the channel, the second the peer's.
 std::pair<int, int> Pair() {
   int fds[2];
   EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
   return {fds[0], fds[1]};
-}
-
-bool SendAll(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t r = send(fd, bytes.data() + done, bytes.size() - done, 0);
-    if (r <= 0) return false;
-    done += static_cast<size_t>(r);
-  }
-  return true;
-}
-
-std::string RecvUpTo(int fd, size_t n) {
-  std::string out(n, '\0');
-  size_t got = 0;
-  while (got < n) {
-    const ssize_t r = recv(fd, out.data() + got, n - got, 0);
-    if (r <= 0) break;
-    got += static_cast<size_t>(r);
-  }
-  out.resize(got);
-  return out;
 }
 
 std::string Bytes(size_t n, char seed) {
@@ -131,8 +113,7 @@ TEST(BulkChannelTest, ShutdownEndsABlockedReadFromAnotherThread) {
   channel.Shutdown();
   reader.join();
   EXPECT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("bulk socket"),
-            absl::string_view::npos)
+  EXPECT_NE(status.message().find("bulk socket"), absl::string_view::npos)
       << status;
   EXPECT_FALSE(channel.Write("x", 1, "get").ok());
   close(peer);
@@ -151,16 +132,6 @@ TEST(BulkChannelTest, AStalledPeerTimesOut) {
   close(peer);
 }
 
-int ConnectTo(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  return fd;
-}
-
 TEST(BulkListenerTest, AdmitsOnlyTheTokensItKnowsOnce) {
   const std::string token(kBulkTokenBytes, 'k');
   auto channel = std::make_shared<BulkChannel>();
@@ -172,7 +143,7 @@ TEST(BulkListenerTest, AdmitsOnlyTheTokensItKnowsOnce) {
   const int port = (*listener)->port();
   ASSERT_GT(port, 0);
   auto hello = [&](const std::string& magic, const std::string& t) {
-    const int fd = ConnectTo(port);
+    const int fd = ConnectLoopback(port);
     EXPECT_TRUE(SendAll(fd, magic + t));
     return std::make_pair(fd, RecvUpTo(fd, 1));
   };

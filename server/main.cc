@@ -279,6 +279,8 @@ int Main() {
   limits.shared_buffer_bytes = absl::GetFlag(FLAGS_shared_buffer_bytes);
   limits.bulk_stall = absl::GetFlag(FLAGS_bulk_stall);
   SessionManager sessions(devices.get(), auth.get(), limits);
+  // Before the server accepts: every session's Welcome can name its port.
+  std::unique_ptr<BulkListener> bulk = StartBulkListener(&sessions);
   TensordService tensord_service(&sessions);
   AdminService admin_service(&sessions, absl::GetFlag(FLAGS_listen));
 
@@ -339,7 +341,6 @@ int Main() {
     spdlog::info("tensord {} listening on {} (devices: {})", kServerVersion,
                  listen, devices->Names());
   }
-  std::unique_ptr<BulkListener> bulk = StartBulkListener(&sessions);
   if (!absl::GetFlag(FLAGS_port_file).empty()) {
     WritePortFile(absl::GetFlag(FLAGS_port_file), port);
   }

@@ -3,7 +3,6 @@
 // never send (wrong tokens, refused Puts whose bytes still arrive, a socket
 // closed or stalled mid-upload), and the C++ client's own use of it. Values
 // are checked against the bytes sent and against the stream's answers.
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,11 +19,14 @@
 #include "gtest/gtest.h"
 #include "tests/daemon_process.h"
 #include "tests/raw_session.h"
+#include "tests/socket_io.h"
 
 namespace tensord {
 namespace {
 
 using ::tensord::testing::RawSession;
+using ::tensord::testing::RecvUpTo;
+using ::tensord::testing::SendAll;
 
 v1::Hello BulkHello() {
   v1::Hello hello;
@@ -39,37 +41,9 @@ int Port(const std::string& address) {
 }
 
 int ConnectTo(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const int fd = testing::ConnectLoopback(port);
+  EXPECT_GE(fd, 0);
   return fd;
-}
-
-bool SendAll(int fd, const void* p, size_t n) {
-  const char* c = static_cast<const char*>(p);
-  while (n > 0) {
-    const ssize_t r = send(fd, c, n, MSG_NOSIGNAL);
-    if (r <= 0) return false;
-    c += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
-
-// Bytes read until `n` or the end of the stream.
-std::string RecvUpTo(int fd, size_t n) {
-  std::string out(n, '\0');
-  size_t got = 0;
-  while (got < n) {
-    const ssize_t r = recv(fd, out.data() + got, n - got, 0);
-    if (r <= 0) break;
-    got += static_cast<size_t>(r);
-  }
-  out.resize(got);
-  return out;
 }
 
 // Sends the hello ("TDBULK01" + `token`); the daemon's one-byte answer, or

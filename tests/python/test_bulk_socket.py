@@ -3,12 +3,11 @@ without a shared-memory region, transfers of 1 MiB or more move their bytes on a
 beside the stream. Values are checked against the arrays sent and against PyTorch; small
 transfers, ``bulk=False``, ``TENSORD_BULK=0`` and a daemon without bulk sockets take the stream
 with the same values; a socket that breaks fails one transfer with a clear error and the session
-goes on over the stream; reads in several threads across a cut stream complete."""
+goes on over the stream (test_resume.py: reads in several threads across a cut stream)."""
 
 from __future__ import annotations
 
 import socket
-import threading
 from typing import Iterator, List
 
 import numpy as np
@@ -18,7 +17,6 @@ import torch
 import tensord as td
 from conftest import running_daemon
 from tensord._session import Session
-from test_resume import Proxy
 
 BIG = 3 << 20  # bytes: over the 1 MiB threshold
 
@@ -147,33 +145,3 @@ def test_a_broken_socket_fails_one_transfer_then_the_stream_serves(
     b = _random(BIG // 4, 12)
     y = td.tensor(b)  # the stream now
     np.testing.assert_array_equal((x + y).numpy(), a + b)
-
-
-def test_reads_in_threads_across_a_cut_stream(daemon: str) -> None:
-    proxy = Proxy(daemon)  # the gRPC stream only: the socket goes to the daemon directly
-    try:
-        with td.connect(proxy.address, shm=False) as s:
-            x = td.arange(0, 1 << 20, dtype=td.float32)  # 4 MiB
-            expect = np.arange(0, 1 << 20, dtype=np.float32)
-            x.sum().item()
-            results: List[object] = [None] * 4
-
-            def read(k: int) -> None:
-                try:
-                    results[k] = (x + k).numpy()
-                except Exception as e:  # reported below
-                    results[k] = e
-
-            proxy.cut_after(200)  # inside the replies: Acks and bulk Data frames
-            threads = [threading.Thread(target=read, args=(k,)) for k in range(4)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            for k, r in enumerate(results):
-                assert isinstance(r, np.ndarray), r
-                np.testing.assert_array_equal(r, expect + k)
-            assert s._bulk_state is True
-            assert s.resumes >= 1
-    finally:
-        proxy.close()
