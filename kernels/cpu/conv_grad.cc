@@ -124,8 +124,8 @@ int64_t LastNaN(const T* x, int64_t wd, const Window2d& w, int64_t lo,
   return at;
 }
 
-// Calls fn(grad plane, input plane, grad_input plane) for every plane, split
-// over the pool; each grad_input plane is cleared first.
+// Calls fn(plane index, grad plane, input plane, grad_input plane) for
+// every plane, split over the pool; each grad_input plane is cleared first.
 template <typename T, typename Fn>
 void ForPlanes(const StridedView& grad, const StridedView& input,
                const StridedView& gi, int64_t work, Fn fn) {
@@ -139,7 +139,7 @@ void ForPlanes(const StridedView& grad, const StridedView& input,
     for (int64_t p = b; p < e; ++p) {
       T* o = op + p * hw;
       std::fill(o, o + hw, T{0});
-      fn(gp + p * ohw, xp ? xp + p * hw : nullptr, o);
+      fn(p, gp + p * ohw, xp ? xp + p * hw : nullptr, o);
     }
   });
 }
@@ -182,34 +182,38 @@ absl::Status Conv2dBackwardInput(const StridedView& grad,
 }
 
 absl::Status MaxPool2dBackward(const StridedView& grad,
-                               const StridedView& input, const Window2d& w,
+                               const StridedView& input,
+                               const StridedView& output, const Window2d& w,
                                const StridedView& grad_input) {
   const int64_t h = grad_input.sizes[2], wd = grad_input.sizes[3];
   return DispatchFloat(grad.dtype, "max_pool2d_backward", [&](auto tag) {
     using T = decltype(tag);
-    // Per output row: the maxima as in the forward, then the index of the
-    // first maximal tap (kernel rows in reverse); NaN maxima (rare) take
-    // the last NaN, scalar.
-    auto plane = [&](const T* g, const T* x, T* gi) {
-      std::vector<T> best(w.ow);
+    const T* maxima = output.data ? output.ptr<const T>() : nullptr;
+    // Per output row: the maxima (the forward's output, else recomputed as
+    // in the forward), then the index of the first maximal tap (kernel rows
+    // in reverse); NaN maxima (rare) take the last NaN, scalar.
+    auto plane = [&](int64_t p, const T* g, const T* x, T* gi) {
+      std::vector<T> best(maxima ? 0 : w.ow);
       std::vector<int64_t> arg(w.ow);
       for (int64_t i = 0; i < w.oh; ++i) {
         const int64_t r0 = i * w.sh - w.ph;
         int64_t lo, hi;
         internal::Taps(r0, w.dh, w.kh, h, &lo, &hi);
-        std::fill(best.begin(), best.end(),
-                  -std::numeric_limits<T>::infinity());
-        std::fill(arg.begin(), arg.end(), int64_t{-1});
-        for (int64_t a = lo; a < hi; ++a) {
-          internal::MaxPoolRow(x + (r0 + a * w.dh) * wd, wd, w, best.data());
+        const T* m = maxima ? maxima + (p * w.oh + i) * w.ow : best.data();
+        if (!maxima) {
+          std::fill(best.begin(), best.end(),
+                    -std::numeric_limits<T>::infinity());
+          for (int64_t a = lo; a < hi; ++a) {
+            internal::MaxPoolRow(x + (r0 + a * w.dh) * wd, wd, w, best.data());
+          }
         }
+        std::fill(arg.begin(), arg.end(), int64_t{-1});
         for (int64_t a = hi - 1; a >= lo; --a) {
           const int64_t r = r0 + a * w.dh;
-          internal::MaxPoolArgRow(x + r * wd, wd, w, r * wd, best.data(),
-                                  arg.data());
+          internal::MaxPoolArgRow(x + r * wd, wd, w, r * wd, m, arg.data());
         }
         for (int64_t j = 0; j < w.ow; ++j) {
-          if (std::isnan(best[j])) arg[j] = LastNaN(x, wd, w, lo, hi, r0, j);
+          if (std::isnan(m[j])) arg[j] = LastNaN(x, wd, w, lo, hi, r0, j);
           if (arg[j] >= 0) gi[arg[j]] += g[i * w.ow + j];
         }
       }
@@ -224,7 +228,7 @@ absl::Status AvgPool2dBackward(const StridedView& grad, const Window2d& w,
   const int64_t h = grad_input.sizes[2], wd = grad_input.sizes[3];
   return DispatchFloat(grad.dtype, "avg_pool2d_backward", [&](auto tag) {
     using T = decltype(tag);
-    auto plane = [&](const T* g, const T*, T* gi) {
+    auto plane = [&](int64_t, const T* g, const T*, T* gi) {
       for (int64_t i = 0; i < w.oh; ++i) {
         const int64_t h0 = i * w.sh - w.ph, h1 = std::min(h0 + w.kh, h + w.ph);
         const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h1, h);
@@ -254,7 +258,7 @@ absl::Status AdaptiveAvgPool2dBackward(const StridedView& grad,
   return DispatchFloat(
       grad.dtype, "adaptive_avg_pool2d_backward", [&](auto tag) {
         using T = decltype(tag);
-        auto plane = [&](const T* g, const T*, T* gi) {
+        auto plane = [&](int64_t, const T* g, const T*, T* gi) {
           for (int64_t i = 0; i < oh; ++i) {
             const int64_t h0 = i * h / oh, h1 = ((i + 1) * h + oh - 1) / oh;
             for (int64_t j = 0; j < ow; ++j) {

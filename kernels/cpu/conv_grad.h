@@ -45,9 +45,12 @@ absl::Status Conv2dBackwardInput(const StridedView& grad,
 // Pools: grad [planes, oh, ow], input / grad_input [planes, h, w] given as
 // 4-d views [N, C, ., .]; grad_input is overwritten. w.oh/w.ow are grad's.
 // Max: the gradient goes to the window's maximum, the last NaN if any, else
-// the first maximal element (PyTorch's CPU rule).
+// the first maximal element (PyTorch's CPU rule). `output`, when its data is
+// set, is the forward's output (MaxPool2d of `input` with `w`, shaped as
+// grad): its values are the window maxima, which are then not recomputed.
 absl::Status MaxPool2dBackward(const StridedView& grad,
-                               const StridedView& input, const Window2d& w,
+                               const StridedView& input,
+                               const StridedView& output, const Window2d& w,
                                const StridedView& grad_input);
 absl::Status AvgPool2dBackward(const StridedView& grad, const Window2d& w,
                                bool count_include_pad,

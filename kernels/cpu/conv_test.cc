@@ -134,13 +134,13 @@ TEST(PoolGradTest, MaxGoesToTheLastNaNElseFirstMaximum) {
                            2, 0, 0, 3};
   std::vector<double> g = {10, 20}, gi(8, 5);
   const Window2d w{2, 2, 2, 2, 0, 0, 1, 1, 1, 2};
-  ASSERT_TRUE(MaxPool2dBackward(View(g, {1, 1, 1, 2}), View(x, {1, 1, 2, 4}), w,
-                                View(gi, {1, 1, 2, 4}))
+  ASSERT_TRUE(MaxPool2dBackward(View(g, {1, 1, 1, 2}), View(x, {1, 1, 2, 4}),
+                                StridedView{}, w, View(gi, {1, 1, 2, 4}))
                   .ok());
   EXPECT_EQ(gi, (std::vector<double>{0, 10, 20, 0, 0, 0, 0, 0}));
   x[4] = x[5] = std::nan("");
-  ASSERT_TRUE(MaxPool2dBackward(View(g, {1, 1, 1, 2}), View(x, {1, 1, 2, 4}), w,
-                                View(gi, {1, 1, 2, 4}))
+  ASSERT_TRUE(MaxPool2dBackward(View(g, {1, 1, 1, 2}), View(x, {1, 1, 2, 4}),
+                                StridedView{}, w, View(gi, {1, 1, 2, 4}))
                   .ok());
   EXPECT_EQ(gi, (std::vector<double>{0, 0, 20, 0, 0, 10, 0, 0}));
 }
@@ -196,10 +196,22 @@ TEST(PoolGradTest, MaxMatchesTheTapLoopOnTiesAndNaNs) {
     const Window2d w{t.kh, t.kw, t.sh, t.sw, t.ph,
                      t.pw, t.dh, t.dw, t.oh, t.ow};
     ASSERT_TRUE(MaxPool2dBackward(View(g, {2, 3, t.oh, t.ow}),
-                                  View(x, {2, 3, t.h, t.w}), w,
+                                  View(x, {2, 3, t.h, t.w}), StridedView{}, w,
                                   View(gi, {2, 3, t.h, t.w}))
                     .ok());
     EXPECT_EQ(gi, want);
+    // Given the forward's output, the maxima are not recomputed: the same
+    // gradient.
+    std::vector<double> y(g.size()), gi_y(x.size(), 7);
+    ASSERT_TRUE(
+        MaxPool2d(View(x, {2, 3, t.h, t.w}), w, View(y, {2, 3, t.oh, t.ow}))
+            .ok());
+    ASSERT_TRUE(MaxPool2dBackward(View(g, {2, 3, t.oh, t.ow}),
+                                  View(x, {2, 3, t.h, t.w}),
+                                  View(y, {2, 3, t.oh, t.ow}), w,
+                                  View(gi_y, {2, 3, t.h, t.w}))
+                    .ok());
+    EXPECT_EQ(gi_y, want);
   }
 }
 

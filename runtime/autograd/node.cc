@@ -53,10 +53,11 @@ SavedTensor SavedTensor::Input(const Tensor& t,
 }
 
 SavedTensor SavedTensor::Output(const Tensor& t, int output_nr,
-                                bool requires_grad) {
+                                bool requires_grad, bool optional) {
   SavedTensor s;
   s.data_ = t.Detached();
   s.is_output_ = true;
+  s.optional_ = optional;
   s.output_nr_ = output_nr;
   s.requires_grad_ = requires_grad;
   s.version_ = t.storage()->version();
@@ -67,6 +68,7 @@ absl::StatusOr<Tensor> SavedTensor::Unpack(const std::shared_ptr<Node>& owner,
                                            const std::string& what,
                                            const std::string& site) const {
   const uint64_t now = data_.storage()->version();
+  if (now != version_ && optional_) return Tensor();
   if (now != version_) {
     return absl::FailedPreconditionError(absl::StrCat(
         "one of the variables needed for gradient computation has been "

@@ -67,12 +67,15 @@ class SavedTensor {
   // An input: `meta` is its autograd identity (for create_graph).
   static SavedTensor Input(const Tensor& t, std::shared_ptr<AutogradMeta> meta);
   // An output of the owning node: its identity is rebuilt from the node at
-  // unpack time (holding it would make a cycle).
-  static SavedTensor Output(const Tensor& t, int output_nr, bool requires_grad);
+  // unpack time (holding it would make a cycle). `optional`: the formula can
+  // do without it (GradRow::optional_outputs in derivatives.h).
+  static SavedTensor Output(const Tensor& t, int output_nr, bool requires_grad,
+                            bool optional = false);
 
   bool defined() const { return data_.defined(); }
-  // FAILED_PRECONDITION if the storage was modified since; `what` is e.g.
-  // "the input 0 of mul".
+  // FAILED_PRECONDITION if the storage was modified since (an optional
+  // output: an undefined tensor instead); `what` is e.g. "the input 0 of
+  // mul".
   absl::StatusOr<Tensor> Unpack(const std::shared_ptr<Node>& owner,
                                 const std::string& what,
                                 const std::string& site) const;
@@ -82,6 +85,7 @@ class SavedTensor {
   Tensor data_;
   std::shared_ptr<AutogradMeta> meta_;
   bool is_output_ = false;
+  bool optional_ = false;
   bool requires_grad_ = false;
   int output_nr_ = 0;
   uint64_t version_ = 0;

@@ -122,7 +122,8 @@ absl::StatusOr<std::vector<Tensor>> GraphRecorder::Run(
   }
   node->SetOutputs(std::move(out_specs));
   for (int i : op.save_outputs) {
-    node->SaveOutput(i, SavedTensor::Output(out[i], i, out[i].requires_grad()));
+    node->SaveOutput(i, SavedTensor::Output(out[i], i, out[i].requires_grad(),
+                                            op.optional_outputs));
   }
   return out;
 }

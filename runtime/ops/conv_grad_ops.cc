@@ -141,6 +141,15 @@ Specs InferPoolGrad(absl::Span<const Tensor> in, const Attrs&,
   if (in[0].ndim() != in[1].ndim()) {
     return absl::InvalidArgumentError("grad and input ranks differ");
   }
+  // max_pool2d_backward's optional third input: the forward's output.
+  if (in.size() == 3 &&
+      (in[2].shape() != in[0].shape() || in[2].dtype() != in[0].dtype())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_pool2d_backward: output must be max_pool2d's output, shaped as "
+        "grad ",
+        ShapeToString(in[0].shape()), " with its dtype; got ",
+        ShapeToString(in[2].shape()), " ", DTypeName(in[2].dtype())));
+  }
   return std::vector<TensorSpec>{
       {in[1].dtype(), in[1].shape(), in[1].device()}};
 }
@@ -173,7 +182,11 @@ absl::Status CpuPoolGrad(absl::Span<const Tensor> in,
     return cpu::AvgPool2dBackward(gv, win, attrs.Bool("count_include_pad"), gi);
   }
   TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[1], ctx));
-  return cpu::MaxPool2dBackward(gv, As4d(x), win, gi);
+  if (in.size() < 3) {
+    return cpu::MaxPool2dBackward(gv, As4d(x), StridedView{}, win, gi);
+  }
+  TD_ASSIGN_OR_RETURN(Tensor y, Contiguous(in[2], ctx));
+  return cpu::MaxPool2dBackward(gv, As4d(x), As4d(y), win, gi);
 }
 
 std::vector<AttrSpec> ConvAttrs(const char* size) {
@@ -222,11 +235,16 @@ std::vector<OpDef> ConvGradOps() {
     if (def.name == "max_pool2d") max_attrs = def.attrs;
     if (def.name == "avg_pool2d") avg_attrs = def.attrs;
   }
-  OpDef mb = Internal(MakeOp("max_pool2d_backward", 2, 2, max_attrs,
-                             "The gradient of max_pool2d's input from the "
-                             "output gradient and input (used by autograd)."));
+  OpDef mb = Internal(MakeOp(
+      "max_pool2d_backward", 2, 3, max_attrs,
+      "The gradient of max_pool2d's input from the output gradient and input "
+      "(used by autograd); an optional third input, max_pool2d's output, "
+      "saves recomputing the window maxima (CPU)."));
   mb.infer = InferPoolGrad<Pool::kMax>;
   mb.cpu = CpuPoolGrad<Pool::kMax>;
+  // No example with the output: random values are not max_pool2d's output,
+  // so CPU (trusting them) and CUDA (recomputing) would disagree in the CUDA
+  // consistency test. op_table_test.cc runs that form on a real output.
   mb.examples = {Example({{1, 2, 3, 3}, {1, 2, 5, 5}},
                          {{"kernel_size", I{2}}, {"ceil_mode", true}})};
   ops.push_back(std::move(mb));

@@ -23,6 +23,7 @@ void AttachGradients(std::vector<OpDef>* table) {
     def->backward = r.backward;
     def->save_inputs = r.save_inputs;
     def->save_outputs = r.save_outputs;
+    def->optional_outputs = r.optional_outputs;
   }
   // In-place rows differentiate as their out-of-place twins (Note
   // [Recording] saves a copy of input 0's old value).
@@ -33,6 +34,7 @@ void AttachGradients(std::vector<OpDef>* table) {
     def.backward = twin->backward;
     def.save_inputs = twin->save_inputs;
     def.save_outputs = twin->save_outputs;
+    def.optional_outputs = twin->optional_outputs;
   }
 }
 

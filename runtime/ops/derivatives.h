@@ -18,6 +18,10 @@ struct GradRow {
   std::vector<int> save_inputs;
   std::vector<int> save_outputs;
   BackwardFn backward;
+  // The saved outputs only spare the formula work: one modified in place
+  // before backward reaches it as absent (GradCtx::has_out) instead of
+  // failing the backward (Note [Versions]).
+  bool optional_outputs = false;
 };
 
 std::vector<GradRow> PointwiseGrads();  // derivatives_pointwise.cc

@@ -68,14 +68,20 @@ std::vector<GradRow> NnGrads() {
          return {G(g) - g.Op("exp", {g.out()}) * s};
        }},
       {"conv2d", {0, 1}, {}, ConvGrad},
+      // The output holds the window maxima, so the backward does not
+      // recompute them; modified in place since (relu_ after the pool), it
+      // is left out and they are (optional_outputs).
       {"max_pool2d",
        {0},
-       {},
+       {0},
        [](GradCtx& g) -> Grads {
-         return {g.Op("max_pool2d_backward", {G(g), g.in(0)},
+         std::vector<GradValue> in = {G(g), g.in(0)};
+         if (g.has_out(0)) in.push_back(g.out());
+         return {g.Op("max_pool2d_backward", std::move(in),
                       SameAttrs(g, {"kernel_size", "stride", "padding",
                                     "dilation", "ceil_mode"}))};
-       }},
+       },
+       /*optional_outputs=*/true},
       {"avg_pool2d",
        {0},
        {},

@@ -43,6 +43,12 @@ class GradCtx {
   GradValue grad(int i = 0);  // gradient of output i (zeros if none flowed)
   GradValue in(int i);        // saved input i
   GradValue out(int i = 0);   // saved output i
+  // Whether saved output i is there (an optional one modified in place is
+  // not: GradRow::optional_outputs).
+  bool has_out(int i = 0) const {
+    return i >= 0 && i < static_cast<int>(outputs_.size()) &&
+           outputs_[i].defined();
+  }
   const Shape& in_shape(int i) const { return specs_[i].shape; }
   DType in_dtype(int i) const { return specs_[i].dtype; }
   int num_inputs() const { return static_cast<int>(specs_.size()); }

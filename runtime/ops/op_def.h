@@ -144,6 +144,8 @@ class OpDef {
   BackwardFn backward = nullptr;
   std::vector<int> save_inputs;
   std::vector<int> save_outputs;
+  // Saved outputs a formula can do without (GradRow::optional_outputs).
+  bool optional_outputs = false;
   // In-place rows: output 0 is input 0 (the graph rebases its history).
   bool inplace = false;
   std::string doc;

@@ -291,6 +291,49 @@ TEST_F(OpTableTest, MoreInvalidCallsAreInvalidArgument) {
       Run("max_pool2d", {a}, {{"kernel_size", std::vector<int64_t>{2}}}));
 }
 
+// max_pool2d_backward given max_pool2d's output (as autograd calls it) takes
+// the window maxima from it: the same gradient as recomputing them, for
+// overlapping, padded, dilated and ceil-mode windows, 3-d and 4-d, float32
+// and bfloat16, a non-contiguous output too. A misshapen output is rejected.
+TEST_F(OpTableTest, MaxPoolBackwardWithOutputMatchesWithout) {
+  const std::map<std::string, AttrValue> attrs = {
+      {"kernel_size", std::vector<int64_t>{3, 2}},
+      {"stride", std::vector<int64_t>{2, 1}},
+      {"padding", std::vector<int64_t>{1, 1}},
+      {"dilation", std::vector<int64_t>{1, 2}},
+      {"ceil_mode", true}};
+  for (DType d : {DType::kFloat32, DType::kBFloat16}) {
+    for (const Shape& shape : {Shape{2, 3, 7, 6}, Shape{3, 8, 5}}) {
+      SCOPED_TRACE(testing::Message()
+                   << DTypeName(d) << " " << ShapeToString(shape));
+      Tensor x = MakeInput(devices_->cpu(), ctx_.alloc, shape, d, 3);
+      auto y = Run("max_pool2d", {x}, attrs);
+      ASSERT_TRUE(y.ok()) << y.status();
+      const Tensor& out = (*y)[0];
+      Tensor g = MakeInput(devices_->cpu(), ctx_.alloc, out.shape(), d, 4);
+      // The output's values through a transposed copy: non-contiguous.
+      Shape ts = out.shape();
+      std::swap(ts[0], ts[1]);
+      Tensor base = *Tensor::Empty(devices_->cpu(), d, ts, ctx_.alloc);
+      Strides st = base.strides();
+      std::swap(st[0], st[1]);
+      Tensor strided = base.AsStrided(out.shape(), st, 0);
+      ASSERT_TRUE(cpu::Copy(out.view(), strided.view()).ok());
+      auto want = Run("max_pool2d_backward", {g, x}, attrs);
+      ASSERT_TRUE(want.ok()) << want.status();
+      const Tensor& w = (*want)[0];
+      for (const Tensor& given : {out, strided}) {
+        auto got = Run("max_pool2d_backward", {g, x, given}, attrs);
+        ASSERT_TRUE(got.ok()) << got.status();
+        ASSERT_EQ((*got)[0].shape(), w.shape());
+        EXPECT_EQ(std::memcmp((*got)[0].data(), w.data(), w.nbytes()), 0);
+      }
+      auto bad = Run("max_pool2d_backward", {g, x, x}, attrs);
+      EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+    }
+  }
+}
+
 TEST_F(OpTableTest, RandnIsReproducibleBySeed) {
   generator_.ManualSeed(5);
   auto x = Run("randn", {}, {{"shape", std::vector<int64_t>{8}}});

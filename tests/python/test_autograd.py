@@ -248,3 +248,51 @@ def test_requires_grad_on_a_non_leaf_that_requires_grad_is_a_no_op():
     y.sum().backward()
     assert x.grad.tolist() == [2.0, 2.0]
     td.synchronize()  # no error was left behind
+
+
+# max_pool2d's backward takes the window maxima from the saved output (PyTorch's CPU rule: the
+# gradient goes to the last NaN of a window, else its first maximum). Ties come from values drawn
+# from a small set; windows overlap, pad, dilate and run past the edge in ceil mode.
+POOL_GEOMETRIES = [
+    dict(kernel_size=2),
+    dict(kernel_size=3, stride=2, padding=1),
+    dict(kernel_size=(3, 2), stride=(2, 1), padding=(1, 1), dilation=(1, 2)),
+    dict(kernel_size=2, stride=2, dilation=2),
+    dict(kernel_size=3, stride=2, ceil_mode=True),
+    dict(kernel_size=2, stride=1, padding=1, ceil_mode=True),
+]
+
+
+@pytest.mark.parametrize("data", ["ties", "nans", "random"])
+@pytest.mark.parametrize("geometry", POOL_GEOMETRIES, ids=repr)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_pool2d_grad_matches_torch_on_ties_and_nans(geometry, data, dtype):
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 4, size=(2, 3, 9, 8)).astype(dtype)
+    if data == "nans":
+        x[rng.random(x.shape) < 0.08] = np.nan
+    elif data == "random":
+        x = rng.standard_normal(x.shape).astype(dtype)
+    a, ta = pair(x)
+    y = td.nn.functional.max_pool2d(a, **geometry)
+    ty = torch.nn.functional.max_pool2d(ta, **geometry)
+    np.testing.assert_array_equal(y.numpy(), ty.detach().numpy())
+    w = rng.standard_normal(ty.shape).astype(dtype)
+    (y * td.tensor(w)).sum().backward()
+    (ty * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-6, atol=0)
+
+
+def test_max_pool2d_grad_after_the_output_is_modified_in_place():
+    # relu_ on the pooled output (nn.ReLU(inplace=True) after a pool): the backward recomputes
+    # the maxima instead of reading the modified output, as PyTorch (which saves indices) allows.
+    x = rand(2, 3, 8, 8, seed=5)
+    a, ta = pair(x)
+    y = td.nn.functional.max_pool2d(a, 2)
+    ty = torch.nn.functional.max_pool2d(ta, 2)
+    td.nn.functional.relu(y, inplace=True)
+    torch.nn.functional.relu(ty, inplace=True)
+    w = rand(*ty.shape, seed=6)
+    (y * td.tensor(w)).sum().backward()
+    (ty * torch.tensor(w)).sum().backward()
+    close(a.grad, ta.grad)
