@@ -2,6 +2,7 @@
 // broadcast) views. Values across the op set are checked against PyTorch in
 // tests/python; these pin the loop machinery itself.
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -97,6 +98,91 @@ TEST(ReduceTest, MeanAndMax) {
                      View(out, DType::kFloat32, {1}, {1}))
                   .ok());
   EXPECT_FLOAT_EQ(out[0], 8.0f);
+}
+
+// Note [Float sums]: float32 sums accumulate in float lanes over blocks; a
+// 10M-element sum (the parallel path) and per-channel sums over NCHW's
+// {0, 2, 3} (merged H * W runs) stay within 1e-6 of a double reference.
+TEST(ReduceTest, FloatSumsOfLongRunsMatchDouble) {
+  const int64_t n = 10'000'000;
+  std::vector<float> x(n, 0.1f), out(1);
+  bool all[] = {true};
+  ASSERT_TRUE(Reduce(ReduceOp::kSum, View(x, DType::kFloat32, {n}, {1}), all,
+                     View(out, DType::kFloat32, {1}, {1}))
+                  .ok());
+  EXPECT_NEAR(out[0], static_cast<double>(0.1f) * n, 1e-6 * 0.1 * n);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(0, 1);
+  double want = 0;
+  for (float& v : x) want += (v = u(rng));
+  ASSERT_TRUE(Reduce(ReduceOp::kMean, View(x, DType::kFloat32, {n}, {1}), all,
+                     View(out, DType::kFloat32, {1}, {1}))
+                  .ok());
+  EXPECT_NEAR(out[0], want / n, 1e-6 * want / n);
+
+  // [N, C, H, W] = [50, 4, 100, 500]: each channel sums 50 runs of 50000.
+  const int64_t c = 4, hw = 100 * 500, batch = n / (c * hw);
+  std::vector<double> ref(c, 0);
+  for (int64_t i = 0; i < n; ++i) ref[(i / hw) % c] += x[i];
+  std::vector<float> sums(c);
+  bool nchw[] = {true, false, true, true};
+  ASSERT_TRUE(
+      Reduce(
+          ReduceOp::kSum,
+          View(x, DType::kFloat32, {batch, c, 100, 500}, {c * hw, hw, 500, 1}),
+          nchw, View(sums, DType::kFloat32, {1, c, 1, 1}, {c, 1, 1, 1}))
+          .ok());
+  for (int64_t k = 0; k < c; ++k) EXPECT_NEAR(sums[k], ref[k], 1e-6 * ref[k]);
+}
+
+// Reduced dims that are contiguous together reduce as one run; the order
+// (argmax's flat index) and strided views are unchanged.
+TEST(ReduceTest, MergedRunsKeepOrderAndStrides) {
+  std::vector<double> x(2 * 3 * 4 * 5);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<double>(i));
+  bool nchw[] = {true, false, true, true};
+  std::vector<double> sums(3), vars(3);
+  std::vector<int64_t> args(3);
+  const StridedView in = View(x, DType::kFloat64, {2, 3, 4, 5}, {60, 20, 5, 1});
+  ASSERT_TRUE(Reduce(ReduceOp::kSum, in, nchw,
+                     View(sums, DType::kFloat64, {1, 3, 1, 1}, {3, 1, 1, 1}))
+                  .ok());
+  ASSERT_TRUE(
+      ReduceStat(StatOp::kVar, in, nchw, 0,
+                 View(vars, DType::kFloat64, {1, 3, 1, 1}, {3, 1, 1, 1}))
+          .ok());
+  ASSERT_TRUE(ReduceStat(StatOp::kArgMax, in, nchw, 0,
+                         View(args, DType::kInt64, {1, 3, 1, 1}, {3, 1, 1, 1}))
+                  .ok());
+  for (int64_t c = 0; c < 3; ++c) {
+    double s = 0, best = -2;
+    int64_t arg = -1, r = 0;
+    for (int64_t b = 0; b < 2; ++b) {
+      for (int64_t i = 0; i < 20; ++i, ++r) {
+        const double v = x[b * 60 + c * 20 + i];
+        s += v;
+        if (v > best) best = v, arg = r;
+      }
+    }
+    double ss = 0;
+    for (int64_t b = 0; b < 2; ++b) {
+      for (int64_t i = 0; i < 20; ++i) {
+        const double d = x[b * 60 + c * 20 + i] - s / 40;
+        ss += d * d;
+      }
+    }
+    EXPECT_NEAR(sums[c], s, 1e-12);
+    EXPECT_NEAR(vars[c], ss / 40, 1e-12);
+    EXPECT_EQ(args[c], arg);
+  }
+  // H and W transposed: no merge, the same sums.
+  std::vector<double> t_sums(3);
+  ASSERT_TRUE(Reduce(ReduceOp::kSum,
+                     View(x, DType::kFloat64, {2, 3, 5, 4}, {60, 20, 1, 5}),
+                     nchw,
+                     View(t_sums, DType::kFloat64, {1, 3, 1, 1}, {3, 1, 1, 1}))
+                  .ok());
+  for (int64_t c = 0; c < 3; ++c) EXPECT_NEAR(t_sums[c], sums[c], 1e-12);
 }
 
 TEST(MatmulTest, BlasAndTransposedOperandsMatchHandComputed) {

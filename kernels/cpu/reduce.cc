@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/reduce_runs.h"
 
 namespace tensord {
 namespace cpu {
@@ -36,13 +37,16 @@ ReducePlan MakePlan(const StridedView& in, const bool* reduced,
       p.kept_count *= in.sizes[d];
     }
   }
+  internal::MergeReducedDims(p.red_sizes, p.red_strides, &p.red_ndim);
   return p;
 }
 
 // A stride-1 run summed with independent lanes so the loop vectorises
 // (the lanes also make the sum more accurate than one running total).
-template <typename Acc, typename In>
+// kFloatLanes: a float32 run into a float32 result, Note [Float sums].
+template <typename Acc, bool kFloatLanes, typename In>
 Acc SumRun(const In* p, int64_t n) {
+  if constexpr (kFloatLanes) return internal::FloatRunSum(p, n);
   constexpr int kLanes = 8;
   Acc lanes[kLanes] = {};
   int64_t i = 0;
@@ -55,7 +59,7 @@ Acc SumRun(const In* p, int64_t n) {
   return acc;
 }
 
-template <typename Acc, typename In>
+template <typename Acc, bool kFloatLanes, typename In>
 Acc Accumulate(ReduceOp op, const In* base, const ReducePlan& p) {
   Acc acc;
   switch (op) {
@@ -90,7 +94,7 @@ Acc Accumulate(ReduceOp op, const In* base, const ReducePlan& p) {
       case ReduceOp::kSum:
       case ReduceOp::kMean:
         if (s == 1) {
-          acc += SumRun<Acc>(ptr, n);
+          acc += SumRun<Acc, kFloatLanes>(ptr, n);
         } else {
           for (int64_t i = 0; i < n; ++i) acc += static_cast<Acc>(ptr[i * s]);
         }
@@ -132,6 +136,15 @@ Acc Accumulate(ReduceOp op, const In* base, const ReducePlan& p) {
   return acc;
 }
 
+// Floats accumulate in double and integers in int64 (bool as int64); float32
+// runs into a float32 result in float lanes first (Note [Float sums]).
+template <typename Out>
+using AccOf =
+    std::conditional_t<std::is_floating_point_v<Out>, double, int64_t>;
+template <typename Out, typename In>
+constexpr bool kFloatLanesFor = (std::is_same_v<Out, float> &&
+                                 std::is_same_v<In, float>);
+
 }  // namespace
 
 absl::Status Reduce(ReduceOp op, const StridedView& in, const bool* reduced,
@@ -151,10 +164,10 @@ absl::Status Reduce(ReduceOp op, const StridedView& in, const bool* reduced,
       in.is_contiguous() && plan.red_count >= kParallelGrain) {
     absl::Status status = DispatchAll(out.dtype, "reduce", [&](auto out_tag) {
       using Out = decltype(out_tag);
-      using Acc =
-          std::conditional_t<std::is_floating_point_v<Out>, double, int64_t>;
+      using Acc = AccOf<Out>;
       inner_status = DispatchAll(in.dtype, "reduce", [&](auto in_tag) {
         using In = decltype(in_tag);
+        constexpr bool kFloat = kFloatLanesFor<Out, In>;
         const In* data = in.ptr<const In>();
         const int64_t n = plan.red_count;
         const int64_t chunks = 64, step = (n + chunks - 1) / chunks;
@@ -162,7 +175,7 @@ absl::Status Reduce(ReduceOp op, const StridedView& in, const bool* reduced,
         ParallelFor(chunks, step, [&](int64_t b, int64_t e) {
           for (int64_t c = b; c < e; ++c) {
             const int64_t lo = c * step, hi = std::min(n, lo + step);
-            if (lo < hi) partial[c] = SumRun<Acc>(data + lo, hi - lo);
+            if (lo < hi) partial[c] = SumRun<Acc, kFloat>(data + lo, hi - lo);
           }
         });
         Acc acc = 0;
@@ -175,9 +188,7 @@ absl::Status Reduce(ReduceOp op, const StridedView& in, const bool* reduced,
   }
   absl::Status status = DispatchAll(out.dtype, "reduce", [&](auto out_tag) {
     using Out = decltype(out_tag);
-    // Accumulate floats in double and integers in int64 (bool as int64).
-    using Acc =
-        std::conditional_t<std::is_floating_point_v<Out>, double, int64_t>;
+    using Acc = AccOf<Out>;
     inner_status = DispatchAll(in.dtype, "reduce", [&](auto in_tag) {
       using In = decltype(in_tag);
       const In* in_data = in.ptr<const In>();
@@ -191,7 +202,8 @@ absl::Status Reduce(ReduceOp op, const StridedView& in, const bool* reduced,
             in_off += idx * plan.kept_in_strides[d];
             out_off += idx * plan.kept_out_strides[d];
           }
-          const Acc acc = Accumulate<Acc>(op, in_data + in_off, plan);
+          const Acc acc = Accumulate<Acc, kFloatLanesFor<Out, In>>(
+              op, in_data + in_off, plan);
           out_data[out_off] = static_cast<Out>(acc);
         }
       });

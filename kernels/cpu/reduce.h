@@ -2,7 +2,8 @@
 //
 // Contract: `out` has the same ndim as `in`, with size 1 on every reduced dim
 // and in's size elsewhere (keepdim layout; the runtime drops dims after).
-// Floating sums accumulate in double; integer sums in int64.
+// Floating sums accumulate in double, float32 ones in float lanes first
+// (Note [Float sums] in reduce_runs.h); integer sums in int64.
 #ifndef TENSORD_KERNELS_CPU_REDUCE_H_
 #define TENSORD_KERNELS_CPU_REDUCE_H_
 

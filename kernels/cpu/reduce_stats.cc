@@ -10,6 +10,7 @@
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/reduce.h"
+#include "kernels/cpu/reduce_runs.h"
 
 namespace tensord {
 namespace cpu {
@@ -110,6 +111,7 @@ absl::Status ReduceStat(StatOp op, const StridedView& in, const bool* reduced,
       kept_count *= in.sizes[d];
     }
   }
+  internal::MergeReducedDims(red_sizes, red_strides, &red);
   const bool is_arg = op == StatOp::kArgMax || op == StatOp::kArgMin;
   const bool is_var = op == StatOp::kVar || op == StatOp::kStd;
   if (is_arg && red_count == 0 && kept_count > 0) {
