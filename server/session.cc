@@ -344,6 +344,10 @@ v1::SessionInfo Session::Info() const {
   const SharedBufferUsage shared = runner_.shared_buffer_usage();
   info.set_shared_buffers(shared.count);
   info.set_shared_buffer_bytes(shared.bytes);
+  if (shm_ != nullptr) info.add_paths("shm");
+  if (ring_ != nullptr) info.add_paths("ring");
+  if (cma_ != nullptr) info.add_paths("cma");
+  if (bulk_ != nullptr && bulk_->attached()) info.add_paths("bulk");
   for (const auto& device : params_.devices->devices()) {
     (*info.mutable_memory_bytes())[device->name()] =
         device->allocator()->SessionBytes(params_.number);

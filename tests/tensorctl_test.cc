@@ -89,10 +89,13 @@ class TensorctlTest : public ::testing::Test {
     daemon_ = nullptr;
   }
 
-  std::unique_ptr<Client> Connect(const std::string& name) {
+  std::unique_ptr<Client> Connect(
+      const std::string& name,
+      ClientOptions::ShmMode shm = ClientOptions::ShmMode::kAuto) {
     ClientOptions options;
     options.address = daemon_->address();
     options.client_name = name;
+    options.shm = shm;
     auto c = Client::Connect(options);
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? *std::move(c) : nullptr;
@@ -282,6 +285,37 @@ int64_t SessionNumber(const std::string& json, const std::string& id,
                       const std::string& key) {
   const size_t at = json.find(absl::StrCat("\"session_id\":\"", id, "\""));
   return at == std::string::npos ? -1 : JsonNumber(json.substr(at), key);
+}
+
+// The paths a session moves bytes on besides its stream (SessionInfo.paths):
+// a same-host session's region and cross-memory attach; a session without a
+// region gets the bulk socket once its first big upload attached it.
+TEST_F(TensorctlTest, SessionsShowTheirTransferPaths) {
+  auto local = Connect("paths-local");
+  auto remote = Connect("paths-remote", ClientOptions::ShmMode::kOff);
+  auto idle = Connect("paths-idle", ClientOptions::ShmMode::kOff);
+  const auto path_list = [](const std::string& json, const std::string& id) {
+    const size_t at = json.find(absl::StrCat("\"session_id\":\"", id, "\""));
+    if (at == std::string::npos) return std::string("(no session)");
+    const size_t from = json.find("\"paths\":", at);
+    return json.substr(from, json.find(']', from) + 1 - from);
+  };
+  CtlResult json = Ctl("sessions --json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_EQ(path_list(json.output, local->session_id()),
+            "\"paths\":[\"shm\",\"cma\"]");
+  EXPECT_EQ(path_list(json.output, remote->session_id()), "\"paths\":[]");
+  Tensor big = Floats(*remote, 512 * 1024);  // 2 MiB: on the bulk socket
+  ASSERT_TRUE(remote->bulk_active());
+  json = Ctl("sessions --json");
+  EXPECT_EQ(path_list(json.output, remote->session_id()),
+            "\"paths\":[\"bulk\"]");
+  EXPECT_EQ(path_list(json.output, idle->session_id()), "\"paths\":[]");
+  const std::string text = Ctl("sessions").output;
+  EXPECT_THAT(text, HasSubstr("PATHS"));
+  EXPECT_THAT(text, HasSubstr("shm,cma"));
+  EXPECT_THAT(text, HasSubstr("bulk"));
+  EXPECT_THAT(text, HasSubstr("stream"));
 }
 
 TEST_F(TensorctlTest, SharedBuffersShowPerSessionAndApartFromThePools) {

@@ -46,6 +46,11 @@ std::string DeviceMemory(const v1::SessionInfo& s) {
   return parts.empty() ? "-" : absl::StrJoin(parts, ",");
 }
 
+// "shm,ring,cma": how the session moves bytes besides its stream.
+std::string PathsCell(const v1::SessionInfo& s) {
+  return s.paths().empty() ? "stream" : absl::StrJoin(s.paths(), ",");
+}
+
 // "2 (8.0 MiB)": the session's shared host buffers, apart from MEMORY.
 std::string SharedBufferCell(const v1::SessionInfo& s) {
   if (s.shared_buffers() == 0) return "-";
@@ -152,6 +157,8 @@ absl::Status RunSessions(Ctl& ctl, Args) {
   if (ctl.json) {
     std::vector<std::string> items;
     for (const v1::SessionInfo& s : response.sessions()) {
+      std::vector<std::string> paths;
+      for (const std::string& p : s.paths()) paths.push_back(JsonString(p));
       JsonObject memory;
       std::map<std::string, uint64_t> sorted(s.memory_bytes().begin(),
                                              s.memory_bytes().end());
@@ -169,6 +176,7 @@ absl::Status RunSessions(Ctl& ctl, Args) {
                           .AddRaw("memory_bytes", memory.ToString())
                           .Add("shared_buffers", s.shared_buffers())
                           .Add("shared_buffer_bytes", s.shared_buffer_bytes())
+                          .AddRaw("paths", JsonArray(paths))
                           .ToString());
     }
     *ctl.out << JsonObject().AddRaw("sessions", JsonArray(items)).ToString()
@@ -180,14 +188,14 @@ absl::Status RunSessions(Ctl& ctl, Args) {
     return absl::OkStatus();
   }
   Table table({"SESSION", "USER", "CLIENT", "PEER", ">AGE", "STATE", ">HANDLES",
-               ">OPS", ">QUEUE", "MEMORY", "SHARED"});
+               ">OPS", ">QUEUE", "MEMORY", "SHARED", "PATHS"});
   for (const v1::SessionInfo& s : response.sessions()) {
     table.AddRow({s.session_id(), s.user().empty() ? "-" : s.user(),
                   s.client_name().empty() ? "-" : s.client_name(), s.peer(),
                   HumanDuration(s.age_seconds()), s.state(),
                   absl::StrCat(s.live_handles()), absl::StrCat(s.ops_run()),
                   absl::StrCat(s.queue_depth()), DeviceMemory(s),
-                  SharedBufferCell(s)});
+                  SharedBufferCell(s), PathsCell(s)});
   }
   *ctl.out << table.ToString();
   return absl::OkStatus();
