@@ -23,23 +23,10 @@ int Millis(absl::Duration d) {
   return static_cast<int>(absl::ToInt64Milliseconds(d));
 }
 
-// Reads exactly `n` bytes within `deadline`; false otherwise.
-bool ReadAll(int fd, char* buf, size_t n, absl::Time deadline) {
-  size_t got = 0;
-  while (got < n) {
-    const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) return false;
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, Millis(left) + 1) <= 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    const ssize_t r = recv(fd, buf + got, n - got, 0);
-    if (r <= 0) return false;
-    got += static_cast<size_t>(r);
-  }
-  return true;
-}
+// How long a connection may take to send its hello, and how many may be
+// sending theirs at once.
+constexpr absl::Duration kHelloTime = absl::Seconds(2);
+constexpr size_t kMaxArriving = 64;
 
 }  // namespace
 
@@ -223,25 +210,67 @@ BulkListener::~BulkListener() {
 }
 
 void BulkListener::AcceptLoop() {
+  // Connections whose hello is still arriving: read as their bytes come, so
+  // a silent one holds only its own slot, for at most kHelloTime.
+  struct Arriving {
+    int fd;
+    absl::Time deadline;
+    size_t got = 0;
+    char hello[kBulkMagicBytes + kBulkTokenBytes];
+  };
+  std::vector<Arriving> arriving;
+  std::vector<pollfd> polled;
   while (true) {
-    pollfd p[2] = {{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    if (poll(p, 2, -1) < 0) {
+    polled.assign({{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}});
+    absl::Time first = absl::InfiniteFuture();
+    for (const Arriving& a : arriving) {
+      polled.push_back({a.fd, POLLIN, 0});
+      first = std::min(first, a.deadline);
+    }
+    const int timeout =
+        arriving.empty() ? -1 : std::max(0, Millis(first - absl::Now())) + 1;
+    if (poll(polled.data(), polled.size(), timeout) < 0) {
       if (errno == EINTR) continue;
       spdlog::error("bulk socket: poll failed: {}", strerror(errno));
-      return;
+      break;
     }
-    if (p[1].revents != 0) return;
-    const int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (conn >= 0) Admit(conn);
+    if (polled[1].revents != 0) break;
+    const absl::Time now = absl::Now();
+    std::vector<Arriving> still;
+    for (size_t i = 0; i < arriving.size(); ++i) {
+      Arriving& a = arriving[i];
+      if (polled[i + 2].revents != 0) {
+        const ssize_t r =
+            recv(a.fd, a.hello + a.got, sizeof(a.hello) - a.got, MSG_DONTWAIT);
+        if (r > 0) a.got += static_cast<size_t>(r);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+          close(a.fd);
+          continue;
+        }
+      }
+      if (a.got == sizeof(a.hello)) {
+        Admit(a.fd, a.hello);
+      } else if (now >= a.deadline) {
+        close(a.fd);
+      } else {
+        still.push_back(a);
+      }
+    }
+    arriving.swap(still);
+    if (polled[0].revents != 0) {
+      const int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (conn >= 0 && arriving.size() >= kMaxArriving) {
+        close(conn);  // a flood of silent connections: the newest go
+      } else if (conn >= 0) {
+        arriving.push_back({conn, now + kHelloTime});
+      }
+    }
   }
+  for (const Arriving& a : arriving) close(a.fd);
 }
 
-void BulkListener::Admit(int fd) {
-  // A client sends its hello at once: 2 s is generous, and bounds how long
-  // a silent connection holds the accept thread.
-  char hello[kBulkMagicBytes + kBulkTokenBytes];
-  if (!ReadAll(fd, hello, sizeof(hello), absl::Now() + absl::Seconds(2)) ||
-      std::memcmp(hello, kBulkMagic, kBulkMagicBytes) != 0) {
+void BulkListener::Admit(int fd, const char* hello) {
+  if (std::memcmp(hello, kBulkMagic, kBulkMagicBytes) != 0) {
     close(fd);
     return;
   }

@@ -16,7 +16,8 @@
 //
 // A client attaches with the session's one-time token (Welcome.bulk_token,
 // sent over the authenticated stream): BulkListener accepts, reads the
-// 8-byte magic and the token, and hands the socket to that session's
+// 8-byte magic and the token (within 2 s; up to 64 connections at once, so
+// silent ones delay no other), and hands the socket to that session's
 // BulkChannel. Anything else is closed without an answer.
 //
 // Thread safety: BulkChannel is used by the session's executor (Read,
@@ -109,9 +110,11 @@ class BulkListener {
 
  private:
   BulkListener(int fd, int wake_fd, int port, Lookup lookup);
+  // Accepts connections and reads their hellos as their bytes arrive, up
+  // to 64 at a time, each within 2 s: a silent peer delays no other.
   void AcceptLoop();
-  // Reads the hello of a fresh connection and attaches it, or closes it.
-  void Admit(int fd);
+  // Attaches `fd` to the session its complete `hello` names, or closes it.
+  void Admit(int fd, const char* hello);
 
   const int fd_;
   const int wake_fd_;  // an eventfd: the destructor's stop signal

@@ -166,6 +166,36 @@ TEST(BulkListenerTest, AdmitsOnlyTheTokensItKnowsOnce) {
   listener->reset();  // stops and joins its thread
 }
 
+// Connections that never send their hello hold only their own slot: a
+// client behind three of them is admitted at once, not after their 2 s
+// each (its answer must come within 1.5 s), and the silent ones are closed
+// once their time is up.
+TEST(BulkListenerTest, SilentConnectionsDelayNoOther) {
+  const std::string token(kBulkTokenBytes, 't');
+  auto channel = std::make_shared<BulkChannel>();
+  auto listener = BulkListener::Start(
+      "127.0.0.1", 0, [&](absl::string_view t) -> std::shared_ptr<BulkChannel> {
+        return t == token ? channel : nullptr;
+      });
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  std::vector<int> silent;
+  for (int i = 0; i < 3; ++i) {
+    silent.push_back(ConnectLoopback((*listener)->port()));
+    ASSERT_TRUE(SendAll(silent.back(), "TDB"));  // a hello that stops
+  }
+  const int fd = ConnectLoopback((*listener)->port());
+  timeval limit{1, 500000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+  ASSERT_TRUE(SendAll(fd, std::string(kBulkMagic) + token));
+  EXPECT_EQ(RecvUpTo(fd, 1), std::string(1, kBulkAccepted));
+  EXPECT_TRUE(channel->attached());
+  for (int s : silent) {
+    EXPECT_EQ(RecvUpTo(s, 1), "");  // closed by the listener, unanswered
+    close(s);
+  }
+  close(fd);
+}
+
 TEST(BulkListenerTest, HostsOfListenAddresses) {
   EXPECT_EQ(TcpHostOf("127.0.0.1:50051"), "127.0.0.1");
   EXPECT_EQ(TcpHostOf("[::1]:0"), "::1");
