@@ -20,17 +20,41 @@ ClientOptions ResolveOptions(ClientOptions options) {
   return options;
 }
 
-bool IsSameHostAddress(absl::string_view address) {
-  if (absl::StartsWith(address, "unix:") ||
-      absl::StartsWith(address, "unix-abstract:")) {
-    return true;
-  }
+namespace {
+
+bool IsUnixAddress(absl::string_view address) {
+  return absl::StartsWith(address, "unix:") ||
+         absl::StartsWith(address, "unix-abstract:");
+}
+
+// `address` without its gRPC resolver scheme.
+absl::string_view WithoutScheme(absl::string_view address) {
   absl::ConsumePrefix(&address, "dns:///");
   absl::ConsumePrefix(&address, "ipv4:");
   absl::ConsumePrefix(&address, "ipv6:");
+  return address;
+}
+
+}  // namespace
+
+bool IsSameHostAddress(absl::string_view address) {
+  if (IsUnixAddress(address)) return true;
+  address = WithoutScheme(address);
   return absl::StartsWith(address, "127.") ||
          absl::StartsWith(address, "localhost:") || address == "localhost" ||
          absl::StartsWith(address, "[::1]");
+}
+
+std::string TcpHostOf(absl::string_view address) {
+  if (IsUnixAddress(address)) return "";
+  address = WithoutScheme(address);
+  const size_t colon = address.rfind(':');
+  if (colon == address.npos || address.find('/') != address.npos) return "";
+  absl::string_view host = address.substr(0, colon);
+  if (absl::ConsumePrefix(&host, "[") && !absl::ConsumeSuffix(&host, "]")) {
+    return "";
+  }
+  return std::string(host);
 }
 
 }  // namespace client

@@ -99,6 +99,10 @@ ClientOptions ResolveOptions(ClientOptions options);
 // True for addresses that name this host: loopback IPs, localhost, unix
 // sockets. ClientOptions::ShmMode::kAuto asks for a region only there.
 bool IsSameHostAddress(absl::string_view address);
+// The host of an address naming a TCP endpoint ("host:port", "[v6]:port",
+// with or without a dns:///, ipv4: or ipv6: scheme): where the bulk socket
+// connects. Empty for unix sockets and anything else.
+std::string TcpHostOf(absl::string_view address);
 
 }  // namespace client
 }  // namespace tensord

@@ -403,9 +403,8 @@ class Session {
   // Whether to ask for one (Hello.bulk): a TCP address, not turned off.
   bool WantBulk() const;
   // An upload or download with its bytes on the bulk socket; nullopt when
-  // the socket is not usable (the caller takes another path). A download's
-  // `total` is 0 when its size is not known yet (the daemon may then answer
-  // on the stream).
+  // the socket is not usable (the caller takes another path). A download
+  // may still be answered on the stream (a device tensor).
   std::optional<absl::StatusOr<uint64_t>> UploadBulk(const char* data,
                                                      uint64_t total,
                                                      v1::Put first,
@@ -414,9 +413,11 @@ class Session {
   std::optional<absl::StatusOr<HostTensor>> DownloadBulk(
       uint64_t handle, const std::string& site, uint64_t total,
       DownloadTarget target) ABSL_LOCKS_EXCLUDED(bulk_mu_);
-  bool BulkConnected() ABSL_LOCKS_EXCLUDED(bulk_mu_);
-  // The byte size of `handle` when its Ack has come and it is healthy.
+  // The byte size of `handle` once its Ack has come (0 when it is poisoned
+  // or None: the stream reports those), without waiting; nullopt before.
   std::optional<uint64_t> KnownBytes(uint64_t handle) ABSL_LOCKS_EXCLUDED(mu_);
+  // The byte size `meta` describes; nullopt when poisoned or None.
+  static std::optional<uint64_t> HealthyBytes(const HandleMeta& meta);
   // After a failed transfer: the socket is closed and not used again.
   void DropBulkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(bulk_mu_);
   // Every command appended so far ran: acknowledged, or before a request

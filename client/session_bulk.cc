@@ -16,36 +16,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "client/session.h"
+#include "proto/bulk_socket.h"
 
 namespace tensord {
 inline namespace client {
 namespace internal {
 namespace {
-
-constexpr char kMagic[] = "TDBULK01";  // server/bulk_socket.h
-constexpr size_t kMagicBytes = 8;
-constexpr size_t kTokenBytes = 32;
-constexpr char kAccepted = 'Y';
-
-// The host of a gRPC target naming a TCP address ("host:port",
-// "[v6]:port", "dns:///host:port", "ipv4:host:port"); empty otherwise.
-std::string TcpHost(absl::string_view target) {
-  for (absl::string_view scheme : {"dns:///", "ipv4:", "ipv6:"}) {
-    if (target.substr(0, scheme.size()) == scheme) {
-      target.remove_prefix(scheme.size());
-    }
-  }
-  if (target.substr(0, 5) == "unix:" || target.find('/') != target.npos) {
-    return "";
-  }
-  const size_t colon = target.rfind(':');
-  if (colon == target.npos) return "";
-  absl::string_view host = target.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return std::string(host);
-}
 
 // Connects to host:port within `timeout`; -1 on failure.
 int Connect(const std::string& host, uint32_t port, absl::Duration timeout) {
@@ -110,7 +86,7 @@ absl::Status Short(absl::string_view what, size_t done, size_t n) {
 bool Session::WantBulk() const {
   const char* env = std::getenv("TENSORD_BULK");
   return options_.bulk && (env == nullptr || std::string(env) != "0") &&
-         !TcpHost(address_).empty();
+         !TcpHostOf(address_).empty();
 }
 
 bool Session::bulk_active() {
@@ -124,17 +100,17 @@ bool Session::BulkUsableLocked() {
   }
   bulk_state_ = BulkState::kOff;
   if (!WantBulk() || welcome_.bulk_port() == 0 ||
-      welcome_.bulk_token().size() != kTokenBytes || shm_ != nullptr) {
+      welcome_.bulk_token().size() != kBulkTokenBytes || shm_ != nullptr) {
     return false;
   }
-  const int fd = Connect(TcpHost(address_), welcome_.bulk_port(),
+  const int fd = Connect(TcpHostOf(address_), welcome_.bulk_port(),
                          options_.connect_timeout);
   if (fd < 0) return false;
-  const std::string hello = absl::StrCat(absl::string_view(kMagic, kMagicBytes),
-                                         welcome_.bulk_token());
+  const std::string hello = absl::StrCat(
+      absl::string_view(kBulkMagic, kBulkMagicBytes), welcome_.bulk_token());
   char answer = 0;
   if (SendAll(fd, hello.data(), hello.size()) != hello.size() ||
-      RecvAll(fd, &answer, 1) != 1 || answer != kAccepted) {
+      RecvAll(fd, &answer, 1) != 1 || answer != kBulkAccepted) {
     close(fd);  // refused (e.g. the token was used): the stream serves
     return false;
   }
@@ -143,21 +119,6 @@ bool Session::BulkUsableLocked() {
   bulk_fd_ = fd;
   bulk_state_ = BulkState::kWorks;
   return true;
-}
-
-bool Session::BulkConnected() {
-  MutexLock lock(&bulk_mu_);
-  return bulk_state_ == BulkState::kWorks;
-}
-
-std::optional<uint64_t> Session::KnownBytes(uint64_t handle) {
-  MutexLock lock(&mu_);
-  auto it = handles_.find(handle);
-  if (it == handles_.end() || !it->second.known) return std::nullopt;
-  const HandleMeta& meta = it->second.meta;
-  absl::StatusOr<uint64_t> bytes = TensorBytes(meta.dtype, meta.shape);
-  if (!meta.error.ok() || meta.is_none || !bytes.ok()) return std::nullopt;
-  return *bytes;
 }
 
 void Session::DropBulkLocked() {
@@ -225,8 +186,8 @@ std::optional<absl::StatusOr<HostTensor>> Session::DownloadBulk(
     dst = owned.data();
     capacity = n;
   }
-  if (n == 0 || n > capacity || (total != 0 && n != total) ||
-      reply.offset() != 0 || !reply.last()) {
+  if (n == 0 || n > capacity || n != total || reply.offset() != 0 ||
+      !reply.last()) {
     DropBulkLocked();  // its bytes can no longer be matched to requests
     return absl::InternalError(
         absl::StrCat("tensord answered the bulk Get of handle ", handle,

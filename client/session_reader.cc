@@ -280,41 +280,27 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
   }
   if (shm_ == nullptr && welcome_.bulk_port() != 0) {
     // The bulk socket, for what is large. Into the caller's buffer the size
-    // decides (it may wait for the Ack, as above); into fresh memory a size
-    // not known yet is asked for with Get.bulk and the daemon decides, once
-    // the socket is connected (no read of a scalar opens it, nor waits).
-    std::optional<uint64_t> total = KnownBytes(handle);
-    if (!total.has_value() && target.data != nullptr &&
-        target.capacity >= kBulkMinBytes) {
+    // may wait for the Ack (as above); into fresh memory only a size already
+    // known counts (a read of a fresh scalar must not wait for it).
+    std::optional<uint64_t> total;
+    if (target.data != nullptr && target.capacity >= kBulkMinBytes) {
       absl::StatusOr<HandleMeta> meta = WaitMeta(handle);
-      if (meta.ok() && meta->error.ok() && !meta->is_none) {
-        absl::StatusOr<uint64_t> bytes = TensorBytes(meta->dtype, meta->shape);
-        if (bytes.ok()) total = *bytes;
-      }
+      if (meta.ok()) total = HealthyBytes(*meta);
+    } else {
+      total = KnownBytes(handle);
     }
-    if (total.has_value() ? *total >= kBulkMinBytes
-                          : target.data == nullptr && BulkConnected()) {
+    if (total.value_or(0) >= kBulkMinBytes) {
       std::optional<absl::StatusOr<HostTensor>> got =
-          DownloadBulk(handle, site, total.value_or(0), target);
+          DownloadBulk(handle, site, *total, target);
       if (got.has_value()) return *std::move(got);
     }
   }
   if (shm_ != nullptr) {
     // A size not yet known (no Ack): the first shm answer tells it, at the
-    // same one round trip as a stream Get.
-    std::optional<uint64_t> total;
-    bool small = false;  // or poisoned, or None: the stream answers that
-    {
-      MutexLock lock(&mu_);
-      auto it = handles_.find(handle);
-      if (it != handles_.end() && it->second.known) {
-        const HandleMeta& meta = it->second.meta;
-        absl::StatusOr<uint64_t> bytes = TensorBytes(meta.dtype, meta.shape);
-        if (meta.error.ok() && !meta.is_none && bytes.ok()) total = *bytes;
-        small = !total.has_value() || *total < kShmMinBytes;
-      }
-    }
-    if (!small) {
+    // same one round trip as a stream Get. Small, poisoned or None (known
+    // as 0): the stream answers.
+    const std::optional<uint64_t> total = KnownBytes(handle);
+    if (!total.has_value() || *total >= kShmMinBytes) {
       return DownloadShm(handle, site, total, target);
     }
   }
@@ -330,6 +316,19 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
   PendingDownload download = AwaitDownload(request_id);
   if (!download.status.ok()) return download.status;
   return download.assembler.Take();
+}
+
+std::optional<uint64_t> Session::HealthyBytes(const HandleMeta& meta) {
+  absl::StatusOr<uint64_t> bytes = TensorBytes(meta.dtype, meta.shape);
+  if (!meta.error.ok() || meta.is_none || !bytes.ok()) return std::nullopt;
+  return *bytes;
+}
+
+std::optional<uint64_t> Session::KnownBytes(uint64_t handle) {
+  MutexLock lock(&mu_);
+  auto it = handles_.find(handle);
+  if (it == handles_.end() || !it->second.known) return std::nullopt;
+  return HealthyBytes(it->second.meta).value_or(0);
 }
 
 absl::StatusOr<HandleMeta> Session::WaitMeta(uint64_t handle) {

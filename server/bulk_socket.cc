@@ -95,15 +95,14 @@ absl::Status BulkChannel::Break(absl::Status status) {
   return status;
 }
 
-absl::Status BulkChannel::Transfer(bool read, char* buf, size_t n,
-                                   absl::string_view what) {
+absl::Status BulkChannel::Transfer(
+    short events, size_t n, absl::string_view what,
+    absl::FunctionRef<ssize_t(int fd, size_t done)> step) {
   absl::StatusOr<int> fd = Usable(what);
   if (!fd.ok()) return fd.status();
-  std::vector<char> scratch(
-      read && buf == nullptr ? std::min<size_t>(n, 1 << 20) : 0);
   size_t done = 0;
   while (done < n) {
-    pollfd p{*fd, static_cast<short>(read ? POLLIN : POLLOUT), 0};
+    pollfd p{*fd, events, 0};
     const int ready = poll(&p, 1, Millis(stall_));
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) {
@@ -111,15 +110,7 @@ absl::Status BulkChannel::Transfer(bool read, char* buf, size_t n,
           what, ": the bulk socket moved no byte for ",
           absl::FormatDuration(stall_), " after ", done, " of ", n, " bytes")));
     }
-    ssize_t r;
-    if (read) {
-      char* dst = buf != nullptr ? buf + done : scratch.data();
-      const size_t want =
-          buf != nullptr ? n - done : std::min(n - done, scratch.size());
-      r = recv(*fd, dst, want, 0);
-    } else {
-      r = send(*fd, buf + done, n - done, MSG_NOSIGNAL);
-    }
+    const ssize_t r = step(*fd, done);
     if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (r <= 0) {
       const std::string why =
@@ -134,16 +125,23 @@ absl::Status BulkChannel::Transfer(bool read, char* buf, size_t n,
 }
 
 absl::Status BulkChannel::Read(char* dst, size_t n, absl::string_view what) {
-  return Transfer(/*read=*/true, dst, n, what);
+  return Transfer(POLLIN, n, what, [&](int fd, size_t done) {
+    return recv(fd, dst + done, n - done, 0);
+  });
 }
 
 absl::Status BulkChannel::Discard(size_t n, absl::string_view what) {
-  return Transfer(/*read=*/true, nullptr, n, what);
+  std::vector<char> scratch(std::min<size_t>(n, 1 << 20));
+  return Transfer(POLLIN, n, what, [&](int fd, size_t done) {
+    return recv(fd, scratch.data(), std::min(n - done, scratch.size()), 0);
+  });
 }
 
 absl::Status BulkChannel::Write(const char* src, size_t n,
                                 absl::string_view what) {
-  return Transfer(/*read=*/false, const_cast<char*>(src), n, what);
+  return Transfer(POLLOUT, n, what, [&](int fd, size_t done) {
+    return send(fd, src + done, n - done, MSG_NOSIGNAL);
+  });
 }
 
 absl::StatusOr<std::unique_ptr<BulkListener>> BulkListener::Start(

@@ -26,6 +26,8 @@
 #ifndef TENSORD_SERVER_BULK_SOCKET_H_
 #define TENSORD_SERVER_BULK_SOCKET_H_
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -33,24 +35,19 @@
 #include <string>
 #include <thread>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "proto/bulk_socket.h"
 #include "runtime/core/mutex.h"
 
 namespace tensord {
 
-// What a client writes first: the magic, then the 32 token characters.
-inline constexpr char kBulkMagic[] = "TDBULK01";
-inline constexpr size_t kBulkMagicBytes = 8;
-inline constexpr size_t kBulkTokenBytes = 32;
 // A Get{bulk} of fewer bytes is answered on the stream: a socket write and
 // the client's read cost more than the frame saves.
 inline constexpr size_t kBulkMinGetBytes = 1 << 20;
-// The listener's answer to a hello it accepted (one byte); a refused one is
-// closed without an answer.
-inline constexpr char kBulkAccepted = 'Y';
 
 class BulkChannel {
  public:
@@ -82,8 +79,10 @@ class BulkChannel {
  private:
   // The socket, or the error every call now gets.
   absl::StatusOr<int> Usable(absl::string_view what);
-  // Moves `n` bytes (`read`: into `buf`, or nowhere when `buf` is null).
-  absl::Status Transfer(bool read, char* buf, size_t n, absl::string_view what);
+  // Moves `n` bytes by `step(fd, bytes done so far)` (a recv or send) each
+  // time poll reports `events`, within the stall timeout.
+  absl::Status Transfer(short events, size_t n, absl::string_view what,
+                        absl::FunctionRef<ssize_t(int fd, size_t done)> step);
   absl::Status Break(absl::Status status);
 
   const absl::Duration stall_;

@@ -15,11 +15,14 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/socket_io.h"
 
 namespace tensord {
 namespace {
+
+using ::testing::HasSubstr;
 
 using ::tensord::testing::ConnectLoopback;
 using ::tensord::testing::RecvUpTo;
@@ -81,10 +84,9 @@ TEST(BulkChannelTest, APeerThatClosesEarlyBreaksTheChannel) {
   EXPECT_FALSE(channel.attached());
   status = channel.Discard(4, "put of handle 10");
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
-  EXPECT_NE(status.message().find("put of handle 10: the bulk socket is "
-                                  "unusable after an earlier failure"),
-            absl::string_view::npos)
-      << status;
+  EXPECT_THAT(status.message(),
+              HasSubstr("put of handle 10: the bulk socket is "
+                        "unusable after an earlier failure"));
   // A broken channel takes no new socket: its bytes could not be matched.
   auto [again, other] = Pair();
   EXPECT_FALSE(channel.Attach(again));
@@ -96,8 +98,7 @@ TEST(BulkChannelTest, WithoutASocketEveryCallSaysSo) {
   char byte;
   absl::Status status = channel.Read(&byte, 1, "put of handle 3");
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(status.message().find("no bulk socket attached"),
-            absl::string_view::npos);
+  EXPECT_THAT(status.message(), HasSubstr("no bulk socket attached"));
 }
 
 TEST(BulkChannelTest, ShutdownEndsABlockedReadFromAnotherThread) {
@@ -113,8 +114,7 @@ TEST(BulkChannelTest, ShutdownEndsABlockedReadFromAnotherThread) {
   channel.Shutdown();
   reader.join();
   EXPECT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("bulk socket"), absl::string_view::npos)
-      << status;
+  EXPECT_THAT(status.message(), HasSubstr("bulk socket"));
   EXPECT_FALSE(channel.Write("x", 1, "get").ok());
   close(peer);
 }
@@ -132,13 +132,20 @@ TEST(BulkChannelTest, AStalledPeerTimesOut) {
   close(peer);
 }
 
+// A listener on a free loopback port that knows one session: `token`'s.
+absl::StatusOr<std::unique_ptr<BulkListener>> ListenFor(
+    const std::string& token, std::shared_ptr<BulkChannel> channel) {
+  return BulkListener::Start(
+      "127.0.0.1", 0,
+      [token, channel](absl::string_view t) -> std::shared_ptr<BulkChannel> {
+        return t == token ? channel : nullptr;
+      });
+}
+
 TEST(BulkListenerTest, AdmitsOnlyTheTokensItKnowsOnce) {
   const std::string token(kBulkTokenBytes, 'k');
   auto channel = std::make_shared<BulkChannel>();
-  auto listener = BulkListener::Start(
-      "127.0.0.1", 0, [&](absl::string_view t) -> std::shared_ptr<BulkChannel> {
-        return t == token ? channel : nullptr;
-      });
+  auto listener = ListenFor(token, channel);
   ASSERT_TRUE(listener.ok()) << listener.status();
   const int port = (*listener)->port();
   ASSERT_GT(port, 0);
@@ -173,10 +180,7 @@ TEST(BulkListenerTest, AdmitsOnlyTheTokensItKnowsOnce) {
 TEST(BulkListenerTest, SilentConnectionsDelayNoOther) {
   const std::string token(kBulkTokenBytes, 't');
   auto channel = std::make_shared<BulkChannel>();
-  auto listener = BulkListener::Start(
-      "127.0.0.1", 0, [&](absl::string_view t) -> std::shared_ptr<BulkChannel> {
-        return t == token ? channel : nullptr;
-      });
+  auto listener = ListenFor(token, channel);
   ASSERT_TRUE(listener.ok()) << listener.status();
   std::vector<int> silent;
   for (int i = 0; i < 3; ++i) {

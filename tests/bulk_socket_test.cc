@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/tensord_client.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/daemon_process.h"
 #include "tests/raw_session.h"
@@ -23,6 +24,8 @@
 
 namespace tensord {
 namespace {
+
+using ::testing::HasSubstr;
 
 using ::tensord::testing::RawSession;
 using ::tensord::testing::RecvUpTo;
@@ -199,11 +202,8 @@ TEST_F(BulkSocketTest, ARefusedPutStillConsumesItsBytes) {
   ASSERT_TRUE(SendAll(fd, good.data(), 4000));
   RawSession::Reply reply = raw.Flush();
   ASSERT_TRUE(reply.ok);
-  EXPECT_NE(ErrorOf(reply, bad)
-                .find("carries 4096 bytes but float32[4] holds "
-                      "16"),
-            std::string::npos)
-      << ErrorOf(reply, bad);
+  EXPECT_THAT(ErrorOf(reply, bad),
+              HasSubstr("carries 4096 bytes but float32[4] holds 16"));
   EXPECT_EQ(ErrorOf(reply, next), "");
   EXPECT_TRUE(reply.data[request] == Bytes(good));
   close(fd);
@@ -221,19 +221,16 @@ TEST_F(BulkSocketTest, ASocketClosedMidUploadFailsOnlyThatPut) {
   close(fd);
   RawSession::Reply reply = raw.Flush();
   ASSERT_TRUE(reply.ok);
-  EXPECT_NE(ErrorOf(reply, cut)
-                .find("put of handle " + std::to_string(cut) +
-                      ": the bulk socket closed after 1048576 "
-                      "of 4194304 bytes"),
-            std::string::npos)
-      << ErrorOf(reply, cut);
+  EXPECT_THAT(ErrorOf(reply, cut),
+              HasSubstr("put of handle " + std::to_string(cut) +
+                        ": the bulk socket closed after 1048576 "
+                        "of 4194304 bytes"));
   // Its byte stream is lost: later bulk Puts fail at once, saying why.
   const uint64_t after = AddBulkPut(raw, 4, 16);
   reply = raw.Flush();
   ASSERT_TRUE(reply.ok);
-  EXPECT_NE(ErrorOf(reply, after).find("unusable after an earlier failure"),
-            std::string::npos)
-      << ErrorOf(reply, after);
+  EXPECT_THAT(ErrorOf(reply, after),
+              HasSubstr("unusable after an earlier failure"));
   ExpectStreamWorks(raw);
   // Another session's socket is untouched.
   const std::vector<float> values = Pattern(300, 3.0f);
@@ -252,9 +249,8 @@ TEST_F(BulkSocketTest, WithoutASocketBulkCommandsAreClearErrors) {
   const uint64_t put = AddBulkPut(plain, 4, 16);
   RawSession::Reply reply = plain.Flush();
   ASSERT_TRUE(reply.ok);
-  EXPECT_NE(ErrorOf(reply, put).find("bulk_size without a bulk socket"),
-            std::string::npos)
-      << ErrorOf(reply, put);
+  EXPECT_THAT(ErrorOf(reply, put),
+              HasSubstr("bulk_size without a bulk socket"));
   // Offered but not attached: the Put fails, a Get takes the stream.
   RawSession raw(address(), "", "bulk", BulkHello());
   ASSERT_TRUE(raw.ok());
@@ -263,9 +259,7 @@ TEST_F(BulkSocketTest, WithoutASocketBulkCommandsAreClearErrors) {
   const uint64_t request = AddGet(raw, zeros, /*bulk=*/true);
   reply = raw.Flush();
   ASSERT_TRUE(reply.ok);
-  EXPECT_NE(ErrorOf(reply, early).find("no bulk socket attached"),
-            std::string::npos)
-      << ErrorOf(reply, early);
+  EXPECT_THAT(ErrorOf(reply, early), HasSubstr("no bulk socket attached"));
   EXPECT_EQ(reply.data[request], std::string(8, '\0'));
   EXPECT_EQ(reply.shm_data.count(request), 0u);
 }
@@ -313,11 +307,9 @@ TEST(BulkSocketStallTest, AStalledUploadFailsAfterTheStallTimeout) {
   ASSERT_TRUE(SendAll(fd, std::string(100, 'x').data(), 100));
   RawSession::Reply reply = raw.Flush();
   ASSERT_TRUE(reply.ok);
-  EXPECT_NE(ErrorOf(reply, stalled)
-                .find("the bulk socket moved no byte for 300ms after 100 of "
-                      "4096 bytes"),
-            std::string::npos)
-      << ErrorOf(reply, stalled);
+  EXPECT_THAT(ErrorOf(reply, stalled),
+              HasSubstr("the bulk socket moved no byte for 300ms after 100 of "
+                        "4096 bytes"));
   ExpectStreamWorks(raw);
   close(fd);
 }

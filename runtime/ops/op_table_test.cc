@@ -38,6 +38,18 @@ class OpTableTest : public ::testing::Test {
     if (!built.ok()) return built.status();
     return RunOp(*op, in, *built, ctx_);
   }
+  // The values of `t` (2-d or more) through a transposed copy: the same
+  // tensor, non-contiguous.
+  Tensor StridedCopy(const Tensor& t) {
+    Shape ts = t.shape();
+    std::swap(ts[0], ts[1]);
+    Tensor base = *Tensor::Empty(devices_->cpu(), t.dtype(), ts, ctx_.alloc);
+    Strides st = base.strides();
+    std::swap(st[0], st[1]);
+    Tensor view = base.AsStrided(t.shape(), st, 0);
+    EXPECT_TRUE(cpu::Copy(t.view(), view.view()).ok());
+    return view;
+  }
   static std::vector<float> Values(const Tensor& t) {
     std::vector<float> out;
     const StridedView v = t.view();
@@ -115,17 +127,7 @@ TEST_F(OpTableTest, EveryRowRunsOnItsExamples) {
             if (d == DType::kFloat32) d = float_type;
             Tensor t =
                 MakeInput(devices_->cpu(), ctx_.alloc, ex.shapes[i], d, i);
-            if (strided && t.ndim() >= 2 && IsFloating(d)) {
-              // The same values through a transposed copy: non-contiguous.
-              Shape ts = t.shape();
-              std::swap(ts[0], ts[1]);
-              Tensor base = *Tensor::Empty(devices_->cpu(), d, ts, ctx_.alloc);
-              Strides st = base.strides();
-              std::swap(st[0], st[1]);
-              Tensor view = base.AsStrided(t.shape(), st, 0);
-              ASSERT_TRUE(cpu::Copy(t.view(), view.view()).ok());
-              t = view;
-            }
+            if (strided && t.ndim() >= 2 && IsFloating(d)) t = StridedCopy(t);
             in.push_back(t);
           }
           auto out = Run(op.name, in, ex.attrs);
@@ -311,14 +313,7 @@ TEST_F(OpTableTest, MaxPoolBackwardWithOutputMatchesWithout) {
       ASSERT_TRUE(y.ok()) << y.status();
       const Tensor& out = (*y)[0];
       Tensor g = MakeInput(devices_->cpu(), ctx_.alloc, out.shape(), d, 4);
-      // The output's values through a transposed copy: non-contiguous.
-      Shape ts = out.shape();
-      std::swap(ts[0], ts[1]);
-      Tensor base = *Tensor::Empty(devices_->cpu(), d, ts, ctx_.alloc);
-      Strides st = base.strides();
-      std::swap(st[0], st[1]);
-      Tensor strided = base.AsStrided(out.shape(), st, 0);
-      ASSERT_TRUE(cpu::Copy(out.view(), strided.view()).ok());
+      const Tensor strided = StridedCopy(out);
       auto want = Run("max_pool2d_backward", {g, x}, attrs);
       ASSERT_TRUE(want.ok()) << want.status();
       const Tensor& w = (*want)[0];

@@ -173,12 +173,14 @@ class HostBuffer {
 };
 
 // Medians of `reps` transfers (after a warm-up) on a session of its own:
-// over the stream, through the session's region, or from and into shared
-// buffers (false when the path is not available).
+// without a region (the bulk socket or the stream), through the session's
+// region, or from and into shared buffers (false when the path is not
+// available). `direct`: whether the path's own mechanism carried them (the
+// bulk socket without a region, cross-memory attach with one).
 bool TransferMedians(tensord::ClientOptions options,
                      const std::vector<float>& host, bool huge, int reps,
                      Path path, double* up_gbps, double* down_gbps,
-                     bool* cma = nullptr) {
+                     bool* direct = nullptr) {
   const bool want_shm = path != Path::kStream && path != Path::kGrpc;
   options.cma = path != Path::kRegion;
   options.bulk = path != Path::kGrpc;
@@ -188,8 +190,9 @@ bool TransferMedians(tensord::ClientOptions options,
   if (!connected.ok()) Die("connect", connected.status());
   tensord::Client& client = **connected;
   if (client.shm_active() != want_shm) return false;
-  if (cma != nullptr) {
-    *cma = path == Path::kStream ? client.bulk_active() : client.cma_active();
+  if (direct != nullptr) {
+    *direct =
+        path == Path::kStream ? client.bulk_active() : client.cma_active();
   }
   const size_t bytes = host.size() * sizeof(float);
   HostBuffer plain_src(path == Path::kShared ? 0 : bytes, huge);

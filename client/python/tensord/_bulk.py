@@ -127,13 +127,8 @@ class BulkSocket:
         g.handle, g.request_id, g.site, g.bulk = handle, rid, site, True
         self._flush_locked()
         self._wait_locked(p, rid)
-        if p.error is not None:
-            raise _errors.fresh(p.error)
-        if p.shm_size == 0:  # on the stream
-            if out is None:
-                return p.meta, p.buf
-            out[:] = np.frombuffer(p.buf, dtype=np.uint8)
-            return p.meta, out
+        if p.error is not None or p.shm_size == 0:  # an error, or answered on the stream
+            return self._stream_answer(p, handle, out)
         if p.shm_size != p.total or (nbytes is not None and p.total != nbytes):
             self._bulk_drop()  # its bytes can no longer be matched to requests
             raise _errors.ProtocolError(f"the daemon answered the bulk Get of handle {handle} "

@@ -219,6 +219,12 @@ class Transfers:
             self._frame_bytes += 64
             self._flush_locked()
             self._wait_locked(p, rid)
+        return self._stream_answer(p, handle, out)
+
+    @staticmethod
+    def _stream_answer(p: Any, handle: int, out: Optional[np.ndarray]) -> Tuple[Any, Any]:
+        """A Get answered by Data chunks on the stream: (TensorMeta, bytes, or ``out`` holding
+        them); raises the handle's error."""
         if p.error is not None:
             raise _errors.fresh(p.error)
         if out is None:
