@@ -4,6 +4,7 @@
 #include <memory>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "client/fake_tensord.h"
 #include "client/tensord_client.h"
 #include "gtest/gtest.h"
@@ -117,6 +118,37 @@ TEST(ClientTest, OpsAreBatchedUntilASyncPoint) {
   EXPECT_EQ(stats.frames, 1);  // 1 put + 200 * (put + add) + get + releases
   EXPECT_GE(stats.commands, 402);
   ExpectNoViolations(server);
+}
+
+// Note [Packed commands]: Calls without attributes or a new call site, and
+// Releases, go as packed entries when the daemon reads them and the client
+// allows it, as messages otherwise; the values are the same either way.
+TEST(ClientTest, PacksCallsAndReleasesOnlyWhereAllowed) {
+  struct Case {
+    bool daemon, client;
+  };
+  for (Case c : {Case{true, true}, Case{true, false}, Case{false, true}}) {
+    SCOPED_TRACE(absl::StrCat("daemon ", c.daemon, ", client ", c.client));
+    FakeOptions fake;
+    fake.packed_commands = c.daemon;
+    FakeTensord server(fake);
+    ClientOptions options;
+    options.packed_commands = c.client;
+    std::unique_ptr<Client> client = ConnectTo(server, options);
+    Tensor x = client->FromVector<float>({1, 2}, {2});
+    Tensor acc = x;
+    for (int i = 0; i < 50; ++i) acc = acc + x;
+    EXPECT_EQ(*acc.to_vector<float>(), (std::vector<float>{51, 102}));
+    const FakeStats stats = server.stats();
+    if (c.daemon && c.client) {
+      // 49 adds (the first binds its call site: a message) and 49 Releases
+      // of the intermediate sums.
+      EXPECT_GE(stats.packed, 98);
+    } else {
+      EXPECT_EQ(stats.packed, 0);
+    }
+    ExpectNoViolations(server);
+  }
 }
 
 TEST(ClientTest, TimerFlushesWithoutASyncPoint) {

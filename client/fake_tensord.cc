@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "proto/packed_commands.h"
 
 namespace tensord {
 namespace testing {
@@ -153,13 +154,14 @@ class FakeSession {
         Violation("a non-batch frame after Hello");
         continue;
       }
+      const std::vector<v1::Command> commands = Unpack(frame.batch());
       {
         MutexLock lock(&service_->mu_);
         FakeStats& s = service_->stats_;
         s.frames++;
-        s.commands += frame.batch().commands_size();
+        s.commands += static_cast<int64_t>(commands.size());
         s.max_frame_commands =
-            std::max(s.max_frame_commands, frame.batch().commands_size());
+            std::max(s.max_frame_commands, static_cast<int>(commands.size()));
         s.max_frame_bytes = std::max(s.max_frame_bytes, frame.ByteSizeLong());
       }
       if (frame.ByteSizeLong() > service_->options_.max_frame_bytes) {
@@ -167,7 +169,7 @@ class FakeSession {
       }
       v1::ServerFrame ack_frame;
       v1::Ack* ack = ack_frame.mutable_ack();
-      for (const v1::Command& command : frame.batch().commands()) {
+      for (const v1::Command& command : commands) {
         if (command.seq() != last_seq_ + 1) {
           Violation(absl::StrCat("seq ", command.seq(), " after ", last_seq_));
         }
@@ -188,6 +190,52 @@ class FakeSession {
   void Violation(std::string what) {
     MutexLock lock(&service_->mu_);
     service_->stats_.violations.push_back(std::move(what));
+  }
+
+  // The batch's commands with packed runs replaced by the Call and Release
+  // messages their entries stand for.
+  std::vector<v1::Command> Unpack(const v1::Batch& batch) {
+    std::vector<v1::Command> out;
+    for (const v1::Command& command : batch.commands()) {
+      if (!command.has_packed()) {
+        out.push_back(command);
+        continue;
+      }
+      if (!service_->options_.packed_commands) {
+        Violation("a packed run without Welcome.packed_commands");
+      }
+      packed::Reader reader(command.packed().entries());
+      packed::Entry entry;
+      uint64_t seq = command.seq();
+      while (!reader.done()) {
+        absl::Status status = reader.Next(&entry);
+        if (!status.ok()) {
+          Violation(std::string(status.message()));
+          break;
+        }
+        v1::Command& c = out.emplace_back();
+        c.set_seq(seq++);
+        if (entry.kind == packed::Kind::kRelease) {
+          c.mutable_release()->mutable_handles()->Add(entry.handles.begin(),
+                                                      entry.handles.end());
+          continue;
+        }
+        v1::Call* call = c.mutable_call();
+        call->set_op_id(entry.op_id);
+        call->set_site_id(entry.site_id);
+        call->mutable_inputs()->Add(entry.inputs.begin(), entry.inputs.end());
+        call->mutable_outputs()->Add(entry.outputs.begin(),
+                                     entry.outputs.end());
+      }
+      if (seq != packed::LastSeq(command) + 1) {
+        Violation(absl::StrCat("a packed run at seq ", command.seq(), " of ",
+                               command.packed().count(), " commands holds ",
+                               seq - command.seq()));
+      }
+      MutexLock lock(&service_->mu_);
+      service_->stats_.packed += static_cast<int64_t>(seq - command.seq());
+    }
+    return out;
   }
 
   void Created(uint64_t handle, v1::Ack* ack) {
@@ -497,6 +545,7 @@ grpc::Status FakeTensordService::Session(
   w->set_chunk_bytes(options_.chunk_bytes);
   w->set_max_frame_bytes(options_.max_frame_bytes);
   w->set_default_device("cpu");
+  w->set_packed_commands(options_.packed_commands);
   v1::DeviceInfo* cpu = w->add_devices();
   cpu->set_name("cpu");
   cpu->set_kind("cpu");

@@ -25,11 +25,15 @@ struct FakeOptions {
   uint64_t chunk_bytes = uint64_t{1} << 20;
   uint64_t max_frame_bytes = uint64_t{8} << 20;
   bool silent = false;  // never answer Hello (tests Connect's timeout)
+  // Welcome.packed_commands: the client may send packed runs, which the
+  // fake unpacks into the Calls and Releases they stand for.
+  bool packed_commands = true;
 };
 
 struct FakeStats {
   int frames = 0;              // batch frames received
   int max_frame_commands = 0;  // most commands in one frame
+  int64_t packed = 0;          // commands that came as packed entries
   size_t max_frame_bytes = 0;  // largest frame received
   int64_t commands = 0;
   std::set<uint64_t> released;

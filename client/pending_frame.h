@@ -11,8 +11,11 @@
 #define TENSORD_CLIENT_PENDING_FRAME_H_
 
 #include <memory>
+#include <string>
 
+#include "absl/functional/function_ref.h"
 #include "google/protobuf/arena.h"
+#include "proto/packed_commands.h"
 #include "proto/tensord.pb.h"
 #include "runtime/core/block_cache.h"
 
@@ -26,7 +29,35 @@ class PendingFrame {
 
   v1::ClientFrame* operator->() { return frame_; }
   const v1::ClientFrame& operator*() const { return *frame_; }
-  int size() const { return frame_->batch().commands_size(); }
+  // The commands in the frame, each entry of a packed run counted.
+  int size() const { return commands_; }
+  // The seq of the last command in the frame (0: none).
+  uint64_t last_seq() const {
+    const auto& commands = frame_->batch().commands();
+    return commands.empty() ? 0 : packed::LastSeq(*commands.rbegin());
+  }
+
+  // A new Command message at the end of the frame.
+  v1::Command* Add() {
+    ++commands_;
+    return frame_->mutable_batch()->add_commands();
+  }
+  // Command `seq` as an entry of a packed run (Note [Packed commands] in
+  // proto/tensord.proto), `write` appending its encoding: onto the run at
+  // the frame's end when `seq` follows it, else a new run.
+  void AddPacked(uint64_t seq, absl::FunctionRef<void(std::string*)> write) {
+    auto* commands = frame_->mutable_batch()->mutable_commands();
+    v1::Command* run = commands->empty() ? nullptr : &*commands->rbegin();
+    if (run == nullptr || !run->has_packed() ||
+        packed::LastSeq(*run) + 1 != seq) {
+      run = frame_->mutable_batch()->add_commands();
+      run->set_seq(seq);
+    }
+    v1::Packed* p = run->mutable_packed();
+    write(p->mutable_entries());
+    p->set_count(p->count() + 1);
+    ++commands_;
+  }
 
   // The frame filled so far, owning its arena; an empty one takes its place.
   std::shared_ptr<const v1::ClientFrame> Take() {
@@ -37,6 +68,7 @@ class PendingFrame {
 
  private:
   void Start() {
+    commands_ = 0;
     arena_ = std::make_shared<google::protobuf::Arena>(FrameArenaOptions());
     frame_ =
         google::protobuf::Arena::CreateMessage<v1::ClientFrame>(arena_.get());
@@ -44,6 +76,7 @@ class PendingFrame {
 
   std::shared_ptr<google::protobuf::Arena> arena_;
   v1::ClientFrame* frame_ = nullptr;  // on arena_
+  int commands_ = 0;
 };
 
 }  // namespace internal

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/status.h"
 #include "proto/frame_buffer.h"
+#include "proto/packed_commands.h"
 #include "runtime/core/transfer_buffers.h"
 
 namespace tensord {
@@ -38,6 +39,11 @@ bool WantShm(const ClientOptions& options) {
 bool WantCma(const ClientOptions& options) {
   const char* env = std::getenv("TENSORD_CMA");
   return options.cma && (env == nullptr || std::string(env) != "0");
+}
+
+bool WantPacked(const ClientOptions& options) {
+  const char* env = std::getenv("TENSORD_PACKED");
+  return options.packed_commands && (env == nullptr || std::string(env) != "0");
 }
 
 }  // namespace
@@ -147,6 +153,7 @@ absl::Status Session::Handshake() {
   }
   MutexLock lock(&mu_);
   default_device_ = welcome_.default_device();
+  packed_ = welcome_.packed_commands() && WantPacked(options_);
   return absl::OkStatus();
 }
 
@@ -227,7 +234,8 @@ absl::Status Session::Append(v1::Command command,
 bool Session::AppendLocked(size_t size,
                            absl::FunctionRef<void(v1::Command*)> fill,
                            absl::Span<const uint64_t> creates,
-                           const HandleMeta* known, uint64_t* seq) {
+                           const HandleMeta* known, uint64_t* seq,
+                           const PackFn* pack) {
   // Releases queued by destructors go before this command, so memory
   // freed on the client side is free for it on the daemon (as in eager
   // PyTorch), not only at the end of the batch.
@@ -246,9 +254,13 @@ bool Session::AppendLocked(size_t size,
     first_pending_ = absl::Now();  // the batch_delay starts now
     if (flusher_parked_) flush_cv_.Signal();
   }
-  v1::Command* command = pending_->mutable_batch()->add_commands();
-  fill(command);
-  command->set_seq(command_seq);
+  if (pack != nullptr && packed_) {
+    pending_.AddPacked(command_seq, *pack);
+  } else {
+    v1::Command* command = pending_.Add();
+    fill(command);
+    command->set_seq(command_seq);
+  }
   pending_bytes_ += size;
   return policy_.FlushAfter(pending_.size(), pending_bytes_);
 }
@@ -256,7 +268,8 @@ bool Session::AppendLocked(size_t size,
 absl::Status Session::AppendWith(size_t size,
                                  absl::FunctionRef<void(v1::Command*)> fill,
                                  absl::Span<const uint64_t> creates,
-                                 const HandleMeta* known, uint64_t* seq) {
+                                 const HandleMeta* known, uint64_t* seq,
+                                 const PackFn* pack) {
   if (!policy_.Fits(size)) {
     return absl::InvalidArgumentError(
         absl::StrCat("a command of ", size,
@@ -273,7 +286,7 @@ absl::Status Session::AppendWith(size_t size,
     if (!open.ok()) return open;
     flush_before = policy_.FlushBefore(pending_.size(), pending_bytes_, size);
     if (!flush_before) {
-      flush_after = AppendLocked(size, fill, creates, known, seq);
+      flush_after = AppendLocked(size, fill, creates, known, seq, pack);
     }
   }
   if (flush_before) {
@@ -282,7 +295,7 @@ absl::Status Session::AppendWith(size_t size,
     MutexLock lock(&mu_);
     absl::Status open = CheckOpenLocked();
     if (!open.ok()) return open;
-    flush_after = AppendLocked(size, fill, creates, known, seq);
+    flush_after = AppendLocked(size, fill, creates, known, seq, pack);
   }
   return flush_after ? Flush() : absl::OkStatus();
 }
@@ -312,6 +325,13 @@ absl::StatusOr<uint64_t> Session::EnqueueCall(
   for (const auto& [name, value] : attrs) {
     size += 16 + name.size() + value.ByteSizeLong();
   }
+  // Note [Packed commands]: the usual op has neither attributes nor a site
+  // to bind.
+  auto write_packed = [&](std::string* out) {
+    packed::AppendCall(op.id(), site_id, inputs, outputs, out);
+  };
+  const PackFn pack = write_packed;  // a reference: write_packed outlives it
+  const bool packable = attrs.empty() && site_text.empty();
   absl::Status status = AppendWith(
       size,
       [&](v1::Command* command) {
@@ -323,7 +343,7 @@ absl::StatusOr<uint64_t> Session::EnqueueCall(
         if (!site_text.empty()) call->set_site(site_text);
         if (site_id != 0) call->set_site_id(site_id);
       },
-      outputs, nullptr, nullptr);
+      outputs, nullptr, nullptr, packable ? &pack : nullptr);
   if (!status.ok()) return status;
   if (bind) site_ids_.emplace(std::make_pair(site.file, site.line), site_id);
   return outputs.empty() ? 0 : outputs.front();
@@ -370,10 +390,17 @@ void Session::MoveReleasesIntoBatchLocked() {
   if (pending_releases_.empty() || in_chunked_put_ || !stream_error_.ok()) {
     return;
   }
-  v1::Command* command = pending_->mutable_batch()->add_commands();
-  command->set_seq(next_seq_++);
-  command->mutable_release()->mutable_handles()->Add(pending_releases_.begin(),
-                                                     pending_releases_.end());
+  const uint64_t seq = next_seq_++;
+  if (packed_) {
+    pending_.AddPacked(seq, [&](std::string* out) {
+      packed::AppendRelease(pending_releases_, out);
+    });
+  } else {
+    v1::Command* command = pending_.Add();
+    command->set_seq(seq);
+    command->mutable_release()->mutable_handles()->Add(
+        pending_releases_.begin(), pending_releases_.end());
+  }
   pending_releases_.clear();
 }
 
@@ -386,7 +413,7 @@ absl::Status Session::Flush() {
     MoveReleasesIntoBatchLocked();
     const int count = pending_.size();
     if (count == 0) return stream_error_;
-    sent_seq_ = (*pending_).batch().commands(count - 1).seq();
+    sent_seq_ = pending_.last_seq();
     // The daemon may drop the replies up to here from its replay buffer.
     pending_->mutable_batch()->set_received_seq(acked_seq_);
     frame = pending_.Take();

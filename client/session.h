@@ -307,17 +307,22 @@ class Session {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
   // The same, with the command written in place into the pending batch by
   // `fill` (no separate message: Note [Client frame arenas]); `size` bounds
-  // its encoded size from above.
+  // its encoded size from above. `pack`, when given, writes the command as
+  // an entry of a packed run instead, used when the daemon reads them
+  // (Note [Packed commands]).
+  using PackFn = absl::FunctionRef<void(std::string*)>;
   absl::Status AppendWith(size_t size,
                           absl::FunctionRef<void(v1::Command*)> fill,
                           absl::Span<const uint64_t> creates,
-                          const HandleMeta* known, uint64_t* seq)
+                          const HandleMeta* known, uint64_t* seq,
+                          const PackFn* pack = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
   // AppendWith's append, the batch known to have room; true when the batch
   // should now be flushed.
   bool AppendLocked(size_t size, absl::FunctionRef<void(v1::Command*)> fill,
                     absl::Span<const uint64_t> creates, const HandleMeta* known,
-                    uint64_t* seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                    uint64_t* seq, const PackFn* pack)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues a Get of `handle` under a new request id (its download
   // registered), `fill` adding the optional fields (shared-memory ranges).
   absl::StatusOr<uint64_t> EnqueueGetLocked(
@@ -492,6 +497,8 @@ class Session {
   bool grad_enabled_ ABSL_GUARDED_BY(mu_) = true;
   uint32_t stream_id_ ABSL_GUARDED_BY(mu_) = 0;  // SetOptions.stream as sent
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  // Calls and Releases go packed (Note [Packed commands]); set at Open.
+  bool packed_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_handle_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t sent_seq_ ABSL_GUARDED_BY(mu_) = 0;

@@ -7,6 +7,7 @@
 #include "client/session.h"
 #include "client/status.h"
 #include "proto/frame_buffer.h"
+#include "proto/packed_commands.h"
 #include "runtime/core/mutex.h"
 
 namespace tensord {
@@ -219,9 +220,11 @@ void Session::ResendUnacked() {
         resend.push_back(batch.frame);
         continue;
       }
+      // A packed run that straddles `applied` goes whole: the daemon skips
+      // its applied entries (Note [Packed commands]).
       auto trimmed = std::make_shared<v1::ClientFrame>();
       for (const v1::Command& command : batch.frame->batch().commands()) {
-        if (command.seq() > applied) {
+        if (packed::LastSeq(command) > applied) {
           *trimmed->mutable_batch()->add_commands() = command;
         }
       }

@@ -21,7 +21,8 @@
 // inference (Note [Infer before compute]: pure, no memory touched) on
 // tensors that carry only dtype, shape and device for the handles the batch
 // itself makes. A batch is cheap when it has at most kInlineMaxCommands
-// commands, the session's default device is the CPU, and
+// commands (a packed run counts its entries), the session's default device is
+// the CPU, and
 //  - every Call is of a row with `infer` or `view` (composites run other
 //    rows and are not dry-run), every input and every output a CPU tensor of
 //    at most kInlineMaxElements elements, so an op's work is at most about
@@ -76,6 +77,11 @@ bool CommandRunner::HasSyncPoint(const v1::Batch& batch) {
 
 bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
   if (batch.commands_size() > kInlineMaxCommands) return false;
+  int commands = 0;  // a packed run counts as the commands it stands for
+  for (const v1::Command& cmd : batch.commands()) {
+    commands += static_cast<int>(packed::CommandCount(cmd));
+  }
+  if (commands > kInlineMaxCommands) return false;
   if (!HasSyncPoint(batch)) return false;
   if (default_device_->kind() != DeviceKind::kCpu) return false;
   // Handles the batch makes: a tensor with no bytes of its own but the
@@ -108,17 +114,17 @@ bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
   };
   // The outputs of `call`, dry-run; false when one is too big. A call that
   // will fail is cheap: its outputs will be poisoned (undefined here).
-  auto dry_run = [&](const v1::Call& call) {
+  auto dry_run = [&](const CallView& call) {
     auto poisoned = [&] {
-      for (uint64_t id : call.outputs()) fresh[id] = Tensor();
+      for (uint64_t id : call.outputs) fresh[id] = Tensor();
       return true;
     };
     const auto& table = OpTable();
-    if (call.op_id() >= table.size()) return poisoned();
-    const OpDef& op = table[call.op_id()];
+    if (call.op_id >= table.size()) return poisoned();
+    const OpDef& op = table[call.op_id];
     if (op.infer == nullptr && op.view == nullptr) return false;
     std::vector<Tensor> inputs;
-    for (uint64_t id : call.inputs()) {
+    for (uint64_t id : call.inputs) {
       Tensor t;
       if (!find(id, &t)) return false;
       if (!t.defined()) return poisoned();
@@ -126,7 +132,7 @@ bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
     }
     if (!CheckArity(op, inputs.size()).ok()) return poisoned();
     Attrs storage;
-    auto attrs = CallAttrsFromProto(op, call.attrs(), &storage);
+    auto attrs = CallAttrsFromProto(op, *call.attrs, &storage);
     if (!attrs.ok()) return poisoned();
     std::vector<Tensor> outputs;
     if (op.infer != nullptr) {
@@ -150,16 +156,31 @@ bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
         if (!SmallCpu(t)) return false;
       }
     }
-    for (int i = 0; i < call.outputs_size(); ++i) {
-      fresh[call.outputs(i)] =
-          i < static_cast<int>(outputs.size()) ? outputs[i] : Tensor();
+    for (size_t i = 0; i < call.outputs.size(); ++i) {
+      fresh[call.outputs[i]] = i < outputs.size() ? outputs[i] : Tensor();
+    }
+    return true;
+  };
+  // A packed run's entries, dry-run in order; a malformed run is cheap (it
+  // fails at once).
+  auto dry_run_packed = [&](const v1::Packed& run) {
+    packed::Reader reader(run.entries());
+    packed::Entry entry;
+    while (!reader.done()) {
+      if (!reader.Next(&entry).ok()) return true;
+      if (entry.kind == packed::Kind::kCall && !dry_run(CallView::Of(entry))) {
+        return false;
+      }
     }
     return true;
   };
   for (const v1::Command& cmd : batch.commands()) {
     switch (cmd.kind_case()) {
       case v1::Command::kCall:
-        if (!dry_run(cmd.call())) return false;
+        if (!dry_run(CallView::Of(cmd.call()))) return false;
+        break;
+      case v1::Command::kPacked:
+        if (!dry_run_packed(cmd.packed())) return false;
         break;
       case v1::Command::kGet: {
         if (cmd.get().bulk()) return false;

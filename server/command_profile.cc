@@ -6,7 +6,8 @@
 
 namespace tensord {
 
-void CommandRunner::RunProfiled(const v1::Command& cmd, v1::Ack* ack) {
+void CommandRunner::RunProfiled(const CallView* call,
+                                const v1::Backward* backward, v1::Ack* ack) {
   const int before = ack->created_size();
   v1::OpRecord record;
   OpPhases phases;
@@ -18,17 +19,17 @@ void CommandRunner::RunProfiled(const v1::Command& cmd, v1::Ack* ack) {
   if (batch_arrived_ns_ != 0 && start > batch_arrived_ns_) {
     record.set_wait_ns(start - batch_arrived_ns_);
   }
-  if (cmd.has_call()) {
+  if (call != nullptr) {
     const auto& table = OpTable();
-    const uint32_t id = cmd.call().op_id();
-    record.set_op(id < table.size() ? table[id].name : "op#?");
-    RunCall(cmd.call(), ack);
-    absl::StatusOr<const std::string*> site = CallSite(cmd.call());
-    record.set_site(site.ok() ? **site : cmd.call().site());
+    record.set_op(call->op_id < table.size() ? table[call->op_id].name
+                                             : "op#?");
+    RunCall(*call, ack);
+    absl::StatusOr<const std::string*> site = CallSite(*call);
+    record.set_site(site.ok() ? **site : *call->site);
   } else {
     record.set_op("backward");
-    record.set_site(cmd.backward().site());
-    RunBackward(cmd.backward(), ack);
+    record.set_site(backward->site());
+    RunBackward(*backward, ack);
   }
   const uint64_t end = PhaseClockNs();
   phases_ = nullptr;

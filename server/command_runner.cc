@@ -34,8 +34,10 @@ CommandRunner::CommandRunner(RunnerConfig config, FrameSink* sink)
 
 CommandRunner::~CommandRunner() = default;
 
-void CommandRunner::RunBatch(const v1::Batch& batch, uint64_t arrived_ns) {
+void CommandRunner::RunBatch(const v1::Batch& batch, uint64_t arrived_ns,
+                             uint64_t applied_seq) {
   batch_arrived_ns_ = arrived_ns;
+  applied_seq_ = applied_seq;
   // The Ack (a TensorMeta per created handle) is built on an arena that
   // lives as long as the outbox keeps the frame (Note [Frame arenas]).
   auto arena = std::make_shared<google::protobuf::Arena>(
@@ -49,8 +51,9 @@ void CommandRunner::RunBatch(const v1::Batch& batch, uint64_t arrived_ns) {
         !(cmd.has_put() && cmd.put().handle() == pending_put_->handle)) {
       AbortPendingPut(ack);
     }
+    if (packed::LastSeq(cmd) <= applied_seq) continue;
     Run(cmd, ack);
-    ack->set_last_seq(cmd.seq());
+    ack->set_last_seq(packed::LastSeq(cmd));
     if (downloads_.has_finished()) downloads_.RunFinished();
     // Per command, so Admin agrees with a SyncDone sent mid-batch.
     live_handles_.store(handles_.size(), std::memory_order_relaxed);
@@ -74,12 +77,18 @@ void CommandRunner::ReleaseAll() {
 }
 
 void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
-  if (profiler_.enabled() && (cmd.has_call() || cmd.has_backward())) {
-    return RunProfiled(cmd, ack);
+  if (profiler_.enabled() && cmd.has_call()) {
+    const CallView call = CallView::Of(cmd.call());
+    return RunProfiled(&call, nullptr, ack);
+  }
+  if (profiler_.enabled() && cmd.has_backward()) {
+    return RunProfiled(nullptr, &cmd.backward(), ack);
   }
   switch (cmd.kind_case()) {
     case v1::Command::kCall:
-      return RunCall(cmd.call(), ack);
+      return RunCall(CallView::Of(cmd.call()), ack);
+    case v1::Command::kPacked:
+      return RunPacked(cmd, ack);
     case v1::Command::kPut:
       return RunPut(cmd.put(), ack);
     case v1::Command::kGet:
@@ -152,19 +161,19 @@ void CommandRunner::ReportFrameError(const absl::Status& status,
   sink_->Send(std::move(frame));
 }
 
-void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
+void CommandRunner::RunCall(const CallView& call, v1::Ack* ack) {
   ops_run_.fetch_add(1, std::memory_order_relaxed);
   const auto& table = OpTable();
-  const std::string op_name = call.op_id() < table.size()
-                                  ? table[call.op_id()].name
-                                  : absl::StrCat("op#", call.op_id());
+  const std::string op_name = call.op_id < table.size()
+                                  ? table[call.op_id].name
+                                  : absl::StrCat("op#", call.op_id);
   absl::StatusOr<const std::string*> call_site = CallSite(call);
-  const std::string& site = call_site.ok() ? **call_site : call.site();
+  const std::string& site = call_site.ok() ? **call_site : *call.site;
   // Output ids are checked first: a bad id has no entry to carry an error.
-  if (!CheckNewOutputs(call.outputs(), op_name, site)) return;
+  if (!CheckNewOutputs(call.outputs, op_name, site)) return;
   auto fail = [&](std::shared_ptr<const v1::Status> error) {
     NoteError(*error);
-    for (uint64_t id : call.outputs()) {
+    for (uint64_t id : call.outputs) {
       HandleEntry entry;
       entry.error = error;
       Create(id, std::move(entry), ack);
@@ -174,20 +183,21 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
     fail(SharedStatusProto(status, op_name, site));
   };
   if (!call_site.ok()) return fail_with(call_site.status());
-  if (call.op_id() >= table.size()) {
+  if (call.op_id >= table.size()) {
     return fail_with(absl::InvalidArgumentError(
-        absl::StrCat("unknown op id ", call.op_id(), " (the catalog has ",
+        absl::StrCat("unknown op id ", call.op_id, " (the catalog has ",
                      table.size(), " ops)")));
   }
-  const OpDef& op = table[call.op_id()];
-  if (op.num_outputs >= 0 && call.outputs_size() != op.num_outputs) {
+  const OpDef& op = table[call.op_id];
+  const int num_outputs = static_cast<int>(call.outputs.size());
+  if (op.num_outputs >= 0 && num_outputs != op.num_outputs) {
     return fail_with(absl::InvalidArgumentError(
         absl::StrCat(op.name, " has ", op.num_outputs, " output(s), but ",
-                     call.outputs_size(), " output handle(s) were given")));
+                     num_outputs, " output handle(s) were given")));
   }
   absl::InlinedVector<Tensor, 4> inputs;  // no heap allocation per op
-  inputs.reserve(call.inputs_size());
-  for (uint64_t id : call.inputs()) {
+  inputs.reserve(call.inputs.size());
+  for (uint64_t id : call.inputs) {
     std::shared_ptr<const v1::Status> poisoned;
     auto t = FindTensor(id, &poisoned);
     if (poisoned != nullptr) return fail(poisoned);  // the same error
@@ -195,7 +205,7 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
     inputs.push_back(*std::move(t));
   }
   Attrs storage;
-  auto attrs = CallAttrsFromProto(op, call.attrs(), &storage);
+  auto attrs = CallAttrsFromProto(op, *call.attrs, &storage);
   if (!attrs.ok()) return fail_with(attrs.status());
   OpContext ctx = MakeContext();
   if (grad_enabled_) {
@@ -207,15 +217,15 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
   if (!injected.ok()) return fail_with(injected);
   auto outputs = RunRecorded(op, inputs, **attrs, ctx);
   if (!outputs.ok()) return fail_with(outputs.status());
-  if (static_cast<int>(outputs->size()) != call.outputs_size()) {
+  if (static_cast<int>(outputs->size()) != num_outputs) {
     return fail_with(absl::InvalidArgumentError(
         absl::StrCat(op.name, " produced ", outputs->size(), " output(s), but ",
-                     call.outputs_size(), " output handle(s) were given")));
+                     num_outputs, " output handle(s) were given")));
   }
-  for (int i = 0; i < call.outputs_size(); ++i) {
+  for (int i = 0; i < num_outputs; ++i) {
     HandleEntry entry;
     entry.tensor = std::move((*outputs)[i]);
-    Create(call.outputs(i), std::move(entry), ack);
+    Create(call.outputs[i], std::move(entry), ack);
   }
 }
 
@@ -225,26 +235,26 @@ void CommandRunner::RunCall(const v1::Call& call, v1::Ack* ack) {
 // id afterwards: no string to encode, parse and keep per op. Bindings live
 // as long as the session; a resent command rebinds to the same text.
 absl::StatusOr<const std::string*> CommandRunner::CallSite(
-    const v1::Call& call) {
+    const CallView& call) {
   constexpr size_t kMaxSites = 1 << 16;
-  if (call.site_id() == 0) return &call.site();
-  auto it = sites_.find(call.site_id());
-  if (!call.site().empty()) {
+  if (call.site_id == 0) return call.site;
+  auto it = sites_.find(call.site_id);
+  if (!call.site->empty()) {
     if (it == sites_.end()) {
       if (sites_.size() >= kMaxSites) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "site id ", call.site_id(), ": a session may bind at most ",
+            "site id ", call.site_id, ": a session may bind at most ",
             kMaxSites, " call sites"));
       }
-      it = sites_.emplace(call.site_id(), call.site()).first;
-    } else if (it->second != call.site()) {
-      it->second = call.site();
+      it = sites_.emplace(call.site_id, *call.site).first;
+    } else if (it->second != *call.site) {
+      it->second = *call.site;
     }
     return &it->second;
   }
   if (it == sites_.end()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "site id ", call.site_id(),
+        "site id ", call.site_id,
         " was never bound in this session (send its text with the id "
         "first)"));
   }

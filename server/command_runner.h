@@ -20,6 +20,7 @@
 #include "runtime/generator.h"
 #include "runtime/ops/op_def.h"
 #include "server/bulk_socket.h"
+#include "server/call_view.h"
 #include "server/cma.h"
 #include "server/frame_sink.h"
 #include "server/handle_table.h"
@@ -52,7 +53,10 @@ class CommandRunner {
 
   // Runs every command of `batch`, then sends one Ack for it. `arrived_ns`
   // (PhaseClockNs) is when the transport queued it: the profiler's wait.
-  void RunBatch(const v1::Batch& batch, uint64_t arrived_ns = 0);
+  // Commands with seqs up to `applied_seq` were applied before (a resent
+  // batch): skipped, including the first ones of a packed run.
+  void RunBatch(const v1::Batch& batch, uint64_t arrived_ns = 0,
+                uint64_t applied_seq = 0);
   // Note [Inline batches] (command_inline.cc): whether `batch` is cheap
   // enough to run on a transport thread. Reads the handle table: call it
   // only while holding the executor's role, as for RunBatch.
@@ -90,7 +94,10 @@ class CommandRunner {
   };
 
   void Run(const v1::Command& cmd, v1::Ack* ack);
-  void RunCall(const v1::Call& call, v1::Ack* ack);
+  void RunCall(const CallView& call, v1::Ack* ack);
+  // A packed run (Note [Packed commands]; command_packed.cc): its entries
+  // in order, each as the Call or Release it stands for.
+  void RunPacked(const v1::Command& cmd, v1::Ack* ack);
   void RunPut(const v1::Put& put, v1::Ack* ack);
   void RunGet(const v1::Get& get);
   // A Get's Data frames: `total` bytes in chunks, `meta` on the first.
@@ -143,8 +150,10 @@ class CommandRunner {
   // then the bytes of the CPU tensor `t` on the socket.
   void SendBulkData(uint64_t request_id, const v1::TensorMeta& meta,
                     const Tensor& t, const std::string& site);
-  // Profiling (command_profile.cc): a timed Call/Backward, GetProfile.
-  void RunProfiled(const v1::Command& cmd, v1::Ack* ack);
+  // Profiling (command_profile.cc): a timed Call (`call`) or Backward,
+  // GetProfile.
+  void RunProfiled(const CallView* call, const v1::Backward* backward,
+                   v1::Ack* ack);
   void RunGetProfile(const v1::GetProfile& get);
   // Streams and events (command_streams.cc; Note [Session streams]).
   void RunSetStream(uint32_t stream_id);
@@ -160,7 +169,7 @@ class CommandRunner {
   // The call site a Call names (Note [Site ids]): its `site`, binding
   // `site_id` to it when both are set, or the text `site_id` was bound to.
   // INVALID_ARGUMENT for an id never bound or over the session's cap.
-  absl::StatusOr<const std::string*> CallSite(const v1::Call& call);
+  absl::StatusOr<const std::string*> CallSite(const CallView& call);
   // Checks that `ids` may name new handles (non-zero, strictly increasing);
   // reports a frame error naming `what` otherwise.
   bool CheckNewOutputs(absl::Span<const uint64_t> ids, const std::string& what,
@@ -198,6 +207,7 @@ class CommandRunner {
   GraphRecorder recorder_;  // Note [Recording]; used while grad mode is on
   OpProfiler profiler_;
   uint64_t batch_arrived_ns_ = 0;          // of the batch being run
+  uint64_t applied_seq_ = 0;               // of the batch being run
   OpPhases* phases_ = nullptr;             // of the command being profiled
   std::optional<v1::Status> first_error_;  // since the last Sync
   std::unique_ptr<PendingPut> pending_put_;

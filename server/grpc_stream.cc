@@ -7,6 +7,7 @@
 #include "absl/strings/strip.h"
 #include "google/protobuf/arena.h"
 #include "proto/frame_buffer.h"
+#include "proto/packed_commands.h"
 #include "runtime/core/block_cache.h"
 #include "spdlog/spdlog.h"
 
@@ -118,7 +119,7 @@ class SessionReactor
     // which may run the batch and free its arena).
     const auto& commands = in_->batch().commands();
     const uint64_t last_seq =
-        commands.empty() ? 0 : commands[commands.size() - 1].seq();
+        commands.empty() ? 0 : packed::LastSeq(commands[commands.size() - 1]);
     const bool room = session_->Submit(
         std::move(arena_), in_->mutable_batch(),
         /*may_run_inline=*/sink_->queued_bytes() < kMaxInlineBacklog);

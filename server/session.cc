@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "proto/packed_commands.h"
 #include "runtime/core/transfer_buffers.h"
 #include "spdlog/spdlog.h"
 
@@ -280,13 +281,14 @@ void Session::RunQueued(v1::Batch& batch, uint64_t arrived_ns) {
   auto* commands = batch.mutable_commands();
   commands->erase(std::remove_if(commands->begin(), commands->end(),
                                  [applied](const v1::Command& c) {
-                                   return c.seq() <= applied;
+                                   return packed::LastSeq(c) <= applied;
                                  }),
                   commands->end());
   if (batch.commands_size() == 0) return;
-  const uint64_t last = batch.commands(batch.commands_size() - 1).seq();
+  const uint64_t last =
+      packed::LastSeq(batch.commands(batch.commands_size() - 1));
   outbox_.SetSeq(last);
-  runner_.RunBatch(batch, arrived_ns);
+  runner_.RunBatch(batch, arrived_ns, applied);
   applied_seq_.store(last);
 }
 

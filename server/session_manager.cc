@@ -251,6 +251,7 @@ v1::Welcome SessionManager::MakeWelcome(const Session& session) const {
   if (session.shm() != nullptr) *w.mutable_shm() = session.shm()->Describe();
   w.set_quota_bytes(session.params().quota_bytes);
   w.set_cma(session.cma() != nullptr);
+  w.set_packed_commands(true);
   if (session.bulk() != nullptr) {
     w.set_bulk_port(static_cast<uint32_t>(bulk_port_.load()));
     w.set_bulk_token(session.params().bulk_token);

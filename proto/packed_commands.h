@@ -1,0 +1,93 @@
+// The entries of a Command.packed run (Note [Packed commands] in
+// proto/tensord.proto; docs/protocol.md "Packed commands").
+//
+// A run's `entries` are the commands one after another, each a sequence of
+// unsigned LEB128 varints (as protobuf encodes uint64):
+//   Call:    1, op_id, site_id, n, n input handles, m, m output handles
+//   Release: 2, n, n handles
+// `site_id` is 0 or an id bound earlier (Note [Site ids]). Nothing else is
+// in the bytes: no lengths, no padding. A decoder checks every count against
+// the bytes left, so a hostile run cannot make it allocate more than its own
+// size.
+#ifndef TENSORD_PROTO_PACKED_COMMANDS_H_
+#define TENSORD_PROTO_PACKED_COMMANDS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "proto/tensord.pb.h"
+
+namespace tensord {
+namespace packed {
+
+// The seq of the last command `cmd` stands for: Command.seq, or for a
+// packed run of `count` commands seq + count - 1.
+inline uint64_t LastSeq(const v1::Command& cmd) {
+  return cmd.has_packed() && cmd.packed().count() > 1
+             ? cmd.seq() + cmd.packed().count() - 1
+             : cmd.seq();
+}
+
+// The commands `cmd` stands for: a packed run's count (at least 1), else 1.
+inline uint32_t CommandCount(const v1::Command& cmd) {
+  return cmd.has_packed() && cmd.packed().count() > 1 ? cmd.packed().count()
+                                                      : 1;
+}
+
+enum class Kind : uint64_t { kCall = 1, kRelease = 2 };
+
+// Appends one entry to `out`.
+void AppendCall(uint32_t op_id, uint32_t site_id,
+                absl::Span<const uint64_t> inputs,
+                absl::Span<const uint64_t> outputs, std::string* out);
+void AppendRelease(absl::Span<const uint64_t> handles, std::string* out);
+
+// Upper bounds of those encodings, in bytes.
+size_t CallBytes(size_t inputs, size_t outputs);
+size_t ReleaseBytes(size_t handles);
+
+// One decoded entry. The spans point into the Reader: valid until its next
+// Next().
+struct Entry {
+  Kind kind = Kind::kCall;
+  uint32_t op_id = 0;                  // Call
+  uint32_t site_id = 0;                // Call
+  absl::Span<const uint64_t> inputs;   // Call
+  absl::Span<const uint64_t> outputs;  // Call
+  absl::Span<const uint64_t> handles;  // Release
+};
+
+// Reads the entries of one run in order. Thread-compatible.
+class Reader {
+ public:
+  explicit Reader(absl::string_view bytes) : bytes_(bytes) {}
+
+  bool done() const { return pos_ == bytes_.size(); }
+  // Byte offset of the next entry in the run.
+  size_t offset() const { return pos_; }
+
+  // Decodes the entry at offset() into `entry`. INVALID_ARGUMENT, naming the
+  // byte and what was wrong, for a truncated entry, an unknown kind, a count
+  // larger than the bytes left, or a value out of its field's range; the
+  // reader is then stuck at that entry.
+  absl::Status Next(Entry* entry);
+
+ private:
+  bool Varint(uint64_t* value);
+  absl::Status Handles(const char* what, absl::InlinedVector<uint64_t, 4>* out);
+
+  absl::string_view bytes_;
+  size_t pos_ = 0;
+  absl::InlinedVector<uint64_t, 4> first_;
+  absl::InlinedVector<uint64_t, 4> second_;
+};
+
+}  // namespace packed
+}  // namespace tensord
+
+#endif  // TENSORD_PROTO_PACKED_COMMANDS_H_
