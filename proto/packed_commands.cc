@@ -10,20 +10,30 @@ namespace {
 
 constexpr size_t kMaxVarintBytes = 10;
 
-void PutVarint(uint64_t value, std::string* out) {
-  char buf[kMaxVarintBytes];
-  size_t n = 0;
+// Writes `value` at `p`; returns the byte after it.
+char* PutVarint(uint64_t value, char* p) {
   while (value >= 0x80) {
-    buf[n++] = static_cast<char>((value & 0x7f) | 0x80);
+    *p++ = static_cast<char>((value & 0x7f) | 0x80);
     value >>= 7;
   }
-  buf[n++] = static_cast<char>(value);
-  out->append(buf, n);
+  *p++ = static_cast<char>(value);
+  return p;
 }
 
-void PutHandles(absl::Span<const uint64_t> handles, std::string* out) {
-  PutVarint(handles.size(), out);
-  for (uint64_t h : handles) PutVarint(h, out);
+char* PutHandles(absl::Span<const uint64_t> handles, char* p) {
+  p = PutVarint(handles.size(), p);
+  for (uint64_t h : handles) p = PutVarint(h, p);
+  return p;
+}
+
+// Appends what `write` writes into at most `bound` bytes: one resize of
+// `out` per entry instead of an append per varint.
+template <typename Write>
+void AppendBounded(size_t bound, std::string* out, Write write) {
+  const size_t old = out->size();
+  out->resize(old + bound);
+  char* begin = &(*out)[old];
+  out->resize(old + static_cast<size_t>(write(begin) - begin));
 }
 
 }  // namespace
@@ -31,16 +41,20 @@ void PutHandles(absl::Span<const uint64_t> handles, std::string* out) {
 void AppendCall(uint32_t op_id, uint32_t site_id,
                 absl::Span<const uint64_t> inputs,
                 absl::Span<const uint64_t> outputs, std::string* out) {
-  PutVarint(static_cast<uint64_t>(Kind::kCall), out);
-  PutVarint(op_id, out);
-  PutVarint(site_id, out);
-  PutHandles(inputs, out);
-  PutHandles(outputs, out);
+  AppendBounded(CallBytes(inputs.size(), outputs.size()), out, [&](char* p) {
+    p = PutVarint(static_cast<uint64_t>(Kind::kCall), p);
+    p = PutVarint(op_id, p);
+    p = PutVarint(site_id, p);
+    p = PutHandles(inputs, p);
+    return PutHandles(outputs, p);
+  });
 }
 
 void AppendRelease(absl::Span<const uint64_t> handles, std::string* out) {
-  PutVarint(static_cast<uint64_t>(Kind::kRelease), out);
-  PutHandles(handles, out);
+  AppendBounded(ReleaseBytes(handles.size()), out, [&](char* p) {
+    p = PutVarint(static_cast<uint64_t>(Kind::kRelease), p);
+    return PutHandles(handles, p);
+  });
 }
 
 size_t CallBytes(size_t inputs, size_t outputs) {
@@ -49,7 +63,7 @@ size_t CallBytes(size_t inputs, size_t outputs) {
 
 size_t ReleaseBytes(size_t handles) { return kMaxVarintBytes * (2 + handles); }
 
-bool Reader::Varint(uint64_t* value) {
+bool Reader::VarintSlow(uint64_t* value) {
   uint64_t result = 0;
   for (int shift = 0; shift < 64 && pos_ < bytes_.size(); shift += 7) {
     const uint8_t byte = static_cast<uint8_t>(bytes_[pos_++]);

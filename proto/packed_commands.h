@@ -78,7 +78,17 @@ class Reader {
   absl::Status Next(Entry* entry);
 
  private:
-  bool Varint(uint64_t* value);
+  // One varint at pos_, advancing past it; false when it is truncated or
+  // over 64 bits. One-byte values (most handles' low bits, kinds, counts)
+  // take the inline path.
+  bool Varint(uint64_t* value) {
+    if (pos_ < bytes_.size() && static_cast<uint8_t>(bytes_[pos_]) < 0x80) {
+      *value = static_cast<uint8_t>(bytes_[pos_++]);
+      return true;
+    }
+    return VarintSlow(value);
+  }
+  bool VarintSlow(uint64_t* value);
   absl::Status Handles(const char* what, absl::InlinedVector<uint64_t, 4>* out);
 
   absl::string_view bytes_;
