@@ -76,9 +76,10 @@ struct ClientOptions {
   bool bulk = true;
   // Calls without attributes or a new call site, and Releases, go as
   // entries of packed runs (Note [Packed commands], proto/tensord.proto)
-  // when the daemon reads them (Welcome.packed_commands): a few varints
-  // each instead of a protobuf message, less CPU on both ends per op.
-  // False, or $TENSORD_PACKED=0, sends every command as a message.
+  // when the daemon reads them (Welcome.packed_commands), and the daemon's
+  // Acks list plain results packed (Hello.packed_acks): a few varints each
+  // instead of a protobuf message, less CPU on both ends per op. False, or
+  // $TENSORD_PACKED=0, sends and receives messages only.
   bool packed_commands = true;
   // A thread waiting for an answer the daemon announces in the region's
   // mailbox (a result's first Get through the region: item() of a fresh

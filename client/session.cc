@@ -118,6 +118,7 @@ absl::Status Session::Handshake() {
   hello.set_client_name(options_.client_name);
   hello.set_shm_transfer(WantShm(options_));
   hello.set_bulk(WantBulk());
+  hello.set_packed_acks(WantPacked(options_));
   if (hello.shm_transfer() && WantCma(options_)) {
     cma_probe_ = std::make_unique<char[]>(kCmaProbeBytes);  // zeroed
     cma_pid_ = static_cast<uint64_t>(getpid());

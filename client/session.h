@@ -294,6 +294,14 @@ class Session {
   // Flusher thread: writes the unacked batches after resend_after_.
   void ResendUnacked();
   static ReceivedFrame Describe(const v1::ServerFrame& frame);
+  // Records handle `handle`'s metadata from an Ack: a TensorMeta
+  // (`message`, which also carries error, is_none and grad_fn) or a packed
+  // entry (`message` null; Note [Packed metas]).
+  void SetMetaLocked(uint64_t handle, int wire_dtype,
+                     absl::Span<const int64_t> shape, const std::string& device,
+                     bool requires_grad, bool is_leaf,
+                     const v1::TensorMeta* message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // True when `frame` is a replay of one already handled (then skipped).
   bool SkipReplayedLocked(const v1::ServerFrame& frame)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

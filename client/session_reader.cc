@@ -9,6 +9,7 @@
 #include "client/session.h"
 #include "client/status.h"
 #include "proto/frame_buffer.h"
+#include "proto/packed_commands.h"
 #include "runtime/core/block_cache.h"
 
 namespace tensord {
@@ -105,6 +106,38 @@ void Session::ReadLoop() {
   }
 }
 
+void Session::SetMetaLocked(uint64_t handle, int wire_dtype,
+                            absl::Span<const int64_t> shape,
+                            const std::string& device, bool requires_grad,
+                            bool is_leaf, const v1::TensorMeta* message) {
+  auto it = handles_.find(handle);
+  if (it == handles_.end()) return;  // already released
+  HandleState& state = it->second;
+  absl::StatusOr<DType> dtype = DTypeFromWire(wire_dtype);
+  const bool is_none = message != nullptr && message->is_none();
+  state.known = true;
+  state.meta.dtype = dtype.ok() ? *dtype : DType::kFloat32;
+  state.meta.shape.assign(shape.begin(), shape.end());
+  state.meta.device = device;
+  state.meta.requires_grad = requires_grad;
+  state.meta.is_none = is_none;
+  state.meta.is_leaf = is_leaf;
+  if (message != nullptr) {
+    state.meta.grad_fn = message->grad_fn();
+  } else {
+    state.meta.grad_fn.clear();
+  }
+  if (state.requires_grad_override >= 0) {
+    state.meta.requires_grad = state.requires_grad_override != 0;
+  }
+  state.meta.error =
+      message != nullptr ? StatusFromProto(message->error()) : absl::OkStatus();
+  if (state.meta.error.ok() && !dtype.ok() && !is_none) {
+    state.meta.error = absl::InternalError(absl::StrCat(
+        "tensord sent handle ", handle, " with ", dtype.status().message()));
+  }
+}
+
 void Session::HandleFrame(const v1::ServerFrame& frame,
                           absl::Span<const absl::string_view> payload) {
   MutexLock lock(&mu_);
@@ -112,27 +145,21 @@ void Session::HandleFrame(const v1::ServerFrame& frame,
   switch (frame.kind_case()) {
     case v1::ServerFrame::kAck: {
       for (const v1::TensorMeta& meta : frame.ack().created()) {
-        auto it = handles_.find(meta.handle());
-        if (it == handles_.end()) continue;  // already released
-        HandleState& state = it->second;
-        absl::StatusOr<DType> dtype = DTypeFromWire(meta.dtype());
-        state.known = true;
-        state.meta.dtype = dtype.ok() ? *dtype : DType::kFloat32;
-        state.meta.shape.assign(meta.shape().begin(), meta.shape().end());
-        state.meta.device = meta.device();
-        state.meta.requires_grad = meta.requires_grad();
-        state.meta.is_none = meta.is_none();
-        state.meta.is_leaf = meta.is_leaf();
-        state.meta.grad_fn = meta.grad_fn();
-        if (state.requires_grad_override >= 0) {
-          state.meta.requires_grad = state.requires_grad_override != 0;
-        }
-        state.meta.error = StatusFromProto(meta.error());
-        if (state.meta.error.ok() && !dtype.ok() && !meta.is_none()) {
-          state.meta.error = absl::InternalError(
-              absl::StrCat("tensord sent handle ", meta.handle(), " with ",
-                           dtype.status().message()));
-        }
+        SetMetaLocked(meta.handle(), meta.dtype(), meta.shape(), meta.device(),
+                      meta.requires_grad(), meta.is_leaf(), &meta);
+      }
+      // Note [Packed metas]: a bad entry leaves the handles from it on
+      // unknown, which MetaOf reports as acknowledged without metadata.
+      packed::Reader metas(frame.ack().packed_created());
+      packed::Meta m;
+      while (!metas.done() && metas.NextMeta(&m).ok()) {
+        static const std::string* const kNoDevice = new std::string();
+        const std::string& device = m.device < welcome_.devices_size()
+                                        ? welcome_.devices(m.device).name()
+                                        : *kNoDevice;
+        SetMetaLocked(m.handle, static_cast<int>(m.dtype), m.shape, device,
+                      (m.flags & packed::kRequiresGrad) != 0,
+                      (m.flags & packed::kIsLeaf) != 0, nullptr);
       }
       acked_seq_ = std::max(acked_seq_, frame.ack().last_seq());
       while (!unacked_.empty() && unacked_.front().last_seq <= acked_seq_) {

@@ -57,6 +57,18 @@ void AppendRelease(absl::Span<const uint64_t> handles, std::string* out) {
   });
 }
 
+void AppendMeta(const Meta& meta, std::string* out) {
+  AppendBounded(kMaxVarintBytes * (5 + meta.shape.size()), out, [&](char* p) {
+    p = PutVarint(meta.handle, p);
+    p = PutVarint(meta.dtype, p);
+    p = PutVarint(meta.device, p);
+    p = PutVarint(meta.flags, p);
+    p = PutVarint(meta.shape.size(), p);
+    for (int64_t d : meta.shape) p = PutVarint(static_cast<uint64_t>(d), p);
+    return p;
+  });
+}
+
 size_t CallBytes(size_t inputs, size_t outputs) {
   return kMaxVarintBytes * (5 + inputs + outputs);
 }
@@ -141,6 +153,42 @@ absl::Status Reader::Next(Entry* entry) {
     if (!outputs.ok()) return outputs;
     entry->inputs = first_;
     entry->outputs = second_;
+    return absl::OkStatus();
+  }();
+  if (!status.ok()) pos_ = start;
+  return status;
+}
+
+absl::Status Reader::NextMeta(Meta* meta) {
+  const size_t start = pos_;
+  absl::Status status = [&]() -> absl::Status {
+    if (!Varint(&meta->handle)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad varint for the handle at byte ", start));
+    }
+    uint32_t* fields[3] = {&meta->dtype, &meta->device, &meta->flags};
+    const char* names[3] = {"dtype", "device", "flags"};
+    for (int i = 0; i < 3; ++i) {
+      const size_t at = pos_;
+      uint64_t v = 0;
+      if (!Varint(&v) || v > std::numeric_limits<uint32_t>::max()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "bad ", names[i], " at byte ", at, " (a uint32 varint)"));
+      }
+      *fields[i] = static_cast<uint32_t>(v);
+    }
+    absl::Status dims = Handles("dims", &first_);
+    if (!dims.ok()) return dims;
+    dims_.resize(first_.size());
+    for (size_t i = 0; i < first_.size(); ++i) {
+      if (first_[i] >
+          static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dim #", i, " of the entry at byte ", start, " is over 2^63"));
+      }
+      dims_[i] = static_cast<int64_t>(first_[i]);
+    }
+    meta->shape = dims_;
     return absl::OkStatus();
   }();
   if (!status.ok()) pos_ = start;

@@ -6,7 +6,13 @@
 //   Call:    1, op_id, site_id, n, n input handles, m, m output handles
 //   Release: 2, n, n handles
 // `site_id` is 0 or an id bound earlier (Note [Site ids]). Nothing else is
-// in the bytes: no lengths, no padding. A decoder checks every count against
+// in the bytes: no lengths, no padding.
+//
+// Ack.packed_created (Note [Packed metas]) holds created handles' metadata
+// the same way, one after another:
+//   handle, dtype (the DType enum value), device (an index into
+//   Welcome.devices), flags (1: requires_grad, 2: is_leaf), n, n dims A decoder
+//   checks every count against
 // the bytes left, so a hostile run cannot make it allocate more than its own
 // size.
 #ifndef TENSORD_PROTO_PACKED_COMMANDS_H_
@@ -51,6 +57,18 @@ void AppendRelease(absl::Span<const uint64_t> handles, std::string* out);
 size_t CallBytes(size_t inputs, size_t outputs);
 size_t ReleaseBytes(size_t handles);
 
+// A created handle's metadata in Ack.packed_created.
+inline constexpr uint32_t kRequiresGrad = 1;
+inline constexpr uint32_t kIsLeaf = 2;
+struct Meta {
+  uint64_t handle = 0;
+  uint32_t dtype = 0;               // v1::DType
+  uint32_t device = 0;              // index into Welcome.devices
+  uint32_t flags = 0;               // kRequiresGrad | kIsLeaf
+  absl::Span<const int64_t> shape;  // decoded: valid until the next NextMeta
+};
+void AppendMeta(const Meta& meta, std::string* out);
+
 // One decoded entry. The spans point into the Reader: valid until its next
 // Next().
 struct Entry {
@@ -76,6 +94,9 @@ class Reader {
   // larger than the bytes left, or a value out of its field's range; the
   // reader is then stuck at that entry.
   absl::Status Next(Entry* entry);
+  // The same for the entries of Ack.packed_created; a negative dim (over
+  // 2^63) or a dtype, device or flags value over 32 bits is an error.
+  absl::Status NextMeta(Meta* meta);
 
  private:
   // One varint at pos_, advancing past it; false when it is truncated or
@@ -95,6 +116,7 @@ class Reader {
   size_t pos_ = 0;
   absl::InlinedVector<uint64_t, 4> first_;
   absl::InlinedVector<uint64_t, 4> second_;
+  absl::InlinedVector<int64_t, 6> dims_;
 };
 
 }  // namespace packed

@@ -160,6 +160,55 @@ TEST(PackedCommandsTest, RejectsKindsCountsAndRangesItCannotHold) {
   }
 }
 
+TEST(PackedCommandsTest, MetasRoundTripAndRejectWhatTheyCannotHold) {
+  std::mt19937_64 rng(11);
+  std::string run;
+  struct Want {
+    Meta meta;
+    std::vector<int64_t> shape;
+  };
+  std::vector<Want> want(30);
+  for (Want& w : want) {
+    w.meta.handle = rng() >> (rng() % 64);
+    w.meta.dtype = static_cast<uint32_t>(rng() % 12);
+    w.meta.device = static_cast<uint32_t>(rng() % 3);
+    w.meta.flags = static_cast<uint32_t>(rng() % 4);
+    for (uint64_t i = rng() % 7; i > 0; --i) {
+      w.shape.push_back(static_cast<int64_t>(rng() >> (1 + rng() % 63)));
+    }
+    w.meta.shape = w.shape;
+    AppendMeta(w.meta, &run);
+  }
+  Reader reader(run);
+  for (const Want& w : want) {
+    Meta got;
+    ASSERT_TRUE(reader.NextMeta(&got).ok());
+    EXPECT_EQ(got.handle, w.meta.handle);
+    EXPECT_EQ(got.dtype, w.meta.dtype);
+    EXPECT_EQ(got.device, w.meta.device);
+    EXPECT_EQ(got.flags, w.meta.flags);
+    EXPECT_EQ(std::vector<int64_t>(got.shape.begin(), got.shape.end()),
+              w.shape);
+  }
+  EXPECT_TRUE(reader.done());
+
+  Meta meta;
+  // A dim of 2^63: handle 1, dtype 1, device 0, flags 2, one dim.
+  std::string big("\x01\x01\x00\x02\x01", 5);
+  big += std::string(9, '\x80');
+  big += '\x01';
+  EXPECT_THAT(Reader(big).NextMeta(&meta).message(),
+              HasSubstr("dim #0 of the entry at byte 0 is over 2^63"));
+  // A dtype over 32 bits.
+  std::string wide("\x01\x80\x80\x80\x80\x10\x00\x00\x00", 9);
+  EXPECT_THAT(Reader(wide).NextMeta(&meta).message(),
+              HasSubstr("bad dtype at byte 1"));
+  // Cut short after the flags.
+  EXPECT_THAT(
+      Reader(std::string("\x01\x01\x00\x02", 4)).NextMeta(&meta).message(),
+      HasSubstr("bad varint for the count of dims at byte 4"));
+}
+
 }  // namespace
 }  // namespace packed
 }  // namespace tensord

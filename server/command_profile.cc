@@ -1,5 +1,6 @@
 // CommandRunner's profiling commands: SetOptions.profile, GetProfile, and the
 // timing wrapper around Call/Backward (server/session_profiler.h).
+#include "proto/packed_commands.h"
 #include "runtime/ops/op_table.h"
 #include "server/command_runner.h"
 #include "server/proto_convert.h"
@@ -9,6 +10,7 @@ namespace tensord {
 void CommandRunner::RunProfiled(const CallView* call,
                                 const v1::Backward* backward, v1::Ack* ack) {
   const int before = ack->created_size();
+  const size_t packed_before = ack->packed_created().size();
   v1::OpRecord record;
   OpPhases phases;
   phases_ = &phases;  // MakeContext hands it to RunOp (Note [Op phases])
@@ -48,14 +50,28 @@ void CommandRunner::RunProfiled(const CallView* call,
     node->set_wall_ns(span.wall_ns);
   }
   uint64_t bytes = 0;
+  auto count = [&](int wire_dtype, absl::Span<const int64_t> shape,
+                   const std::string& device) {
+    auto dtype = DTypeFromWire(wire_dtype);
+    if (!dtype.ok()) return;
+    uint64_t numel = 1;
+    for (int64_t s : shape) numel *= static_cast<uint64_t>(s);
+    bytes += numel * ItemSize(*dtype);
+    if (record.device().empty()) record.set_device(device);
+  };
   for (int i = before; i < ack->created_size(); ++i) {
     const v1::TensorMeta& m = ack->created(i);
-    auto dtype = DTypeFromWire(m.dtype());
-    if (!dtype.ok() || m.has_error()) continue;
-    uint64_t numel = 1;
-    for (int64_t s : m.shape()) numel *= static_cast<uint64_t>(s);
-    bytes += numel * ItemSize(*dtype);
-    if (record.device().empty()) record.set_device(m.device());
+    if (m.has_error()) continue;
+    count(m.dtype(), m.shape(), m.device());
+  }
+  // Note [Packed metas]: the op's plain outputs.
+  packed::Reader metas(
+      absl::string_view(ack->packed_created()).substr(packed_before));
+  packed::Meta m;
+  while (!metas.done() && metas.NextMeta(&m).ok()) {
+    const auto& devices = config_.devices->devices();
+    count(static_cast<int>(m.dtype), m.shape,
+          m.device < devices.size() ? devices[m.device]->name() : "");
   }
   if (record.device().empty()) record.set_device(default_device_->name());
   record.set_bytes_allocated(bytes);

@@ -6,6 +6,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/arena.h"
+#include "proto/packed_commands.h"
 #include "runtime/autograd/node.h"
 #include "runtime/core/block_cache.h"
 #include "runtime/core/device_error.h"
@@ -127,23 +128,46 @@ void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
 }
 
 void CommandRunner::Create(uint64_t id, HandleEntry entry, v1::Ack* ack) {
-  v1::TensorMeta* meta = ack->add_created();
-  meta->set_handle(id);
-  if (entry.poisoned()) {
-    *meta->mutable_error() = *entry.error;
-  } else if (entry.is_none()) {
-    meta->set_is_none(true);
+  if (!entry.poisoned() && !entry.is_none()) {
+    // Copies of this handle's tensor share autograd identity.
+    entry.tensor.EnsureAutograd();
+  }
+  const Tensor& t = entry.tensor;
+  if (config_.packed_acks && !entry.poisoned() && !entry.is_none() &&
+      t.grad_fn() == nullptr) {
+    packed::Meta m;  // Note [Packed metas]
+    m.handle = id;
+    m.dtype = static_cast<uint32_t>(t.dtype());
+    m.device = DeviceIndex(t.device());
+    m.flags = (t.requires_grad() ? packed::kRequiresGrad : 0) |
+              (t.is_leaf() ? packed::kIsLeaf : 0);
+    m.shape = t.shape();
+    packed::AppendMeta(m, ack->mutable_packed_created());
   } else {
-    Tensor& t = entry.tensor;
-    t.EnsureAutograd();  // copies of this handle's tensor share identity
-    meta->set_dtype(static_cast<v1::DType>(t.dtype()));
-    for (int64_t s : t.shape()) meta->add_shape(s);
-    meta->set_device(t.device()->name());
-    meta->set_requires_grad(t.requires_grad());
-    meta->set_is_leaf(t.is_leaf());
-    if (t.grad_fn() != nullptr) meta->set_grad_fn(t.grad_fn()->name());
+    v1::TensorMeta* meta = ack->add_created();
+    meta->set_handle(id);
+    if (entry.poisoned()) {
+      *meta->mutable_error() = *entry.error;
+    } else if (entry.is_none()) {
+      meta->set_is_none(true);
+    } else {
+      meta->set_dtype(static_cast<v1::DType>(t.dtype()));
+      for (int64_t s : t.shape()) meta->add_shape(s);
+      meta->set_device(t.device()->name());
+      meta->set_requires_grad(t.requires_grad());
+      meta->set_is_leaf(t.is_leaf());
+      if (t.grad_fn() != nullptr) meta->set_grad_fn(t.grad_fn()->name());
+    }
   }
   handles_.Insert(id, std::move(entry));
+}
+
+uint32_t CommandRunner::DeviceIndex(const Device* device) const {
+  const auto& all = config_.devices->devices();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].get() == device) return static_cast<uint32_t>(i);
+  }
+  return 0;  // every tensor lives on a registered device
 }
 
 void CommandRunner::NoteError(const v1::Status& status) {

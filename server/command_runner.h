@@ -44,6 +44,7 @@ struct RunnerConfig {
   size_t shared_buffer_bytes = 0;  // cap on its shared buffers (0: off)
   CmaPeer* cma = nullptr;  // cross-memory attach to the client, if negotiated
   BulkChannel* bulk = nullptr;  // the bulk socket, if negotiated
+  bool packed_acks = false;     // Note [Packed metas] (Hello.packed_acks)
 };
 
 class CommandRunner {
@@ -182,8 +183,11 @@ class CommandRunner {
   // Finishes a pending upload that was interrupted by another command.
   void AbortPendingPut(v1::Ack* ack);
 
-  // Stores a created handle and lists it in the Ack.
+  // Stores a created handle and lists it in the Ack (Note [Packed metas]:
+  // packed when the client reads them and it is a plain tensor).
   void Create(uint64_t id, HandleEntry entry, v1::Ack* ack);
+  // `device`'s index in the registry's list (Welcome.devices' order).
+  uint32_t DeviceIndex(const Device* device) const;
   // Records an op failure for the next SyncDone.
   void NoteError(const v1::Status& status);
   // Reports an error that has no handle to live in (bad output ids, bad

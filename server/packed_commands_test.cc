@@ -20,6 +20,9 @@ using testing_util::SessionTest;
 
 class PackedCommandsTest : public SessionTest {
  protected:
+  PackedCommandsTest() = default;
+  explicit PackedCommandsTest(v1::Hello hello)
+      : SessionTest(std::move(hello)) {}
   // Starts a packed run of `count` commands at the next seqs.
   v1::Packed* Run(v1::Batch* b, uint32_t count) {
     v1::Command* c = Add(b);
@@ -222,6 +225,81 @@ TEST_F(PackedCommandsTest, TheProfilerRecordsEachEntry) {
   EXPECT_EQ(profile.ops(1).op(), "mul");
   EXPECT_EQ(profile.ops(1).bytes_allocated(), 3 * sizeof(float));
   session_->profiler().SetEnabled(false);
+}
+
+// Note [Packed metas]: to a client that asked (Hello.packed_acks), plain
+// results come as packed entries; poisoned ones, None and results with a
+// grad_fn stay TensorMeta messages.
+class PackedAcksTest : public PackedCommandsTest {
+ protected:
+  static v1::Hello AskingHello() {
+    v1::Hello hello;
+    hello.set_packed_acks(true);
+    return hello;
+  }
+  PackedAcksTest() : PackedCommandsTest(AskingHello()) {}
+};
+
+TEST_F(PackedAcksTest, PlainResultsComePackedTheRestAsMessages) {
+  Inputs();
+  v1::Batch b;
+  v1::Command* grad = Add(&b);
+  grad->mutable_set_requires_grad()->set_handle(1);
+  grad->mutable_set_requires_grad()->set_requires_grad(true);
+  v1::Packed* run = Run(&b, 3);
+  Call(run, "add", {2, 2}, 3);   // plain: packed
+  Call(run, "add", {1, 99}, 4);  // poisoned: a message with its error
+  Call(run, "mul", {1, 2}, 5);   // has a grad_fn: a message
+  v1::Call* sum = Add(&b)->mutable_call();
+  sum->set_op_id(OpId("sum"));
+  (*sum->mutable_attrs())["dim"].mutable_ints()->add_values(0);
+  sum->add_inputs(3);
+  sum->add_outputs(6);  // plain, from a Call message: packed too
+  session_->Submit(b);
+  const v1::Ack ack = AckOf(seq_).ack();
+  ASSERT_EQ(ack.created_size(), 2);
+  EXPECT_EQ(ack.created(0).handle(), 4u);
+  EXPECT_THAT(ack.created(0).error().message(), HasSubstr("99"));
+  EXPECT_EQ(ack.created(1).handle(), 5u);
+  EXPECT_EQ(ack.created(1).grad_fn(), "MulBackward0");
+  packed::Reader metas(ack.packed_created());
+  packed::Meta m;
+  ASSERT_TRUE(metas.NextMeta(&m).ok());
+  EXPECT_EQ(m.handle, 3u);
+  EXPECT_EQ(m.dtype, static_cast<uint32_t>(v1::FLOAT32));
+  EXPECT_EQ(m.flags, packed::kIsLeaf);  // no grad: a leaf
+  EXPECT_EQ(std::vector<int64_t>(m.shape.begin(), m.shape.end()),
+            std::vector<int64_t>{3});
+  // Welcome.devices lists the devices in the registry's order.
+  EXPECT_EQ(devices_->devices()[m.device]->name(), "cpu");
+  ASSERT_TRUE(metas.NextMeta(&m).ok());
+  EXPECT_EQ(m.handle, 6u);
+  EXPECT_TRUE(m.shape.empty());  // a 0-dim sum
+  EXPECT_TRUE(metas.done());
+  EXPECT_EQ(GetFloats(6), std::vector<float>{30});
+}
+
+TEST_F(PackedAcksTest, ALeafThatRequiresGradSaysSo) {
+  v1::Batch b;
+  v1::Put* put = Add(&b)->mutable_put();
+  put->set_handle(1);
+  put->set_dtype(v1::FLOAT32);
+  put->add_shape(2);
+  const float values[2] = {1.5f, -2.0f};
+  put->set_data(values, sizeof(values));
+  put->set_last(true);
+  put->set_requires_grad(true);
+  Call(Run(&b, 1), "detach", {1}, 2);
+  session_->Submit(b);
+  packed::Reader metas(AckOf(seq_).ack().packed_created());
+  packed::Meta m;
+  ASSERT_TRUE(metas.NextMeta(&m).ok());
+  EXPECT_EQ(m.handle, 1u);
+  EXPECT_EQ(m.flags, packed::kRequiresGrad | packed::kIsLeaf);
+  ASSERT_TRUE(metas.NextMeta(&m).ok());
+  EXPECT_EQ(m.handle, 2u);
+  EXPECT_EQ(m.flags, packed::kIsLeaf);  // detached
+  EXPECT_EQ(GetFloats(2), (std::vector<float>{1.5f, -2.0f}));
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ Session::Session(SessionParams params)
       bulk_(MakeBulk(params_)),
       runner_(RunnerConfig{params_.number, params_.devices, params_.chunk_bytes,
                            shm_.get(), params_.shared_buffer_bytes, cma_.get(),
-                           bulk_.get()},
+                           bulk_.get(), params_.packed_acks},
               &outbox_),
       executor_([this] { ExecutorLoop(); }) {
   // Note [Async downloads]: a finished download wakes an idle executor.

@@ -61,6 +61,8 @@ struct SessionParams {
   // how long a transfer on it waits for the peer to move a byte.
   std::string bulk_token;
   absl::Duration bulk_stall = absl::Seconds(30);
+  // Hello.packed_acks: plain created handles go in Ack.packed_created.
+  bool packed_acks = false;
 };
 
 class Session {

@@ -131,6 +131,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   params.max_queued_bytes = limits_.max_queued_bytes;
   params.shm_bytes = hello.shm_transfer() ? limits_.shm_bytes : 0;
   params.shared_buffer_bytes = limits_.shared_buffer_bytes;
+  params.packed_acks = hello.packed_acks();
   if (limits_.command_ring && hello.command_ring()) {
     params.ring_bytes = RingBytesFor(params.shm_bytes);
     params.ring_spin_us = limits_.ring_spin_us;

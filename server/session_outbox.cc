@@ -82,6 +82,8 @@ std::shared_ptr<const v1::ServerFrame> SessionOutbox::TakeHeldLocked() {
       for (const v1::TensorMeta& m : f->ack().created()) {
         *ack->add_created() = m;
       }
+      // Entries are self-delimiting (Note [Packed metas]).
+      ack->mutable_packed_created()->append(f->ack().packed_created());
     }
     ack->set_last_seq(held_.back()->ack().last_seq());
     frame->ByteSizeLong();  // caches the sizes the serializer needs

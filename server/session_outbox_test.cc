@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "gtest/gtest.h"
+#include "proto/packed_commands.h"
 #include "server/session_test_fixture.h"
 
 namespace tensord {
@@ -76,13 +77,17 @@ TEST(SessionOutboxTest, ResumeFromBeforeAConfirmationIsRefused) {
       << status;
 }
 
-// Note [Held acks]: an Ack for `seq` creating handle `seq` (so merged Acks
-// can be checked for every TensorMeta, in order).
+// Note [Held acks]: an Ack for `seq` creating handle `seq` as a TensorMeta
+// and handle 100 + `seq` as a packed entry (Note [Packed metas]), so merged
+// Acks can be checked for every handle, in order.
 void SendAckCreating(SessionOutbox& outbox, uint64_t seq) {
   outbox.SetSeq(seq);
   v1::ServerFrame frame;
   frame.mutable_ack()->set_last_seq(seq);
   frame.mutable_ack()->add_created()->set_handle(seq);
+  packed::Meta meta;
+  meta.handle = 100 + seq;
+  packed::AppendMeta(meta, frame.mutable_ack()->mutable_packed_created());
   outbox.Send(std::move(frame));
 }
 
@@ -121,6 +126,13 @@ TEST_F(HeldAcksTest, AnotherFrameForwardsThemFirstAsOneAck) {
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(got[0].ack().created(i).handle(), static_cast<uint64_t>(i + 1));
   }
+  packed::Reader metas(got[0].ack().packed_created());
+  for (uint64_t handle = 101; handle <= 103; ++handle) {
+    packed::Meta meta;
+    ASSERT_TRUE(metas.NextMeta(&meta).ok());
+    EXPECT_EQ(meta.handle, handle);
+  }
+  EXPECT_TRUE(metas.done());
   EXPECT_EQ(got[1].data().request_id(), 9u);
   EXPECT_EQ(outbox_.held_acks().first_seq, 0u);
 }

@@ -81,12 +81,13 @@ inline uint32_t OpId(const std::string& name) {
 
 class SessionTest : public ::testing::Test {
  protected:
-  SessionTest()
+  SessionTest() : SessionTest(v1::Hello()) {}
+  // A session opened with `hello` (its protocol version is filled in).
+  explicit SessionTest(v1::Hello hello)
       : devices_(DeviceRegistry::Create()),
         auth_(Authenticator::Insecure()),
         manager_(devices_.get(), auth_.get()),
         sink_(std::make_shared<RecordingSink>()) {
-    v1::Hello hello;
     hello.set_protocol_version(kProtocolVersion);
     auto s = manager_.Open(hello, "", "test", sink_);
     EXPECT_TRUE(s.ok()) << s.status();

@@ -43,9 +43,9 @@ absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Create(
     size_t size, bool populate, size_t ring_bytes) {
   if (ring_bytes != 0 && ((ring_bytes & (ring_bytes - 1)) != 0 ||
                           ring_bytes < command_ring::kControlBytes)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "command ring of ", ring_bytes,
-        " bytes: must be a power of two of at least 4096"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("command ring of ", ring_bytes,
+                     " bytes: must be a power of two of at least 4096"));
   }
   const size_t reserved =
       kDataOffset +
@@ -104,10 +104,9 @@ ShmRegion::ShmRegion(int fd, char* base, size_t size, std::string nonce,
       size_(size),
       nonce_(std::move(nonce)),
       ring_bytes_(ring_bytes),
-      data_offset_(kDataOffset + (ring_bytes == 0
-                                      ? 0
-                                      : command_ring::kControlBytes +
-                                            ring_bytes)) {}
+      data_offset_(
+          kDataOffset +
+          (ring_bytes == 0 ? 0 : command_ring::kControlBytes + ring_bytes)) {}
 
 char* ShmRegion::ring_records() const {
   return ring_bytes_ == 0 ? nullptr
