@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "proto/packed_commands.h"
 #include "runtime/device.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_table.h"
@@ -39,6 +40,14 @@ v1::AttrValue ToProto(const AttrValue& value) {
     out.set_dtype(static_cast<v1::DType>(*d));
   }
   return out;
+}
+
+uint32_t OpIdOf(const std::string& name) {
+  const auto& table = OpTable();
+  for (uint32_t i = 0; i < table.size(); ++i) {
+    if (table[i].name == name) return i;
+  }
+  return static_cast<uint32_t>(table.size());  // unknown: a failing call
 }
 
 // Builds one session's frames; handles and seqs are assigned in order.
@@ -121,6 +130,14 @@ class SessionWriter {
   }
   void Sync() { Add()->mutable_sync()->set_request_id(++request_); }
   uint64_t NextHandle() { return ++handle_; }
+  // A packed run of `count` commands (Note [Packed commands]) at the next
+  // seqs; the caller appends its entries.
+  v1::Packed* AddRun(uint32_t count) {
+    v1::Command* c = Add();
+    seq_ += count - 1;
+    c->mutable_packed()->set_count(count);
+    return c->mutable_packed();
+  }
   std::vector<v1::ClientFrame>& frames() { return frames_; }
 
  private:
@@ -211,6 +228,25 @@ void WriteProtocolSeeds(const std::string& dir) {
     w.Get(z);
     w.Sync();
     Write(dir, "protocol.chunks", w.frames());
+  }
+  {  // packed Calls and a Release, answered with packed metas
+    SessionWriter w;
+    w.frames()[0].mutable_hello()->set_packed_acks(true);
+    const uint64_t x = w.Put(DType::kFloat32, {2, 3}, false);
+    const uint64_t y = w.Put(DType::kFloat32, {2, 3}, false);
+    v1::Packed* run = w.AddRun(4);
+    std::string* entries = run->mutable_entries();
+    const uint64_t a = w.NextHandle(), b = w.NextHandle(), c = w.NextHandle();
+    packed::AppendCall(OpIdOf("add"), 0, std::vector<uint64_t>{x, y},
+                       std::vector<uint64_t>{a}, entries);
+    packed::AppendCall(OpIdOf("mul"), 0, std::vector<uint64_t>{a, y},
+                       std::vector<uint64_t>{b}, entries);
+    packed::AppendRelease(std::vector<uint64_t>{a}, entries);
+    packed::AppendCall(OpIdOf("neg"), 0, std::vector<uint64_t>{b},
+                       std::vector<uint64_t>{c}, entries);
+    w.Get(c);
+    w.Sync();
+    Write(dir, "protocol.packed", w.frames());
   }
   {  // a resume between batches
     SessionWriter w;
