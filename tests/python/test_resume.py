@@ -199,6 +199,30 @@ def test_cuts_at_many_points_of_the_reply_stream(proxy: Proxy) -> None:
         assert s.resumes >= len(budgets) // 2
 
 
+@pytest.mark.parametrize("packed", [True, False], ids=["packed", "messages"])
+def test_tiny_op_loops_across_cuts(proxy: Proxy, packed: bool) -> None:
+    # Batches of packed runs (Note [Python packed runs]) cut at many points: a run whose
+    # first entries the daemon applied is resent whole and must not apply them twice.
+    with td.connect(proxy.address, shm=False, packed=packed) as s:
+        assert s._packed is packed
+        x, one = td.zeros(1), td.ones(1)
+        count = td.zeros(1, dtype=td.int64)
+        total = 0
+        for k in range(40):
+            if k % 2:
+                proxy.cut_after(97 * k)  # inside a reply
+            else:
+                proxy.cut()
+            for _ in range(50 + 37 * k):
+                x = x + one
+                x = x * one
+                total += 1
+            count.add_(1)
+            assert x.item() == total
+        assert count.item() == 40
+        assert s.resumes >= 20
+
+
 @pytest.mark.parametrize("bulk", [False, True])
 def test_pending_reads_in_other_threads_complete_across_a_cut(proxy: Proxy, daemon_address: str,
                                                                bulk: bool) -> None:

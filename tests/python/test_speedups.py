@@ -21,6 +21,8 @@ from tensord import _fast, _site, _wire
 
 from conftest import CLIENT
 from helpers import line
+from packed_runs import decode_run, detached_session, drive
+from tensord._session import Session
 
 built = pytest.mark.skipif(
     _fast.speedups is None,
@@ -41,6 +43,44 @@ def test_call_entry_matches_the_python_encoder():
         want = _wire.call_entry_packed(_wire.varint(seq), op_part, inputs, _wire.varint(first),
                                        site)
         assert _fast.speedups.call_entry(seq, op_part, inputs, first, site) == want
+
+
+@built
+def test_run_encoders_match_the_python_ones():
+    # Note [Python packed runs]: the C entries against _wire's and the test's own decoder
+    rng = random.Random(11)
+    values = [0, 1, 127, 128, 16383, 16384, 2**28 - 1, 2**28, 2**35 + 3, 2**63 + 5]
+    c = _fast.speedups
+    for _ in range(2000):
+        op, site, first = rng.choice(values[:8]), rng.choice(values[:8]), rng.choice(values)
+        ins = [rng.choice(values) for _ in range(rng.randrange(0, 5))]
+        rel = [rng.choice(values) for _ in range(rng.randrange(0, 6))]
+        op_v, site_v, packed_ins = _wire.varint(op), _wire.varint(site), _wire.packed(ins)
+        call = c.run_call(_wire.op_fields(op), site_v, packed_ins, first)
+        assert call == _wire.run_call(op_v, site_v, packed_ins, _wire.varint(first))
+        assert c.run_call(_wire.op_fields(op, [("alpha", "f", 2.0)]), site_v, packed_ins,
+                          first) is None  # attributes: no entry
+        release = c.run_release(rel)
+        assert release == _wire.run_release(rel)
+        assert decode_run(call + release) == [("call", op, site, ins, [first]), ("release", rel)]
+        seq, count = rng.choice(values), rng.randrange(1, 2**32)
+        assert (c.run_entry(seq, count, call + release)
+                == _wire.run_entry(seq, count, call + release))
+
+
+@built
+@pytest.mark.parametrize("packed", [True, False])
+@pytest.mark.parametrize("max_cmds,max_bytes", [(1024, 1 << 20), (7, 1 << 20), (1024, 300)])
+def test_c_and_python_build_the_same_batches(packed, max_cmds, max_bytes):
+    # The same commands through Session.call (C, falling back to Python where it must) and
+    # through the Python method alone: byte-identical frames (test_unit_packed.py checks
+    # what the Python ones stand for).
+    frames = {}
+    for name, call in (("c", Session.call), ("python", Session._call_python)):
+        s = detached_session(packed, max_cmds, max_bytes)
+        drive(s, call, 3000, seed=max_cmds + max_bytes)
+        frames[name] = s.frames
+    assert len(frames["c"]) > 1 and frames["c"] == frames["python"]
 
 
 @built

@@ -1,7 +1,8 @@
 """The open batch of a session: commands being appended, flushed as one frame, kept until
 acknowledged (part of ``Session``; see ``_session`` for the threads and the lock).
 
-Every frame sent is also kept in ``_unacked`` (last command seq, encoded frame) until its Ack
+Every frame sent is also kept in ``_unacked`` (last command seq, encoded frame; a packed run's
+commands have a seq each, so a frame ending in a run ends at the run's last) until its Ack
 arrives, so that after a resume (``_receiver``) the batches the daemon has not applied can be
 sent again on the new stream. While a resume is under way, flushed frames are only kept there.
 """
@@ -13,6 +14,7 @@ import threading
 from typing import Any, List, Optional, Tuple
 
 from . import _errors, _wire
+from ._fast import run_release
 from ._errors import ConnectionLost, Error
 from ._proto import tensord_pb2 as pb
 
@@ -145,7 +147,8 @@ class Batcher:
         self._entries.append(_wire.message_entry(cmd.seq, cmd))
 
     def _count_locked(self) -> int:
-        return len(self._entries) + (self._open is not None)
+        """The commands in the open batch (a packed run's entries count one each)."""
+        return self._seq - self._sent_seq
 
     def _after_add_locked(self) -> None:
         n = self._count_locked()
@@ -220,13 +223,18 @@ class Batcher:
                 dropped.add(h)  # its Ack is still to come: don't keep that meta
             else:
                 meta.pop(h, None)
-        self._add_locked().release.handles.extend(handles)
+        if self._packed:  # Note [Python packed runs]
+            self._append_packed_locked(run_release(handles))
+        else:
+            self._add_locked().release.handles.extend(handles)
 
     def _flush_locked(self) -> None:
         if self._busy is None:  # never between the chunks of one upload
             self._drain_released_locked()
         if self._open is not None:
             self._commit_locked()
+        if self._run is not None:
+            self._close_run_locked()
         if not self._entries:
             return
         frame = _wire.frame(self._entries, self._acked_seq)

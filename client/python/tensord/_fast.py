@@ -1,5 +1,6 @@
 """The optional C hot path (``_speedups.c``): the binary operators of two Tensors,
-``Tensor.__del__`` and ``Session.call``'s common case without Python frames.
+``Tensor.__del__`` and ``Session.call``'s common case without Python frames, and the Release
+entry of a packed run.
 
 Built from the checkout by ``tools/build_python_ext.sh`` (and by ``pip install`` when a compiler
 is there); absent, or with ``TENSORD_PURE_PYTHON=1``, the client runs the same path in Python,
@@ -11,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Optional
 
-from . import _grad, _site
+from . import _grad, _site, _wire
 
 
 def _load() -> Optional[Any]:
@@ -28,6 +29,8 @@ speedups = _load()
 #: ``Session.call``'s common case in C, or None: (session, inputs, site_field, op_part) ->
 #: (first handle, seq, its varint), or None where the Python method must run
 session_call: Optional[Callable[..., Any]] = speedups.session_call if speedups else None
+#: ``_wire.run_release`` of a list of handles, in C where built (a Release per batch of ops)
+run_release: Callable[[Any], bytes] = speedups.run_release if speedups else _wire.run_release
 
 
 def operator_method(name: str, method: Callable[[Any, Any], Any]) -> Any:

@@ -15,18 +15,20 @@ Threads (see docs/protocol.md for the wire semantics):
   waiting is always on that condition, never a sleep. When the stream fails in transit it
   resumes the session on a new stream, transparently for the waiters.
 
-The class is split by concern: ``_batch.Batcher`` (the open batch, flushing, requests),
-``_receiver.Receiver`` (replies, resume), ``_transfer.Transfers`` (Put/Get, shared memory),
-``_shared.SharedBuffers`` (shared buffers), ``_stream_commands.StreamCommands`` (streams,
-events, TF32).
+The class is split by concern: ``_call.CallPath`` (``call``, packed runs), ``_batch.Batcher``
+(the open batch, flushing, requests), ``_receiver.Receiver`` (replies, resume),
+``_transfer.Transfers`` (Put/Get, shared memory), ``_shared.SharedBuffers`` (shared buffers),
+``_stream_commands.StreamCommands`` (streams, events, TF32).
 
 Releases come from ``Tensor.__del__``, which may run inside any thread at any allocation,
 including one holding ``_lock``: they only append to a deque (atomic under the GIL), and are
-drained into a ``Release`` command at the next flush.
+drained into a ``Release`` command (a packed run's entry where the daemon allows them) at the
+next flush.
 
 Per-op cost matters (a Python op should cost microseconds, not tens of them): ``call`` is the
-hot path, with the Call entry encoded inline from parts the caller precomputed (op id field,
-the inputs' cached varints, the cached call-site field); Acks are matched to the handle range
+hot path (``_call.py``), with the Call entry encoded inline from parts the caller precomputed
+(op id field, the inputs' cached varints, the cached call-site field), and most Calls a few
+varints in a packed run (Note [Python packed runs]); Acks are matched to the handle range
 each batch allocated (``_batch_handles``), so released temporaries cost no TensorMeta.
 """
 
@@ -43,9 +45,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import grpc
 
 from . import _bulk, _catalog, _download_cache, _errors, _grad, _malloc, _shm
-from ._fast import session_call as fast_call
 from ._batch import Batcher, Pending
 from ._bulk import BulkSocket
+from ._call import CallPath
 from ._connection import PROTOCOL_VERSION, AttemptTimeout, Connection, hello_frame
 from ._errors import ConnectionLost, Error, ProtocolError
 from ._meta import _meta_from_proto
@@ -54,15 +56,12 @@ from ._receiver import Receiver
 from ._shared import SharedBuffers
 from ._stream_commands import StreamCommands
 from ._transfer import Transfers
-from ._wire import CONT, SMALL, call_entry_packed, op_fields, packed, varint
-
-_grad_state = _grad.state
 
 DEFAULT_ADDRESS = "127.0.0.1:50051"
 _MiB = 1 << 20
 
 
-class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands, BulkSocket):
+class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamCommands, BulkSocket):
     """One connection to a tensord daemon. Thread-safe.
 
     Most programs never touch this class: ``tensord.connect()`` creates one and makes it the
@@ -87,6 +86,10 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands, BulkS
     ``bulk``: without a region, transfers of 1 MiB or more move their bytes on a plain TCP
     socket beside the stream when the daemon offers one (``_bulk.py``); default
     ``TENSORD_BULK`` != "0".
+
+    ``packed``: Calls without attributes and Releases travel as entries of packed runs, a few
+    varints each, when the daemon allows them (Note [Python packed runs], ``_call.py``); default
+    ``TENSORD_PACKED`` != "0". False sends each as a message of its own.
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, token: Optional[str] = None, *,
@@ -96,7 +99,8 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands, BulkS
                  shm: Optional[bool] = None, resume: bool = True,
                  resume_timeout: float = 20.0, tune_malloc: bool = True,
                  download_cache_bytes: Optional[int] = None,
-                 cma: Optional[bool] = None, bulk: Optional[bool] = None) -> None:
+                 cma: Optional[bool] = None, bulk: Optional[bool] = None,
+                 packed: Optional[bool] = None) -> None:
         self.address = address
         self._lock = threading.Lock()
         self._replies = threading.Condition(self._lock)  # receiver → waiters
@@ -107,6 +111,11 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands, BulkS
         self._entries: List[Any] = []
         self._open: Optional[pb.Command] = None
         self._frame_bytes = 0
+        # Note [Python packed runs] (_call.py): off until the Welcome allows them
+        self._packed = False
+        self._site_ids: Dict[bytes, bytes] = {}
+        self._run: Optional[bytearray] = None
+        self._run_index = self._run_seq = self._run_last = 0
         self._seq = 0  # last seq allocated
         self._sent_seq = 0  # last seq handed to the stream
         self._acked_seq = 0  # last_seq of the last Ack received
@@ -194,6 +203,9 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands, BulkS
             raise ProtocolError(f"daemon speaks protocol {w.protocol_version}, this client "
                                 f"{PROTOCOL_VERSION}", code=_errors.FAILED_PRECONDITION,
                                 op="connect")
+        if packed is None:
+            packed = os.environ.get("TENSORD_PACKED", "1") != "0"
+        self._packed = bool(packed and w.packed_commands)
         conn.start(())
         self._conn = conn
         self.welcome = w
@@ -327,74 +339,6 @@ class Session(Batcher, Receiver, Transfers, SharedBuffers, StreamCommands, BulkS
             self._after_add_locked()
 
     # ------------------------------------------------------ used by tensors and ops
-
-    def _call_python(self, op_id: int, inputs: bytes, num_outputs: int, site_field: bytes,
-                     op_part: Optional[bytes] = None) -> Tuple[int, int, bytes]:
-        """Queues a Call of op ``op_id``; returns (first output handle, seq, that handle's
-        varint). The rest comes encoded: ``inputs`` the packed input handles
-        (``_wire.packed``), ``site_field`` the call site (``_site.site_field``), ``op_part``
-        the op id and attribute fields (``_wire.op_fields``, attributes already checked
-        against the schema; default: the op id alone).
-
-        This runs once per op: everything but the lock and the bytes is kept off this path.
-        ``call`` is this method itself, or, with the C extension (``_fast``), its common case
-        in C falling back to this; the C operator methods fall back here directly."""
-        grad = _grad_state.enabled
-        with self._lock:
-            if self._broken is not None or self._closing:
-                self._check_open_locked()
-            if self._busy is not None:
-                self._wait_not_busy_locked()
-            if grad != self._grad_sent:
-                self._grad_mode_locked(grad)
-            if self._open is not None:
-                self._commit_locked()
-            self._seq = seq = self._seq + 1
-            first = self._next_handle
-            self._next_handle = first + num_outputs
-            # _wire.varint inlined (see there)
-            seq_v = (SMALL[seq] if seq < 16384 else
-                     CONT[seq & 0x3FFF] + SMALL[seq >> 14] if seq < 268435456 else varint(seq))
-            first_v = (SMALL[first] if first < 16384 else
-                       CONT[first & 0x3FFF] + SMALL[first >> 14] if first < 268435456 else
-                       varint(first))
-            if op_part is None:
-                op_part = op_fields(op_id)
-            if (num_outputs == 1 and 0 < len(inputs) < 128
-                    and len(op_part) + len(site_field) < 8000):
-                # _wire.call_entry_packed, inlined for the usual case
-                body_len = len(op_part) + len(inputs) + len(first_v) + len(site_field) + 4
-                body_len_v = SMALL[body_len]
-                entry = b"\x0a%b\x08%b\x12%b%b\x12%b%b\x22%b%b%b" % (
-                    SMALL[body_len + len(seq_v) + len(body_len_v) + 2], seq_v, body_len_v,
-                    op_part, SMALL[len(inputs)], inputs, SMALL[len(first_v)], first_v,
-                    site_field)
-            else:
-                entry = call_entry_packed(
-                    seq_v, op_part, inputs,
-                    first_v if num_outputs == 1 else packed(range(first, first + num_outputs)),
-                    site_field)
-            entries = self._entries
-            entries.append(entry)
-            self._frame_bytes += len(entry)
-            n = len(entries)
-            if n >= self._max_cmds or self._frame_bytes >= self._max_bytes:
-                self._flush_locked()
-            elif n == 1 and self._flusher_idle:
-                self._wake_flusher.notify()
-        return first, seq, first_v
-
-    if fast_call is None:
-        call = _call_python
-    else:
-        def call(self, op_id: int, inputs: bytes, num_outputs: int, site_field: bytes,
-                 op_part: Optional[bytes] = None) -> Tuple[int, int, bytes]:
-            """``_call_python``, its common case in C."""
-            if num_outputs == 1 and op_part is not None:
-                r = fast_call(self, inputs, site_field, op_part)
-                if r is not None:
-                    return r
-            return self._call_python(op_id, inputs, num_outputs, site_field, op_part)
 
     def backward(self, roots: Sequence[int], grads: Sequence[int], *, retain_graph: bool,
                  create_graph: bool, inputs: Sequence[int] = (), allow_unused: bool = False,

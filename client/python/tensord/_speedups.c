@@ -15,9 +15,12 @@
  * - the same type, with another call, as ``Tensor.__del__``: a handle's
  *   release queued as ``_tensor.Tensor._release`` queues it.
  * - session_call: ``Session.call``'s common case (one output, an open
- *   session with nothing unusual pending). It returns None whenever the
- *   Python method must run instead (a slow condition, a flush due, the
- *   flusher to wake), before changing anything.
+ *   session with nothing unusual pending), as a message or as an entry of
+ *   the open packed run (Note [Python packed runs] in _call.py; the
+ *   encodings are in _speedups_wire.h). It returns None whenever the Python
+ *   method must run instead (a slow condition, a flush due, the flusher to
+ *   wake, a call site to bind), before changing anything. It is in
+ *   _speedups_call.h, which this file includes.
  *
  * Note [GIL as the lock]: Session state is guarded by ``Session._lock``. The
  * C path never blocks: it runs only when that lock is free, and holds the
@@ -33,22 +36,20 @@
 #include <string.h>
 #include <structmember.h>
 
-/* Set by init(): the Tensor class, its slots' offsets, the thread-local grad
- * state, and _site.site_field. Until then every call takes the Python path. */
+#include "_speedups_call.h" /* session_call, grad_state */
+
+/* Set by init(): the Tensor class, its slots' offsets, (grad_state,) and
+ * _site.site_field. Until then every call takes the Python path. */
 static PyTypeObject* tensor_type;
 static Py_ssize_t off_session, off_handle, off_hv, off_seq, off_info, off_dev,
     off_rg;
-static PyObject* grad_state;
 static PyObject* site_field;
 static PyObject* site_fields; /* _site._fields: code -> {f_lasti: field} */
 static PyObject* site_inside; /* _site._INSIDE: code inside the package */
 static PyObject* one; /* the int 1: site_field(1) is the caller's frame */
 
-static PyObject *s_lock, *s_locked, *s_broken, *s_closing, *s_busy,
-    *s_grad_sent, *s_open, *s_seq, *s_next_handle, *s_entries, *s_frame_bytes,
-    *s_max_cmds, *s_max_bytes, *s_flusher_idle, *s_catalog, *s_enabled,
-    *s_plain_binary, *s_op_field, *s_id, *s_call_python, *s_released, *s_append,
-    *s_release;
+static PyObject *s_catalog, *s_plain_binary, *s_op_field, *s_id, *s_call_python,
+    *s_released, *s_append, *s_release;
 
 #if PY_VERSION_HEX < 0x030A0000
 static inline PyObject* Py_NewRef(PyObject* o) {
@@ -58,203 +59,6 @@ static inline PyObject* Py_NewRef(PyObject* o) {
 #endif
 
 #define SLOT(obj, off) (*(PyObject**)((char*)(obj) + (off)))
-
-static int varint_len(uint64_t v) {
-  int n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
-static char* put_varint(char* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = (char)((v & 0x7F) | 0x80);
-    v >>= 7;
-  }
-  *p++ = (char)v;
-  return p;
-}
-
-/* The Call entry of one command in the open batch (Batch.commands):
- * Command{seq, call: {op_part, inputs (packed), outputs = [first] (packed),
- * site_field}} as _wire.call_entry_packed writes it. */
-static PyObject* call_entry(uint64_t seq, const char* op_part, Py_ssize_t n_op,
-                            const char* inputs, Py_ssize_t n_in, uint64_t first,
-                            const char* site, Py_ssize_t n_site) {
-  const int n_out = varint_len(first);
-  const uint64_t body = (uint64_t)n_op + 1 + varint_len(n_in) + n_in + 1 +
-                        varint_len(n_out) + n_out + n_site;
-  const uint64_t cmd = 1 + varint_len(seq) + 1 + varint_len(body) + body;
-  const Py_ssize_t total = (Py_ssize_t)(1 + varint_len(cmd) + cmd);
-  PyObject* out = PyBytes_FromStringAndSize(NULL, total);
-  if (out == NULL) return NULL;
-  char* p = PyBytes_AS_STRING(out);
-  *p++ = 0x0a;
-  p = put_varint(p, cmd);
-  *p++ = 0x08;
-  p = put_varint(p, seq);
-  *p++ = 0x12;
-  p = put_varint(p, body);
-  memcpy(p, op_part, n_op);
-  p += n_op;
-  *p++ = 0x12;
-  p = put_varint(p, (uint64_t)n_in);
-  memcpy(p, inputs, n_in);
-  p += n_in;
-  *p++ = 0x22;
-  p = put_varint(p, (uint64_t)n_out);
-  p = put_varint(p, first);
-  memcpy(p, site, n_site);
-  return out;
-}
-
-static PyObject* varint_bytes(uint64_t v) {
-  char buf[10];
-  return PyBytes_FromStringAndSize(buf, put_varint(buf, v) - buf);
-}
-
-/* call_entry(seq, op_part, inputs, first, site_field) -> bytes: for tests. */
-static PyObject* py_call_entry(PyObject* self, PyObject* args) {
-  unsigned long long seq, first;
-  const char *op, *in, *site;
-  Py_ssize_t n_op, n_in, n_site;
-  if (!PyArg_ParseTuple(args, "Ky#y#Ky#", &seq, &op, &n_op, &in, &n_in, &first,
-                        &site, &n_site)) {
-    return NULL;
-  }
-  return call_entry(seq, op, n_op, in, n_in, first, site, n_site);
-}
-
-static uint64_t as_u64(PyObject* v, int* ok) {
-  if (v == NULL || !PyLong_CheckExact(v)) {
-    *ok = 0;
-    return 0;
-  }
-  uint64_t r = PyLong_AsUnsignedLongLong(v);
-  if (r == (uint64_t)-1 && PyErr_Occurred()) {
-    PyErr_Clear();
-    *ok = 0;
-  }
-  return r;
-}
-
-static PyObject* fast_call_dict(PyObject* d, int grad_on, PyObject* inputs,
-                                PyObject* site, PyObject* op_part);
-
-/* Session.call's common case; see the file comment. Returns a new
- * (first, seq, first_varint) tuple, Py_None (new ref) for "run the Python
- * method", or NULL with an exception. */
-static PyObject* fast_call(PyObject* session, PyObject* inputs, PyObject* site,
-                           PyObject* op_part) {
-  /* Python code may run here (a thread's first look at its grad state):
-   * before any session state is read. */
-  PyObject* grad = PyObject_GetAttr(grad_state, s_enabled);
-  if (grad == NULL) return NULL;
-  const int grad_on = PyObject_IsTrue(grad);
-  Py_DECREF(grad);
-  if (grad_on < 0) return NULL;
-
-  PyObject* d = PyObject_GenericGetDict(session, NULL);
-  if (d == NULL) return NULL;
-  PyObject* r = fast_call_dict(d, grad_on, inputs, site, op_part);
-  Py_DECREF(d);
-  return r;
-}
-
-static PyObject* fast_call_dict(PyObject* d, int grad_on, PyObject* inputs,
-                                PyObject* site, PyObject* op_part) {
-  PyObject* lock = PyDict_GetItemWithError(d, s_lock);
-  if (lock == NULL) {
-    if (PyErr_Occurred()) return NULL;
-    Py_RETURN_NONE;
-  }
-  PyObject* held = PyObject_CallMethodNoArgs(lock, s_locked);
-  if (held == NULL) return NULL;
-  const int busy_lock = held == Py_True;
-  Py_DECREF(held);
-  if (busy_lock) Py_RETURN_NONE;
-
-  /* From here to the commit: Note [GIL as the lock]. */
-  PyObject* broken = PyDict_GetItemWithError(d, s_broken);
-  PyObject* closing = PyDict_GetItemWithError(d, s_closing);
-  PyObject* busy = PyDict_GetItemWithError(d, s_busy);
-  PyObject* sent = PyDict_GetItemWithError(d, s_grad_sent);
-  PyObject* open = PyDict_GetItemWithError(d, s_open);
-  PyObject* entries = PyDict_GetItemWithError(d, s_entries);
-  PyObject* idle = PyDict_GetItemWithError(d, s_flusher_idle);
-  if (PyErr_Occurred()) return NULL;
-  if (broken != Py_None || closing != Py_False || busy != Py_None ||
-      open != Py_None || sent != (grad_on ? Py_True : Py_False) ||
-      entries == NULL || !PyList_CheckExact(entries) || idle == NULL) {
-    Py_RETURN_NONE;
-  }
-  const Py_ssize_t n = PyList_GET_SIZE(entries);
-  if (n == 0 && idle != Py_False) Py_RETURN_NONE; /* the flusher to wake */
-  int ok = 1;
-  const uint64_t seq = as_u64(PyDict_GetItemWithError(d, s_seq), &ok) + 1;
-  const uint64_t first = as_u64(PyDict_GetItemWithError(d, s_next_handle), &ok);
-  const uint64_t frame_bytes =
-      as_u64(PyDict_GetItemWithError(d, s_frame_bytes), &ok);
-  const uint64_t max_cmds = as_u64(PyDict_GetItemWithError(d, s_max_cmds), &ok);
-  const uint64_t max_bytes =
-      as_u64(PyDict_GetItemWithError(d, s_max_bytes), &ok);
-  if (PyErr_Occurred()) return NULL;
-  const Py_ssize_t n_in = PyBytes_GET_SIZE(inputs);
-  if (!ok || (uint64_t)n + 1 >= max_cmds || n_in == 0 || n_in >= 128 ||
-      PyBytes_GET_SIZE(op_part) + PyBytes_GET_SIZE(site) >= 8000) {
-    Py_RETURN_NONE;
-  }
-  /* Allocations: bytes and ints only (not tracked by the collector). */
-  PyObject* entry =
-      call_entry(seq, PyBytes_AS_STRING(op_part), PyBytes_GET_SIZE(op_part),
-                 PyBytes_AS_STRING(inputs), n_in, first,
-                 PyBytes_AS_STRING(site), PyBytes_GET_SIZE(site));
-  if (entry == NULL) return NULL;
-  const uint64_t new_bytes = frame_bytes + (uint64_t)PyBytes_GET_SIZE(entry);
-  if (new_bytes >= max_bytes) { /* a flush is due: the Python method */
-    Py_DECREF(entry);
-    Py_RETURN_NONE;
-  }
-  PyObject* seq_o = PyLong_FromUnsignedLongLong(seq);
-  PyObject* first_o = PyLong_FromUnsignedLongLong(first);
-  PyObject* next_o = PyLong_FromUnsignedLongLong(first + 1);
-  PyObject* bytes_o = PyLong_FromUnsignedLongLong(new_bytes);
-  PyObject* first_v = varint_bytes(first);
-  PyObject* result = NULL;
-  if (seq_o && first_o && next_o && bytes_o && first_v &&
-      PyList_Append(entries, entry) == 0) {
-    /* Commit. Setting existing keys neither resizes the dict nor runs code
-     * (the old values are ints). */
-    if (PyDict_SetItem(d, s_seq, seq_o) == 0 &&
-        PyDict_SetItem(d, s_next_handle, next_o) == 0 &&
-        PyDict_SetItem(d, s_frame_bytes, bytes_o) == 0) {
-      result = PyTuple_Pack(3, first_o, seq_o, first_v);
-    }
-  }
-  Py_DECREF(entry);
-  Py_XDECREF(seq_o);
-  Py_XDECREF(first_o);
-  Py_XDECREF(next_o);
-  Py_XDECREF(bytes_o);
-  Py_XDECREF(first_v);
-  return result;
-}
-
-/* session_call(session, inputs, site_field, op_part) -> tuple or None. */
-static PyObject* py_session_call(PyObject* self, PyObject* const* args,
-                                 Py_ssize_t nargs) {
-  if (nargs != 4 || !PyBytes_Check(args[1]) || !PyBytes_Check(args[2]) ||
-      !PyBytes_Check(args[3])) {
-    PyErr_SetString(PyExc_TypeError,
-                    "session_call(session, inputs: bytes, site_field: bytes, "
-                    "op_part: bytes)");
-    return NULL;
-  }
-  if (grad_state == NULL) Py_RETURN_NONE;
-  return fast_call(args[0], args[1], args[2], args[3]);
-}
 
 /* The encoded call site of the frame running the operator (there is no
  * Python frame between it and this C method): _site.site_field's cache read
@@ -621,6 +425,13 @@ static PyMethodDef methods[] = {
      "common case, or None"},
     {"call_entry", py_call_entry, METH_VARARGS,
      "call_entry(seq, op_part, inputs, first, site_field): one Call entry"},
+    {"run_call", py_run_call, METH_VARARGS,
+     "run_call(op_part, site_varint, inputs, first): a packed run's Call entry "
+     "(None: op_part has attributes)"},
+    {"run_release", py_run_release, METH_O,
+     "run_release(handles: list): a packed run's Release entry"},
+    {"run_entry", py_run_entry, METH_VARARGS,
+     "run_entry(seq, count, entries): a packed run's Batch.commands entry"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups",
@@ -634,22 +445,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups",
 
 PyMODINIT_FUNC PyInit__speedups(void) {
   if (PyType_Ready(&BinaryMethodType) < 0) return NULL;
-  INTERN(s_lock, "_lock");
-  INTERN(s_locked, "locked");
-  INTERN(s_broken, "_broken");
-  INTERN(s_closing, "_closing");
-  INTERN(s_busy, "_busy");
-  INTERN(s_grad_sent, "_grad_sent");
-  INTERN(s_open, "_open");
-  INTERN(s_seq, "_seq");
-  INTERN(s_next_handle, "_next_handle");
-  INTERN(s_entries, "_entries");
-  INTERN(s_frame_bytes, "_frame_bytes");
-  INTERN(s_max_cmds, "_max_cmds");
-  INTERN(s_max_bytes, "_max_bytes");
-  INTERN(s_flusher_idle, "_flusher_idle");
+  if (intern_call_names() < 0) return NULL;
   INTERN(s_catalog, "catalog");
-  INTERN(s_enabled, "enabled");
   INTERN(s_plain_binary, "plain_binary");
   INTERN(s_op_field, "op_field");
   INTERN(s_id, "id");

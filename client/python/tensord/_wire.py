@@ -7,6 +7,11 @@ and Get bytes are exactly what ``tensord_pb2`` would produce for the same fields
 its ``data`` field last (parsers take fields in any order), so the payload can follow the
 header uncopied. tests/python/test_unit_wire.py checks both. Rare commands still go through
 ``tensord_pb2`` and ``SerializeToString``.
+
+Packed runs (Note [Packed commands] in proto/tensord.proto, proto/packed_commands.h): when the
+daemon allows them, Calls without attributes or site text and Releases of handles are entries of
+one ``Command{seq, packed{count, entries}}``, each a few varints (``run_call``, ``run_release``);
+``run_entry`` wraps a run's entries once the run is complete.
 """
 
 from __future__ import annotations
@@ -92,7 +97,7 @@ def call_entry(seq: int, op_id: int, inputs: Sequence[int],
 
 def packed(values: Iterable[int]) -> bytes:
     """The payload of a packed repeated varint field."""
-    return b"".join(map(varint, values))
+    return b"".join([SMALL[v] if 0 <= v < 16384 else varint(v) for v in values])
 
 
 def call_entry_packed(seq_varint: bytes, op_part: bytes, inputs: bytes, outputs: bytes,
@@ -115,6 +120,35 @@ def call_entry_packed(seq_varint: bytes, op_part: bytes, inputs: bytes, outputs:
         body += b"\x22" + varint(n_out) + outputs
     body += site_field
     cmd = b"\x08" + seq_varint + b"\x12" + varint(len(body)) + body
+    return b"\x0a" + varint(len(cmd)) + cmd
+
+
+# the bytes that say "more follows" in a varint: a packed field's values end at the others
+CONTINUED = bytes(range(128, 256))
+
+
+def value_count(values: bytes) -> int:
+    """How many varints the packed field payload ``values`` holds."""
+    return len(values.translate(None, CONTINUED))
+
+
+def run_call(op_varint: bytes, site_varint: bytes, inputs: bytes, outputs: bytes) -> bytes:
+    """A packed run's Call entry, ``1, op_id, site_id, n, n inputs, m, m outputs``, from the
+    op and site ids' varints and the packed input and output handles (``packed()``)."""
+    return b"\x01%b%b%b%b%b%b" % (op_varint, site_varint, varint(value_count(inputs)), inputs,
+                                  varint(value_count(outputs)), outputs)
+
+
+def run_release(handles: Sequence[int]) -> bytes:
+    """A packed run's Release entry, ``2, n, n handles``."""
+    return b"\x02" + varint(len(handles)) + packed(handles)
+
+
+def run_entry(seq: int, count: int, entries: Any) -> bytes:
+    """``Batch.commands`` entry for ``Command{seq, packed{count, entries}}``: the run of
+    ``count`` commands, seqs ``seq .. seq + count - 1``, whose entries are ``entries``."""
+    run = b"\x08" + varint(count) + b"\x12" + varint(len(entries)) + entries
+    cmd = b"\x08" + varint(seq) + b"\x82\x01" + varint(len(run)) + run
     return b"\x0a" + varint(len(cmd)) + cmd
 
 

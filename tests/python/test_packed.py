@@ -1,0 +1,98 @@
+"""Packed runs against the real daemon (Note [Python packed runs], tensord/_call.py;
+docs/protocol.md "Packed commands"): the same values, errors and profiles with packing on and
+off. The encodings and batches themselves: test_unit_packed.py and test_speedups.py."""
+
+import numpy as np
+import pytest
+import torch
+
+import tensord as td
+from tensord._proto import tensord_pb2 as pb
+
+from helpers import line
+from packed_runs import commands_of
+
+
+def frames_of(session):
+    """Records the frames ``session`` sends from now on (a list that fills as they go)."""
+    frames = []
+    send = session._put_frame
+
+    def put(frame):
+        if frame is not None:
+            frames.append(frame)
+        return send(frame)
+
+    session._put_frame = put
+    return frames
+
+
+@pytest.mark.parametrize("packed", [True, False], ids=["packed", "messages"])
+def test_loop_values_match_torch(daemon, packed):
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    with td.connect(daemon, packed=packed) as s:
+        assert s._packed is packed
+        frames = frames_of(s)
+        x, y = td.tensor(a), td.tensor(b)
+        xr, yr = torch.tensor(a), torch.tensor(b)
+        keep = []
+        for i in range(2000):
+            x = x * y + x  # plain binary ops: run entries
+            xr = xr * yr + xr
+            t = (x - y).relu()
+            tr = (xr - yr).relu()
+            if i % 7 == 0:  # an attribute: a Call message between runs
+                x = td.add(x, t, alpha=0.5)
+                xr = torch.add(xr, tr, alpha=0.5)
+            if i % 50 == 0:
+                keep.append((t.sum(dim=1), tr.sum(dim=1)))
+            x, xr = x * 0.5, xr * 0.5  # a scalar: an upload before the Call
+            del t, tr  # releases
+        np.testing.assert_allclose(x.numpy(), xr.numpy(), rtol=1e-5, atol=1e-6)
+        for got, want in keep:
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    kinds = {c[0] for f in frames for _, c in commands_of(f)}
+    assert {"call", "release"} <= kinds
+    packed_runs = [c for f in frames for c in pb.ClientFrame.FromString(f).batch.commands
+                   if c.HasField("packed")]
+    assert bool(packed_runs) is packed
+    if packed:  # most of the loop's commands are in runs
+        assert sum(r.packed.count for r in packed_runs) > 2000 * 4
+
+
+def test_packed_is_off_with_the_environment(daemon, monkeypatch):
+    monkeypatch.setenv("TENSORD_PACKED", "0")
+    with td.connect(daemon) as s:
+        assert not s._packed
+        assert (td.tensor([1.0]) + td.tensor([2.0])).item() == 3.0
+    monkeypatch.delenv("TENSORD_PACKED")
+    with td.connect(daemon) as s:
+        assert s._packed and s.welcome.packed_commands
+
+
+def test_profile_records_every_packed_op(daemon):
+    with td.connect(daemon) as s:
+        x, one = td.tensor([0.0]), td.tensor([1.0])
+        td.synchronize()
+        with td.profiler.profile() as prof:
+            for _ in range(300):
+                x = x + one; site = f"test_packed.py:{line()}"  # noqa: E702
+                x = x * one
+        assert x.item() == 300.0
+        adds = [e for e in prof.events if e.name == "add"]
+        assert len(adds) == 300 and all(e.site == site for e in adds)
+        assert sum(e.name == "mul" for e in prof.events) == 300
+        assert s._packed and len(s._site_ids) >= 2
+
+
+@pytest.mark.parametrize("packed", [True, False], ids=["packed", "messages"])
+def test_errors_of_packed_ops_name_the_bound_site(daemon, packed):
+    with td.connect(daemon, packed=packed):
+        a, b = td.tensor([1.0, 2.0, 3.0]), td.tensor([1.0, 2.0])
+        outs = []
+        for k in range(3):  # the first binds the site, the others carry its id
+            outs.append(a + (a if k < 2 else b)); site = f"test_packed.py:{line()}"  # noqa
+        assert outs[1].tolist() == [2.0, 4.0, 6.0]
+        with pytest.raises(td.ShapeError, match=f"^add at {site}"):
+            outs[2].numpy()
