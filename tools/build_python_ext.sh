@@ -37,9 +37,18 @@ if [ "${1:-}" = "--asan" ]; then
   done
   exit 0
 fi
+# Up to date: the module is newer than its source and every header in the package (the
+# sources include only their own headers: _speedups_*.h).
+up_to_date() {
+  local out="$1" src
+  for src in "$pkg/$2.c" "$pkg"/*.h; do
+    [ -e "$src" ] || continue
+    [ "$out" -nt "$src" ] || return 1
+  done
+}
 for m in "${modules[@]}"; do
   out="$pkg/$m$suffix"
-  if [ "$out" -nt "$pkg/$m.c" ]; then continue; fi
+  if up_to_date "$out" "$m"; then continue; fi
   "$cc" -O2 -g "${flags[@]}" "$pkg/$m.c" -o "$out.tmp"
   mv "$out.tmp" "$out"
 done
