@@ -9,8 +9,8 @@ namespace tensord {
 absl::StatusOr<std::shared_ptr<Storage>> Storage::Allocate(
     Device* device, size_t bytes, const AllocContext& ctx) {
   TD_ASSIGN_OR_RETURN(void* data, device->allocator()->Allocate(bytes, ctx));
-  return std::shared_ptr<Storage>(
-      new Storage(device, data, bytes, ctx.session, ctx.stream));
+  return std::make_shared<Storage>(Key(), device, data, bytes, ctx.session,
+                                   ctx.stream);
 }
 
 Storage::~Storage() { device_->allocator()->Free(data_); }

@@ -27,11 +27,25 @@ class Node;  // a graph node (runtime/autograd/node.h)
 struct AutogradMeta;
 
 class Storage {
+ private:
+  // Only Allocate makes a Storage (with its shared_ptr control block in the
+  // same heap block: one malloc per tensor, not two).
+  struct Key {
+    explicit Key() = default;
+  };
+
  public:
   // Allocates `bytes` on `device` for `ctx.session`; RESOURCE_EXHAUSTED from
   // the allocator passes through.
   static absl::StatusOr<std::shared_ptr<Storage>> Allocate(
       Device* device, size_t bytes, const AllocContext& ctx);
+  Storage(Key, Device* device, void* data, size_t nbytes, uint64_t session,
+          StreamHandle stream)
+      : device_(device),
+        data_(data),
+        nbytes_(nbytes),
+        session_(session),
+        stream_(stream) {}
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -49,13 +63,6 @@ class Storage {
   void BumpVersion() { ++version_; }
 
  private:
-  Storage(Device* device, void* data, size_t nbytes, uint64_t session,
-          StreamHandle stream)
-      : device_(device),
-        data_(data),
-        nbytes_(nbytes),
-        session_(session),
-        stream_(stream) {}
   Device* device_;
   void* data_;
   size_t nbytes_;
