@@ -33,6 +33,7 @@ _generate_stubs()
 # The per-op hot path, the mailbox's wait and the command ring in C; optional: without a
 # compiler the client runs the first in Python and sends and receives everything on the stream.
 setup(ext_modules=[Extension("tensord._speedups", ["tensord/_speedups.c"], optional=True,
-                             depends=["tensord/_speedups_call.h", "tensord/_speedups_wire.h"]),
+                             depends=["tensord/_speedups_call.h", "tensord/_speedups_wire.h",
+                                      "tensord/_speedups_meta.h", "tensord/_speedups_method.h"]),
                    Extension("tensord._mailbox", ["tensord/_mailbox.c"], optional=True),
                    Extension("tensord._ring", ["tensord/_ring.c"], optional=True)])

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import threading
 from concurrent import futures
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 import grpc
 import numpy as np
 
 from tensord._proto import tensord_pb2 as pb
 from tensord._proto import tensord_pb2_grpc as pb_grpc
+
+from packed_runs import meta_entry
 
 NP = {1: np.float32, 2: np.float64, 3: np.float16, 5: np.int64, 6: np.int32, 7: np.int8,
       8: np.uint8, 9: np.bool_}
@@ -111,11 +113,16 @@ def run_op(name: str, ins: List[np.ndarray], at: Dict[str, Any], rng: Any) -> np
 
 
 class FakeDaemon(pb_grpc.TensordServicer):
-    """Serves on 127.0.0.1:<port>; ``frames`` holds every received ClientFrame."""
+    """Serves on 127.0.0.1:<port>; ``frames`` holds every received ClientFrame, ``hellos``
+    every Hello. With ``packed_metas`` set, a client that asks (Hello.packed_acks) gets its
+    results that are no error in Ack.packed_created (Note [Packed metas]), passed through
+    ``packed_metas`` (the identity, or a test's way of spoiling them)."""
 
     def __init__(self, chunk_bytes: int = 1 << 20) -> None:
         self.chunk_bytes = chunk_bytes
         self.frames: List[Any] = []
+        self.hellos: List[Any] = []
+        self.packed_metas: Optional[Callable[[bytes], bytes]] = None
         self.live: Dict[str, int] = {}
         self.lock = threading.Lock()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
@@ -146,6 +153,8 @@ class FakeDaemon(pb_grpc.TensordServicer):
 
     def Session(self, request_iterator: Any, context: Any) -> Any:  # noqa: N802
         hello = next(request_iterator)
+        self.hellos.append(hello.hello)
+        packed = hello.hello.packed_acks and self.packed_metas is not None
         sid = f"s{id(hello)}"
         yield pb.ServerFrame(welcome=self.welcome(sid))
         ops = {100 + i: n for i, n in enumerate(OPS)}
@@ -189,7 +198,7 @@ class FakeDaemon(pb_grpc.TensordServicer):
                         assert h > last_handle, (h, last_handle)
                         last_handle = h
                         vals[h] = err if err is not None else np.asarray(result)
-                        ack.created.append(self._meta(h, vals[h]))
+                        self._describe(ack, h, vals[h], packed)
                 elif kind == "put":
                     p = cmd.put
                     if p.offset == 0:
@@ -202,7 +211,7 @@ class FakeDaemon(pb_grpc.TensordServicer):
                     if p.last:
                         del puts[p.handle]
                         vals[p.handle] = np.frombuffer(bytes(buf), NP[dt]).reshape(shape)
-                        ack.created.append(self._meta(p.handle, vals[p.handle]))
+                        self._describe(ack, p.handle, vals[p.handle], packed)
                 elif kind == "get":
                     g = cmd.get
                     v = vals.get(g.handle)
@@ -238,11 +247,20 @@ class FakeDaemon(pb_grpc.TensordServicer):
                         rng = np.random.default_rng(cmd.options.seed)
             with self.lock:
                 self.live[sid] = len(vals)
+            if ack.packed_created:
+                ack.packed_created = self.packed_metas(ack.packed_created)
             yield pb.ServerFrame(ack=ack)
             for f in out:
                 yield f
         with self.lock:
             self.live[sid] = 0
+
+    def _describe(self, ack: Any, h: int, v: Any, packed: bool) -> None:
+        """Lists ``h`` (holding ``v``) among the handles ``ack`` created."""
+        if packed and not isinstance(v, pb.Status):  # device 0, no flags: as _meta says
+            ack.packed_created += meta_entry(h, PROTO[v.dtype], 0, 0, list(v.shape))
+        else:
+            ack.created.append(self._meta(h, v))
 
     @staticmethod
     def _meta(h: int, v: Any) -> Any:

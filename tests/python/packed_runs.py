@@ -1,6 +1,7 @@
 """Test-side reading of what the client sends: a decoder of packed runs written from
 proto/packed_commands.h alone (independent of tensord._wire and _speedups.c), the commands a
-frame stands for, and a ``Session`` without a connection whose frames a test collects."""
+frame stands for, and a ``Session`` without a connection whose frames a test collects. Also the
+daemon's side of packed metas: an encoder of Ack.packed_created entries from the same header."""
 
 from __future__ import annotations
 
@@ -24,6 +25,21 @@ def read_varint(data: bytes, pos: int) -> Tuple[int, int]:
         shift += 7
         if b < 0x80:
             return value, pos
+
+
+def write_varint(value: int) -> bytes:
+    """``value`` (0 .. 2^64 - 1) as an unsigned LEB128 varint."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append(0x80 | (value & 0x7F))
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def meta_entry(handle: int, dtype: int, device: int, flags: int, dims: List[int]) -> bytes:
+    """One Ack.packed_created entry: ``handle, dtype, device, flags, n, n dims``."""
+    return b"".join(write_varint(v) for v in [handle, dtype, device, flags, len(dims), *dims])
 
 
 def decode_run(entries: bytes) -> List[tuple]:

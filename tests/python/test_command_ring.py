@@ -44,6 +44,29 @@ def test_values_through_the_ring_match_pytorch(daemon: str) -> None:
         assert ring.frames >= 50 and ring.stream_frames == 0
 
 
+@pytest.mark.parametrize("packed", [True, False], ids=["packed", "messages"])
+def test_held_acks_describe_every_result(daemon: str, packed: bool) -> None:
+    # Note [Held acks]: the Acks of batches with a value read come merged, their TensorMetas and
+    # their packed metas (Note [Packed metas]) concatenated; every result is described once
+    with td.connect(daemon, shm=True, packed=packed) as s:
+        ring = _ring(s)
+        kept = []
+        acc = td.zeros(1)
+        for i in range(40):
+            acc = acc + 1.0
+            w = td.ones(i % 5 + 1, 2, requires_grad=True)
+            kept.append((td.ones(i % 5 + 1, 2) * i, w, w * 2))
+            assert acc.item() == i + 1  # answered through the mailbox: the Acks are held
+        for i, (t, w, g) in enumerate(kept):
+            assert (t.shape, t.dtype, t.is_leaf, t.requires_grad) == ((i % 5 + 1, 2),
+                                                                      td.float32, True, False)
+            assert (w.shape, w.is_leaf, w.requires_grad, w.grad_fn) == (t.shape, True, True,
+                                                                        None)
+            assert (g.shape, g.is_leaf, g.grad_fn.name()) == (t.shape, False, "MulBackward0")
+            assert t.numpy().tolist() == [[float(i)] * 2] * (i % 5 + 1)
+        assert ring.frames >= 40 and s._packed is packed
+
+
 def test_frames_too_big_for_the_ring_keep_their_order(daemon: str) -> None:
     # A 2 MiB region gets a 128 KiB ring: 96 KiB uploads (inline in their frame, below the
     # region's slot threshold) go on the stream, the small ops around them through the ring.

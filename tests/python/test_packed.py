@@ -96,3 +96,60 @@ def test_errors_of_packed_ops_name_the_bound_site(daemon, packed):
         assert outs[1].tolist() == [2.0, 4.0, 6.0]
         with pytest.raises(td.ShapeError, match=f"^add at {site}"):
             outs[2].numpy()
+
+
+def made(lib, devices):
+    """The same tensors made with tensord or PyTorch (``lib``): leaves uploaded from NumPy (one
+    requiring grad), results of ops without grad (0-dim, bool, int64, float64, 8 dims, a dim of
+    2^17), results with a grad_fn, a gradient, and a result on every device in ``devices``."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((2, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    x, y = lib.tensor(a), lib.tensor(b)
+    w = lib.tensor(a, requires_grad=True)
+    out = {"leaf": x, "add": x + y, "0-dim": (x * y).sum(), "bool": x > y,
+           "int64": lib.tensor(np.arange(24)).reshape(2, 3, 4) * 3,
+           "float64": lib.tensor(a.astype(np.float64)) - 1,
+           "8 dims": x.reshape(1, 2, 1, 1, 3, 1, 1, 1) + 0.5,
+           "big dim": lib.zeros(3, 1 << 17) + 1,
+           "grad leaf": w, "grad_fn": (w * y).relu(), "detached": w.detach()}
+    with lib.no_grad():
+        out["no_grad"] = w * 2
+    out["loss"] = out["grad_fn"].sum()
+    out["loss"].backward()
+    out["grad"] = w.grad
+    for dev in devices:
+        out[dev] = lib.tensor(a, device=dev) * 2
+    return out
+
+
+def test_results_are_described_alike_packed_or_not(daemon, monkeypatch):
+    # Note [Packed metas]: plain results come as packed entries, the rest as TensorMetas; the
+    # client's metadata of every result is the same either way, and PyTorch's
+    from tensord import _receiver
+
+    decoded = []
+    store = _receiver.store_packed
+    monkeypatch.setattr(_receiver, "store_packed", lambda *a: decoded.append(store(*a))
+                        or decoded[-1])
+    infos = []
+    for packed in (True, False):
+        decoded.clear()
+        with td.connect(daemon, packed=packed) as s:
+            got = made(td, s.devices)
+            got["poisoned"] = got["add"] + td.tensor([1.0, 2.0]); site = line()  # noqa: E702
+            info = {k: s.meta(t._handle, t._seq, t) for k, t in got.items()}
+            err = info["poisoned"].error
+            assert isinstance(err, td.ShapeError) and f"test_packed.py:{site}" in str(err)
+            infos.append({k: m._replace(error=m.error and str(m.error)) for k, m in info.items()})
+            ref = made(torch, s.devices)
+            for k, r in ref.items():
+                t = got[k]
+                assert (t.shape, t.dtype.name, t.requires_grad, t.is_leaf) == (
+                    tuple(r.shape), str(r.dtype)[len("torch."):], r.requires_grad, r.is_leaf), k
+                assert (t.grad_fn and t.grad_fn.name()) == (r.grad_fn and r.grad_fn.name()), k
+                assert str(t.device) == str(r.device), k
+                np.testing.assert_allclose(t.numpy(), r.detach().cpu().numpy(), rtol=1e-6)
+        assert all(why is None for *_, why in decoded)
+        assert (sum(count for count, *_ in decoded) >= 10) is packed  # leaves and plain results
+    assert infos[0] == infos[1]

@@ -61,9 +61,10 @@ class AttemptTimeout(Exception):
 def hello_frame(token: Optional[str], client_name: str, shm: bool,
                 cma: Optional[Tuple[int, int]] = None,
                 resume: Optional[Tuple[str, str, int]] = None,
-                bulk: bool = False) -> pb.ClientFrame:
+                bulk: bool = False, packed_acks: bool = False) -> pb.ClientFrame:
     """``ClientFrame{hello}``; ``cma`` is (pid, probe address) for cross-memory attach
-    (``_shared.py``), ``resume`` (session id, secret, last acknowledged seq)."""
+    (``_shared.py``), ``resume`` (session id, secret, last acknowledged seq), ``packed_acks``
+    asks for packed metas (``_packed_meta.py``)."""
     frame = pb.ClientFrame()
     h = frame.hello
     h.protocol_version = PROTOCOL_VERSION
@@ -72,6 +73,7 @@ def hello_frame(token: Optional[str], client_name: str, shm: bool,
     h.shm_transfer = shm
     h.command_ring = shm and _command_ring.use_ring  # Note [Python command ring]
     h.bulk = bulk  # _bulk.py
+    h.packed_acks = packed_acks  # Note [Packed metas]
     if shm and cma is not None:
         h.cma_pid, h.cma_probe_address = cma
     if resume is not None:

@@ -1,6 +1,6 @@
 """The optional C hot path (``_speedups.c``): the binary operators of two Tensors,
-``Tensor.__del__`` and ``Session.call``'s common case without Python frames, and the Release
-entry of a packed run.
+``Tensor.__del__`` and ``Session.call``'s common case without Python frames, the Release
+entry of a packed run, and an Ack's packed metas (``_packed_meta`` uses ``speedups`` directly).
 
 Built from the checkout by ``tools/build_python_ext.sh`` (and by ``pip install`` when a compiler
 is there); absent, or with ``TENSORD_PURE_PYTHON=1``, the client runs the same path in Python,

@@ -31,6 +31,7 @@ from ._connection import (AttemptTimeout, Connection, hello_frame, is_transport_
                           pending_resend, rpc_code)
 from ._data_frame import DataChunk
 from ._errors import ConnectionLost, Error, ProtocolError
+from ._packed_meta import store_packed
 
 _BIG_DOWNLOAD = 1 << 20
 _FIRST_BACKOFF = 0.02
@@ -134,7 +135,8 @@ class Receiver:
 
     def _on_ack(self, ack: Any) -> None:
         last = ack.last_seq
-        if last <= self._acked_seq:
+        after = self._acked_seq
+        if last <= after:
             return  # replayed after a resume: already applied
         self._acked_seq = last
         unacked = self._unacked
@@ -148,6 +150,10 @@ class Receiver:
             _, first, hi = batches.popleft()
             lo = lo or first
         created = ack.created
+        packed = ack.packed_created  # Note [Packed metas]
+        if packed:
+            self._on_packed_ack(created, packed, lo, hi, after, last)
+            return
         n = len(created)
         if n == 0 and hi == lo:
             return  # a batch that created nothing (reads, releases, options)
@@ -177,6 +183,41 @@ class Receiver:
                 self._meta[h] = m
         if self._dropped:
             self._dropped = {h for h in self._dropped if h > self._acked_handle}
+
+    def _on_packed_ack(self, created: Any, packed: bytes, lo: int, hi: int, after: int,
+                       last: int) -> None:
+        """``_on_ack`` with packed metas (``_packed_meta.py``): ``created`` and the entries of
+        ``packed`` are the handles the commands ``after + 1 .. last`` created, where the batches
+        acknowledged allocated ``[lo, hi)``."""
+        dropped, meta = self._dropped, self._meta
+        count, low, high, why = store_packed(packed, self._device_names, dropped, meta)
+        if why is not None:  # the handles left undescribed get this reason (_missing_meta)
+            self._bad_packed = (after, last, why)
+        handles = [m.handle for m in created]  # poisoned, None, with a grad_fn
+        for h, m in zip(handles, created):
+            if h in dropped:
+                dropped.discard(h)
+            else:
+                meta[h] = m
+        if handles:
+            low = min(handles) if count == 0 else min(low, *handles)
+            high = max(high, *handles)
+            count += len(handles)
+        if high > self._acked_handle:
+            self._acked_handle = high
+        # Every handle the batches allocated came once, so none of them is left in ``dropped``:
+        # no need to look for the others there (the usual case).
+        if dropped and (why is not None or count != hi - lo or low < lo or high >= hi):
+            self._dropped = {h for h in dropped if h > self._acked_handle}
+
+    def _missing_meta(self, handle: int, seq: int) -> ProtocolError:
+        """What ``Session.meta`` raises for ``handle`` (created by command ``seq``) when the
+        Ack of ``seq`` came without its metadata."""
+        bad = self._bad_packed
+        why = (f": its Ack's packed_created did not decode ({bad[2]})"
+               if bad is not None and bad[0] < seq <= bad[1] else "")
+        return ProtocolError(f"the daemon acknowledged command {seq} without metadata for "
+                             f"handle {handle}{why}", op="ack")
 
     def _on_data(self, d: DataChunk) -> None:
         if d.request_id == self._notify_rid:
@@ -232,7 +273,8 @@ class Receiver:
                 resume = (self.session_id, self._secret, self._acked_seq)
             conn = Connection(self.address, self._credentials, self._metadata,
                               hello_frame(*self._hello_args, resume=resume,
-                                          bulk=self._bulk_wanted),
+                                          bulk=self._bulk_wanted,
+                                          packed_acks=self._packed_acks),
                               wait_for_ready=False)
             with self._lock:
                 self._attempt = conn

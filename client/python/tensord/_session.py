@@ -50,7 +50,7 @@ from ._bulk import BulkSocket
 from ._call import CallPath
 from ._connection import PROTOCOL_VERSION, AttemptTimeout, Connection, hello_frame
 from ._errors import ConnectionLost, Error, ProtocolError
-from ._meta import _meta_from_proto
+from ._meta import _Meta, _meta_from_proto
 from ._proto import tensord_pb2 as pb
 from ._receiver import Receiver
 from ._shared import SharedBuffers
@@ -88,8 +88,9 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
     ``TENSORD_BULK`` != "0".
 
     ``packed``: Calls without attributes and Releases travel as entries of packed runs, a few
-    varints each, when the daemon allows them (Note [Python packed runs], ``_call.py``); default
-    ``TENSORD_PACKED`` != "0". False sends each as a message of its own.
+    varints each, when the daemon allows them (Note [Python packed runs], ``_call.py``), and
+    the Acks describe plain results in a few varints too (``_packed_meta.py``); default
+    ``TENSORD_PACKED`` != "0". False: a message per command, a ``TensorMeta`` per result.
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, token: Optional[str] = None, *,
@@ -125,10 +126,12 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._next_handle = 1
         self._acked_handle = 0  # highest handle seen in an Ack
         self._next_request = 1
-        self._meta: Dict[int, Any] = {}  # handle -> TensorMeta, until its Tensor takes it
+        # handle -> TensorMeta (or the _Meta of a packed one), until its Tensor takes it
+        self._meta: Dict[int, Any] = {}
+        self._bad_packed: Optional[Tuple[int, int, str]] = None  # Receiver._missing_meta
         self._dropped: set = set()  # released before their Ack arrived
         # (last seq, first handle, end handle) of each batch sent and not yet acknowledged:
-        # the handles the batch allocated, which its Ack's ``created`` lists in order
+        # the handles the batch allocated, which its Ack lists (``created``, ``packed_created``)
         self._batch_handles: "collections.deque[Tuple[int, int, int]]" = collections.deque()
         self._batch_first_handle = 1
         self._released: "collections.deque[int]" = collections.deque()
@@ -176,10 +179,14 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._hello_args = (token, client_name, want_shm,
                             (self._cma_pid, ctypes.addressof(self._cma_probe))
                             if self._cma_probe is not None else None)
+        if packed is None:
+            packed = os.environ.get("TENSORD_PACKED", "1") != "0"
+        self._packed_acks = bool(packed)  # Note [Packed metas]: one switch with packed runs
         # wait_for_ready: a daemon that is still starting is waited for, up to connect_timeout
         _bulk.init(self, bulk)
         conn = Connection(address, credentials, self._metadata,
-                          hello_frame(*self._hello_args, bulk=self._bulk_wanted),
+                          hello_frame(*self._hello_args, bulk=self._bulk_wanted,
+                                      packed_acks=self._packed_acks),
                           wait_for_ready=True)
         try:
             first = conn.welcome(connect_timeout)
@@ -203,8 +210,6 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
             raise ProtocolError(f"daemon speaks protocol {w.protocol_version}, this client "
                                 f"{PROTOCOL_VERSION}", code=_errors.FAILED_PRECONDITION,
                                 op="connect")
-        if packed is None:
-            packed = os.environ.get("TENSORD_PACKED", "1") != "0"
         self._packed = bool(packed and w.packed_commands)
         conn.start(())
         self._conn = conn
@@ -213,6 +218,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._secret: str = w.resume_secret
         self.server_version: str = w.server_version
         self.devices: List[str] = [d.name for d in w.devices]
+        self._device_names: Tuple[str, ...] = tuple(self.devices)  # for packed metas
         self.default_device: str = w.default_device or "cpu"
         #: op name -> OpInfo, from the daemon's catalog
         self.catalog: Dict[str, _catalog.OpInfo] = _catalog.build(w.ops)
@@ -407,7 +413,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
             if tensor._info is None:
                 m = self._meta.pop(handle, None)
                 if m is not None:
-                    tensor._info = _meta_from_proto(m)
+                    tensor._info = m if type(m) is _Meta else _meta_from_proto(m)
             return tensor._info
 
         with self._lock:
@@ -423,8 +429,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
                     self._want_ack_locked(seq)
                     self._replies.wait_for(lambda: handle in self._meta
                                            or self._acked_seq >= seq or self._broken is not None)
-        raise ProtocolError(f"the daemon acknowledged command {seq} without metadata for "
-                            f"handle {handle}", op="ack")
+        raise self._missing_meta(handle, seq)
 
 
 _open_sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()

@@ -21,6 +21,8 @@
  *   method must run instead (a slow condition, a flush due, the flusher to
  *   wake, a call site to bind), before changing anything. It is in
  *   _speedups_call.h, which this file includes.
+ * - the BinaryMethod type's object protocol is in _speedups_method.h.
+ * - store_packed: an Ack's packed metas into _Meta objects (_speedups_meta.h).
  *
  * Note [GIL as the lock]: Session state is guarded by ``Session._lock``. The
  * C path never blocks: it runs only when that lock is free, and holds the
@@ -58,6 +60,8 @@ static inline PyObject* Py_NewRef(PyObject* o) {
 }
 #endif
 
+#include "_speedups_meta.h" /* store_packed, packed_meta_init */
+
 #define SLOT(obj, off) (*(PyObject**)((char*)(obj) + (off)))
 
 /* The encoded call site of the frame running the operator (there is no
@@ -86,15 +90,7 @@ static PyObject* caller_site(void) {
 
 /* ------------------------------------------------------------ BinaryMethod */
 
-typedef struct {
-  PyObject_HEAD PyObject* name; /* the catalog op, "add" */
-  PyObject* fallback;           /* the Python method: _tensor.binary_method's */
-  PyObject* catalog;            /* the catalog the cached op came from */
-  PyObject* op_id;
-  PyObject* op_field;
-  int plain;
-  vectorcallfunc vectorcall;
-} BinaryMethod;
+#include "_speedups_method.h" /* the type, new_method */
 
 /* The op for a session's catalog: cached for the catalog seen last. */
 static int lookup_op_in(BinaryMethod* m, PyObject* catalog);
@@ -271,77 +267,6 @@ static PyObject* del_vectorcall(PyObject* self, PyObject* const* args,
   Py_RETURN_NONE;
 }
 
-static PyObject* binary_descr_get(PyObject* self, PyObject* obj,
-                                  PyObject* type) {
-  if (obj == NULL || obj == Py_None) return Py_NewRef(self);
-  return PyMethod_New(self, obj);
-}
-
-static int binary_traverse(BinaryMethod* m, visitproc visit, void* arg) {
-  Py_VISIT(m->name);
-  Py_VISIT(m->fallback);
-  Py_VISIT(m->catalog);
-  Py_VISIT(m->op_id);
-  Py_VISIT(m->op_field);
-  return 0;
-}
-
-static int binary_clear(BinaryMethod* m) {
-  Py_CLEAR(m->name);
-  Py_CLEAR(m->fallback);
-  Py_CLEAR(m->catalog);
-  Py_CLEAR(m->op_id);
-  Py_CLEAR(m->op_field);
-  return 0;
-}
-
-static void binary_dealloc(BinaryMethod* m) {
-  PyObject_GC_UnTrack(m);
-  binary_clear(m);
-  Py_TYPE(m)->tp_free((PyObject*)m);
-}
-
-static PyObject* binary_repr(BinaryMethod* m) {
-  return PyUnicode_FromFormat("<tensord method %S (C)>", m->name);
-}
-
-static PyObject* binary_get_wrapped(BinaryMethod* m, void* closure) {
-  return Py_NewRef(m->fallback);
-}
-
-static PyGetSetDef binary_getset[] = {
-    {"__wrapped__", (getter)binary_get_wrapped, NULL,
-     "the Python method this one speeds up", NULL},
-    {NULL}};
-
-static PyTypeObject BinaryMethodType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tensord._speedups.BinaryMethod",
-    .tp_basicsize = sizeof(BinaryMethod),
-    .tp_dealloc = (destructor)binary_dealloc,
-    .tp_vectorcall_offset = offsetof(BinaryMethod, vectorcall),
-    .tp_repr = (reprfunc)binary_repr,
-    .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
-                Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_traverse = (traverseproc)binary_traverse,
-    .tp_clear = (inquiry)binary_clear,
-    .tp_getset = binary_getset,
-    .tp_descr_get = binary_descr_get,
-};
-
-static PyObject* new_method(PyObject* name, PyObject* fallback,
-                            vectorcallfunc call) {
-  BinaryMethod* m = PyObject_GC_New(BinaryMethod, &BinaryMethodType);
-  if (m == NULL) return NULL;
-  m->name = Py_NewRef(name);
-  m->fallback = Py_NewRef(fallback);
-  m->catalog = m->op_id = m->op_field = NULL;
-  m->plain = 0;
-  m->vectorcall = call;
-  PyObject_GC_Track(m);
-  return (PyObject*)m;
-}
-
 /* binary_method(name, fallback) -> BinaryMethod */
 static PyObject* py_binary_method(PyObject* self, PyObject* args) {
   PyObject *name, *fallback;
@@ -432,6 +357,7 @@ static PyMethodDef methods[] = {
      "run_release(handles: list): a packed run's Release entry"},
     {"run_entry", py_run_entry, METH_VARARGS,
      "run_entry(seq, count, entries): a packed run's Batch.commands entry"},
+    SPEEDUPS_META_METHODS
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups",

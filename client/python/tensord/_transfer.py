@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _bulk, _download_cache, _errors, _shm, _wire
+from ._meta import _Meta
 from ._proto import tensord_pb2 as pb
 
 _ITEMSIZE = {pb.FLOAT32: 4, pb.FLOAT64: 8, pb.FLOAT16: 2, pb.BFLOAT16: 2, pb.INT64: 8,
@@ -261,6 +262,8 @@ class Transfers:
     def peek_nbytes(self, handle: int) -> Optional[int]:
         """The byte size of ``handle`` if its Ack already arrived (no waiting)."""
         m = self._meta.get(handle)
+        if type(m) is _Meta:  # a packed one (_packed_meta.py): never an error
+            return m.shape.numel() * (m.dtype.itemsize if m.dtype is not None else 0)
         if m is None or m.HasField("error"):
             return None
         n = _ITEMSIZE.get(m.dtype, 0)
