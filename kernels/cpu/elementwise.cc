@@ -128,6 +128,9 @@ absl::Status BinaryTyped(BinaryOp op, const StridedView& a,
     case BinaryOp::kMin:
       Map2<T, T>(a, b, out, [](T x, T y) { return (x != x || x < y) ? x : y; });
       break;
+    case BinaryOp::kThresholdBackward:
+      Map2<T, T>(a, b, out, [al](T g, T x) { return x > al ? g : T(0); });
+      break;
     case BinaryOp::kBitAnd:
     case BinaryOp::kBitOr:
     case BinaryOp::kBitXor:

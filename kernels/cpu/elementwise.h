@@ -56,6 +56,9 @@ enum class BinaryOp {
   kBitAnd,
   kBitOr,
   kBitXor,
+  // a where b > alpha, else 0: relu's backward (PyTorch's threshold_backward)
+  // in one pass, with b the forward's input or output and alpha 0.
+  kThresholdBackward,
 };
 enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor };
 

@@ -280,6 +280,8 @@ struct BinaryFn {
           return T(x | y);
         case BinaryOp::kBitXor:
           return T(x ^ y);
+        case BinaryOp::kThresholdBackward:
+          return y > alpha ? x : T(0);
       }
       return x;
     } else {
@@ -311,6 +313,8 @@ struct BinaryFn {
           return (x != x || x > y) ? x : y;
         case BinaryOp::kMin:
           return (x != x || x < y) ? x : y;
+        case BinaryOp::kThresholdBackward:
+          return y > alpha ? x : T(0);
         default:
           return x;  // bitwise ops are rejected for floats
       }

@@ -64,6 +64,7 @@ enum class BinaryOp {
   kBitAnd,
   kBitOr,
   kBitXor,
+  kThresholdBackward,  // a where b > alpha, else 0 (kernels/cpu/elementwise.h)
 };
 enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor };
 

@@ -45,7 +45,8 @@ absl::Status CudaBinary(Ins in, Ins out, const Attrs& attrs,
   const double alpha =
       (kOp == cuda::BinaryOp::kAdd || kOp == cuda::BinaryOp::kSub)
           ? attrs.Float("alpha")
-          : 1.0;
+      : kOp == cuda::BinaryOp::kThresholdBackward ? attrs.Float("threshold")
+                                                  : 1.0;
   const Shape& shape = out[0].shape();
   return cuda::Binary(kOp, a.BroadcastView(shape), b.BroadcastView(shape),
                       alpha, out[0].view(), ctx.alloc.stream);
@@ -206,6 +207,7 @@ void AddCudaPointwiseKernels(CudaKernelMap* map) {
   m["bitwise_and"] = CudaBinary<B::kBitAnd>;
   m["bitwise_or"] = CudaBinary<B::kBitOr>;
   m["bitwise_xor"] = CudaBinary<B::kBitXor>;
+  m["threshold_backward"] = CudaBinary<B::kThresholdBackward>;
   m["eq"] = CudaCompare<C::kEq>;
   m["ne"] = CudaCompare<C::kNe>;
   m["lt"] = CudaCompare<C::kLt>;

@@ -90,12 +90,25 @@ std::vector<GradRow> Rows() {
       {"ceil", {}, {}, Zeros},
       {"round", {}, {}, Zeros},
       {"trunc", {}, {}, Zeros},
+      // One pass over the gradient and the output (a compare, a bool tensor
+      // and a where before): grad where out > 0.
       {"relu",
        {},
        {0},
        [](GradCtx& g) -> Grads {
-         GradValue o = g.out();
-         return {Where(g, Cmp(g, "gt", o, Zero(g, o)), G(g), Zero(g, G(g)))};
+         return {g.Op("threshold_backward", {G(g), g.out()})};
+       }},
+      // As PyTorch: linear in grad_output, constant in the mask's input.
+      {"threshold_backward",
+       {1},
+       {},
+       [](GradCtx& g) -> Grads {
+         Grads r = Zeros(g);
+         if (g.needs(0)) {
+           r[0] = g.Op("threshold_backward", {G(g), g.in(1)},
+                       {{"threshold", g.attrs().Float("threshold")}});
+         }
+         return r;
        }},
       {"square",
        {0},

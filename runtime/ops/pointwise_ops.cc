@@ -1,6 +1,6 @@
 // Binary arithmetic with broadcasting and PyTorch type promotion: add, sub,
 // mul, div (true/trunc/floor), pow, maximum, minimum, remainder,
-// floor_divide, bitwise and/or/xor.
+// floor_divide, bitwise and/or/xor, threshold_backward (relu's backward).
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/elementwise.h"
 #include "runtime/core/status_macros.h"
@@ -86,7 +86,8 @@ absl::Status CpuBinary(absl::Span<const Tensor> in,
   const double alpha =
       (kOp == cpu::BinaryOp::kAdd || kOp == cpu::BinaryOp::kSub)
           ? attrs.Float("alpha")
-          : 1.0;
+      : kOp == cpu::BinaryOp::kThresholdBackward ? attrs.Float("threshold")
+                                                 : 1.0;
   const Shape& shape = out[0].shape();
   return cpu::Binary(kOp, a->BroadcastView(shape), b->BroadcastView(shape),
                      alpha, out[0].view());
@@ -146,6 +147,12 @@ std::vector<OpDef> PointwiseOps() {
                               CpuBinary<B::kFloorDiv>, "floor(input / other).");
   floor_div.differentiable = false;  // as PyTorch: no derivative
   ops.push_back(std::move(floor_div));
+  OpDef threshold = BinaryRow(
+      "threshold_backward", InferArith, CpuBinary<B::kThresholdBackward>,
+      "grad_output where input > threshold, else 0: relu's backward in one "
+      "pass (PyTorch's aten threshold_backward).");
+  threshold.attrs = {Optional("threshold", AttrType::kFloat, 0.0)};
+  ops.push_back(std::move(threshold));
   for (auto [name, op] : {std::pair{"bitwise_and", B::kBitAnd},
                           std::pair{"bitwise_or", B::kBitOr},
                           std::pair{"bitwise_xor", B::kBitXor}}) {

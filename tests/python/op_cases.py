@@ -118,6 +118,13 @@ def cases() -> List[Case]:
           Case("pow", [R(5, dtype=torch.int64), 3]), Case("pow", [2, R(4)]),
           Case("remainder", [R(3, 4), R(4, lo=0.5)]), Case("remainder", [R(6, dtype=torch.int64), -4]),
           Case("floor_divide", [R(6, dtype=torch.int64), 4]), Case("floor_divide", [R(6), 0.7])]
+    # relu's fused backward: grad where input > threshold (0 by default), broadcasting.
+    tb = torch.ops.aten.threshold_backward
+    c += [Case("threshold_backward", [R(3, 4), R(3, 4, seed=1)], ref=lambda g, x: tb(g, x, 0)),
+          Case("threshold_backward", [R(2, 3, 4), R(3, 1, seed=2)], {"threshold": 0.3},
+               ref=lambda g, x, threshold: tb(g, x, threshold)),
+          Case("threshold_backward", [R(5, dtype=torch.float64), R(5, seed=3)],
+               {"threshold": -0.2}, ref=lambda g, x, threshold: tb(g, x, threshold))]
     for op in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
         c += [Case(op, [R(3, 4, dtype=torch.int64), R(4, dtype=torch.int64, seed=1)]),
               Case(op, [R(5, dtype=torch.bool), R(5, dtype=torch.bool, seed=3)])]
