@@ -60,14 +60,14 @@ struct ClientOptions {
   size_t shm_slot_bytes = 0;
   // With a region: uploads from (when the daemon has caught up with this
   // session's commands), and downloads into, plain memory of
-  // Session::kCmaMinBytes (1 MiB) or more go by cross-memory attach (the
+  // CmaProbe::kMinBytes (1 MiB) or more go by cross-memory attach (the
   // daemon copies once, between this process's memory and tensor storage;
   // docs/protocol.md "Cross-memory attach") when the daemon offers it and
   // a 4-byte probe transfer works, else through the region. False, or
   // $TENSORD_CMA=0, keeps them in the region.
   bool cma = true;
   // Without a region (another host, or shm off): uploads from and downloads
-  // into memory of Session::kBulkMinBytes (1 MiB) or more move their bytes
+  // into memory of BulkConnection::kMinBytes (1 MiB) or more move their bytes
   // on a plain TCP connection beside the stream (docs/protocol.md "Bulk
   // socket") when the daemon offers one, at the speed of a bare socket
   // instead of through HTTP/2 frames. False, or $TENSORD_BULK=0, keeps them

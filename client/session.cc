@@ -2,11 +2,8 @@
 // waiting sync points are in session_reader.cc, uploads in session_upload.cc.
 #include "client/session.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <utility>
 
 #include "absl/base/call_once.h"
@@ -36,11 +33,6 @@ bool WantShm(const ClientOptions& options) {
   return IsSameHostAddress(options.address);
 }
 
-bool WantCma(const ClientOptions& options) {
-  const char* env = std::getenv("TENSORD_CMA");
-  return options.cma && (env == nullptr || std::string(env) != "0");
-}
-
 bool WantPacked(const ClientOptions& options) {
   const char* env = std::getenv("TENSORD_PACKED");
   return options.packed_commands && (env == nullptr || std::string(env) != "0");
@@ -55,9 +47,7 @@ Session::Session(const ClientOptions& options,
       policy_{options.batch_max_bytes, options.batch_max_commands,
               size_t{8} << 20},
       batch_delay_(options.batch_delay),
-      channel_(std::move(channel)),
-      session_method_("/tensord.v1.Tensord/Session",
-                      grpc::internal::RpcMethod::BIDI_STREAMING, channel_) {}
+      opener_(std::move(channel), options.token, options.address) {}
 
 Session::~Session() { Close(); }
 
@@ -117,15 +107,10 @@ absl::Status Session::Handshake() {
   hello.set_token(options_.token);
   hello.set_client_name(options_.client_name);
   hello.set_shm_transfer(WantShm(options_));
-  hello.set_bulk(WantBulk());
+  hello.set_bulk(BulkConnection::Wanted(options_));
   hello.set_packed_acks(WantPacked(options_));
-  if (hello.shm_transfer() && WantCma(options_)) {
-    cma_probe_ = std::make_unique<char[]>(kCmaProbeBytes);  // zeroed
-    cma_pid_ = static_cast<uint64_t>(getpid());
-    hello.set_cma_pid(cma_pid_);
-    hello.set_cma_probe_address(reinterpret_cast<uint64_t>(cma_probe_.get()));
-  }
-  absl::StatusOr<OpenedStream> opened =
+  if (hello.shm_transfer() && CmaProbe::Wanted(options_)) cma_.Offer(&hello);
+  absl::StatusOr<StreamOpener::Opened> opened =
       OpenStream(hello, options_.connect_timeout);
   if (!opened.ok()) return opened.status();
   context_ = std::move(opened->context);
@@ -145,16 +130,16 @@ absl::Status Session::Handshake() {
       MutexLock shm_lock(&shm_mu_);
       slot_seq_.assign(shm_->num_slots(), 0);
     }
-    const std::string& nonce = welcome_.shm().nonce();
-    if (shm_ != nullptr && cma_probe_ != nullptr &&
-        nonce.size() <= kCmaProbeBytes) {
-      // Proves to the daemon that this process mapped the region.
-      std::memcpy(cma_probe_.get(), nonce.data(), nonce.size());
-    }
+    // Proves to the daemon that this process mapped the region.
+    if (shm_ != nullptr) cma_.ProveMapped(welcome_.shm().nonce());
+  }
+  if (shm_ == nullptr && welcome_.bulk_port() != 0) {
+    bulk_ = std::make_unique<BulkConnection>(options_, welcome_.bulk_port(),
+                                             welcome_.bulk_token());
   }
   MutexLock lock(&mu_);
   default_device_ = welcome_.default_device();
-  packed_ = welcome_.packed_commands() && WantPacked(options_);
+  batch_.set_packed(welcome_.packed_commands() && WantPacked(options_));
   return absl::OkStatus();
 }
 
@@ -195,8 +180,7 @@ void Session::Close() {
   }
   reader_.join();
   flusher_.join();
-  MutexLock bulk_lock(&bulk_mu_);
-  DropBulkLocked();
+  if (bulk_ != nullptr) bulk_->Close();
 }
 
 const v1::OpSchema* Session::FindOp(absl::string_view name) const {
@@ -217,9 +201,7 @@ absl::StatusOr<uint64_t> Session::ReserveHandles(int count, HandleMeta* meta) {
   absl::Status open = CheckOpenLocked();
   if (!open.ok()) return open;
   if (meta != nullptr && meta->device.empty()) meta->device = default_device_;
-  const uint64_t first = next_handle_;
-  next_handle_ += static_cast<uint64_t>(count);
-  return first;
+  return handles_.Reserve(count);
 }
 
 absl::Status Session::Append(v1::Command command,
@@ -239,31 +221,14 @@ bool Session::AppendLocked(size_t size,
                            const PackFn* pack) {
   // Releases queued by destructors go before this command, so memory
   // freed on the client side is free for it on the daemon (as in eager
-  // PyTorch), not only at the end of the batch.
-  MoveReleasesIntoBatchLocked();
-  const uint64_t command_seq = next_seq_++;
+  // PyTorch), not only at the end of the batch (a broken stream drops them).
+  if (stream_error_.ok()) batch_.MoveReleasesIn();
+  const bool opens = batch_.empty();
+  const uint64_t command_seq = batch_.Add(size, fill, pack);
   if (seq != nullptr) *seq = command_seq;
-  for (uint64_t handle : creates) {
-    HandleState& state = handles_[handle];
-    state.seq = command_seq;
-    if (known != nullptr) {
-      state.known = true;
-      state.meta = *known;
-    }
-  }
-  if (pending_.size() == 0 && pending_releases_.empty()) {
-    first_pending_ = absl::Now();  // the batch_delay starts now
-    if (flusher_parked_) flush_cv_.Signal();
-  }
-  if (pack != nullptr && packed_) {
-    pending_.AddPacked(command_seq, *pack);
-  } else {
-    v1::Command* command = pending_.Add();
-    fill(command);
-    command->set_seq(command_seq);
-  }
-  pending_bytes_ += size;
-  return policy_.FlushAfter(pending_.size(), pending_bytes_);
+  for (uint64_t handle : creates) handles_.Created(handle, command_seq, known);
+  if (opens && flusher_parked_) flush_cv_.Signal();
+  return policy_.FlushAfter(batch_.size(), batch_.bytes());
 }
 
 absl::Status Session::AppendWith(size_t size,
@@ -285,7 +250,7 @@ absl::Status Session::AppendWith(size_t size,
     MutexLock lock(&mu_);
     absl::Status open = CheckOpenLocked();
     if (!open.ok()) return open;
-    flush_before = policy_.FlushBefore(pending_.size(), pending_bytes_, size);
+    flush_before = policy_.FlushBefore(batch_.size(), batch_.bytes(), size);
     if (!flush_before) {
       flush_after = AppendLocked(size, fill, creates, known, seq, pack);
     }
@@ -299,6 +264,29 @@ absl::Status Session::AppendWith(size_t size,
     flush_after = AppendLocked(size, fill, creates, known, seq, pack);
   }
   return flush_after ? Flush() : absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> Session::EnqueueRequest(
+    RequestTable::Kind kind, DownloadTarget target,
+    absl::FunctionRef<void(uint64_t, v1::Command*)> fill) {
+  uint64_t request_id;
+  {
+    MutexLock lock(&mu_);
+    absl::Status open = CheckOpenLocked();
+    if (!open.ok()) return open;
+    request_id = requests_.Add(kind, target);
+  }
+  v1::Command command;
+  fill(request_id, &command);
+  uint64_t seq = 0;
+  absl::Status status = Append(std::move(command), {}, nullptr, &seq);
+  MutexLock lock(&mu_);
+  if (!status.ok()) {
+    requests_.Forget(request_id);
+    return status;
+  }
+  requests_.Queued(request_id, seq);
+  return request_id;
 }
 
 absl::StatusOr<uint64_t> Session::EnqueueCall(
@@ -377,32 +365,11 @@ bool Session::grad_enabled() const {
 
 void Session::QueueRelease(uint64_t handle) {
   MutexLock lock(&mu_);
-  handles_.erase(handle);
+  handles_.Erase(handle);
   // A closed or broken session's handles are released by the daemon.
   if (closed_ || !stream_error_.ok()) return;
-  if (pending_.size() == 0 && pending_releases_.empty()) {
-    first_pending_ = absl::Now();
-    if (flusher_parked_) flush_cv_.Signal();
-  }
-  pending_releases_.push_back(handle);
-}
-
-void Session::MoveReleasesIntoBatchLocked() {
-  if (pending_releases_.empty() || in_chunked_put_ || !stream_error_.ok()) {
-    return;
-  }
-  const uint64_t seq = next_seq_++;
-  if (packed_) {
-    pending_.AddPacked(seq, [&](std::string* out) {
-      packed::AppendRelease(pending_releases_, out);
-    });
-  } else {
-    v1::Command* command = pending_.Add();
-    command->set_seq(seq);
-    command->mutable_release()->mutable_handles()->Add(
-        pending_releases_.begin(), pending_releases_.end());
-  }
-  pending_releases_.clear();
+  if (batch_.empty() && flusher_parked_) flush_cv_.Signal();
+  batch_.QueueRelease(handle);
 }
 
 absl::Status Session::Flush() {
@@ -411,23 +378,19 @@ absl::Status Session::Flush() {
   bool resuming;
   {
     MutexLock lock(&mu_);
-    MoveReleasesIntoBatchLocked();
-    const int count = pending_.size();
-    if (count == 0) return stream_error_;
-    sent_seq_ = pending_.last_seq();
-    // The daemon may drop the replies up to here from its replay buffer.
-    pending_->mutable_batch()->set_received_seq(acked_seq_);
-    frame = pending_.Take();
-    pending_bytes_ = 0;
+    if (stream_error_.ok()) batch_.MoveReleasesIn();
+    if (batch_.size() == 0) return stream_error_;
+    sent_seq_ = batch_.last_seq();
+    frame = batch_.Take(acked_seq_);
     if (!stream_error_.ok()) return stream_error_;  // dropped: stream is over
     // Kept until acknowledged: a resume resends it.
-    if (options_.resume) unacked_.push_back({sent_seq_, frame});
+    if (options_.resume) replay_.Sent(sent_seq_, frame);
     resuming = resuming_;
   }
   if (writes_done_) {
     return absl::FailedPreconditionError("the tensord session is closed");
   }
-  // While the reader resumes, the batch waits in unacked_ for the new stream.
+  // While the reader resumes, the batch waits in replay_ for the new stream.
   if (options_.resume && (resuming || !stream_live_)) return absl::OkStatus();
   if (!stream_live_ || !stream_->Write(SerializeAliased(frame))) {
     // With resume on, the reader sees the break too and resumes or fails.
@@ -459,16 +422,16 @@ void Session::FlushLoop() {
   while (true) {
     {
       MutexLock lock(&mu_);
-      while (!(closing_ || resend_pending_ || pending_.size() > 0 ||
-               (!pending_releases_.empty() && !in_chunked_put_))) {
+      while (!(closing_ || replay_.resend_pending() || batch_.ready())) {
         flusher_parked_ = true;
         flush_cv_.Wait(&mu_);
         flusher_parked_ = false;
       }
       if (closing_) return;
       // A timed wait, not a sleep: Close() and a resume wake it at once.
-      while (!closing_ && !resend_pending_) {
-        const absl::Duration left = first_pending_ + batch_delay_ - absl::Now();
+      while (!closing_ && !replay_.resend_pending()) {
+        const absl::Duration left =
+            batch_.opened() + batch_delay_ - absl::Now();
         if (left <= absl::ZeroDuration()) break;
         flush_cv_.WaitWithTimeout(&mu_, left);
       }

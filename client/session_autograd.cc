@@ -69,10 +69,7 @@ absl::Status Session::EnqueueSetGrad(uint64_t handle, uint64_t grad) {
 
 void Session::NoteRequiresGrad(uint64_t handle, bool requires_grad) {
   MutexLock lock(&mu_);
-  auto it = handles_.find(handle);
-  if (it == handles_.end()) return;
-  it->second.meta.requires_grad = requires_grad;
-  it->second.requires_grad_override = requires_grad ? 1 : 0;
+  handles_.SetRequiresGrad(handle, requires_grad);
 }
 
 }  // namespace internal

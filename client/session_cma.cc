@@ -2,9 +2,8 @@
 // side is server/cma.h): the daemon copies a Put's bytes straight out of
 // this process's memory and a Get's straight into it, once. The paths
 // themselves are UploadInPlace and DownloadInPlace (session_shared.cc);
-// here is only whether they may be used.
-#include <unistd.h>
-
+// here is only the probe that decides whether they may be used (its state
+// is client/cma_probe.h).
 #include <algorithm>
 #include <cstdint>
 
@@ -16,46 +15,32 @@ namespace internal {
 
 bool Session::DaemonCaughtUp() const {
   MutexLock lock(&mu_);
-  return std::max(acked_seq_, answered_seq_) + 1 >= next_seq_;
-}
-
-void Session::NoteAnsweredLocked(uint64_t request_id) {
-  auto it = request_seq_.find(request_id);
-  if (it == request_seq_.end()) return;
-  answered_seq_ = std::max(answered_seq_, it->second);
-  request_seq_.erase(it);
+  return std::max(acked_seq_, requests_.answered_seq()) + 1 >=
+         batch_.next_seq();
 }
 
 bool Session::CmaUsable() {
-  // A forked child still holds this session: the daemon would read and
-  // write the parent, whose pid the Hello named.
-  if (cma_probe_ == nullptr || static_cast<uint64_t>(getpid()) != cma_pid_) {
-    return false;
-  }
-  MutexLock lock(&cma_mu_);
-  if (cma_state_ != CmaState::kUnknown) return cma_state_ == CmaState::kWorks;
-  cma_state_ = CmaState::kOff;
-  if (!welcome_.cma() || shm_ == nullptr) return false;
-  // The daemon checks this process once, at the first transfer, and may
-  // refuse it (another user, a seccomp policy without process_vm_readv,
-  // a pid namespace between us): a 4-byte round trip decides, so that a
-  // refusal costs a fallback here instead of a failed upload later. The
-  // probe is a Get, whose failure is its own answer: a refused Put would
-  // poison its handle and be the next Sync's error.
-  const float sent = 1.25f;
-  float back = 0.0f;
-  absl::StatusOr<uint64_t> handle =
-      EnqueueUpload(&sent, DType::kFloat32, {1}, "cpu", false, "");  // stream
-  if (!handle.ok()) return false;
-  absl::StatusOr<HostTensor> got = DownloadInPlace(
-      *handle, "", DType::kFloat32, sizeof(back),
-      DownloadTarget{reinterpret_cast<char*>(&back), sizeof(back)},
-      [&](v1::Get* get) {
-        get->set_cma_address(reinterpret_cast<uint64_t>(&back));
-      });
-  QueueRelease(*handle);
-  if (got.ok() && back == sent) cma_state_ = CmaState::kWorks;
-  return cma_state_ == CmaState::kWorks;
+  return cma_.Usable(welcome_.cma() && shm_ != nullptr, [this] {
+    // The daemon checks this process once, at the first transfer, and may
+    // refuse it (another user, a seccomp policy without process_vm_readv,
+    // a pid namespace between us): a 4-byte round trip decides, so that a
+    // refusal costs a fallback here instead of a failed upload later. The
+    // probe is a Get, whose failure is its own answer: a refused Put would
+    // poison its handle and be the next Sync's error.
+    const float sent = 1.25f;
+    float back = 0.0f;
+    absl::StatusOr<uint64_t> handle =
+        EnqueueUpload(&sent, DType::kFloat32, {1}, "cpu", false, "");  // stream
+    if (!handle.ok()) return false;
+    absl::StatusOr<HostTensor> got = DownloadInPlace(
+        *handle, "", DType::kFloat32, sizeof(back),
+        DownloadTarget{reinterpret_cast<char*>(&back), sizeof(back)},
+        [&](v1::Get* get) {
+          get->set_cma_address(reinterpret_cast<uint64_t>(&back));
+        });
+    QueueRelease(*handle);
+    return got.ok() && back == sent;
+  });
 }
 
 }  // namespace internal

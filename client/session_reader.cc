@@ -17,12 +17,6 @@ inline namespace client {
 namespace internal {
 namespace {
 
-// A wire status the daemon marked as an error but left at code 0.
-absl::Status NonOk(absl::Status status, absl::string_view what) {
-  if (!status.ok()) return status;
-  return absl::UnknownError(absl::StrCat(what, " without a status"));
-}
-
 // A break the daemon did not choose: the session is still there to resume.
 // (The daemon ends sessions with OK, ABORTED for a kill, UNAVAILABLE only
 // when shutting down, or an auth or protocol status.)
@@ -106,125 +100,36 @@ void Session::ReadLoop() {
   }
 }
 
-void Session::SetMetaLocked(uint64_t handle, int wire_dtype,
-                            absl::Span<const int64_t> shape,
-                            const std::string& device, bool requires_grad,
-                            bool is_leaf, const v1::TensorMeta* message) {
-  auto it = handles_.find(handle);
-  if (it == handles_.end()) return;  // already released
-  HandleState& state = it->second;
-  absl::StatusOr<DType> dtype = DTypeFromWire(wire_dtype);
-  const bool is_none = message != nullptr && message->is_none();
-  state.known = true;
-  state.meta.dtype = dtype.ok() ? *dtype : DType::kFloat32;
-  state.meta.shape.assign(shape.begin(), shape.end());
-  state.meta.device = device;
-  state.meta.requires_grad = requires_grad;
-  state.meta.is_none = is_none;
-  state.meta.is_leaf = is_leaf;
-  if (message != nullptr) {
-    state.meta.grad_fn = message->grad_fn();
-  } else {
-    state.meta.grad_fn.clear();
-  }
-  if (state.requires_grad_override >= 0) {
-    state.meta.requires_grad = state.requires_grad_override != 0;
-  }
-  state.meta.error =
-      message != nullptr ? StatusFromProto(message->error()) : absl::OkStatus();
-  if (state.meta.error.ok() && !dtype.ok() && !is_none) {
-    state.meta.error = absl::InternalError(absl::StrCat(
-        "tensord sent handle ", handle, " with ", dtype.status().message()));
-  }
-}
-
 void Session::HandleFrame(const v1::ServerFrame& frame,
                           absl::Span<const absl::string_view> payload) {
   MutexLock lock(&mu_);
-  if (SkipReplayedLocked(frame)) return;
-  switch (frame.kind_case()) {
-    case v1::ServerFrame::kAck: {
-      for (const v1::TensorMeta& meta : frame.ack().created()) {
-        SetMetaLocked(meta.handle(), meta.dtype(), meta.shape(), meta.device(),
-                      meta.requires_grad(), meta.is_leaf(), &meta);
-      }
-      // Note [Packed metas]: a bad entry leaves the handles from it on
-      // unknown, which MetaOf reports as acknowledged without metadata.
-      packed::Reader metas(frame.ack().packed_created());
-      packed::Meta m;
-      while (!metas.done() && metas.NextMeta(&m).ok()) {
-        static const std::string* const kNoDevice = new std::string();
-        const std::string& device = m.device < welcome_.devices_size()
-                                        ? welcome_.devices(m.device).name()
-                                        : *kNoDevice;
-        SetMetaLocked(m.handle, static_cast<int>(m.dtype), m.shape, device,
-                      (m.flags & packed::kRequiresGrad) != 0,
-                      (m.flags & packed::kIsLeaf) != 0, nullptr);
-      }
-      acked_seq_ = std::max(acked_seq_, frame.ack().last_seq());
-      while (!unacked_.empty() && unacked_.front().last_seq <= acked_seq_) {
-        unacked_.pop_front();
-      }
-      break;
+  if (options_.resume && replay_.SkipReplayed(frame, acked_seq_)) return;
+  if (frame.has_ack()) {
+    for (const v1::TensorMeta& meta : frame.ack().created()) {
+      handles_.SetMeta(meta.handle(), meta.dtype(), meta.shape(), meta.device(),
+                       meta.requires_grad(), meta.is_leaf(), &meta);
     }
-    case v1::ServerFrame::kData: {
-      auto it = downloads_.find(frame.data().request_id());
-      if (it == downloads_.end() || it->second.done) break;
-      // In a slot (copied out by the downloading thread) or in place.
-      if (frame.data().shm() || frame.data().cma() ||
-          frame.data().bulk_size() != 0) {
-        it->second.shm = true;
-        it->second.shm_reply = frame.data();
-        it->second.done = true;
-        break;
-      }
-      absl::Status status =
-          payload.empty()
-              ? it->second.assembler.Add(frame.data())
-              : it->second.assembler.AddPieces(frame.data(), payload);
-      if (!status.ok()) {
-        it->second.done = true;
-        it->second.status = status;
-      } else if (it->second.assembler.done()) {
-        it->second.done = true;
-      }
-      break;
+    // Note [Packed metas]: a bad entry leaves the handles from it on
+    // unknown, which MetaOf reports as acknowledged without metadata.
+    packed::Reader metas(frame.ack().packed_created());
+    packed::Meta m;
+    while (!metas.done() && metas.NextMeta(&m).ok()) {
+      static const std::string* const kNoDevice = new std::string();
+      const std::string& device = m.device < welcome_.devices_size()
+                                      ? welcome_.devices(m.device).name()
+                                      : *kNoDevice;
+      handles_.SetMeta(m.handle, static_cast<int>(m.dtype), m.shape, device,
+                       (m.flags & packed::kRequiresGrad) != 0,
+                       (m.flags & packed::kIsLeaf) != 0, nullptr);
     }
-    case v1::ServerFrame::kSharedBuffer: {
-      auto it = downloads_.find(frame.shared_buffer().request_id());
-      if (it == downloads_.end() || it->second.done) break;
-      it->second.shared = true;
-      it->second.shared_reply = frame.shared_buffer();
-      it->second.done = true;
-      break;
-    }
-    case v1::ServerFrame::kSyncDone: {
-      auto it = syncs_.find(frame.sync_done().request_id());
-      if (it != syncs_.end()) {
-        it->second = StatusFromProto(frame.sync_done().error());
-      }
-      break;
-    }
-    case v1::ServerFrame::kError: {
-      const uint64_t request_id = frame.error().request_id();
-      absl::Status status =
-          NonOk(StatusFromProto(frame.error().status()), "Error frame");
-      if (auto it = downloads_.find(request_id);
-          request_id != 0 && it != downloads_.end()) {
-        it->second.done = true;
-        it->second.status = status;
-      } else if (auto sync = syncs_.find(request_id);
-                 request_id != 0 && sync != syncs_.end()) {
-        sync->second = status;
-      } else if (request_id != 0 && request_id < next_request_id_) {
-        // A replayed answer to a request already completed: ignored.
-      } else if (frame_error_.ok()) {
-        frame_error_ = status;  // reported by the next Sync
-      }
-      break;
-    }
-    default:
-      break;  // a second Welcome or an unknown kind: nothing to do
+    acked_seq_ = std::max(acked_seq_, frame.ack().last_seq());
+    replay_.Acked(acked_seq_);
+  } else {
+    // Answers to requests (anything else, a second Welcome or an unknown
+    // kind, is ignored); an Error answering none is reported by the next
+    // Sync.
+    absl::Status unanswered = requests_.Apply(frame, payload);
+    if (!unanswered.ok() && frame_error_.ok()) frame_error_ = unanswered;
   }
   const uint64_t answered = frame.has_data()    ? frame.data().request_id()
                             : frame.has_error() ? frame.error().request_id()
@@ -247,9 +152,8 @@ absl::Status Session::Sync() {
   uint64_t request_id;
   {
     MutexLock enqueue_lock(&enqueue_mu_);
-    absl::StatusOr<uint64_t> id = EnqueueRequest<std::optional<absl::Status>>(
-        &syncs_, [](std::optional<absl::Status>&) {},
-        [](uint64_t id, v1::Command* command) {
+    absl::StatusOr<uint64_t> id = EnqueueRequest(
+        RequestTable::Kind::kSync, {}, [](uint64_t id, v1::Command* command) {
           command->mutable_sync()->set_request_id(id);
         });
     if (!id.ok()) return id.status();
@@ -258,12 +162,10 @@ absl::Status Session::Sync() {
   Flush().IgnoreError();  // a broken stream shows in stream_error_ below
   MutexLock lock(&mu_);
   auto ready = [this, request_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return syncs_[request_id].has_value() || !stream_error_.ok();
+    return requests_.SyncDone(request_id) || !stream_error_.ok();
   };
   mu_.Await(absl::Condition(&ready));
-  std::optional<absl::Status> result = syncs_[request_id];
-  syncs_.erase(request_id);
-  NoteAnsweredLocked(request_id);
+  std::optional<absl::Status> result = requests_.TakeSync(request_id);
   if (!result.has_value()) return stream_error_;
   absl::Status frame_error = std::exchange(frame_error_, absl::OkStatus());
   return result->ok() ? frame_error : *result;
@@ -273,7 +175,8 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
                                              const std::string& site,
                                              DownloadTarget target) {
   // In place: into a shared buffer (from kShmMinBytes), or into any memory
-  // by cross-memory attach (from kCmaMinBytes); the daemon writes `target`.
+  // by cross-memory attach (from CmaProbe::kMinBytes); the daemon writes
+  // `target`.
   std::function<void(v1::Get*)> in_place;
   uint64_t min_bytes = 0;
   if (target.data != nullptr && target.capacity >= kShmMinBytes) {
@@ -287,10 +190,10 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
         get->set_shm_offset(offset);
       };
       min_bytes = kShmMinBytes;
-    } else if (target.capacity >= kCmaMinBytes && CmaUsable()) {
+    } else if (target.capacity >= CmaProbe::kMinBytes && CmaUsable()) {
       const uint64_t address = reinterpret_cast<uint64_t>(target.data);
       in_place = [address](v1::Get* get) { get->set_cma_address(address); };
-      min_bytes = kCmaMinBytes;
+      min_bytes = CmaProbe::kMinBytes;
     }
   }
   if (in_place) {
@@ -305,18 +208,19 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
       }
     }
   }
-  if (shm_ == nullptr && welcome_.bulk_port() != 0) {
+  if (bulk_ != nullptr) {
     // The bulk socket, for what is large. Into the caller's buffer the size
     // may wait for the Ack (as above); into fresh memory only a size already
     // known counts (a read of a fresh scalar must not wait for it).
     std::optional<uint64_t> total;
-    if (target.data != nullptr && target.capacity >= kBulkMinBytes) {
+    if (target.data != nullptr &&
+        target.capacity >= BulkConnection::kMinBytes) {
       absl::StatusOr<HandleMeta> meta = WaitMeta(handle);
-      if (meta.ok()) total = HealthyBytes(*meta);
+      if (meta.ok()) total = HandleTable::HealthyBytes(*meta);
     } else {
       total = KnownBytes(handle);
     }
-    if (total.value_or(0) >= kBulkMinBytes) {
+    if (total.value_or(0) >= BulkConnection::kMinBytes) {
       std::optional<absl::StatusOr<HostTensor>> got =
           DownloadBulk(handle, site, *total, target);
       if (got.has_value()) return *std::move(got);
@@ -345,17 +249,9 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
   return download.assembler.Take();
 }
 
-std::optional<uint64_t> Session::HealthyBytes(const HandleMeta& meta) {
-  absl::StatusOr<uint64_t> bytes = TensorBytes(meta.dtype, meta.shape);
-  if (!meta.error.ok() || meta.is_none || !bytes.ok()) return std::nullopt;
-  return *bytes;
-}
-
 std::optional<uint64_t> Session::KnownBytes(uint64_t handle) {
   MutexLock lock(&mu_);
-  auto it = handles_.find(handle);
-  if (it == handles_.end() || !it->second.known) return std::nullopt;
-  return HealthyBytes(it->second.meta).value_or(0);
+  return handles_.KnownBytes(handle);
 }
 
 absl::StatusOr<HandleMeta> Session::WaitMeta(uint64_t handle) {
@@ -363,29 +259,29 @@ absl::StatusOr<HandleMeta> Session::WaitMeta(uint64_t handle) {
   bool need_flush;
   {
     MutexLock lock(&mu_);
-    auto it = handles_.find(handle);
-    if (it == handles_.end()) {
+    const HandleTable::Entry* entry = handles_.Find(handle);
+    if (entry == nullptr) {
       return absl::FailedPreconditionError(
           absl::StrCat("handle ", handle, " is not live in this session"));
     }
-    if (it->second.known) return it->second.meta;
-    seq = it->second.seq;
+    if (entry->known) return entry->meta;
+    seq = entry->seq;
     need_flush = seq > sent_seq_;
   }
   if (need_flush) Flush().IgnoreError();
   MutexLock lock(&mu_);
   auto ready = [this, handle, seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto it = handles_.find(handle);
-    return it == handles_.end() || it->second.known || acked_seq_ >= seq ||
+    const HandleTable::Entry* entry = handles_.Find(handle);
+    return entry == nullptr || entry->known || acked_seq_ >= seq ||
            !stream_error_.ok();
   };
   mu_.Await(absl::Condition(&ready));
-  auto it = handles_.find(handle);
-  if (it == handles_.end()) {
+  const HandleTable::Entry* entry = handles_.Find(handle);
+  if (entry == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("handle ", handle, " is not live in this session"));
   }
-  if (it->second.known) return it->second.meta;
+  if (entry->known) return entry->meta;
   if (!stream_error_.ok()) return stream_error_;
   return absl::InternalError(absl::StrCat("tensord acknowledged command ", seq,
                                           " without the metadata of handle ",
@@ -395,20 +291,14 @@ absl::StatusOr<HandleMeta> Session::WaitMeta(uint64_t handle) {
 absl::StatusOr<uint64_t> Session::EnqueueGetLocked(
     uint64_t handle, const std::string& site,
     absl::FunctionRef<void(v1::Get*)> fill, DownloadTarget target) {
-  return EnqueueRequest<PendingDownload>(
-      &downloads_,
-      [&](PendingDownload& pending) {
-        if (target.data != nullptr) {
-          pending.assembler.SetDestination(target.data, target.capacity);
-        }
-      },
-      [&](uint64_t request_id, v1::Command* command) {
-        v1::Get* get = command->mutable_get();
-        get->set_handle(handle);
-        get->set_request_id(request_id);
-        get->set_site(site);
-        fill(get);
-      });
+  return EnqueueRequest(RequestTable::Kind::kDownload, target,
+                        [&](uint64_t request_id, v1::Command* command) {
+                          v1::Get* get = command->mutable_get();
+                          get->set_handle(handle);
+                          get->set_request_id(request_id);
+                          get->set_site(site);
+                          fill(get);
+                        });
 }
 
 }  // namespace internal

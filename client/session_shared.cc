@@ -14,20 +14,19 @@ namespace tensord {
 inline namespace client {
 namespace internal {
 
-absl::StatusOr<Session::SharedAllocation> Session::AllocateShared(
-    size_t bytes) {
+absl::StatusOr<SharedAllocation> Session::AllocateShared(size_t bytes) {
   // Without the session's region mapped, nothing shows that the daemon's
   // memory is reachable from here: the caller uses plain memory.
   if (shm_ == nullptr) return SharedAllocation{};
   uint64_t request_id;
   {
     MutexLock enqueue_lock(&enqueue_mu_);
-    absl::StatusOr<uint64_t> id = EnqueueRequest<PendingDownload>(
-        &downloads_, [](PendingDownload&) {},
-        [bytes](uint64_t id, v1::Command* command) {
-          command->mutable_allocate_shared()->set_request_id(id);
-          command->mutable_allocate_shared()->set_bytes(bytes);
-        });
+    absl::StatusOr<uint64_t> id =
+        EnqueueRequest(RequestTable::Kind::kDownload, {},
+                       [bytes](uint64_t id, v1::Command* command) {
+                         command->mutable_allocate_shared()->set_request_id(id);
+                         command->mutable_allocate_shared()->set_bytes(bytes);
+                       });
     if (!id.ok()) return id.status();
     request_id = *id;
   }
@@ -54,20 +53,14 @@ absl::StatusOr<Session::SharedAllocation> Session::AllocateShared(
   const uintptr_t begin = reinterpret_cast<uintptr_t>(
       out.mapping->base() + out.mapping->data_offset());
   MutexLock lock(&mu_);
-  shared_.push_back(
-      {begin, begin + bytes, out.region, out.mapping->data_offset()});
+  shared_.Add({begin, begin + bytes, out.region, out.mapping->data_offset()});
   return out;
 }
 
 void Session::FreeShared(uint64_t region) {
   {
     MutexLock lock(&mu_);
-    for (auto it = shared_.begin(); it != shared_.end(); ++it) {
-      if (it->region == region) {
-        shared_.erase(it);
-        break;
-      }
-    }
+    shared_.Remove(region);
     // A closed or broken session's buffers are freed by the daemon.
     if (closed_ || !stream_error_.ok()) return;
   }
@@ -77,16 +70,9 @@ void Session::FreeShared(uint64_t region) {
   Append(std::move(command), {}, nullptr).IgnoreError();  // sent batched
 }
 
-std::optional<Session::SharedRange> Session::FindShared(const void* p,
-                                                        size_t n) const {
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
+std::optional<SharedRange> Session::FindShared(const void* p, size_t n) const {
   MutexLock lock(&mu_);
-  for (const SharedRange& range : shared_) {
-    if (begin >= range.begin && begin <= range.end && n <= range.end - begin) {
-      return range;
-    }
-  }
-  return std::nullopt;
+  return shared_.Find(p, n);
 }
 
 absl::StatusOr<uint64_t> Session::AppendWholePut(
@@ -105,7 +91,7 @@ absl::StatusOr<uint64_t> Session::AppendWholePut(
   absl::Status status = Append(std::move(command), {handle}, &meta, seq);
   if (!status.ok()) {
     MutexLock lock(&mu_);
-    handles_.erase(handle);
+    handles_.Erase(handle);
     return status;
   }
   return handle;
@@ -129,7 +115,7 @@ absl::StatusOr<uint64_t> Session::UploadInPlace(
   };
   mu_.Await(absl::Condition(&copied));
   if (acked_seq_ < seq) {
-    handles_.erase(handle);
+    handles_.Erase(handle);
     absl::Status open = CheckOpenLocked();
     return open.ok() ? absl::UnavailableError("the tensord session ended")
                      : open;

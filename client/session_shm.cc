@@ -84,9 +84,12 @@ absl::StatusOr<uint64_t> Session::EnqueueShmGet(uint64_t handle,
   return request_id;
 }
 
-bool Session::SpinWhile(const std::atomic<uint32_t>* word,
-                        uint32_t seen) const {
-  absl::Duration spin = options_.sync_spin;
+namespace {
+
+// Spins up to `spin` (ClientOptions::sync_spin; $TENSORD_SYNC_SPIN_US
+// overrides it) while `*word` is `seen`; true when it changed.
+bool SpinWhile(const std::atomic<uint32_t>* word, uint32_t seen,
+               absl::Duration spin) {
   if (const char* env = std::getenv("TENSORD_SYNC_SPIN_US")) {
     int us = 0;
     if (absl::SimpleAtoi(env, &us)) spin = absl::Microseconds(us);
@@ -104,7 +107,9 @@ bool Session::SpinWhile(const std::atomic<uint32_t>* word,
   return false;
 }
 
-Session::PendingDownload Session::AwaitNotified(uint64_t request_id) {
+}  // namespace
+
+PendingDownload Session::AwaitNotified(uint64_t request_id) {
   std::atomic<uint32_t>* word = shm_->mailbox_word();
   const uint32_t mine = mailbox::WordFor(request_id);
   for (;;) {
@@ -115,16 +120,14 @@ Session::PendingDownload Session::AwaitNotified(uint64_t request_id) {
       answer.done = answer.shm = true;
       MutexLock lock(&mu_);
       // The frame the stream still brings finds no request and is dropped.
-      downloads_.erase(request_id);
-      NoteAnsweredLocked(request_id);
+      requests_.TakeDownload(request_id);
       notify_request_ = 0;
       mailbox_answers_.fetch_add(1, std::memory_order_relaxed);
       return answer;
     }
     {
       MutexLock lock(&mu_);
-      auto it = downloads_.find(request_id);
-      if (it == downloads_.end() || it->second.done || !stream_error_.ok()) {
+      if (!requests_.DownloadWaiting(request_id) || !stream_error_.ok()) {
         break;
       }
     }
@@ -132,7 +135,7 @@ Session::PendingDownload Session::AwaitNotified(uint64_t request_id) {
     // request, so either `seen` is stale (no sleep) or it wakes us.
     // Spins first (ClientOptions::sync_spin): a sleeping thread takes tens
     // of microseconds to wake, more than the rest of a round trip on a VM.
-    if (!SpinWhile(word, seen)) mailbox::Wait(word, seen);
+    if (!SpinWhile(word, seen, options_.sync_spin)) mailbox::Wait(word, seen);
   }
   {
     MutexLock lock(&mu_);
@@ -141,15 +144,13 @@ Session::PendingDownload Session::AwaitNotified(uint64_t request_id) {
   return AwaitDownload(request_id);
 }
 
-Session::PendingDownload Session::AwaitDownload(uint64_t request_id) {
+PendingDownload Session::AwaitDownload(uint64_t request_id) {
   MutexLock lock(&mu_);
   auto ready = [this, request_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return downloads_[request_id].done || !stream_error_.ok();
+    return requests_.DownloadDone(request_id) || !stream_error_.ok();
   };
   mu_.Await(absl::Condition(&ready));
-  PendingDownload download = std::move(downloads_[request_id]);
-  downloads_.erase(request_id);
-  NoteAnsweredLocked(request_id);
+  PendingDownload download = requests_.TakeDownload(request_id);
   if (!download.done) {
     download.done = true;
     download.status = stream_error_;

@@ -44,7 +44,7 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
   // the bytes, that is after everything queued before it: only when the
   // daemon has nothing of ours left to run. Behind queued work the region's
   // slots return at once (two copies, but off the critical path).
-  if (*total >= kCmaMinBytes && DaemonCaughtUp() && CmaUsable()) {
+  if (*total >= CmaProbe::kMinBytes && DaemonCaughtUp() && CmaUsable()) {
     const uint64_t address = reinterpret_cast<uint64_t>(data);
     const uint64_t size = *total;
     return UploadInPlace(
@@ -54,7 +54,7 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
         },
         std::move(first), std::move(meta));
   }
-  if (*total >= kBulkMinBytes && shm_ == nullptr) {
+  if (*total >= BulkConnection::kMinBytes && bulk_ != nullptr) {
     std::optional<absl::StatusOr<uint64_t>> sent =
         UploadBulk(static_cast<const char*>(data), *total, first, meta);
     if (sent.has_value()) return *std::move(sent);
@@ -69,7 +69,7 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
   const uint64_t handle = *reserved;
   {
     MutexLock lock(&mu_);
-    in_chunked_put_ = true;  // no Release between this upload's chunks
+    batch_.set_in_chunked_put(true);  // no Release between its chunks
   }
   absl::Status status;
   if (use_shm) {
@@ -99,10 +99,10 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
     if (!status.ok()) break;
   }
   MutexLock lock(&mu_);
-  in_chunked_put_ = false;
-  if (!pending_releases_.empty()) flush_cv_.Signal();  // releases held back
+  batch_.set_in_chunked_put(false);
+  if (batch_.has_releases()) flush_cv_.Signal();  // releases held back
   if (!status.ok()) {
-    handles_.erase(handle);
+    handles_.Erase(handle);
     return status;
   }
   return handle;

@@ -70,7 +70,7 @@ absl::StatusOr<SharedBuffer> Client::AllocateShared(size_t bytes) {
   if (bytes == 0) {
     return absl::InvalidArgumentError("AllocateShared: 0 bytes asked");
   }
-  absl::StatusOr<internal::Session::SharedAllocation> shared =
+  absl::StatusOr<internal::SharedAllocation> shared =
       session_->AllocateShared(bytes);
   if (!shared.ok()) return shared.status();
   if (shared->mapping != nullptr) {
