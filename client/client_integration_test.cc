@@ -189,6 +189,29 @@ TEST_F(ClientIntegrationTest, PackedAndMessageEncodingsAgree) {
   }
 }
 
+// Note [Site ids]: the daemon binds at most 65536 call sites per session;
+// calls from lines past those carry their text instead of failing.
+TEST_F(ClientIntegrationTest, CallSitesPastTheDaemonsCapStillRun) {
+  constexpr int kSites = (1 << 16) + 100;
+  Tensor one = ones(*client_, {1});
+  Tensor acc = one;
+  for (int line = 1; line <= kSites; ++line) {
+    auto out = client_->Call("add", {acc, one}, {}, 1, Site("many.cc", line));
+    ASSERT_TRUE(out.ok()) << out.status();
+    acc = (*out)[0];
+  }
+  EXPECT_EQ(*acc.item<float>(), static_cast<float>(kSites + 1));
+  // A failure past the cap names its line.
+  Tensor m = ones(*client_, {2, 3});
+  auto bad = client_->Call("matmul", {m, m}, {}, 1, Site("many.cc", 70000));
+  ASSERT_TRUE(bad.ok());
+  const absl::Status status = (*bad)[0].status();
+  EXPECT_NE(status.message().find("many.cc:70000"), std::string::npos)
+      << status;
+  EXPECT_TRUE(client_->synchronize().code() ==
+              absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(ClientIntegrationTest, SeededRandomIsReproducible) {
   ASSERT_TRUE(client_->manual_seed(42).ok());
   std::vector<float> first = *randn(*client_, {16}).to_vector<float>();

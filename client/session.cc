@@ -295,16 +295,26 @@ absl::StatusOr<uint64_t> Session::EnqueueCall(
     int num_outputs, const Site& site) {
   MutexLock enqueue_lock(&enqueue_mu_);
   // Note [Site ids]: the first Call from a line sends its text with a new
-  // id, later ones the id alone (bound once the Call is queued).
+  // id, later ones the id alone (bound once the Call is queued). The daemon
+  // binds at most kMaxSiteIds per session: lines past those send their text
+  // with every Call.
+  constexpr size_t kMaxSiteIds = size_t{1} << 16;
   uint32_t site_id = 0;
   bool bind = false;
+  bool text = false;
   if (site.file != nullptr && *site.file != '\0') {
     auto it = site_ids_.find({site.file, site.line});
-    bind = it == site_ids_.end();
-    site_id = bind ? static_cast<uint32_t>(site_ids_.size() + 1) : it->second;
+    if (it != site_ids_.end()) {
+      site_id = it->second;
+    } else if (site_ids_.size() < kMaxSiteIds) {
+      bind = true;
+      site_id = static_cast<uint32_t>(site_ids_.size() + 1);
+    }
+    text = site_id == 0 || bind;
   }
-  // Formatted only when bound: once per source line and session.
-  const std::string site_text = bind ? site.ToString() : std::string();
+  // Formatted only when bound (once per source line and session) or past
+  // the cap.
+  const std::string site_text = text ? site.ToString() : std::string();
   absl::StatusOr<uint64_t> first = ReserveHandles(num_outputs);
   if (!first.ok()) return first.status();
   absl::InlinedVector<uint64_t, 4> outputs;

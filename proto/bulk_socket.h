@@ -1,5 +1,5 @@
 // The bulk socket's hello (docs/protocol.md "Bulk socket"), shared by the
-// daemon (server/bulk_socket.h) and the C++ client (client/session_bulk.cc):
+// daemon (server/bulk_socket.h) and the C++ client (client/bulk_connection.cc):
 // a client connects to Welcome.bulk_port and sends the 8-byte magic and the
 // session's 32-character Welcome.bulk_token; the daemon answers one byte,
 // kBulkAccepted, or closes the connection. After that the socket carries
