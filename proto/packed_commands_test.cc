@@ -129,13 +129,15 @@ TEST(PackedCommandsTest, EveryTruncationIsAnErrorNamingAByte) {
 TEST(PackedCommandsTest, RejectsKindsCountsAndRangesItCannotHold) {
   Entry entry;
   {
-    Reader reader(std::string("\x03\x00", 2));
+    const std::string run("\x03\x00", 2);  // the Reader keeps a view
+    Reader reader(run);
     absl::Status s = reader.Next(&entry);
     EXPECT_THAT(s.message(), HasSubstr("unknown entry kind 3 at byte 0"));
   }
   {
     // A Release claiming 100 handles with 2 bytes left.
-    Reader reader(std::string("\x02\x64\x01\x01", 4));
+    const std::string run("\x02\x64\x01\x01", 4);
+    Reader reader(run);
     absl::Status s = reader.Next(&entry);
     EXPECT_THAT(s.message(),
                 HasSubstr("100 handles at byte 1, but only 2 bytes follow"));
@@ -197,16 +199,19 @@ TEST(PackedCommandsTest, MetasRoundTripAndRejectWhatTheyCannotHold) {
   std::string big("\x01\x01\x00\x02\x01", 5);
   big += std::string(9, '\x80');
   big += '\x01';
-  EXPECT_THAT(Reader(big).NextMeta(&meta).message(),
+  Reader big_reader(big);
+  EXPECT_THAT(std::string(big_reader.NextMeta(&meta).message()),
               HasSubstr("dim #0 of the entry at byte 0 is over 2^63"));
   // A dtype over 32 bits.
   std::string wide("\x01\x80\x80\x80\x80\x10\x00\x00\x00", 9);
-  EXPECT_THAT(Reader(wide).NextMeta(&meta).message(),
+  Reader wide_reader(wide);
+  EXPECT_THAT(std::string(wide_reader.NextMeta(&meta).message()),
               HasSubstr("bad dtype at byte 1"));
   // Cut short after the flags.
-  EXPECT_THAT(
-      Reader(std::string("\x01\x01\x00\x02", 4)).NextMeta(&meta).message(),
-      HasSubstr("bad varint for the count of dims at byte 4"));
+  const std::string cut("\x01\x01\x00\x02", 4);
+  Reader cut_reader(cut);
+  EXPECT_THAT(std::string(cut_reader.NextMeta(&meta).message()),
+              HasSubstr("bad varint for the count of dims at byte 4"));
 }
 
 }  // namespace

@@ -291,7 +291,8 @@ TEST_F(PackedAcksTest, ALeafThatRequiresGradSaysSo) {
   put->set_requires_grad(true);
   Call(Run(&b, 1), "detach", {1}, 2);
   session_->Submit(b);
-  packed::Reader metas(AckOf(seq_).ack().packed_created());
+  const v1::ServerFrame ack = AckOf(seq_);  // the Reader keeps a view
+  packed::Reader metas(ack.ack().packed_created());
   packed::Meta m;
   ASSERT_TRUE(metas.NextMeta(&m).ok());
   EXPECT_EQ(m.handle, 1u);
