@@ -128,13 +128,11 @@ void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
 }
 
 void CommandRunner::Create(uint64_t id, HandleEntry entry, v1::Ack* ack) {
-  if (!entry.poisoned() && !entry.is_none()) {
-    // Copies of this handle's tensor share autograd identity.
-    entry.tensor.EnsureAutograd();
-  }
+  const bool healthy = !entry.poisoned() && !entry.is_none();
+  // Copies of this handle's tensor share autograd identity.
+  if (healthy) entry.tensor.EnsureAutograd();
   const Tensor& t = entry.tensor;
-  if (config_.packed_acks && !entry.poisoned() && !entry.is_none() &&
-      t.grad_fn() == nullptr) {
+  if (config_.packed_acks && healthy && t.grad_fn() == nullptr) {
     packed::Meta m;  // Note [Packed metas]
     m.handle = id;
     m.dtype = static_cast<uint32_t>(t.dtype());
