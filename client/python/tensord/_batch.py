@@ -26,7 +26,8 @@ class Pending:
     is complete (``finish``) or the session is over (``wake``): one futex hand-off, without the
     shared Condition's Python-level bookkeeping, on the critical path of every value read."""
 
-    __slots__ = ("done", "error", "meta", "buf", "total", "shm_size", "seq", "_wake", "_woken")
+    __slots__ = ("done", "error", "meta", "buf", "total", "shm_size", "lanes", "seq", "_wake",
+                 "_woken")
 
     def __init__(self) -> None:
         self.done = False
@@ -36,6 +37,7 @@ class Pending:
         self.buf = bytearray()
         self.total = 0  # shared-memory Data: the tensor's bytes and this chunk's
         self.shm_size = 0
+        self.lanes = 0  # bulk socket Data: the lanes its bytes are striped over (0, 1: lane 0)
         self._wake = threading.Lock()
         self._wake.acquire()
         self._woken = False
@@ -45,12 +47,14 @@ class Pending:
         self.done = True
         self.wake()
 
-    def finish_in_place(self, meta: Any, total: int, size: int) -> None:
+    def finish_in_place(self, meta: Any, total: int, size: int, lanes: int = 0) -> None:
         """Answered by one ranged chunk already in place (the region, a shared buffer, the
-        client's memory): its meta (first chunk only), the tensor's bytes and this chunk's."""
+        client's memory) or on the bulk socket's ``lanes``: its meta (first chunk only), the
+        tensor's bytes and this chunk's."""
         self.meta = meta
         self.total = total
         self.shm_size = size
+        self.lanes = lanes
         self.finish()
 
     def wake(self) -> None:

@@ -1,10 +1,17 @@
 """The bulk socket (docs/protocol.md "Bulk socket"; part of ``Session``): without a shared-memory
 region (another host, or ``shm=False``), uploads and downloads of ``MIN_BYTES`` or more move
-their bytes on a plain TCP connection beside the stream, when the daemon offers one
-(``Welcome.bulk_port``): one ``sendall`` or ``recv_into`` straight between the array and the
+their bytes on plain TCP connections beside the stream, when the daemon offers them
+(``Welcome.bulk_port``): ``sendall`` or ``recv_into`` straight between the array and the
 kernel, instead of 1-4 MiB gRPC messages that grpcio copies several times under the GIL.
 
-The command still goes on the stream; its bytes follow on the socket in command order. A bulk
+A session's socket has up to ``Welcome.bulk_lanes`` connections ("lanes", proto/bulk_socket.h),
+all connected at the first big transfer (``TENSORD_BULK_LANES`` caps how many; 1: lane 0
+alone). A transfer of 8 MiB or more is striped over them (``lanes_for``, ``lane_span``): lane 0
+moves its span on the calling thread, the others on threads of their own, all at once; the
+socket calls release the GIL, so both ends' cores share the copies and the TCP work that one
+loopback stream leaves to a single core.
+
+The command still goes on the stream; its bytes follow on the lanes in command order. A bulk
 transfer is exclusive (``_exclusive_locked``: no other thread's command gets between), and the
 session lock is released only around the socket I/O itself, so the receiver thread goes on
 applying Acks meanwhile. ``TENSORD_BULK=0`` or ``connect(bulk=False)`` turns it off."""
@@ -14,16 +21,42 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
 from . import _errors
 
 MIN_BYTES = 1 << 20
-_MAGIC = b"TDBULK01"  # server/bulk_socket.h
+# The hellos and the lanes' split, as proto/bulk_socket.h has them.
+_MAGIC = b"TDBULK01"  # lane 0: the magic and the token
+_LANE_MAGIC = b"TDBULK02"  # lane i > 0: the lane magic, the token and the byte i
 _TOKEN_BYTES = 32
 _ACCEPTED = b"Y"
+MAX_LANES = 8  # kBulkMaxLanes
+LANE_ALIGN = 64 << 10  # kBulkLaneAlign: lanes' spans start at multiples of this
+MIN_LANE_BYTES = 4 << 20  # kBulkMinLaneBytes
+
+# A lane's I/O: moves bytes [begin, end) of the transfer on ``sock``.
+Move = Callable[[socket.socket, int, int], None]
+
+
+def lanes_for(n: int, available: int) -> int:
+    """How many of ``available`` lanes an ``n``-byte transfer is striped over: each carries
+    ``MIN_LANE_BYTES`` or more (mirrors ``BulkLanesFor`` in proto/bulk_socket.h)."""
+    return min(max(1, n // MIN_LANE_BYTES), max(available, 1))
+
+
+def lane_span(n: int, lanes: int, lane: int) -> Tuple[int, int]:
+    """Bytes [begin, end) of an ``n``-byte transfer that lane ``lane`` of ``lanes`` carries:
+    spans of ceil(n / lanes) rounded up to ``LANE_ALIGN``, in lane order, the last ones shorter
+    or empty; ``lanes`` 0 is 1 (mirrors ``BulkLane`` in proto/bulk_socket.h)."""
+    if lanes <= 1:
+        return (0, n) if lane == 0 else (n, n)
+    part = -(-n // lanes)
+    part = -(-part // LANE_ALIGN) * LANE_ALIGN
+    begin = min(n, part * lane)
+    return begin, min(n, begin + part)
 
 
 def tcp_host(address: str) -> Optional[str]:
@@ -45,8 +78,119 @@ def wanted(address: str, bulk: Optional[bool]) -> bool:
     return bulk and tcp_host(address) is not None
 
 
+def lanes_cap() -> int:
+    """The most lanes to connect: ``TENSORD_BULK_LANES`` (an integer >= 1), else as many as the
+    daemon offers."""
+    value = os.environ.get("TENSORD_BULK_LANES", "").strip()
+    if not value:
+        return MAX_LANES
+    try:
+        cap = int(value)
+    except ValueError:
+        cap = 0
+    if cap < 1:
+        raise ValueError(f"TENSORD_BULK_LANES={value!r}: must be an integer >= 1")
+    return cap
+
+
+def _hello(host: str, port: int, hello: bytes) -> Optional[socket.socket]:
+    """A connection the daemon accepted with ``hello`` (one lane), else None."""
+    try:
+        sock = socket.create_connection((host, port), timeout=10.0)
+    except OSError:
+        return None
+    try:
+        sock.sendall(hello)
+        if sock.recv(1) != _ACCEPTED:
+            sock.close()
+            return None
+        sock.settimeout(None)  # a transfer may wait for queued work: no timeout
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def _wake(socks: List[socket.socket]) -> None:
+    """Ends every lane's I/O in progress (shutdown, not close: other threads may be in a call
+    on them)."""
+    for sock in socks:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _stripe(socks: List[socket.socket], n: int,
+            move: Move) -> Optional[Tuple[int, BaseException]]:
+    """Moves the ``n`` bytes over the lanes ``socks`` at once: lane 0 on this thread, the others
+    (up to the last non-empty span) on threads of their own, or after lane 0 where a thread
+    cannot start. The first lane to fail wakes the others; returns (lane, its error), or None."""
+    lanes = len(socks)
+    failed: List[Tuple[int, BaseException]] = []
+
+    def run(lane: int) -> None:
+        begin, end = lane_span(n, lanes, lane)
+        try:
+            move(socks[lane], begin, end)
+        except BaseException as e:  # noqa: B902 (an interrupt stops the other lanes too)
+            failed.append((lane, e))
+            _wake(socks)
+
+    helpers: List[threading.Thread] = []
+    inline: List[int] = []
+    for lane in range(1, lanes):
+        if lane_span(n, lanes, lane)[0] >= n:
+            break  # empty from here on
+        t = threading.Thread(target=run, args=(lane,), name=f"tensord-bulk-lane-{lane}",
+                             daemon=True)
+        try:
+            t.start()
+        except RuntimeError:  # no thread to be had: after lane 0, in lane order
+            inline.append(lane)
+            continue
+        helpers.append(t)
+    run(0)
+    for lane in inline:
+        run(lane)
+    for t in helpers:
+        t.join()
+    return failed[0] if failed else None
+
+
+def _send(raw: memoryview) -> Move:
+    def send(sock: socket.socket, begin: int, end: int) -> None:
+        sock.sendall(raw[begin:end])
+    return send
+
+
+def _receive(dst: np.ndarray, n: int) -> Move:
+    view = memoryview(dst).cast("B")
+
+    def receive(sock: socket.socket, begin: int, end: int) -> None:
+        got = begin
+        while got < end:
+            k = sock.recv_into(view[got:end])
+            if k == 0:
+                span = "" if (begin, end) == (0, n) else f" (bytes {begin} to {end} of {n})"
+                raise OSError(f"closed after {got - begin} of {end - begin} bytes{span}")
+            got += k
+    return receive
+
+
 class BulkSocket:
     """The bulk socket methods of ``Session``."""
+
+    @property
+    def _bulk_sock(self) -> Optional[socket.socket]:
+        """Lane 0 (None: not connected, or dropped)."""
+        socks = self._bulk_socks
+        return socks[0] if socks else None
+
+    @property
+    def _bulk_lanes_connected(self) -> int:
+        """How many lanes are connected (0: none, or dropped)."""
+        return len(self._bulk_socks)
 
     def _bulk_usable(self) -> bool:
         """Whether transfers may use it; connects the first time (once: a refusal or a failed
@@ -54,104 +198,114 @@ class BulkSocket:
         if self._bulk_state is None:
             with self._bulk_lock:
                 if self._bulk_state is None:
-                    self._bulk_sock = self._bulk_connect()
-                    self._bulk_state = self._bulk_sock is not None
+                    self._bulk_socks = self._bulk_connect()
+                    self._bulk_state = bool(self._bulk_socks)
         return bool(self._bulk_state)
 
-    def _bulk_connect(self) -> Optional[socket.socket]:
+    def _bulk_connect(self) -> List[socket.socket]:
+        """Lane 0, then lanes 1.. up to the first the daemon refuses (the lanes used are always
+        0..L-1), at most ``Welcome.bulk_lanes`` and ``TENSORD_BULK_LANES``; [] if lane 0 fails."""
         w = self.welcome
         host = tcp_host(self.address)
         if (not self._bulk_wanted or self._shm is not None or not w.bulk_port
                 or len(w.bulk_token) != _TOKEN_BYTES or host is None):
-            return None
-        try:
-            sock = socket.create_connection((host, w.bulk_port), timeout=10.0)
-        except OSError:
-            return None
-        try:
-            sock.sendall(_MAGIC + w.bulk_token.encode())
-            if sock.recv(1) != _ACCEPTED:
-                sock.close()
-                return None
-            sock.settimeout(None)  # a transfer may wait for queued work: no timeout
-        except OSError:
-            sock.close()
-            return None
-        return sock
+            return []
+        token = w.bulk_token.encode()
+        first = _hello(host, w.bulk_port, _MAGIC + token)
+        if first is None:
+            return []
+        socks = [first]
+        for lane in range(1, min(max(w.bulk_lanes, 1), self._bulk_cap, MAX_LANES)):
+            sock = _hello(host, w.bulk_port, _LANE_MAGIC + token + bytes([lane]))
+            if sock is None:
+                break
+            socks.append(sock)
+        return socks
 
     def _bulk_drop(self) -> None:
-        """After a failed transfer (or at close): the socket is closed and not used again."""
+        """After a failed transfer (or at close): the lanes are closed and not used again."""
         self._bulk_state = False
-        sock, self._bulk_sock = self._bulk_sock, None
-        if sock is not None:
+        socks, self._bulk_socks = self._bulk_socks, []
+        _wake(socks)  # a lane's thread still in a call returns at once
+        for sock in socks:
             sock.close()
 
-    def _bulk_io(self, what: str, move: Any) -> None:
-        """Runs ``move(sock)`` (the socket I/O) with the session lock released."""
-        sock = self._bulk_sock
+    def _bulk_io(self, what: str, n: int, lanes: int, move: Move) -> None:
+        """Runs ``move`` (the socket I/O) for the spans of lanes 0..``lanes``-1 of the ``n``
+        bytes, at once, with the session lock released. A failing lane drops them all."""
+        socks = self._bulk_socks[:lanes]
         self._lock.release()
         try:
-            move(sock)
-        except OSError as e:
-            self._bulk_drop()
-            raise _errors.ConnectionLost(f"{what}: the bulk socket to tensord broke ({e})",
-                                         code=_errors.UNAVAILABLE, op=what.split()[0]) from None
+            failed = (_stripe(socks, n, move) if len(socks) == lanes  # else: closed meanwhile
+                      else (len(socks), OSError("not connected")))
+            if failed is not None:
+                lane, e = failed
+                if not isinstance(e, OSError):
+                    raise e  # an interrupt
+                which = "the bulk socket" if lanes <= 1 else f"lane {lane} of the bulk socket"
+                raise _errors.ConnectionLost(f"{what}: {which} to tensord broke ({e})",
+                                             code=_errors.UNAVAILABLE,
+                                             op=what.split()[0]) from None
+        except BaseException:
+            self._bulk_drop()  # part of the bytes moved: the lanes no longer match commands
+            raise
         finally:
             self._lock.acquire()
 
     def _put_bulk_locked(self, raw: memoryview, fields: Any) -> int:
-        """One Put (``fields(put)`` fills it) whose ``raw`` bytes follow on the socket; returns
+        """One Put (``fields(put)`` fills it) whose ``raw`` bytes follow on the lanes; returns
         its seq once they are sent (then the kernel's: the caller may reuse the array). A
         failure poisons the handle on the daemon too. Lock held, transfer exclusive."""
+        n = raw.nbytes
+        lanes = lanes_for(n, len(self._bulk_socks))
         cmd = self._add_locked()
         p = cmd.put
         fields(p)
         p.last = True
-        p.bulk_size = raw.nbytes
+        p.bulk_size = n
+        if lanes > 1:
+            p.bulk_lanes = lanes
         seq = cmd.seq
         handle = p.handle
         self._flush_locked()  # the Put first; resent after a resume, it finds the same bytes
-        self._bulk_io(f"upload of handle {handle}", lambda sock: sock.sendall(raw))
+        self._bulk_io(f"upload of handle {handle}", n, lanes, _send(raw))
         return seq
 
     def _get_bulk_locked(self, handle: int, site: str, nbytes: Optional[int],
                          out: Optional[np.ndarray]) -> Tuple[Any, Any]:
         """(TensorMeta, bytes) of ``handle``'s ``nbytes`` (None: not known yet), read from the
-        socket into ``out`` (a uint8 array of ``nbytes``) or a new array; raises the handle's
+        lanes into ``out`` (a uint8 array of ``nbytes``) or a new array; raises the handle's
         error. The daemon may answer on the stream instead (under 1 MiB, or a device tensor).
         Lock held, transfer exclusive."""
+        connected = len(self._bulk_socks)
         rid, p = self._request_locked()
         cmd = self._add_locked()
         p.seq = cmd.seq
         g = cmd.get
         g.handle, g.request_id, g.site, g.bulk = handle, rid, site, True
+        if connected > 1:
+            g.bulk_lanes = connected
         self._flush_locked()
         self._wait_locked(p, rid)
         if p.error is not None or p.shm_size == 0:  # an error, or answered on the stream
             return self._stream_answer(p, handle, out)
-        if p.shm_size != p.total or (nbytes is not None and p.total != nbytes):
+        lanes = max(p.lanes, 1)
+        if (p.shm_size != p.total or (nbytes is not None and p.total != nbytes)
+                or lanes > connected):
             self._bulk_drop()  # its bytes can no longer be matched to requests
             raise _errors.ProtocolError(f"the daemon answered the bulk Get of handle {handle} "
-                                        f"with {p.shm_size} of {p.total} bytes; {nbytes} were "
-                                        "asked", op="get")
+                                        f"with {p.shm_size} of {p.total} bytes on {lanes} "
+                                        f"lanes; {nbytes} were asked on {connected}", op="get")
         nbytes = p.total
         dst = out if out is not None else np.empty(nbytes, dtype=np.uint8)
-
-        def receive(sock: socket.socket) -> None:
-            view = memoryview(dst).cast("B")
-            got = 0
-            while got < nbytes:
-                n = sock.recv_into(view[got:])
-                if n == 0:
-                    raise OSError(f"closed after {got} of {nbytes} bytes")
-                got += n
-        self._bulk_io(f"download of handle {handle}", receive)
+        self._bulk_io(f"download of handle {handle}", nbytes, lanes, _receive(dst, nbytes))
         return p.meta, dst
 
 
 def init(session: Any, bulk: Optional[bool]) -> None:
     """The ``Session`` fields of this mixin (before the Hello: it says ``wanted``)."""
     session._bulk_wanted = wanted(session.address, bulk)
+    session._bulk_cap = lanes_cap() if session._bulk_wanted else 1
     session._bulk_state = None  # unknown until the first big transfer connects
-    session._bulk_sock = None
+    session._bulk_socks = []  # lanes 0..L-1
     session._bulk_lock = threading.Lock()

@@ -25,11 +25,11 @@ class DataChunk:
     chunk (else None)."""
 
     __slots__ = ("seq", "request_id", "meta", "offset", "data", "last", "total_bytes", "shm",
-                 "shm_offset", "shm_size", "cma", "cma_size", "bulk_size")
+                 "shm_offset", "shm_size", "cma", "cma_size", "bulk_size", "bulk_lanes")
 
     def __init__(self) -> None:
         self.seq = self.request_id = self.offset = self.total_bytes = 0
-        self.shm_offset = self.shm_size = self.cma_size = self.bulk_size = 0
+        self.shm_offset = self.shm_size = self.cma_size = self.bulk_size = self.bulk_lanes = 0
         self.meta: Any = None
         self.data = memoryview(b"")
         self.last = self.shm = self.cma = False
@@ -40,9 +40,10 @@ class DataChunk:
 
 
 # Data's varint fields by number (request_id, offset, last, total_bytes, shm, shm_offset,
-# shm_size, cma, cma_size, bulk_size); 2 (meta) and 4 (data) are length-delimited.
+# shm_size, cma, cma_size, bulk_size, bulk_lanes); 2 (meta) and 4 (data) are length-delimited.
 _VARINT_FIELDS = {1: "request_id", 3: "offset", 5: "last", 6: "total_bytes", 7: "shm",
-                  8: "shm_offset", 9: "shm_size", 10: "cma", 11: "cma_size", 12: "bulk_size"}
+                  8: "shm_offset", 9: "shm_size", 10: "cma", 11: "cma_size", 12: "bulk_size",
+                  13: "bulk_lanes"}
 
 
 def _varint(b: bytes, i: int) -> Tuple[int, int]:
@@ -151,6 +152,7 @@ def from_message(frame: Any) -> DataChunk:
     chunk.cma = d.cma
     chunk.cma_size = d.cma_size
     chunk.bulk_size = d.bulk_size
+    chunk.bulk_lanes = d.bulk_lanes
     chunk.meta = d.meta if d.HasField("meta") else None
     chunk.data = memoryview(d.data)  # as decode's: NumPy takes bytes for a string
     return chunk

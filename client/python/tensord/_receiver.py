@@ -227,7 +227,8 @@ class Receiver:
             return  # not ours to wait for, or a replayed chunk of a finished Get
         if d.shm or d.cma or d.bulk_size:  # one chunk in the region, in place or on the socket
             p.finish_in_place(d.meta, d.total_bytes,
-                              d.shm_size if d.shm else d.cma_size if d.cma else d.bulk_size)
+                              d.shm_size if d.shm else d.cma_size if d.cma else d.bulk_size,
+                              d.bulk_lanes)
             return
         if d.meta is not None:  # a replay restarts at the first chunk: same bytes again
             p.meta = d.meta

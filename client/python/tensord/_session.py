@@ -84,8 +84,8 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
     ``TENSORD_CMA`` != "0". False keeps them in the shared-memory region (two copies).
 
     ``bulk``: without a region, transfers of 1 MiB or more move their bytes on a plain TCP
-    socket beside the stream when the daemon offers one (``_bulk.py``); default
-    ``TENSORD_BULK`` != "0".
+    socket beside the stream when the daemon offers one (``_bulk.py``; big ones striped over
+    up to ``TENSORD_BULK_LANES`` of its connections); default ``TENSORD_BULK`` != "0".
 
     ``packed``: Calls without attributes and Releases travel as entries of packed runs, a few
     varints each, when the daemon allows them (Note [Python packed runs], ``_call.py``), and
