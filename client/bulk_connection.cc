@@ -6,11 +6,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
+#include <thread>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "proto/bulk_socket.h"
@@ -72,11 +78,11 @@ size_t RecvAll(int fd, char* p, size_t n) {
   return done;
 }
 
-absl::Status Short(absl::string_view what, size_t done, size_t n) {
-  return absl::UnavailableError(absl::StrCat(
-      what, ": the bulk socket to tensord broke after ", done, " of ", n,
-      " bytes", errno != 0 ? absl::StrCat(" (", strerror(errno), ")") : ""));
-}
+// One lane's part of a transfer: how far it got, and why it stopped.
+struct LaneMove {
+  size_t moved = 0;
+  int error = 0;  // errno after a short move; 0: the peer closed
+};
 
 }  // namespace
 
@@ -91,18 +97,53 @@ bool BulkConnection::Wanted(bool enabled, const std::string& address) {
 }
 
 BulkConnection::BulkConnection(const ClientOptions& options, uint32_t port,
-                               std::string token)
+                               std::string token, uint32_t lanes)
     : enabled_(options.bulk),
       address_(options.address),
       connect_timeout_(options.connect_timeout),
       port_(port),
-      token_(std::move(token)) {}
+      token_(std::move(token)),
+      lanes_offered_(std::clamp<uint32_t>(lanes, 1, kBulkMaxLanes)),
+      lanes_option_(options.bulk_lanes) {}
 
 BulkConnection::~BulkConnection() { Close(); }
 
 bool BulkConnection::Usable() {
   MutexLock lock(&mu_);
   return UsableLocked();
+}
+
+uint32_t BulkConnection::lanes() {
+  MutexLock lock(&mu_);
+  return lanes_locked();
+}
+
+uint32_t BulkConnection::LanesWanted() const {
+  uint32_t cap = lanes_option_;
+  if (const char* env = std::getenv("TENSORD_BULK_LANES"); env != nullptr) {
+    uint32_t parsed = 0;
+    if (absl::SimpleAtoi(env, &parsed) && parsed >= 1) cap = parsed;
+  }
+  return cap == 0 ? lanes_offered_ : std::min(cap, lanes_offered_);
+}
+
+int BulkConnection::ConnectLane(uint32_t lane) const {
+  const int fd = Connect(TcpHostOf(address_), port_, connect_timeout_);
+  if (fd < 0) return -1;
+  std::string hello =
+      absl::StrCat(absl::string_view(lane == 0 ? kBulkMagic : kBulkLaneMagic,
+                                     kBulkMagicBytes),
+                   token_);
+  if (lane != 0) hello.push_back(static_cast<char>(lane));
+  char answer = 0;
+  if (SendAll(fd, hello.data(), hello.size()) != hello.size() ||
+      RecvAll(fd, &answer, 1) != 1 || answer != kBulkAccepted) {
+    close(fd);  // refused (e.g. the token was used): the stream serves
+    return -1;
+  }
+  timeval none{0, 0};  // transfers may wait for queued work: no timeout
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+  return fd;
 }
 
 bool BulkConnection::UsableLocked() {
@@ -112,48 +153,94 @@ bool BulkConnection::UsableLocked() {
       token_.size() != kBulkTokenBytes) {
     return false;
   }
-  const int fd = Connect(TcpHostOf(address_), port_, connect_timeout_);
-  if (fd < 0) return false;
-  const std::string hello =
-      absl::StrCat(absl::string_view(kBulkMagic, kBulkMagicBytes), token_);
-  char answer = 0;
-  if (SendAll(fd, hello.data(), hello.size()) != hello.size() ||
-      RecvAll(fd, &answer, 1) != 1 || answer != kBulkAccepted) {
-    close(fd);  // refused (e.g. the token was used): the stream serves
-    return false;
+  const uint32_t wanted = LanesWanted();
+  for (uint32_t lane = 0; lane < wanted; ++lane) {
+    const int fd = ConnectLane(lane);
+    if (fd < 0) break;  // the lanes before it serve
+    fds_.push_back(fd);
   }
-  timeval none{0, 0};  // transfers may wait for queued work: no timeout
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
-  fd_ = fd;
+  if (fds_.empty()) return false;
   state_ = State::kWorks;
   return true;
 }
 
 absl::Status BulkConnection::SendLocked(uint64_t handle, const char* data,
-                                        size_t n) {
-  errno = 0;
-  return CheckMovedLocked("upload", handle, SendAll(fd_, data, n), n);
+                                        size_t n, uint32_t lanes) {
+  // Sent, never written: the buffer is only read.
+  return MoveLocked(true, handle, const_cast<char*>(data), n, lanes);
 }
 
 absl::Status BulkConnection::ReceiveLocked(uint64_t handle, char* data,
-                                           size_t n) {
-  errno = 0;
-  return CheckMovedLocked("download", handle, RecvAll(fd_, data, n), n);
+                                           size_t n, uint32_t lanes) {
+  return MoveLocked(false, handle, data, n, lanes);
 }
 
-absl::Status BulkConnection::CheckMovedLocked(absl::string_view what,
-                                              uint64_t handle, size_t moved,
-                                              size_t n) {
-  if (moved == n) return absl::OkStatus();
-  absl::Status error =
-      Short(absl::StrCat(what, " of handle ", handle), moved, n);
+absl::Status BulkConnection::MoveLocked(bool upload, uint64_t handle,
+                                        char* data, size_t n, uint32_t lanes) {
+  lanes = std::max<uint32_t>(lanes, 1);
+  const std::string what =
+      absl::StrCat(upload ? "upload" : "download", " of handle ", handle);
+  if (lanes > fds_.size()) {
+    const size_t connected = fds_.size();
+    DropLocked();
+    return absl::InternalError(absl::StrCat(what, ": striped over ", lanes,
+                                            " lanes of the bulk socket, but ",
+                                            connected, " are connected"));
+  }
+  const std::vector<int> fds(fds_.begin(), fds_.begin() + lanes);
+  std::vector<LaneMove> moves(lanes);
+  std::atomic<bool> failed{false};
+  auto run = [&](uint32_t lane) {
+    const BulkLaneSpan span = BulkLane(n, lanes, lane);
+    const size_t len = span.end - span.begin;
+    errno = 0;
+    moves[lane].moved = upload ? SendAll(fds[lane], data + span.begin, len)
+                               : RecvAll(fds[lane], data + span.begin, len);
+    if (moves[lane].moved == len) return;
+    moves[lane].error = errno;
+    // The other lanes may wait on a peer that gave up: wake them.
+    if (!failed.exchange(true)) {
+      for (int fd : fds) shutdown(fd, SHUT_RDWR);
+    }
+  };
+  std::vector<std::thread> helpers;
+  std::vector<uint32_t> inline_lanes;
+  for (uint32_t lane = 1; lane < lanes; ++lane) {
+    try {
+      helpers.emplace_back(run, lane);
+    } catch (const std::system_error&) {
+      inline_lanes.push_back(lane);  // after lane 0, in lane order
+    }
+  }
+  run(0);
+  for (uint32_t lane : inline_lanes) run(lane);
+  for (std::thread& t : helpers) t.join();
+  if (!failed.load()) return absl::OkStatus();
   DropLocked();
-  return error;
+  // The first lane that fell short of its span says how far it got.
+  auto complete = [&](uint32_t lane) {
+    const BulkLaneSpan span = BulkLane(n, lanes, lane);
+    return moves[lane].moved == span.end - span.begin;
+  };
+  uint32_t lane = 0;
+  while (lane + 1 < lanes && complete(lane)) ++lane;
+  const BulkLaneSpan span = BulkLane(n, lanes, lane);
+  const LaneMove& m = moves[lane];
+  const std::string where =
+      lanes == 1 ? absl::StrCat("the bulk socket to tensord broke after ",
+                                m.moved, " of ", n, " bytes")
+                 : absl::StrCat("lane ", lane,
+                                " of the bulk socket to tensord broke after ",
+                                m.moved, " of its ", span.end - span.begin,
+                                " bytes (", n, " in all)");
+  return absl::UnavailableError(absl::StrCat(
+      what, ": ", where,
+      m.error != 0 ? absl::StrCat(" (", strerror(m.error), ")") : ""));
 }
 
 void BulkConnection::DropLocked() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
+  for (int fd : fds_) close(fd);
+  fds_.clear();
   state_ = State::kOff;
 }
 

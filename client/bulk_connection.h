@@ -1,14 +1,16 @@
 // The client end of the bulk socket (docs/protocol.md "Bulk socket"; the
-// daemon's side is server/bulk_socket.h, the hello proto/bulk_socket.h): a
-// plain TCP connection beside a session's stream that carries the bytes of
-// large uploads and downloads when the client has no shared-memory region.
-// A transfer's command still goes on the stream; its bytes follow here, in
-// command order. What a transfer sends and checks is Session's
-// (client/session_bulk.cc); this class owns the connection.
+// daemon's side is server/bulk_socket.h, the hellos and lanes
+// proto/bulk_socket.h): plain TCP connections ("lanes") beside a session's
+// stream that carry the bytes of large uploads and downloads when the
+// client has no shared-memory region. A transfer's command still goes on
+// the stream; its bytes follow here, in command order, striped over the
+// lanes the command names, each lane's span moved at once on a thread of
+// its own (lane 0 on the caller's). What a transfer sends and checks is
+// Session's (client/session_bulk.cc); this class owns the connections.
 //
 // Ownership: a Session makes one when the daemon offered a socket
 // (Welcome.bulk_port) and it has no region, and owns it; the connection owns
-// its file descriptor (closed by Close or the destructor).
+// its file descriptors (closed by Close or the destructor).
 //
 // Thread safety: the state is guarded by mu(); the *Locked methods require
 // it, the others take it. A transfer holds mu() for its whole length, from
@@ -24,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -46,9 +49,10 @@ class BulkConnection {
   static bool Wanted(const ClientOptions& options);
 
   // The daemon's offer: `port` (Welcome.bulk_port) on the host of
-  // `options.address`, and `token` (Welcome.bulk_token). Connects nothing.
-  BulkConnection(const ClientOptions& options, uint32_t port,
-                 std::string token);
+  // `options.address`, `token` (Welcome.bulk_token) and `lanes`
+  // (Welcome.bulk_lanes; 0 is 1). Connects nothing.
+  BulkConnection(const ClientOptions& options, uint32_t port, std::string token,
+                 uint32_t lanes);
   ~BulkConnection();
   BulkConnection(const BulkConnection&) = delete;
   BulkConnection& operator=(const BulkConnection&) = delete;
@@ -56,20 +60,28 @@ class BulkConnection {
   // Held by a transfer for its command and its bytes.
   Mutex* mu() ABSL_LOCK_RETURNED(mu_) { return &mu_; }
 
-  // True while the socket works. The first call connects and sends the
-  // hello (when still Wanted and the offer is well-formed); false for good
-  // once that failed, the daemon refused it, a transfer failed or Close ran.
+  // True while the socket works. The first call connects lane 0 and the
+  // other lanes wanted (ClientOptions::bulk_lanes, $TENSORD_BULK_LANES) and
+  // sends their hellos (when still Wanted and the offer is well-formed);
+  // false for good once lane 0 failed, the daemon refused it, a transfer
+  // failed or Close ran. A refused later lane leaves the lanes before it.
   bool UsableLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Usable() ABSL_LOCKS_EXCLUDED(mu_);
+  // How many lanes are connected (0 before the first UsableLocked).
+  uint32_t lanes() ABSL_LOCKS_EXCLUDED(mu_);
+  uint32_t lanes_locked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return static_cast<uint32_t>(fds_.size());
+  }
 
   // Moves exactly `n` bytes of the upload (Send) or download (Receive) of
-  // `handle`. A short transfer closes the socket for good (DropLocked) and
-  // is UNAVAILABLE, naming the handle and how far it got. Requires
-  // UsableLocked.
-  absl::Status SendLocked(uint64_t handle, const char* data, size_t n)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status ReceiveLocked(uint64_t handle, char* data, size_t n)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `handle`, striped over lanes 0..lanes-1 (BulkLane; 0 or 1: lane 0
+  // alone). A short transfer closes the sockets for good (DropLocked) and is
+  // UNAVAILABLE, naming the handle, the lane and how far it got. Requires
+  // UsableLocked and lanes <= lanes_locked().
+  absl::Status SendLocked(uint64_t handle, const char* data, size_t n,
+                          uint32_t lanes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReceiveLocked(uint64_t handle, char* data, size_t n,
+                             uint32_t lanes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Closes the socket; it is not used again (after a failed transfer its
   // bytes can no longer be matched to commands).
@@ -81,21 +93,27 @@ class BulkConnection {
 
   // Wanted again at the first use ($TENSORD_BULK is read then too).
   static bool Wanted(bool enabled, const std::string& address);
-  // After the `what` ("upload", "download") of `handle` moved `moved` of
-  // its `n` bytes: OK when all, else UNAVAILABLE and the socket dropped.
-  absl::Status CheckMovedLocked(absl::string_view what, uint64_t handle,
-                                size_t moved, size_t n)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How many lanes to open: the offer, capped by the options.
+  uint32_t LanesWanted() const;
+  // Connects lane `lane` and has its hello accepted; -1 otherwise.
+  int ConnectLane(uint32_t lane) const;
+  // Moves the n bytes over `lanes` lanes at once, `upload` or not; OK when
+  // all moved, else UNAVAILABLE (naming the first lane that fell short) and
+  // the sockets dropped.
+  absl::Status MoveLocked(bool upload, uint64_t handle, char* data, size_t n,
+                          uint32_t lanes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const bool enabled_;         // ClientOptions::bulk
   const std::string address_;  // the session's (ClientOptions::address)
   const absl::Duration connect_timeout_;
   const uint32_t port_;
   const std::string token_;
+  const uint32_t lanes_offered_;
+  const uint32_t lanes_option_;  // ClientOptions::bulk_lanes
 
   Mutex mu_;
   State state_ ABSL_GUARDED_BY(mu_) = State::kUnknown;
-  int fd_ ABSL_GUARDED_BY(mu_) = -1;
+  std::vector<int> fds_ ABSL_GUARDED_BY(mu_);  // lane i's socket at i
 };
 
 }  // namespace internal

@@ -108,6 +108,7 @@ absl::Status Client::Flush() { return session_->Flush(); }
 bool Client::shm_active() const { return session_->shm_active(); }
 bool Client::cma_active() const { return session_->cma_active(); }
 bool Client::bulk_active() const { return session_->bulk_active(); }
+uint32_t Client::bulk_lanes() const { return session_->bulk_lanes(); }
 
 }  // namespace client
 }  // namespace tensord

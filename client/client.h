@@ -144,6 +144,9 @@ class Client {
   // True when large transfers without a region go on the bulk socket
   // (ClientOptions::bulk); the first call may connect it.
   bool bulk_active() const;
+  // How many connections ("lanes", ClientOptions::bulk_lanes) the bulk
+  // socket has: large transfers are striped over them. 0 while none.
+  uint32_t bulk_lanes() const;
 
   // Library-internal (ops.h).
   const std::shared_ptr<internal::Session>& internal_session() const {

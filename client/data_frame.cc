@@ -66,6 +66,10 @@ constexpr VarintField kVarintFields[] = {
      [](v1::Data* d, uint64_t v) { d->set_cma_size(v); }},
     {v1::Data::kBulkSizeFieldNumber,
      [](v1::Data* d, uint64_t v) { d->set_bulk_size(v); }},
+    {v1::Data::kBulkLanesFieldNumber,
+     [](v1::Data* d, uint64_t v) {
+       d->set_bulk_lanes(static_cast<uint32_t>(v));
+     }},
 };
 
 VarintSetter VarintSetterFor(int number) {

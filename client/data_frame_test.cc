@@ -60,6 +60,9 @@ TEST(DataFrameTest, DecodesEveryScalarField) {
       case google::protobuf::FieldDescriptor::CPPTYPE_UINT64:
         r->SetUInt64(data, f, 1000 + static_cast<uint64_t>(f->number()));
         break;
+      case google::protobuf::FieldDescriptor::CPPTYPE_UINT32:
+        r->SetUInt32(data, f, 100 + static_cast<uint32_t>(f->number()));
+        break;
       case google::protobuf::FieldDescriptor::CPPTYPE_STRING:
       case google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE:
         break;  // the payload and meta, checked below

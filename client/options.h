@@ -74,6 +74,12 @@ struct ClientOptions {
   // on the stream. Its bytes are not encrypted: the daemon offers none with
   // TLS.
   bool bulk = true;
+  // The most connections ("lanes", proto/bulk_socket.h) of the bulk socket
+  // to open; a transfer of 8 MiB or more is striped over them, each lane's
+  // span moved on a thread of its own, so loopback TCP's work spreads over
+  // cores. 0: as many as the daemon offers (Welcome.bulk_lanes);
+  // $TENSORD_BULK_LANES, when set, overrides it.
+  uint32_t bulk_lanes = 0;
   // Calls without attributes or a new call site, and Releases, go as
   // entries of packed runs (Note [Packed commands], proto/tensord.proto)
   // when the daemon reads them (Welcome.packed_commands), and the daemon's

@@ -135,7 +135,8 @@ absl::Status Session::Handshake() {
   }
   if (shm_ == nullptr && welcome_.bulk_port() != 0) {
     bulk_ = std::make_unique<BulkConnection>(options_, welcome_.bulk_port(),
-                                             welcome_.bulk_token());
+                                             welcome_.bulk_token(),
+                                             welcome_.bulk_lanes());
   }
   MutexLock lock(&mu_);
   default_device_ = welcome_.default_device();

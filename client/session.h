@@ -191,6 +191,7 @@ class Session {
   // True when transfers of BulkConnection::kMinBytes or more go on the bulk
   // socket (connects the first time).
   bool bulk_active();
+  uint32_t bulk_lanes();  // connected lanes of the bulk socket; 0: none
 
   // The handle's meta; waits for its Ack only when not yet known.
   absl::StatusOr<HandleMeta> WaitMeta(uint64_t handle);

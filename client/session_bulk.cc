@@ -9,12 +9,17 @@
 #include "absl/strings/string_view.h"
 #include "client/bulk_connection.h"
 #include "client/session.h"
+#include "proto/bulk_socket.h"
 
 namespace tensord {
 inline namespace client {
 namespace internal {
 
 bool Session::bulk_active() { return bulk_ != nullptr && bulk_->Usable(); }
+
+uint32_t Session::bulk_lanes() {
+  return bulk_ != nullptr && bulk_->Usable() ? bulk_->lanes() : 0;
+}
 
 std::optional<absl::StatusOr<uint64_t>> Session::UploadBulk(const char* data,
                                                             uint64_t total,
@@ -23,17 +28,21 @@ std::optional<absl::StatusOr<uint64_t>> Session::UploadBulk(const char* data,
   if (bulk_ == nullptr) return std::nullopt;
   MutexLock bulk_lock(bulk_->mu());
   if (!bulk_->UsableLocked()) return std::nullopt;
+  const uint32_t lanes = BulkLanesFor(total, bulk_->lanes_locked());
   uint64_t seq = 0;
-  absl::StatusOr<uint64_t> appended =
-      AppendWholePut([total](v1::Put* put) { put->set_bulk_size(total); },
-                     std::move(first), std::move(meta), &seq);
+  absl::StatusOr<uint64_t> appended = AppendWholePut(
+      [total, lanes](v1::Put* put) {
+        put->set_bulk_size(total);
+        if (lanes > 1) put->set_bulk_lanes(lanes);
+      },
+      std::move(first), std::move(meta), &seq);
   if (!appended.ok()) return appended.status();
   const uint64_t handle = *appended;
   // The Put goes out first (a broken stream is resumed, and the resent Put
   // finds these bytes still waiting on the socket). Once sent, the bytes
   // are the kernel's: the caller may reuse its memory.
   Flush().IgnoreError();
-  absl::Status sent = bulk_->SendLocked(handle, data, total);
+  absl::Status sent = bulk_->SendLocked(handle, data, total, lanes);
   if (!sent.ok()) {
     // The daemon fails the Put (its handle is poisoned, and released here);
     // later transfers take the stream (the connection dropped itself).
@@ -54,7 +63,12 @@ std::optional<absl::StatusOr<HostTensor>> Session::DownloadBulk(
   {
     MutexLock enqueue_lock(&enqueue_mu_);
     absl::StatusOr<uint64_t> queued = EnqueueGetLocked(
-        handle, site, [](v1::Get* get) { get->set_bulk(true); }, target);
+        handle, site,
+        [lanes = bulk_->lanes_locked()](v1::Get* get) {
+          get->set_bulk(true);
+          if (lanes > 1) get->set_bulk_lanes(lanes);
+        },
+        target);
     if (!queued.ok()) return queued.status();
     request_id = *queued;
   }
@@ -74,13 +88,15 @@ std::optional<absl::StatusOr<HostTensor>> Session::DownloadBulk(
     capacity = n;
   }
   if (n == 0 || n > capacity || n != total || reply.offset() != 0 ||
-      !reply.last()) {
+      !reply.last() || reply.bulk_lanes() > bulk_->lanes_locked()) {
     bulk_->DropLocked();  // its bytes can no longer be matched to requests
-    return absl::InternalError(
-        absl::StrCat("tensord answered the bulk Get of handle ", handle,
-                     " with ", n, " bytes for a destination of ", capacity));
+    return absl::InternalError(absl::StrCat(
+        "tensord answered the bulk Get of handle ", handle, " with ", n,
+        " bytes on ", reply.bulk_lanes(), " lanes for a destination of ",
+        capacity, " (", bulk_->lanes_locked(), " lanes connected)"));
   }
-  absl::Status received = bulk_->ReceiveLocked(handle, dst, n);
+  absl::Status received =
+      bulk_->ReceiveLocked(handle, dst, n, reply.bulk_lanes());
   if (!received.ok()) return received;
   // The bytes are in place: the assembler checks the answer against them.
   DataAssembler assembler;

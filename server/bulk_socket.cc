@@ -1,20 +1,17 @@
 #include "server/bulk_socket.h"
 
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <vector>
+#include <string>
+#include <system_error>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "spdlog/spdlog.h"
 
 namespace tensord {
 namespace {
@@ -23,60 +20,88 @@ int Millis(absl::Duration d) {
   return static_cast<int>(absl::ToInt64Milliseconds(d));
 }
 
-// How long a connection may take to send its hello, and how many may be
-// sending theirs at once.
-constexpr absl::Duration kHelloTime = absl::Seconds(2);
-constexpr size_t kMaxArriving = 64;
-
 }  // namespace
 
-BulkChannel::BulkChannel(absl::Duration stall) : stall_(stall) {}
+BulkChannel::BulkChannel(absl::Duration stall, uint32_t lanes)
+    : stall_(stall),
+      lanes_offered_(std::clamp<uint32_t>(lanes, 1, kBulkMaxLanes)),
+      fds_(lanes_offered_, -1) {}
 
 BulkChannel::~BulkChannel() {
   MutexLock lock(&mu_);
-  if (fd_ >= 0) close(fd_);
+  for (int fd : fds_) {
+    if (fd >= 0) close(fd);
+  }
 }
 
-bool BulkChannel::Attach(int fd) {
+bool BulkChannel::Attach(int fd, uint32_t lane) {
   MutexLock lock(&mu_);
-  if (fd_ >= 0 || shut_down_ || !broken_.ok()) {
+  if (lane >= fds_.size() || fds_[lane] >= 0 || shut_down_ || !broken_.ok()) {
     close(fd);
     return false;
   }
-  fd_ = fd;
+  fds_[lane] = fd;
   return true;
 }
 
 bool BulkChannel::attached() const {
   MutexLock lock(&mu_);
-  return fd_ >= 0;
+  return fds_[0] >= 0;
+}
+
+uint32_t BulkChannel::lanes_attached() const {
+  MutexLock lock(&mu_);
+  uint32_t n = 0;
+  while (n < fds_.size() && fds_[n] >= 0) ++n;
+  return n;
 }
 
 void BulkChannel::Shutdown() {
   MutexLock lock(&mu_);
   shut_down_ = true;
-  // Not closed here: the executor may be inside recv/send on it; shutdown
-  // ends those at once, and the executor's Break closes it.
-  if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
+  // Not closed here: the executor may be inside recv/send on them; shutdown
+  // ends those at once, and the executor's Break closes them.
+  for (int fd : fds_) {
+    if (fd >= 0) shutdown(fd, SHUT_RDWR);
+  }
 }
 
-absl::StatusOr<int> BulkChannel::Usable(absl::string_view what) {
+void BulkChannel::WakeAll() {
   MutexLock lock(&mu_);
-  if (!broken_.ok()) {
-    return absl::Status(broken_.code(),
-                        absl::StrCat(what, ": ", broken_.message()));
+  for (int fd : fds_) {
+    if (fd >= 0) shutdown(fd, SHUT_RDWR);
   }
-  if (shut_down_) {
-    return absl::CancelledError(
-        absl::StrCat(what, ": the session's bulk socket was shut down"));
+}
+
+absl::StatusOr<std::vector<int>> BulkChannel::Usable(absl::string_view what,
+                                                     uint32_t lanes) {
+  lanes = std::max<uint32_t>(lanes, 1);
+  {
+    MutexLock lock(&mu_);
+    if (!broken_.ok()) {
+      return absl::Status(broken_.code(),
+                          absl::StrCat(what, ": ", broken_.message()));
+    }
+    if (shut_down_) {
+      return absl::CancelledError(
+          absl::StrCat(what, ": the session's bulk socket was shut down"));
+    }
+    if (fds_[0] < 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(what,
+                       ": the session has no bulk socket attached (connect to "
+                       "Welcome.bulk_port with Welcome.bulk_token first)"));
+    }
+    if (lanes <= fds_.size() && std::all_of(fds_.begin(), fds_.begin() + lanes,
+                                            [](int fd) { return fd >= 0; })) {
+      return std::vector<int>(fds_.begin(), fds_.begin() + lanes);
+    }
   }
-  if (fd_ < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(what,
-                     ": the session has no bulk socket attached (connect "
-                     "to Welcome.bulk_port with Welcome.bulk_token first)"));
-  }
-  return fd_;
+  // The client striped bytes over lanes this end does not have: where
+  // they went can no longer be matched to commands.
+  return Break(absl::FailedPreconditionError(absl::StrCat(
+      what, ": striped over ", lanes, " lanes of the bulk socket, but ",
+      lanes_attached(), " of the ", lanes_offered_, " offered are attached")));
 }
 
 absl::Status BulkChannel::Break(absl::Status status) {
@@ -88,219 +113,116 @@ absl::Status BulkChannel::Break(absl::Status status) {
                      "failure (",
                      status.message(), ")"));
   }
-  if (fd_ >= 0) {
-    close(fd_);
-    fd_ = -1;
+  for (int& fd : fds_) {
+    if (fd >= 0) close(fd);
+    fd = -1;
   }
   return status;
 }
 
-absl::Status BulkChannel::Transfer(
-    short events, size_t n, absl::string_view what,
-    absl::FunctionRef<ssize_t(int fd, size_t done)> step) {
-  absl::StatusOr<int> fd = Usable(what);
-  if (!fd.ok()) return fd.status();
-  size_t done = 0;
-  while (done < n) {
-    pollfd p{*fd, events, 0};
+absl::Status BulkChannel::MoveLane(short events, int fd, uint32_t lane,
+                                   uint32_t lanes, uint64_t begin, uint64_t end,
+                                   size_t n, absl::string_view what,
+                                   Step step) {
+  // One lane's counts are the transfer's; a striped lane says its span.
+  const std::string which =
+      lanes <= 1 ? "the bulk socket"
+                 : absl::StrCat("lane ", lane, " of the bulk socket");
+  const std::string of = lanes <= 1
+                             ? absl::StrCat(n)
+                             : absl::StrCat(end - begin, " (bytes ", begin,
+                                            " to ", end, " of ", n, ")");
+  uint64_t pos = begin;
+  while (pos < end) {
+    pollfd p{fd, events, 0};
     const int ready = poll(&p, 1, Millis(stall_));
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) {
-      return Break(absl::DeadlineExceededError(absl::StrCat(
-          what, ": the bulk socket moved no byte for ",
-          absl::FormatDuration(stall_), " after ", done, " of ", n, " bytes")));
+      return absl::DeadlineExceededError(
+          absl::StrCat(what, ": ", which, " moved no byte for ",
+                       absl::FormatDuration(stall_), " after ", pos - begin,
+                       " of ", of, " bytes"));
     }
-    const ssize_t r = step(*fd, done);
+    const ssize_t r = step(lane, fd, pos, end - pos);
     if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (r <= 0) {
       const std::string why =
           r == 0 ? "closed" : absl::StrCat("failed (", strerror(errno), ")");
-      return Break(absl::UnavailableError(
-          absl::StrCat(what, ": the bulk socket ", why, " after ", done, " of ",
-                       n, " bytes")));
+      return absl::UnavailableError(absl::StrCat(what, ": ", which, " ", why,
+                                                 " after ", pos - begin, " of ",
+                                                 of, " bytes"));
     }
-    done += static_cast<size_t>(r);
+    pos += static_cast<uint64_t>(r);
   }
   return absl::OkStatus();
 }
 
-absl::Status BulkChannel::Read(char* dst, size_t n, absl::string_view what) {
-  return Transfer(POLLIN, n, what, [&](int fd, size_t done) {
-    return recv(fd, dst + done, n - done, 0);
-  });
+absl::Status BulkChannel::Transfer(short events, size_t n, uint32_t lanes,
+                                   absl::string_view what, Step step) {
+  absl::StatusOr<std::vector<int>> fds = Usable(what, lanes);
+  if (!fds.ok()) return fds.status();
+  lanes = static_cast<uint32_t>(fds->size());
+  // The first lane to fail wakes the others (the peer may have stopped
+  // sending on them too) and its error is the transfer's.
+  Mutex failed_mu;
+  absl::Status failed;
+  auto run = [&](uint32_t lane) {
+    const BulkLaneSpan span = BulkLane(n, lanes, lane);
+    absl::Status status = MoveLane(events, (*fds)[lane], lane, lanes,
+                                   span.begin, span.end, n, what, step);
+    if (status.ok()) return;
+    bool first = false;
+    {
+      MutexLock lock(&failed_mu);
+      first = failed.ok();
+      if (first) failed = std::move(status);
+    }
+    if (first) WakeAll();
+  };
+  std::vector<std::thread> helpers;
+  std::vector<uint32_t> inline_lanes;
+  for (uint32_t lane = 1; lane < lanes; ++lane) {
+    if (BulkLane(n, lanes, lane).begin == n) break;  // empty from here on
+    try {
+      helpers.emplace_back(run, lane);
+    } catch (const std::system_error&) {
+      inline_lanes.push_back(lane);  // moved after lane 0, in lane order
+    }
+  }
+  run(0);
+  for (uint32_t lane : inline_lanes) run(lane);
+  for (std::thread& t : helpers) t.join();
+  MutexLock lock(&failed_mu);
+  if (!failed.ok()) return Break(std::move(failed));
+  return absl::OkStatus();
 }
 
-absl::Status BulkChannel::Discard(size_t n, absl::string_view what) {
-  std::vector<char> scratch(std::min<size_t>(n, 1 << 20));
-  return Transfer(POLLIN, n, what, [&](int fd, size_t done) {
-    return recv(fd, scratch.data(), std::min(n - done, scratch.size()), 0);
-  });
+absl::Status BulkChannel::Read(char* dst, size_t n, absl::string_view what,
+                               uint32_t lanes) {
+  return Transfer(POLLIN, n, lanes, what,
+                  [dst](uint32_t, int fd, uint64_t pos, size_t len) {
+                    return recv(fd, dst + pos, len, 0);
+                  });
+}
+
+absl::Status BulkChannel::Discard(size_t n, absl::string_view what,
+                                  uint32_t lanes) {
+  constexpr size_t kScratch = 1 << 20;
+  const uint32_t slots = std::clamp<uint32_t>(lanes, 1, kBulkMaxLanes);
+  std::vector<char> scratch(std::min<size_t>(n, kScratch) * slots);
+  const size_t each = scratch.size() / slots;
+  return Transfer(
+      POLLIN, n, lanes, what, [&](uint32_t lane, int fd, uint64_t, size_t len) {
+        return recv(fd, scratch.data() + each * lane, std::min(len, each), 0);
+      });
 }
 
 absl::Status BulkChannel::Write(const char* src, size_t n,
-                                absl::string_view what) {
-  return Transfer(POLLOUT, n, what, [&](int fd, size_t done) {
-    return send(fd, src + done, n - done, MSG_NOSIGNAL);
-  });
-}
-
-absl::StatusOr<std::unique_ptr<BulkListener>> BulkListener::Start(
-    const std::string& host, int port, Lookup lookup) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  const int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(),
-                             service.c_str(), &hints, &found);
-  if (rc != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bulk socket: cannot resolve '", host, "': ", gai_strerror(rc)));
-  }
-  int fd = -1;
-  std::string error = "no address";
-  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    const int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 64) != 0) {
-      error = strerror(errno);
-      close(fd);
-      fd = -1;
-    }
-  }
-  freeaddrinfo(found);
-  if (fd < 0) {
-    return absl::UnavailableError(absl::StrCat("bulk socket: cannot listen on ",
-                                               host, ":", port, ": ", error));
-  }
-  sockaddr_storage bound{};
-  socklen_t len = sizeof(bound);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-  const int chosen =
-      bound.ss_family == AF_INET6
-          ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  const int wake = eventfd(0, EFD_CLOEXEC);
-  if (wake < 0) {
-    close(fd);
-    return absl::InternalError("bulk socket: eventfd failed");
-  }
-  return std::unique_ptr<BulkListener>(
-      new BulkListener(fd, wake, chosen, std::move(lookup)));
-}
-
-BulkListener::BulkListener(int fd, int wake_fd, int port, Lookup lookup)
-    : fd_(fd), wake_fd_(wake_fd), port_(port), lookup_(std::move(lookup)) {
-  thread_ = std::thread([this] { AcceptLoop(); });
-}
-
-BulkListener::~BulkListener() {
-  const uint64_t one = 1;
-  if (write(wake_fd_, &one, sizeof(one)) < 0) {
-    spdlog::warn("bulk socket: cannot wake the listener");
-  }
-  thread_.join();
-  close(fd_);
-  close(wake_fd_);
-}
-
-void BulkListener::AcceptLoop() {
-  // Connections whose hello is still arriving: read as their bytes come, so
-  // a silent one holds only its own slot, for at most kHelloTime.
-  struct Arriving {
-    int fd;
-    absl::Time deadline;
-    size_t got = 0;
-    char hello[kBulkMagicBytes + kBulkTokenBytes];
-  };
-  std::vector<Arriving> arriving;
-  std::vector<pollfd> polled;
-  while (true) {
-    polled.assign({{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}});
-    absl::Time first = absl::InfiniteFuture();
-    for (const Arriving& a : arriving) {
-      polled.push_back({a.fd, POLLIN, 0});
-      first = std::min(first, a.deadline);
-    }
-    const int timeout =
-        arriving.empty() ? -1 : std::max(0, Millis(first - absl::Now())) + 1;
-    if (poll(polled.data(), polled.size(), timeout) < 0) {
-      if (errno == EINTR) continue;
-      spdlog::error("bulk socket: poll failed: {}", strerror(errno));
-      break;
-    }
-    if (polled[1].revents != 0) break;
-    const absl::Time now = absl::Now();
-    std::vector<Arriving> still;
-    for (size_t i = 0; i < arriving.size(); ++i) {
-      Arriving& a = arriving[i];
-      if (polled[i + 2].revents != 0) {
-        const ssize_t r =
-            recv(a.fd, a.hello + a.got, sizeof(a.hello) - a.got, MSG_DONTWAIT);
-        if (r > 0) a.got += static_cast<size_t>(r);
-        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-          close(a.fd);
-          continue;
-        }
-      }
-      if (a.got == sizeof(a.hello)) {
-        Admit(a.fd, a.hello);
-      } else if (now >= a.deadline) {
-        close(a.fd);
-      } else {
-        still.push_back(a);
-      }
-    }
-    arriving.swap(still);
-    if (polled[0].revents != 0) {
-      const int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (conn >= 0 && arriving.size() >= kMaxArriving) {
-        close(conn);  // a flood of silent connections: the newest go
-      } else if (conn >= 0) {
-        arriving.push_back({conn, now + kHelloTime});
-      }
-    }
-  }
-  for (const Arriving& a : arriving) close(a.fd);
-}
-
-void BulkListener::Admit(int fd, const char* hello) {
-  if (std::memcmp(hello, kBulkMagic, kBulkMagicBytes) != 0) {
-    close(fd);
-    return;
-  }
-  std::shared_ptr<BulkChannel> channel =
-      lookup_(absl::string_view(hello + kBulkMagicBytes, kBulkTokenBytes));
-  if (channel == nullptr) {
-    spdlog::warn("bulk socket: a connection with an unknown token, closed");
-    close(fd);
-    return;
-  }
-  const int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);  // to answer after Attach
-  if (dup_fd < 0 || !channel->Attach(fd)) {
-    if (dup_fd >= 0) close(dup_fd);
-    return;
-  }
-  if (send(dup_fd, &kBulkAccepted, 1, MSG_NOSIGNAL) != 1) {
-    spdlog::warn("bulk socket: the accepted client went away");
-  }
-  close(dup_fd);
-}
-
-std::string TcpHostOf(absl::string_view listen) {
-  if (listen.substr(0, 5) == "unix:" || listen.find("://") != listen.npos) {
-    return "";
-  }
-  const size_t colon = listen.rfind(':');
-  if (colon == listen.npos) return "";
-  absl::string_view host = listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return std::string(host);
+                                absl::string_view what, uint32_t lanes) {
+  return Transfer(POLLOUT, n, lanes, what,
+                  [src](uint32_t, int fd, uint64_t pos, size_t len) {
+                    return send(fd, src + pos, len, MSG_NOSIGNAL);
+                  });
 }
 
 }  // namespace tensord

@@ -17,6 +17,7 @@
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/bulk_listener.h"
 #include "tests/socket_io.h"
 
 namespace tensord {

@@ -150,7 +150,8 @@ class CommandRunner {
   // A Get answered on the bulk socket: one Data{bulk_size} on the stream,
   // then the bytes of the CPU tensor `t` on the socket.
   void SendBulkData(uint64_t request_id, const v1::TensorMeta& meta,
-                    const Tensor& t, const std::string& site);
+                    const Tensor& t, const std::string& site,
+                    uint32_t lanes);
   // Profiling (command_profile.cc): a timed Call (`call`) or Backward,
   // GetProfile.
   void RunProfiled(const CallView* call, const v1::Backward* backward,

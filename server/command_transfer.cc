@@ -35,7 +35,8 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
   auto drop_bulk = absl::MakeCleanup([&] {
     if (bulk_taken) return;
     config_.bulk
-        ->Discard(put.bulk_size(), absl::StrCat("put of handle ", put.handle()))
+        ->Discard(put.bulk_size(), absl::StrCat("put of handle ", put.handle()),
+                  put.bulk_lanes())
         .IgnoreError();  // the channel is broken then; later ones say so
   });
   const bool continuation = pending_put_ != nullptr;
@@ -179,7 +180,10 @@ void CommandRunner::RunGet(const v1::Get& get) {
   if (get.bulk() && total >= kBulkMinGetBytes &&
       t.device()->kind() == DeviceKind::kCpu && config_.bulk != nullptr &&
       config_.bulk->attached()) {
-    return SendBulkData(get.request_id(), meta, t, get.site());
+    return SendBulkData(
+        get.request_id(), meta, t, get.site(),
+        BulkLanesFor(
+            total, std::min(get.bulk_lanes(), config_.bulk->lanes_attached())));
   }
   ReadForGet(
       t, 0, total,
@@ -198,7 +202,7 @@ void CommandRunner::RunGet(const v1::Get& get) {
 
 void CommandRunner::SendBulkData(uint64_t request_id,
                                  const v1::TensorMeta& meta, const Tensor& t,
-                                 const std::string& site) {
+                                 const std::string& site, uint32_t lanes) {
   const size_t total = t.nbytes();
   v1::ServerFrame frame;
   v1::Data* data = frame.mutable_data();
@@ -206,6 +210,7 @@ void CommandRunner::SendBulkData(uint64_t request_id,
   *data->mutable_meta() = meta;
   data->set_total_bytes(total);
   data->set_bulk_size(total);
+  if (lanes > 1) data->set_bulk_lanes(lanes);
   data->set_last(true);
   sink_->Send(std::move(frame));
   // The client reads the bytes once the frame has told it their size; a
@@ -213,7 +218,7 @@ void CommandRunner::SendBulkData(uint64_t request_id,
   // channel for later transfers (they take the stream).
   absl::Status sent =
       config_.bulk->Write(static_cast<const char*>(t.data()), total,
-                          absl::StrCat("get of handle ", meta.handle()));
+                          absl::StrCat("get of handle ", meta.handle()), lanes);
   if (!sent.ok()) {
     spdlog::warn("{} ({})", sent.ToString(), site);
   }

@@ -64,10 +64,11 @@ absl::Status CommandRunner::ReadBulkForPut(const v1::Put& put, const Tensor& t,
   const uint64_t n = put.bulk_size();
   const std::string what = absl::StrCat("put of handle ", put.handle());
   if (t.device()->kind() == DeviceKind::kCpu) {
-    return config_.bulk->Read(static_cast<char*>(t.data()) + offset, n, what);
+    return config_.bulk->Read(static_cast<char*>(t.data()) + offset, n, what,
+                              put.bulk_lanes());
   }
   std::unique_ptr<char[]> host(new char[n]);
-  TD_RETURN_IF_ERROR(config_.bulk->Read(host.get(), n, what));
+  TD_RETURN_IF_ERROR(config_.bulk->Read(host.get(), n, what, put.bulk_lanes()));
   return WriteForPut(t, offset, absl::string_view(host.get(), n));
 }
 

@@ -32,7 +32,7 @@
 #include "runtime/core/transfer_buffers.h"
 #include "runtime/cuda_discovery.h"
 #include "runtime/device.h"
-#include "server/bulk_socket.h"
+#include "server/bulk_listener.h"
 #include "server/grpc_admin.h"
 #include "server/grpc_stream.h"
 #include "server/session_manager.h"
@@ -85,6 +85,10 @@ ABSL_FLAG(int, bulk_port, 0,
 ABSL_FLAG(absl::Duration, bulk_stall, absl::Seconds(30),
           "how long a transfer on a bulk socket waits for the client to move "
           "a byte before it fails");
+ABSL_FLAG(uint32_t, bulk_lanes, 4,
+          "how many connections a session's bulk socket may have (1 to 8); "
+          "a transfer of 8 MiB or more is striped over them, so both ends' "
+          "cores share the copies and the TCP work");
 ABSL_FLAG(uint64_t, shared_buffer_bytes, uint64_t{8} << 30,
           "the most bytes of shared buffers (AllocateShared: same-host "
           "memory transferred with one copy) one session may hold; user "
@@ -269,6 +273,12 @@ int Main() {
     spdlog::critical("--default_device: {}", std::string(s.message()));
     return 2;
   }
+  const uint32_t bulk_lanes = absl::GetFlag(FLAGS_bulk_lanes);
+  if (bulk_lanes < 1 || bulk_lanes > kBulkMaxLanes) {
+    spdlog::critical("--bulk_lanes={}: must be 1 to {}", bulk_lanes,
+                     kBulkMaxLanes);
+    return 2;
+  }
   SessionLimits limits;
   limits.resume_grace = absl::GetFlag(FLAGS_resume_grace);
   limits.max_sessions_per_user = absl::GetFlag(FLAGS_max_sessions_per_user);
@@ -278,6 +288,7 @@ int Main() {
   limits.ring_spin_us = absl::GetFlag(FLAGS_ring_spin_us);
   limits.shared_buffer_bytes = absl::GetFlag(FLAGS_shared_buffer_bytes);
   limits.bulk_stall = absl::GetFlag(FLAGS_bulk_stall);
+  limits.bulk_lanes = bulk_lanes;
   SessionManager sessions(devices.get(), auth.get(), limits);
   // Before the server accepts: every session's Welcome can name its port.
   std::unique_ptr<BulkListener> bulk = StartBulkListener(&sessions);

@@ -30,7 +30,7 @@ std::unique_ptr<CmaPeer> MakeCmaPeer(const SessionParams& params,
 
 std::shared_ptr<BulkChannel> MakeBulk(const SessionParams& params) {
   if (params.bulk_token.empty()) return nullptr;
-  return std::make_shared<BulkChannel>(params.bulk_stall);
+  return std::make_shared<BulkChannel>(params.bulk_stall, params.bulk_lanes);
 }
 
 }  // namespace

@@ -59,8 +59,10 @@ struct SessionParams {
   int ring_spin_us = 0;
   // The bulk socket's one-time token (server/bulk_socket.h; empty: none) and
   // how long a transfer on it waits for the peer to move a byte.
+  // `bulk_lanes`: how many connections the token admits.
   std::string bulk_token;
   absl::Duration bulk_stall = absl::Seconds(30);
+  uint32_t bulk_lanes = 1;
   // Hello.packed_acks: plain created handles go in Ack.packed_created.
   bool packed_acks = false;
 };

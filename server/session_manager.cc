@@ -139,6 +139,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   if (hello.bulk() && bulk_port_.load() != 0) {
     params.bulk_token = RandomHex(16);
     params.bulk_stall = limits_.bulk_stall;
+    params.bulk_lanes = limits_.bulk_lanes;
   }
   if (limits_.cma && hello.shm_transfer()) {
     params.cma_pid = hello.cma_pid();
@@ -256,6 +257,7 @@ v1::Welcome SessionManager::MakeWelcome(const Session& session) const {
   if (session.bulk() != nullptr) {
     w.set_bulk_port(static_cast<uint32_t>(bulk_port_.load()));
     w.set_bulk_token(session.params().bulk_token);
+    w.set_bulk_lanes(session.bulk()->lanes_offered());
   }
   return w;
 }

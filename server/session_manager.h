@@ -49,6 +49,9 @@ struct SessionLimits {
   // How long a transfer on a session's bulk socket waits for the client to
   // move a byte (server/bulk_socket.h; tensord --bulk_stall).
   absl::Duration bulk_stall = absl::Seconds(30);
+  // How many connections ("lanes") a session's bulk socket may have, a
+  // large transfer striped over them (tensord --bulk_lanes, 1 to 8).
+  uint32_t bulk_lanes = 4;
 };
 
 // The command ring's size for a session region of `shm_bytes`: 4 MiB, less

@@ -223,9 +223,14 @@ def main() -> None:
     # row forces it); shared-buffer rows: from and into shared buffers (AllocateShared,
     # td.empty_shared: one copy, docs/protocol.md "Shared buffers").
     cpp_shm = "shm (CMA)" if cpp.get("cma") else "shm"
+
+    def bulk(r: Dict[str, Any]) -> str:  # the bulk socket and its lanes, when it carried them
+        n = r.get("bulk_lanes", 1)
+        return f" (bulk socket, {n} lane{'s' if n != 1 else ''})" if r.get("bulk") else ""
     for who, path, aim, up, down in (
-            ("C++", "TCP" + (" (bulk socket)" if cpp.get("bulk") else ""), 0.3,
-             cpp["upload_gbps"], cpp["download_gbps"]),
+            ("C++", "TCP" + bulk(cpp), 0.3, cpp["upload_gbps"], cpp["download_gbps"]),
+            ("C++", "TCP (bulk socket, 1 lane)", None, cpp.get("one_lane_upload_gbps", 0.0),
+             cpp.get("one_lane_download_gbps", 0.0)),
             ("C++", "TCP gRPC only", 0.3, cpp.get("grpc_upload_gbps", 0.0),
              cpp.get("grpc_download_gbps", 0.0)),
             ("C++", cpp_shm, 0.7, cpp.get("shm_upload_gbps", 0.0),
@@ -234,20 +239,21 @@ def main() -> None:
              cpp.get("region_download_gbps", 0.0)),
             ("C++", "shared buffer", 0.7, cpp.get("shared_upload_gbps", 0.0),
              cpp.get("shared_download_gbps", 0.0)),
-            ("Python", "TCP" + (" (bulk socket)" if pyt.get("bulk") else ""), 0.3,
-             pyt["upload_gbps"], pyt["download_gbps"]),
+            ("Python", "TCP" + bulk(pyt), 0.3, pyt["upload_gbps"], pyt["download_gbps"]),
             ("Python", "TCP gRPC only", 0.3, pyg["upload_gbps"], pyg["download_gbps"]),
             ("Python", "shm", 0.7, pys["upload_gbps"], pys["download_gbps"]),
             ("Python", "shared buffer", 0.7, pys.get("shared_upload_gbps", 0.0),
              pys.get("shared_download_gbps", 0.0))):
         for kind, v in (("upload", up), ("download", down)):
             r = v / mc
+            # aim None: a reference row (the bulk socket forced to one lane).
             table.add(f"{mib} MiB {kind}, {who} {path} (GB/s)", f"{v:.2f}",
-                      f"{mc:.2f} (memcpy)", r, f">= {aim}x", r >= aim)
+                      f"{mc:.2f} (memcpy)", r, "-" if aim is None else f">= {aim}x",
+                      None if aim is None else r >= aim)
     raw = res["memcpy"].get("raw_tcp_gbps")
     if raw:
         # The kernel's own ceiling for any TCP transport on this machine (no aim: a reference).
-        table.add(f"{mib} MiB bare loopback TCP socket (GB/s)", f"{raw:.2f}",
+        table.add(f"{mib} MiB bare loopback TCP socket, one stream (GB/s)", f"{raw:.2f}",
                   f"{mc:.2f} (memcpy)", raw / mc, "-", None)
     for model, name in (("mlp", "MLP 784-1024-1024-10 b256"), ("cnn", "CNN CIFAR-shaped b64"),
                         ("resnet", "ResNet-style CIFAR b64")):

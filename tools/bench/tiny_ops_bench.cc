@@ -176,11 +176,12 @@ class HostBuffer {
 // without a region (the bulk socket or the stream), through the session's
 // region, or from and into shared buffers (false when the path is not
 // available). `direct`: whether the path's own mechanism carried them (the
-// bulk socket without a region, cross-memory attach with one).
+// bulk socket without a region, cross-memory attach with one); `lanes`: how
+// many lanes the bulk socket had.
 bool TransferMedians(tensord::ClientOptions options,
                      const std::vector<float>& host, bool huge, int reps,
                      Path path, double* up_gbps, double* down_gbps,
-                     bool* direct = nullptr) {
+                     bool* direct = nullptr, uint32_t* lanes = nullptr) {
   const bool want_shm = path != Path::kStream && path != Path::kGrpc;
   options.cma = path != Path::kRegion;
   options.bulk = path != Path::kGrpc;
@@ -194,6 +195,7 @@ bool TransferMedians(tensord::ClientOptions options,
     *direct =
         path == Path::kStream ? client.bulk_active() : client.cma_active();
   }
+  if (lanes != nullptr) *lanes = client.bulk_lanes();
   const size_t bytes = host.size() * sizeof(float);
   HostBuffer plain_src(path == Path::kShared ? 0 : bytes, huge);
   HostBuffer plain_into(path == Path::kShared ? 0 : bytes, huge);
@@ -284,7 +286,9 @@ int main(int argc, char** argv) {
 
   double up = 0, down = 0, grpc_up = 0, grpc_down = 0, shm_up = 0, shm_down = 0;
   double shared_up = 0, shared_down = 0, region_up = 0, region_down = 0;
+  double lane_up = 0, lane_down = 0;  // the bulk socket with one lane
   bool cma = false, bulk = false;
+  uint32_t lanes = 0;
   if (transfer_mib > 0 && transfer != "none") {
     std::vector<float> host(static_cast<size_t>(transfer_mib) << 18);
     for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i);
@@ -296,7 +300,11 @@ int main(int argc, char** argv) {
     };
     if (wanted("stream")) {
       TransferMedians(options, host, huge, transfer_reps, Path::kStream, &up,
-                      &down, &bulk);
+                      &down, &bulk, &lanes);
+      tensord::ClientOptions one_lane = options;
+      one_lane.bulk_lanes = 1;
+      TransferMedians(one_lane, host, huge, transfer_reps, Path::kStream,
+                      &lane_up, &lane_down);
       TransferMedians(options, host, huge, transfer_reps, Path::kGrpc, &grpc_up,
                       &grpc_down);
     }
@@ -320,9 +328,10 @@ int main(int argc, char** argv) {
       "\"shared_upload_gbps\": %.4f, \"shared_download_gbps\": %.4f, "
       "\"region_upload_gbps\": %.4f, \"region_download_gbps\": %.4f, "
       "\"grpc_upload_gbps\": %.4f, \"grpc_download_gbps\": %.4f, "
-      "\"cma\": %d, \"bulk\": %d}\n",
+      "\"one_lane_upload_gbps\": %.4f, \"one_lane_download_gbps\": %.4f, "
+      "\"cma\": %d, \"bulk\": %d, \"bulk_lanes\": %u}\n",
       Median(rates), Percentile(lat, 0.5), Percentile(lat, 0.99), up, down,
       shm_up, shm_down, shared_up, shared_down, region_up, region_down, grpc_up,
-      grpc_down, cma ? 1 : 0, bulk ? 1 : 0);
+      grpc_down, lane_up, lane_down, cma ? 1 : 0, bulk ? 1 : 0, lanes);
   return 0;
 }
