@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/bulk_socket.h"
+#include "tests/bulk_frames.h"
 #include "tests/daemon_process.h"
 #include "tests/raw_session.h"
 #include "tests/socket_io.h"
@@ -26,15 +27,15 @@ namespace {
 
 using ::testing::HasSubstr;
 
+using ::tensord::testing::AddBulkPut;
+using ::tensord::testing::AddGet;
+using ::tensord::testing::BulkHello;
+using ::tensord::testing::Bytes;
+using ::tensord::testing::ErrorOf;
+using ::tensord::testing::Pattern;
 using ::tensord::testing::RawSession;
 using ::tensord::testing::RecvUpTo;
 using ::tensord::testing::SendAll;
-
-v1::Hello BulkHello() {
-  v1::Hello hello;
-  hello.set_bulk(true);
-  return hello;
-}
 
 // Lane `lane` of `raw`'s bulk socket, accepted (or -1 when refused).
 int AttachLane(const RawSession& raw, uint32_t lane) {
@@ -58,40 +59,6 @@ std::vector<int> AttachLanes(const RawSession& raw, uint32_t lanes) {
   return fds;
 }
 
-std::vector<float> Pattern(size_t n, float scale) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(i % 977);
-  return v;
-}
-
-std::string Bytes(const std::vector<float>& v) {
-  return std::string(reinterpret_cast<const char*>(v.data()),
-                     v.size() * sizeof(float));
-}
-
-// A Put of `n` float32 whose bytes follow striped over `lanes` lanes.
-uint64_t AddStripedPut(RawSession& raw, size_t n, uint32_t lanes) {
-  const uint64_t handle = raw.NewHandle();
-  v1::Put* put = raw.Add()->mutable_put();
-  put->set_handle(handle);
-  put->set_dtype(v1::FLOAT32);
-  put->add_shape(static_cast<int64_t>(n));
-  put->set_last(true);
-  put->set_bulk_size(n * sizeof(float));
-  put->set_bulk_lanes(lanes);
-  return handle;
-}
-
-uint64_t AddGet(RawSession& raw, uint64_t handle, bool bulk, uint32_t lanes) {
-  const uint64_t request = raw.NewRequest();
-  v1::Get* get = raw.Add()->mutable_get();
-  get->set_handle(handle);
-  get->set_request_id(request);
-  get->set_bulk(bulk);
-  get->set_bulk_lanes(lanes);
-  return request;
-}
-
 // Sends each lane's span of `bytes` at once (a peer may be cut off: no
 // expectation on the sends themselves).
 std::vector<std::thread> SendStriped(const std::vector<int>& fds,
@@ -106,11 +73,6 @@ std::vector<std::thread> SendStriped(const std::vector<int>& fds,
   return senders;
 }
 
-std::string ErrorOf(const RawSession::Reply& reply, uint64_t handle) {
-  auto it = reply.created.find(handle);
-  return it == reply.created.end() ? "(no Ack)" : it->second.error().message();
-}
-
 class BulkLanesTest : public testing::DaemonSuite {};
 
 TEST_F(BulkLanesTest, StripedPutsAndGetsMoveEveryLanesSpan) {
@@ -121,7 +83,8 @@ TEST_F(BulkLanesTest, StripedPutsAndGetsMoveEveryLanesSpan) {
   const size_t n = (size_t{13} << 20) / 4 + 7;  // 13 MiB and an odd tail
   const std::vector<float> values = Pattern(n, 0.25f);
   const std::string bytes = Bytes(values);
-  const uint64_t x = AddStripedPut(raw, n, 3);
+  const uint64_t x =
+      AddBulkPut(raw, static_cast<int64_t>(n), n * sizeof(float), 3);
   std::vector<std::thread> senders = SendStriped(fds, bytes, 3);
   const uint64_t y = raw.NewHandle();
   v1::Call* neg = raw.Add()->mutable_call();
@@ -174,7 +137,7 @@ TEST_F(BulkLanesTest, LanesNotAttachedFailThePutAndTheSocketNotTheSession) {
   RawSession raw(address(), "", "lanes", BulkHello());
   ASSERT_TRUE(raw.ok());
   const std::vector<int> fds = AttachLanes(raw, 2);
-  const uint64_t x = AddStripedPut(raw, size_t{2} << 20, 3);
+  const uint64_t x = AddBulkPut(raw, int64_t{2} << 20, uint64_t{8} << 20, 3);
   RawSession::Reply reply = raw.Flush();
   ASSERT_TRUE(reply.ok);
   EXPECT_THAT(ErrorOf(reply, x),
@@ -182,7 +145,7 @@ TEST_F(BulkLanesTest, LanesNotAttachedFailThePutAndTheSocketNotTheSession) {
                                      ": striped over 3 lanes of the bulk "
                                      "socket, but 2 of the 4 offered are "
                                      "attached")));
-  const uint64_t later = AddStripedPut(raw, 4, 1);
+  const uint64_t later = AddBulkPut(raw, 4, 16, 1);
   const uint64_t fine = raw.PutFloats({3});
   const uint64_t request = AddGet(raw, fine, false, 0);
   reply = raw.Flush();
@@ -198,7 +161,8 @@ TEST_F(BulkLanesTest, ALaneCutMidUploadFailsThatPutNamingTheLane) {
   ASSERT_TRUE(raw.ok());
   std::vector<int> fds = AttachLanes(raw, 2);
   const size_t n = (size_t{8} << 20) / 4;
-  const uint64_t x = AddStripedPut(raw, n, 2);
+  const uint64_t x =
+      AddBulkPut(raw, static_cast<int64_t>(n), n * sizeof(float), 2);
   const std::string bytes = Bytes(Pattern(n, 1.0f));
   std::thread lane0([&, fd = fds[0]] {
     SendAll(fd, bytes.data(), BulkLane(bytes.size(), 2, 0).end);

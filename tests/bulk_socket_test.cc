@@ -18,6 +18,7 @@
 #include "client/tensord_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/bulk_frames.h"
 #include "tests/daemon_process.h"
 #include "tests/raw_session.h"
 #include "tests/socket_io.h"
@@ -27,15 +28,15 @@ namespace {
 
 using ::testing::HasSubstr;
 
+using ::tensord::testing::AddBulkPut;
+using ::tensord::testing::AddGet;
+using ::tensord::testing::BulkHello;
+using ::tensord::testing::Bytes;
+using ::tensord::testing::ErrorOf;
+using ::tensord::testing::Pattern;
 using ::tensord::testing::RawSession;
 using ::tensord::testing::RecvUpTo;
 using ::tensord::testing::SendAll;
-
-v1::Hello BulkHello() {
-  v1::Hello hello;
-  hello.set_bulk(true);
-  return hello;
-}
 
 int Port(const std::string& address) {
   int port = 0;
@@ -62,43 +63,6 @@ int Attach(const RawSession& raw) {
   const int fd = ConnectTo(static_cast<int>(raw.welcome().bulk_port()));
   EXPECT_EQ(Hello(fd, raw.welcome().bulk_token()), "Y");
   return fd;
-}
-
-std::vector<float> Pattern(size_t n, float scale) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(i % 1013);
-  return v;
-}
-
-std::string Bytes(const std::vector<float>& v) {
-  return std::string(reinterpret_cast<const char*>(v.data()),
-                     v.size() * sizeof(float));
-}
-
-// A Put of `n` float32 whose `bulk_size` bytes follow on the socket.
-uint64_t AddBulkPut(RawSession& raw, int64_t n, uint64_t bulk_size) {
-  const uint64_t handle = raw.NewHandle();
-  v1::Put* put = raw.Add()->mutable_put();
-  put->set_handle(handle);
-  put->set_dtype(v1::FLOAT32);
-  put->add_shape(n);
-  put->set_last(true);
-  put->set_bulk_size(bulk_size);
-  return handle;
-}
-
-uint64_t AddGet(RawSession& raw, uint64_t handle, bool bulk) {
-  const uint64_t request = raw.NewRequest();
-  v1::Get* get = raw.Add()->mutable_get();
-  get->set_handle(handle);
-  get->set_request_id(request);
-  get->set_bulk(bulk);
-  return request;
-}
-
-std::string ErrorOf(const RawSession::Reply& reply, uint64_t handle) {
-  auto it = reply.created.find(handle);
-  return it == reply.created.end() ? "(no Ack)" : it->second.error().message();
 }
 
 // The session goes on: a stream Put and Get of it work.

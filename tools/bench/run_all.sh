@@ -17,8 +17,9 @@ bazel build -c opt --symlink_prefix=/ "${targets[@]}" >&2
 bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
 
 tools/build_python_ext.sh >&2  # the Python client's per-op C path (no-op when up to date)
-# The Python client's generated protobuf modules.
-if [[ ! -f client/python/tensord/_proto/tensord_pb2.py ]]; then
+# The Python client's generated protobuf modules (again when a .proto changed).
+gen=client/python/tensord/_proto/tensord_pb2.py
+if [[ ! -f $gen || -n "$(find proto -name '*.proto' -newer "$gen")" ]]; then
   tools/gen_python_proto.sh >&2
 fi
 
