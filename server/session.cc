@@ -349,7 +349,10 @@ v1::SessionInfo Session::Info() const {
   if (shm_ != nullptr) info.add_paths("shm");
   if (ring_ != nullptr) info.add_paths("ring");
   if (cma_ != nullptr) info.add_paths("cma");
-  if (bulk_ != nullptr && bulk_->attached()) info.add_paths("bulk");
+  if (bulk_ != nullptr && bulk_->attached()) {
+    info.add_paths("bulk");
+    info.set_bulk_lanes(bulk_->lanes_attached());
+  }
   for (const auto& device : params_.devices->devices()) {
     (*info.mutable_memory_bytes())[device->name()] =
         device->allocator()->SessionBytes(params_.number);

@@ -310,11 +310,13 @@ TEST_F(TensorctlTest, SessionsShowTheirTransferPaths) {
   json = Ctl("sessions --json");
   EXPECT_EQ(path_list(json.output, remote->session_id()),
             "\"paths\":[\"bulk\"]");
+  // Its lanes (the daemon's default 4; the client connects them all).
+  EXPECT_THAT(json.output, HasSubstr("\"bulk_lanes\":4"));
   EXPECT_EQ(path_list(json.output, idle->session_id()), "\"paths\":[]");
   const std::string text = Ctl("sessions").output;
   EXPECT_THAT(text, HasSubstr("PATHS"));
   EXPECT_THAT(text, HasSubstr("shm,cma"));
-  EXPECT_THAT(text, HasSubstr("bulk"));
+  EXPECT_THAT(text, HasSubstr("bulk:4"));
   EXPECT_THAT(text, HasSubstr("stream"));
 }
 

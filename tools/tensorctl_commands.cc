@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -46,9 +48,16 @@ std::string DeviceMemory(const v1::SessionInfo& s) {
   return parts.empty() ? "-" : absl::StrJoin(parts, ",");
 }
 
-// "shm,ring,cma": how the session moves bytes besides its stream.
+// "shm,ring,cma", "bulk:4": how the session moves bytes besides its stream
+// (a bulk socket of several lanes says how many).
 std::string PathsCell(const v1::SessionInfo& s) {
-  return s.paths().empty() ? "stream" : absl::StrJoin(s.paths(), ",");
+  if (s.paths().empty()) return "stream";
+  std::vector<std::string> paths(s.paths().begin(), s.paths().end());
+  for (std::string& p : paths) {
+    if (p == "bulk" && s.bulk_lanes() > 1)
+      absl::StrAppend(&p, ":", s.bulk_lanes());
+  }
+  return absl::StrJoin(paths, ",");
 }
 
 // "2 (8.0 MiB)": the session's shared host buffers, apart from MEMORY.
@@ -177,6 +186,7 @@ absl::Status RunSessions(Ctl& ctl, Args) {
                           .Add("shared_buffers", s.shared_buffers())
                           .Add("shared_buffer_bytes", s.shared_buffer_bytes())
                           .AddRaw("paths", JsonArray(paths))
+                          .Add("bulk_lanes", uint64_t{s.bulk_lanes()})
                           .ToString());
     }
     *ctl.out << JsonObject().AddRaw("sessions", JsonArray(items)).ToString()
