@@ -18,7 +18,8 @@ Threads (see docs/protocol.md for the wire semantics):
 The class is split by concern: ``_call.CallPath`` (``call``, packed runs), ``_batch.Batcher``
 (the open batch, flushing, requests), ``_receiver.Receiver`` (replies, resume),
 ``_transfer.Transfers`` (Put/Get, shared memory), ``_shared.SharedBuffers`` (shared buffers),
-``_stream_commands.StreamCommands`` (streams, events, TF32).
+``_stream_commands.StreamCommands`` (streams, events, TF32), ``_grad_commands.GradCommands``
+(Backward, requires_grad and .grad commands).
 
 Releases come from ``Tensor.__del__``, which may run inside any thread at any allocation,
 including one holding ``_lock``: they only append to a deque (atomic under the GIL), and are
@@ -40,16 +41,17 @@ import ctypes
 import os
 import threading
 import weakref
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import grpc
 
-from . import _bulk, _catalog, _download_cache, _errors, _grad, _malloc, _shm
+from . import _bulk, _catalog, _download_cache, _errors, _malloc, _shm
 from ._batch import Batcher, Pending
 from ._bulk import BulkSocket
 from ._call import CallPath
 from ._connection import PROTOCOL_VERSION, AttemptTimeout, Connection, hello_frame
 from ._errors import ConnectionLost, Error, ProtocolError
+from ._grad_commands import GradCommands
 from ._meta import _Meta, _meta_from_proto
 from ._proto import tensord_pb2 as pb
 from ._receiver import Receiver
@@ -61,7 +63,8 @@ DEFAULT_ADDRESS = "127.0.0.1:50051"
 _MiB = 1 << 20
 
 
-class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamCommands, BulkSocket):
+class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamCommands, GradCommands,
+              BulkSocket):
     """One connection to a tensord daemon. Thread-safe.
 
     Most programs never touch this class: ``tensord.connect()`` creates one and makes it the
@@ -345,64 +348,6 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
             self._after_add_locked()
 
     # ------------------------------------------------------ used by tensors and ops
-
-    def backward(self, roots: Sequence[int], grads: Sequence[int], *, retain_graph: bool,
-                 create_graph: bool, inputs: Sequence[int] = (), allow_unused: bool = False,
-                 site: str = "") -> Tuple[int, int]:
-        """Queues one Backward (the whole backward pass); returns (first output handle, seq).
-        Outputs exist only with ``inputs`` (autograd.grad): one new handle per input."""
-        grad = _grad.is_grad_enabled()
-        with self._lock:
-            self._check_open_locked()
-            self._grad_mode_locked(grad)
-            cmd = self._add_locked()
-            b = cmd.backward
-            b.roots.extend(roots)
-            b.grads.extend(grads)
-            b.retain_graph = retain_graph
-            b.create_graph = create_graph
-            b.inputs.extend(inputs)
-            first = self._next_handle
-            self._next_handle += len(inputs)
-            b.outputs.extend(range(first, first + len(inputs)))
-            b.allow_unused = allow_unused
-            b.site = site
-            seq = cmd.seq
-            self._after_add_locked()
-        return first, seq
-
-    def set_requires_grad(self, handle: int, requires_grad: bool, site: str) -> None:
-        """Queues SetRequiresGrad (leaves only; on a non-leaf it fails like an op)."""
-        with self._lock:
-            self._check_open_locked()
-            c = self._add_locked().set_requires_grad
-            c.handle = handle
-            c.requires_grad = requires_grad
-            c.site = site
-            self._after_add_locked()
-
-    def get_grad(self, handle: int) -> Tuple[int, int]:
-        """Queues GetGrad; returns (the new handle naming ``handle``'s .grad, seq). Its meta
-        says ``is_none`` when there is no gradient."""
-        with self._lock:
-            self._check_open_locked()
-            cmd = self._add_locked()
-            out = self._next_handle
-            self._next_handle += 1
-            cmd.get_grad.handle = handle
-            cmd.get_grad.output = out
-            seq = cmd.seq
-            self._after_add_locked()
-        return out, seq
-
-    def set_grad(self, handle: int, grad: int) -> None:
-        """Queues SetGrad (``grad = 0``: None)."""
-        with self._lock:
-            self._check_open_locked()
-            c = self._add_locked().set_grad
-            c.handle = handle
-            c.grad = grad
-            self._after_add_locked()
 
     def meta(self, handle: int, seq: int, tensor: Any) -> Any:
         """``tensor._info``: made once from the TensorMeta the daemon acknowledged for ``handle``

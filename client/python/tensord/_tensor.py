@@ -5,6 +5,10 @@ and returns at once; reading metadata (``shape``, ``dtype``) uses the daemon's A
 already there), reading values (``numpy()``, ``item()``, ``repr``) downloads them. Dropping the
 last reference queues a batched ``Release``.
 
+Tensor's methods are split by concern into ``__slots__ = ()`` mixins: ``_tensor_methods``
+(PyTorch's methods and operators), ``_autograd_methods`` (``requires_grad``, ``grad``,
+``backward`` ...) and ``_tensor_values`` (reading values: ``numpy()``, ``item()``, ``repr`` ...).
+
 Errors stay with the values they spoil: a tensor produced by a failing op raises that op's error
 (with the user's call site) when its metadata or values are read.
 """
@@ -12,14 +16,14 @@ Errors stay with the values they spoil: a tensor produced by a failing op raises
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _context, _dtype, _errors, _fast, _format
+from . import _context, _dtype, _errors, _fast
 from ._catalog import OpInfo, encode_attrs
 from ._dtype import Size
-from ._meta import _Meta, _meta_from_proto  # noqa: F401 (_Meta: the type of Tensor._info)
+from ._meta import _Meta  # noqa: F401 (_Meta: the type of Tensor._info)
 from ._session import Session
 from ._site import call_site, site_field, site_string
 from ._wire import attr_fields, varint
@@ -240,9 +244,10 @@ def _upload_scalars(s: Session, op: OpInfo, inputs: Sequence[Any], dev: Optional
 
 from ._tensor_methods import TensorMethods  # noqa: E402  (methods need call/upload above)
 from ._autograd_methods import AutogradMethods  # noqa: E402
+from ._tensor_values import TensorValues  # noqa: E402
 
 
-class Tensor(TensorMethods, AutogradMethods):
+class Tensor(TensorValues, TensorMethods, AutogradMethods):
     """A tensor that lives in the daemon. Create one with ``tensord.tensor``, ``tensord.zeros``,
     ``tensord.randn`` ... or as the result of an op; never directly."""
 
@@ -335,98 +340,6 @@ class Tensor(TensorMethods, AutogradMethods):
     def session(self) -> Session:
         """The session that holds this tensor."""
         return self._session
-
-    # --------------------------------------------------------------- values
-
-    def _download(self, maybe_big: bool = True) -> Tuple[np.ndarray, _Meta]:
-        info = self._info
-        nbytes = (info.shape.numel() * info.dtype.itemsize if info is not None and info.dtype
-                  and info.error is None else self._session.peek_nbytes(self._handle))
-        meta_pb, buf = self._session.get(self._handle, call_site(), nbytes, None, maybe_big)
-        info = _meta_from_proto(meta_pb) if meta_pb is not None else self._meta()
-        if self._info is None:
-            self._info = info
-        return _dtype.from_wire_bytes(buf, info.dtype, tuple(info.shape)), info
-
-    def numpy(self, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """The values as a new NumPy array (bfloat16 arrives as float32). Waits for them.
-
-        ``out``: an array of the tensor's shape and NumPy dtype, C-contiguous and writeable, to
-        write them into instead (returned). In a shared buffer (``tensord.empty_shared``) that
-        costs one copy, the daemon's."""
-        if out is None:
-            return self._download()[0]
-        info = self._meta()  # a spoiled value raises its error here
-        want = info.dtype.numpy_dtype
-        if tuple(out.shape) != tuple(info.shape) or out.dtype != want:
-            raise ValueError(f"numpy(out=): the tensor needs an array of shape "
-                             f"{tuple(info.shape)} and dtype {want}, got {tuple(out.shape)} "
-                             f"{out.dtype}")
-        if not (out.flags.c_contiguous and out.flags.writeable):
-            raise ValueError("numpy(out=): the array must be C-contiguous and writeable")
-        if info.dtype is _dtype.bfloat16:  # converted on the client: no direct path
-            np.copyto(out, self._download()[0])
-            return out
-        nbytes = info.shape.numel() * info.dtype.itemsize
-        self._session.get(self._handle, call_site(), nbytes, out.reshape(-1).view(np.uint8))
-        return out
-
-    def tolist(self) -> Any:
-        """The values as (nested) Python lists, or a Python number for a 0-dim tensor."""
-        return self.numpy().tolist()
-
-    def item(self) -> Number:
-        """The value of a one-element tensor as a Python number."""
-        a = self._download(maybe_big=False)[0]  # one element: the stream
-        if a.size != 1:
-            raise ValueError(f"a Tensor with {a.size} elements cannot be converted to Scalar")
-        return a.reshape(-1)[0].item()
-
-    def __array__(self, dtype: Any = None) -> np.ndarray:
-        a = self.numpy()
-        return a if dtype is None else a.astype(dtype)
-
-    def __repr__(self) -> str:
-        if self._session.closed:
-            return f"<tensord.Tensor handle={self._handle} of a closed session>"
-        values, info = self._download()
-        rg = self._rg if self._rg is not None else info.requires_grad
-        return _format.format_tensor(values, info.dtype, info.device, rg,
-                                     grad_fn=info.grad_fn if rg else "")
-
-    def __format__(self, spec: str) -> str:
-        if self.dim() == 0:
-            return self.item().__format__(spec)
-        return object.__format__(self, spec)
-
-    def __bool__(self) -> bool:
-        a = self.numpy()
-        if a.size != 1:
-            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-        return bool(a.reshape(-1)[0])
-
-    def __float__(self) -> float:
-        return float(self.item())
-
-    def __int__(self) -> int:
-        return int(self.item())
-
-    def __index__(self) -> int:
-        if self.dtype.is_floating_point or self.numel() != 1:
-            raise TypeError("only integer tensors of a single element can be converted to an "
-                            "index")
-        return int(self.item())
-
-    def __len__(self) -> int:
-        shape = self._meta().shape
-        if not shape:
-            raise TypeError("len() of a 0-d tensor")
-        return shape[0]
-
-    def __iter__(self) -> Iterator["Tensor"]:
-        if not self._meta().shape:
-            raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(len(self)))
 
     __hash__ = object.__hash__
 
