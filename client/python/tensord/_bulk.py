@@ -297,9 +297,20 @@ class BulkSocket:
                                         f"with {p.shm_size} of {p.total} bytes on {lanes} "
                                         f"lanes; {nbytes} were asked on {connected}", op="get")
         nbytes = p.total
-        dst = out if out is not None else np.empty(nbytes, dtype=np.uint8)
-        self._bulk_io(f"download of handle {handle}", nbytes, lanes, _receive(dst, nbytes))
-        return p.meta, dst
+        cache = self._download_cache if out is None else None
+        buffer = cache.take(nbytes) if cache is not None else None
+        if buffer is None:
+            dst = out if out is not None else np.empty(nbytes, dtype=np.uint8)
+            self._bulk_io(f"download of handle {handle}", nbytes, lanes, _receive(dst, nbytes))
+            return p.meta, dst
+        # Note [Download cache]: into a kept buffer, leased to the array returned.
+        try:
+            self._bulk_io(f"download of handle {handle}", nbytes, lanes,
+                          _receive(cache.view(buffer, nbytes), nbytes))
+        except BaseException:
+            cache.give_back(buffer)
+            raise
+        return p.meta, cache.lease(buffer, nbytes)
 
 
 def init(session: Any, bulk: Optional[bool]) -> None:

@@ -11,6 +11,12 @@ the buffer goes back to the cache instead of being freed, so a loop that downloa
 the same size reuses the same memory with no new mapping, no page fault and one copy. This is
 PyTorch's caching host allocator for pinned memory, applied to NumPy results.
 
+A session without a region that moves big downloads on the bulk socket (``_bulk.py``) keeps
+plain host buffers the same way (``LocalDownloadCache``): the lanes ``recv`` into memory that is
+already faulted in, instead of zeroing hundreds of MiB of fresh pages per download (BENCHMARKS.md
+"Session 13": 3.0-4.1 GB/s into new arrays, 4.9-5.2 into reused ones). Those buffers are the
+client's own memory, which no daemon quota counts: the cache is on for every such session.
+
 Rules:
 - A buffer is handed out only while no array over it lives, so the daemon never writes memory
   that a live array shows (it writes a buffer only for a ``Get`` naming it).
@@ -57,15 +63,18 @@ def size_class(nbytes: int) -> int:
 
 def for_session(session: Any, max_idle_bytes: Optional[int],
                 quota_bytes: int) -> Optional["DownloadCache"]:
-    """The cache of a session, or None (no shared memory with the daemon, turned off, or a
-    quota and no explicit size)."""
-    if session._shm is None:
+    """The cache of a session, or None (turned off; shared buffers: no shared memory with the
+    daemon, or a quota and no explicit size; local buffers: no bulk socket wanted)."""
+    local = session._shm is None
+    if local and not session._bulk_wanted:
         return None
     if max_idle_bytes is None:
-        if quota_bytes:
+        if quota_bytes and not local:
             return None
         max_idle_bytes = int(os.environ.get("TENSORD_DOWNLOAD_CACHE_MB", "1024")) << 20
-    return DownloadCache(session, max_idle_bytes) if max_idle_bytes > 0 else None
+    if max_idle_bytes <= 0:
+        return None
+    return (LocalDownloadCache if local else DownloadCache)(session, max_idle_bytes)
 
 
 class _Lease:
@@ -86,6 +95,8 @@ class _Lease:
 
 class DownloadCache:
     """Shared buffers for the big downloads of one session. Thread-safe."""
+
+    shared = True  # its buffers are shared with the daemon (a Get names them)
 
     def __init__(self, session: Any, max_idle_bytes: int) -> None:
         self._session = session
@@ -114,10 +125,9 @@ class DownloadCache:
             if self._owned >= MAX_BUFFERS:
                 return None
             self._owned += 1  # claimed before the round trip (other threads)
-        from ._shared import SharedBuffer  # _shared imports the session's modules
         for attempt in range(2):
             try:
-                b = SharedBuffer(want, self._session)
+                b = self._make(want)
             except _errors.OutOfMemoryError:
                 if attempt == 0:
                     self.clear()
@@ -129,6 +139,16 @@ class DownloadCache:
                 self._owned -= 1
             return None
         return None
+
+    def _make(self, nbytes: int) -> Any:
+        """A new buffer of ``nbytes`` (raises OutOfMemoryError when refused)."""
+        from ._shared import SharedBuffer  # _shared imports the session's modules
+        return SharedBuffer(nbytes, self._session)
+
+    def _drop(self, buffer: Any) -> None:
+        """Frees a buffer trimmed from the idle ones (any thread, no lock taken)."""
+        buffer._freed = True  # released with the next batch
+        self._session._free_shared(buffer.region, from_finalizer=True)
 
     def lease(self, buffer: Any, nbytes: int) -> np.ndarray:
         """A uint8 array of the first ``nbytes`` of ``buffer``; the buffer comes back to the
@@ -165,5 +185,38 @@ class DownloadCache:
             old = self._idle.pop(0)
             self._idle_bytes -= old.nbytes
             self._owned -= 1
-            old._freed = True  # released with the next batch (no lock taken here)
-            self._session._free_shared(old.region, from_finalizer=True)
+            self._drop(old)
+
+
+class _LocalBuffer:
+    """Host memory of the client's own for a bulk download (the shape of a SharedBuffer the
+    cache needs: ``nbytes``, ``_address``, ``is_shared``, ``free``)."""
+
+    __slots__ = ("nbytes", "_array", "_address", "is_shared")
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+        self._array = np.empty(nbytes, dtype=np.uint8)
+        self._address = self._array.ctypes.data
+        self.is_shared = True  # usable; False once freed
+
+    def free(self) -> None:
+        self.is_shared = False
+        self._array = None
+
+
+class LocalDownloadCache(DownloadCache):
+    """Plain host buffers for one session's bulk downloads (no region). Thread-safe."""
+
+    shared = False
+
+    def _make(self, nbytes: int) -> Any:
+        return _LocalBuffer(nbytes)
+
+    def _drop(self, buffer: Any) -> None:
+        buffer.free()
+
+    def view(self, buffer: Any, nbytes: int) -> np.ndarray:
+        """A uint8 array over the first ``nbytes`` of a taken buffer, to receive into (no
+        lease: the caller leases or gives the buffer back once the bytes are in)."""
+        return buffer._array[:nbytes]

@@ -78,8 +78,9 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
     ``tune_malloc``: see ``_malloc`` (keeps chunk-sized transfer buffers mapped).
 
     ``download_cache_bytes``: idle shared buffers kept for big ``numpy()`` results on a
-    same-host session (``_download_cache``; default ``TENSORD_DOWNLOAD_CACHE_MB``, 1024 MiB,
-    or off for a user with a quota; 0: off). ``empty_download_cache()`` frees them.
+    same-host session, or host buffers for those on the bulk socket (``_download_cache``;
+    default ``TENSORD_DOWNLOAD_CACHE_MB``, 1024 MiB, or off for a same-host user with a quota;
+    0: off). ``empty_download_cache()`` frees them.
 
     ``cma``: on a same-host session, uploads of 1 MiB or more from arrays go by cross-memory
     attach when the daemon offers it and a probe works (the daemon copies the bytes once, out

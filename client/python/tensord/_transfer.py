@@ -184,7 +184,8 @@ class Transfers:
                 with self._lock:
                     self._check_open_locked()
                     return self._get_shared_locked(handle, site, where, nbytes), out
-        if out is None and self._download_cache is not None and nbytes is not None and (
+        if out is None and self._download_cache is not None and (
+                self._download_cache.shared) and nbytes is not None and (
                 nbytes >= _download_cache.MIN_BYTES):
             got = self._get_cached(handle, site, nbytes)
             if got is not None:
