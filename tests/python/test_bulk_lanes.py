@@ -188,7 +188,9 @@ def test_a_broken_lane_fails_one_transfer_then_the_stream_serves(
         assert s._bulk_lanes_connected == 4
         lane = 2 if direction == "upload" else 1
         s._bulk_socks[lane].shutdown(socket.SHUT_RDWR)  # as if the network dropped it
-        with pytest.raises(td.Error, match=rf"{direction} of handle \d+: lane {lane} of the "
+        # The daemon's lane fails too and shuts its other lanes down, so whichever lane this
+        # end finds broken first is named.
+        with pytest.raises(td.Error, match=rf"{direction} of handle \d+: lane \d of the "
                                            "bulk socket to tensord broke"):
             if direction == "upload":
                 td.tensor(a)
