@@ -230,6 +230,44 @@ TEST_F(ClientIntegrationTest, MultiChunkRoundTrip) {
   EXPECT_TRUE(*back == data);
 }
 
+// to_vector of big tensors: of T's dtype with the size known (an upload, a
+// result after shape()) it downloads straight into the vector; other dtypes
+// and results not known yet take Download and convert. Values agree
+// with the host's either way.
+TEST_F(ClientIntegrationTest, BigVectorsEveryWay) {
+  const size_t n = (size_t{3} << 20) / 4 + 11;  // 3 MiB of float32
+  std::vector<float> data(n);
+  for (size_t i = 0; i < n; ++i) data[i] = static_cast<float>(i % 1009) - 500;
+  Tensor x = client_->FromVector(data, {static_cast<int64_t>(n)});
+  absl::StatusOr<std::vector<float>> same = x.to_vector<float>();
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_TRUE(*same == data);
+  absl::StatusOr<std::vector<double>> wider = x.to_vector<double>();
+  ASSERT_TRUE(wider.ok()) << wider.status();
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ((*wider)[i], double{data[i]}) << i;
+  Tensor y = x * 2.0;
+  absl::StatusOr<std::vector<float>> early = y.to_vector<float>();
+  ASSERT_TRUE(early.ok()) << early.status();
+  ASSERT_TRUE(y.shape().ok());  // now known: the direct path
+  absl::StatusOr<std::vector<float>> known = y.to_vector<float>();
+  ASSERT_TRUE(known.ok()) << known.status();
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ((*early)[i], 2 * data[i]) << i;
+    ASSERT_EQ((*known)[i], 2 * data[i]) << i;
+  }
+  std::vector<int64_t> ints(n);
+  for (size_t i = 0; i < n; ++i) ints[i] = static_cast<int64_t>(i % 3) - 1;
+  Tensor z = client_->FromVector(ints, {static_cast<int64_t>(n)});
+  absl::StatusOr<std::vector<int64_t>> ints_back = z.to_vector<int64_t>();
+  ASSERT_TRUE(ints_back.ok()) << ints_back.status();
+  EXPECT_TRUE(*ints_back == ints);
+  absl::StatusOr<std::vector<float>> floats = z.to_vector<float>();
+  ASSERT_TRUE(floats.ok()) << floats.status();
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ((*floats)[i], ints[i]) << i;
+  Tensor bad = x.matmul(x.reshape({1, -1}));  // shapes [n] x [1, n]: refused
+  EXPECT_FALSE(bad.to_vector<float>().ok());
+}
+
 // Set TENSORD_CLIENT_GIB_TEST=1 to run (needs ~5 GiB of memory).
 TEST_F(ClientIntegrationTest, OneGiBRoundTrip) {
   if (std::getenv("TENSORD_CLIENT_GIB_TEST") == nullptr) {

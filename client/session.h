@@ -195,6 +195,8 @@ class Session {
 
   // The handle's meta; waits for its Ack only when not yet known.
   absl::StatusOr<HandleMeta> WaitMeta(uint64_t handle);
+  // The handle's meta when already known (no wait); nullopt otherwise.
+  std::optional<HandleMeta> KnownMeta(uint64_t handle) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   Session(const ClientOptions& options, std::shared_ptr<grpc::Channel> channel);

@@ -254,6 +254,13 @@ std::optional<uint64_t> Session::KnownBytes(uint64_t handle) {
   return handles_.KnownBytes(handle);
 }
 
+std::optional<HandleMeta> Session::KnownMeta(uint64_t handle) {
+  MutexLock lock(&mu_);
+  const HandleTable::Entry* entry = handles_.Find(handle);
+  if (entry == nullptr || !entry->known) return std::nullopt;
+  return entry->meta;
+}
+
 absl::StatusOr<HandleMeta> Session::WaitMeta(uint64_t handle) {
   uint64_t seq;
   bool need_flush;

@@ -105,6 +105,19 @@ absl::StatusOr<HostTensor> Tensor::Download(Site site) const {
   return impl_->session->Download(impl_->handle, site.ToString());
 }
 
+std::optional<int64_t> Tensor::DirectNumel(DType dtype) const {
+  if (impl_ == nullptr || !impl_->error.ok()) return std::nullopt;
+  std::optional<internal::HandleMeta> meta =
+      impl_->session->KnownMeta(impl_->handle);
+  if (!meta.has_value() || !meta->error.ok() || meta->is_none ||
+      meta->dtype != dtype) {
+    return std::nullopt;
+  }
+  absl::StatusOr<uint64_t> bytes = TensorBytes(meta->dtype, meta->shape);
+  if (!bytes.ok() || *bytes < (uint64_t{1} << 20)) return std::nullopt;
+  return static_cast<int64_t>(*bytes / ItemSize(dtype));
+}
+
 absl::StatusOr<size_t> Tensor::DownloadInto(void* dst, size_t capacity,
                                             Site site) const {
   if (impl_ == nullptr) {
