@@ -232,7 +232,8 @@ TEST_F(ClientIntegrationTest, MultiChunkRoundTrip) {
 
 // to_vector of big tensors: of T's dtype with the size known (an upload, a
 // result after shape()) it downloads straight into the vector; other dtypes
-// and results not known yet take Download and convert. Values agree
+// (bool too: std::vector<bool> packs its bits) and results not known yet
+// take Download and convert. Values agree
 // with the host's either way.
 TEST_F(ClientIntegrationTest, BigVectorsEveryWay) {
   const size_t n = (size_t{3} << 20) / 4 + 11;  // 3 MiB of float32
@@ -264,6 +265,9 @@ TEST_F(ClientIntegrationTest, BigVectorsEveryWay) {
   absl::StatusOr<std::vector<float>> floats = z.to_vector<float>();
   ASSERT_TRUE(floats.ok()) << floats.status();
   for (size_t i = 0; i < n; ++i) ASSERT_EQ((*floats)[i], ints[i]) << i;
+  absl::StatusOr<std::vector<bool>> flags = z.to_vector<bool>();
+  ASSERT_TRUE(flags.ok()) << flags.status();
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ((*flags)[i], ints[i] != 0) << i;
   Tensor bad = x.matmul(x.reshape({1, -1}));  // shapes [n] x [1, n]: refused
   EXPECT_FALSE(bad.to_vector<float>().ok());
 }

@@ -5,7 +5,9 @@
 #define TENSORD_CLIENT_DOWNLOAD_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -83,10 +85,18 @@ void ConvertElements(DType src_dtype, const void* src, int64_t numel, T* dst);
 // The common case: all elements of `tensor` as T.
 template <typename T>
 std::vector<T> ToVector(const HostTensor& tensor) {
-  std::vector<T> out(tensor.numel());
-  ConvertElements<T>(tensor.dtype, tensor.bytes.data(), tensor.numel(),
-                     out.data());
-  return out;
+  if constexpr (std::is_same_v<T, bool>) {
+    // std::vector<bool> packs its bits (no data()): convert, then pack.
+    std::unique_ptr<bool[]> flat(new bool[tensor.numel()]);
+    ConvertElements<bool>(tensor.dtype, tensor.bytes.data(), tensor.numel(),
+                          flat.get());
+    return std::vector<bool>(flat.get(), flat.get() + tensor.numel());
+  } else {
+    std::vector<T> out(tensor.numel());
+    ConvertElements<T>(tensor.dtype, tensor.bytes.data(), tensor.numel(),
+                       out.data());
+    return out;
+  }
 }
 
 // Explicit instantiations live in download.cc.

@@ -70,6 +70,16 @@ TEST(DataAssemblerTest, ZeroDimAndEmpty) {
   EXPECT_EQ(ToVector<double>(t), std::vector<double>{2.5});
 }
 
+TEST(DataAssemblerTest, BoolVectorsPackTheirElements) {
+  v1::Data chunk = Chunk(0, FloatBytes({0.0f, -1.5f, 2.0f, 0.0f}), true);
+  chunk.mutable_meta()->set_dtype(v1::FLOAT32);
+  chunk.mutable_meta()->add_shape(4);
+  DataAssembler assembler;
+  ASSERT_TRUE(assembler.Add(chunk).ok());
+  HostTensor t = assembler.Take();
+  EXPECT_EQ(ToVector<bool>(t), (std::vector<bool>{false, true, true, false}));
+}
+
 TEST(ConvertTest, AllSourceTypes) {
   const int64_t i64[] = {-3, 7};
   int32_t out[2];

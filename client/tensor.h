@@ -108,12 +108,14 @@ class Tensor {
   // straight in the vector (DownloadInto: no copy out of a staging buffer).
   template <typename T>
   absl::StatusOr<std::vector<T>> to_vector(Site site = Site::Current()) const {
-    if (std::optional<int64_t> n = DirectNumel(DTypeOf<T>::value)) {
-      std::vector<T> out(static_cast<size_t>(*n));
-      absl::StatusOr<size_t> wrote =
-          DownloadInto(out.data(), out.size() * sizeof(T), site);
-      if (!wrote.ok()) return wrote.status();
-      return out;
+    if constexpr (!std::is_same_v<T, bool>) {  // vector<bool> packs its bits
+      if (std::optional<int64_t> n = DirectNumel(DTypeOf<T>::value)) {
+        std::vector<T> out(static_cast<size_t>(*n));
+        absl::StatusOr<size_t> wrote =
+            DownloadInto(out.data(), out.size() * sizeof(T), site);
+        if (!wrote.ok()) return wrote.status();
+        return out;
+      }
     }
     absl::StatusOr<HostTensor> host = Download(site);
     if (!host.ok()) return host.status();
