@@ -11,8 +11,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <system_error>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -203,18 +201,7 @@ absl::Status BulkConnection::MoveLocked(bool upload, uint64_t handle,
       for (int fd : fds) shutdown(fd, SHUT_RDWR);
     }
   };
-  std::vector<std::thread> helpers;
-  std::vector<uint32_t> inline_lanes;
-  for (uint32_t lane = 1; lane < lanes; ++lane) {
-    try {
-      helpers.emplace_back(run, lane);
-    } catch (const std::system_error&) {
-      inline_lanes.push_back(lane);  // after lane 0, in lane order
-    }
-  }
-  run(0);
-  for (uint32_t lane : inline_lanes) run(lane);
-  for (std::thread& t : helpers) t.join();
+  MoveLanesAtOnce(n, lanes, run);
   if (!failed.load()) return absl::OkStatus();
   DropLocked();
   // The first lane that fell short of its span says how far it got.

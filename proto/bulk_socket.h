@@ -18,6 +18,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 namespace tensord {
 
@@ -55,6 +58,28 @@ inline BulkLaneSpan BulkLane(uint64_t n, uint32_t lanes, uint32_t lane) {
   part = (part + kBulkLaneAlign - 1) / kBulkLaneAlign * kBulkLaneAlign;
   const uint64_t begin = std::min<uint64_t>(n, part * lane);
   return {begin, std::min<uint64_t>(n, begin + part)};
+}
+
+// Runs `move(lane)` for each lane of an n-byte transfer over `lanes` whose
+// span is not empty, all at once: lane 0 on the calling thread, the others
+// on threads of their own (a lane whose thread cannot start runs after lane
+// 0, in lane order: the order a peer moving its lanes one by one uses).
+// Returns once every lane is done. Both ends' striped transfers use it.
+template <typename Move>
+void MoveLanesAtOnce(uint64_t n, uint32_t lanes, Move move) {
+  std::vector<std::thread> helpers;
+  std::vector<uint32_t> later;
+  for (uint32_t lane = 1; lane < lanes; ++lane) {
+    if (BulkLane(n, lanes, lane).begin == n) break;  // empty from here on
+    try {
+      helpers.emplace_back(move, lane);
+    } catch (const std::system_error&) {
+      later.push_back(lane);
+    }
+  }
+  move(0);
+  for (uint32_t lane : later) move(lane);
+  for (std::thread& t : helpers) t.join();
 }
 
 }  // namespace tensord

@@ -8,8 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
-#include <system_error>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 
@@ -124,33 +122,36 @@ absl::Status BulkChannel::MoveLane(short events, int fd, uint32_t lane,
                                    uint32_t lanes, uint64_t begin, uint64_t end,
                                    size_t n, absl::string_view what,
                                    Step step) {
-  // One lane's counts are the transfer's; a striped lane says its span.
-  const std::string which =
-      lanes <= 1 ? "the bulk socket"
-                 : absl::StrCat("lane ", lane, " of the bulk socket");
-  const std::string of = lanes <= 1
-                             ? absl::StrCat(n)
-                             : absl::StrCat(end - begin, " (bytes ", begin,
-                                            " to ", end, " of ", n, ")");
+  // "<what>: <lane> <happened> after <moved> of <bytes>", built only on a
+  // failure; one lane's counts are the transfer's, a striped lane says its
+  // span.
+  auto failure = [&](absl::string_view happened, uint64_t moved) {
+    const std::string which =
+        lanes <= 1 ? "the bulk socket"
+                   : absl::StrCat("lane ", lane, " of the bulk socket");
+    const std::string of = lanes <= 1
+                               ? absl::StrCat(n)
+                               : absl::StrCat(end - begin, " (bytes ", begin,
+                                              " to ", end, " of ", n, ")");
+    return absl::StrCat(what, ": ", which, " ", happened, " after ", moved,
+                        " of ", of, " bytes");
+  };
   uint64_t pos = begin;
   while (pos < end) {
     pollfd p{fd, events, 0};
     const int ready = poll(&p, 1, Millis(stall_));
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) {
-      return absl::DeadlineExceededError(
-          absl::StrCat(what, ": ", which, " moved no byte for ",
-                       absl::FormatDuration(stall_), " after ", pos - begin,
-                       " of ", of, " bytes"));
+      return absl::DeadlineExceededError(failure(
+          absl::StrCat("moved no byte for ", absl::FormatDuration(stall_)),
+          pos - begin));
     }
     const ssize_t r = step(lane, fd, pos, end - pos);
     if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (r <= 0) {
       const std::string why =
           r == 0 ? "closed" : absl::StrCat("failed (", strerror(errno), ")");
-      return absl::UnavailableError(absl::StrCat(what, ": ", which, " ", why,
-                                                 " after ", pos - begin, " of ",
-                                                 of, " bytes"));
+      return absl::UnavailableError(failure(why, pos - begin));
     }
     pos += static_cast<uint64_t>(r);
   }
@@ -179,19 +180,7 @@ absl::Status BulkChannel::Transfer(short events, size_t n, uint32_t lanes,
     }
     if (first) WakeAll();
   };
-  std::vector<std::thread> helpers;
-  std::vector<uint32_t> inline_lanes;
-  for (uint32_t lane = 1; lane < lanes; ++lane) {
-    if (BulkLane(n, lanes, lane).begin == n) break;  // empty from here on
-    try {
-      helpers.emplace_back(run, lane);
-    } catch (const std::system_error&) {
-      inline_lanes.push_back(lane);  // moved after lane 0, in lane order
-    }
-  }
-  run(0);
-  for (uint32_t lane : inline_lanes) run(lane);
-  for (std::thread& t : helpers) t.join();
+  MoveLanesAtOnce(n, lanes, run);
   MutexLock lock(&failed_mu);
   if (!failed.ok()) return Break(std::move(failed));
   return absl::OkStatus();

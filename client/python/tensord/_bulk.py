@@ -297,20 +297,18 @@ class BulkSocket:
                                         f"with {p.shm_size} of {p.total} bytes on {lanes} "
                                         f"lanes; {nbytes} were asked on {connected}", op="get")
         nbytes = p.total
+        # Note [Download cache]: a new result goes into a kept buffer, leased to the array.
         cache = self._download_cache if out is None else None
         buffer = cache.take(nbytes) if cache is not None else None
-        if buffer is None:
-            dst = out if out is not None else np.empty(nbytes, dtype=np.uint8)
-            self._bulk_io(f"download of handle {handle}", nbytes, lanes, _receive(dst, nbytes))
-            return p.meta, dst
-        # Note [Download cache]: into a kept buffer, leased to the array returned.
+        dst = (out if out is not None else cache.view(buffer, nbytes) if buffer is not None
+               else np.empty(nbytes, dtype=np.uint8))
         try:
-            self._bulk_io(f"download of handle {handle}", nbytes, lanes,
-                          _receive(cache.view(buffer, nbytes), nbytes))
+            self._bulk_io(f"download of handle {handle}", nbytes, lanes, _receive(dst, nbytes))
         except BaseException:
-            cache.give_back(buffer)
+            if buffer is not None:
+                cache.give_back(buffer)
             raise
-        return p.meta, cache.lease(buffer, nbytes)
+        return p.meta, (cache.lease(buffer, nbytes) if buffer is not None else dst)
 
 
 def init(session: Any, bulk: Optional[bool]) -> None:
