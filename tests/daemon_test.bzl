@@ -8,7 +8,7 @@ def daemon_test(name, data = [], deps = [], size = "medium", **kwargs):
         srcs = [name + ".cc"],
         data = ["//server:tensord"] + data,
         deps = [
-            ":daemon_process",
+            "//tests:daemon_process",
             "//client:tensord_client",
             "//proto:tensord_proto",
             "@system//:absl",
