@@ -14,6 +14,8 @@ PACKAGES=(
   # The Python client and its reference tests run on Debian's /usr/bin/python3.
   python3 python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
   python3-pytest python3-torch
+  # The venv of the PyTorch device's tests (below).
+  python3-venv
   # Headers for the Python client's C speedups (tools/build_python_ext.sh).
   python3-dev
   openssl procps
@@ -23,11 +25,26 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "tensord: installing missing packages: ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
 
-echo "tensord: installing missing packages: ${missing[*]}" >&2
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+# The `tensord` PyTorch device (client/python/tensord/torch, tests/python_torch) needs a current
+# PyTorch (>= 2.4; Debian's is 1.13): PyPI's newest, in the project's own venv at .venv-torch
+# (git-ignored), built on Debian's interpreter. ~5 GB with its CUDA libraries. Skipped when the
+# venv already imports torch; TENSORD_SKIP_TORCH_VENV=1 skips it altogether.
+if [ -z "${TENSORD_SKIP_TORCH_VENV:-}" ]; then
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  venv="$root/.venv-torch"
+  if ! "$venv/bin/python" -c "import torch, grpc, google.protobuf, numpy, pytest" 2>/dev/null; then
+    echo "tensord: creating $venv with PyTorch from PyPI (a few minutes)" >&2
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --upgrade pip
+    "$venv/bin/python" -m pip install -q torch grpcio protobuf numpy pytest
+  fi
+fi
