@@ -3,8 +3,6 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,30 +13,23 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
+#include "runtime/core/status_macros.h"
 #include "spdlog/spdlog.h"
 
 namespace tensord {
 namespace {
 
-// How long a connection may take to send its hello, and how many may be
-// sending theirs at once.
-constexpr absl::Duration kHelloTime = absl::Seconds(2);
-constexpr size_t kMaxArriving = 64;
 // A lane's hello is one byte longer than lane 0's.
 constexpr size_t kHelloBytes = kBulkMagicBytes + kBulkTokenBytes;
 constexpr size_t kLaneHelloBytes = kHelloBytes + 1;
 
-// How long the hello whose first `got` bytes are `hello` is.
+// How long the hello whose first `got` bytes are `hello` is: the shorter
+// (lane 0's) until its magic says.
 size_t HelloBytes(const char* hello, size_t got) {
   return got >= kBulkMagicBytes &&
                  std::memcmp(hello, kBulkLaneMagic, kBulkMagicBytes) == 0
              ? kLaneHelloBytes
              : kHelloBytes;
-}
-
-int Millis(absl::Duration d) {
-  return static_cast<int>(absl::ToInt64Milliseconds(d));
 }
 
 }  // namespace
@@ -82,94 +73,21 @@ absl::StatusOr<std::unique_ptr<BulkListener>> BulkListener::Start(
       bound.ss_family == AF_INET6
           ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
           : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  const int wake = eventfd(0, EFD_CLOEXEC);
-  if (wake < 0) {
-    close(fd);
-    return absl::InternalError("bulk socket: eventfd failed");
-  }
-  return std::unique_ptr<BulkListener>(
-      new BulkListener(fd, wake, chosen, std::move(lookup)));
-}
-
-BulkListener::BulkListener(int fd, int wake_fd, int port, Lookup lookup)
-    : fd_(fd), wake_fd_(wake_fd), port_(port), lookup_(std::move(lookup)) {
-  thread_ = std::thread([this] { AcceptLoop(); });
-}
-
-BulkListener::~BulkListener() {
-  const uint64_t one = 1;
-  if (write(wake_fd_, &one, sizeof(one)) < 0) {
-    spdlog::warn("bulk socket: cannot wake the listener");
-  }
-  thread_.join();
-  close(fd_);
-  close(wake_fd_);
-}
-
-void BulkListener::AcceptLoop() {
-  // Connections whose hello is still arriving: read as their bytes come, so
-  // a silent one holds only its own slot, for at most kHelloTime.
-  struct Arriving {
-    int fd;
-    absl::Time deadline;
-    size_t got = 0;
-    char hello[kLaneHelloBytes];
+  std::unique_ptr<BulkListener> listener(
+      new BulkListener(chosen, std::move(lookup)));
+  HelloAcceptor::Hooks hooks;
+  hooks.hello_bytes = &HelloBytes;
+  hooks.admit = [l = listener.get()](int conn, absl::string_view hello) {
+    l->Admit(conn, hello.data());
   };
-  std::vector<Arriving> arriving;
-  std::vector<pollfd> polled;
-  while (true) {
-    polled.assign({{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}});
-    absl::Time first = absl::InfiniteFuture();
-    for (const Arriving& a : arriving) {
-      polled.push_back({a.fd, POLLIN, 0});
-      first = std::min(first, a.deadline);
-    }
-    const int timeout =
-        arriving.empty() ? -1 : std::max(0, Millis(first - absl::Now())) + 1;
-    if (poll(polled.data(), polled.size(), timeout) < 0) {
-      if (errno == EINTR) continue;
-      spdlog::error("bulk socket: poll failed: {}", strerror(errno));
-      break;
-    }
-    if (polled[1].revents != 0) break;
-    const absl::Time now = absl::Now();
-    std::vector<Arriving> still;
-    for (size_t i = 0; i < arriving.size(); ++i) {
-      Arriving& a = arriving[i];
-      if (polled[i + 2].revents != 0) {
-        // Up to the magic first, then the rest of that hello's length: a
-        // client sends nothing more until it has the answer.
-        const size_t want = a.got < kBulkMagicBytes
-                                ? kBulkMagicBytes
-                                : HelloBytes(a.hello, a.got);
-        const ssize_t r =
-            recv(a.fd, a.hello + a.got, want - a.got, MSG_DONTWAIT);
-        if (r > 0) a.got += static_cast<size_t>(r);
-        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-          close(a.fd);
-          continue;
-        }
-      }
-      if (a.got >= kBulkMagicBytes && a.got == HelloBytes(a.hello, a.got)) {
-        Admit(a.fd, a.hello);
-      } else if (now >= a.deadline) {
-        close(a.fd);
-      } else {
-        still.push_back(a);
-      }
-    }
-    arriving.swap(still);
-    if (polled[0].revents != 0) {
-      const int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (conn >= 0 && arriving.size() >= kMaxArriving) {
-        close(conn);  // a flood of silent connections: the newest go
-      } else if (conn >= 0) {
-        arriving.push_back({conn, now + kHelloTime});
-      }
-    }
-  }
-  for (const Arriving& a : arriving) close(a.fd);
+  TD_ASSIGN_OR_RETURN(
+      listener->acceptor_,
+      HelloAcceptor::Start(fd, "bulk socket", std::move(hooks)));
+  return listener;
 }
+
+BulkListener::BulkListener(int port, Lookup lookup)
+    : port_(port), lookup_(std::move(lookup)) {}
 
 void BulkListener::Admit(int fd, const char* hello) {
   const bool lane_hello =

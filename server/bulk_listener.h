@@ -1,24 +1,24 @@
 // The bulk sockets' listener (docs/protocol.md "Bulk socket"; the channel
 // each session's lanes attach to is server/bulk_socket.h, the hellos
-// proto/bulk_socket.h): accepts connections on the daemon's bulk port, reads
-// each one's hello (lane 0: magic and token; lane i: lane magic, token and
-// the byte i) within 2 s, up to 64 connections at once so silent ones delay
-// no other, and hands the socket to the BulkChannel of the session whose
+// proto/bulk_socket.h): accepts connections on the daemon's bulk port and
+// reads each one's hello (lane 0: magic and token; lane i: lane magic, token
+// and the byte i) through a HelloAcceptor (server/hello_acceptor.h: 2 s each,
+// 64 at once), and hands the socket to the BulkChannel of the session whose
 // token it names, answering kBulkAccepted. Anything else is closed without
 // an answer.
 //
-// Thread safety: runs its own accept thread; the lookup is called on it.
+// Thread safety: its acceptor runs its own thread; the lookup is called on it.
 #ifndef TENSORD_SERVER_BULK_LISTENER_H_
 #define TENSORD_SERVER_BULK_LISTENER_H_
 
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "server/bulk_socket.h"
+#include "server/hello_acceptor.h"
 
 namespace tensord {
 
@@ -31,25 +31,19 @@ class BulkListener {
   // Listens on `host`:`port` (0: a free port) and accepts until destroyed.
   static absl::StatusOr<std::unique_ptr<BulkListener>> Start(
       const std::string& host, int port, Lookup lookup);
-  ~BulkListener();  // stops accepting and joins the thread
   BulkListener(const BulkListener&) = delete;
   BulkListener& operator=(const BulkListener&) = delete;
 
   int port() const { return port_; }
 
  private:
-  BulkListener(int fd, int wake_fd, int port, Lookup lookup);
-  // Accepts connections and reads their hellos as their bytes arrive, up
-  // to 64 at a time, each within 2 s: a silent peer delays no other.
-  void AcceptLoop();
+  BulkListener(int port, Lookup lookup);
   // Attaches `fd` to the session its complete `hello` names, or closes it.
   void Admit(int fd, const char* hello);
 
-  const int fd_;
-  const int wake_fd_;  // an eventfd: the destructor's stop signal
   const int port_;
   const Lookup lookup_;
-  std::thread thread_;
+  std::unique_ptr<HelloAcceptor> acceptor_;  // last: its thread uses the rest
 };
 
 // "host" of a "host:port" or "[v6]:port" listen address; empty for unix:
