@@ -40,8 +40,7 @@ from ._streams import Event, Stream, current_stream, default_stream, set_stream,
 
 from . import autograd, backends, nn, optim, profiler  # noqa: E402  (need the names above)
 from ._serialization import load, save  # noqa: E402
-
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402
 
 __all__ = sorted(set(_ops_all) | set(_multi_all) | {
     "Size", "device", "dtype", "bfloat16", "bool_", "float16", "float32", "float64", "int8",

@@ -58,6 +58,7 @@ from ._receiver import Receiver
 from ._shared import SharedBuffers
 from ._stream_commands import StreamCommands
 from ._transfer import Transfers
+from ._version import __version__
 
 DEFAULT_ADDRESS = "127.0.0.1:50051"
 _MiB = 1 << 20
@@ -98,7 +99,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, token: Optional[str] = None, *,
-                 client_name: str = "tensord-python", connect_timeout: float = 30.0,
+                 client_name: str = f"tensord-python/{__version__}", connect_timeout: float = 30.0,
                  flush_interval: float = 0.002, max_batch_commands: int = 1024,
                  max_batch_bytes: int = _MiB, credentials: Optional[grpc.ChannelCredentials] = None,
                  shm: Optional[bool] = None, resume: bool = True,
