@@ -67,7 +67,7 @@ void CommandRunner::RunBackward(const v1::Backward& b, v1::Ack* ack) {
   }
   OpContext ctx = MakeContext();
   if (b.create_graph()) {
-    recorder_.set_site(b.site());
+    recorder_.set_site(std::make_shared<const std::string>(b.site()));
     ctx.recorder = &recorder_;
   }
   BackwardOptions options;

@@ -26,7 +26,7 @@ void CommandRunner::RunProfiled(const CallView* call,
     record.set_op(call->op_id < table.size() ? table[call->op_id].name
                                              : "op#?");
     RunCall(*call, ack);
-    absl::StatusOr<const std::string*> site = CallSite(*call);
+    absl::StatusOr<SiteText> site = CallSite(*call);
     record.set_site(site.ok() ? **site : *call->site);
   } else {
     record.set_op("backward");

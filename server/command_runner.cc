@@ -14,6 +14,7 @@
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_table.h"
 #include "server/proto_convert.h"
+#include "server/wire_limits.h"
 
 namespace tensord {
 namespace {
@@ -47,6 +48,7 @@ void CommandRunner::RunBatch(const v1::Batch& batch, uint64_t arrived_ns,
       arena,
       google::protobuf::Arena::CreateMessage<v1::ServerFrame>(arena.get()));
   v1::Ack* ack = frame->mutable_ack();
+  ack_error_bytes_ = 0;
   for (const v1::Command& cmd : batch.commands()) {
     if (pending_put_ &&
         !(cmd.has_put() && cmd.put().handle() == pending_put_->handle)) {
@@ -78,6 +80,10 @@ void CommandRunner::ReleaseAll() {
 }
 
 void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
+  // Note [Wire limits]: every command of every transport passes here.
+  if (absl::Status limits = CheckCommand(cmd); !limits.ok()) {
+    return RejectCommand(cmd, limits, ack);
+  }
   if (profiler_.enabled() && cmd.has_call()) {
     const CallView call = CallView::Of(cmd.call());
     return RunProfiled(&call, nullptr, ack);
@@ -127,6 +133,25 @@ void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
   }
 }
 
+void CommandRunner::RejectCommand(const v1::Command& cmd,
+                                  const absl::Status& status, v1::Ack* ack) {
+  if (!cmd.has_call() || cmd.call().outputs_size() > kMaxCallHandles) {
+    return ReportFrameError(status, "frame", "");
+  }
+  // Later commands naming the outputs get this error, not "no such handle".
+  const v1::Call& call = cmd.call();
+  const auto outputs =
+      absl::MakeConstSpan(call.outputs().data(), call.outputs_size());
+  if (!CheckNewOutputs(outputs, "call", "")) return;
+  auto error = SharedStatusProto(status, "call", "");
+  NoteError(*error);
+  for (uint64_t id : outputs) {
+    HandleEntry entry;
+    entry.error = error;
+    Create(id, std::move(entry), ack);
+  }
+}
+
 void CommandRunner::Create(uint64_t id, HandleEntry entry, v1::Ack* ack) {
   const bool healthy = !entry.poisoned() && !entry.is_none();
   // Copies of this handle's tensor share autograd identity.
@@ -145,7 +170,16 @@ void CommandRunner::Create(uint64_t id, HandleEntry entry, v1::Ack* ack) {
     v1::TensorMeta* meta = ack->add_created();
     meta->set_handle(id);
     if (entry.poisoned()) {
-      *meta->mutable_error() = *entry.error;
+      // Note [Wire limits]: a batch of failing calls with many outputs
+      // copies the error into each meta; past kMaxAckErrorBytes, the Ack
+      // carries a short form (the handle table keeps the whole error).
+      const size_t bytes = entry.error->ByteSizeLong();
+      if (ack_error_bytes_ + bytes <= kMaxAckErrorBytes) {
+        ack_error_bytes_ += bytes;
+        *meta->mutable_error() = *entry.error;
+      } else {
+        *meta->mutable_error() = ShortStatus(*entry.error);
+      }
     } else if (entry.is_none()) {
       meta->set_is_none(true);
     } else {
@@ -189,8 +223,17 @@ void CommandRunner::RunCall(const CallView& call, v1::Ack* ack) {
   const std::string op_name = call.op_id < table.size()
                                   ? table[call.op_id].name
                                   : absl::StrCat("op#", call.op_id);
-  absl::StatusOr<const std::string*> call_site = CallSite(call);
+  absl::StatusOr<SiteText> call_site = CallSite(call);
   const std::string& site = call_site.ok() ? **call_site : *call.site;
+  if (call.inputs.size() > kMaxCallHandles ||
+      call.outputs.size() > kMaxCallHandles) {  // a packed entry's lists
+    return ReportFrameError(
+        absl::InvalidArgumentError(
+            absl::StrCat("a call names ", call.inputs.size(), " inputs and ",
+                         call.outputs.size(), " outputs; the limit is ",
+                         kMaxCallHandles, " each (server/wire_limits.h)")),
+        op_name, site);
+  }
   // Output ids are checked first: a bad id has no entry to carry an error.
   if (!CheckNewOutputs(call.outputs, op_name, site)) return;
   auto fail = [&](std::shared_ptr<const v1::Status> error) {
@@ -231,7 +274,7 @@ void CommandRunner::RunCall(const CallView& call, v1::Ack* ack) {
   if (!attrs.ok()) return fail_with(attrs.status());
   OpContext ctx = MakeContext();
   if (grad_enabled_) {
-    recorder_.set_site(site);
+    recorder_.set_site(*call_site);
     ctx.recorder = &recorder_;
   }
   // Test-only: a device that fails here (Note [Sticky device errors]).
@@ -256,23 +299,42 @@ void CommandRunner::RunCall(const CallView& call, v1::Ack* ack) {
 // it to a small id once (`site` and `site_id` together) and send only the
 // id afterwards: no string to encode, parse and keep per op. Bindings live
 // as long as the session; a resent command rebinds to the same text.
-absl::StatusOr<const std::string*> CommandRunner::CallSite(
+absl::StatusOr<CommandRunner::SiteText> CommandRunner::CallSite(
     const CallView& call) {
-  constexpr size_t kMaxSites = 1 << 16;
-  if (call.site_id == 0) return call.site;
+  static const SiteText* const kNoSite =
+      new SiteText(std::make_shared<const std::string>());
+  if (call.site_id == 0) {
+    if (call.site->empty()) return *kNoSite;
+    // A loop sends the same text op after op: kept once, not per op.
+    if (inline_site_ == nullptr || *inline_site_ != *call.site) {
+      inline_site_ = std::make_shared<const std::string>(*call.site);
+    }
+    return inline_site_;
+  }
   auto it = sites_.find(call.site_id);
   if (!call.site->empty()) {
-    if (it == sites_.end()) {
-      if (sites_.size() >= kMaxSites) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "site id ", call.site_id, ": a session may bind at most ",
-            kMaxSites, " call sites"));
-      }
-      it = sites_.emplace(call.site_id, *call.site).first;
-    } else if (it->second != *call.site) {
-      it->second = *call.site;
+    if (it != sites_.end() && *it->second == *call.site) return it->second;
+    const size_t replaced = it == sites_.end() ? 0 : it->second->size();
+    if (it == sites_.end() && sites_.size() >= kMaxBoundSites) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "site id ", call.site_id, ": a session may bind at most ",
+          kMaxBoundSites, " call sites"));
     }
-    return &it->second;
+    if (site_bytes_ - replaced + call.site->size() > kMaxBoundSiteBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "site id ", call.site_id, ": a session may bind at most ",
+          kMaxBoundSiteBytes,
+          " bytes of call-site text in all "
+          "(server/wire_limits.h); send long sites without an id"));
+    }
+    site_bytes_ = site_bytes_ - replaced + call.site->size();
+    auto text = std::make_shared<const std::string>(*call.site);
+    if (it == sites_.end()) {
+      it = sites_.emplace(call.site_id, std::move(text)).first;
+    } else {
+      it->second = std::move(text);  // nodes keep the old text they name
+    }
+    return it->second;
   }
   if (it == sites_.end()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -280,7 +342,7 @@ absl::StatusOr<const std::string*> CommandRunner::CallSite(
         " was never bound in this session (send its text with the id "
         "first)"));
   }
-  return &it->second;
+  return it->second;
 }
 
 OpContext CommandRunner::MakeContext() {
@@ -298,6 +360,16 @@ OpContext CommandRunner::MakeContext() {
 bool CommandRunner::CheckNewOutputs(absl::Span<const uint64_t> ids,
                                     const std::string& what,
                                     const std::string& site) {
+  if (handles_.size() + ids.size() > kMaxSessionHandles) {
+    ReportFrameError(absl::ResourceExhaustedError(absl::StrCat(
+                         "the session holds ", handles_.size(),
+                         " handles and this command "
+                         "would create ",
+                         ids.size(), " more; a session may hold at most ",
+                         kMaxSessionHandles, " (release some)")),
+                     what, site);
+    return false;
+  }
   uint64_t previous = handles_.max_id();
   for (uint64_t id : ids) {
     absl::Status s = handles_.CheckNew(id);

@@ -150,8 +150,7 @@ class CommandRunner {
   // A Get answered on the bulk socket: one Data{bulk_size} on the stream,
   // then the bytes of the CPU tensor `t` on the socket.
   void SendBulkData(uint64_t request_id, const v1::TensorMeta& meta,
-                    const Tensor& t, const std::string& site,
-                    uint32_t lanes);
+                    const Tensor& t, const std::string& site, uint32_t lanes);
   // Profiling (command_profile.cc): a timed Call (`call`) or Backward,
   // GetProfile.
   void RunProfiled(const CallView* call, const v1::Backward* backward,
@@ -170,8 +169,15 @@ class CommandRunner {
   absl::StatusOr<Device*> EventDevice(const std::string& name) const;
   // The call site a Call names (Note [Site ids]): its `site`, binding
   // `site_id` to it when both are set, or the text `site_id` was bound to.
-  // INVALID_ARGUMENT for an id never bound or over the session's cap.
-  absl::StatusOr<const std::string*> CallSite(const CallView& call);
+  // Never null; shared, not copied, by whatever keeps it (Note [Wire
+  // limits]). INVALID_ARGUMENT for an id never bound or past the session's
+  // caps (kMaxBoundSites, kMaxBoundSiteBytes).
+  using SiteText = std::shared_ptr<const std::string>;
+  absl::StatusOr<SiteText> CallSite(const CallView& call);
+  // A command over a limit of server/wire_limits.h: a frame error, and a
+  // Call's outputs poisoned with it.
+  void RejectCommand(const v1::Command& cmd, const absl::Status& status,
+                     v1::Ack* ack);
   // Checks that `ids` may name new handles (non-zero, strictly increasing);
   // reports a frame error naming `what` otherwise.
   bool CheckNewOutputs(absl::Span<const uint64_t> ids, const std::string& what,
@@ -199,7 +205,12 @@ class CommandRunner {
   RunnerConfig config_;
   FrameSink* sink_;
   HandleTable handles_;
-  absl::flat_hash_map<uint32_t, std::string> sites_;  // Note [Site ids]
+  // Note [Site ids]: each bound text once, and their bytes in all.
+  absl::flat_hash_map<uint32_t, SiteText> sites_;
+  size_t site_bytes_ = 0;
+  SiteText inline_site_;  // the last text sent with site_id 0, kept once
+  // Error text put in full in the Ack being built (kMaxAckErrorBytes).
+  size_t ack_error_bytes_ = 0;
   Generator generator_;
   Device* default_device_;
   bool grad_enabled_ = true;

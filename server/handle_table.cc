@@ -18,6 +18,11 @@ absl::Status HandleTable::CheckNew(uint64_t id) const {
         "handle ", id, " is not above the last created handle ", max_id_,
         " (handles must strictly increase and are never reused)"));
   }
+  if (entries_.size() >= kMaxSessionHandles) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "handle ", id, ": the session already holds ", entries_.size(),
+        " handles, the most a session may hold; release some"));
+  }
   return absl::OkStatus();
 }
 

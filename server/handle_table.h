@@ -21,6 +21,12 @@
 
 namespace tensord {
 
+// Live handles of one session (Note [Wire limits] in server/wire_limits.h):
+// each costs the daemon its metadata (about 200 bytes) whether or not its
+// bytes are charged to a quota (a zero-size tensor or a poisoned handle costs
+// none), so their number is bounded.
+inline constexpr size_t kMaxSessionHandles = 1 << 20;
+
 // A handle names a tensor (with its autograd meta: Note [Autograd meta] in
 // runtime/tensor.h), or an error, or None (a .grad that was never set).
 struct HandleEntry {
@@ -36,7 +42,8 @@ struct HandleEntry {
 class HandleTable {
  public:
   // Checks that `id` may name a new handle: non-zero and above every id
-  // created so far. Does not reserve it.
+  // created so far, RESOURCE_EXHAUSTED when the session holds
+  // kMaxSessionHandles. Does not reserve it.
   absl::Status CheckNew(uint64_t id) const;
   // Stores a new entry (after CheckNew) and raises the high-water mark.
   void Insert(uint64_t id, HandleEntry entry);

@@ -1,10 +1,12 @@
 #include "server/proto_convert.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "runtime/ops/dispatch.h"
+#include "server/wire_limits.h"
 
 namespace tensord {
 namespace {
@@ -124,9 +126,24 @@ v1::Status StatusToProto(const absl::Status& status, const std::string& op,
   // wire the op has its own field, so the prefix is not repeated.
   absl::string_view message = status.message();
   if (!op.empty()) absl::ConsumePrefix(&message, absl::StrCat(op, ": "));
-  out.set_message(std::string(message));
+  std::string* text = out.mutable_message();
+  text->assign(message.data(),
+               std::min(message.size(), kMaxErrorMessageBytes + 1));
+  CutText(text, kMaxErrorMessageBytes);
   out.set_op(op);
   out.set_site(site);
+  CutText(out.mutable_site(), kMaxSiteBytes);
+  return out;
+}
+
+v1::Status ShortStatus(const v1::Status& status) {
+  v1::Status out;
+  out.set_code(status.code());
+  out.set_op(status.op());
+  out.set_message(status.message().substr(0, kShortErrorBytes + 1));
+  CutText(out.mutable_message(), kShortErrorBytes);
+  out.set_site(status.site().substr(0, kShortErrorBytes + 1));
+  CutText(out.mutable_site(), kShortErrorBytes);
   return out;
 }
 

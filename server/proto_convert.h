@@ -29,7 +29,9 @@ v1::OpSchema OpSchemaToProto(uint32_t id, const OpDef& op);
 
 v1::DeviceInfo DeviceToProto(const DeviceDescription& device);
 
-// A user-facing status with the op and call site that caused it.
+// A user-facing status with the op and call site that caused it. The
+// message is cut at kMaxErrorMessageBytes and the site at kMaxSiteBytes
+// (server/wire_limits.h): a status is copied into every handle it spoils.
 v1::Status StatusToProto(const absl::Status& status, const std::string& op,
                          const std::string& site);
 // The same, shared: the error a poisoned handle holds (Note [Poisoned
@@ -37,6 +39,10 @@ v1::Status StatusToProto(const absl::Status& status, const std::string& op,
 std::shared_ptr<const v1::Status> SharedStatusProto(const absl::Status& status,
                                                     const std::string& op,
                                                     const std::string& site);
+
+// The short form of `status` an Ack carries past kMaxAckErrorBytes: its
+// code, op, and the first kShortErrorBytes of its message and site.
+v1::Status ShortStatus(const v1::Status& status);
 
 }  // namespace tensord
 

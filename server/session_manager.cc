@@ -8,6 +8,7 @@
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/op_table.h"
 #include "server/proto_convert.h"
+#include "server/wire_limits.h"
 #include "spdlog/spdlog.h"
 
 namespace tensord {
@@ -99,6 +100,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
                      kServerVersion, " speaks version ", kProtocolVersion,
                      "; upgrade the client or the daemon"));
   }
+  TD_RETURN_IF_ERROR(CheckHello(hello));  // Note [Wire limits]
   const absl::string_view token =
       hello.token().empty() ? metadata_token : absl::string_view(hello.token());
   auto user = auth_->Authenticate(token);

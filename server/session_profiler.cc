@@ -12,12 +12,15 @@ void OpProfiler::SetEnabled(bool on) {
 }
 
 void OpProfiler::Record(v1::OpRecord record, uint64_t generation) {
+  // Its size in the Profile: the field's tag and length prefix, at most 4.
+  const size_t bytes = record.ByteSizeLong() + 4;
   MutexLock lock(&mu_);
   if (!enabled() || generation != generation_.load()) return;
-  if (records_.size() >= kMaxRecords) {
+  if (records_.size() >= kMaxRecords || bytes_ + bytes > kMaxRecordBytes) {
     ++dropped_;
     return;
   }
+  bytes_ += bytes;
   records_.push_back(std::move(record));
 }
 
@@ -34,6 +37,7 @@ void OpProfiler::Fill(bool clear, v1::Profile* out) {
   out->set_dropped(dropped_);
   if (clear) {
     records_.clear();
+    bytes_ = 0;
     dropped_ = 0;
   }
 }

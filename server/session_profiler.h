@@ -4,7 +4,10 @@
 // While enabled, the executor records one OpRecord per Call/Backward: op,
 // device, start and wall time, the phases (Note [Op phases] in
 // runtime/ops/op_def.h: wait in the queue, decode, infer, alloc, kernel),
-// bytes held by the outputs and the call site. At most kMaxRecords are kept;
+// bytes held by the outputs and the call site. At most kMaxRecords, and
+// kMaxRecordBytes of them on the wire, are kept (so that GetProfile's reply
+// fits the daemon's send limit, kMaxFrameBytes, and a session's records
+// hold a few MiB at most: Note [Wire limits] in server/wire_limits.h);
 // later ones are counted as dropped.
 //
 // Thread-safe: the executor records, the client (through its own commands)
@@ -25,6 +28,7 @@ namespace tensord {
 class OpProfiler {
  public:
   static constexpr size_t kMaxRecords = 1 << 18;
+  static constexpr size_t kMaxRecordBytes = 4 << 20;
 
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
   // Turning it on (from off) restarts the clock that start_ns counts from.
@@ -44,6 +48,7 @@ class OpProfiler {
   std::atomic<uint64_t> generation_{0};
   Mutex mu_;
   std::vector<v1::OpRecord> records_ ABSL_GUARDED_BY(mu_);
+  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;  // records_' wire size
   uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -114,7 +114,8 @@ std::string BackwardName(const std::string& op) {
   return name + "Backward0";
 }
 
-OpNode::OpNode(const OpDef& op, Attrs attrs, std::string site,
+OpNode::OpNode(const OpDef& op, Attrs attrs,
+               std::shared_ptr<const std::string> site,
                std::vector<TensorSpec> input_specs)
     : Node(0),
       op_(op),
@@ -124,6 +125,11 @@ OpNode::OpNode(const OpDef& op, Attrs attrs, std::string site,
       saved_inputs_(input_specs_.size()) {}
 
 OpNode::~OpNode() { ReleaseSaved(); }
+
+const std::string& OpNode::site() const {
+  static const std::string* const kNone = new std::string();
+  return site_ != nullptr ? *site_ : *kNone;
+}
 
 std::string OpNode::name() const { return BackwardName(op_.name); }
 
@@ -159,7 +165,7 @@ absl::StatusOr<std::vector<Tensor>> OpNode::Apply(std::vector<Tensor> grads,
         "Trying to backward through the graph a second time (or directly "
         "access saved tensors after they have already been freed): ",
         name(), " of ", op_.name,
-        site_.empty() ? "" : absl::StrCat(" at ", site_),
+        site().empty() ? "" : absl::StrCat(" at ", site()),
         ". Saved intermediate values of the graph are freed when you call "
         ".backward() or autograd.grad(). Specify retain_graph=True if you "
         "need to backward through the graph a second time."));
@@ -174,14 +180,14 @@ absl::StatusOr<std::vector<Tensor>> OpNode::Apply(std::vector<Tensor> grads,
     TD_ASSIGN_OR_RETURN(
         ins[i],
         saved_inputs_[i].Unpack(
-            self, absl::StrCat("the input ", i, " of ", op_.name), site_));
+            self, absl::StrCat("the input ", i, " of ", op_.name), site()));
   }
   for (size_t i = 0; i < outs.size(); ++i) {
     if (!saved_outputs_[i].defined()) continue;
     TD_ASSIGN_OR_RETURN(
         outs[i],
         saved_outputs_[i].Unpack(
-            self, absl::StrCat("the output ", i, " of ", op_.name), site_));
+            self, absl::StrCat("the output ", i, " of ", op_.name), site()));
   }
   for (size_t i = 0; i < grads.size(); ++i) {
     if (grads[i].defined() || !IsFloating(output_specs_[i].dtype)) continue;

@@ -94,7 +94,9 @@ class SavedTensor {
 // The backward of one recorded call of an op-table row.
 class OpNode : public Node {
  public:
-  OpNode(const OpDef& op, Attrs attrs, std::string site,
+  // `site` is shared with every node of the same call site (a session keeps
+  // each text once: Note [Wire limits] in server/wire_limits.h); null: none.
+  OpNode(const OpDef& op, Attrs attrs, std::shared_ptr<const std::string> site,
          std::vector<TensorSpec> input_specs);
   ~OpNode() override;
 
@@ -109,8 +111,11 @@ class OpNode : public Node {
 
  private:
   const OpDef& op_;
+  // The call site's text, shared (not copied per node).
+  const std::string& site() const;
+
   Attrs attrs_;
-  std::string site_;
+  std::shared_ptr<const std::string> site_;
   std::vector<TensorSpec> input_specs_, output_specs_;
   std::vector<SavedTensor> saved_inputs_, saved_outputs_;
   bool has_saved_ = false;

@@ -13,6 +13,7 @@
 #ifndef TENSORD_RUNTIME_AUTOGRAD_RECORDER_H_
 #define TENSORD_RUNTIME_AUTOGRAD_RECORDER_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,10 +25,10 @@ namespace tensord {
 
 class GraphRecorder : public Recorder {
  public:
-  // The client call site recorded in the nodes made from now on. Copied into
-  // the string already held (set once per op: no allocation once it fits).
-  void set_site(absl::string_view site) {
-    site_.assign(site.data(), site.size());
+  // The client call site recorded in the nodes made from now on: shared by
+  // them, never copied (a session keeps each text once; null: none).
+  void set_site(std::shared_ptr<const std::string> site) {
+    site_ = std::move(site);
   }
   absl::StatusOr<std::vector<Tensor>> Run(const OpDef& op,
                                           absl::Span<const Tensor> inputs,
@@ -35,7 +36,7 @@ class GraphRecorder : public Recorder {
                                           const OpContext& ctx) override;
 
  private:
-  std::string site_;
+  std::shared_ptr<const std::string> site_;
 };
 
 // Runs `op`: through ctx.recorder when set (grad mode), else plainly with
