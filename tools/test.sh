@@ -5,11 +5,14 @@
 # C speedups, then without them), the C++ suites and the Python suite's C
 # speedups under AddressSanitizer + UBSan, the in-process concurrency suites
 # (tag "tsan": session core, allocator, CPU pool) under ThreadSanitizer, and
-# the libFuzzer targets for a bounded time (tools/fuzz.sh).
+# the libFuzzer targets for a bounded time (tools/fuzz.sh). Also the Python package as a user
+# installs it: a wheel and an sdist into fresh venvs (PyPI's grpcio, protobuf, numpy), the
+# examples run from outside the checkout (tests/package/test_install.sh).
 #
 #   tools/test.sh             # everything (what .ci/run runs)
 #   TENSORD_SKIP_ASAN=1 TENSORD_SKIP_TSAN=1 TENSORD_SKIP_FUZZ=1 tools/test.sh
 #   TENSORD_FUZZ_SECONDS=300 tools/test.sh
+#   TENSORD_SKIP_PACKAGE=1 tools/test.sh   # no PyPI in reach
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -31,7 +34,8 @@ PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs tests/python  # -rs:
 echo "== Python client tests again without its C extensions (TENSORD_PURE_PYTHON=1)"
 TENSORD_PURE_PYTHON=1 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q tests/python
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
-  # Before the C++ sanitizer builds: they reuse bazel-bin, and this suite wants the plain daemon.
+  # The plain daemon, bazel-bin/server/tensord: the sanitizer configs build into trees of their
+  # own (.bazelrc, Note [Sanitizer output trees]), so this step may run in any order.
   echo "== Python client tests with its C speedups under AddressSanitizer + UBSan"
   asan_client="$(mktemp -d)"
   tools/build_python_ext.sh --asan "$asan_client"
@@ -42,6 +46,11 @@ if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TENSORD_PYTHON_CLIENT="$asan_client" \
     "$PYTHON" -m pytest -q tests/python
   rm -rf "$asan_client"
+fi
+
+if [ -z "${TENSORD_SKIP_PACKAGE:-}" ]; then
+  echo "== Python package: wheel and sdist into fresh venvs, examples from outside the checkout"
+  tests/package/test_install.sh
 fi
 
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
