@@ -33,6 +33,12 @@ tools/build_python_ext.sh
 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs tests/python  # -rs: every skip with its reason
 echo "== Python client tests again without its C extensions (TENSORD_PURE_PYTHON=1)"
 TENSORD_PURE_PYTHON=1 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q tests/python
+# The tensord PyTorch device runs under PyPI's current torch, in the venv install_deps.sh made;
+# without that venv (TENSORD_SKIP_TORCH_VENV=1) the suite runs on Debian's and skips, saying why.
+echo "== PyTorch device tests (tensord.torch, .venv-torch's PyTorch, real daemon)"
+TORCH_PYTHON="$root/.venv-torch/bin/python"
+[ -x "$TORCH_PYTHON" ] || TORCH_PYTHON="$PYTHON"
+PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q -rs tests/python_torch
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
   # The plain daemon, bazel-bin/server/tensord: the sanitizer configs build into trees of their
   # own (.bazelrc, Note [Sanitizer output trees]), so this step may run in any order.

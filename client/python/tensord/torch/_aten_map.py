@@ -1,0 +1,418 @@
+"""ATen overloads mapped straight onto the daemon's catalog: one small rule per op.
+
+A rule receives the op's arguments with tensord tensors replaced by the native client's tensors
+(``_dispatch.unwrap``) and returns the daemon results; it only queues commands. Output metadata
+is not its business (``_meta``). What is not here goes to ``torch._decomp``'s decompositions,
+then to the CPU fallback (``_dispatch.dispatch``): backward ops such as
+``threshold_backward`` or ``_log_softmax_backward_data`` run as their decompositions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Sequence
+
+import torch
+
+from .._tensor import call as native_call
+from . import _connection
+
+aten = torch.ops.aten
+RULES: Dict[Any, Callable[..., Any]] = {}
+_BIG = 1 << 62
+
+
+def c(name: str, inputs: Sequence[Any], **attrs: Any) -> Any:
+    """The daemon's op ``name`` on ``inputs``; attributes left None take its defaults."""
+    return native_call(name, list(inputs), {k: v for k, v in attrs.items() if v is not None},
+                       session=_connection.session())
+
+
+def rule(*ops: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for op in ops:
+            RULES[op] = fn
+        return fn
+    return register
+
+
+def same_name(name: str, *ops: Any) -> None:
+    """Ops whose tensor arguments and no others go to the daemon's op ``name``."""
+    for op in ops:
+        RULES[op] = lambda *a, _n=name, **k: c(_n, a)
+
+
+# ---------------------------------------------------------------- pointwise
+for _n in ["neg", "abs", "sign", "relu", "floor", "ceil", "trunc", "exp", "log", "log1p",
+           "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "silu", "erf",
+           "reciprocal", "bitwise_not", "logical_not"]:
+    same_name(_n, getattr(aten, _n).default)
+same_name("round", aten.round.default)
+for _n in ["maximum", "minimum", "logical_and", "logical_or", "logical_xor"]:
+    same_name(_n, getattr(aten, _n).default)
+for _n in ["eq", "ne", "lt", "le", "gt", "ge", "remainder"]:
+    same_name(_n, getattr(aten, _n).Tensor, getattr(aten, _n).Scalar)
+same_name("floor_divide", aten.floor_divide.default, aten.floor_divide.Scalar)
+same_name("maximum", aten.max.other)
+same_name("minimum", aten.min.other)
+same_name("pow", aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar)
+same_name("where", aten.where.self)
+same_name("masked_fill", aten.masked_fill.Scalar, aten.masked_fill.Tensor)
+for _n in ["mul", "div"]:
+    same_name(_n, getattr(aten, _n).Tensor, getattr(aten, _n).Scalar)
+
+
+def _alpha_rule(name: str) -> Callable[..., Any]:
+    def fn(self: Any, other: Any, alpha: Any = 1) -> Any:
+        return c(name, [self, other], alpha=float(alpha) if alpha != 1 else None)
+    return fn
+
+
+for _op, _n in [(aten.add.Tensor, "add"), (aten.add.Scalar, "add"), (aten.sub.Tensor, "sub"),
+                (aten.sub.Scalar, "sub"), (aten.add_.Tensor, "add_"), (aten.add_.Scalar, "add_"),
+                (aten.sub_.Tensor, "sub_"), (aten.sub_.Scalar, "sub_")]:
+    RULES[_op] = _alpha_rule(_n)
+for _n in ["mul_", "div_"]:
+    same_name(_n, getattr(aten, _n).Tensor, getattr(aten, _n).Scalar)
+same_name("relu_", aten.relu_.default)
+
+
+@rule(aten.rsub.Scalar, aten.rsub.Tensor)
+def _rsub(self: Any, other: Any, alpha: Any = 1) -> Any:
+    if alpha != 1:
+        self = c("mul", [self, alpha])
+    return c("sub", [other, self])
+
+
+@rule(aten.div.Tensor_mode, aten.div.Scalar_mode)
+def _div_mode(self: Any, other: Any, rounding_mode: Optional[str] = None) -> Any:
+    return c("div", [self, other], rounding_mode=rounding_mode)
+
+
+@rule(aten.clamp.default)
+def _clamp(self: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    return c("clamp", [self], min=min, max=max)
+
+
+@rule(aten.clamp_.default)
+def _clamp_(self: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    return c("clamp_", [self], min=min, max=max)
+
+
+@rule(aten.clamp_min.default)
+def _clamp_min(self: Any, min: Any) -> Any:  # noqa: A002
+    return c("clamp", [self], min=min)
+
+
+@rule(aten.clamp_max.default)
+def _clamp_max(self: Any, max: Any) -> Any:  # noqa: A002
+    return c("clamp", [self], max=max)
+
+
+@rule(aten.gelu.default)
+def _gelu(self: Any, approximate: str = "none") -> Any:
+    if approximate != "none":
+        return NotImplemented  # the daemon's gelu is the erf form: the decomposition does tanh
+    return c("gelu", [self])
+
+
+@rule(aten.threshold_backward.default)
+def _threshold_backward(grad_output: Any, self: Any, threshold: Any) -> Any:
+    return c("threshold_backward", [grad_output, self], threshold=float(threshold))
+same_name("fill_", aten.fill_.Tensor)
+
+
+# ---------------------------------------------------------------- reductions
+def _dims(dim: Any) -> Any:
+    if dim is None:
+        return None
+    return [dim] if isinstance(dim, int) else list(dim)
+
+
+@rule(aten.sum.default)
+def _sum_all(self: Any, dtype: Any = None) -> Any:
+    return c("sum", [self], dtype=dtype)
+
+
+@rule(aten.sum.dim_IntList)
+def _sum(self: Any, dim: Any, keepdim: bool = False, dtype: Any = None) -> Any:
+    return c("sum", [self], dim=_dims(dim), keepdim=keepdim, dtype=dtype)
+
+
+@rule(aten.mean.default)
+def _mean_all(self: Any, dtype: Any = None) -> Any:
+    return c("mean", [self], dtype=dtype)
+
+
+@rule(aten.mean.dim)
+def _mean(self: Any, dim: Any, keepdim: bool = False, dtype: Any = None) -> Any:
+    return c("mean", [self], dim=_dims(dim), keepdim=keepdim, dtype=dtype)
+
+
+def _named_reduce(name: str) -> Callable[..., Any]:
+    def fn(self: Any, dim: Any = (), keepdim: bool = False) -> Any:
+        return c(name, [self], dim=_dims(dim) or None, keepdim=keepdim)
+    return fn
+
+
+RULES[aten.amax.default] = _named_reduce("amax")
+RULES[aten.amin.default] = _named_reduce("amin")
+
+
+@rule(aten.max.default)
+def _max_all(self: Any) -> Any:
+    return c("amax", [self])
+
+
+@rule(aten.min.default)
+def _min_all(self: Any) -> Any:
+    return c("amin", [self])
+
+
+def _max_dim(name: str) -> Callable[..., Any]:
+    def fn(self: Any, dim: int, keepdim: bool = False) -> Any:
+        return native_call(name, [self], {"dim": dim, "keepdim": keepdim}, num_outputs=2)
+    return fn
+
+
+RULES[aten.max.dim] = _max_dim("max")
+RULES[aten.min.dim] = _max_dim("min")
+
+
+def _arg_reduce(name: str) -> Callable[..., Any]:
+    def fn(self: Any, dim: Any = None, keepdim: bool = False) -> Any:
+        return c(name, [self], dim=dim, keepdim=keepdim)
+    return fn
+
+
+RULES[aten.argmax.default] = _arg_reduce("argmax")
+RULES[aten.argmin.default] = _arg_reduce("argmin")
+
+
+@rule(aten.linalg_vector_norm.default)
+def _norm(self: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False,  # noqa: A002
+          dtype: Any = None) -> Any:
+    if dtype is not None:
+        return NotImplemented
+    return c("norm", [self], p=float(ord), dim=_dims(dim), keepdim=keepdim)
+
+
+def _correction_rule(name: str) -> Callable[..., Any]:
+    def fn(self: Any, dim: Any = None, *, correction: Any = None, keepdim: bool = False) -> Any:
+        return c(name, [self], dim=_dims(dim), keepdim=keepdim,
+                 correction=None if correction is None else float(correction))
+    return fn
+
+
+RULES[aten.var.correction] = _correction_rule("var")
+RULES[aten.std.correction] = _correction_rule("std")
+
+
+@rule(aten.logsumexp.default)
+def _logsumexp(self: Any, dim: Any, keepdim: bool = False) -> Any:
+    return c("logsumexp", [self], dim=_dims(dim), keepdim=keepdim)
+
+
+@rule(aten.prod.default)
+def _prod_all(self: Any, dtype: Any = None) -> Any:
+    return c("prod", [self], dtype=dtype)
+
+
+@rule(aten.prod.dim_int)
+def _prod(self: Any, dim: int, keepdim: bool = False, dtype: Any = None) -> Any:
+    return c("prod", [self], dim=[dim], keepdim=keepdim, dtype=dtype)
+
+
+def _bool_reduce(name: str) -> Callable[..., Any]:
+    def fn(self: Any, dim: Any = None, keepdim: bool = False) -> Any:
+        return c(name, [self], dim=_dims(dim), keepdim=keepdim)
+    return fn
+
+
+for _n in ["any", "all"]:
+    for _o in ["default", "dim", "dims"]:
+        if hasattr(getattr(aten, _n), _o):
+            RULES[getattr(getattr(aten, _n), _o)] = _bool_reduce(_n)
+
+
+# ---------------------------------------------------------------- linear algebra
+same_name("mm", aten.mm.default)
+for _n in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
+    same_name(_n, getattr(aten, _n).Tensor)
+same_name("bmm", aten.bmm.default)
+
+
+@rule(aten.addmm.default)
+def _addmm(self: Any, mat1: Any, mat2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
+    return c("addmm", [self, mat1, mat2], beta=float(beta), alpha=float(alpha))
+
+
+# ---------------------------------------------------------------- views and shapes
+@rule(aten.view.default)
+def _view(self: Any, size: Any) -> Any:
+    return c("view", [self], shape=list(size))
+
+
+@rule(aten._unsafe_view.default, aten.reshape.default)
+def _reshape(self: Any, size: Any) -> Any:
+    return c("reshape", [self], shape=list(size))
+
+
+same_name("t", aten.t.default)
+
+
+@rule(aten.transpose.int)
+def _transpose(self: Any, dim0: int, dim1: int) -> Any:
+    return c("transpose", [self], dim0=dim0, dim1=dim1)
+
+
+@rule(aten.permute.default)
+def _permute(self: Any, dims: Any) -> Any:
+    return c("permute", [self], dims=list(dims))
+
+
+@rule(aten.expand.default)
+def _expand(self: Any, size: Any, implicit: bool = False) -> Any:
+    return c("expand", [self], size=list(size))
+
+
+@rule(aten.select.int)
+def _select(self: Any, dim: int, index: int) -> Any:
+    return c("select", [self], dim=dim, index=index)
+
+
+@rule(aten.slice.Tensor)
+def _slice(self: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Any:
+    return c("slice", [self], dim=dim, start=0 if start is None else start,
+             end=_BIG if end is None else min(end, _BIG), step=step)
+
+
+@rule(aten.squeeze.dim)
+def _squeeze_dim(self: Any, dim: int) -> Any:
+    return c("squeeze", [self], dim=dim)
+
+
+@rule(aten.squeeze.default)
+def _squeeze(self: Any) -> Any:
+    return c("squeeze", [self])
+
+
+@rule(aten.unsqueeze.default)
+def _unsqueeze(self: Any, dim: int) -> Any:
+    return c("unsqueeze", [self], dim=dim)
+
+
+@rule(aten.cat.default)
+def _cat(tensors: Any, dim: int = 0) -> Any:
+    return c("cat", list(tensors), dim=dim)
+
+
+@rule(aten.stack.default)
+def _stack(tensors: Any, dim: int = 0) -> Any:
+    return c("stack", list(tensors), dim=dim)
+
+
+@rule(aten.clone.default)
+def _clone(self: Any, memory_format: Any = None) -> Any:
+    return c("clone", [self])
+
+
+# ---------------------------------------------------------------- indexing and nn
+@rule(aten.index_select.default)
+def _index_select(self: Any, dim: int, index: Any) -> Any:
+    return c("index_select", [self, index], dim=dim)
+
+
+@rule(aten.scatter.src)
+def _scatter(self: Any, dim: int, index: Any, src: Any) -> Any:
+    return c("scatter", [self, index, src], dim=dim)
+
+
+@rule(aten.scatter_add.default)
+def _scatter_add(self: Any, dim: int, index: Any, src: Any) -> Any:
+    return c("scatter_add", [self, index, src], dim=dim)
+
+
+@rule(aten.gather.default)
+def _gather(self: Any, dim: int, index: Any, sparse_grad: bool = False) -> Any:
+    return c("gather", [self, index], dim=dim)
+
+
+@rule(aten.embedding.default)
+def _embedding(weight: Any, indices: Any, padding_idx: int = -1, scale_grad_by_freq: bool = False,
+               sparse: bool = False) -> Any:
+    return c("embedding", [indices, weight])
+
+
+@rule(aten._softmax.default)
+def _softmax(self: Any, dim: int, half_to_float: bool) -> Any:
+    return c("softmax", [self], dim=dim)
+
+
+@rule(aten._log_softmax.default)
+def _log_softmax(self: Any, dim: int, half_to_float: bool) -> Any:
+    return c("log_softmax", [self], dim=dim)
+
+
+@rule(aten.scatter.value)
+def _scatter_value(self: Any, dim: int, index: Any, value: Any) -> Any:
+    src = c("full", [], shape=list(index.shape), fill_value=float(value), dtype=self.dtype)
+    return c("scatter", [self, index, src], dim=dim)
+
+
+_REDUCTIONS = ("none", "mean", "sum")  # ATen's Reduction enum, by value
+
+
+@rule(aten.nll_loss_forward.default)
+def _nll_loss_forward(self: Any, target: Any, weight: Any, reduction: int,
+                      ignore_index: int) -> Any:
+    """The daemon's nll_loss, and the total weight ATen's backward divides by: the weights
+    (or ones) of the targets that are not ``ignore_index``, summed."""
+    ins = [self, target] + ([weight] if weight is not None else [])
+    out = c("nll_loss", ins, reduction=_REDUCTIONS[reduction], ignore_index=ignore_index)
+    kept = c("ne", [target, ignore_index])
+    if weight is None:
+        w = c("to", [kept], dtype=self.dtype)
+    else:
+        safe = c("where", [kept, target, 0])
+        w = c("mul", [c("index_select", [weight, safe], dim=0), kept])
+    return out, c("sum", [w])
+
+
+@rule(aten.native_layer_norm.default)
+def _native_layer_norm(input: Any, normalized_shape: Any, weight: Any, bias: Any,  # noqa: A002
+                       eps: float) -> Any:
+    """The daemon's layer_norm, plus the mean and 1/std ATen's backward reads (keepdim)."""
+    ins = [input] + [t for t in (weight, bias) if t is not None]
+    if weight is None and bias is not None:
+        return NotImplemented
+    out = c("layer_norm", ins, normalized_shape=list(normalized_shape), eps=float(eps))
+    n = len(input.shape)
+    dims = list(range(n - len(normalized_shape), n))
+    mean = c("mean", [input], dim=dims, keepdim=True)
+    var = c("var", [input], dim=dims, keepdim=True, correction=0.0)
+    return out, mean, c("rsqrt", [c("add", [var, float(eps)])])
+
+
+# prims that PyTorch's reference decompositions (torch._refs) emit
+same_name("where", torch.ops.prims.where.default)
+
+
+@rule(torch.ops.prims.convert_element_type.default)
+def _convert(a: Any, dtype: Any) -> Any:
+    return c("to", [a], dtype=dtype)
+
+
+# Backward of views: zeros of the input's shape with the gradient copied into the same view.
+@rule(aten.slice_backward.default)
+def _slice_backward(grad_output: Any, input_sizes: Any, dim: int, start: int, end: int,
+                    step: int) -> Any:
+    z = c("zeros", [], shape=list(input_sizes), dtype=grad_output.dtype)
+    c("copy_", [_slice(z, dim, start, end, step), grad_output])
+    return z
+
+
+@rule(aten.select_backward.default)
+def _select_backward(grad_output: Any, input_sizes: Any, dim: int, index: int) -> Any:
+    z = c("zeros", [], shape=list(input_sizes), dtype=grad_output.dtype)
+    c("copy_", [c("select", [z], dim=dim, index=index), grad_output])
+    return z

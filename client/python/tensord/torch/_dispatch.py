@@ -1,0 +1,260 @@
+"""Where every ATen op on a tensord tensor goes (``TensordTensor.__torch_dispatch__``).
+
+In order: the device's own handlers (copies, reads, factories' fills; ``_special``), a rule
+mapping the op onto the daemon's catalog (``_aten_map.RULES``), a ``_foreach_`` op as its
+per-tensor op in a loop, PyTorch's decomposition into ops that map (``torch._decomp``), an
+in-place op as its functional twin plus ``copy_``, and last the counted CPU fallback
+(``_fallback``). Rules queue commands and return at once: output metadata comes from PyTorch's
+meta functions (``_meta``), never from the daemon.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from typing import Any, Dict, List, Optional
+
+import torch
+from torch._decomp import decomposition_table
+from torch.utils._pytree import tree_map
+
+from . import _aten_map, _connection, _fallback, _meta, _special, _transfer
+from .._tensor import Tensor as NativeTensor
+from .._tensor import call as native_call
+from ._tensor import TensordTensor, contiguous_strides
+
+aten = torch.ops.aten
+_state = threading.local()
+# TENSORD_TORCH_CHECK=1: every mapped op waits for the daemon and compares its result's shape
+# and dtype with PyTorch's meta function (the tests' way to catch a wrong mapping).
+CHECK = os.environ.get("TENSORD_TORCH_CHECK") == "1"
+
+
+def payload(t: TensordTensor) -> NativeTensor:
+    """``t``'s daemon tensor, made (``empty``) if nothing wrote it yet (Note [Lazy payload])."""
+    td = t._td
+    if td is None:
+        if t._error is not None:
+            raise t._error
+        td = t._td = native_call("empty", [], {"shape": list(t.shape),
+                                               "dtype": _transfer.native_dtype(t.dtype)},
+                                 session=_connection.session())
+    return td
+
+
+def assign(t: TensordTensor, value: NativeTensor) -> None:
+    """Makes ``value`` (same shape, any dtype) the value of ``t``: binds it when nothing else
+    can see ``t``'s payload (Note [Lazy payload]), else copies into it on the daemon."""
+    if t._td is None and t._base is None:
+        if value_dtype_ok(t, value):
+            t._td = value
+            return
+        value = native_call("to", [value], {"dtype": _transfer.native_dtype(t.dtype)})
+        t._td = value
+        return
+    native_call("copy_", [payload(t), value])
+
+
+def value_dtype_ok(t: TensordTensor, value: NativeTensor) -> bool:
+    """Whether ``value`` (a result whose dtype PyTorch's meta gave as ``t``'s) may be bound."""
+    return getattr(value, "_torch_dtype", t.dtype) == t.dtype
+
+
+def unwrap(x: Any) -> Any:
+    if isinstance(x, TensordTensor):
+        return payload(x)
+    if isinstance(x, torch.Tensor):
+        if x.device.type == "cpu" and x.dim() == 0:
+            return x.item()  # a CPU scalar tensor acts as a number, as in PyTorch
+        if x.device.type == "meta":
+            raise RuntimeError("a meta tensor cannot be an input of a tensord op")
+        return _transfer.upload(_connection.session(), x.cpu())
+    if isinstance(x, torch.dtype):
+        return _transfer.native_dtype(x)
+    return x
+
+
+def dispatch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    handler = _special.HANDLERS.get(func)
+    if handler is not None:
+        return handler(func, args, kwargs)
+    rule = _aten_map.RULES.get(func)
+    if rule is not None:
+        out = run_rule(func, rule, args, kwargs)
+        if out is not NotImplemented:  # a rule declines arguments the daemon's op lacks
+            return out
+    name = func.__name__
+    if name.startswith("_foreach_"):
+        return _foreach(func, args, kwargs)
+    if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
+        return func.decompose(*args, **kwargs)
+    decomp = decomposition_table.get(func)
+    active = _decomposing()
+    if decomp is not None and func not in active:
+        active.add(func)
+        try:
+            out = decomp(*args, **kwargs)
+        finally:
+            active.discard(func)
+        if out is not NotImplemented:
+            return out
+    inplace = _functional_twin(func)
+    if inplace is not None:
+        out = dispatch(inplace, args, kwargs)
+        native_call("copy_", [payload(args[0]), payload(out)])
+        return args[0]
+    return _fallback.run(func, args, kwargs)
+
+
+def poisoned(func: Any, args: tuple, kwargs: Dict[str, Any], error: Exception) -> Any:
+    """``func``'s outputs carrying ``error`` (Note [Poisoned backward values])."""
+    meta_out = _meta.run(func, args, kwargs)
+    returns = func._schema.returns
+
+    def one(ret: Any, meta: Any) -> Any:
+        if isinstance(meta, (list, tuple)):
+            return type(meta)(one(ret, m) for m in meta)
+        if not isinstance(meta, torch.Tensor):
+            return meta
+        if ret.alias_info is not None and ret.alias_info.is_write:
+            t = _written_input(func, ret.alias_info, args, kwargs)
+            t._td = None
+        else:
+            t = TensordTensor(None, meta.shape, meta.stride(), 0, meta.dtype)
+        t._error = error
+        return t
+
+    if len(returns) == 1:
+        return one(returns[0], meta_out)
+    return tuple(one(r, m) for r, m in zip(returns, meta_out))
+
+
+def _decomposing() -> set:
+    s = getattr(_state, "decomposing", None)
+    if s is None:
+        s = _state.decomposing = set()
+    return s
+
+
+def run_rule(func: Any, rule: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """Runs a mapped op: PyTorch's meta for the outputs, the rule's daemon commands for values."""
+    meta_out = _meta.run(func, args, kwargs)
+    uargs, ukwargs = tree_map(unwrap, (args, kwargs))
+    native = rule(*uargs, **ukwargs)
+    if native is NotImplemented:
+        return native
+    return wrap_outputs(func, meta_out, native, args, kwargs)
+
+
+def wrap_outputs(func: Any, meta_out: Any, native: Any, args: tuple,
+                 kwargs: Dict[str, Any]) -> Any:
+    """TensordTensors for ``native`` (a native tensor, or a tuple/list of them) shaped as
+    ``meta_out``. An output aliasing a written input is that input; views keep PyTorch's strides
+    (Note [Strides mirror the daemon])."""
+    returns = func._schema.returns
+    if len(returns) == 1:
+        return _wrap_one(func, returns[0], meta_out, native, args, kwargs)
+    return tuple(_wrap_one(func, r, m, n, args, kwargs)
+                 for r, m, n in zip(returns, meta_out, native))
+
+
+def _wrap_one(func: Any, ret: Any, meta: Any, native: Any, args: tuple,
+              kwargs: Dict[str, Any]) -> Any:
+    alias = ret.alias_info
+    if isinstance(meta, (list, tuple)):
+        natives = list(native) if isinstance(native, (list, tuple)) else [native]
+        return type(meta)(_wrap_one(func, ret, m, n, args, kwargs) for m, n in zip(meta, natives))
+    if not isinstance(meta, torch.Tensor):
+        return meta
+    if alias is not None and alias.is_write:
+        return _written_input(func, alias, args, kwargs)
+    if CHECK:
+        _check(func, meta, native)
+    if alias is not None:  # a view: PyTorch's strides, the base's offset added
+        base = args[0] if args and isinstance(args[0], TensordTensor) else None
+        offset = meta.storage_offset() + (base.storage_offset() if base is not None else 0)
+        return TensordTensor(native, meta.shape, meta.stride(), offset, meta.dtype)
+    return TensordTensor(native, meta.shape, contiguous_strides(meta.shape), 0, meta.dtype)
+
+
+def _written_input(func: Any, alias: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    for i, a in enumerate(func._schema.arguments):
+        if a.alias_info is not None and a.alias_info.before_set == alias.before_set:
+            return args[i] if i < len(args) and not a.kwarg_only else kwargs[a.name]
+    return args[0]
+
+
+def _check(func: Any, meta: torch.Tensor, native: NativeTensor) -> None:
+    shape, dtype = tuple(native.shape), native.dtype.name
+    want = _transfer.TO_NATIVE.get(meta.dtype)
+    if shape != tuple(meta.shape) or (want is not None and dtype != want.name):
+        raise AssertionError(f"{func}: the daemon made {dtype}{list(shape)}, PyTorch's meta "
+                             f"function says {meta.dtype}{list(meta.shape)}")
+
+
+def _functional_twin(func: Any) -> Optional[Any]:
+    """``aten.add.Tensor`` for ``aten.add_.Tensor``: an in-place op whose functional version
+    returns one tensor of the same schema otherwise."""
+    name = func._schema.name.split("::")[-1]
+    if not name.endswith("_") or name.startswith("_foreach"):
+        return None
+    args = func._schema.arguments
+    if not args or args[0].alias_info is None or not args[0].alias_info.is_write:
+        return None
+    packet = getattr(aten, name[:-1], None)
+    if packet is None:
+        return None
+    return getattr(packet, func._overloadname, None)
+
+
+def _foreach(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """A ``_foreach_<op>[_]`` op as ``<op>[_]`` on each tensor of its lists (the optimizers'
+    ``foreach`` implementations): the same commands, one per tensor, none waiting."""
+    name = func._schema.name.split("::")[-1][len("_foreach_"):]
+    per = _per_tensor_op(name, func, args)
+    # The foreach op's positional arguments fill the per-tensor op's parameters in order,
+    # keyword-only ones by name (addcdiv_'s ``value`` is the foreach op's ``scalars``).
+    params = per._schema.arguments
+    outs: List[Any] = []
+    for i in range(len(args[0])):
+        a: List[Any] = []
+        k = {key: (v[i] if isinstance(v, (list, tuple)) else v) for key, v in kwargs.items()}
+        for j, v in enumerate(args):
+            v = v[i] if isinstance(v, (list, tuple)) else v
+            if j < len(params) and params[j].kwarg_only:
+                k[params[j].name] = v
+            else:
+                a.append(v)
+        outs.append(per(*a, **k))
+    if name.endswith("_"):
+        return None
+    return outs
+
+
+def _per_tensor_op(name: str, func: Any, args: tuple) -> Any:
+    packet = getattr(aten, name)
+    over = func._overloadname
+    tensor_list = (len(args) > 1 and isinstance(args[1], (list, tuple)) and len(args[1]) > 0
+                   and isinstance(args[1][0], torch.Tensor))
+    if over in ("Scalar", "ScalarList"):
+        cand = ["Scalar", "default", "Tensor"]
+    elif over in ("List", "Tensor") or tensor_list:
+        cand = ["Tensor", "default"]
+    else:
+        cand = [over, "default", "Scalar", "Tensor"]
+    for c in cand:
+        op = getattr(packet, c, None)
+        if op is not None:
+            return op
+    raise NotImplementedError(f"{func}: no per-tensor op aten.{name} to loop over")
+
+
+@contextlib.contextmanager
+def no_check() -> Any:
+    global CHECK
+    old, CHECK = CHECK, False
+    try:
+        yield
+    finally:
+        CHECK = old

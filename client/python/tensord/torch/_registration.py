@@ -1,0 +1,128 @@
+"""Registers PyTorch's PrivateUse1 backend as the ``tensord`` device (once per process).
+
+What PyTorch needs of a device, in its Python form (``torch.utils.backend_registration``): the
+backend's name, generated ``Tensor.tensord()``/``is_tensord`` methods, a device module
+(``torch.tensord``: ``synchronize``, ``manual_seed``, ``device_count`` ...), the PrivateUse1
+hooks and device guard (the autograd engine asks them for devices), and kernels for the two
+factory ops that take no tensor, ``empty.memory_format``, ``empty_strided`` and
+``arange.start_step`` (one daemon op instead of an ``out=`` op): every other factory
+(``zeros``, ``randn``, ``full``, ``to``) is one of those plus an op on the new tensor, which then
+reaches ``TensordTensor.__torch_dispatch__``; and ``_copy_from``, which PyTorch calls below the
+Python key (``torch.tensor(data, device="tensord")``).
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from typing import Any, Optional
+
+import torch
+
+NAME = "tensord"
+_done = False
+
+
+def _device_module() -> types.ModuleType:
+    from . import _connection
+
+    m = types.ModuleType("torch.tensord", "The tensord device's module (torch.tensord).")
+
+    def synchronize(device: Any = None) -> None:
+        """Waits until the daemon ran every op queued so far; raises the first op error."""
+        s = _connection.current()
+        if s is not None:
+            s.synchronize()
+
+    def manual_seed(seed: int) -> None:
+        """Seeds the daemon's generator of the device's session."""
+        _connection.manual_seed(seed)
+
+    m.synchronize = synchronize
+    m.manual_seed = manual_seed
+    m.manual_seed_all = manual_seed
+    m.is_available = lambda: True
+    m.is_initialized = lambda: True
+    m._is_in_bad_fork = lambda: False
+    m._lazy_init = lambda: None
+    m.device_count = lambda: 1
+    m.current_device = lambda: 0
+    m.get_amp_supported_dtype = lambda: [torch.float32]
+    m.is_autocast_enabled = lambda: False
+    return m
+
+
+def register() -> None:
+    """Makes ``tensord`` a PyTorch device; a no-op after the first call."""
+    global _done
+    if _done:
+        return
+    if not hasattr(torch._C, "_acc"):
+        raise ImportError(f"the tensord PyTorch device needs a PyTorch with Python PrivateUse1 "
+                          f"backends (torch._C._acc; PyPI's current release); this is "
+                          f"{torch.__version__}")
+    current = torch._C._get_privateuse1_backend_name()
+    if current not in ("privateuseone", NAME):
+        raise RuntimeError(f"PyTorch's PrivateUse1 backend is already '{current}'; the tensord "
+                           "device needs it")
+    from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+    _setup_privateuseone_for_python_backend(
+        rename=NAME if current != NAME else None, backend_module=_device_module())
+    _register_factories()
+    _done = True
+
+
+_lib: Optional[torch.library.Library] = None
+
+
+def _register_factories() -> None:
+    global _lib
+    from . import _transfer
+    from .._tensor import call as native_call
+    from ._connection import session
+    from ._special import new_lazy
+
+    _lib = torch.library.Library("aten", "IMPL")
+
+    def empty_memory_format(size: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+                            pin_memory: Any = None, memory_format: Any = None) -> torch.Tensor:
+        _check_index(device)
+        return new_lazy(size, dtype or torch.get_default_dtype())
+
+    def empty_strided(size: Any, stride: Any, dtype: Any = None, layout: Any = None,
+                      device: Any = None, pin_memory: Any = None) -> torch.Tensor:
+        _check_index(device)
+        return new_lazy(size, dtype or torch.get_default_dtype())
+
+    def arange(start: Any, end: Any, step: Any = 1, dtype: Any = None, layout: Any = None,
+               device: Any = None, pin_memory: Any = None) -> torch.Tensor:
+        _check_index(device)
+        if dtype is None:
+            floats = any(isinstance(v, float) for v in (start, end, step))
+            dtype = torch.get_default_dtype() if floats else torch.int64
+        t = new_lazy((max(0, math.ceil((end - start) / step)),), dtype)
+        t._td = native_call("arange", [], {"start": float(start), "end": float(end),
+                                           "step": float(step),
+                                           "dtype": _transfer.native_dtype(dtype)},
+                            session=session())
+        return t
+
+    def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> Any:
+        # Reached where PyTorch dispatches below the Python key (torch.tensor(..., device=)):
+        # the same copy as copy_'s handler.
+        from ._special import copy_
+        return copy_(torch.ops.aten.copy_.default, (dst, src), {})
+
+    _lib.impl("empty.memory_format", empty_memory_format, "PrivateUse1")
+    _lib.impl("empty_strided", empty_strided, "PrivateUse1")
+    _lib.impl("arange.start_step", arange, "PrivateUse1")
+    _lib.impl("arange.start", lambda start, end, **kw: arange(start, end, 1, **kw), "PrivateUse1")
+    _lib.impl("arange", lambda end, **kw: arange(0, end, 1, **kw), "PrivateUse1")
+    _lib.impl("_copy_from", copy_from, "PrivateUse1")
+
+
+def _check_index(device: Any) -> None:
+    if device is not None and device.index not in (None, 0):
+        raise RuntimeError(f"{device}: the tensord device has one index, tensord:0, the session's "
+                           "default device; connect(device=...) chooses which daemon device "
+                           "that is (docs/architecture.md, Note [tensord:N])")

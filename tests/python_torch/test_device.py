@@ -1,0 +1,138 @@
+"""The tensord PyTorch device against local PyTorch: factories, copies, reads, ops, views,
+in-place ops and aliasing, state_dict and torch.save round trips."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+D = "tensord"
+
+
+def same(a: "torch.Tensor", b: "torch.Tensor", **tol: float) -> None:
+    assert a.device.type == "cpu" and b.device.type == "cpu"
+    torch.testing.assert_close(a, b, **tol)
+
+
+def test_device_is_registered(td: object) -> None:
+    assert torch.device(D).type == "tensord"
+    x = torch.zeros(2, 3, device=D)
+    assert x.device == torch.device("tensord:0") and x.is_tensord
+    assert x.shape == (2, 3) and x.dtype == torch.float32
+    assert torch.tensord.is_available() and torch.tensord.device_count() == 1
+    with pytest.raises(RuntimeError, match="one index"):
+        torch.empty(2, device="tensord:1")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                                   torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool])
+def test_round_trip(td: object, dtype: "torch.dtype") -> None:
+    cpu = (torch.arange(24).reshape(2, 3, 4) % 7).to(dtype)
+    x = cpu.to(D)
+    assert x.dtype == dtype and x.shape == cpu.shape
+    same(x.cpu(), cpu)
+    assert x.tolist() == cpu.tolist()
+
+
+def test_factories(td: object) -> None:
+    same(torch.zeros(2, 3, device=D).cpu(), torch.zeros(2, 3))
+    same(torch.ones(4, dtype=torch.int64, device=D).cpu(), torch.ones(4, dtype=torch.int64))
+    same(torch.full((2, 2), 3.5, device=D).cpu(), torch.full((2, 2), 3.5))
+    same(torch.tensor([[1.0, 2.0]], device=D).cpu(), torch.tensor([[1.0, 2.0]]))
+    x = torch.randn(1000, device=D).cpu()
+    assert abs(x.mean().item()) < 0.2 and 0.8 < x.std().item() < 1.2
+    u = torch.rand(1000, device=D).cpu()
+    assert 0 <= u.min().item() and u.max().item() < 1
+    same(torch.zeros_like(x.to(D)).cpu(), torch.zeros_like(x))
+
+
+def test_reads(td: object) -> None:
+    x = torch.tensor([1.5, -2.0], device=D)
+    assert x.sum().item() == -0.5
+    assert "device='tensord:0'" in repr(x) and "1.5000" in repr(x)
+    assert bool(x.sum() < 0)
+    assert x.cpu().numpy().tolist() == [1.5, -2.0]
+
+
+def test_pointwise_and_reductions(td: object) -> None:
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(3, 4, generator=g), torch.randn(3, 4, generator=g)
+    da, db = a.to(D), b.to(D)
+    for f in [lambda x, y: x + y, lambda x, y: x - 2 * y, lambda x, y: x * y / (y.abs() + 1),
+              lambda x, y: torch.maximum(x, y), lambda x, y: (x > y).float(),
+              lambda x, y: x.exp().log1p().sqrt(), lambda x, y: torch.tanh(x) + x.sigmoid(),
+              lambda x, y: x.sum(), lambda x, y: x.mean(dim=1), lambda x, y: x.amax(dim=0),
+              lambda x, y: x @ y.t(), lambda x, y: torch.where(x > 0, x, y),
+              lambda x, y: x.softmax(dim=-1), lambda x, y: x.pow(2) + y.clamp(-0.5, 0.5)]:
+        same(f(da, db).cpu(), f(a, b), rtol=1e-5, atol=1e-6)
+
+
+def test_views_alias_their_base(td: object) -> None:
+    base = torch.arange(12.0).reshape(3, 4)
+    x = base.to(D)
+    for f in [lambda t: t.t(), lambda t: t.view(4, 3), lambda t: t[1], lambda t: t[:, 1:3],
+              lambda t: t.permute(1, 0), lambda t: t.unsqueeze(0).expand(2, 3, 4),
+              lambda t: t.reshape(-1), lambda t: t[::2]]:
+        v, ref = f(x), f(base)
+        assert v.shape == ref.shape and v.stride() == ref.stride()
+        assert v.is_contiguous() == ref.is_contiguous()
+        same(v.cpu(), ref)
+    row = x[1]
+    row.mul_(10)  # an in-place op on a view writes its base, as in PyTorch
+    base[1].mul_(10)
+    same(x.cpu(), base)
+    col = x[:, 2]
+    col.add_(1)
+    base[:, 2].add_(1)
+    same(x.cpu(), base)
+
+
+def test_inplace_keeps_version_counter(td: object) -> None:
+    x = torch.ones(3, device=D)
+    v0 = x._version
+    x.add_(1)
+    x.mul_(torch.tensor(2.0, device=D))
+    assert x._version == v0 + 2
+    same(x.cpu(), torch.full((3,), 4.0))
+
+
+def test_module_to_and_state_dict(td: object) -> None:
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    ref = {k: v.clone() for k, v in m.state_dict().items()}
+    m.to(D)
+    assert all(p.device.type == "tensord" for p in m.parameters())
+    assert all(isinstance(p, torch.nn.Parameter) for p in m.parameters())
+    sd = m.state_dict()
+    for k, v in ref.items():
+        same(sd[k].cpu(), v)
+    buf = io.BytesIO()
+    torch.save(m.state_dict(), buf)
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=False)
+    assert loaded["0.weight"].device.type == "tensord"
+    m2 = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    m2.load_state_dict({k: v.cpu() for k, v in loaded.items()})
+    x = torch.randn(5, 4)
+    same(m(x.to(D)).cpu(), m2(x), rtol=1e-5, atol=1e-6)
+
+
+def test_shape_errors_raise_at_the_call(td: object) -> None:
+    a, b = torch.ones(2, 3, device=D), torch.ones(2, 3, device=D)
+    with pytest.raises(RuntimeError, match="reduction dim|cannot be multiplied"):
+        a @ b
+
+
+@pytest.mark.allow_fallback
+def test_unmapped_op_falls_back_counted(td: object) -> None:
+    import tensord.torch as tdt
+    x = torch.tensor([3.0, 1.0, 2.0], device=D)
+    with pytest.warns(tdt.FallbackWarning, match="kthvalue") as w:
+        v, i = torch.kthvalue(x, 2)
+    assert w[0].filename == __file__  # the warning names the program's line
+    assert v.device.type == "tensord" and v.item() == 2.0 and i.item() == 2
+    torch.kthvalue(x, 1)
+    assert tdt.fallback_counts() == {"aten.kthvalue.default": 2}
