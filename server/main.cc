@@ -33,8 +33,10 @@
 #include "runtime/cuda_discovery.h"
 #include "runtime/device.h"
 #include "server/bulk_listener.h"
+#include "server/daemon_log.h"
 #include "server/grpc_admin.h"
 #include "server/grpc_stream.h"
+#include "server/secure_random.h"
 #include "server/session_manager.h"
 #include "spdlog/spdlog.h"
 
@@ -225,6 +227,13 @@ int Main() {
   KeepTransferBuffersMapped(/*mmap_threshold=*/2 << 20,
                             /*trim_threshold=*/32 << 20);
   spdlog::set_level(spdlog::level::from_str(absl::GetFlag(FLAGS_log_level)));
+  spdlog::set_formatter(EscapingLogFormatter());  // Note [Client text]
+  // Secrets come from getrandom(2) or not at all: find out now, not at the
+  // first Hello.
+  if (absl::StatusOr<std::string> probe = SecureRandomBytes(16); !probe.ok()) {
+    spdlog::critical("{}", probe.status().ToString());
+    return 2;
+  }
   // Block the shutdown signals in every thread; the main thread waits on them.
   sigset_t signals;
   sigemptyset(&signals);

@@ -102,6 +102,18 @@ class SessionManager {
 
  private:
   v1::Welcome MakeWelcome(const Session& session) const;
+  // Note [Session cap]: takes one of `user`'s --max_sessions_per_user slots
+  // (RESOURCE_EXHAUSTED if none is left) until the session is registered or
+  // ReleaseSlot gives it back.
+  absl::Status ReserveSlot(const std::string& user);
+  void ReleaseSlot(const std::string& user);
+  void ReleaseSlotLocked(const std::string& user)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A new session for `user` (ids and secrets drawn, quota account joined),
+  // not yet registered.
+  absl::StatusOr<std::shared_ptr<Session>> NewSession(const v1::Hello& hello,
+                                                      const User& user,
+                                                      absl::string_view peer);
   absl::StatusOr<std::shared_ptr<Session>> Resume(
       const v1::Hello& hello, const User& user,
       std::shared_ptr<FrameSink> sink);
@@ -119,6 +131,8 @@ class SessionManager {
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, uint64_t> accounts_ ABSL_GUARDED_BY(mu_);
+  // Per user: slots taken by sessions being made, not yet in sessions_.
+  absl::flat_hash_map<std::string, int> reserved_ ABSL_GUARDED_BY(mu_);
   // Detached sessions and when their grace period ends.
   absl::flat_hash_map<std::string, absl::Time> deadlines_ ABSL_GUARDED_BY(mu_);
   uint64_t deadlines_changed_ ABSL_GUARDED_BY(mu_) = 0;
