@@ -2,30 +2,16 @@
 
 #include <algorithm>
 
-#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/op_table.h"
 #include "server/proto_convert.h"
+#include "server/secure_random.h"
 #include "server/wire_limits.h"
 #include "spdlog/spdlog.h"
 
 namespace tensord {
-namespace {
-
-std::string RandomHex(int bytes) {
-  static Mutex mu(absl::kConstInit);
-  static absl::BitGen* gen = new absl::BitGen();
-  MutexLock lock(&mu);
-  std::string out;
-  for (int i = 0; i < bytes; ++i) {
-    absl::StrAppendFormat(&out, "%02x", absl::Uniform<int>(*gen, 0, 256));
-  }
-  return out;
-}
-
-}  // namespace
 
 size_t RingBytesFor(size_t shm_bytes) {
   constexpr size_t kMaxRing = 4 << 20;
@@ -106,25 +92,70 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   auto user = auth_->Authenticate(token);
   if (!user.ok()) return user.status();
   if (!hello.resume_session_id().empty()) return Resume(hello, *user, sink);
+  TD_RETURN_IF_ERROR(ReserveSlot(user->name));
+  auto session = NewSession(hello, *user, peer);
+  if (!session.ok()) {
+    ReleaseSlot(user->name);
+    return session.status();
+  }
+  const SessionParams& params = (*session)->params();
+  // Registered before the Welcome goes out: a client that connects again as
+  // soon as it has its Welcome must be counted against the per-user cap.
   {
     MutexLock lock(&mu_);
-    int count = 0;
-    for (const auto& [id, s] : sessions_) {
-      if (s->params().user == user->name) ++count;
-    }
-    if (count >= limits_.max_sessions_per_user) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "user '", user->name, "' already has ", count,
-          " sessions (the limit is ", limits_.max_sessions_per_user,
-          "); close one, or ask the operator to raise "
-          "--max_sessions_per_user"));
-    }
+    sessions_[params.id] = *session;
+    ReleaseSlotLocked(user->name);  // the session itself counts from now on
   }
+  v1::ServerFrame welcome;
+  *welcome.mutable_welcome() = MakeWelcome(**session);
+  absl::Status attached = (*session)->Attach(sink, 0, std::move(welcome));
+  if (!attached.ok()) {
+    Remove(params.id);
+    return attached;
+  }
+  spdlog::info("session {} opened by {} ({}) from {}", params.id, params.user,
+               params.client_name, params.peer);
+  return *std::move(session);
+}
+
+// Note [Session cap]: counting a user's sessions and taking a slot happen
+// under one lock, and the slot is held until the session is registered (or
+// its making failed), so concurrent Hellos cannot all see room for one more.
+// Detached sessions stay in sessions_ until resumed or reaped: they count.
+absl::Status SessionManager::ReserveSlot(const std::string& user) {
+  MutexLock lock(&mu_);
+  int count = 0;
+  if (auto it = reserved_.find(user); it != reserved_.end()) count = it->second;
+  for (const auto& [id, s] : sessions_) {
+    if (s->params().user == user) ++count;
+  }
+  if (count >= limits_.max_sessions_per_user) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "user '", user, "' already has ", count, " sessions (the limit is ",
+        limits_.max_sessions_per_user,
+        "); close one, or ask the operator to raise --max_sessions_per_user"));
+  }
+  ++reserved_[user];
+  return absl::OkStatus();
+}
+
+void SessionManager::ReleaseSlot(const std::string& user) {
+  MutexLock lock(&mu_);
+  ReleaseSlotLocked(user);
+}
+
+void SessionManager::ReleaseSlotLocked(const std::string& user) {
+  auto it = reserved_.find(user);
+  if (it != reserved_.end() && --it->second <= 0) reserved_.erase(it);
+}
+
+absl::StatusOr<std::shared_ptr<Session>> SessionManager::NewSession(
+    const v1::Hello& hello, const User& user, absl::string_view peer) {
   SessionParams params;
-  params.id = RandomHex(8);
-  params.resume_secret = RandomHex(16);
+  TD_ASSIGN_OR_RETURN(params.id, SecureRandomHex(8));
+  TD_ASSIGN_OR_RETURN(params.resume_secret, SecureRandomHex(16));
   params.number = next_number_.fetch_add(1);
-  params.user = user->name;
+  params.user = user.name;
   params.client_name = hello.client_name();
   params.peer = std::string(peer);
   params.devices = devices_;
@@ -139,7 +170,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
     params.ring_spin_us = limits_.ring_spin_us;
   }
   if (hello.bulk() && bulk_port_.load() != 0) {
-    params.bulk_token = RandomHex(16);
+    TD_ASSIGN_OR_RETURN(params.bulk_token, SecureRandomHex(16));
     params.bulk_stall = limits_.bulk_stall;
     params.bulk_lanes = limits_.bulk_lanes;
   }
@@ -149,32 +180,16 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   }
   // Quotas are per user: the user's sessions share one allocator account,
   // checked by the allocators before allocating.
-  if (user->quota_bytes > 0) {
-    params.quota_bytes = user->quota_bytes;
-    const uint64_t account = AccountOf(user->name);
+  if (user.quota_bytes > 0) {
+    params.quota_bytes = user.quota_bytes;
+    const uint64_t account = AccountOf(user.name);
     for (const auto& d : devices_->devices()) {
       d->allocator()->JoinAccount(params.number, account,
-                                  absl::StrCat("user '", user->name, "'"));
-      d->allocator()->SetSessionQuota(account, user->quota_bytes);
+                                  absl::StrCat("user '", user.name, "'"));
+      d->allocator()->SetSessionQuota(account, user.quota_bytes);
     }
   }
-  auto session = std::make_shared<Session>(params);
-  // Registered before the Welcome goes out: a client that connects again as
-  // soon as it has its Welcome must be counted against the per-user cap.
-  {
-    MutexLock lock(&mu_);
-    sessions_[params.id] = session;
-  }
-  v1::ServerFrame welcome;
-  *welcome.mutable_welcome() = MakeWelcome(*session);
-  absl::Status attached = session->Attach(sink, 0, std::move(welcome));
-  if (!attached.ok()) {
-    Remove(params.id);
-    return attached;
-  }
-  spdlog::info("session {} opened by {} ({}) from {}", params.id, params.user,
-               params.client_name, params.peer);
-  return session;
+  return std::make_shared<Session>(params);
 }
 
 absl::StatusOr<std::shared_ptr<Session>> SessionManager::Resume(

@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -15,6 +14,7 @@
 #include "absl/strings/strip.h"
 #include "proto/command_ring.h"
 #include "proto/mailbox.h"
+#include "server/secure_random.h"
 
 namespace tensord {
 namespace {
@@ -89,12 +89,15 @@ absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Create(
     close(fd);
     return absl::UnavailableError(absl::StrCat("mmap: ", std::strerror(err)));
   }
-  std::random_device rd;
-  std::string nonce(16, '\0');
-  for (char& c : nonce) c = static_cast<char>(rd());
-  std::memcpy(base, nonce.data(), nonce.size());
+  absl::StatusOr<std::string> nonce = SecureRandomBytes(16);
+  if (!nonce.ok()) {
+    munmap(base, size);
+    close(fd);
+    return nonce.status();
+  }
+  std::memcpy(base, nonce->data(), nonce->size());
   return std::unique_ptr<ShmRegion>(new ShmRegion(
-      fd, static_cast<char*>(base), size, std::move(nonce), ring_bytes));
+      fd, static_cast<char*>(base), size, *std::move(nonce), ring_bytes));
 }
 
 ShmRegion::ShmRegion(int fd, char* base, size_t size, std::string nonce,

@@ -74,10 +74,18 @@ absl::StatusOr<std::unique_ptr<DaemonProcess>> DaemonProcess::Start(
   const char* copy_to = std::getenv("TENSORD_DAEMON_LOG");
   FILE* copy = copy_to != nullptr ? std::fopen(copy_to, "a") : nullptr;
   if (copy != nullptr) std::fwrite(log.data(), 1, log.size(), copy);
-  std::thread([fd, copy] {
+  {
+    absl::MutexLock lock(&daemon->log_->mu);
+    daemon->log_->text = log;
+  }
+  std::thread([fd, copy, kept = daemon->log_] {
     char sink[4096];
     ssize_t n;
     while ((n = read(fd, sink, sizeof(sink))) > 0) {
+      {
+        absl::MutexLock lock(&kept->mu);
+        kept->text.append(sink, n);
+      }
       if (copy != nullptr) {
         std::fwrite(sink, 1, n, copy);
         std::fflush(copy);
@@ -87,6 +95,21 @@ absl::StatusOr<std::unique_ptr<DaemonProcess>> DaemonProcess::Start(
   }).detach();
   daemon->log_fd_ = -1;  // owned by the drain thread now
   return daemon;
+}
+
+std::string DaemonProcess::log() const {
+  absl::MutexLock lock(&log_->mu);
+  return log_->text;
+}
+
+bool DaemonProcess::WaitForLog(const std::string& text,
+                               absl::Duration timeout) const {
+  absl::MutexLock lock(&log_->mu);
+  const Log* log = log_.get();
+  auto logged = [log, &text]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(log->mu) {
+    return log->text.find(text) != std::string::npos;
+  };
+  return log_->mu.AwaitWithTimeout(absl::Condition(&logged), timeout);
 }
 
 bool DaemonProcess::alive() const {

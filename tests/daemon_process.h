@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 
 namespace tensord {
@@ -33,8 +35,20 @@ class DaemonProcess {
   int Terminate();
   // Waits for the daemon to exit by itself; returns waitpid's status, or -1.
   int Wait();
+  // Everything the daemon has logged so far.
+  std::string log() const;
+  // Waits until the log holds `text` (true) or `timeout` passes (false).
+  bool WaitForLog(const std::string& text,
+                  absl::Duration timeout = absl::Seconds(10)) const;
 
  private:
+  // The log, appended by the thread draining the daemon's output (which
+  // may outlive this object: shared).
+  struct Log {
+    mutable absl::Mutex mu;
+    std::string text ABSL_GUARDED_BY(mu);
+  };
+  std::shared_ptr<Log> log_ = std::make_shared<Log>();
   pid_t pid_ = -1;
   int log_fd_ = -1;
   std::string address_;

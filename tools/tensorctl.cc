@@ -20,6 +20,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "proto/display_text.h"
 #include "tools/tensorctl_commands.h"
 
 ABSL_FLAG(std::string, server, "",
@@ -53,7 +54,8 @@ std::string FromFlagOrEnv(const std::string& flag, const char* env,
 }
 
 int Fail(const std::string& message, int code = 1) {
-  std::cerr << "tensorctl: " << message << "\n";
+  // Note [Client text]: the daemon's errors may quote client text.
+  std::cerr << "tensorctl: " << tensord::EscapeClientText(message) << "\n";
   return code;
 }
 

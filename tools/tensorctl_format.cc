@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "proto/display_text.h"
 
 namespace tensord {
 namespace tensorctl {
@@ -19,6 +20,8 @@ Table::Table(std::vector<std::string> headers) {
 
 void Table::AddRow(std::vector<std::string> cells) {
   cells.resize(headers_.size());
+  // Note [Client text]: cells show what clients chose (names, call sites).
+  for (std::string& cell : cells) cell = EscapeClientText(cell);
   rows_.push_back(std::move(cells));
 }
 
@@ -53,7 +56,10 @@ std::string Table::ToString() const {
 
 std::string JsonString(absl::string_view s) {
   std::string out = "\"";
-  for (unsigned char c : s) {
+  size_t pos = 0;
+  while (pos < s.size()) {
+    const size_t start = pos;
+    const int32_t c = NextCodePoint(s, &pos);
     switch (c) {
       case '"':
         out += "\\\"";
@@ -76,11 +82,15 @@ std::string JsonString(absl::string_view s) {
       case '\f':
         out += "\\f";
         break;
+      case -1:  // not UTF-8: JSON text must be
+        out += "\\ufffd";
+        break;
       default:
-        if (c < 0x20 || c == 0x7f) {
+        // Note [Client text]: valid JSON, and nothing a terminal acts on.
+        if (IsDisplayControl(c)) {
           absl::StrAppendFormat(&out, "\\u%04x", c);
         } else {
-          out += static_cast<char>(c);
+          out.append(s.data() + start, pos - start);
         }
     }
   }

@@ -29,8 +29,10 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// `s` as a JSON string literal, quotes included (RFC 8259 escaping; bytes
-// >= 0x80 pass through, so valid UTF-8 stays valid).
+// `s` as a JSON string literal, quotes included: RFC 8259 escaping, and
+// \uXXXX for every code point of IsDisplayControl (Note [Client text],
+// proto/display_text.h) and U+FFFD for bytes that are not UTF-8, so the
+// output is valid JSON that cannot drive the terminal showing it.
 std::string JsonString(absl::string_view s);
 
 // Builds one JSON object, keys in insertion order.

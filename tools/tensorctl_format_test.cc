@@ -23,6 +23,24 @@ TEST(JsonTest, EscapesStrings) {
   EXPECT_EQ(JsonString("caf\xc3\xa9"), "\"caf\xc3\xa9\"");  // UTF-8 kept
 }
 
+TEST(TableTest, EscapesClientText) {
+  Table table({"CLIENT", "NOTE"});
+  table.AddRow({"evil\n[info] forged\x1b[31m", "ok"});
+  EXPECT_EQ(table.ToString(),
+            "CLIENT                       NOTE\n"
+            "evil\\n[info] forged\\x1b[31m  ok\n");
+}
+
+TEST(JsonTest, EscapesTerminalControls) {
+  EXPECT_EQ(JsonString("evil\n[info] forged\x1b[31m"),
+            "\"evil\\n[info] forged\\u001b[31m\"");
+  EXPECT_EQ(JsonString("\xc2\x9b"
+                       "2J"),
+            "\"\\u009b2J\"");                            // C1 CSI
+  EXPECT_EQ(JsonString("\xe2\x80\xae"), "\"\\u202e\"");  // RTL override
+  EXPECT_EQ(JsonString("\xff"), "\"\\ufffd\"");          // not UTF-8
+}
+
 TEST(JsonTest, BuildsObjects) {
   std::string json = JsonObject()
                          .Add("name", "cuda:0")
