@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 import torch
 
 from .._tensor import call as native_call
+from .._tensor import call_op, missing_op
 from . import _connection
 
 aten = torch.ops.aten
@@ -23,8 +24,13 @@ _BIG = 1 << 62
 
 def c(name: str, inputs: Sequence[Any], **attrs: Any) -> Any:
     """The daemon's op ``name`` on ``inputs``; attributes left None take its defaults."""
-    return native_call(name, list(inputs), {k: v for k, v in attrs.items() if v is not None},
-                       session=_connection.session())
+    s = _connection.session()
+    op = s.catalog.get(name)
+    if op is None:
+        raise missing_op(name, s)
+    # No call site (b""): the first frame outside tensord is PyTorch's, not the program's.
+    return call_op(s, op, inputs, {k: v for k, v in attrs.items() if v is not None} or None,
+                   site=b"")
 
 
 def rule(*ops: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -17,7 +17,6 @@ from typing import Any, Dict, List, Optional
 
 import torch
 from torch._decomp import decomposition_table
-from torch.utils._pytree import tree_map
 
 from . import _aten_map, _connection, _fallback, _meta, _special, _transfer
 from .._tensor import Tensor as NativeTensor
@@ -75,6 +74,16 @@ def unwrap(x: Any) -> Any:
     return x
 
 
+def _unwrap_arg(x: Any) -> Any:
+    """``unwrap`` of one argument (ATen arguments nest at most one list deep)."""
+    if type(x) is TensordTensor:
+        td = x._td
+        return td if td is not None else payload(x)
+    if isinstance(x, (list, tuple)):
+        return [unwrap(v) for v in x]
+    return unwrap(x)
+
+
 def dispatch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     handler = _special.HANDLERS.get(func)
     if handler is not None:
@@ -115,7 +124,7 @@ def poisoned(func: Any, args: tuple, kwargs: Dict[str, Any], error: Exception) -
     def one(ret: Any, meta: Any) -> Any:
         if isinstance(meta, (list, tuple)):
             return type(meta)(one(ret, m) for m in meta)
-        if not isinstance(meta, torch.Tensor):
+        if not _meta.is_meta_out(meta):
             return meta
         if ret.alias_info is not None and ret.alias_info.is_write:
             t = _written_input(func, ret.alias_info, args, kwargs)
@@ -140,8 +149,8 @@ def _decomposing() -> set:
 def run_rule(func: Any, rule: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     """Runs a mapped op: PyTorch's meta for the outputs, the rule's daemon commands for values."""
     meta_out = _meta.run(func, args, kwargs)
-    uargs, ukwargs = tree_map(unwrap, (args, kwargs))
-    native = rule(*uargs, **ukwargs)
+    native = rule(*[_unwrap_arg(a) for a in args],
+                  **({k: _unwrap_arg(v) for k, v in kwargs.items()} if kwargs else {}))
     if native is NotImplemented:
         return native
     return wrap_outputs(func, meta_out, native, args, kwargs)
@@ -165,7 +174,7 @@ def _wrap_one(func: Any, ret: Any, meta: Any, native: Any, args: tuple,
     if isinstance(meta, (list, tuple)):
         natives = list(native) if isinstance(native, (list, tuple)) else [native]
         return type(meta)(_wrap_one(func, ret, m, n, args, kwargs) for m, n in zip(meta, natives))
-    if not isinstance(meta, torch.Tensor):
+    if not _meta.is_meta_out(meta):
         return meta
     if alias is not None and alias.is_write:
         return _written_input(func, alias, args, kwargs)
