@@ -19,7 +19,7 @@ The session opens at the first tensor made on the device, from ``$TENSORD_ADDRES
 
 Ops the daemon lacks run as PyTorch's decompositions into ops it has, else on the client's CPU
 (``fallback_counts()`` says which; each warns once). Needs a PyTorch with Python PrivateUse1
-backends (``torch._C._acc``: PyPI's current release).
+backends (``torch._C._acc``: PyTorch 2.9 or newer).
 """
 
 from __future__ import annotations

@@ -69,6 +69,10 @@ def register() -> None:
     _setup_privateuseone_for_python_backend(
         rename=NAME if current != NAME else None, backend_module=_device_module())
     _register_factories()
+    # torch.load's default weights_only unpickler admits only known functions: the device's
+    # tensors are pickled as ``_tensor._rebuild(cpu_tensor, requires_grad)``.
+    from ._tensor import _rebuild
+    torch.serialization.add_safe_globals([_rebuild])
     _done = True
 
 
