@@ -15,7 +15,10 @@ namespace tensord {
 namespace {
 
 // Frames above this many queued bytes make Send wait (download flow control).
-constexpr size_t kMaxQueuedBytes = 64 << 20;
+// Also what a client that stops reading makes its session hold outside the
+// quota on the way out (docs/reliability.md "What one user can make the
+// daemon hold"): 16 chunks of 1 MiB keep a download's writes going.
+constexpr size_t kMaxQueuedBytes = 16 << 20;
 // Batches run inline only behind fewer queued bytes than this: what a cheap
 // batch sends (a few hundred KiB at most) then fits below kMaxQueuedBytes.
 constexpr size_t kMaxInlineBacklog = 8 << 20;

@@ -9,8 +9,33 @@
 namespace tensord {
 namespace {
 
-std::unique_ptr<ShmRegion> MakeRegion(const SessionParams& params) {
+// The cpu allocator: the user's quota there covers what a session holds in
+// host memory outside it (its region, replies kept for a resume).
+CachingAllocator* HostQuota(const SessionParams& params) {
+  Device* cpu = params.devices->Find("cpu");
+  return cpu == nullptr ? nullptr : cpu->allocator();
+}
+
+// The region's bytes count against the user's quota while it lives (Note
+// [Wire limits]): a session the quota cannot hold one for has none, and its
+// client uses the stream.
+std::unique_ptr<ExternalCharge> ChargeRegion(const SessionParams& params) {
   if (params.shm_bytes == 0) return nullptr;
+  auto charge =
+      ExternalCharge::Make(HostQuota(params), params.number, params.shm_bytes);
+  if (!charge.ok()) {
+    spdlog::info(
+        "session {}: no shared-memory transfer (the region's {} bytes: {}); "
+        "using the stream",
+        params.id, params.shm_bytes, std::string(charge.status().message()));
+    return nullptr;
+  }
+  return *std::move(charge);
+}
+
+std::unique_ptr<ShmRegion> MakeRegion(const SessionParams& params,
+                                      const ExternalCharge* charge) {
+  if (params.shm_bytes == 0 || charge == nullptr) return nullptr;
   auto region = ShmRegion::Create(params.shm_bytes, /*populate=*/false,
                                   params.ring_bytes);
   if (!region.ok()) {
@@ -37,8 +62,9 @@ std::shared_ptr<BulkChannel> MakeBulk(const SessionParams& params) {
 
 Session::Session(SessionParams params)
     : params_(std::move(params)),
-      outbox_(params_.replay_bytes),
-      shm_(MakeRegion(params_)),
+      outbox_(params_.replay_bytes, HostQuota(params_), params_.number),
+      shm_charge_(ChargeRegion(params_)),
+      shm_(MakeRegion(params_, shm_charge_.get())),
       cma_(MakeCmaPeer(params_, shm_.get())),
       bulk_(MakeBulk(params_)),
       runner_(RunnerConfig{params_.number, params_.devices, params_.chunk_bytes,
@@ -46,6 +72,7 @@ Session::Session(SessionParams params)
                            bulk_.get(), params_.packed_acks},
               &outbox_),
       executor_([this] { ExecutorLoop(); }) {
+  if (shm_ == nullptr) shm_charge_.reset();
   // Note [Async downloads]: a finished download wakes an idle executor.
   runner_.SetDownloadWake([this] {
     MutexLock lock(&mu_);

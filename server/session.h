@@ -27,6 +27,7 @@
 #include "server/bulk_socket.h"
 #include "server/command_ring.h"
 #include "server/command_runner.h"
+#include "server/external_charge.h"
 #include "server/session_outbox.h"
 
 namespace tensord {
@@ -150,6 +151,8 @@ class Session {
   const SessionParams params_;
   const absl::Time created_ = absl::Now();
   SessionOutbox outbox_;
+  // The region's bytes charged to the user's quota (null: no region).
+  std::unique_ptr<ExternalCharge> shm_charge_;
   const std::unique_ptr<ShmRegion> shm_;     // before runner_, which uses it
   const std::unique_ptr<CmaPeer> cma_;       // likewise
   const std::shared_ptr<BulkChannel> bulk_;  // likewise; the listener too

@@ -35,14 +35,8 @@ void SessionOutbox::SendOwned(std::shared_ptr<v1::ServerFrame> frame) {
     if (google::protobuf::Arena* arena = frame->GetArena()) {
       bytes = std::max<size_t>(bytes, arena->SpaceAllocated());
     }
-    buffered_bytes_ += bytes;
     shared = std::move(frame);
-    buffer_.push_back(Buffered{shared, bytes});
-    while (buffered_bytes_ > max_bytes_ && !buffer_.empty()) {
-      evicted_seq_ = std::max(evicted_seq_, buffer_.front().frame->seq());
-      buffered_bytes_ -= buffer_.front().bytes;
-      buffer_.pop_front();
-    }
+    KeepLocked(shared, bytes);
     // Note [Held acks]
     if (is_ack && sink_ && holder_ == std::this_thread::get_id()) {
       if (held_.empty()) held_since_ns_ = PhaseClockNs();
@@ -57,6 +51,36 @@ void SessionOutbox::SendOwned(std::shared_ptr<v1::ServerFrame> frame) {
   }
   // Outside mu_: Send may wait for the transport (flow control).
   Forward(sink, std::move(held), std::move(shared));
+}
+
+void SessionOutbox::KeepLocked(std::shared_ptr<const v1::ServerFrame> frame,
+                               size_t bytes) {
+  while (!buffer_.empty() && buffered_bytes_ + bytes > max_bytes_) {
+    EvictFrontLocked();
+  }
+  std::unique_ptr<ExternalCharge> charge;
+  while (bytes <= max_bytes_ && quota_ != nullptr) {
+    absl::StatusOr<std::unique_ptr<ExternalCharge>> charged =
+        ExternalCharge::Make(quota_, session_, bytes);
+    if (charged.ok()) {
+      charge = *std::move(charged);
+      break;
+    }
+    if (buffer_.empty()) break;
+    EvictFrontLocked();  // the quota is full: older replies make room
+  }
+  if (bytes > max_bytes_ || (quota_ != nullptr && charge == nullptr)) {
+    evicted_seq_ = std::max(evicted_seq_, frame->seq());  // not kept
+    return;
+  }
+  buffered_bytes_ += bytes;
+  buffer_.push_back(Buffered{std::move(frame), bytes, std::move(charge)});
+}
+
+void SessionOutbox::EvictFrontLocked() {
+  evicted_seq_ = std::max(evicted_seq_, buffer_.front().frame->seq());
+  buffered_bytes_ -= buffer_.front().bytes;
+  buffer_.pop_front();
 }
 
 void SessionOutbox::Forward(const std::shared_ptr<FrameSink>& sink,

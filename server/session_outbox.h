@@ -29,6 +29,14 @@
 // kAckDelayNs, or at once when the client asks (the ring's ack_wanted word:
 // it waits for an Ack's metadata or seq).
 //
+// Memory: frames kept for a resume are charged to the quota of the user's
+// account on the cpu allocator while kept (Note [Wire limits] in
+// server/wire_limits.h: a client that stops reading or never confirms must
+// not make the daemon hold replies outside its quota). When the quota cannot
+// hold a frame, the oldest frames are evicted for it, and when none are
+// left it is not kept: a resume that needs it fails with DATA_LOSS, as past
+// max_bytes. Nothing else changes: the frame is sent all the same.
+//
 // Thread-safe: the executor sends while transports attach and detach.
 #ifndef TENSORD_SERVER_SESSION_OUTBOX_H_
 #define TENSORD_SERVER_SESSION_OUTBOX_H_
@@ -39,13 +47,19 @@
 #include <vector>
 
 #include "runtime/core/mutex.h"
+#include "runtime/memory/caching_allocator.h"
+#include "server/external_charge.h"
 #include "server/frame_sink.h"
 
 namespace tensord {
 
 class SessionOutbox : public FrameSink {
  public:
-  explicit SessionOutbox(size_t max_bytes) : max_bytes_(max_bytes) {}
+  // `quota` (null: none) is charged for `session` (CachingAllocator::
+  // ChargeExternal) for the frames kept.
+  explicit SessionOutbox(size_t max_bytes, CachingAllocator* quota = nullptr,
+                         uint64_t session = 0)
+      : max_bytes_(max_bytes), quota_(quota), session_(session) {}
 
   // FrameSink: stamps, buffers, forwards when attached.
   void Send(v1::ServerFrame frame) override;
@@ -94,6 +108,8 @@ class SessionOutbox : public FrameSink {
 
  private:
   const size_t max_bytes_;
+  CachingAllocator* const quota_;
+  const uint64_t session_;
   // Serialises forwarding to the sink, so a replay and new frames never
   // interleave. Taken before mu_ when both are held.
   Mutex forward_mu_;
@@ -102,7 +118,13 @@ class SessionOutbox : public FrameSink {
   struct Buffered {
     std::shared_ptr<const v1::ServerFrame> frame;
     size_t bytes;  // what it holds in memory (its arena's, if on one)
+    std::unique_ptr<ExternalCharge> charge;  // null: no quota
   };
+  // Keeps `frame` for a resume if max_bytes_ and the quota allow, evicting
+  // the oldest frames for it.
+  void KeepLocked(std::shared_ptr<const v1::ServerFrame> frame, size_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EvictFrontLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The held Acks merged into one frame, emptied (null when none).
   std::shared_ptr<const v1::ServerFrame> TakeHeldLocked()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -63,6 +63,12 @@ bool RawSession::WriteRaw(const v1::ClientFrame& frame) {
   return stream_->Write(frame);
 }
 
+bool RawSession::SendPending() {
+  const bool written = stream_->Write(pending_);
+  pending_.Clear();
+  return written;
+}
+
 RawSession::Reply RawSession::Flush() {
   Reply reply;
   const uint64_t sync_id = NewRequest();

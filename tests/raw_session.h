@@ -51,6 +51,9 @@ class RawSession {
   uint64_t PutFloats(const std::vector<int64_t>& shape);
   // Sends the pending batch followed by a Sync and reads up to its SyncDone.
   Reply Flush();
+  // Writes the pending batch without a Sync and without reading anything
+  // back (a client that stops reading); false if the stream is broken.
+  bool SendPending();
   // Writes one frame as is (e.g. an oversized one); false if the stream is
   // already broken.
   bool WriteRaw(const v1::ClientFrame& frame);

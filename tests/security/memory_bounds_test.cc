@@ -1,0 +1,246 @@
+// Issue 24's "memory outside the quota" attacks against the real daemon,
+// played by a tenant with a 64 MiB quota (docs/reliability.md "What one user
+// can make the daemon hold"): huge call sites, calls that name a site bound
+// once, poisoned handles whose errors carry long text, sessions that each
+// ask for a shared-memory region, and readers that stop reading. Each is
+// refused or bounded, measured by the daemon's own resident memory (VmRSS in
+// /proc/PID/status) where the attack aims at it, and another tenant's
+// session goes on.
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "tests/daemon_process.h"
+#include "tests/raw_session.h"
+
+namespace tensord {
+namespace {
+
+constexpr int64_t kMiB = 1 << 20;
+
+// The daemon's resident memory, from its /proc/PID/status.
+int64_t ResidentBytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (absl::StartsWith(line, "VmRSS:")) {
+      std::istringstream fields(line.substr(6));
+      int64_t kib = 0;
+      fields >> kib;
+      return kib * 1024;
+    }
+  }
+  ADD_FAILURE() << "no VmRSS for pid " << pid;
+  return 0;
+}
+
+class MemoryBoundsTest : public testing::DaemonSuite {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string path = ::testing::TempDir() + "/memory_bounds_tokens";
+    std::ofstream(path) << "mallory tok-mallory quota=64MiB\n"
+                           "alice tok-alice\n";
+    // Regions of 16 MiB: four of them fill mallory's quota.
+    StartDaemon({"--tokens_file=" + path, "--shm_bytes=16777216"});
+  }
+
+  // The other tenant's session computes and answers.
+  static void ExpectAliceGoesOn() {
+    testing::RawSession alice(address(), "tok-alice", "victim");
+    ASSERT_TRUE(alice.ok());
+    const uint64_t x = alice.PutFloats({256});
+    const uint64_t request = alice.NewRequest();
+    v1::Get* get = alice.Add()->mutable_get();
+    get->set_handle(x);
+    get->set_request_id(request);
+    testing::RawSession::Reply reply = alice.Flush();
+    ASSERT_TRUE(reply.ok) << "the other tenant's session stopped answering";
+    EXPECT_EQ(reply.data[request].size(), 256u * 4);
+  }
+
+  // A Call of `op` on `input` into `outputs` fresh handles.
+  static v1::Call* AddCall(testing::RawSession* s, const std::string& op,
+                           uint64_t input, int outputs) {
+    v1::Call* call = s->Add()->mutable_call();
+    call->set_op_id(s->OpId(op));
+    call->add_inputs(input);
+    for (int i = 0; i < outputs; ++i) call->add_outputs(s->NewHandle());
+    return call;
+  }
+};
+
+// First: it counts on mallory's quota being empty.
+TEST_F(MemoryBoundsTest, SessionRegionsAreChargedToTheQuota) {
+  v1::Hello wants_region;
+  wants_region.set_shm_transfer(true);
+  std::vector<std::unique_ptr<testing::RawSession>> sessions;
+  int with_region = 0;
+  for (int i = 0; i < 8; ++i) {
+    sessions.push_back(std::make_unique<testing::RawSession>(
+        address(), "tok-mallory", "attacker", wants_region));
+    ASSERT_TRUE(sessions.back()->ok());
+    with_region += sessions.back()->welcome().has_shm();
+  }
+  // 64 MiB of quota holds four 16 MiB regions; the others have none (their
+  // clients use the stream) but work.
+  EXPECT_EQ(with_region, 4);
+  // The quota is full of regions: even a small tensor no longer fits (the
+  // session goes on and says why).
+  sessions.back()->PutFloats({16});
+  testing::RawSession::Reply over = sessions.back()->Flush();
+  ASSERT_TRUE(over.ok);
+  EXPECT_EQ(over.sync_error.code(),
+            static_cast<int>(absl::StatusCode::kResourceExhausted))
+      << over.sync_error.message();
+  // Sessions that end give their regions' bytes back (once the daemon has
+  // released them: each try is a new session, not a sleep).
+  sessions.clear();
+  bool region_again = false;
+  for (int attempt = 0; attempt < 2000 && !region_again; ++attempt) {
+    testing::RawSession again(address(), "tok-mallory", "attacker",
+                              wants_region);
+    region_again = again.ok() && again.welcome().has_shm();
+  }
+  EXPECT_TRUE(region_again);
+  ExpectAliceGoesOn();
+}
+
+TEST_F(MemoryBoundsTest, AHugeCallSiteIsRefusedAndNeverKept) {
+  testing::RawSession mallory(address(), "tok-mallory", "attacker");
+  ASSERT_TRUE(mallory.ok());
+  const uint64_t x = mallory.PutFloats({4});
+  // Bind a 1 MiB site to id 1, then name it from calls that fail (each
+  // failure once kept its own copy of the site, in its handle and Ack).
+  v1::Call* bind = AddCall(&mallory, "neg", x, 1);
+  bind->set_site(std::string(kMiB, 's'));
+  bind->set_site_id(1);
+  const uint64_t bound = bind->outputs(0);
+  const int64_t before = ResidentBytes(daemon_->pid());
+  testing::RawSession::Reply reply = mallory.Flush();
+  ASSERT_TRUE(reply.ok);
+  const v1::Status& refused = reply.created[bound].error();
+  EXPECT_EQ(refused.code(),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_TRUE(absl::StrContains(refused.message(), "Call.site"))
+      << refused.message();
+  EXPECT_TRUE(absl::StrContains(refused.message(), "1024"))
+      << refused.message();
+  for (int batch = 0; batch < 8; ++batch) {
+    for (int i = 0; i < 64; ++i) {
+      AddCall(&mallory, "neg", x, 2)->set_site_id(1);  // 2 outputs: fails
+    }
+    reply = mallory.Flush();
+    ASSERT_TRUE(reply.ok);
+    for (const auto& [handle, meta] : reply.created) {
+      ASSERT_TRUE(meta.has_error());
+      EXPECT_LE(meta.error().site().size(), 1024u);
+    }
+  }
+  // 512 failures that each kept a 1 MiB site would be 512 MiB.
+  EXPECT_LT(ResidentBytes(daemon_->pid()) - before, 32 * kMiB);
+          long((ResidentBytes(daemon_->pid()) - before) / kMiB));
+  ExpectAliceGoesOn();
+}
+
+TEST_F(MemoryBoundsTest, BoundSiteTextIsCappedPerSession) {
+  testing::RawSession mallory(address(), "tok-mallory", "attacker");
+  ASSERT_TRUE(mallory.ok());
+  const uint64_t x = mallory.PutFloats({4});
+  // 1 KiB sites are allowed, 4 MiB of them in all: the 4097th is refused.
+  std::vector<uint64_t> outputs;
+  for (int id = 1; id <= 4200; ++id) {
+    v1::Call* call = AddCall(&mallory, "neg", x, 1);
+    call->set_site(std::string(1024, 'a' + id % 26) + std::to_string(id));
+    call->mutable_site()->resize(1024);
+    call->set_site_id(id);
+    outputs.push_back(call->outputs(0));
+    if (id % 500 == 0) {
+      ASSERT_TRUE(mallory.Flush().ok);
+    }
+  }
+  testing::RawSession::Reply reply = mallory.Flush();
+  ASSERT_TRUE(reply.ok);
+  // The last ones (in the final batch) were refused naming the cap.
+  const v1::TensorMeta& last = reply.created[outputs.back()];
+  ASSERT_TRUE(last.has_error());
+  EXPECT_TRUE(absl::StrContains(last.error().message(), "call-site text"))
+      << last.error().message();
+  ExpectAliceGoesOn();
+}
+
+TEST_F(MemoryBoundsTest, PoisonedHandlesWithLongTextKeepTheAckSmall) {
+  testing::RawSession mallory(address(), "tok-mallory", "attacker");
+  ASSERT_TRUE(mallory.ok());
+  const uint64_t x = mallory.PutFloats({4});
+  // 12000 failing calls with a 1 KiB site in one batch: their errors in
+  // full would make a 12 MB Ack, over the daemon's own send limit (9 MiB),
+  // which would break the stream.
+  const std::string site(1024, 'p');
+  v1::Call* bind = AddCall(&mallory, "neg", x, 1);
+  bind->set_site(site);
+  bind->set_site_id(1);
+  ASSERT_TRUE(mallory.Flush().ok);
+  for (int i = 0; i < 12000; ++i) {
+    AddCall(&mallory, "neg", x, 2)->set_site_id(1);
+  }
+  testing::RawSession::Reply reply = mallory.Flush();
+  ASSERT_TRUE(reply.ok) << "the Ack broke the stream";
+  ASSERT_EQ(reply.created.size(), 24000u);
+  int short_form = 0;
+  for (const auto& [handle, meta] : reply.created) {
+    ASSERT_TRUE(meta.has_error());
+    EXPECT_EQ(meta.error().op(), "neg");
+    if (meta.error().site().size() < site.size()) ++short_form;
+  }
+  EXPECT_GT(short_form, 0);
+  ExpectAliceGoesOn();
+}
+
+TEST_F(MemoryBoundsTest, StalledReadersHoldABoundedAmount) {
+  const int64_t before = ResidentBytes(daemon_->pid());
+  // Twelve sessions each download 2 MiB 64 times and never read a reply:
+  // 1.5 GiB of replies. Kept for a resume they are charged to the quota
+  // (40 MiB left of it), and each stream queues 16 MiB before its writer
+  // waits. (Before, each session kept 64 MiB of them outside the quota.)
+  std::vector<std::unique_ptr<testing::RawSession>> stalled;
+  for (int i = 0; i < 12; ++i) {
+    stalled.push_back(std::make_unique<testing::RawSession>(
+        address(), "tok-mallory", "staller"));
+    testing::RawSession& s = *stalled.back();
+    ASSERT_TRUE(s.ok());
+    const uint64_t x = s.PutFloats({512 * 1024});  // 2 MiB
+    for (int g = 0; g < 64; ++g) {
+      v1::Get* get = s.Add()->mutable_get();
+      get->set_handle(x);
+      get->set_request_id(s.NewRequest());
+    }
+    ASSERT_TRUE(s.SendPending());  // and never read a reply
+  }
+  // The other tenant works meanwhile, and the daemon's memory stays within
+  // the quota and the per-session bounds (12 x (16 + 9) MiB + the quota).
+  int64_t peak = 0;
+  for (int round = 0; round < 5; ++round) {
+    ExpectAliceGoesOn();
+    peak = std::max(peak, ResidentBytes(daemon_->pid()) - before);
+  }
+  EXPECT_LT(peak, 64 * kMiB + 12 * 25 * kMiB) << "peak growth " << peak;
+  for (auto& s : stalled) s.reset();  // cancels the streams
+  ExpectAliceGoesOn();
+}
+
+TEST_F(MemoryBoundsTest, AnOverlongClientNameIsRefusedAtHello) {
+  testing::RawSession s(address(), "tok-mallory", std::string(300, 'n'));
+  EXPECT_FALSE(s.ok());
+  const grpc::Status status = s.AwaitEnd();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "Hello.client_name"))
+      << status.error_message();
+  ExpectAliceGoesOn();
+}
+
+}  // namespace
+}  // namespace tensord
