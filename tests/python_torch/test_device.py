@@ -120,6 +120,15 @@ def test_module_to_and_state_dict(td: object) -> None:
     same(m(x.to(D)).cpu(), m2(x), rtol=1e-5, atol=1e-6)
 
 
+def test_tied_weights_stay_tied(td: object) -> None:
+    emb, head = torch.nn.Embedding(5, 3), torch.nn.Linear(3, 5, bias=False)
+    head.weight = emb.weight
+    m = torch.nn.ModuleDict({"emb": emb, "head": head})
+    m.to(D)
+    assert m["head"].weight is m["emb"].weight and m["emb"].weight.device.type == "tensord"
+    assert len(list(m.parameters())) == 1
+
+
 def test_shape_errors_raise_at_the_call(td: object) -> None:
     a, b = torch.ones(2, 3, device=D), torch.ones(2, 3, device=D)
     with pytest.raises(RuntimeError, match="reduction dim|cannot be multiplied"):

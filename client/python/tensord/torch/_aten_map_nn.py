@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from ._aten_map import _slice, c, rule, same_name
+from ._transfer import native_dtype
 
 aten = torch.ops.aten
 
@@ -34,7 +35,7 @@ def _gather(self: Any, dim: int, index: Any, sparse_grad: bool = False) -> Any:
 @rule(aten.embedding.default)
 def _embedding(weight: Any, indices: Any, padding_idx: int = -1, scale_grad_by_freq: bool = False,
                sparse: bool = False) -> Any:
-    return c("embedding", [indices, weight])
+    return c("embedding", [weight, indices])
 
 
 @rule(aten._softmax.default)
@@ -48,8 +49,9 @@ def _log_softmax(self: Any, dim: int, half_to_float: bool) -> Any:
 
 
 @rule(aten.scatter.value)
-def _scatter_value(self: Any, dim: int, index: Any, value: Any) -> Any:
-    src = c("full", [], shape=list(index.shape), fill_value=float(value), dtype=self.dtype)
+def _scatter_value(targs: tuple, self: Any, dim: int, index: Any, value: Any) -> Any:
+    src = c("full", [], shape=list(targs[2].shape), fill_value=float(value),
+            dtype=native_dtype(targs[0].dtype))
     return c("scatter", [self, index, src], dim=dim)
 
 
@@ -57,7 +59,7 @@ _REDUCTIONS = ("none", "mean", "sum")  # ATen's Reduction enum, by value
 
 
 @rule(aten.nll_loss_forward.default)
-def _nll_loss_forward(self: Any, target: Any, weight: Any, reduction: int,
+def _nll_loss_forward(targs: tuple, self: Any, target: Any, weight: Any, reduction: int,
                       ignore_index: int) -> Any:
     """The daemon's nll_loss, and the total weight ATen's backward divides by: the weights
     (or ones) of the targets that are not ``ignore_index``, summed."""
@@ -65,7 +67,7 @@ def _nll_loss_forward(self: Any, target: Any, weight: Any, reduction: int,
     out = c("nll_loss", ins, reduction=_REDUCTIONS[reduction], ignore_index=ignore_index)
     kept = c("ne", [target, ignore_index])
     if weight is None:
-        w = c("to", [kept], dtype=self.dtype)
+        w = c("to", [kept], dtype=native_dtype(targs[0].dtype))
     else:
         safe = c("where", [kept, target, 0])
         w = c("mul", [c("index_select", [weight, safe], dim=0), kept])
@@ -80,8 +82,7 @@ def _native_layer_norm(input: Any, normalized_shape: Any, weight: Any, bias: Any
     if weight is None and bias is not None:
         return NotImplemented
     out = c("layer_norm", ins, normalized_shape=list(normalized_shape), eps=float(eps))
-    n = len(input.shape)
-    dims = list(range(n - len(normalized_shape), n))
+    dims = list(range(-len(normalized_shape), 0))  # input.shape would wait for the daemon
     mean = c("mean", [input], dim=dims, keepdim=True)
     var = c("var", [input], dim=dims, keepdim=True, correction=0.0)
     return out, mean, c("rsqrt", [c("add", [var, float(eps)])])
@@ -98,15 +99,147 @@ def _convert(a: Any, dtype: Any) -> Any:
 
 # Backward of views: zeros of the input's shape with the gradient copied into the same view.
 @rule(aten.slice_backward.default)
-def _slice_backward(grad_output: Any, input_sizes: Any, dim: int, start: int, end: int,
-                    step: int) -> Any:
-    z = c("zeros", [], shape=list(input_sizes), dtype=grad_output.dtype)
+def _slice_backward(targs: tuple, grad_output: Any, input_sizes: Any, dim: int, start: int,
+                    end: int, step: int) -> Any:
+    z = c("zeros", [], shape=list(input_sizes), dtype=native_dtype(targs[0].dtype))
     c("copy_", [_slice(z, dim, start, end, step), grad_output])
     return z
 
 
 @rule(aten.select_backward.default)
-def _select_backward(grad_output: Any, input_sizes: Any, dim: int, index: int) -> Any:
-    z = c("zeros", [], shape=list(input_sizes), dtype=grad_output.dtype)
+def _select_backward(targs: tuple, grad_output: Any, input_sizes: Any, dim: int,
+                     index: int) -> Any:
+    z = c("zeros", [], shape=list(input_sizes), dtype=native_dtype(targs[0].dtype))
     c("copy_", [c("select", [z], dim=dim, index=index), grad_output])
     return z
+
+
+# these rules take the PyTorch arguments first (see torch_args below)
+for _fn in (_slice_backward, _select_backward, _scatter_value, _nll_loss_forward):
+    _fn.torch_args = True
+
+
+def torch_args(fn: Any) -> Any:
+    """Marks a rule that also needs the op's PyTorch arguments (shapes, dtypes: what the
+    native tensors would have to wait for); ``run_rule`` passes them first."""
+    fn.torch_args = True
+    return fn
+
+
+@rule(aten.convolution.default)
+@torch_args
+def _convolution(targs: tuple, input: Any, weight: Any, bias: Any, stride: Any,  # noqa: A002
+                 padding: Any, dilation: Any, transposed: bool, output_padding: Any,
+                 groups: int) -> Any:
+    if transposed or targs[0].dim() != 4:
+        return NotImplemented  # the daemon has conv2d only
+    ins = [input, weight] + ([bias] if bias is not None else [])
+    return c("conv2d", ins, stride=list(stride), padding=list(padding),
+             dilation=list(dilation), groups=groups)
+
+
+@rule(aten.convolution_backward.default)
+@torch_args
+def _convolution_backward(targs: tuple, grad: Any, input: Any, weight: Any,  # noqa: A002
+                          bias_sizes: Any, stride: Any, padding: Any, dilation: Any,
+                          transposed: bool, output_padding: Any, groups: int,
+                          output_mask: Any) -> Any:
+    if transposed or targs[1].dim() != 4:
+        return NotImplemented
+    geo = dict(stride=list(stride), padding=list(padding), dilation=list(dilation), groups=groups)
+    gi = (c("conv2d_backward_input", [grad, weight], input_size=list(targs[1].shape), **geo)
+          if output_mask[0] else None)
+    gw = (c("conv2d_backward_weight", [grad, input], weight_size=list(targs[2].shape), **geo)
+          if output_mask[1] else None)
+    gb = c("sum", [grad], dim=[0, 2, 3]) if output_mask[2] else None
+    return gi, gw, gb
+
+
+@rule(aten.embedding_dense_backward.default)
+@torch_args
+def _embedding_dense_backward(targs: tuple, grad_output: Any, indices: Any, num_weights: int,
+                              padding_idx: int, scale_grad_by_freq: bool) -> Any:
+    """Rows of the gradient summed into a zero weight gradient (scatter_add along dim 0)."""
+    if scale_grad_by_freq:
+        return NotImplemented
+    d = targs[0].shape[-1]
+    grad = c("reshape", [grad_output], shape=[-1, d])
+    idx = c("reshape", [indices], shape=[-1, 1])
+    if padding_idx >= 0:
+        grad = c("masked_fill", [grad, c("eq", [idx, padding_idx]), 0.0])
+    idx = c("expand", [idx], size=[-1, d])
+    z = c("zeros", [], shape=[num_weights, d], dtype=native_dtype(targs[0].dtype))
+    return c("scatter_add", [z, idx, grad], dim=0)
+
+
+# ---------------------------------------------------------------- prims
+# The primitives PyTorch's reference decompositions (torch._refs) are written in.
+prims = torch.ops.prims
+for _n in ["abs", "neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
+           "erf", "sign", "floor", "ceil", "trunc", "reciprocal", "add", "sub", "mul", "maximum",
+           "minimum", "eq", "ne", "lt", "le", "gt", "ge", "pow", "bitwise_not"]:
+    if hasattr(prims, _n):
+        same_name(_n, getattr(prims, _n).default)
+
+
+@rule(prims.div.default)
+@torch_args
+def _prims_div(targs: tuple, a: Any, b: Any) -> Any:
+    floating = all(not isinstance(t, torch.Tensor) or t.is_floating_point() for t in targs)
+    return c("div", [a, b]) if floating else NotImplemented  # integers: prims.div truncates
+
+
+@rule(prims.sum.default)
+def _prims_sum(a: Any, dims: Any, *, output_dtype: Any = None) -> Any:
+    return c("sum", [a], dim=list(dims), dtype=output_dtype)
+
+
+@rule(prims.var.default)
+def _prims_var(a: Any, dims: Any, correction: float, *, output_dtype: Any = None) -> Any:
+    if output_dtype is not None:
+        return NotImplemented
+    return c("var", [a], dim=list(dims), correction=float(correction))
+
+
+@rule(prims.squeeze.default)
+def _prims_squeeze(a: Any, dimensions: Any) -> Any:
+    for d in sorted(dimensions, reverse=True):
+        a = c("squeeze", [a], dim=d)
+    return a
+
+
+@rule(prims.broadcast_in_dim.default)
+@torch_args
+def _broadcast_in_dim(targs: tuple, a: Any, shape: Any, broadcast_dimensions: Any) -> Any:
+    sizes = targs[0].shape
+    view = [sizes[broadcast_dimensions.index(i)] if i in broadcast_dimensions else 1
+            for i in range(len(shape))]
+    return c("expand", [c("view", [a], shape=view)], size=list(shape))
+
+
+# ---------------------------------------------------------------- splits (views of one input)
+def _pieces(x: Any, dim: int, sizes: Any) -> list:
+    out, start = [], 0
+    for n in sizes:
+        out.append(_slice(x, dim, start, start + n, 1))
+        start += n
+    return out
+
+
+@rule(aten.split.Tensor)
+@torch_args
+def _split(targs: tuple, self: Any, split_size: int, dim: int = 0) -> Any:
+    total = targs[0].shape[dim]
+    n = max(split_size, 1)
+    return _pieces(self, dim, [min(n, total - s) for s in range(0, total, n)] or [0])
+
+
+@rule(aten.split_with_sizes.default)
+def _split_with_sizes(self: Any, split_sizes: Any, dim: int = 0) -> Any:
+    return _pieces(self, dim, list(split_sizes))
+
+
+@rule(aten.unbind.int)
+@torch_args
+def _unbind(targs: tuple, self: Any, dim: int = 0) -> Any:
+    return [c("select", [self], dim=dim, index=i) for i in range(targs[0].shape[dim])]

@@ -149,8 +149,10 @@ def _decomposing() -> set:
 def run_rule(func: Any, rule: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     """Runs a mapped op: PyTorch's meta for the outputs, the rule's daemon commands for values."""
     meta_out = _meta.run(func, args, kwargs)
-    native = rule(*[_unwrap_arg(a) for a in args],
-                  **({k: _unwrap_arg(v) for k, v in kwargs.items()} if kwargs else {}))
+    uargs = [_unwrap_arg(a) for a in args]
+    ukwargs = {k: _unwrap_arg(v) for k, v in kwargs.items()} if kwargs else {}
+    native = rule(args, *uargs, **ukwargs) if getattr(rule, "torch_args", False) else \
+        rule(*uargs, **ukwargs)
     if native is NotImplemented:
         return native
     return wrap_outputs(func, meta_out, native, args, kwargs)

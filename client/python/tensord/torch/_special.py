@@ -164,6 +164,19 @@ def full_like(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     return out
 
 
+@_handles(aten.rand_like.default, aten.randn_like.default)
+def random_like(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    x = args[0]
+    dtype = kwargs.get("dtype") or x.dtype
+    if not _is_tensord(kwargs.get("device")):
+        return func(torch.empty(x.shape, dtype=dtype), dtype=dtype)
+    name = "rand" if func is aten.rand_like.default else "randn"
+    out = new_lazy(x.shape, dtype)
+    out._td = native_call(name, [], {"shape": list(x.shape), "dtype": _attrs_dtype(dtype)},
+                          session=_session())
+    return out
+
+
 @_handles(aten.equal.default)
 def equal(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     a, b = (x.cpu() if isinstance(x, torch.Tensor) else x for x in args[:2])

@@ -92,6 +92,19 @@ class TensordTensor(torch.Tensor):
         with torch.no_grad():
             return self.detach().cpu().tolist()
 
+    # The traceable-subclass protocol (no inner tensors: the handle is the context). With it,
+    # ``Module._apply`` (``model.to("tensord")``) swaps each parameter in place
+    # (``torch.utils.swap_tensors``) instead of making new ones, so parameters shared by two
+    # modules (tied weights) stay one parameter.
+    def __tensor_flatten__(self) -> Any:
+        return [], (self._td, self._error, self.dtype, self.storage_offset())
+
+    @staticmethod
+    def __tensor_unflatten__(inner: Any, ctx: Any, outer_size: Any, outer_stride: Any) -> Any:
+        t = TensordTensor(ctx[0], outer_size, outer_stride, ctx[3], ctx[2])
+        t._error = ctx[1]
+        return t
+
     def __reduce_ex__(self, protocol: int) -> Any:
         """Pickles (``torch.save``, ``copy.deepcopy`` of a module) as a CPU copy that comes back
         on the device: the daemon's handles do not outlive the session."""
