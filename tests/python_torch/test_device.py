@@ -145,3 +145,26 @@ def test_unmapped_op_falls_back_counted(td: object) -> None:
     assert v.device.type == "tensord" and v.item() == 2.0 and i.item() == 2
     torch.kthvalue(x, 1)
     assert tdt.fallback_counts() == {"aten.kthvalue.default": 2}
+
+
+def test_integer_indexing_and_setitem(td: object) -> None:
+    base = torch.arange(12.0).reshape(3, 4)
+    x = base.to(D)
+    idx = torch.tensor([[2, 0], [1, 1]])
+    same(x[idx.to(D)].cpu(), base[idx])
+    same(x[:, idx.to(D)].cpu(), base[:, idx])
+    x[:, 1] = 5.0
+    base[:, 1] = 5.0
+    x[0] = torch.tensor([1.0, 2.0, 3.0, 4.0], device=D)
+    base[0] = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    same(x.cpu(), base)
+
+
+@pytest.mark.allow_fallback
+def test_boolean_mask_falls_back(td: object) -> None:
+    import tensord.torch as tdt
+    x = torch.arange(5.0, device=D)
+    with pytest.warns(tdt.FallbackWarning):
+        picked = x[x > 2]
+    assert picked.device.type == "tensord" and picked.tolist() == [3.0, 4.0]
+    assert tdt.fallback_counts() == {"aten.index.Tensor": 1}

@@ -243,3 +243,73 @@ def _split_with_sizes(self: Any, split_sizes: Any, dim: int = 0) -> Any:
 @torch_args
 def _unbind(targs: tuple, self: Any, dim: int = 0) -> Any:
     return [c("select", [self], dim=dim, index=i) for i in range(targs[0].shape[dim])]
+
+
+# ---------------------------------------------------------------- transposed conv, avg pooling
+def _transposed(targs: tuple, stride: Any, padding: Any, dilation: Any, groups: int) -> Any:
+    return dict(stride=list(stride), padding=list(padding), dilation=list(dilation),
+                groups=groups)
+
+
+@rule(aten.convolution.default)
+@torch_args
+def _convolution_any(targs: tuple, input: Any, weight: Any, bias: Any, stride: Any,  # noqa: A002
+                     padding: Any, dilation: Any, transposed: bool, output_padding: Any,
+                     groups: int) -> Any:
+    """conv2d; a transposed conv2d is conv2d's input gradient with the same weight, sized by
+    PyTorch's output shape (which accounts for ``output_padding``)."""
+    if targs[0].dim() != 4:
+        return NotImplemented
+    if not transposed:
+        return _convolution(targs, input, weight, bias, stride, padding, dilation, transposed,
+                            output_padding, groups)
+    from ._meta import to_meta  # (meta tensors: t.to("meta") would download)
+    meta = torch.ops.aten.convolution.default(*[to_meta(t) for t in targs])
+    out = c("conv2d_backward_input", [input, weight], input_size=list(meta.shape),
+            **_transposed(targs, stride, padding, dilation, groups))
+    if bias is not None:
+        out = c("add", [out, c("view", [bias], shape=[1, -1, 1, 1])])
+    return out
+
+
+@rule(aten.convolution_backward.default)
+@torch_args
+def _convolution_backward_any(targs: tuple, grad: Any, input: Any, weight: Any,  # noqa: A002
+                              bias_sizes: Any, stride: Any, padding: Any, dilation: Any,
+                              transposed: bool, output_padding: Any, groups: int,
+                              output_mask: Any) -> Any:
+    """For a transposed conv y = D^T(x; w): dx = conv2d(dy; w), dw = conv2d's weight gradient
+    with x in the gradient's place and dy in the input's."""
+    if targs[1].dim() != 4:
+        return NotImplemented
+    if not transposed:
+        return _convolution_backward(targs, grad, input, weight, bias_sizes, stride, padding,
+                                     dilation, transposed, output_padding, groups, output_mask)
+    geo = _transposed(targs, stride, padding, dilation, groups)
+    gi = c("conv2d", [grad, weight], **geo) if output_mask[0] else None
+    gw = (c("conv2d_backward_weight", [input, grad], weight_size=list(targs[2].shape), **geo)
+          if output_mask[1] else None)
+    gb = c("sum", [grad], dim=[0, 2, 3]) if output_mask[2] else None
+    return gi, gw, gb
+
+
+@rule(aten.avg_pool2d.default)
+def _avg_pool2d(self: Any, kernel_size: Any, stride: Any = (), padding: Any = 0,
+                ceil_mode: bool = False, count_include_pad: bool = True,
+                divisor_override: Any = None) -> Any:
+    if divisor_override is not None:
+        return NotImplemented
+    return c("avg_pool2d", [self], kernel_size=list(kernel_size), stride=list(stride),
+             padding=[padding] if isinstance(padding, int) else list(padding),
+             ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+
+
+@rule(aten.avg_pool2d_backward.default)
+def _avg_pool2d_backward(grad_output: Any, self: Any, kernel_size: Any, stride: Any,
+                         padding: Any, ceil_mode: bool, count_include_pad: bool,
+                         divisor_override: Any) -> Any:
+    if divisor_override is not None:
+        return NotImplemented
+    return c("avg_pool2d_backward", [grad_output, self], kernel_size=list(kernel_size),
+             stride=list(stride), padding=list(padding), ceil_mode=ceil_mode,
+             count_include_pad=count_include_pad)

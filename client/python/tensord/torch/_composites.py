@@ -1,0 +1,67 @@
+"""ATen ops the device writes as other PyTorch ops on its own tensors: each op below runs as a
+few ordinary dispatched ops (which map onto the daemon), not as a daemon row of its own.
+
+- ``_thnn_fused_lstm_cell`` and its backward: what ``nn.LSTM`` calls on an accelerator. The
+  workspace is this module's own layout (the four activated gates, ``[B, 4H]``), read only by
+  the backward here.
+- ``index.Tensor`` with one integer index tensor (``x[idx]``, ``x[:, idx]``): ``index_select``
+  plus a reshape; other index forms (boolean masks: data-dependent shapes) use the fallback.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import torch
+
+from ._special import _handles
+
+aten = torch.ops.aten
+
+
+@_handles(aten._thnn_fused_lstm_cell.default)
+def fused_lstm_cell(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    input_gates, hidden_gates, cx = args[:3]
+    input_bias = args[3] if len(args) > 3 else kwargs.get("input_bias")
+    hidden_bias = args[4] if len(args) > 4 else kwargs.get("hidden_bias")
+    gates = input_gates + hidden_gates
+    if input_bias is not None:
+        gates = gates + input_bias + hidden_bias
+    i, f, g, o = gates.chunk(4, dim=1)
+    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+    cy = f * cx + i * g
+    hy = o * cy.tanh()
+    return hy, cy, torch.cat([i, f, g, o], dim=1)
+
+
+@_handles(aten._thnn_fused_lstm_cell_backward_impl.default)
+def fused_lstm_cell_backward(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    grad_hy, grad_cy, cx, cy, workspace, has_bias = args
+    i, f, g, o = workspace.chunk(4, dim=1)
+    tanh_cy = cy.tanh()
+    d_cy = torch.zeros_like(cy) if grad_cy is None else grad_cy
+    if grad_hy is not None:
+        d_cy = d_cy + grad_hy * o * (1 - tanh_cy * tanh_cy)
+        d_o = grad_hy * tanh_cy
+    else:
+        d_o = torch.zeros_like(cy)
+    grad_gates = torch.cat([d_cy * g * i * (1 - i), d_cy * cx * f * (1 - f),
+                            d_cy * i * (1 - g * g), d_o * o * (1 - o)], dim=1)
+    grad_bias = grad_gates.sum(0) if has_bias else None
+    return grad_gates, d_cy * f, grad_bias
+
+
+@_handles(aten.index.Tensor)
+def index(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    x, indices = args
+    given = [(d, t) for d, t in enumerate(indices) if t is not None]
+    if len(given) == 1 and not given[0][1].dtype.is_floating_point \
+            and given[0][1].dtype != torch.bool:
+        d, idx = given[0]
+        if not isinstance(idx, type(x)):
+            idx = idx.to(x.device)
+        picked = x.index_select(d, idx.reshape(-1))
+        shape = list(x.shape[:d]) + list(idx.shape) + list(x.shape[d + 1:])
+        return picked.reshape(shape)
+    from ._fallback import run
+    return run(func, args, kwargs)
