@@ -168,3 +168,26 @@ def test_boolean_mask_falls_back(td: object) -> None:
         picked = x[x > 2]
     assert picked.device.type == "tensord" and picked.tolist() == [3.0, 4.0]
     assert tdt.fallback_counts() == {"aten.index.Tensor": 1}
+
+
+def test_daemon_errors_raise_at_the_read(td: object) -> None:
+    import tensord
+    x = torch.arange(3.0, device=D)
+    bad = x.index_select(0, torch.tensor([7], device=D))  # PyTorch's meta cannot see the index
+    y = bad * 2  # nothing waits: the error travels with the values it spoils
+    with pytest.raises(RuntimeError, match="index_select") as e:
+        y.cpu()
+    assert isinstance(e.value, tensord.Error)
+    assert (x + 1).tolist() == [1.0, 2.0, 3.0]  # the session goes on
+
+
+def test_out_of_memory_is_pytorchs(td: object) -> None:
+    from tensord import _errors
+    from tensord.torch import _transfer
+
+    class Spoiled:
+        def numpy(self) -> None:
+            raise _errors.OutOfMemoryError("tried to allocate 1 TiB", code=8, op="empty")
+
+    with pytest.raises(torch.OutOfMemoryError, match="1 TiB"):
+        _transfer.download(Spoiled(), torch.float32)

@@ -19,6 +19,7 @@ import torch
 from torch._decomp import decomposition_table
 
 from . import _aten_map, _connection, _fallback, _meta, _special, _transfer
+from .. import _errors
 from .._tensor import Tensor as NativeTensor
 from .._tensor import call as native_call
 from ._tensor import TensordTensor, contiguous_strides
@@ -197,7 +198,10 @@ def _written_input(func: Any, alias: Any, args: tuple, kwargs: Dict[str, Any]) -
 
 
 def _check(func: Any, meta: torch.Tensor, native: NativeTensor) -> None:
-    shape, dtype = tuple(native.shape), native.dtype.name
+    try:
+        shape, dtype = tuple(native.shape), native.dtype.name
+    except _errors.Error:
+        return  # a poisoned result: its error is raised at the read, as without the check
     want = _transfer.TO_NATIVE.get(meta.dtype)
     if shape != tuple(meta.shape) or (want is not None and dtype != want.name):
         raise AssertionError(f"{func}: the daemon made {dtype}{list(shape)}, PyTorch's meta "

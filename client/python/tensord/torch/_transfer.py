@@ -11,7 +11,7 @@ from typing import Any, Dict
 import numpy as np
 import torch
 
-from .. import _dtype
+from .. import _dtype, _errors
 from .._tensor import Tensor as NativeTensor
 from .._tensor import upload as _native_upload
 
@@ -45,9 +45,18 @@ def upload(session: Any, cpu: torch.Tensor) -> NativeTensor:
     return _native_upload(session, arr, dt, site="")
 
 
+class OutOfMemoryError(torch.OutOfMemoryError, _errors.OutOfMemoryError):
+    """The daemon's RESOURCE_EXHAUSTED (out of memory, over quota) as PyTorch names it."""
+
+
 def download(td: NativeTensor, dtype: torch.dtype) -> torch.Tensor:
-    """The value of handle ``td`` as a new contiguous CPU tensor of ``dtype`` (one round trip)."""
-    arr = td.numpy()
+    """The value of handle ``td`` as a new contiguous CPU tensor of ``dtype`` (one round trip).
+    An op error that spoiled it raises here: PyTorch's ``OutOfMemoryError`` for the daemon's
+    RESOURCE_EXHAUSTED, else the native client's error (a ``RuntimeError``, as in PyTorch)."""
+    try:
+        arr = td.numpy()
+    except _errors.OutOfMemoryError as e:
+        raise OutOfMemoryError(str(e)) from e
     if dtype == torch.bfloat16:  # the native client widens bfloat16 to float32
         return torch.from_numpy(np.array(arr, dtype=np.float32)).to(torch.bfloat16)
     out = torch.from_numpy(np.array(arr, copy=True) if not arr.flags.writeable else arr)
