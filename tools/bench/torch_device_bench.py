@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""The `tensord` PyTorch device against the native Python client and local PyTorch: the
+client's CPU cost per op, and the step time of one MLP training step, from the same weights.
+
+    TENSORD_ADDRESS=127.0.0.1:50051 .venv-torch/bin/python tools/bench/torch_device_bench.py
+
+Needs PyTorch >= 2.9 (``.venv-torch``) and a running daemon. Per-op cost is the calling thread's
+CPU time (``time.thread_time``) per op in a loop of queued ops; the step time is the wall time
+of a step that ends with ``loss.item()`` (one round trip), median of the steps after a warm-up.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "client", "python"))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import tensord as td  # noqa: E402
+import tensord.torch as tdt  # noqa: E402
+
+
+def per_op_us(fn, sync, n: int = 3000) -> float:
+    for _ in range(300):
+        fn()
+    sync()
+    t0 = time.thread_time()
+    for _ in range(n):
+        fn()
+    cost = (time.thread_time() - t0) / n * 1e6
+    sync()
+    return cost
+
+
+def mlp_steps(model, x, y, opt, sync, steps: int = 12) -> float:
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y) if isinstance(x, torch.Tensor) else \
+            td.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        loss.item()
+        times.append(time.perf_counter() - t0)
+    sync()
+    return statistics.median(times[2:]) * 1e3
+
+
+def main() -> None:
+    address = os.environ.get("TENSORD_ADDRESS", "127.0.0.1:50051")
+    tdt.connect(address)
+    native = td.connect(address).session
+    dev = "tensord"
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    da, db = a.to(dev), b.to(dev)
+    na, nb = td.tensor(a.numpy()), td.tensor(b.numpy())
+    rows = [("x + y", lambda: da + db, lambda: na + nb, lambda: a + b),
+            ("x.relu()", lambda: da.relu(), lambda: na.relu(), lambda: a.relu()),
+            ("x.sum(1)", lambda: da.sum(1), lambda: na.sum(dim=1), lambda: a.sum(1)),
+            ("x.t() (a view)", lambda: da.t(), lambda: na.t(), lambda: a.t())]
+    print("client CPU per op (us)    tensord device   native client   local PyTorch")
+    nothing = lambda: None  # noqa: E731
+    for name, f_dev, f_nat, f_loc in rows:
+        print(f"{name:24s} {per_op_us(f_dev, tdt.synchronize):14.1f} "
+              f"{per_op_us(f_nat, native.synchronize):15.1f} {per_op_us(f_loc, nothing):15.1f}")
+
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),
+                              torch.nn.Linear(256, 10))
+    x, y = torch.randn(64, 784), torch.randint(0, 10, (64,))
+    sd = {k: v.clone() for k, v in ref.state_dict().items()}
+    local = mlp_steps(ref, x, y, torch.optim.SGD(ref.parameters(), lr=0.01, foreach=True),
+                      nothing)
+    m = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    m.load_state_dict(sd)
+    m.to(dev)
+    device = mlp_steps(m, x.to(dev), y.to(dev),
+                       torch.optim.SGD(m.parameters(), lr=0.01, foreach=True), tdt.synchronize)
+    nm = td.nn.Sequential(td.nn.Linear(784, 256), td.nn.ReLU(), td.nn.Linear(256, 10))
+    nm.load_state_dict({k: v.numpy() for k, v in sd.items()})
+    nat = mlp_steps(nm, td.tensor(x.numpy()), td.tensor(y.numpy()),
+                    td.optim.SGD(nm.parameters(), lr=0.01), native.synchronize)
+    print(f"MLP 784-256-10, batch 64, SGD step (ms): tensord device {device:.2f}   native "
+          f"client {nat:.2f}   local PyTorch {local:.2f}")
+    print(f"tensord device ops that fell back to the CPU: {tdt.fallback_counts() or 'none'}")
+
+
+if __name__ == "__main__":
+    main()
