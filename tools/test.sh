@@ -39,6 +39,8 @@ echo "== PyTorch device tests (tensord.torch, .venv-torch's PyTorch, real daemon
 TORCH_PYTHON="$root/.venv-torch/bin/python"
 [ -x "$TORCH_PYTHON" ] || TORCH_PYTHON="$PYTHON"
 PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q -rs tests/python_torch
+echo "== PyTorch device tests again on the production path (no meta check per op)"
+TENSORD_TORCH_CHECK=0 PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q tests/python_torch
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
   # The plain daemon, bazel-bin/server/tensord: the sanitizer configs build into trees of their
   # own (.bazelrc, Note [Sanitizer output trees]), so this step may run in any order.

@@ -21,7 +21,7 @@ from typing import Iterator
 import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-os.environ.setdefault("TENSORD_TORCH_CHECK", "1")
+os.environ.setdefault("TENSORD_TORCH_CHECK", "1")  # tools/test.sh also runs with 0
 
 try:
     import torch

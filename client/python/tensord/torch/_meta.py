@@ -53,7 +53,8 @@ def _key_of(x: Any, pointwise: bool) -> Any:
 _pointwise: Dict[Any, bool] = {}
 
 
-def _key(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Optional[tuple]:
+def key(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Optional[tuple]:
+    """The cache key of a call: the op, its tensors' metadata and its other arguments."""
     pointwise = _pointwise.get(func)
     if pointwise is None:
         pointwise = _pointwise[func] = torch.Tag.pointwise in func.tags
@@ -105,18 +106,22 @@ def is_meta_out(x: Any) -> bool:
     return isinstance(x, (torch.Tensor, _MetaOut))
 
 
-def run(func: Any, args: Any, kwargs: Any) -> Any:
+_NO_KEY = object()
+
+
+def run(func: Any, args: Any, kwargs: Any, cache_key: Any = _NO_KEY) -> Any:
     """``func``'s outputs on meta tensors (a tensor, a tuple/list of them, or a non-tensor), or
-    their cached descriptions (Note [Meta cache])."""
-    key = _key(func, args, kwargs)
-    if key is not None:
-        d = _cache.get(key)
+    their cached descriptions (Note [Meta cache]). ``cache_key``: ``key(func, args, kwargs)`` if
+    the caller has it."""
+    k = key(func, args, kwargs) if cache_key is _NO_KEY else cache_key
+    if k is not None:
+        d = _cache.get(k)
         if d is not None:
             return _rebuild(d)
     margs, mkwargs = tree_map(to_meta, (args, kwargs))
     out = func(*margs, **mkwargs)
-    if key is not None and len(_cache) < _MAX_ENTRIES:
+    if k is not None and len(_cache) < _MAX_ENTRIES:
         d = _describe(out)
         if d is not None:
-            _cache[key] = d
+            _cache[k] = d
     return out
