@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -17,10 +18,14 @@
 namespace tensord {
 
 // Who asks, and on which stream the memory will be used. Session 0 is the
-// daemon itself (e.g. staging buffers).
+// daemon itself (e.g. staging buffers). `site` is the client call site of
+// the op allocating, for the memory history (Note [Memory history]): it
+// points at the session's interned text (Note [Site ids]), valid for the
+// Allocate call only; the history shares the text, never copies it.
 struct AllocContext {
   uint64_t session = 0;
   StreamHandle stream = nullptr;
+  const std::shared_ptr<const std::string>* site = nullptr;
 };
 
 class Allocator {

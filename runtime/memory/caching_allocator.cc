@@ -73,8 +73,7 @@ StatPool PoolOf(const Block* b) {
 CachingAllocator::CachingAllocator(std::unique_ptr<Backend> backend)
     : backend_(std::move(backend)),
       device_name_(backend_->DeviceName()),
-      device_index_(DeviceIndexFromName(device_name_)),
-      created_(absl::Now()) {}
+      device_index_(DeviceIndexFromName(device_name_)) {}
 
 CachingAllocator::~CachingAllocator() {
   MutexLock lock(&mu_);
@@ -144,8 +143,9 @@ absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes,
     *block->stream_bytes += size;
     block->account_bytes = account_bytes_.Get(account);
     *block->account_bytes += size;
-    if (trace_capacity_ > 0) {
-      Trace("alloc", block->ptr, block->size, ctx.stream, ctx.session);
+    if (history_.enabled()) {
+      Trace(TraceAction::kAlloc, reinterpret_cast<uintptr_t>(block->ptr), bytes,
+            ctx.stream, ctx.session, ctx.site);
     }
   }
   void* ptr = block->ptr;  // stable: the block is ours until Free
@@ -218,8 +218,12 @@ absl::StatusOr<Block*> CachingAllocator::AllocateSegment(
   if (!ptr.ok()) {
     if (!absl::IsResourceExhausted(ptr.status())) return ptr.status();
     ++stats_.num_ooms;
-    if (trace_capacity_ > 0) {
-      Trace("oom", nullptr, segment_size, ctx.stream, ctx.session);
+    if (history_.enabled()) {
+      const size_t capacity = backend_->Capacity();
+      const auto reserved =
+          static_cast<size_t>(stats_.reserved_bytes[kAllPools].current);
+      Trace(TraceAction::kOom, capacity > reserved ? capacity - reserved : 0,
+            segment_size, ctx.stream, ctx.session, ctx.site);
     }
     return OutOfMemoryError(bytes, segment_size, ctx, ptr.status());
   }
@@ -233,8 +237,9 @@ absl::StatusOr<Block*> CachingAllocator::AllocateSegment(
   IncreaseStat(stats_.segment, p, 1);
   IncreaseStat(stats_.reserved_bytes, p, static_cast<int64_t>(segment_size));
   ++stats_.num_device_alloc;
-  if (trace_capacity_ > 0) {
-    Trace("segment_alloc", block->ptr, segment_size, ctx.stream, ctx.session);
+  if (history_.enabled()) {
+    Trace(TraceAction::kSegmentAlloc, reinterpret_cast<uintptr_t>(block->ptr),
+          segment_size, ctx.stream, ctx.session, ctx.site);
   }
   return block;
 }
@@ -282,9 +287,9 @@ void CachingAllocator::FreeLocked(Block* block, bool unscrubbed) {
   block->session_bytes = block->stream_bytes = block->account_bytes = nullptr;
   block->allocated = false;
   if (unscrubbed) block->last_owner = kMixedOwners;
-  if (trace_capacity_ > 0) {
-    Trace("free_requested", block->ptr, block->size, block->stream,
-          block->session);
+  if (history_.enabled()) {
+    Trace(TraceAction::kFreeRequested, reinterpret_cast<uintptr_t>(block->ptr),
+          block->requested, block->stream, block->session);
   }
   if (block->stream_uses.empty()) {
     ReturnToPool(block);
@@ -308,6 +313,10 @@ void CachingAllocator::FreeLocked(Block* block, bool unscrubbed) {
 }
 
 void CachingAllocator::ReturnToPool(Block* block) {
+  if (history_.enabled()) {  // the block as freed, before it merges
+    Trace(TraceAction::kFreeCompleted, reinterpret_cast<uintptr_t>(block->ptr),
+          block->requested, block->stream, block->session);
+  }
   const StatPool p = PoolOf(block);
   DecreaseStat(stats_.active, p, 1);
   DecreaseStat(stats_.active_bytes, p, static_cast<int64_t>(block->size));
@@ -338,9 +347,6 @@ void CachingAllocator::ReturnToPool(Block* block) {
   }
   PoolInsert(free_blocks, block);
   TrackInactive(block);
-  if (trace_capacity_ > 0) {
-    Trace("free_completed", block->ptr, block->size, block->stream, 0);
-  }
 }
 
 // Note [Recycling]: the steady state of a training loop is "split a cached

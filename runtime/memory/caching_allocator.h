@@ -17,7 +17,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -36,6 +35,7 @@
 #include "runtime/memory/allocator_stats.h"
 #include "runtime/memory/backend.h"
 #include "runtime/memory/block.h"
+#include "runtime/memory/memory_history.h"
 #include "runtime/memory/snapshot.h"
 
 namespace tensord {
@@ -100,8 +100,13 @@ class CachingAllocator : public Allocator {
   // Zeroes the allocated/freed totals and the event counters.
   void ResetAccumulatedStats();
 
-  // Keeps the last `max_entries` actions for Snapshot().trace (0: off).
-  void RecordHistory(size_t max_entries);
+  // Keeps the last `max_entries` actions for Snapshot().trace; 0 turns the
+  // history off and forgets it (Note [Memory history]).
+  void RecordHistory(size_t max_entries) { history_.SetCapacity(max_entries); }
+  const MemoryHistory& history() const { return history_; }
+  // Segments and blocks as of one instant, and the history's events up to
+  // it followed by a "snapshot" event (when there are any). The events are
+  // copied after the allocator's mutex is dropped (Note [Memory history]).
   MemorySnapshot Snapshot() const;
   std::string SnapshotJson() const { return SnapshotToJson(Snapshot()); }
 
@@ -185,14 +190,18 @@ class CachingAllocator : public Allocator {
                                 const AllocContext& ctx,
                                 const absl::Status& backend_status) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Trace(const char* action, const void* addr, size_t size,
-             StreamHandle stream, uint64_t session)
+  void SnapshotSegments(MemorySnapshot& out) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records an action in the history. Called under mu_ (so the history's
+  // order is the allocator's) and only when history_.enabled().
+  void Trace(TraceAction action, uintptr_t addr, size_t size,
+             StreamHandle stream, uint64_t session,
+             const std::shared_ptr<const std::string>* site = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::unique_ptr<Backend> backend_;
   const std::string device_name_;
   const int device_index_;
-  const absl::Time created_;
 
   mutable Mutex mu_;
   BlockPool small_pool_ ABSL_GUARDED_BY(mu_){true};
@@ -213,8 +222,7 @@ class CachingAllocator : public Allocator {
   static constexpr size_t kMaxSpares = 1024;
   std::vector<Block*> spare_blocks_ ABSL_GUARDED_BY(mu_);
   std::vector<BlockSet::node_type> spare_nodes_ ABSL_GUARDED_BY(mu_);
-  size_t trace_capacity_ ABSL_GUARDED_BY(mu_) = 0;
-  std::deque<TraceEntry> trace_ ABSL_GUARDED_BY(mu_);
+  MemoryHistory history_;  // thread-safe itself; Note [Memory history]
 };
 
 // The CPU device's allocator: a CachingAllocator over HostBackend.

@@ -2,10 +2,12 @@
 // quotas and the out-of-memory message. Every method takes the same mutex as
 // the allocation path, so each result is a consistent point in time.
 #include <cstdlib>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "runtime/memory/caching_allocator.h"
 
 namespace tensord {
@@ -137,24 +139,43 @@ void CachingAllocator::ResetAccumulatedStats() {
   quota_rejections_ = 0;
 }
 
-void CachingAllocator::RecordHistory(size_t max_entries) {
-  MutexLock lock(&mu_);
-  trace_capacity_ = max_entries;
-  while (trace_.size() > trace_capacity_) trace_.pop_front();
-}
-
-void CachingAllocator::Trace(const char* action, const void* addr, size_t size,
-                             StreamHandle stream, uint64_t session) {
-  if (trace_.size() >= trace_capacity_) trace_.pop_front();
-  trace_.push_back(
-      TraceEntry{action, reinterpret_cast<uintptr_t>(addr), size,
-                 reinterpret_cast<uintptr_t>(stream), session,
-                 absl::ToInt64Microseconds(absl::Now() - created_)});
+void CachingAllocator::Trace(TraceAction action, uintptr_t addr, size_t size,
+                             StreamHandle stream, uint64_t session,
+                             const std::shared_ptr<const std::string>* site) {
+  TraceEntry entry;
+  entry.action = action;
+  entry.addr = addr;
+  entry.size = size;
+  entry.stream = reinterpret_cast<uintptr_t>(stream);
+  entry.session = session;
+  if (site != nullptr) entry.site = *site;  // shared, not copied
+  history_.Record(std::move(entry));
 }
 
 MemorySnapshot CachingAllocator::Snapshot() const {
-  MutexLock lock(&mu_);
   MemorySnapshot out;
+  out.device = device_index_;
+  uint64_t trace_end = 0;
+  int64_t active_bytes = 0;
+  {
+    MutexLock lock(&mu_);
+    SnapshotSegments(out);
+    trace_end = history_.end();  // the events before it led to `segments`
+    active_bytes = stats_.active_bytes[kAllPools].current;
+  }
+  // Lock dropped: copying 10^5 events must not stall the executors.
+  out.trace = history_.EventsBefore(trace_end);
+  if (!out.trace.empty()) {
+    TraceEntry closing;
+    closing.action = TraceAction::kSnapshot;
+    closing.size = static_cast<size_t>(active_bytes);
+    closing.time_us = absl::GetCurrentTimeNanos() / 1000;
+    out.trace.push_back(std::move(closing));
+  }
+  return out;
+}
+
+void CachingAllocator::SnapshotSegments(MemorySnapshot& out) const {
   out.segments.reserve(segments_.size());
   for (const auto& [addr, head] : segments_) {
     SegmentSnapshot seg;
@@ -181,8 +202,6 @@ MemorySnapshot CachingAllocator::Snapshot() const {
     }
     out.segments.push_back(std::move(seg));
   }
-  out.trace.assign(trace_.begin(), trace_.end());
-  return out;
 }
 
 absl::Status CachingAllocator::OutOfMemoryError(

@@ -47,8 +47,10 @@ int64_t CachingAllocator::ReleaseCachedSegments() {
       DecreaseStat(stats_.segment, PoolOf(block), 1);
       DecreaseStat(stats_.reserved_bytes, PoolOf(block), size);
       ++stats_.num_device_free;
-      if (trace_capacity_ > 0) {
-        Trace("segment_free", block->ptr, block->size, block->stream, 0);
+      if (history_.enabled()) {
+        Trace(TraceAction::kSegmentFree,
+              reinterpret_cast<uintptr_t>(block->ptr), block->size,
+              block->stream, 0);
       }
       segments_.erase(reinterpret_cast<uintptr_t>(block->ptr));
       backend_->Free(block->ptr, block->size);
@@ -65,8 +67,9 @@ int64_t CachingAllocator::EmptyCache() {
   session_bytes_.PruneZeros();
   account_bytes_.PruneZeros();
   stream_bytes_.PruneZeros();
-  if (trace_capacity_ > 0) {
-    Trace("empty_cache", nullptr, static_cast<size_t>(released), nullptr, 0);
+  if (history_.enabled()) {
+    Trace(TraceAction::kEmptyCache, 0, static_cast<size_t>(released), nullptr,
+          0);
   }
   return released;
 }

@@ -131,12 +131,15 @@ TEST(SnapshotTest, TraceRecordsActionsInOrder) {
   alloc.EmptyCache();
   MemorySnapshot snap = alloc.Snapshot();
   std::vector<std::string> actions;
-  for (const TraceEntry& t : snap.trace) actions.push_back(t.action);
-  EXPECT_EQ(actions, (std::vector<std::string>{
-                         "segment_alloc", "alloc", "free_requested",
-                         "free_completed", "segment_free", "empty_cache"}));
+  for (const TraceEntry& t : snap.trace) {
+    actions.push_back(TraceActionName(t.action));
+  }
+  EXPECT_EQ(actions,
+            (std::vector<std::string>{
+                "segment_alloc", "alloc", "free_requested", "free_completed",
+                "segment_free", "empty_cache", "snapshot"}));
   EXPECT_EQ(snap.trace[1].session, 9u);
-  EXPECT_EQ(snap.trace[1].size, 512u);
+  EXPECT_EQ(snap.trace[1].size, 100u);  // requested, as PyTorch's
   EXPECT_EQ(snap.trace[1].stream, 1u);
   const std::string json = SnapshotToJson(snap);
   EXPECT_TRUE(WellNested(json));
@@ -144,8 +147,8 @@ TEST(SnapshotTest, TraceRecordsActionsInOrder) {
                               "\"action\":\"segment_alloc\""));
   alloc.RecordHistory(2);  // keeps the newest entries
   snap = alloc.Snapshot();
-  ASSERT_EQ(snap.trace.size(), 2u);
-  EXPECT_EQ(snap.trace[1].action, "empty_cache");
+  ASSERT_EQ(snap.trace.size(), 3u);
+  EXPECT_EQ(snap.trace[1].action, TraceAction::kEmptyCache);
 }
 
 TEST(SnapshotTest, DeviceNameIsEscaped) {

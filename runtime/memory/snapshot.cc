@@ -2,6 +2,9 @@
 // build). Numbers are written as integers; strings go through JsonQuote.
 #include "runtime/memory/snapshot.h"
 
+#include <unordered_map>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -17,6 +20,28 @@ const char* BlockStateName(BlockState state) {
       return "inactive";
   }
   return "inactive";
+}
+
+const char* TraceActionName(TraceAction action) {
+  switch (action) {
+    case TraceAction::kAlloc:
+      return "alloc";
+    case TraceAction::kFreeRequested:
+      return "free_requested";
+    case TraceAction::kFreeCompleted:
+      return "free_completed";
+    case TraceAction::kSegmentAlloc:
+      return "segment_alloc";
+    case TraceAction::kSegmentFree:
+      return "segment_free";
+    case TraceAction::kOom:
+      return "oom";
+    case TraceAction::kEmptyCache:
+      return "empty_cache";
+    case TraceAction::kSnapshot:
+      return "snapshot";
+  }
+  return "alloc";
 }
 
 std::string JsonQuote(std::string_view s) {
@@ -87,25 +112,77 @@ void AppendSegment(std::string& out, const SegmentSnapshot& s) {
   out += "]}";
 }
 
-void AppendTrace(std::string& out, const TraceEntry& t) {
-  absl::StrAppend(&out, "{\"action\":", JsonQuote(t.action),
-                  ",\"addr\":", t.addr, ",\"size\":", t.size,
-                  ",\"stream\":", t.stream, ",\"session\":", t.session,
-                  ",\"time_us\":", t.time_us, "}");
+// Session numbers as shown, each looked up once per snapshot.
+class SessionLabels {
+ public:
+  explicit SessionLabels(const SessionNamer& name) : name_(name) {}
+
+  // "unknown" for no session (see snapshot.h), else "session ID".
+  const std::string& Category(uint64_t session) {
+    auto [it, inserted] = labels_.try_emplace(session);
+    if (inserted) {
+      it->second = session == 0 ? "unknown"
+                   : name_      ? absl::StrCat("session ", name_(session))
+                                : absl::StrCat("session ", session);
+    }
+    return it->second;
+  }
+
+ private:
+  const SessionNamer& name_;
+  std::unordered_map<uint64_t, std::string> labels_;
+};
+
+// One frame: the call site "file.py:42" as file and line, named after the
+// session (PyTorch's frames are {filename, line, name}).
+void AppendFrames(std::string& out, const TraceEntry& t,
+                  const std::string& category) {
+  absl::string_view file = "<no call site>";
+  int64_t line = 0;
+  if (t.site != nullptr && !t.site->empty()) {
+    file = *t.site;
+    const size_t colon = file.rfind(':');
+    if (colon != absl::string_view::npos &&
+        absl::SimpleAtoi(file.substr(colon + 1), &line)) {
+      file = file.substr(0, colon);
+    } else {
+      line = 0;
+    }
+  }
+  absl::StrAppend(
+      &out, ",\"frames\":[{\"filename\":",
+      JsonQuote(std::string_view(file.data(), file.size())), ",\"line\":", line,
+      ",\"name\":", JsonQuote(t.session == 0 ? "tensord" : category), "}]");
+}
+
+void AppendTrace(std::string& out, const TraceEntry& t, SessionLabels& labels) {
+  const std::string& category = labels.Category(t.session);
+  absl::StrAppend(
+      &out, "{\"action\":", JsonQuote(TraceActionName(t.action)),
+      t.action == TraceAction::kOom ? ",\"device_free\":" : ",\"addr\":",
+      t.addr, ",\"size\":", t.size, ",\"stream\":", t.stream,
+      ",\"time_us\":", t.time_us, ",\"session\":", t.session,
+      ",\"category\":", JsonQuote(category));
+  AppendFrames(out, t, category);
+  out += "}";
 }
 
 }  // namespace
 
-std::string SnapshotToJson(const MemorySnapshot& snapshot) {
+std::string SnapshotToJson(const MemorySnapshot& snapshot,
+                           const SessionNamer& session_name) {
   std::string out = "{\"segments\":[";
   for (size_t i = 0; i < snapshot.segments.size(); ++i) {
     if (i > 0) out += ",";
     AppendSegment(out, snapshot.segments[i]);
   }
-  out += "],\"device_traces\":[[";
+  out += "],\"device_traces\":[";
+  for (int d = 0; d < snapshot.device; ++d) out += "[],";
+  out += "[";
+  SessionLabels labels(session_name);
   for (size_t i = 0; i < snapshot.trace.size(); ++i) {
     if (i > 0) out += ",";
-    AppendTrace(out, snapshot.trace[i]);
+    AppendTrace(out, snapshot.trace[i], labels);
   }
   out += "]]}";
   return out;

@@ -29,7 +29,9 @@ TEST(SnapshotToJsonTest, ExactShape) {
   seg.blocks.push_back({4608, 512, 200, BlockState::kActivePendingFree, 4});
   seg.blocks.push_back({5120, 1024, 0, BlockState::kInactive, std::nullopt});
   snap.segments.push_back(seg);
-  snap.trace.push_back({"alloc", 4096, 512, 5, 3, 17});
+  snap.device = 1;
+  snap.trace.push_back({TraceAction::kAlloc, 4096, 500, 5, 3, 17,
+                        std::make_shared<const std::string>("a.py:9")});
   EXPECT_EQ(
       SnapshotToJson(snap),
       "{\"segments\":[{\"device\":1,\"device_name\":\"cuda:1\","
@@ -42,8 +44,10 @@ TEST(SnapshotToJsonTest, ExactShape) {
       "\"state\":\"active_pending_free\",\"owner_session\":4},"
       "{\"address\":5120,\"size\":1024,\"requested_size\":0,"
       "\"state\":\"inactive\",\"owner_session\":null}]}],"
-      "\"device_traces\":[[{\"action\":\"alloc\",\"addr\":4096,\"size\":512,"
-      "\"stream\":5,\"session\":3,\"time_us\":17}]]}");
+      "\"device_traces\":[[],[{\"action\":\"alloc\",\"addr\":4096,"
+      "\"size\":500,\"stream\":5,\"time_us\":17,\"session\":3,"
+      "\"category\":\"session 3\",\"frames\":[{\"filename\":\"a.py\","
+      "\"line\":9,\"name\":\"session 3\"}]}]]}");
 }
 
 TEST(SnapshotToJsonTest, Empty) {
