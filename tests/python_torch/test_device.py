@@ -191,3 +191,10 @@ def test_out_of_memory_is_pytorchs(td: object) -> None:
 
     with pytest.raises(torch.OutOfMemoryError, match="1 TiB"):
         _transfer.download(Spoiled(), torch.float32)
+
+
+def test_daemon_errors_name_the_programs_line(td: object) -> None:
+    x = torch.arange(3.0, device=D)
+    bad = torch.nn.functional.embedding(torch.tensor([9], device=D), x.view(3, 1))
+    with pytest.raises(RuntimeError, match=r"test_device\.py:\d+"):
+        bad.cpu()

@@ -30,6 +30,18 @@ _strings: Dict[bytes, str] = {b"": ""}
 _MAX_CODES = 65536
 
 
+def add_library_dir(path: str) -> None:
+    """Treats code under ``path`` as library code, like this package's own: call sites name the
+    first frame outside both (``tensord.torch`` adds PyTorch's directory, so a daemon error
+    names the program's line, not ``torch/nn/functional.py``)."""
+    global _PKG_DIRS
+    path = os.path.abspath(path) + os.sep
+    if path not in _PKG_DIRS:
+        _PKG_DIRS = _PKG_DIRS + (path,)
+        _outside.clear()
+        _fields.clear()
+
+
 def _basename(code: Any) -> str:
     base = _outside.get(code)
     if base is None:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 import torch
 
 from .._tensor import call as native_call
+from .._site import site_field
 from .._tensor import call_op, missing_op
 from . import _connection
 
@@ -28,9 +29,10 @@ def c(name: str, inputs: Sequence[Any], **attrs: Any) -> Any:
     op = s.catalog.get(name)
     if op is None:
         raise missing_op(name, s)
-    # No call site (b""): the first frame outside tensord is PyTorch's, not the program's.
+    # The call site: the program's line (PyTorch's own frames are library code: _registration);
+    # inside a backward pass, where no program frame is on the stack, none.
     return call_op(s, op, inputs, {k: v for k, v in attrs.items() if v is not None} or None,
-                   site=b"")
+                   site=site_field(1))
 
 
 def rule(*ops: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

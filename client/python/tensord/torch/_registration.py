@@ -14,6 +14,7 @@ Python key (``torch.tensor(data, device="tensord")``).
 from __future__ import annotations
 
 import math
+import os
 import types
 from typing import Any, Optional
 
@@ -69,6 +70,8 @@ def register() -> None:
     _setup_privateuseone_for_python_backend(
         rename=NAME if current != NAME else None, backend_module=_device_module())
     _register_factories()
+    from .. import _site
+    _site.add_library_dir(os.path.dirname(torch.__file__))  # errors name the program's line
     # torch.load's default weights_only unpickler admits only known functions: the device's
     # tensors are pickled as ``_tensor._rebuild(cpu_tensor, requires_grad)``.
     from ._tensor import _rebuild
