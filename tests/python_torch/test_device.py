@@ -198,3 +198,16 @@ def test_daemon_errors_name_the_programs_line(td: object) -> None:
     bad = torch.nn.functional.embedding(torch.tensor([9], device=D), x.view(3, 1))
     with pytest.raises(RuntimeError, match=r"test_device\.py:\d+"):
         bad.cpu()
+
+
+def test_seed_numpy_and_scalar_reads(td: object) -> None:
+    torch.manual_seed(1)  # seeds the daemon's generator too (torch.tensord.manual_seed_all)
+    a = torch.randn(3, device=D).tolist()
+    torch.manual_seed(1)
+    assert torch.randn(3, device=D).tolist() == a
+    x = torch.tensor([1.5, 2.0], device=D)
+    assert bool(x.sum() > 0) and float(x[0]) == 1.5 and int(x[1]) == 2 and len(x) == 2
+    with pytest.raises(TypeError, match="Tensor.cpu"):
+        x.numpy()
+    assert x.numpy(force=True).tolist() == [1.5, 2.0]
+    assert x.cpu().numpy().tolist() == [1.5, 2.0]

@@ -87,6 +87,13 @@ class TensordTensor(torch.Tensor):
 
     __str__ = __repr__
 
+    def numpy(self, *, force: bool = False) -> Any:
+        """As for a CUDA tensor: refused, unless ``force`` (which copies to the CPU first)."""
+        if not force:
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
+                            "Tensor.cpu() to copy the tensor to host memory first.")
+        return self.detach().cpu().numpy()
+
     def tolist(self) -> Any:
         """The value as nested Python lists (one download)."""
         with torch.no_grad():
