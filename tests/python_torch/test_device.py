@@ -211,3 +211,11 @@ def test_seed_numpy_and_scalar_reads(td: object) -> None:
         x.numpy()
     assert x.numpy(force=True).tolist() == [1.5, 2.0]
     assert x.cpu().numpy().tolist() == [1.5, 2.0]
+
+
+@pytest.mark.allow_fallback
+def test_no_fallback_switch_makes_a_fallback_an_error(td: object,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TENSORD_TORCH_NO_FALLBACK", "1")
+    with pytest.raises(NotImplementedError, match="kthvalue"):
+        torch.kthvalue(torch.tensor([3.0, 1.0], device=D), 1)
