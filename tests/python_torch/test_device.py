@@ -219,3 +219,16 @@ def test_no_fallback_switch_makes_a_fallback_an_error(td: object,
     monkeypatch.setenv("TENSORD_TORCH_NO_FALLBACK", "1")
     with pytest.raises(NotImplementedError, match="kthvalue"):
         torch.kthvalue(torch.tensor([3.0, 1.0], device=D), 1)
+
+
+def test_deepcopy(td: object) -> None:
+    import copy
+    m = torch.nn.Linear(3, 2).to(D)
+    m(torch.ones(1, 3, device=D)).sum().backward()
+    m2 = copy.deepcopy(m)
+    assert isinstance(m2.weight, torch.nn.Parameter) and m2.weight.device.type == "tensord"
+    assert m2.weight.grad is not None
+    same(m2.weight.grad.cpu(), m.weight.grad.cpu())
+    with torch.no_grad():
+        m2.weight.mul_(0)
+    assert m.weight.abs().sum().item() > 0 and m2.weight.abs().sum().item() == 0

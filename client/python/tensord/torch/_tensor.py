@@ -112,6 +112,23 @@ class TensordTensor(torch.Tensor):
         t._error = ctx[1]
         return t
 
+    def __deepcopy__(self, memo: dict) -> "TensordTensor":
+        """A copy on the daemon (``clone``), as a Parameter if this is one, with its ``grad``
+        copied too: what ``copy.deepcopy`` gives for a CUDA tensor (the handle itself, a
+        session's object, cannot be copied)."""
+        if id(self) in memo:
+            return memo[id(self)]
+        with torch.no_grad():
+            new = self.detach().clone()
+        if getattr(self, "_is_param", False):
+            new = torch.nn.Parameter(new, self.requires_grad)
+        elif self.requires_grad:
+            new.requires_grad_()
+        memo[id(self)] = new
+        if self.grad is not None:
+            new.grad = self.grad.__deepcopy__(memo)
+        return new
+
     def __reduce_ex__(self, protocol: int) -> Any:
         """Pickles (``torch.save``, ``copy.deepcopy`` of a module) as a CPU copy that comes back
         on the device: the daemon's handles do not outlive the session."""
