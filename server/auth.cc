@@ -1,6 +1,9 @@
 #include "server/auth.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -8,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "spdlog/spdlog.h"
 
 namespace tensord {
 namespace {
@@ -27,6 +31,11 @@ absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
   if (!absl::SimpleAtoi(text, &value) || value < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad byte count '", text, "'"));
+  }
+  // 8589934592GiB must not wrap around into "no quota" (or any other).
+  if (value > std::numeric_limits<int64_t>::max() / scale) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("byte count '", text, "' is too large"));
   }
   return value * scale;
 }
@@ -108,6 +117,13 @@ absl::Status Authenticator::Reload() {
   contents << in.rdbuf();
   auto parsed = Parse(contents.str());
   if (!parsed.ok()) return parsed.status();
+  struct stat st;
+  if (stat(path_.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO))) {
+    spdlog::warn(
+        "tokens file {} is accessible by group or others (mode {:04o}): "
+        "anyone who can read it can act as its users; chmod 600 it",
+        path_, st.st_mode & 07777);
+  }
   MutexLock lock(&mu_);
   tokens_ = *std::move(parsed);
   return absl::OkStatus();
@@ -127,6 +143,15 @@ absl::StatusOr<User> Authenticator::Authenticate(
                       : "invalid or revoked token");
   }
   return *found;
+}
+
+std::optional<User> Authenticator::FindUser(absl::string_view name) const {
+  if (insecure()) return User{"anonymous", 0, 0, true};
+  MutexLock lock(&mu_);
+  for (const auto& [token, user] : tokens_) {
+    if (user.name == name) return user;
+  }
+  return std::nullopt;
 }
 
 absl::StatusOr<User> Authenticator::AuthenticateAdmin(

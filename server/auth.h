@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,11 @@ class Authenticator {
   absl::StatusOr<User> Authenticate(absl::string_view token) const;
   // PERMISSION_DENIED unless `token` belongs to an admin.
   absl::StatusOr<User> AuthenticateAdmin(absl::string_view token) const;
+  // Rereads the file; on an error the old table stays. Sessions already
+  // open are the SessionManager's business (Note [Tokens reload]).
   absl::Status Reload();
+  // The user called `name` in the current table, if any.
+  std::optional<User> FindUser(absl::string_view name) const;
   bool insecure() const { return path_.empty(); }
 
  private:

@@ -23,6 +23,21 @@ TEST(AuthTest, ParsesUsersQuotasAndAdmins) {
   EXPECT_FALSE(Authenticator::Parse("bob t quota=lots\n").ok());
 }
 
+TEST(AuthTest, OverflowingNumbersAreErrorsNamingTheLine) {
+  for (const char* quota :
+       {"8589934592GiB", "9223372036854775807KiB", "99999999999999999999"}) {
+    auto parsed = Authenticator::Parse(
+        std::string("alice tok-a\nbob tok-b quota=") + quota + "\n");
+    ASSERT_FALSE(parsed.ok()) << quota;
+    EXPECT_NE(parsed.status().message().find("line 2"), std::string::npos)
+        << parsed.status();
+  }
+  EXPECT_FALSE(Authenticator::Parse("bob t priority=99999999999\n").ok());
+  auto max = Authenticator::Parse("bob t quota=8589934591GiB\n");
+  ASSERT_TRUE(max.ok()) << max.status();
+  EXPECT_EQ((*max)[0].second.quota_bytes, int64_t{8589934591} << 30);
+}
+
 TEST(AuthTest, TokensFromFileAndReload) {
   const std::string path = ::testing::TempDir() + "/tokens";
   { std::ofstream(path) << "alice tok-a\nops tok-o admin\n"; }

@@ -36,6 +36,7 @@
 #include "server/daemon_log.h"
 #include "server/grpc_admin.h"
 #include "server/grpc_stream.h"
+#include "server/listen_address.h"
 #include "server/secure_random.h"
 #include "server/session_manager.h"
 #include "spdlog/spdlog.h"
@@ -45,7 +46,8 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "unix:/path for a Unix domain socket");
 ABSL_FLAG(bool, insecure, false,
           "allow running without --tokens_file (local development only: "
-          "anyone who can reach the port gets a session)");
+          "every caller is an admin, so only loopback and unix: --listen "
+          "addresses are allowed)");
 ABSL_FLAG(std::string, tokens_file, "",
           "file of 'USER TOKEN [quota=..] [admin]' lines; required unless "
           "--insecure");
@@ -58,7 +60,9 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA bundle: require and verify client certificates (mutual TLS)");
 ABSL_FLAG(std::string, unix_socket_mode, "0660",
-          "permissions of a --listen=unix:PATH socket (the on-box gate)");
+          "permissions of a --listen=unix:PATH socket (the on-box gate), "
+          "octal; the socket appears at PATH with them (Note [Unix listen "
+          "sockets], server/listen_address.h)");
 ABSL_FLAG(absl::Duration, resume_grace, absl::Seconds(30),
           "how long a session whose stream dropped can be resumed before its "
           "memory is released");
@@ -264,11 +268,31 @@ int Main() {
         "gets a session",
         absl::GetFlag(FLAGS_listen));
     auth = Authenticator::Insecure();
+    if (absl::Status s = CheckInsecureListen(absl::GetFlag(FLAGS_listen));
+        !s.ok()) {
+      spdlog::critical("{}", std::string(s.message()));
+      return 2;
+    }
   } else {
     spdlog::critical(
         "refusing to start without --tokens_file; pass --insecure "
         "for local development");
     return 2;
+  }
+
+  // Note [Unix listen sockets]: checked before anything is created.
+  const std::string listen = absl::GetFlag(FLAGS_listen);
+  std::unique_ptr<UnixSocketPlacement> unix_socket;
+  if (listen.rfind("unix:", 0) == 0) {
+    auto mode = ParseSocketMode(absl::GetFlag(FLAGS_unix_socket_mode));
+    auto placement = mode.ok()
+                         ? UnixSocketPlacement::Prepare(listen.substr(5), *mode)
+                         : mode.status();
+    if (!placement.ok()) {
+      spdlog::critical("{}", std::string(placement.status().message()));
+      return 2;
+    }
+    unix_socket = *std::move(placement);
   }
 
   std::vector<std::string> allowed;
@@ -312,7 +336,8 @@ int Main() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), *credentials, &port);
+  builder.AddListeningPort(unix_socket ? unix_socket->bind_address() : listen,
+                           *credentials, &port);
   builder.RegisterService(&tensord_service);
   builder.RegisterService(&admin_service);
   builder.SetMaxReceiveMessageSize(
@@ -340,16 +365,10 @@ int Main() {
     spdlog::critical("cannot listen on {}", absl::GetFlag(FLAGS_listen));
     return 2;
   }
-  const std::string listen = absl::GetFlag(FLAGS_listen);
-  if (listen.rfind("unix:", 0) == 0) {
-    // gRPC creates the socket with the umask's mode; the file mode is the
-    // access control for on-box users, so set it explicitly.
-    const std::string path = listen.substr(5);
-    const mode_t mode = static_cast<mode_t>(
-        std::stoul(absl::GetFlag(FLAGS_unix_socket_mode), nullptr, 8));
-    if (chmod(path.c_str(), mode) != 0) {
-      spdlog::critical("cannot chmod {} to {}", path,
-                       absl::GetFlag(FLAGS_unix_socket_mode));
+  if (unix_socket != nullptr) {
+    if (absl::Status s = unix_socket->Publish(); !s.ok()) {
+      spdlog::critical("{}", std::string(s.message()));
+      server->Shutdown();
       return 2;
     }
   }
@@ -370,7 +389,15 @@ int Main() {
     sigwait(&signals, &sig);
     if (sig == SIGHUP) {
       absl::Status reloaded = auth->Reload();
-      spdlog::info("SIGHUP: tokens reloaded: {}", reloaded.ToString());
+      if (!reloaded.ok()) {
+        spdlog::error(
+            "SIGHUP: the tokens file was not reloaded (the old "
+            "tokens stay): {}",
+            reloaded.ToString());
+        continue;
+      }
+      spdlog::info("SIGHUP: tokens reloaded");
+      sessions.ApplyTokens();  // Note [Tokens reload]
       continue;
     }
     if (sig == SIGUSR1) break;

@@ -179,13 +179,15 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::NewSession(
     params.cma_probe_address = hello.cma_probe_address();
   }
   // Quotas are per user: the user's sessions share one allocator account,
-  // checked by the allocators before allocating.
-  if (user.quota_bytes > 0) {
-    params.quota_bytes = user.quota_bytes;
-    const uint64_t account = AccountOf(user.name);
-    for (const auto& d : devices_->devices()) {
-      d->allocator()->JoinAccount(params.number, account,
-                                  absl::StrCat("user '", user.name, "'"));
+  // checked by the allocators before allocating. Every session joins it,
+  // quota or not, so that a quota a reload sets later counts all of the
+  // user's bytes (Note [Tokens reload]).
+  if (user.quota_bytes > 0) params.quota_bytes = user.quota_bytes;
+  const uint64_t account = AccountOf(user.name);
+  for (const auto& d : devices_->devices()) {
+    d->allocator()->JoinAccount(params.number, account,
+                                absl::StrCat("user '", user.name, "'"));
+    if (user.quota_bytes > 0) {
       d->allocator()->SetSessionQuota(account, user.quota_bytes);
     }
   }
@@ -333,6 +335,58 @@ void SessionManager::Shutdown(absl::Status reason) {
   }
   for (auto& s : all) s->Kill(reason);
   for (auto& s : all) s->WaitDone();
+}
+
+// Note [Tokens reload]: a user removed from the tokens file must not keep
+// working through the sessions it opened, nor keep memory in detached ones
+// until their grace period ends: both end now, with a message that says why.
+// Users are matched by name, so a user whose token changed keeps its
+// sessions. Quotas are set on the users' accounts and apply from the next
+// allocation; admin rights are checked per Admin call, so they apply as soon
+// as the table is swapped.
+void SessionManager::ApplyTokens() {
+  std::vector<std::shared_ptr<Session>> open, detached;
+  std::vector<std::pair<uint64_t, int64_t>>
+      quotas;  // account, bytes (-1: none)
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [name, account] : accounts_) {
+      if (std::optional<User> user = auth_->FindUser(name)) {
+        quotas.emplace_back(account,
+                            user->quota_bytes > 0 ? user->quota_bytes : -1);
+      }
+    }
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      auto current = it++;
+      const std::shared_ptr<Session>& s = current->second;
+      if (auth_->FindUser(s->params().user).has_value()) continue;
+      if (s->detached()) {
+        detached.push_back(s);
+        deadlines_.erase(current->first);
+        sessions_.erase(current);
+      } else {
+        open.push_back(s);  // removed as its stream ends
+      }
+    }
+  }
+  for (const auto& d : devices_->devices()) {
+    for (const auto& [account, bytes] : quotas) {
+      d->allocator()->SetSessionQuota(account, bytes);
+    }
+  }
+  for (const auto* list : {&open, &detached}) {
+    for (const auto& s : *list) {
+      const std::string why = absl::StrCat(
+          "user '", s->params().user, "' was removed from the tokens file");
+      spdlog::warn("session {} ended: {}", s->params().id, why);
+      s->Kill(absl::UnauthenticatedError(why));
+    }
+  }
+  for (const auto& s : detached) {
+    for (const auto& d : devices_->devices()) {
+      d->allocator()->LeaveAccount(s->params().number);
+    }
+  }
 }
 
 std::vector<v1::SessionInfo> SessionManager::List() const {

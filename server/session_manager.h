@@ -87,6 +87,11 @@ class SessionManager {
   void Shutdown(
       absl::Status reason = absl::UnavailableError("tensord is shutting down"));
 
+  // Note [Tokens reload]: after the tokens file was reloaded (SIGHUP), ends
+  // the sessions, open or detached, of users no longer in it and sets the
+  // users' quotas on their allocator accounts anew.
+  void ApplyTokens();
+
   std::vector<v1::SessionInfo> List() const;
   v1::ListDevicesResponse Devices() const;
   size_t size() const;

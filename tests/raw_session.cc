@@ -116,6 +116,11 @@ grpc::Status RawSession::Close() {
   return stream_->Finish();
 }
 
+void RawSession::Cancel() {
+  context_.TryCancel();
+  AwaitEnd();
+}
+
 grpc::Status RawSession::AwaitEnd() {
   closed_ = true;
   v1::ServerFrame frame;

@@ -61,6 +61,9 @@ class RawSession {
   grpc::Status Close();
   // Waits for the daemon to end the stream (without closing our side).
   grpc::Status AwaitEnd();
+  // Breaks the stream as a dropped connection would (the daemon detaches
+  // the session for its resume grace period).
+  void Cancel();
 
  private:
   std::shared_ptr<grpc::Channel> channel_;

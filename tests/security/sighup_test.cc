@@ -1,0 +1,135 @@
+// Attack: a user removed from the tokens file (or whose quota was cut, or
+// who lost admin rights) keeps using what it had: its open session, a
+// detached session it could come back to, its old quota, the Admin service.
+// After SIGHUP none of that holds, and the other users go on.
+#include <signal.h>
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/daemon_process.h"
+#include "tests/raw_session.h"
+#include "tests/security/security_env.h"
+
+namespace tensord {
+namespace testing {
+namespace {
+
+constexpr char kTokens[] =
+    "alice tok-a\n"
+    "bob tok-b quota=64MiB\n"
+    "ops tok-o admin\n"
+    "carol tok-c admin\n";
+// alice removed, bob's quota cut to 512 KiB, carol no longer an admin.
+constexpr char kReloaded[] =
+    "bob tok-b quota=512KiB\n"
+    "ops tok-o admin\n"
+    "carol tok-c\n";
+
+// Admin.ListSessions as `token`: the number of sessions, or the status.
+grpc::Status ListSessions(const std::string& address, const std::string& token,
+                          int* count) {
+  auto stub = v1::Admin::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer " + token);
+  v1::ListSessionsResponse response;
+  grpc::Status s =
+      stub->ListSessions(&ctx, v1::ListSessionsRequest(), &response);
+  *count = response.sessions_size();
+  return s;
+}
+
+// Uploads 1 MiB and reads it back; true if it was refused for the quota
+// (the Put's error poisons the handle and comes with the Get).
+bool MebibyteRefused(RawSession& s) {
+  const uint64_t h = s.PutFloats({1 << 18});
+  const uint64_t get = s.NewRequest();
+  v1::Get* g = s.Add()->mutable_get();
+  g->set_handle(h);
+  g->set_request_id(get);
+  RawSession::Reply r = s.Flush();
+  EXPECT_TRUE(r.ok);
+  bool refused = false;
+  for (const auto& e : r.errors) {
+    if (e.request_id() != get) continue;
+    refused = true;
+    EXPECT_EQ(e.status().code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << e.status().message();
+    EXPECT_NE(e.status().message().find("quota"), std::string::npos)
+        << e.status().message();
+  }
+  s.Add()->mutable_release()->add_handles(h);
+  return refused;
+}
+
+TEST(SighupTest, ReloadEndsRemovedUsersAndAppliesQuotasAndAdminFlags) {
+  const std::string tokens = WriteTestFile("sighup_tokens", kTokens);
+  auto daemon = DaemonProcess::Start({"--tokens_file=" + tokens});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  const std::string& address = (*daemon)->address();
+
+  RawSession open(address, "tok-a", "alice-open");
+  ASSERT_TRUE(open.ok());
+  std::string detached_id;
+  {
+    RawSession detached(address, "tok-a", "alice-detached");
+    ASSERT_TRUE(detached.ok());
+    detached_id = detached.welcome().session_id();
+    detached.Cancel();
+  }
+  ASSERT_TRUE((*daemon)->WaitForLog("session " + detached_id + " detached"));
+  RawSession bob(address, "tok-b", "bob");
+  ASSERT_TRUE(bob.ok());
+  EXPECT_FALSE(MebibyteRefused(bob));  // within 64 MiB
+  int count = 0;
+  ASSERT_TRUE(ListSessions(address, "tok-c", &count).ok());
+  EXPECT_EQ(count, 3);
+
+  WriteTestFile("sighup_tokens", kReloaded);
+  ASSERT_EQ(kill((*daemon)->pid(), SIGHUP), 0);
+  ASSERT_TRUE((*daemon)->WaitForLog("SIGHUP: tokens reloaded"));
+
+  // alice's open session ends, saying why.
+  const grpc::Status ended = open.AwaitEnd();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_NE(ended.error_message().find(
+                "user 'alice' was removed from the tokens file"),
+            std::string::npos)
+      << ended.error_message();
+  // Her detached session is gone too (its memory with it), not waiting
+  // for its grace period.
+  EXPECT_TRUE((*daemon)->WaitForLog("session " + detached_id +
+                                    " ended: user 'alice' was removed"));
+  ASSERT_TRUE(ListSessions(address, "tok-o", &count).ok());
+  EXPECT_EQ(count, 1);
+  RawSession again(address, "tok-a", "alice-again");
+  EXPECT_FALSE(again.ok());
+
+  // bob's new quota applies to his open session at once.
+  EXPECT_TRUE(MebibyteRefused(bob));
+  bob.PutFloats({16});
+  EXPECT_TRUE(bob.Flush().errors.empty());
+
+  // carol is no admin any more.
+  EXPECT_EQ(ListSessions(address, "tok-c", &count).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE((*daemon)->alive());
+}
+
+TEST(SighupTest, ABrokenTokensFileKeepsTheOldTable) {
+  const std::string tokens = WriteTestFile("sighup_broken", kTokens);
+  auto daemon = DaemonProcess::Start({"--tokens_file=" + tokens});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  RawSession alice((*daemon)->address(), "tok-a", "alice");
+  ASSERT_TRUE(alice.ok());
+  WriteTestFile("sighup_broken", "alice\n");
+  ASSERT_EQ(kill((*daemon)->pid(), SIGHUP), 0);
+  ASSERT_TRUE((*daemon)->WaitForLog("the tokens file was not reloaded"));
+  alice.PutFloats({4});
+  EXPECT_TRUE(alice.Flush().ok);
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace tensord
