@@ -1,5 +1,7 @@
 #include "server/admin_memory.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace tensord {
 namespace {
 
@@ -43,6 +45,35 @@ void SetSharedBufferStats(const std::vector<v1::SessionInfo>& sessions,
     (*stats->mutable_session_count())[s.session_id()] = s.shared_buffers();
     (*stats->mutable_session_bytes())[s.session_id()] = s.shared_buffer_bytes();
   }
+}
+
+absl::Status RecordMemoryHistory(Device& device,
+                                 const v1::RecordMemoryHistoryRequest& req,
+                                 v1::RecordMemoryHistoryResponse* out) {
+  CachingAllocator* allocator = device.allocator();
+  switch (req.action()) {
+    case v1::RecordMemoryHistoryRequest::ON: {
+      const uint64_t n =
+          req.max_entries() == 0 ? kDefaultHistoryEntries : req.max_entries();
+      if (n > kMaxHistoryEntries) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("max_entries ", n, " is over the limit of ",
+                         kMaxHistoryEntries, " events per device"));
+      }
+      allocator->RecordHistory(n);
+      break;
+    }
+    case v1::RecordMemoryHistoryRequest::OFF:
+      allocator->RecordHistory(0);
+      break;
+    default:
+      break;
+  }
+  v1::MemoryHistoryState* state = out->add_devices();
+  state->set_device(device.name());
+  state->set_max_entries(allocator->history().capacity());
+  state->set_events(allocator->history().size());
+  return absl::OkStatus();
 }
 
 void EmptyDeviceCaches(Device& device, v1::EmptyCacheResponse* out) {

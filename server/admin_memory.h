@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "proto/admin.pb.h"
 #include "runtime/device.h"
 
@@ -44,6 +45,16 @@ void SetSharedBufferStats(const std::vector<v1::SessionInfo>& sessions,
 // Releases the cached, unused memory of `device` and of its staging pool;
 // adds the bytes to `out` (released_bytes counts both).
 void EmptyDeviceCaches(Device& device, v1::EmptyCacheResponse* out);
+
+// Memory history (Note [Memory history]): applies `req`'s action to the
+// allocator of `device` (not its staging pool: the daemon's own host
+// buffers) and appends its state to `out`. INVALID_ARGUMENT for
+// max_entries over kMaxHistoryEntries.
+inline constexpr uint64_t kDefaultHistoryEntries = 100000;
+inline constexpr uint64_t kMaxHistoryEntries = 10000000;
+absl::Status RecordMemoryHistory(Device& device,
+                                 const v1::RecordMemoryHistoryRequest& req,
+                                 v1::RecordMemoryHistoryResponse* out);
 
 }  // namespace tensord
 

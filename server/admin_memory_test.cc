@@ -123,5 +123,46 @@ TEST(AdminMemoryTest, SharedBuffersAreSummedApartFromThePools) {
   EXPECT_EQ(out.shared_buffers().bytes(), 0u);
 }
 
+// Memory history (Note [Memory history]): on with PyTorch's default size,
+// the state reported, the limit refused, off forgetting the events; the
+// staging pool never records.
+TEST(AdminMemoryTest, RecordMemoryHistoryTurnsTheDevicesHistoryOnAndOff) {
+  StagingDevice device;
+  v1::RecordMemoryHistoryRequest req;
+  v1::RecordMemoryHistoryResponse state;
+  ASSERT_TRUE(RecordMemoryHistory(device, req, &state).ok());
+  ASSERT_EQ(state.devices_size(), 1);
+  EXPECT_EQ(state.devices(0).device(), "fake:0");
+  EXPECT_EQ(state.devices(0).max_entries(), 0u);  // off by default
+
+  req.set_action(v1::RecordMemoryHistoryRequest::ON);
+  v1::RecordMemoryHistoryResponse on;
+  ASSERT_TRUE(RecordMemoryHistory(device, req, &on).ok());
+  EXPECT_EQ(on.devices(0).max_entries(), kDefaultHistoryEntries);
+  void* p = *device.allocator()->Allocate(100, AllocContext{3, nullptr});
+  device.allocator()->Free(p);
+  {
+    auto staged = device.AllocateStaging(4096);
+    ASSERT_TRUE(staged.ok());
+  }
+  EXPECT_FALSE(device.staging_allocator()->history().enabled());
+  v1::RecordMemoryHistoryResponse now;
+  ASSERT_TRUE(
+      RecordMemoryHistory(device, v1::RecordMemoryHistoryRequest(), &now).ok());
+  EXPECT_EQ(now.devices(0).events(), 4u);  // segment, alloc, two frees
+
+  req.set_max_entries(kMaxHistoryEntries + 1);
+  v1::RecordMemoryHistoryResponse refused;
+  EXPECT_EQ(RecordMemoryHistory(device, req, &refused).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(device.allocator()->history().capacity(), kDefaultHistoryEntries);
+
+  req.set_action(v1::RecordMemoryHistoryRequest::OFF);
+  v1::RecordMemoryHistoryResponse off;
+  ASSERT_TRUE(RecordMemoryHistory(device, req, &off).ok());
+  EXPECT_EQ(off.devices(0).max_entries(), 0u);
+  EXPECT_EQ(off.devices(0).events(), 0u);
+}
+
 }  // namespace
 }  // namespace tensord

@@ -66,8 +66,10 @@ void CommandRunner::RunBackward(const v1::Backward& b, v1::Ack* ack) {
     return;
   }
   OpContext ctx = MakeContext();
+  const SiteText site = InlineSite(b.site());
+  ctx.alloc.site = &site;  // Note [Memory history]
   if (b.create_graph()) {
-    recorder_.set_site(std::make_shared<const std::string>(b.site()));
+    recorder_.set_site(site);
     ctx.recorder = &recorder_;
   }
   BackwardOptions options;

@@ -273,6 +273,7 @@ void CommandRunner::RunCall(const CallView& call, v1::Ack* ack) {
   auto attrs = CallAttrsFromProto(op, *call.attrs, &storage);
   if (!attrs.ok()) return fail_with(attrs.status());
   OpContext ctx = MakeContext();
+  ctx.alloc.site = &*call_site;  // Note [Memory history]
   if (grad_enabled_) {
     recorder_.set_site(*call_site);
     ctx.recorder = &recorder_;
@@ -301,16 +302,7 @@ void CommandRunner::RunCall(const CallView& call, v1::Ack* ack) {
 // as long as the session; a resent command rebinds to the same text.
 absl::StatusOr<CommandRunner::SiteText> CommandRunner::CallSite(
     const CallView& call) {
-  static const SiteText* const kNoSite =
-      new SiteText(std::make_shared<const std::string>());
-  if (call.site_id == 0) {
-    if (call.site->empty()) return *kNoSite;
-    // A loop sends the same text op after op: kept once, not per op.
-    if (inline_site_ == nullptr || *inline_site_ != *call.site) {
-      inline_site_ = std::make_shared<const std::string>(*call.site);
-    }
-    return inline_site_;
-  }
+  if (call.site_id == 0) return InlineSite(*call.site);
   auto it = sites_.find(call.site_id);
   if (!call.site->empty()) {
     if (it != sites_.end() && *it->second == *call.site) return it->second;
@@ -343,6 +335,17 @@ absl::StatusOr<CommandRunner::SiteText> CommandRunner::CallSite(
         "first)"));
   }
   return it->second;
+}
+
+CommandRunner::SiteText CommandRunner::InlineSite(const std::string& text) {
+  static const SiteText* const kNoSite =
+      new SiteText(std::make_shared<const std::string>());
+  if (text.empty()) return *kNoSite;
+  // A loop sends the same text op after op: kept once, not per op.
+  if (inline_site_ == nullptr || *inline_site_ != text) {
+    inline_site_ = std::make_shared<const std::string>(text);
+  }
+  return inline_site_;
 }
 
 OpContext CommandRunner::MakeContext() {

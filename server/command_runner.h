@@ -174,6 +174,10 @@ class CommandRunner {
   // caps (kMaxBoundSites, kMaxBoundSiteBytes).
   using SiteText = std::shared_ptr<const std::string>;
   absl::StatusOr<SiteText> CallSite(const CallView& call);
+  // A site sent as text (a Call without an id, a Put, a Backward), kept
+  // once while the same text repeats: what AllocContext::site points at
+  // (Note [Memory history]).
+  SiteText InlineSite(const std::string& text);
   // A command over a limit of server/wire_limits.h: a frame error, and a
   // Call's outputs poisoned with it.
   void RejectCommand(const v1::Command& cmd, const absl::Status& status,

@@ -107,6 +107,8 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
     }
     auto alloc = UploadContext(device);
     if (!alloc.ok()) return fail(alloc.status());
+    const SiteText site = InlineSite(put.site());
+    alloc->site = &site;  // Note [Memory history]
     auto tensor = Tensor::Empty(device, *dtype, shape, *alloc);
     if (!tensor.ok()) return fail(tensor.status());
     pending_put_ = std::make_unique<PendingPut>();

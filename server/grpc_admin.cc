@@ -90,7 +90,9 @@ grpc::Status AdminService::MemorySnapshot(grpc::ServerContext* ctx,
   // One snapshot feeds both forms, so the JSON and the structured segments
   // always describe the same instant.
   const tensord::MemorySnapshot snapshot = device->allocator()->Snapshot();
-  out->set_json(SnapshotToJson(snapshot));
+  // Events name sessions as tensorctl sessions does (Note [Memory history]).
+  out->set_json(SnapshotToJson(
+      snapshot, [this](uint64_t n) { return sessions_->SessionIdOf(n); }));
   out->set_device(name);
   std::map<uint64_t, std::string> session_ids;  // one lookup per session
   for (const SegmentSnapshot& s : snapshot.segments) {
@@ -130,6 +132,24 @@ grpc::Status AdminService::EmptyCache(grpc::ServerContext* ctx,
   for (const auto& d : sessions_->devices()->devices()) {
     if (req->device().empty() || req->device() == d->name()) {
       EmptyDeviceCaches(*d, out);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::RecordMemoryHistory(
+    grpc::ServerContext* ctx, const v1::RecordMemoryHistoryRequest* req,
+    v1::RecordMemoryHistoryResponse* out) {
+  if (auto s = CheckAdmin(ctx); !s.ok()) return s;
+  if (!req->device().empty() &&
+      sessions_->devices()->Find(req->device()) == nullptr) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("no device '", req->device(), "'"));
+  }
+  for (const auto& d : sessions_->devices()->devices()) {
+    if (!req->device().empty() && req->device() != d->name()) continue;
+    if (absl::Status s = tensord::RecordMemoryHistory(*d, *req, out); !s.ok()) {
+      return ToGrpcStatus(s);
     }
   }
   return grpc::Status::OK;

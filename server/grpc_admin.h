@@ -37,6 +37,9 @@ class AdminService final : public v1::Admin::Service {
   grpc::Status EmptyCache(grpc::ServerContext* ctx,
                           const v1::EmptyCacheRequest* req,
                           v1::EmptyCacheResponse* out) override;
+  grpc::Status RecordMemoryHistory(
+      grpc::ServerContext* ctx, const v1::RecordMemoryHistoryRequest* req,
+      v1::RecordMemoryHistoryResponse* out) override;
   grpc::Status ProfileSession(grpc::ServerContext* ctx,
                               const v1::ProfileSessionRequest* req,
                               v1::ProfileSessionResponse* out) override;

@@ -32,6 +32,7 @@
 #include "runtime/core/transfer_buffers.h"
 #include "runtime/cuda_discovery.h"
 #include "runtime/device.h"
+#include "server/admin_memory.h"
 #include "server/bulk_listener.h"
 #include "server/daemon_log.h"
 #include "server/grpc_admin.h"
@@ -111,6 +112,11 @@ ABSL_FLAG(std::string, default_device, "cpu",
           "sets its own (SetOptions.default_device): cpu, as in PyTorch, or "
           "e.g. cuda:0");
 
+ABSL_FLAG(uint64_t, memory_history, 0,
+          "keep the newest N allocation and free events of each device (with "
+          "session and call site) for tensorctl snapshot's device_traces, as "
+          "torch.cuda.memory._record_memory_history; 0: off (tensorctl "
+          "memory-history turns it on and off while running)");
 ABSL_FLAG(std::string, fault_inject_sticky_error_op, "",
           "TESTING ONLY: calls of this op fail with a sticky device error, "
           "so the daemon's exit-for-restart path can be tested");
@@ -305,6 +311,14 @@ int Main() {
       !s.ok()) {
     spdlog::critical("--default_device: {}", std::string(s.message()));
     return 2;
+  }
+  if (const uint64_t n = absl::GetFlag(FLAGS_memory_history); n > 0) {
+    if (n > kMaxHistoryEntries) {
+      spdlog::critical("--memory_history={}: at most {} events per device", n,
+                       kMaxHistoryEntries);
+      return 2;
+    }
+    for (const auto& d : devices->devices()) d->allocator()->RecordHistory(n);
   }
   const uint32_t bulk_lanes = absl::GetFlag(FLAGS_bulk_lanes);
   if (bulk_lanes < 1 || bulk_lanes > kBulkMaxLanes) {

@@ -2,7 +2,8 @@
 //
 //   tensorctl devices | sessions | info | kill SESSION   [--json]
 //   tensorctl memory | segments | empty-cache   [--device D] [--json]
-//   tensorctl snapshot -o FILE [--device D]
+//   tensorctl snapshot -o FILE[.pickle] [--device D]
+//   tensorctl memory-history [on|off] [--max_entries N] [--device D]
 //   tensorctl top [--interval=1s] [--iterations=N]
 //   tensorctl profile SESSION [--duration=5s] [-o trace.json] [--top=N]
 //
@@ -43,6 +44,8 @@ ABSL_FLAG(int, iterations, 0, "top: refreshes before exiting (0: forever)");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(5),
           "profile: how long to record the session's ops");
 ABSL_FLAG(int, top, 20, "profile: table rows, largest time first (0: all)");
+ABSL_FLAG(uint64_t, max_entries, 0,
+          "memory-history on: events kept per device (0: 100000)");
 
 namespace {
 
@@ -127,6 +130,7 @@ int main(int argc, char** argv) {
   ctl.iterations = absl::GetFlag(FLAGS_iterations);
   ctl.duration = absl::GetFlag(FLAGS_duration);
   ctl.top = absl::GetFlag(FLAGS_top);
+  ctl.max_entries = absl::GetFlag(FLAGS_max_entries);
   ctl.clear_screen = isatty(STDOUT_FILENO) != 0;
   ctl.out = &std::cout;
   grpc::ChannelArguments channel_args;

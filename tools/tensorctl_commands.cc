@@ -26,8 +26,14 @@ constexpr Subcommand kSubcommands[] = {
      &RunMemory},
     {"segments", "", "map of segments and blocks [--device D]", 0, 0,
      &RunSegments},
-    {"snapshot", "", "write the allocator snapshot JSON: -o FILE [--device D]",
+    {"snapshot", "",
+     "write the allocator snapshot: -o FILE (.pickle: PyTorch's memory_viz "
+     "reads it; else JSON) [--device D]",
      0, 0, &RunSnapshot},
+    {"memory-history", "[on|off]",
+     "record allocations for snapshot's timeline [--max_entries N] "
+     "[--device D]; no argument: show the state",
+     0, 1, &RunMemoryHistory},
     {"empty-cache", "", "release cached free segments [--device D]", 0, 0,
      &RunEmptyCache},
     {"top", "", "live sessions and memory [--interval=1s] [--iterations=N]", 0,

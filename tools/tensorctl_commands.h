@@ -36,6 +36,7 @@ struct Ctl {
   bool clear_screen = false;  // top repaints with ANSI codes (a terminal)
   absl::Duration duration = absl::Seconds(5);  // profile's window
   int top = 20;                                // profile's table rows (0: all)
+  uint64_t max_entries = 0;  // memory-history on: events per device
   std::unique_ptr<v1::Admin::Stub> admin;
   std::ostream* out = nullptr;
 
@@ -73,6 +74,7 @@ absl::Status RunMemory(Ctl& ctl, Args args);
 absl::Status RunSegments(Ctl& ctl, Args args);
 absl::Status RunSnapshot(Ctl& ctl, Args args);
 absl::Status RunEmptyCache(Ctl& ctl, Args args);
+absl::Status RunMemoryHistory(Ctl& ctl, Args args);
 // tensorctl_top.cc
 absl::Status RunTop(Ctl& ctl, Args args);
 // tensorctl_profile.cc

@@ -1,12 +1,19 @@
-// tensorctl's allocator commands: memory, segments, snapshot, empty-cache.
-// Each is one Admin RPC (memory adds ListSessions for user and client names)
-// rendered by tensorctl_memory_view; memory also shows the sessions' shared
-// host buffers (without --device, or with --device=cpu).
+// tensorctl's allocator commands: memory, segments, snapshot, empty-cache,
+// memory-history. Each is one Admin RPC (memory adds ListSessions for user
+// and client names) rendered by tensorctl_memory_view; memory also shows the
+// sessions' shared host buffers (without --device, or with --device=cpu).
+// snapshot writes PyTorch's pickle for a FILE ending .pickle or .pkl
+// (tools/snapshot_pickle.h), else the daemon's JSON.
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tools/snapshot_pickle.h"
 #include "tools/tensorctl_commands.h"
 #include "tools/tensorctl_format.h"
 #include "tools/tensorctl_memory_view.h"
@@ -72,9 +79,17 @@ absl::Status RunSnapshot(Ctl& ctl, Args) {
     *ctl.out << snapshot.json() << "\n";
     return absl::OkStatus();
   }
+  const bool pickle = absl::EndsWith(ctl.output, ".pickle") ||
+                      absl::EndsWith(ctl.output, ".pkl");
+  std::string bytes = snapshot.json() + "\n";
+  if (pickle) {
+    absl::StatusOr<std::string> pickled = JsonToPickle(snapshot.json());
+    if (!pickled.ok()) return pickled.status();
+    bytes = *std::move(pickled);
+  }
   {
     std::ofstream file(ctl.output, std::ios::binary | std::ios::trunc);
-    file << snapshot.json() << "\n";
+    file << bytes;
     file.close();
     if (!file) {
       return absl::UnavailableError(
@@ -91,6 +106,8 @@ absl::Status RunSnapshot(Ctl& ctl, Args) {
     *ctl.out << JsonObject()
                     .Add("device", snapshot.device())
                     .Add("file", ctl.output)
+                    .Add("format", pickle ? "pickle" : "json")
+                    .Add("file_bytes", static_cast<uint64_t>(bytes.size()))
                     .Add("json_bytes",
                          static_cast<uint64_t>(snapshot.json().size() + 1))
                     .Add("segments", snapshot.segments_size())
@@ -129,6 +146,49 @@ absl::Status RunEmptyCache(Ctl& ctl, Args) {
                << " pinned staging";
     }
     *ctl.out << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunMemoryHistory(Ctl& ctl, Args args) {
+  v1::RecordMemoryHistoryRequest request;
+  request.set_device(ctl.device);
+  const std::string action = args.empty() ? "" : args[0];
+  if (action == "on") {
+    request.set_action(v1::RecordMemoryHistoryRequest::ON);
+    request.set_max_entries(ctl.max_entries);
+  } else if (action == "off") {
+    request.set_action(v1::RecordMemoryHistoryRequest::OFF);
+  } else if (!action.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "memory-history takes 'on' or 'off' (or nothing, to show the state), "
+        "not '",
+        action, "'"));
+  }
+  v1::RecordMemoryHistoryResponse response;
+  grpc::Status status = ctl.admin->RecordMemoryHistory(ctl.NewContext().get(),
+                                                       request, &response);
+  if (!status.ok()) return ctl.RpcError("RecordMemoryHistory", status);
+  if (ctl.json) {
+    std::vector<std::string> devices;
+    for (const v1::MemoryHistoryState& d : response.devices()) {
+      devices.push_back(JsonObject()
+                            .Add("device", d.device())
+                            .Add("max_entries", d.max_entries())
+                            .Add("events", d.events())
+                            .ToString());
+    }
+    *ctl.out << JsonObject().AddRaw("devices", JsonArray(devices)).ToString()
+             << "\n";
+    return absl::OkStatus();
+  }
+  for (const v1::MemoryHistoryState& d : response.devices()) {
+    if (d.max_entries() == 0) {
+      *ctl.out << d.device() << ": memory history off\n";
+    } else {
+      *ctl.out << d.device() << ": memory history on, keeping the newest "
+               << d.max_entries() << " events (" << d.events() << " now)\n";
+    }
   }
   return absl::OkStatus();
 }

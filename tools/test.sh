@@ -39,6 +39,9 @@ echo "== PyTorch device tests (tensord.torch, .venv-torch's PyTorch, real daemon
 TORCH_PYTHON="$root/.venv-torch/bin/python"
 [ -x "$TORCH_PYTHON" ] || TORCH_PYTHON="$PYTHON"
 PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q -rs tests/python_torch
+# Skips, saying why, when that interpreter's PyTorch has no trace_plot/segment_plot.
+echo "== Memory history drawn by PyTorch's own torch.cuda._memory_viz (.venv-torch, real daemon)"
+PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q -rs tests/memory_viz
 echo "== PyTorch device tests again on the production path (no meta check per op)"
 TENSORD_TORCH_CHECK=0 PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q tests/python_torch
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then

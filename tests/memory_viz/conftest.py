@@ -1,0 +1,52 @@
+"""pytest fixtures of the memory-history suite: the real daemon (tests/python/conftest.py's
+``running_daemon``, reused), tensorctl, and PyTorch's memory viewer.
+
+Run with the project's venv (``tools/install_deps.sh`` makes it), from the repository root:
+``PYTHONPATH=client/python .venv-torch/bin/python -m pytest tests/memory_viz``. Every test
+skips, saying why, when that interpreter has no ``torch.cuda._memory_viz``, or when
+``bazel-bin/server/tensord`` or ``bazel-bin/tools/tensorctl`` is not built.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+TENSORCTL = os.path.join(REPO, "bazel-bin", "tools", "tensorctl")
+
+try:
+    import torch.cuda._memory_viz as memory_viz
+    WHY_SKIP = None
+    if not hasattr(memory_viz, "trace_plot") or not hasattr(memory_viz, "segment_plot"):
+        WHY_SKIP = (f"torch.cuda._memory_viz of {sys.executable} has no trace_plot and "
+                    "segment_plot (PyTorch 2.1 or later): use .venv-torch/bin/python")
+except ImportError as e:
+    WHY_SKIP = (f"no torch.cuda._memory_viz for {sys.executable} ({e}): run "
+                "tools/install_deps.sh and use .venv-torch/bin/python")
+
+
+def pytest_collection_modifyitems(config: object, items: list) -> None:
+    if WHY_SKIP:
+        for item in items:
+            item.add_marker(pytest.mark.skip(reason=WHY_SKIP))
+
+
+def native_fixtures() -> object:
+    """tests/python/conftest.py as a module: its ``running_daemon`` starts the real daemon."""
+    spec = importlib.util.spec_from_file_location(
+        "tensord_native_conftest", os.path.join(REPO, "tests", "python", "conftest.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def tensorctl() -> str:
+    if not os.access(TENSORCTL, os.X_OK):
+        pytest.skip(f"tensorctl is not built ({TENSORCTL} missing): run "
+                    "`bazel build //tools:tensorctl` first")
+    return TENSORCTL
