@@ -79,3 +79,25 @@ def test_mlp_trains_like_local_pytorch(td: object, make_opt: object) -> None:
     got = _train(model, make_opt, D)
     torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-6)
     assert got[-1] < got[0] and got[-2] < got[1]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, w: F.adaptive_avg_pool2d(x, 2).pow(2).sum(),
+    lambda x, w: F.avg_pool2d(x, 2).pow(2).sum(),
+    lambda x, w: F.max_pool2d(x, 2).pow(2).sum(),
+    lambda x, w: F.conv2d(x, w, padding=1).tanh().sum(),
+    lambda x, w: F.conv_transpose2d(x, w.transpose(0, 1), stride=2).sigmoid().sum(),
+    lambda x, w: x.index_add(1, torch.tensor([0, 2, 2], device=x.device),
+                             x[:, 1:].exp(), alpha=0.5).pow(2).sum(),
+], ids=["adaptive_avg_pool2d", "avg_pool2d", "max_pool2d", "conv2d", "conv_transpose2d",
+        "index_add"])
+def test_image_op_gradients_match_local_pytorch(td: object, fn: object) -> None:
+    g = torch.Generator().manual_seed(7)
+    x, w = torch.randn(2, 4, 6, 6, generator=g), torch.randn(5, 4, 3, 3, generator=g)
+    xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
+    fn(xr, wr).backward()
+    xd, wd = x.to(D).requires_grad_(), w.to(D).requires_grad_()
+    fn(xd, wd).backward()
+    torch.testing.assert_close(xd.grad.cpu(), xr.grad, rtol=1e-4, atol=1e-5)
+    if wr.grad is not None:
+        torch.testing.assert_close(wd.grad.cpu(), wr.grad, rtol=1e-4, atol=1e-5)

@@ -313,3 +313,33 @@ def _avg_pool2d_backward(grad_output: Any, self: Any, kernel_size: Any, stride: 
     return c("avg_pool2d_backward", [grad_output, self], kernel_size=list(kernel_size),
              stride=list(stride), padding=list(padding), ceil_mode=ceil_mode,
              count_include_pad=count_include_pad)
+
+
+@rule(aten._adaptive_avg_pool2d.default)
+def _adaptive_avg_pool2d(self: Any, output_size: Any) -> Any:
+    return c("adaptive_avg_pool2d", [self], output_size=list(output_size))
+
+
+same_name("adaptive_avg_pool2d_backward", aten._adaptive_avg_pool2d_backward.default)
+
+
+@rule(aten.index_add.default)
+@torch_args
+def _index_add(targs: tuple, self: Any, dim: int, index: Any, source: Any, *,
+               alpha: Any = 1) -> Any:
+    """scatter_add with the index laid along ``dim`` and broadcast to the source's shape."""
+    shape = list(targs[3].shape)
+    if not shape:
+        return NotImplemented
+    d = dim % len(shape)
+    lay = [1] * len(shape)
+    lay[d] = -1
+    idx = c("expand", [c("view", [index], shape=lay)], size=shape)
+    if alpha != 1:
+        source = c("mul", [source, alpha])
+    return c("scatter_add", [self, idx, source], dim=d)
+
+
+@rule(prims.exp2.default)
+def _exp2(a: Any) -> Any:
+    return c("pow", [2.0, a])
