@@ -10,7 +10,6 @@ meta functions (``_meta``), never from the daemon.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from typing import Any, Dict, List, Optional
@@ -44,21 +43,12 @@ def payload(t: TensordTensor) -> NativeTensor:
 
 
 def assign(t: TensordTensor, value: NativeTensor) -> None:
-    """Makes ``value`` (same shape, any dtype) the value of ``t``: binds it when nothing else
+    """Makes ``value`` (``t``'s shape and dtype) the value of ``t``: binds it when nothing else
     can see ``t``'s payload (Note [Lazy payload]), else copies into it on the daemon."""
     if t._td is None and t._base is None:
-        if value_dtype_ok(t, value):
-            t._td = value
-            return
-        value = native_call("to", [value], {"dtype": _transfer.native_dtype(t.dtype)})
         t._td = value
-        return
-    native_call("copy_", [payload(t), value])
-
-
-def value_dtype_ok(t: TensordTensor, value: NativeTensor) -> bool:
-    """Whether ``value`` (a result whose dtype PyTorch's meta gave as ``t``'s) may be bound."""
-    return getattr(value, "_torch_dtype", t.dtype) == t.dtype
+    else:
+        native_call("copy_", [payload(t), value])
 
 
 def unwrap(x: Any) -> Any:
@@ -112,7 +102,7 @@ def dispatch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     inplace = _functional_twin(func)
     if inplace is not None:
         out = dispatch(inplace, args, kwargs)
-        native_call("copy_", [payload(args[0]), payload(out)])
+        assign(args[0], payload(out))
         return args[0]
     return _fallback.run(func, args, kwargs)
 
@@ -278,13 +268,3 @@ def _per_tensor_op(name: str, func: Any, args: tuple) -> Any:
         if op is not None:
             return op
     raise NotImplementedError(f"{func}: no per-tensor op aten.{name} to loop over")
-
-
-@contextlib.contextmanager
-def no_check() -> Any:
-    global CHECK
-    old, CHECK = CHECK, False
-    try:
-        yield
-    finally:
-        CHECK = old
