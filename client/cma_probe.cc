@@ -1,10 +1,12 @@
-// Cross-memory attach's probe and its outcome. See client/cma_probe.h.
+// Cross-memory attach's binding and its outcome. See client/cma_probe.h.
 #include "client/cma_probe.h"
 
 #include <unistd.h>
 
 #include <cstdlib>
-#include <cstring>
+#include <string>
+
+#include "proto/cma_bind.h"
 
 namespace tensord {
 inline namespace client {
@@ -15,23 +17,24 @@ bool CmaProbe::Wanted(const ClientOptions& options) {
   return options.cma && (env == nullptr || std::string(env) != "0");
 }
 
-void CmaProbe::Offer(v1::Hello* hello) {
-  probe_ = std::make_unique<char[]>(kProbeBytes);  // zeroed
+void CmaProbe::Bind(bool wanted, const v1::Welcome& welcome) {
+  if (!wanted || !welcome.cma()) return;
   pid_ = static_cast<uint64_t>(getpid());
-  hello->set_cma_pid(pid_);
-  hello->set_cma_probe_address(reinterpret_cast<uint64_t>(probe_.get()));
+  bound_.store(CmaBindThisProcess(welcome.cma_socket(), welcome.cma_ticket(),
+                                  kBindTimeoutMs));
 }
 
-void CmaProbe::ProveMapped(const std::string& nonce) {
-  if (probe_ != nullptr && nonce.size() <= kProbeBytes) {
-    std::memcpy(probe_.get(), nonce.data(), nonce.size());
-  }
+void CmaProbe::Rebind(const v1::Welcome& welcome) {
+  if (pid_ == 0 || static_cast<uint64_t>(getpid()) != pid_) return;
+  bound_.store(welcome.cma() &&
+               CmaBindThisProcess(welcome.cma_socket(), welcome.cma_ticket(),
+                                  kBindTimeoutMs));
 }
 
 bool CmaProbe::Usable(bool allowed, absl::FunctionRef<bool()> probe) {
   // A forked child still holds this session: the daemon would read and
-  // write the parent, whose pid the Hello named.
-  if (probe_ == nullptr || static_cast<uint64_t>(getpid()) != pid_) {
+  // write the parent, the process bound to it.
+  if (!bound_.load() || static_cast<uint64_t>(getpid()) != pid_) {
     return false;
   }
   MutexLock lock(&mu_);

@@ -1,22 +1,24 @@
 // Whether a C++ client session may use cross-memory attach
 // (docs/protocol.md "Cross-memory attach"; the daemon's side is
-// server/cma.h): the probe this process offers in its Hello (its pid and the
-// address of a buffer that holds the region's nonce once the region is
-// mapped, which the daemon reads to check that it may reach this process),
-// and the outcome of the one probe transfer that decides (tried once, by the
-// first transfer big enough for the path; client/session_cma.cc).
+// server/cma.h): the binding of the session to this process (through
+// Welcome.cma_socket with Welcome.cma_ticket: the daemon learns the process
+// from the kernel, proto/cma_bind.h), done at every Welcome, and the outcome
+// of the one probe transfer that decides (tried once, by the first transfer
+// big enough for the path; client/session_cma.cc).
 //
-// Ownership: a member of Session; the probe buffer lives as long as it.
-// Thread safety: Offer and ProveMapped run once, in Session::Open, before
-// any other call; Usable is thread-safe. Lock order (client/session.h):
-// Usable runs the probe holding mu(), which is taken before the Session's
-// shm_mu_ and enqueue_mu_ (the probe transfers through the session).
+// Ownership: a member of Session.
+// Thread safety: Bind runs in Session::Open before any other call; Rebind
+// on the reader thread during a resume, while Usable may run (so the
+// binding is an atomic, never under mu(): a probe holding mu() waits for
+// the reader). Usable is thread-safe. Lock order (client/session.h): Usable
+// runs the probe holding mu(), which is taken before the Session's shm_mu_
+// and enqueue_mu_ (the probe transfers through the session).
 #ifndef TENSORD_CLIENT_CMA_PROBE_H_
 #define TENSORD_CLIENT_CMA_PROBE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -40,18 +42,20 @@ class CmaProbe {
   // $TENSORD_CMA not "0" (and only with a region: the caller's to check).
   static bool Wanted(const ClientOptions& options);
 
-  // Names this process and the probe buffer in `hello` (Hello.cma_pid,
-  // cma_probe_address).
-  void Offer(v1::Hello* hello);
-  // The region is mapped: copies its `nonce` to the probe buffer, which
-  // proves that to the daemon. Nothing when not offered or too long.
-  void ProveMapped(const std::string& nonce);
+  // Binds the session to this process when the daemon offers it
+  // (`welcome`.cma) and `wanted`; remembers this process (a forked child
+  // must not use the path). Call once the region is mapped.
+  void Bind(bool wanted, const v1::Welcome& welcome);
+  // A resumed session's daemon dropped the binding: binds again with the
+  // resumed Welcome's ticket, if the session had bound. A refusal turns
+  // the path off.
+  void Rebind(const v1::Welcome& welcome);
 
-  // True when transfers may go by cross-memory attach: offered, in the
-  // process that offered it (not a forked child, whose pid the daemon was
-  // not told), `allowed` (Welcome.cma, with a region mapped) and `probe`
-  // returned true. `probe` runs at most once, holding mu(); its outcome
-  // stands for the session's life.
+  // True when transfers may go by cross-memory attach: bound (and still, as
+  // far as this process knows), in the process that bound it (not a forked
+  // child: the daemon would read and write the parent), `allowed`
+  // (Welcome.cma, with a region mapped) and `probe` returned true. `probe`
+  // runs at most once, holding mu(); its outcome stands for the session.
   bool Usable(bool allowed, absl::FunctionRef<bool()> probe)
       ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -59,11 +63,11 @@ class CmaProbe {
 
  private:
   enum class State { kUnknown, kWorks, kOff };
-  static constexpr size_t kProbeBytes = 64;
+  // How long the daemon may take to answer a binding.
+  static constexpr int kBindTimeoutMs = 2000;
 
-  // Set once by Offer (null: not offered).
-  std::unique_ptr<char[]> probe_;
-  uint64_t pid_ = 0;  // Hello.cma_pid
+  uint64_t pid_ = 0;  // the process that bound (0: never bound)
+  std::atomic<bool> bound_{false};
 
   Mutex mu_;
   State state_ ABSL_GUARDED_BY(mu_) = State::kUnknown;

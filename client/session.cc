@@ -109,7 +109,6 @@ absl::Status Session::Handshake() {
   hello.set_shm_transfer(WantShm(options_));
   hello.set_bulk(BulkConnection::Wanted(options_));
   hello.set_packed_acks(WantPacked(options_));
-  if (hello.shm_transfer() && CmaProbe::Wanted(options_)) cma_.Offer(&hello);
   absl::StatusOr<StreamOpener::Opened> opened =
       OpenStream(hello, options_.connect_timeout);
   if (!opened.ok()) return opened.status();
@@ -130,8 +129,8 @@ absl::Status Session::Handshake() {
       MutexLock shm_lock(&shm_mu_);
       slot_seq_.assign(shm_->num_slots(), 0);
     }
-    // Proves to the daemon that this process mapped the region.
-    if (shm_ != nullptr) cma_.ProveMapped(welcome_.shm().nonce());
+    // Binds the session to this process (the daemon asks the kernel who).
+    if (shm_ != nullptr) cma_.Bind(CmaProbe::Wanted(options_), welcome_);
   }
   if (shm_ == nullptr && welcome_.bulk_port() != 0) {
     bulk_ = std::make_unique<BulkConnection>(options_, welcome_.bulk_port(),

@@ -305,8 +305,9 @@ class Session {
       DownloadTarget target,
       const std::function<void(v1::Get*)>& set_destination);
   // Cross-memory attach (session_cma.cc; docs/protocol.md): whether the
-  // daemon offered it (Welcome.cma) and a probe transfer of 4 bytes each
-  // way worked (tried once, by the first transfer big enough for it).
+  // daemon offered it (Welcome.cma), bound the session to this process, and
+  // a probe transfer of 4 bytes each way worked (tried once, by the first
+  // transfer big enough for it).
   bool CmaUsable() ABSL_LOCKS_EXCLUDED(cma_.mu());
   // An upload or download with its bytes on the bulk socket
   // (session_bulk.cc); nullopt when there is none or it is not usable (the

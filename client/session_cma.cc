@@ -3,7 +3,7 @@
 // this process's memory and a Get's straight into it, once. The paths
 // themselves are UploadInPlace and DownloadInPlace (session_shared.cc);
 // here is only the probe that decides whether they may be used (its state
-// is client/cma_probe.h).
+// and the binding are client/cma_probe.h).
 #include <algorithm>
 #include <cstdint>
 
@@ -21,10 +21,10 @@ bool Session::DaemonCaughtUp() const {
 
 bool Session::CmaUsable() {
   return cma_.Usable(welcome_.cma() && shm_ != nullptr, [this] {
-    // The daemon checks this process once, at the first transfer, and may
-    // refuse it (another user, a seccomp policy without process_vm_readv,
-    // a pid namespace between us): a 4-byte round trip decides, so that a
-    // refusal costs a fallback here instead of a failed upload later. The
+    // Bound is not enough: the kernel may still refuse the daemon's copies
+    // (Yama's ptrace_scope, a seccomp policy without process_vm_readv): a
+    // 4-byte round trip decides, so that a refusal costs a fallback here
+    // instead of a failed upload later. The
     // probe is a Get, whose failure is its own answer: a refused Put would
     // poison its handle and be the next Sync's error.
     const float sent = 1.25f;

@@ -93,6 +93,9 @@ absl::Status Session::Resume(const absl::Status& cause) {
 }
 
 absl::Status Session::Adopt(StreamOpener::Opened opened) {
+  // The daemon dropped the binding (the resumer might have been another
+  // process): bound again before the flusher resends a Put by it.
+  if (shm_ != nullptr) cma_.Rebind(opened.welcome);
   MutexLock write_lock(&write_mu_);
   bool give_up;
   {

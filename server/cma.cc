@@ -1,37 +1,31 @@
 #include "server/cma.h"
 
 #include <sys/uio.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <vector>
+#include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "proto/cma_bind.h"
 #include "runtime/host_copy.h"
+#include "server/secure_random.h"
 
 namespace tensord {
 namespace {
 
-// The real and effective uid of `pid` (/proc/PID/status), or false.
-bool ProcessUids(uint64_t pid, uint64_t* real, uint64_t* effective) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    absl::string_view rest = line;
-    if (!absl::ConsumePrefix(&rest, "Uid:")) continue;
-    std::vector<absl::string_view> ids =
-        absl::StrSplit(rest, absl::ByAnyChar(" \t"), absl::SkipEmpty());
-    return ids.size() >= 2 && absl::SimpleAtoi(ids[0], real) &&
-           absl::SimpleAtoi(ids[1], effective);
-  }
-  return false;
+// Equal strings, in time that depends on their lengths only.
+bool SameTicket(absl::string_view a, absl::string_view b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ b[i];
+  return diff == 0;
+}
+
+absl::StatusOr<std::string> NewTicket() {
+  static_assert(kCmaTicketBytes % 2 == 0, "hex digits");
+  return SecureRandomHex(kCmaTicketBytes / 2);
 }
 
 // One process_vm_{read,write}v of a contiguous range, repeated while the
@@ -51,75 +45,85 @@ int CopyRange(pid_t pid, bool write, uint64_t remote, char* local, size_t n) {
   return 0;
 }
 
+absl::Status NotBound(absl::string_view what) {
+  return absl::FailedPreconditionError(
+      absl::StrCat(what, ": ", CmaPeer::kNotBoundText));
+}
+
 }  // namespace
 
-CmaPeer::CmaPeer(uint64_t pid, uint64_t probe_address, std::string nonce)
-    : pid_(pid), probe_address_(probe_address), nonce_(std::move(nonce)) {}
+absl::StatusOr<std::shared_ptr<CmaPeer>> CmaPeer::Create() {
+  absl::StatusOr<std::string> ticket = NewTicket();
+  if (!ticket.ok()) return ticket.status();
+  return std::shared_ptr<CmaPeer>(new CmaPeer(*std::move(ticket)));
+}
 
-absl::Status CmaPeer::CheckPeer() const {
-  auto refused = [&](absl::string_view why) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cross-memory attach to client process ", pid_, " refused: ", why,
-        " (the client falls back to the "
-        "shared-memory region; docs/protocol.md)"));
-  };
-  if (pid_ == 0 || pid_ > static_cast<uint64_t>(INT32_MAX)) {
-    return refused("no such process id");
+std::string CmaPeer::ticket() const {
+  MutexLock lock(&mu_);
+  return ticket_;
+}
+
+void CmaPeer::Renew() {
+  absl::StatusOr<std::string> ticket = NewTicket();
+  MutexLock lock(&mu_);
+  bound_.reset();
+  ticket_ = ticket.ok() ? *std::move(ticket) : std::string();
+}
+
+bool CmaPeer::HoldsTicket(absl::string_view ticket) const {
+  MutexLock lock(&mu_);
+  return SameTicket(ticket_, ticket);
+}
+
+absl::Status CmaPeer::Bind(absl::string_view ticket,
+                           absl::StatusOr<PeerProcess> peer) {
+  MutexLock lock(&mu_);
+  if (!SameTicket(ticket_, ticket)) {
+    return absl::NotFoundError("the ticket is not (or no longer) current");
   }
-  if (pid_ == static_cast<uint64_t>(getpid())) {
-    return refused("it names the daemon itself");
-  }
-  uint64_t real = 0, effective = 0;
-  if (!ProcessUids(pid_, &real, &effective)) {
-    return refused("no such process on this host");
-  }
-  const uint64_t mine = geteuid();
-  if (real != mine || effective != mine) {
-    return refused(absl::StrCat("it runs as uid ", real, "/", effective,
-                                ", the daemon as ", mine));
-  }
-  if (nonce_.empty()) return refused("the session has no region nonce");
-  std::string probe(nonce_.size(), '\0');
-  const int err = CopyRange(static_cast<pid_t>(pid_), /*write=*/false,
-                            probe_address_, probe.data(), probe.size());
-  if (err != 0) {
-    return refused(absl::StrCat("its probe address cannot be read (",
-                                std::strerror(err), ")"));
-  }
-  if (probe != nonce_) {
-    return refused("its probe address does not hold the region's nonce");
-  }
+  ticket_.clear();  // one try per ticket
+  if (!peer.ok()) return peer.status();
+  bound_ = std::make_shared<const PeerProcess>(*std::move(peer));
   return absl::OkStatus();
 }
 
-absl::Status CmaPeer::Verified() {
+bool CmaPeer::bound() const {
   MutexLock lock(&mu_);
-  if (!verdict_.has_value()) verdict_ = CheckPeer();
-  return *verdict_;
+  return bound_ != nullptr && !bound_->Exited();
+}
+
+std::shared_ptr<const PeerProcess> CmaPeer::Live() {
+  MutexLock lock(&mu_);
+  if (bound_ != nullptr && bound_->Exited()) bound_.reset();
+  return bound_;
 }
 
 absl::Status CmaPeer::Copy(bool write, uint64_t remote, char* local, size_t n,
                            absl::string_view what) {
-  absl::Status ok = Verified();
-  if (!ok.ok()) return ok;
+  // Checked before every copy, so a pid the bound process left behind is
+  // never used (the pidfd says it exited before the pid can be reused,
+  // unless the whole pid space wraps between this check and the copy).
+  const std::shared_ptr<const PeerProcess> peer = Live();
+  if (peer == nullptr) return NotBound(what);
   if (n == 0) return absl::OkStatus();
   if (remote + n < remote) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": cma range 0x", absl::Hex(remote), " + ", n, " wraps around"));
   }
-  const pid_t pid = static_cast<pid_t>(pid_);
   std::atomic<int> first_error{0};
   ForEachCopyRange(n, [&](size_t from, size_t to) {
     const int err =
-        CopyRange(pid, write, remote + from, local + from, to - from);
+        CopyRange(peer->pid(), write, remote + from, local + from, to - from);
     int none = 0;
     if (err != 0) first_error.compare_exchange_strong(none, err);
   });
   const int err = first_error.load();
   if (err == 0) return absl::OkStatus();
+  // Every text below is about the bound client's own memory.
+  if (peer->Exited()) return NotBound(what);
   const std::string range =
       absl::StrCat(what, ": bytes [0x", absl::Hex(remote), ", +", n,
-                   ") in client process ", pid_);
+                   ") in the session's client process");
   const char* call = write ? "process_vm_writev" : "process_vm_readv";
   if (err == EFAULT) {
     return absl::InvalidArgumentError(

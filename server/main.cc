@@ -34,6 +34,7 @@
 #include "runtime/device.h"
 #include "server/admin_memory.h"
 #include "server/bulk_listener.h"
+#include "server/cma_binder.h"
 #include "server/daemon_log.h"
 #include "server/grpc_admin.h"
 #include "server/grpc_stream.h"
@@ -80,9 +81,11 @@ ABSL_FLAG(int, ring_spin_us, 100,
           "how long a session's command ring reader polls an empty ring "
           "(yielding its CPU to any other thread) before it sleeps");
 ABSL_FLAG(bool, cma, true,
-          "let same-host clients with a shared-memory region transfer by "
-          "cross-memory attach (the daemon copies between their memory and "
-          "tensor storage itself, once; docs/protocol.md)");
+          "let same-host clients with a shared-memory region, running as the "
+          "daemon's user, transfer by cross-memory attach (the daemon copies "
+          "between their memory and tensor storage itself, once; a client "
+          "process binds its session through a unix socket, the kernel "
+          "names it; docs/protocol.md)");
 ABSL_FLAG(int, bulk_port, 0,
           "TCP port of the bulk socket beside each session's stream, which "
           "carries the bytes of large transfers (docs/protocol.md \"Bulk "
@@ -203,6 +206,22 @@ std::unique_ptr<BulkListener> StartBulkListener(SessionManager* sessions) {
   sessions->SetBulkPort((*listener)->port());
   spdlog::info("bulk socket on {}:{}", host, (*listener)->port());
   return *std::move(listener);
+}
+
+// Cross-memory attach's binding socket, or null (--cma=false, or it cannot
+// listen: sessions then use the region's slots).
+std::unique_ptr<CmaBinder> StartCmaBinder(SessionManager* sessions) {
+  if (!absl::GetFlag(FLAGS_cma)) return nullptr;
+  auto binder = CmaBinder::Start(
+      [sessions](absl::string_view ticket, absl::StatusOr<PeerProcess> peer) {
+        return sessions->BindCma(ticket, std::move(peer));
+      });
+  if (!binder.ok()) {
+    spdlog::warn("{}; no cross-memory attach", binder.status().ToString());
+    return nullptr;
+  }
+  sessions->SetCmaSocket((*binder)->name());
+  return *std::move(binder);
 }
 
 void WritePortFile(const std::string& path, int port) {
@@ -339,6 +358,7 @@ int Main() {
   SessionManager sessions(devices.get(), auth.get(), limits);
   // Before the server accepts: every session's Welcome can name its port.
   std::unique_ptr<BulkListener> bulk = StartBulkListener(&sessions);
+  std::unique_ptr<CmaBinder> cma_binder = StartCmaBinder(&sessions);
   TensordService tensord_service(&sessions);
   AdminService admin_service(&sessions, absl::GetFlag(FLAGS_listen));
 

@@ -46,11 +46,16 @@ std::unique_ptr<ShmRegion> MakeRegion(const SessionParams& params,
   return *std::move(region);
 }
 
-std::unique_ptr<CmaPeer> MakeCmaPeer(const SessionParams& params,
+std::shared_ptr<CmaPeer> MakeCmaPeer(const SessionParams& params,
                                      const ShmRegion* shm) {
-  if (shm == nullptr || params.cma_pid == 0) return nullptr;
-  return std::make_unique<CmaPeer>(params.cma_pid, params.cma_probe_address,
-                                   shm->Describe().nonce());
+  if (shm == nullptr || !params.cma) return nullptr;
+  auto peer = CmaPeer::Create();
+  if (!peer.ok()) {
+    spdlog::warn("session {}: no cross-memory attach ({})", params.id,
+                 peer.status().ToString());
+    return nullptr;
+  }
+  return *std::move(peer);
 }
 
 std::shared_ptr<BulkChannel> MakeBulk(const SessionParams& params) {

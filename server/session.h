@@ -50,10 +50,9 @@ struct SessionParams {
   size_t shared_buffer_bytes = 0;
   // The user's memory quota per device (Welcome.quota_bytes); 0: none.
   uint64_t quota_bytes = 0;
-  // Cross-memory attach (server/cma.h): Hello.cma_pid (0: none, or refused
-  // by tensord --cma=false) and Hello.cma_probe_address. Needs the region.
-  uint64_t cma_pid = 0;
-  uint64_t cma_probe_address = 0;
+  // Cross-memory attach (server/cma.h): offered (a ticket in the Welcome,
+  // a client process binds it). Needs the region.
+  bool cma = false;
   // The region's command ring (server/command_ring.h): its bytes (0: none;
   // needs the region) and how long its reader spins before it sleeps.
   size_t ring_bytes = 0;
@@ -126,7 +125,7 @@ class Session {
   // could not be made: the client then uses the stream).
   const ShmRegion* shm() const { return shm_.get(); }
   // Its cross-memory attach peer (Welcome.cma), or null.
-  const CmaPeer* cma() const { return cma_.get(); }
+  CmaPeer* cma() const { return cma_.get(); }
   // Its bulk socket's channel (Welcome.bulk_token), or null.
   const std::shared_ptr<BulkChannel>& bulk() const { return bulk_; }
   // Whether the session reads a command ring.
@@ -154,7 +153,7 @@ class Session {
   // The region's bytes charged to the user's quota (null: no region).
   std::unique_ptr<ExternalCharge> shm_charge_;
   const std::unique_ptr<ShmRegion> shm_;     // before runner_, which uses it
-  const std::unique_ptr<CmaPeer> cma_;       // likewise
+  const std::shared_ptr<CmaPeer> cma_;       // likewise; the binder too
   const std::shared_ptr<BulkChannel> bulk_;  // likewise; the listener too
   CommandRunner runner_;  // used by the holder of the executor's role only
   std::atomic<uint64_t> applied_seq_{0};

@@ -174,10 +174,8 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::NewSession(
     params.bulk_stall = limits_.bulk_stall;
     params.bulk_lanes = limits_.bulk_lanes;
   }
-  if (limits_.cma && hello.shm_transfer()) {
-    params.cma_pid = hello.cma_pid();
-    params.cma_probe_address = hello.cma_probe_address();
-  }
+  // Cross-memory attach: the session gets a ticket; its process binds later.
+  params.cma = limits_.cma && hello.shm_transfer() && !cma_socket().empty();
   // Quotas are per user: the user's sessions share one allocator account,
   // checked by the allocators before allocating. Every session joins it,
   // quota or not, so that a quota a reload sets later counts all of the
@@ -226,6 +224,8 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Resume(
   welcome.mutable_welcome()->set_resumed_applied_seq(session->applied_seq());
   absl::Status attached =
       session->Attach(sink, hello.resume_received_seq(), std::move(welcome));
+  // The resumer may be another process: cross-memory attach binds again.
+  if (session->cma() != nullptr) session->cma()->Renew();
   if (!attached.ok()) return attached;
   {
     MutexLock lock(&mu_);
@@ -271,7 +271,11 @@ v1::Welcome SessionManager::MakeWelcome(const Session& session) const {
   w.set_default_device(devices_->default_device()->name());
   if (session.shm() != nullptr) *w.mutable_shm() = session.shm()->Describe();
   w.set_quota_bytes(session.params().quota_bytes);
-  w.set_cma(session.cma() != nullptr);
+  if (session.cma() != nullptr) {
+    w.set_cma_ticket(session.cma()->ticket());
+    w.set_cma(!w.cma_ticket().empty());
+    if (w.cma()) w.set_cma_socket(cma_socket());
+  }
   w.set_packed_commands(true);
   if (session.bulk() != nullptr) {
     w.set_bulk_port(static_cast<uint32_t>(bulk_port_.load()));
@@ -287,6 +291,40 @@ std::shared_ptr<BulkChannel> SessionManager::FindBulk(
   for (const auto& [id, session] : sessions_) {
     const std::string& mine = session->params().bulk_token;
     if (!mine.empty() && ConstantTimeEquals(mine, token)) {
+void SessionManager::SetCmaSocket(std::string name) {
+  MutexLock lock(&mu_);
+  cma_socket_ = std::move(name);
+}
+
+std::string SessionManager::cma_socket() const {
+  MutexLock lock(&mu_);
+  return cma_socket_;
+}
+
+absl::Status SessionManager::BindCma(absl::string_view ticket,
+                                     absl::StatusOr<PeerProcess> peer) {
+  std::shared_ptr<Session> session;
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [id, s] : sessions_) {
+      if (s->cma() != nullptr && s->cma()->HoldsTicket(ticket)) {
+        session = s;
+        break;
+      }
+    }
+  }
+  if (session == nullptr) {
+    return absl::NotFoundError("no session holds the ticket");
+  }
+  const pid_t pid = peer.ok() ? peer->pid() : 0;
+  absl::Status bound = session->cma()->Bind(ticket, std::move(peer));
+  if (bound.ok()) {
+    spdlog::info("session {}: cross-memory attach bound to process {}",
+                 session->params().id, pid);
+  }
+  return bound;
+}
+
       return session->bulk();
     }
   }

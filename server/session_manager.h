@@ -110,6 +110,14 @@ class SessionManager {
   // Note [Session cap]: takes one of `user`'s --max_sessions_per_user slots
   // (RESOURCE_EXHAUSTED if none is left) until the session is registered or
   // ReleaseSlot gives it back.
+  // Cross-memory attach (server/cma.h): the name of the daemon's binding
+  // socket (server/cma_binder.h; empty: none, and new sessions get no
+  // ticket), and the binding of the session holding `ticket` to `peer`
+  // (OK, or why not: for the daemon's log).
+  void SetCmaSocket(std::string name);
+  std::string cma_socket() const;
+  absl::Status BindCma(absl::string_view ticket,
+                       absl::StatusOr<PeerProcess> peer);
   absl::Status ReserveSlot(const std::string& user);
   void ReleaseSlot(const std::string& user);
   void ReleaseSlotLocked(const std::string& user)
@@ -140,6 +148,7 @@ class SessionManager {
   absl::flat_hash_map<std::string, int> reserved_ ABSL_GUARDED_BY(mu_);
   // Detached sessions and when their grace period ends.
   absl::flat_hash_map<std::string, absl::Time> deadlines_ ABSL_GUARDED_BY(mu_);
+  std::string cma_socket_ ABSL_GUARDED_BY(mu_);
   uint64_t deadlines_changed_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread reaper_;  // last: starts after the members it uses

@@ -1,19 +1,20 @@
-"""Uploads by cross-memory attach (docs/protocol.md "Cross-memory attach"; ``_shared.py``)
-against the real daemon: on a same-host session, arrays of 1 MiB or more are read by the daemon
-straight out of this process once a 4-byte probe worked; values, dtypes and ``requires_grad``
-arrive as sent; smaller or non-contiguous arrays, ``cma=False``, a daemon run ``--cma=false``
-and a probe the daemon refuses all take the shared-memory region instead, with the same
-values."""
+"""Uploads by cross-memory attach (docs/protocol.md "Cross-memory attach"; ``_cma.py``,
+``_shared.py``) against the real daemon: on a same-host session, once this process has bound
+the session to itself (the daemon asks the kernel who connected to its binding socket) and a
+4-byte probe worked, arrays of 1 MiB or more are read by the daemon straight out of this
+process; values, dtypes and ``requires_grad`` arrive as sent; smaller or non-contiguous arrays,
+``cma=False``, a daemon run ``--cma=false`` and a binding the daemon refuses all take the
+shared-memory region instead, with the same values."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 
 import numpy as np
 import pytest
 
 import tensord as td
+from tensord import _cma
 from conftest import running_daemon
 from tensord._session import Session
 
@@ -90,12 +91,28 @@ def test_daemon_without_cross_memory_attach(cma_puts: list) -> None:
         assert not cma_puts and not s._cma_usable()
 
 
-def test_a_refused_probe_falls_back_to_the_region(daemon: str, cma_puts: list) -> None:
+def test_a_ticket_binds_once(daemon: str) -> None:
     with td.connect(daemon) as s:
-        assert s.welcome.cma
-        # The daemon checks the nonce at the probe address at the first transfer: without it
-        # the probe's Get is refused, so the client stops trying.
-        ctypes.memset(s._cma_probe, 0, 64)
+        assert s.welcome.cma and s._cma_bound
+        assert s.welcome.cma_socket.startswith("@tensord-cma-")
+        assert not _cma.bind(s.welcome)  # spent: the daemon answers "refused"
+
+
+def test_a_refused_binding_falls_back_to_the_region(daemon: str, cma_puts: list,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    answers = []
+    real = _cma.bind
+
+    def wrong_ticket(welcome):  # the daemon refuses a ticket no session holds
+        forged = type(welcome)()
+        forged.CopyFrom(welcome)
+        forged.cma_ticket = "0" * _cma.TICKET_BYTES
+        answers.append(real(forged))
+        return answers[-1]
+
+    monkeypatch.setattr(_cma, "bind", wrong_ticket)
+    with td.connect(daemon) as s:
+        assert s.welcome.cma and answers == [False]
         a = _random(BIG // 4, 6)
         np.testing.assert_array_equal(td.tensor(a).numpy(), a)
         assert not cma_puts
@@ -103,7 +120,7 @@ def test_a_refused_probe_falls_back_to_the_region(daemon: str, cma_puts: list) -
         b = _random(BIG // 4, 7)
         np.testing.assert_array_equal(td.tensor(b).numpy(), b)
         assert not cma_puts
-        s.synchronize()  # no error left behind: the refused probe's was its Get's own
+        s.synchronize()  # no error left behind
 
 
 def test_uploads_behind_queued_work_take_the_region(daemon: str, cma_puts: list) -> None:

@@ -20,6 +20,7 @@ import pytest
 import tensord as td
 from conftest import running_daemon
 from tensord._proto import admin_pb2, admin_pb2_grpc
+from tensord._session import Session
 
 
 class Proxy:
@@ -181,6 +182,31 @@ def test_results_after_cuts_equal_those_without(proxy: Proxy, shm: bool) -> None
         run_ops(40, {3: None, 11: 300, 17: 5000, 24: 70000, 31: None}, proxy, shm)
         assert s.resumes >= 2, "the stream was never cut"
         assert not s.closed
+
+
+def test_cross_memory_attach_binds_again_after_a_cut(proxy: Proxy,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # The daemon drops a resumed session's binding (the resumer might be another process):
+    # the client binds again with the new Welcome's ticket before it resends, and big uploads
+    # still go by cross-memory attach.
+    puts = []
+    real = Session._put_cma_locked
+
+    def spy(self, address, nbytes, fields):
+        puts.append(address)
+        return real(self, address, nbytes, fields)
+
+    monkeypatch.setattr(Session, "_put_cma_locked", spy)
+    big = np.random.default_rng(1).standard_normal(1 << 19).astype(np.float32)
+    with td.connect(proxy.address) as s:
+        np.testing.assert_array_equal(td.tensor(big).numpy(), big)
+        assert len(puts) == 1
+        for i in range(2):
+            s.synchronize()  # caught up (Releases acknowledged): the upload may take it
+            proxy.cut()
+            np.testing.assert_array_equal((td.tensor(big) * 2.0).numpy(), big * 2.0)
+            assert len(puts) == i + 2, "the upload left cross-memory attach"
+        assert s.resumes == 2 and s._cma_bound
 
 
 def test_cuts_at_many_points_of_the_reply_stream(proxy: Proxy) -> None:

@@ -59,12 +59,10 @@ class AttemptTimeout(Exception):
 
 
 def hello_frame(token: Optional[str], client_name: str, shm: bool,
-                cma: Optional[Tuple[int, int]] = None,
                 resume: Optional[Tuple[str, str, int]] = None,
                 bulk: bool = False, packed_acks: bool = False) -> pb.ClientFrame:
-    """``ClientFrame{hello}``; ``cma`` is (pid, probe address) for cross-memory attach
-    (``_shared.py``), ``resume`` (session id, secret, last acknowledged seq), ``packed_acks``
-    asks for packed metas (``_packed_meta.py``)."""
+    """``ClientFrame{hello}``; ``resume`` is (session id, secret, last acknowledged seq),
+    ``packed_acks`` asks for packed metas (``_packed_meta.py``)."""
     frame = pb.ClientFrame()
     h = frame.hello
     h.protocol_version = PROTOCOL_VERSION
@@ -74,8 +72,6 @@ def hello_frame(token: Optional[str], client_name: str, shm: bool,
     h.command_ring = shm and _command_ring.use_ring  # Note [Python command ring]
     h.bulk = bulk  # _bulk.py
     h.packed_acks = packed_acks  # Note [Packed metas]
-    if shm and cma is not None:
-        h.cma_pid, h.cma_probe_address = cma
     if resume is not None:
         h.resume_session_id, h.resume_secret, h.resume_received_seq = resume
     return frame

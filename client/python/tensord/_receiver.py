@@ -19,6 +19,7 @@ time, the session ends with ``ConnectionLost("the tensord session could not be r
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any, Optional, Tuple
@@ -26,7 +27,7 @@ from typing import Any, Optional, Tuple
 import grpc
 import numpy as np
 
-from . import _data_frame, _errors, _shm
+from . import _cma, _data_frame, _errors, _shm
 from ._connection import (AttemptTimeout, Connection, hello_frame, is_transport_failure,
                           pending_resend, rpc_code)
 from ._data_frame import DataChunk
@@ -313,6 +314,10 @@ class Receiver:
                                  f"{first.WhichOneof('kind')} for session "
                                  f"'{w.session_id if w else ''}')", _errors.FAILED_PRECONDITION)
         applied = w.resumed_applied_seq
+        # The daemon dropped the binding (the resumer might have been another process): bound
+        # again before the resend, which may hold a Put by cross-memory attach (_cma.py).
+        if self._cma_bound and os.getpid() == self._cma_pid:
+            self._cma_bound = _cma.bind(w)
         with self._lock:
             self._attempt = None
             if self._closing:

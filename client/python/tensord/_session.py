@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import atexit
 import collections
-import ctypes
 import os
 import threading
 import weakref
@@ -45,7 +44,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import grpc
 
-from . import _bulk, _catalog, _download_cache, _errors, _malloc, _shm
+from . import _bulk, _catalog, _cma, _download_cache, _errors, _malloc, _shm
 from ._batch import Batcher, Pending
 from ._bulk import BulkSocket
 from ._call import CallPath
@@ -84,9 +83,10 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
     0: off). ``empty_download_cache()`` frees them.
 
     ``cma``: on a same-host session, uploads of 1 MiB or more from arrays go by cross-memory
-    attach when the daemon offers it and a probe works (the daemon copies the bytes once, out
-    of this process's memory; docs/protocol.md "Cross-memory attach"); default
-    ``TENSORD_CMA`` != "0". False keeps them in the shared-memory region (two copies).
+    attach when the daemon offers it, binds the session to this process and a probe works (the
+    daemon copies the bytes once, out of this process's memory; docs/protocol.md "Cross-memory
+    attach"); default ``TENSORD_CMA`` != "0". False keeps them in the shared-memory region
+    (two copies).
 
     ``bulk``: without a region, transfers of 1 MiB or more move their bytes on a plain TCP
     socket beside the stream when the daemon offers one (``_bulk.py``; big ones striped over
@@ -175,15 +175,15 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         want_shm = shm if shm is not None else os.environ.get("TENSORD_SHM", "1") != "0"
         if cma is None:
             cma = os.environ.get("TENSORD_CMA", "1") != "0"
-        # The probe Hello.cma_probe_address names: Welcome.shm's nonce is copied there once the
-        # region is mapped, proving to the daemon that this process mapped it (server/cma.h).
-        self._cma_probe = ctypes.create_string_buffer(64) if want_shm and cma else None
-        self._cma_pid = os.getpid()  # Hello.cma_pid: a forked child must not use it
+        # Cross-memory attach (_cma.py, _shared.py): once the region is mapped this process
+        # binds the session to itself; a forked child must not use the path (the daemon would
+        # read and write this process).
+        self._cma_wanted = bool(want_shm and cma)
+        self._cma_bound = False
+        self._cma_pid = os.getpid()
         self._cma_state: Optional[bool] = None  # unknown until the first big upload probes
         self._cma_lock = threading.Lock()
-        self._hello_args = (token, client_name, want_shm,
-                            (self._cma_pid, ctypes.addressof(self._cma_probe))
-                            if self._cma_probe is not None else None)
+        self._hello_args = (token, client_name, want_shm)
         if packed is None:
             packed = os.environ.get("TENSORD_PACKED", "1") != "0"
         self._packed_acks = bool(packed)  # Note [Packed metas]: one switch with packed runs
@@ -235,8 +235,8 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._max_upload_frame = max(self._max_bytes, max_frame // 2 - 4096)
         #: the mapped shared-memory region, or None (the stream carries every byte)
         self._shm = _shm.Region.open(w.shm) if w.HasField("shm") else None
-        if self._shm is not None and self._cma_probe is not None and len(w.shm.nonce) <= 64:
-            ctypes.memmove(self._cma_probe, w.shm.nonce, len(w.shm.nonce))
+        if self._shm is not None and self._cma_wanted:
+            self._cma_bound = _cma.bind(w)
         if tune_malloc and self._shm is None:  # the stream carries the bytes
             _malloc.keep_transfer_buffers_mapped()
         self._download_cache = _download_cache.for_session(self, download_cache_bytes,

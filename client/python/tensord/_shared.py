@@ -220,10 +220,11 @@ class SharedBuffers:
 
     def _cma_usable(self) -> bool:
         """Whether uploads may go by cross-memory attach: the daemon offered it (Welcome.cma),
-        this is the process the Hello named, and a 4-byte probe read back by it is right (tried
-        once; the daemon checks this process at the first use and may refuse it: another user,
-        a seccomp policy, a pid namespace)."""
-        if os.getpid() != self._cma_pid:
+        bound the session to this process (``_cma.py``; it refuses another user or a pid it
+        cannot see), this is that process, and a 4-byte probe read back by it is right (tried
+        once: the kernel may still refuse the daemon's copies, e.g. Yama's ptrace_scope or a
+        seccomp policy)."""
+        if os.getpid() != self._cma_pid or not self._cma_bound:
             return False  # a forked child: the daemon would read the parent
         if self._cma_state is None:
             with self._cma_lock:
@@ -235,7 +236,7 @@ class SharedBuffers:
         """A 4-byte tensor uploaded on the stream, read back by cross-memory attach: a Get's
         failure is its own answer (a refused Put would poison its handle and be the next
         synchronize's error)."""
-        if not self.welcome.cma or self._shm is None or self._cma_probe is None:
+        if not self.welcome.cma or self._shm is None or not self._cma_bound:
             return False
         sent = np.array([1.25], dtype=np.float32)
         back = np.zeros(1, dtype=np.float32)
