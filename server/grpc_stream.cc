@@ -1,5 +1,6 @@
 #include "server/grpc_stream.h"
 
+#include <atomic>
 #include <deque>
 
 #include "absl/strings/match.h"
@@ -9,6 +10,8 @@
 #include "proto/frame_buffer.h"
 #include "proto/packed_commands.h"
 #include "runtime/core/block_cache.h"
+#include "server/auth_failures.h"
+#include "server/delayed_calls.h"
 #include "spdlog/spdlog.h"
 
 namespace tensord {
@@ -24,6 +27,35 @@ constexpr size_t kMaxQueuedBytes = 16 << 20;
 constexpr size_t kMaxInlineBacklog = 8 << 20;
 
 class SessionReactor;
+
+}  // namespace
+
+// Note [Unauthenticated streams]: the streams not yet past their Hello,
+// counted; the failures' table; the timers of deadlines and held refusals.
+class HelloGate {
+ public:
+  explicit HelloGate(StreamGuards guards) : guards_(guards) {}
+  // Counts a new stream in; false (not counted) when the cap is reached.
+  bool Admit() {
+    if (waiting_.fetch_add(1) >= guards_.max_unauthenticated) {
+      waiting_.fetch_sub(1);
+      return false;
+    }
+    return true;
+  }
+  void Leave() { waiting_.fetch_sub(1); }
+  const StreamGuards& guards() const { return guards_; }
+  AuthFailures& failures() { return failures_; }
+  DelayedCalls& timers() { return timers_; }
+
+ private:
+  const StreamGuards guards_;
+  std::atomic<int> waiting_{0};
+  AuthFailures failures_;
+  DelayedCalls timers_;  // last: its calls may use what is above
+};
+
+namespace {
 
 // The FrameSink of one stream: queues frames and writes them one at a time.
 // Shared between the reactor (gRPC threads) and the session's executor.
@@ -70,14 +102,45 @@ class StreamSink : public FrameSink {
 class SessionReactor
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  SessionReactor(grpc::CallbackServerContext* context, SessionManager* sessions)
+  SessionReactor(grpc::CallbackServerContext* context, SessionManager* sessions,
+                 HelloGate* gate)
       : context_(context),
         sessions_(sessions),
+        gate_(gate),
         sink_(std::make_shared<StreamSink>(this)) {
+    if (!gate_->Admit()) {
+      sink_->End(absl::ResourceExhaustedError(
+          absl::StrCat("tensord has ", gate_->guards().max_unauthenticated,
+                       " connections waiting to authenticate (its "
+                       "--max_unauthenticated_streams); try again shortly")));
+      return;
+    }
+    counted_ = true;
+    // Note [Unauthenticated streams]: no Hello in time ends the stream.
+    const absl::Duration timeout = gate_->guards().hello_timeout;
+    std::weak_ptr<StreamSink> sink = sink_;
+    auto state = hello_state_;
+    hello_timer_ =
+        gate_->timers().Schedule(absl::Now() + timeout, [sink, state, timeout] {
+          int waiting = kAwaitingHello;
+          if (!state->compare_exchange_strong(waiting, kHelloTimedOut)) return;
+          if (auto s = sink.lock()) {
+            s->End(absl::DeadlineExceededError(absl::StrCat(
+                "no Hello within ", absl::FormatDuration(timeout),
+                " of opening the stream (tensord --hello_timeout)")));
+          }
+        });
     Read();
   }
 
   void OnReadDone(bool ok) override {
+    if (!session_) {  // the first frame, or the end before it
+      int waiting = kAwaitingHello;
+      if (!hello_state_->compare_exchange_strong(waiting, kHelloArrived)) {
+        return;  // the deadline passed first: the stream is ending
+      }
+      gate_->timers().Cancel(hello_timer_);
+    }
     if (ok && !Parse()) {
       const absl::Status bad = absl::InvalidArgumentError(
           "a frame could not be parsed as a tensord.v1.ClientFrame "
@@ -140,6 +203,7 @@ class SessionReactor
   }
 
   void OnDone() override {
+    LeaveGate();
     sink_->Detach();
     if (session_)
       sessions_->StreamEnded(session_, sink_.get(), /*dropped=*/false);
@@ -179,12 +243,17 @@ class SessionReactor
     }
     auto session = sessions_->Open(in_->hello(), BearerToken(*context_),
                                    context_->peer(), sink_);
+    if (!session.ok() &&
+        session.status().code() == absl::StatusCode::kUnauthenticated) {
+      return RefuseLater(session.status());
+    }
     if (!session.ok()) {
       spdlog::warn("session refused for {}: {}", context_->peer(),
                    session.status().ToString());
       sink_->End(session.status());
       return;
     }
+    LeaveGate();  // authenticated
     session_ = *std::move(session);
     std::weak_ptr<StreamSink> sink = sink_;
     session_->SetOnDrain([sink] {
@@ -193,8 +262,43 @@ class SessionReactor
     Read();
   }
 
+  // Note [Failed authentications]: logged (rate limited) and answered after
+  // the peer's delay; the stream stays counted as unauthenticated till then.
+  void RefuseLater(const absl::Status& refusal) {
+    const std::string peer = context_->peer();
+    const AuthFailures::Verdict verdict = gate_->failures().Record(peer);
+    if (verdict.log) {
+      spdlog::warn("authentication failed from {} (answered in {}){}: {}", peer,
+                   absl::FormatDuration(verdict.delay),
+                   verdict.suppressed == 0
+                       ? ""
+                       : absl::StrCat("; ", verdict.suppressed,
+                                      " more failures not logged"),
+                   std::string(refusal.message()));
+    }
+    std::weak_ptr<StreamSink> sink = sink_;
+    gate_->timers().Schedule(absl::Now() + verdict.delay, [sink, refusal] {
+      if (auto s = sink.lock()) s->End(refusal);
+    });
+  }
+
+  void LeaveGate() {
+    if (counted_) gate_->Leave();
+    counted_ = false;
+  }
+
+  static constexpr int kAwaitingHello = 0;
+  static constexpr int kHelloArrived = 1;
+  static constexpr int kHelloTimedOut = 2;
+
   grpc::CallbackServerContext* context_;
   SessionManager* sessions_;
+  HelloGate* const gate_;
+  bool counted_ = false;  // among the gate's unauthenticated streams
+  // Shared with the Hello deadline's timer, which may outlive the reactor.
+  std::shared_ptr<std::atomic<int>> hello_state_ =
+      std::make_shared<std::atomic<int>>(kAwaitingHello);
+  uint64_t hello_timer_ = 0;
   std::shared_ptr<StreamSink> sink_;
   std::shared_ptr<tensord::Session> session_;
   grpc::ByteBuffer in_buffer_;  // the frame being read
@@ -314,9 +418,14 @@ void StreamSink::Detach() {
 
 }  // namespace
 
+TensordService::TensordService(SessionManager* sessions, StreamGuards guards)
+    : sessions_(sessions), gate_(std::make_unique<HelloGate>(guards)) {}
+
+TensordService::~TensordService() = default;
+
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 TensordService::Session(grpc::CallbackServerContext* context) {
-  return new SessionReactor(context, sessions_);
+  return new SessionReactor(context, sessions_, gate_.get());
 }
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {

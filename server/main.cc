@@ -69,6 +69,13 @@ ABSL_FLAG(absl::Duration, resume_grace, absl::Seconds(30),
           "how long a session whose stream dropped can be resumed before its "
           "memory is released");
 ABSL_FLAG(int, max_sessions_per_user, 16, "open sessions allowed per user");
+ABSL_FLAG(absl::Duration, hello_timeout, absl::Seconds(10),
+          "how long a new stream may take to send its Hello before it is "
+          "closed (DEADLINE_EXCEEDED)");
+ABSL_FLAG(int, max_unauthenticated_streams, 256,
+          "streams allowed at once that have not authenticated yet (waiting "
+          "for their Hello or for a held-back refusal); more are refused "
+          "with RESOURCE_EXHAUSTED");
 ABSL_FLAG(uint64_t, shm_bytes, 256 << 20,
           "size of the shared-memory transfer region offered to same-host "
           "clients that ask for one (0: off; bytes are only used once "
@@ -359,7 +366,10 @@ int Main() {
   // Before the server accepts: every session's Welcome can name its port.
   std::unique_ptr<BulkListener> bulk = StartBulkListener(&sessions);
   std::unique_ptr<CmaBinder> cma_binder = StartCmaBinder(&sessions);
-  TensordService tensord_service(&sessions);
+  StreamGuards guards;  // Note [Unauthenticated streams]
+  guards.hello_timeout = absl::GetFlag(FLAGS_hello_timeout);
+  guards.max_unauthenticated = absl::GetFlag(FLAGS_max_unauthenticated_streams);
+  TensordService tensord_service(&sessions, guards);
   AdminService admin_service(&sessions, absl::GetFlag(FLAGS_listen));
 
   auto credentials = ServerCredentials();
