@@ -40,6 +40,7 @@ void CommandRunner::RunBatch(const v1::Batch& batch, uint64_t arrived_ns,
                              uint64_t applied_seq) {
   batch_arrived_ns_ = arrived_ns;
   applied_seq_ = applied_seq;
+  const uint64_t ops_before = ops_run_.load(std::memory_order_relaxed);
   // The Ack (a TensorMeta per created handle) is built on an arena that
   // lives as long as the outbox keeps the frame (Note [Frame arenas]).
   auto arena = std::make_shared<google::protobuf::Arena>(
@@ -62,6 +63,13 @@ void CommandRunner::RunBatch(const v1::Batch& batch, uint64_t arrived_ns,
     live_handles_.store(handles_.size(), std::memory_order_relaxed);
   }
   sink_->SendOwned(std::move(frame));
+  if (config_.counters != nullptr) {  // Note [Daemon counters]
+    const uint64_t now = arrived_ns != 0 ? PhaseClockNs() : 0;
+    config_.counters->BatchDone(
+        config_.user_counters,
+        ops_run_.load(std::memory_order_relaxed) - ops_before,
+        batch.commands_size(), (now - arrived_ns) / 1000);
+  }
 }
 
 void CommandRunner::ReleaseAll() {
@@ -203,6 +211,9 @@ uint32_t CommandRunner::DeviceIndex(const Device* device) const {
 }
 
 void CommandRunner::NoteError(const v1::Status& status) {
+  if (config_.counters != nullptr) {
+    config_.counters->CountError(static_cast<absl::StatusCode>(status.code()));
+  }
   if (!first_error_) first_error_ = status;
 }
 

@@ -22,6 +22,7 @@
 #include "server/bulk_socket.h"
 #include "server/call_view.h"
 #include "server/cma.h"
+#include "server/daemon_counters.h"
 #include "server/frame_sink.h"
 #include "server/handle_table.h"
 #include "server/pending_downloads.h"
@@ -45,6 +46,10 @@ struct RunnerConfig {
   CmaPeer* cma = nullptr;  // cross-memory attach to the client, if negotiated
   BulkChannel* bulk = nullptr;  // the bulk socket, if negotiated
   bool packed_acks = false;     // Note [Packed metas] (Hello.packed_acks)
+  // Note [Daemon counters]: the daemon's and the session's user's (both
+  // null in tests that count nothing).
+  DaemonCounters* counters = nullptr;
+  UserCounters* user_counters = nullptr;
 };
 
 class CommandRunner {
@@ -199,8 +204,15 @@ class CommandRunner {
   void Create(uint64_t id, HandleEntry entry, v1::Ack* ack);
   // `device`'s index in the registry's list (Welcome.devices' order).
   uint32_t DeviceIndex(const Device* device) const;
-  // Records an op failure for the next SyncDone.
+  // Records an op failure for the next SyncDone (and counts it).
   void NoteError(const v1::Status& status);
+  // Note [Daemon counters]: `bytes` moved on `path`.
+  void CountTransfer(TransferPath path, TransferDirection direction,
+                     uint64_t bytes) {
+    if (config_.counters != nullptr) {
+      config_.counters->CountTransfer(path, direction, bytes);
+    }
+  }
   // Reports an error that has no handle to live in (bad output ids, bad
   // frames): recorded for Sync and sent as Error{request_id 0}.
   void ReportFrameError(const absl::Status& status, const std::string& what,

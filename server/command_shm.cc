@@ -181,6 +181,8 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
               StatusToProto(status, "get", site);
           return sink_->Send(std::move(error));
         }
+        CountTransfer(remote != 0 ? TransferPath::kCma : TransferPath::kShm,
+                      TransferDirection::kDownload, n);
         // The waiting client wakes on the mailbox; the stream still
         // carries the answer (Note [Resume] replays it; a client not waiting
         // any more ignores it), except to a client of the command ring,

@@ -123,6 +123,11 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
                         : cma ? ReadCmaForPut(put, p.tensor, p.received)
                               : WriteForPut(p.tensor, p.received, data);
   if (!copied.ok()) return fail(copied);
+  CountTransfer(bulk  ? TransferPath::kBulk
+                : cma ? TransferPath::kCma
+                : put.shm() ? TransferPath::kShm
+                            : TransferPath::kStream,
+                TransferDirection::kUpload, chunk);
   p.received += chunk;
   if (!put.last()) return;
   if (p.received != p.tensor.nbytes()) {
@@ -223,7 +228,9 @@ void CommandRunner::SendBulkData(uint64_t request_id,
                           absl::StrCat("get of handle ", meta.handle()), lanes);
   if (!sent.ok()) {
     spdlog::warn("{} ({})", sent.ToString(), site);
+    return;
   }
+  CountTransfer(TransferPath::kBulk, TransferDirection::kDownload, total);
 }
 
 void CommandRunner::SendData(uint64_t request_id, const v1::TensorMeta& meta,
@@ -244,6 +251,7 @@ void CommandRunner::SendData(uint64_t request_id, const v1::TensorMeta& meta,
     data->set_last(offset == total);
     sink_->Send(std::move(frame));
   } while (offset < total);
+  CountTransfer(TransferPath::kStream, TransferDirection::kDownload, total);
 }
 
 }  // namespace tensord

@@ -9,12 +9,21 @@
 #include "runtime/ops/op_table.h"
 #include "server/admin_memory.h"
 #include "server/grpc_stream.h"
+#include "server/user_usage.h"
 
 namespace tensord {
 
 grpc::Status AdminService::CheckAdmin(grpc::ServerContext* ctx) const {
-  auto user = sessions_->auth()->AuthenticateAdmin(BearerToken(*ctx));
-  return user.ok() ? grpc::Status::OK : ToGrpcStatus(user.status());
+  const std::string token = BearerToken(*ctx);
+  auto user = sessions_->auth()->AuthenticateAdmin(token);
+  if (user.ok()) return grpc::Status::OK;
+  // Note [Daemon counters]: a user's token without admin rights counts
+  // against that user; a token no user has, against no one.
+  auto known = sessions_->auth()->Authenticate(token);
+  sessions_->counters().CountAuthFailure(
+      known.ok() ? AuthFailure::kNotAdmin : AuthFailure::kUnknownToken,
+      known.ok() ? sessions_->counters().ForUser(known->name) : nullptr);
+  return ToGrpcStatus(user.status());
 }
 
 grpc::Status AdminService::ListDevices(grpc::ServerContext* ctx,
@@ -37,7 +46,21 @@ grpc::Status AdminService::KillSession(grpc::ServerContext* ctx,
                                        const v1::KillSessionRequest* req,
                                        v1::KillSessionResponse*) {
   if (auto s = CheckAdmin(ctx); !s.ok()) return s;
-  return ToGrpcStatus(sessions_->Kill(req->session_id()));
+  return ToGrpcStatus(sessions_->Kill(req->session_id(), req->reason()));
+}
+
+grpc::Status AdminService::ListUsers(grpc::ServerContext* ctx,
+                                     const v1::ListUsersRequest*,
+                                     v1::ListUsersResponse* out) {
+  if (auto s = CheckAdmin(ctx); !s.ok()) return s;
+  for (auto& user : SumUsers(sessions_->List(), sessions_->counters(),
+                             *sessions_->auth())) {
+    *out->add_users() = std::move(user);
+  }
+  out->set_unknown_token_failures(
+      sessions_->counters().auth_failures(AuthFailure::kUnknownToken));
+  out->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
+  return grpc::Status::OK;
 }
 
 grpc::Status AdminService::ServerInfo(grpc::ServerContext* ctx,

@@ -25,6 +25,8 @@ class AdminService final : public v1::Admin::Service {
   grpc::Status KillSession(grpc::ServerContext* ctx,
                            const v1::KillSessionRequest* req,
                            v1::KillSessionResponse* out) override;
+  grpc::Status ListUsers(grpc::ServerContext* ctx, const v1::ListUsersRequest*,
+                         v1::ListUsersResponse* out) override;
   grpc::Status ServerInfo(grpc::ServerContext* ctx,
                           const v1::ServerInfoRequest*,
                           v1::ServerInfoResponse* out) override;

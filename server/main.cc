@@ -39,6 +39,8 @@
 #include "server/grpc_admin.h"
 #include "server/grpc_stream.h"
 #include "server/listen_address.h"
+#include "server/metrics_collector.h"
+#include "server/metrics_exporter.h"
 #include "server/secure_random.h"
 #include "server/session_manager.h"
 #include "spdlog/spdlog.h"
@@ -121,6 +123,18 @@ ABSL_FLAG(std::string, default_device, "cpu",
           "where commands that name no device put tensors, until a session "
           "sets its own (SetOptions.default_device): cpu, as in PyTorch, or "
           "e.g. cuda:0");
+
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT to serve Prometheus metrics on at /metrics (port 0 "
+          "picks a free one and logs it); empty: no metrics. Loopback only "
+          "unless --metrics_allow_remote (Note [Metrics address], "
+          "server/metrics_exporter.h)");
+ABSL_FLAG(bool, metrics_allow_remote, false,
+          "let --metrics_listen name a non-loopback address: the metrics, "
+          "which name users and sessions, are served there without "
+          "authentication");
+ABSL_FLAG(std::string, metrics_port_file, "",
+          "if set, the metrics port is written there once listening");
 
 ABSL_FLAG(uint64_t, memory_history, 0,
           "keep the newest N allocation and free events of each device (with "
@@ -238,6 +252,28 @@ void WritePortFile(const std::string& path, int port) {
     out << port << "\n";
   }
   std::rename(tmp.c_str(), path.c_str());
+}
+
+// The Prometheus exporter on --metrics_listen, or null when that is empty;
+// an error when it cannot serve there (the daemon then refuses to start).
+absl::StatusOr<std::unique_ptr<MetricsExporter>> StartMetrics(
+    SessionManager* sessions) {
+  const std::string address = absl::GetFlag(FLAGS_metrics_listen);
+  if (address.empty()) return nullptr;
+  std::string why;
+  std::unique_ptr<Nvml> nvml = Nvml::Load(&why);
+  if (nvml == nullptr) spdlog::info("no GPU metrics: {}", why);
+  TD_ASSIGN_OR_RETURN(
+      std::unique_ptr<MetricsExporter> exporter,
+      MetricsExporter::Start(
+          address, absl::GetFlag(FLAGS_metrics_allow_remote),
+          std::make_shared<const MetricsCollector>(sessions, std::move(nvml))));
+  spdlog::info("metrics on http://{}:{}/metrics",
+               address.substr(0, address.rfind(':')), exporter->port());
+  if (!absl::GetFlag(FLAGS_metrics_port_file).empty()) {
+    WritePortFile(absl::GetFlag(FLAGS_metrics_port_file), exporter->port());
+  }
+  return exporter;
 }
 
 // Tells every session `reason` and waits for them, and stops the server.
@@ -366,6 +402,11 @@ int Main() {
   // Before the server accepts: every session's Welcome can name its port.
   std::unique_ptr<BulkListener> bulk = StartBulkListener(&sessions);
   std::unique_ptr<CmaBinder> cma_binder = StartCmaBinder(&sessions);
+  auto metrics = StartMetrics(&sessions);
+  if (!metrics.ok()) {
+    spdlog::critical("{}", std::string(metrics.status().message()));
+    return 2;
+  }
   StreamGuards guards;  // Note [Unauthenticated streams]
   guards.hello_timeout = absl::GetFlag(FLAGS_hello_timeout);
   guards.max_unauthenticated = absl::GetFlag(FLAGS_max_unauthenticated_streams);

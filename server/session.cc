@@ -74,7 +74,8 @@ Session::Session(SessionParams params)
       bulk_(MakeBulk(params_)),
       runner_(RunnerConfig{params_.number, params_.devices, params_.chunk_bytes,
                            shm_.get(), params_.shared_buffer_bytes, cma_.get(),
-                           bulk_.get(), params_.packed_acks},
+                           bulk_.get(), params_.packed_acks,
+                           params_.counters, params_.user_counters},
               &outbox_),
       executor_([this] { ExecutorLoop(); }) {
   if (shm_ == nullptr) shm_charge_.reset();
@@ -191,6 +192,7 @@ bool Session::Enqueue(Queued queued, bool from_ring) {
   if (closing_) return true;  // late frames after Close/Kill are dropped
   queued_bytes_ += queued.bytes;
   queue_.push_back(std::move(queued));
+  if (params_.counters != nullptr) params_.counters->Queued(queue_.size());
   if (queue_.size() > params_.max_queued_batches ||
       queued_bytes_ > params_.max_queued_bytes) {
     (from_ring ? ring_paused_ : paused_) = true;
@@ -378,7 +380,10 @@ v1::SessionInfo Session::Info() const {
   const SharedBufferUsage shared = runner_.shared_buffer_usage();
   info.set_shared_buffers(shared.count);
   info.set_shared_buffer_bytes(shared.bytes);
-  if (shm_ != nullptr) info.add_paths("shm");
+  if (shm_ != nullptr) {
+    info.add_paths("shm");
+    info.set_shm_region_bytes(shm_->size());
+  }
   if (ring_ != nullptr) info.add_paths("ring");
   if (cma_ != nullptr) info.add_paths("cma");
   if (bulk_ != nullptr && bulk_->attached()) {

@@ -65,6 +65,9 @@ struct SessionParams {
   uint32_t bulk_lanes = 1;
   // Hello.packed_acks: plain created handles go in Ack.packed_created.
   bool packed_acks = false;
+  // Note [Daemon counters]: the daemon's and the user's (null: not counted).
+  DaemonCounters* counters = nullptr;
+  UserCounters* user_counters = nullptr;
 };
 
 class Session {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "proto/display_text.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/op_table.h"
 #include "server/proto_convert.h"
@@ -90,7 +91,10 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
   const absl::string_view token =
       hello.token().empty() ? metadata_token : absl::string_view(hello.token());
   auto user = auth_->Authenticate(token);
-  if (!user.ok()) return user.status();
+  if (!user.ok()) {
+    counters_.CountAuthFailure(AuthFailure::kUnknownToken, nullptr);
+    return user.status();
+  }
   if (!hello.resume_session_id().empty()) return Resume(hello, *user, sink);
   TD_RETURN_IF_ERROR(ReserveSlot(user->name));
   auto session = NewSession(hello, *user, peer);
@@ -179,6 +183,8 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::NewSession(
   // Quotas are per user: the user's sessions share one allocator account,
   // checked by the allocators before allocating. Every session joins it,
   // quota or not, so that a quota a reload sets later counts all of the
+  params.counters = &counters_;
+  params.user_counters = counters_.ForUser(user.name);
   // user's bytes (Note [Tokens reload]).
   if (user.quota_bytes > 0) params.quota_bytes = user.quota_bytes;
   const uint64_t account = AccountOf(user.name);
@@ -358,9 +364,23 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Find(
   return it->second;
 }
 
-absl::Status SessionManager::Kill(const std::string& id) {
+absl::Status SessionManager::Kill(const std::string& id,
+                                  absl::string_view reason) {
+  if (reason.size() > kMaxKillReasonBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the kill reason has ", reason.size(),
+                     " bytes; the limit is ", kMaxKillReasonBytes));
+  }
   TD_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, Find(id));
-  session->Kill(absl::AbortedError("session killed by an administrator"));
+  // Note [Client text]: the client shows it as it is; escaped here, it is
+  // one line of visible text whatever the operator typed.
+  const std::string why =
+      reason.empty() ? "session killed by an administrator"
+                     : absl::StrCat("session killed by an administrator: ",
+                                    EscapeClientText(reason));
+  spdlog::info("session {} killed by an administrator{}{}", id,
+               reason.empty() ? "" : ": ", std::string(reason));
+  session->Kill(absl::AbortedError(why));
   return absl::OkStatus();
 }
 

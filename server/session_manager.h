@@ -15,6 +15,7 @@
 #include "proto/admin.pb.h"
 #include "runtime/core/mutex.h"
 #include "server/auth.h"
+#include "server/daemon_counters.h"
 #include "server/session.h"
 
 namespace tensord {
@@ -23,6 +24,8 @@ inline constexpr uint32_t kProtocolVersion = 1;
 inline constexpr char kServerVersion[] = "0.1.0";
 inline constexpr size_t kChunkBytes = 1 << 20;
 inline constexpr size_t kMaxFrameBytes = 8 << 20;
+// The longest reason an operator may give a kill (KillSessionRequest.reason).
+inline constexpr size_t kMaxKillReasonBytes = 512;
 
 struct SessionLimits {
   // How long a session whose stream dropped waits to be resumed before its
@@ -81,8 +84,10 @@ class SessionManager {
   void Remove(const std::string& id);
   // The live session `id`; NOT_FOUND if there is none.
   absl::StatusOr<std::shared_ptr<Session>> Find(const std::string& id) const;
-  // Ends a session (tensorctl kill); NOT_FOUND if there is none.
-  absl::Status Kill(const std::string& id);
+  // Ends a session (tensorctl kill); NOT_FOUND if there is none. A
+  // non-empty `reason` (the operator's text, at most kMaxKillReasonBytes,
+  // else INVALID_ARGUMENT) is escaped and shown in the client's error.
+  absl::Status Kill(const std::string& id, absl::string_view reason = "");
   // Ends every session with `reason` and waits for them (daemon shutdown).
   void Shutdown(
       absl::Status reason = absl::UnavailableError("tensord is shutting down"));
@@ -102,6 +107,8 @@ class SessionManager {
   // accepts on (0: none; new sessions that ask get a token while it is set),
   // and the channel of the session holding `token`, or null.
   void SetBulkPort(int port) { bulk_port_.store(port); }
+  // Note [Daemon counters]: what the sessions and Open count.
+  DaemonCounters& counters() { return counters_; }
   std::shared_ptr<BulkChannel> FindBulk(absl::string_view token) const;
   DeviceRegistry* devices() const { return devices_; }
 
@@ -142,6 +149,7 @@ class SessionManager {
   std::atomic<int> bulk_port_{0};
   mutable Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_
+  DaemonCounters counters_;
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, uint64_t> accounts_ ABSL_GUARDED_BY(mu_);
   // Per user: slots taken by sessions being made, not yet in sessions_.

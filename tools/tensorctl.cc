@@ -1,6 +1,7 @@
 // tensorctl: the operator's CLI for a tensord daemon (Admin service).
 //
-//   tensorctl devices | sessions | info | kill SESSION   [--json]
+//   tensorctl devices | sessions | info | users   [--json]
+//   tensorctl kill SESSION [--reason TEXT]   [--json]
 //   tensorctl memory | segments | empty-cache   [--device D] [--json]
 //   tensorctl snapshot -o FILE[.pickle] [--device D]
 //   tensorctl memory-history [on|off] [--max_entries N] [--device D]
@@ -39,13 +40,16 @@ ABSL_FLAG(std::string, output, "",
           "snapshot: the file to write (also -o FILE; '-' for stdout); "
           "profile: the Chrome trace to write");
 ABSL_FLAG(absl::Duration, interval, absl::Seconds(1),
-          "top: time between refreshes");
+          "top: time between refreshes; users: the window ops/s is "
+          "measured over");
 ABSL_FLAG(int, iterations, 0, "top: refreshes before exiting (0: forever)");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(5),
           "profile: how long to record the session's ops");
 ABSL_FLAG(int, top, 20, "profile: table rows, largest time first (0: all)");
 ABSL_FLAG(uint64_t, max_entries, 0,
           "memory-history on: events kept per device (0: 100000)");
+ABSL_FLAG(std::string, reason, "",
+          "kill: why (at most 512 bytes); the killed client's error shows it");
 
 namespace {
 
@@ -131,6 +135,7 @@ int main(int argc, char** argv) {
   ctl.duration = absl::GetFlag(FLAGS_duration);
   ctl.top = absl::GetFlag(FLAGS_top);
   ctl.max_entries = absl::GetFlag(FLAGS_max_entries);
+  ctl.reason = absl::GetFlag(FLAGS_reason);
   ctl.clear_screen = isatty(STDOUT_FILENO) != 0;
   ctl.out = &std::cout;
   grpc::ChannelArguments channel_args;

@@ -20,8 +20,14 @@ constexpr Subcommand kSubcommands[] = {
     {"sessions", "", "list sessions: user, state, handles, memory, shared", 0,
      0, &RunSessions},
     {"info", "", "daemon version, uptime and counters", 0, 0, &RunInfo},
-    {"kill", "SESSION", "end a session and release its handles", 1, 1,
-     &RunKill},
+    {"users", "",
+     "per user: sessions, memory against quota, ops/s, auth failures "
+     "[--interval=1s]",
+     0, 0, &RunUsers},
+    {"kill", "SESSION",
+     "end a session and release its handles [--reason TEXT: the client's "
+     "error shows it]",
+     1, 1, &RunKill},
     {"memory", "", "allocator summary and per-session bytes [--device D]", 0, 0,
      &RunMemory},
     {"segments", "", "map of segments and blocks [--device D]", 0, 0,
@@ -255,6 +261,7 @@ absl::Status RunInfo(Ctl& ctl, Args) {
 absl::Status RunKill(Ctl& ctl, Args args) {
   v1::KillSessionRequest request;
   request.set_session_id(args[0]);
+  request.set_reason(ctl.reason);
   v1::KillSessionResponse response;
   grpc::Status status =
       ctl.admin->KillSession(ctl.NewContext().get(), request, &response);
@@ -262,7 +269,11 @@ absl::Status RunKill(Ctl& ctl, Args args) {
     return ctl.RpcError(absl::StrCat("kill ", args[0]), status);
   }
   if (ctl.json) {
-    *ctl.out << JsonObject().Add("killed", args[0]).ToString() << "\n";
+    *ctl.out << JsonObject()
+                    .Add("killed", args[0])
+                    .Add("reason", ctl.reason)
+                    .ToString()
+             << "\n";
   } else {
     *ctl.out << "killed session " << args[0] << "\n";
   }

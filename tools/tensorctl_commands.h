@@ -37,6 +37,7 @@ struct Ctl {
   absl::Duration duration = absl::Seconds(5);  // profile's window
   int top = 20;                                // profile's table rows (0: all)
   uint64_t max_entries = 0;  // memory-history on: events per device
+  std::string reason;  // kill's --reason, shown to the killed client
   std::unique_ptr<v1::Admin::Stub> admin;
   std::ostream* out = nullptr;
 
@@ -79,6 +80,8 @@ absl::Status RunMemoryHistory(Ctl& ctl, Args args);
 absl::Status RunTop(Ctl& ctl, Args args);
 // tensorctl_profile.cc
 absl::Status RunProfile(Ctl& ctl, Args args);
+// tensorctl_users.cc
+absl::Status RunUsers(Ctl& ctl, Args args);
 
 }  // namespace tensorctl
 }  // namespace tensord

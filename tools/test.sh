@@ -44,6 +44,9 @@ echo "== Memory history drawn by PyTorch's own torch.cuda._memory_viz (.venv-tor
 PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q -rs tests/memory_viz
 echo "== PyTorch device tests again on the production path (no meta check per op)"
 TENSORD_TORCH_CHECK=0 PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q tests/python_torch
+echo "== metrics scraped by a real Prometheus, tensorctl users and kill --reason (tests/metrics)"
+bazel build "${jobs_flag[@]}" //tools:tensorctl
+PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs tests/metrics
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
   # The plain daemon, bazel-bin/server/tensord: the sanitizer configs build into trees of their
   # own (.bazelrc, Note [Sanitizer output trees]), so this step may run in any order.

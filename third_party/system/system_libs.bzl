@@ -28,6 +28,9 @@ _LIBS = {
     "gtest_main": (["gtest_main"], "libgtest-dev"),
     "openblas": (["openblas"], "libopenblas-dev"),
     "benchmark": (["benchmark"], "libbenchmark-dev"),
+    # The daemon's Prometheus metrics (server/metrics_collector.h): the core
+    # library's types and text format (Note [Metrics HTTP] says why not pull).
+    "prometheus": (["prometheus-cpp-core"], "prometheus-cpp-dev"),
 }
 
 def _flags(ctx, what, modules, package):
