@@ -22,6 +22,18 @@ size_t RingBytesFor(size_t shm_bytes) {
   return ring;
 }
 
+// A session's region counts against its user's quota (Note [Wire limits];
+// server/session.cc): a user with one gets a region of at most a sixteenth
+// of it (a power of two, at least 1 MiB; none under a 16 MiB quota), so
+// that regions leave the quota to tensors.
+size_t RegionBytesFor(size_t shm_bytes, uint64_t quota_bytes) {
+  if (quota_bytes == 0 || shm_bytes == 0) return shm_bytes;
+  size_t region = size_t{1} << 20;
+  if (region > quota_bytes / 16) return 0;
+  while (region * 2 <= quota_bytes / 16) region *= 2;
+  return std::min(shm_bytes, region);
+}
+
 SessionManager::SessionManager(DeviceRegistry* devices, Authenticator* auth,
                                SessionLimits limits)
     : limits_(limits),
@@ -166,7 +178,9 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::NewSession(
   params.chunk_bytes = kChunkBytes;
   params.max_queued_batches = limits_.max_queued_batches;
   params.max_queued_bytes = limits_.max_queued_bytes;
-  params.shm_bytes = hello.shm_transfer() ? limits_.shm_bytes : 0;
+  params.shm_bytes = hello.shm_transfer()
+                         ? RegionBytesFor(limits_.shm_bytes, user.quota_bytes)
+                         : 0;
   params.shared_buffer_bytes = limits_.shared_buffer_bytes;
   params.packed_acks = hello.packed_acks();
   if (limits_.command_ring && hello.command_ring()) {

@@ -60,6 +60,10 @@ struct SessionLimits {
 // The command ring's size for a session region of `shm_bytes`: 4 MiB, less
 // for small regions (a sixteenth of it, a power of two), 0 below 1 MiB.
 size_t RingBytesFor(size_t shm_bytes);
+// The region of a session whose user has `quota_bytes` (0: none) when the
+// daemon offers `shm_bytes`: at most a sixteenth of the quota (a power of
+// two, at least 1 MiB; 0 under a 16 MiB quota).
+size_t RegionBytesFor(size_t shm_bytes, uint64_t quota_bytes);
 
 class SessionManager {
  public:

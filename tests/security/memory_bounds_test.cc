@@ -45,8 +45,10 @@ class MemoryBoundsTest : public testing::DaemonSuite {
     const std::string path = ::testing::TempDir() + "/memory_bounds_tokens";
     std::ofstream(path) << "mallory tok-mallory quota=64MiB\n"
                            "alice tok-alice\n";
-    // Regions of 16 MiB: four of them fill mallory's quota.
-    StartDaemon({"--tokens_file=" + path, "--shm_bytes=16777216"});
+    // Mallory's regions are 4 MiB (a sixteenth of the quota, under the
+    // daemon's 16 MiB): sixteen of them fill the quota.
+    StartDaemon({"--tokens_file=" + path, "--shm_bytes=16777216",
+                 "--max_sessions_per_user=20"});
   }
 
   // The other tenant's session computes and answers.
@@ -80,15 +82,16 @@ TEST_F(MemoryBoundsTest, SessionRegionsAreChargedToTheQuota) {
   wants_region.set_shm_transfer(true);
   std::vector<std::unique_ptr<testing::RawSession>> sessions;
   int with_region = 0;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 18; ++i) {
     sessions.push_back(std::make_unique<testing::RawSession>(
         address(), "tok-mallory", "attacker", wants_region));
     ASSERT_TRUE(sessions.back()->ok());
     with_region += sessions.back()->welcome().has_shm();
   }
-  // 64 MiB of quota holds four 16 MiB regions; the others have none (their
-  // clients use the stream) but work.
-  EXPECT_EQ(with_region, 4);
+  // 64 MiB of quota holds sixteen 4 MiB regions; the others have none
+  // (their clients use the stream) but work.
+  EXPECT_EQ(with_region, 16);
+  EXPECT_EQ(sessions.front()->welcome().shm().size(), uint64_t{4} << 20);
   // The quota is full of regions: even a small tensor no longer fits (the
   // session goes on and says why).
   sessions.back()->PutFloats({16});
