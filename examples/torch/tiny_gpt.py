@@ -6,8 +6,8 @@
 Token and position embeddings, causal self-attention (F.scaled_dot_product_attention), a GELU
 MLP, LayerNorm, weight tying, AdamW with weight-decay groups, a hand-set cosine learning rate,
 clip_grad_norm_, an eval loop under no_grad, and sampling with topk/softmax/multinomial/cat.
-Only the device line and the import differ from a CPU program. (On the daemon, topk and
-multinomial still run on the client's CPU: tensord.torch warns once for each.)
+Only the device line and the import differ from a CPU program. (On the daemon, multinomial
+draws from the session's generator, not PyTorch's stream: the sample may differ from a CPU run.)
 """
 
 import argparse

@@ -114,6 +114,11 @@ absl::Status BinaryTyped(BinaryOp op, const StridedView& a,
         }
       });
       break;
+    case BinaryOp::kAtan2:
+      Map2<T, T>(a, b, out, [](T x, T y) {
+        return T(std::atan2(static_cast<double>(x), static_cast<double>(y)));
+      });
+      break;
     case BinaryOp::kPow:
       Map2<T, T>(a, b, out, [](T x, T y) {
         if constexpr (std::is_integral_v<T>)
@@ -221,9 +226,16 @@ absl::Status Binary(BinaryOp op, const StridedView& a, const StridedView& b,
   absl::Status status = DispatchAll(out.dtype, "binary op", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
-      // bool arithmetic: add/max/or is logical or, mul/min/and is and.
+      // bool arithmetic: add/max/or is logical or, mul/min/and is and;
+      // add's alpha gates the other operand (PyTorch: x || (alpha && y)).
       switch (op) {
         case BinaryOp::kAdd:
+          if (alpha == 0) {
+            Map2<T, T>(a, b, out, [](T x, T) { return x; });
+          } else {
+            Map2<T, T>(a, b, out, [](T x, T y) { return x || y; });
+          }
+          break;
         case BinaryOp::kMax:
         case BinaryOp::kBitOr:
           Map2<T, T>(a, b, out, [](T x, T y) { return x || y; });

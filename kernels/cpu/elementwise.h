@@ -59,6 +59,7 @@ enum class BinaryOp {
   // a where b > alpha, else 0: relu's backward (PyTorch's threshold_backward)
   // in one pass, with b the forward's input or output and alpha 0.
   kThresholdBackward,
+  kAtan2,  // atan2(a, b): the angle of (b, a); floating dtypes only
 };
 enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor };
 

@@ -244,8 +244,10 @@ struct BinaryFn {
           return x && y;
         case BinaryOp::kBitXor:
           return x != y;
+        case BinaryOp::kAdd:  // PyTorch: x || (alpha && y)
+          return x || (alpha != 0 && y);
         default:
-          return x || y;  // add, max, or
+          return x || y;  // max, or
       }
     } else if constexpr (std::is_integral_v<T>) {
       switch (op) {
@@ -270,6 +272,8 @@ struct BinaryFn {
         }
         case BinaryOp::kPow:
           return IntPow<T>(x, y);
+        case BinaryOp::kAtan2:  // the row promotes integers to floating
+          return T(atan2(static_cast<double>(x), static_cast<double>(y)));
         case BinaryOp::kMax:
           return x > y ? x : y;
         case BinaryOp::kMin:
@@ -309,6 +313,8 @@ struct BinaryFn {
         }
         case BinaryOp::kPow:
           return pow(x, y);
+        case BinaryOp::kAtan2:
+          return atan2(x, y);
         case BinaryOp::kMax:
           return (x != x || x > y) ? x : y;
         case BinaryOp::kMin:

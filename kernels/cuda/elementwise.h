@@ -65,6 +65,7 @@ enum class BinaryOp {
   kBitOr,
   kBitXor,
   kThresholdBackward,  // a where b > alpha, else 0 (kernels/cpu/elementwise.h)
+  kAtan2,              // atan2(a, b); floating dtypes only
 };
 enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor };
 

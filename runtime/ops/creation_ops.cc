@@ -82,7 +82,9 @@ absl::Status CpuFull(absl::Span<const Tensor>, absl::Span<const Tensor> out,
 }
 absl::Status CpuArange(absl::Span<const Tensor>, absl::Span<const Tensor> out,
                        const Attrs& attrs, const OpContext&) {
-  return cpu::Arange(out[0].view(), attrs.Float("start"), attrs.Float("step"));
+  const DType d = out[0].dtype();
+  return cpu::Arange(out[0].view(), IntegralScalar(d, attrs.Float("start")),
+                     IntegralScalar(d, attrs.Float("step")));
 }
 
 template <cpu::Distribution kDist>
@@ -106,7 +108,9 @@ absl::StatusOr<std::vector<TensorSpec>> InferLinspace(absl::Span<const Tensor>,
 
 absl::Status CpuLinspace(absl::Span<const Tensor>, absl::Span<const Tensor> out,
                          const Attrs& attrs, const OpContext&) {
-  return cpu::Linspace(out[0].view(), attrs.Float("start"), attrs.Float("end"));
+  const DType d = out[0].dtype();
+  return cpu::Linspace(out[0].view(), IntegralScalar(d, attrs.Float("start")),
+                       IntegralScalar(d, attrs.Float("end")));
 }
 
 absl::StatusOr<std::vector<TensorSpec>> InferEye(absl::Span<const Tensor>,

@@ -125,8 +125,9 @@ absl::Status CudaFull(Ins, Ins out, const Attrs& attrs, const OpContext& ctx) {
 
 absl::Status CudaArange(Ins, Ins out, const Attrs& attrs,
                         const OpContext& ctx) {
-  return cuda::Arange(out[0].view(), attrs.Float("start"), attrs.Float("step"),
-                      ctx.alloc.stream);
+  const DType d = out[0].dtype();
+  return cuda::Arange(out[0].view(), IntegralScalar(d, attrs.Float("start")),
+                      IntegralScalar(d, attrs.Float("step")), ctx.alloc.stream);
 }
 
 // linspace as the CPU computes it: the first half counts up from start,
@@ -134,7 +135,9 @@ absl::Status CudaArange(Ins, Ins out, const Attrs& attrs,
 // whose arithmetic is the same, so the values match bit for bit).
 absl::Status CudaLinspace(Ins, Ins out, const Attrs& attrs,
                           const OpContext& ctx) {
-  const double start = attrs.Float("start"), end = attrs.Float("end");
+  const DType d = out[0].dtype();
+  const double start = IntegralScalar(d, attrs.Float("start")),
+               end = IntegralScalar(d, attrs.Float("end"));
   const StridedView v = out[0].view();
   const int64_t n = v.numel();
   if (n == 0) return absl::OkStatus();
@@ -200,6 +203,7 @@ void AddCudaPointwiseKernels(CudaKernelMap* map) {
   m["mul"] = CudaBinary<B::kMul>;
   m["div"] = CudaDiv;
   m["pow"] = CudaBinary<B::kPow>;
+  m["atan2"] = CudaBinary<B::kAtan2>;
   m["maximum"] = CudaBinary<B::kMax>;
   m["minimum"] = CudaBinary<B::kMin>;
   m["remainder"] = CudaBinary<B::kRemainder>;

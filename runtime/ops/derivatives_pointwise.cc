@@ -189,6 +189,17 @@ std::vector<GradRow> Rows() {
        }},
       {"div", {0, 1}, {}, DivGrad},
       {"pow", {0, 1}, {0}, PowGrad},
+      {"atan2",
+       {0, 1},
+       {},
+       [](GradCtx& g) -> Grads {
+         // d/dy atan2(y, x) = x / r2, d/dx = -y / r2 (PyTorch's
+         // atan2_backward).
+         GradValue y = g.in(0), x = g.in(1);
+         GradValue r2 = x * x + y * y;
+         return {g.needs(0) ? G(g) * x / r2 : GradValue(),
+                 g.needs(1) ? G(g) * -y / r2 : GradValue()};
+       }},
       {"maximum", {0, 1}, {}, MaxMinGrad<true>},
       {"minimum", {0, 1}, {}, MaxMinGrad<false>},
       {"remainder",

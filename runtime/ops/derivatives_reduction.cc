@@ -44,8 +44,29 @@ GradValue Centered(GradCtx& g) {
   return x - g.Op("mean", {x}, {{"dim", dims}, {"keepdim", true}});
 }
 
+// prod without dividing by zero (PyTorch's prod_backward): an element's
+// gradient is the product of the others in its slice. With p the product
+// of the slice's nonzero elements and z its count of zeros, that is p / x
+// when z == 0, p at the slice's one zero when z == 1, and 0 otherwise.
+Grads ProdGrad(GradCtx& g) {
+  GradValue x = g.in(0);
+  const DType dt = g.in_dtype(0);
+  const Ints dims = g.attrs().Ints("dim");
+  const std::map<std::string, AttrValue> keep = {{"dim", dims},
+                                                 {"keepdim", true}};
+  GradValue is_zero = Cmp(g, "eq", x, Zero(g, x));
+  GradValue safe = Where(g, is_zero, g.Num(1, x), x);
+  GradValue p = g.Op("prod", {safe}, keep);
+  GradValue zeros = g.Op("sum", {Cast(g, is_zero, dt)}, keep);
+  GradValue at_zero = Cast(g, Cmp(g, "eq", zeros, g.Num(1, zeros)), dt);
+  GradValue elsewhere = Cast(g, Cmp(g, "eq", zeros, Zero(g, zeros)), dt) / safe;
+  return {Unreduce(g, G(g)) * p * Where(g, is_zero, at_zero, elsewhere)};
+}
+
 Grads NormGrad(GradCtx& g) {
   const double p = g.attrs().Float("p");
+  // The 0-"norm" counts nonzeros: piecewise constant, so its gradient is 0.
+  if (p == 0) return {g.ZerosOfInput(0)};
   GradValue x = g.in(0), gu = Unreduce(g, G(g)), nu = Unreduce(g, g.out());
   GradValue z = Zero(g, gu);
   GradValue zero_norm = Cmp(g, "eq", nu, Zero(g, nu));
@@ -106,12 +127,12 @@ Grads MatmulGrad(GradCtx& g) {
     // transpose back to the leaf is then contiguous and AccumulateGrad
     // keeps it without a copy (15% of an MLP step's daemon CPU went to
     // those copies).
-    ga = !g.needs(0)         ? GradValue()
-         : ColumnMajor(a)    ? tr(g.Op("matmul", {b, tr(gr)}))
-                             : g.Op("matmul", {gr, tr(b)});
-    gb = !g.needs(1)         ? GradValue()
-         : ColumnMajor(b)    ? tr(g.Op("matmul", {tr(gr), a}))
-                             : g.Op("matmul", {tr(a), gr});
+    ga = !g.needs(0)      ? GradValue()
+         : ColumnMajor(a) ? tr(g.Op("matmul", {b, tr(gr)}))
+                          : g.Op("matmul", {gr, tr(b)});
+    gb = !g.needs(1)      ? GradValue()
+         : ColumnMajor(b) ? tr(g.Op("matmul", {tr(gr), a}))
+                          : g.Op("matmul", {tr(a), gr});
   } else {
     ga = g.needs(0) ? g.Op("matmul", {gr, tr(b)}) : GradValue();
     gb = g.needs(1) ? g.Op("matmul", {tr(a), gr}) : GradValue();
@@ -128,12 +149,7 @@ std::vector<GradRow> ReductionGrads() {
        {},
        {},
        [](GradCtx& g) -> Grads { return {Unreduce(g, G(g)) / Count(g)}; }},
-      {"prod",
-       {0},
-       {0},
-       [](GradCtx& g) -> Grads {
-         return {Unreduce(g, G(g) * g.out()) / g.in(0)};
-       }},
+      {"prod", {0}, {}, ProdGrad},
       {"amax", {0}, {0}, ExtremeGrad},
       {"amin", {0}, {0}, ExtremeGrad},
       {"var",

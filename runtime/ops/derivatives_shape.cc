@@ -128,11 +128,36 @@ Grads IndexSelectGrad(GradCtx& g) {
   return {g.Op("scatter_add", {zeros, idx, gr}, {{"dim", d}}), GradValue()};
 }
 
+// sort: each value's gradient goes back to where it came from.
+Grads SortGrad(GradCtx& g) {
+  if (g.in_shape(0).empty()) return {G(g)};
+  return {g.Op("scatter", {g.ZerosOfInput(0), g.out(1), G(g)},
+               {{"dim", g.attrs().Int("dim")}})};
+}
+
+// cumsum: out_j sums x_i for i <= j, so x_i's gradient sums g_j for j >= i:
+// a cumsum of the reversed gradient, reversed back.
+Grads CumsumGrad(GradCtx& g) {
+  if (g.in_shape(0).empty()) return {G(g)};
+  const Ints dims = {g.attrs().Int("dim")};
+  GradValue r = g.Op("flip", {G(g)}, {{"dims", dims}});
+  r = g.Op("cumsum", {r}, {{"dim", g.attrs().Int("dim")}});
+  return {g.Op("flip", {r}, {{"dims", dims}})};
+}
+
 }  // namespace
 
 std::vector<GradRow> ShapeGrads() {
   auto same = [](GradCtx& g) -> Grads { return {G(g)}; };
   return {
+      {"sort", {}, {1}, SortGrad},
+      {"cumsum", {}, {}, CumsumGrad},
+      {"flip",
+       {},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {g.Op("flip", {G(g)}, {{"dims", g.attrs().Ints("dims")}})};
+       }},
       {"reshape", {}, {}, ReshapeBack},
       {"view", {}, {}, ReshapeBack},
       {"flatten", {}, {}, ReshapeBack},

@@ -100,6 +100,8 @@ struct OpExample {
   std::vector<Shape> shapes;
   std::vector<DType> dtypes;  // empty or shorter: float32 for the rest
   std::map<std::string, AttrValue> attrs;
+  // Float inputs drawn as |normal| (weights that must not be negative).
+  bool positive = false;
 };
 
 // A backward formula (STYLE.md: one line per input, in terms of other ops):

@@ -1,5 +1,7 @@
 #include "runtime/ops/op_helpers.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
 
@@ -113,6 +115,10 @@ absl::StatusOr<std::vector<bool>> ReducedDims(const Attrs& attrs, int rank) {
     reduced[wrapped] = true;
   }
   return reduced;
+}
+
+double IntegralScalar(DType dtype, double v) {
+  return IsFloating(dtype) ? v : std::trunc(v);
 }
 
 }  // namespace tensord

@@ -25,6 +25,13 @@ absl::StatusOr<Device*> ResolveDevice(const Attrs& attrs, const OpContext& ctx);
 // category (bool < integral < floating), as wrapped Python scalars do.
 DType ResultType(absl::Span<const Tensor> inputs);
 
+// A creation op's scalar in `dtype`, as PyTorch converts it before computing
+// values (arange's start and step, linspace's start and end): truncated
+// toward zero for integer and bool dtypes. arange's length still comes from
+// the double bounds (PyTorch 2.x; 1.13 truncated first): arange(0.5, 3.1,
+// 0.7, dtype=int64) is [0, 0, 0, 0].
+double IntegralScalar(DType dtype, double v);
+
 // Shape from an "ints" attribute, validated (no negatives, no overflow).
 absl::StatusOr<Shape> ShapeAttr(const Attrs& attrs, const std::string& name,
                                 DType dtype);

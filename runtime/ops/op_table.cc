@@ -9,9 +9,10 @@ namespace tensord {
 const std::vector<OpDef>& OpTable() {
   static const std::vector<OpDef>* table = [] {
     auto* t = new std::vector<OpDef>();
-    for (auto family : {CreationOps, UnaryOps, PointwiseOps, CompareOps,
-                        InPlaceOps, ReductionOps, LinalgOps, ViewOps, ShapeOps,
-                        IndexOps, NnOps, ConvOps, ConvGradOps, OptimOps}) {
+    for (auto family :
+         {CreationOps, UnaryOps, PointwiseOps, CompareOps, InPlaceOps,
+          ReductionOps, LinalgOps, ViewOps, ShapeOps, IndexOps, NnOps, ConvOps,
+          ConvGradOps, OptimOps, SortOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);

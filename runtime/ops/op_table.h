@@ -31,6 +31,7 @@ std::vector<OpDef> NnOps();
 std::vector<OpDef> ConvOps();
 std::vector<OpDef> ConvGradOps();  // conv_grad_ops.cc: internal to autograd
 std::vector<OpDef> OptimOps();     // optim_ops.cc: detach, sgd/adam steps
+std::vector<OpDef> SortOps();      // sort_ops.cc: sort, topk, cumsum, flip, ...
 
 // A row of the unary/pointwise families by name while the table is being
 // built (in-place rows copy their twin's schema); nullptr if none.

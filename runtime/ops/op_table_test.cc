@@ -3,6 +3,7 @@
 // tests/python; hand-computed cases for the foundation ops are here.
 #include "runtime/ops/op_table.h"
 
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -85,12 +86,14 @@ TEST_F(OpTableTest, RowsAreWellFormed) {
 // Inputs for an example: random normal floats, zeros for integer inputs
 // (valid indices and targets), alternating bools.
 Tensor MakeInput(Device* cpu, const AllocContext& alloc, const Shape& shape,
-                 DType dtype, uint64_t seed) {
+                 DType dtype, uint64_t seed, bool positive = false) {
   Tensor t = *Tensor::Empty(cpu, dtype, shape, alloc);
   if (IsFloating(dtype)) {
     Tensor f = *Tensor::Empty(cpu, DType::kFloat32, shape, alloc);
     EXPECT_TRUE(
         cpu::FillRandom(cpu::Distribution::kNormal, seed, 0, f.view()).ok());
+    float* v = f.view().ptr<float>();
+    for (int64_t i = 0; positive && i < f.numel(); ++i) v[i] = std::abs(v[i]);
     EXPECT_TRUE(cpu::Copy(f.view(), t.view()).ok());
   } else {
     EXPECT_TRUE(cpu::Fill(t.view(), dtype == DType::kBool ? 1 : 0).ok());
@@ -125,8 +128,8 @@ TEST_F(OpTableTest, EveryRowRunsOnItsExamples) {
           for (size_t i = 0; i < ex.shapes.size(); ++i) {
             DType d = i < ex.dtypes.size() ? ex.dtypes[i] : DType::kFloat32;
             if (d == DType::kFloat32) d = float_type;
-            Tensor t =
-                MakeInput(devices_->cpu(), ctx_.alloc, ex.shapes[i], d, i);
+            Tensor t = MakeInput(devices_->cpu(), ctx_.alloc, ex.shapes[i], d,
+                                 i, ex.positive);
             if (strided && t.ndim() >= 2 && IsFloating(d)) t = StridedCopy(t);
             in.push_back(t);
           }

@@ -28,6 +28,14 @@ absl::Status NoBool(absl::Span<const Tensor> in, const char* what) {
   return absl::OkStatus();
 }
 
+// Integer and bool operands compute in the default float (atan2).
+Specs InferFloating(absl::Span<const Tensor> in, const Attrs& attrs,
+                    const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(auto specs, InferBinary(in, attrs, ctx));
+  if (!IsFloating(specs[0].dtype)) specs[0].dtype = kDefaultFloat;
+  return specs;
+}
+
 Specs InferDiv(absl::Span<const Tensor> in, const Attrs& attrs,
                const OpContext& ctx) {
   TD_ASSIGN_OR_RETURN(auto specs, InferBinary(in, attrs, ctx));
@@ -137,6 +145,9 @@ std::vector<OpDef> PointwiseOps() {
   ops.push_back(std::move(div));
   ops.push_back(BinaryRow("pow", InferArith, CpuBinary<B::kPow>,
                           "input ** exponent (integers stay integers)."));
+  ops.push_back(BinaryRow("atan2", InferFloating, CpuBinary<B::kAtan2>,
+                          "atan2(input, other): the angle of the point "
+                          "(other, input), in [-pi, pi], broadcasting."));
   ops.push_back(BinaryRow("maximum", InferBinary, CpuBinary<B::kMax>,
                           "Elementwise maximum (NaN propagates)."));
   ops.push_back(BinaryRow("minimum", InferBinary, CpuBinary<B::kMin>,

@@ -74,6 +74,16 @@ def _dropout_check(got: Any, want: Any) -> None:
     assert torch.allclose(g[g != 0], x[g != 0] / 0.7)
 
 
+def _multinomial_check(distinct: bool) -> Callable[[Any, Any], None]:
+    def check(got: Any, want: Any) -> None:
+        g = torch.from_numpy(got.numpy())
+        assert g.dtype == torch.int64 and g.shape == want.shape
+        assert g.min().item() >= 0 and g.max().item() < 6
+        if distinct:  # without replacement: each category once
+            assert sorted(g.tolist()) == list(range(6))
+    return check
+
+
 def _randint_check(got: Any, want: Any) -> None:
     g = torch.from_numpy(got.numpy())
     assert g.dtype == torch.int64 and tuple(g.shape) == (1000,)
@@ -279,6 +289,27 @@ def cases() -> List[Case]:
                ref=lambda x, w, b, normalized_shape: F.layer_norm(x, normalized_shape, w, b)),
           Case("layer_norm", [R(2, 5)], {"normalized_shape": (5,), "eps": 1e-3},
                ref=lambda x, normalized_shape, eps: F.layer_norm(x, normalized_shape, eps=eps))]
+    # ------------------------------------------------------- along one dim
+    c += [Case("sort", [R(3, 5)], nout=2), Case("sort", [NC(R(4, 3))], {"dim": 0, "descending": True}, nout=2),
+          Case("sort", [R(7, dtype=torch.int64)], {"stable": True}, nout=2),
+          Case("topk", [R(3, 5)], {"k": 2}, nout=2),
+          Case("topk", [NC(R(4, 6))], {"k": 3, "dim": 0, "largest": False}, nout=2),
+          Case("topk", [R(2, 3, dtype=torch.float64)], {"k": 0}, nout=2),
+          Case("argsort", [R(3, 5)]), Case("argsort", [R(3, 5)], {"dim": 0, "descending": True}),
+          Case("cumsum", [R(3, 4)], {"dim": 1}), Case("cumsum", [NC(R(2, 3))], {"dim": 0}),
+          Case("cumsum", [R(2, 3, 4, dtype=torch.float64)], {"dim": -2}),
+          Case("cumsum", [R(3, 4, dtype=torch.int32)], {"dim": 0}),
+          Case("cumsum", [R(3, 4)], {"dim": 1, "dtype": torch.float64}),
+          Case("cumprod", [R(3, 4)], {"dim": 1}), Case("cumprod", [R(3, 4, dtype=torch.int64)], {"dim": 0}),
+          Case("flip", [R(2, 3, 4)], {"dims": (0, 2)}), Case("flip", [NC(R(3, 4))], {"dims": (-1,)}),
+          Case("flip", [R(5, dtype=torch.int64)], {"dims": (0,)}),
+          Case("atan2", [R(3, 4), R(3, 4, seed=1)]), Case("atan2", [R(2, 1, 4), NC(R(3, 4))]),
+          Case("atan2", [R(2, 3, dtype=torch.float64), R(3, dtype=torch.float64, seed=2)]),
+          Case("atan2", [R(4, dtype=torch.int64), R(4, dtype=torch.int64, seed=1)]),
+          Case("multinomial", [R(3, 5, lo=0.1)], {"num_samples": 4, "replacement": True},
+               check=_multinomial_check(False)),
+          Case("multinomial", [R(6, lo=0.1, dtype=torch.float64)], {"num_samples": 6},
+               check=_multinomial_check(True))]
     # ------------------------------------------------------------- creation
     c += [Case("zeros", [], {"shape": (2, 3)}, ref=lambda shape: torch.zeros(shape)),
           Case("ones", [], {"shape": (0, 3), "dtype": torch.int32},

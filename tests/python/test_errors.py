@@ -37,8 +37,25 @@ def test_every_touch_of_a_spoiled_value_raises_the_original_error():
     for touch in touches:
         with pytest.raises(td.ShapeError, match=f"^add at {site}: .*broadcast"):
             touch()
-    with pytest.raises(td.ShapeError, match=f"^add at {site}"):
+    td.synchronize()  # the program has seen (and caught) this error already
+
+
+def test_a_caught_error_is_not_raised_again_by_synchronize_or_backward():
+    w = td.ones(3, requires_grad=True)
+    bad = td.ones(2, 3) @ td.ones(2, 3); site = f"test_errors.py:{line()}"  # noqa: E702
+    with pytest.raises(td.ShapeError, match=f"^matmul at {site}"):
+        bad.item()
+    (w * 2).sum().backward()  # correct: nothing to report
+    assert w.grad.tolist() == [2.0, 2.0, 2.0]
+    td.synchronize()
+    with pytest.raises(td.ShapeError, match=f"^matmul at {site}"):
+        bad.numpy()  # the error stays with its value
+    # An error the program has not seen is still reported, once.
+    unseen = td.ones(4).reshape(5); site = f"test_errors.py:{line()}"  # noqa: E702
+    with pytest.raises(td.ShapeError, match=f"^reshape at {site}"):
         td.synchronize()
+    td.synchronize()
+    del unseen
 
 
 def test_unrelated_values_stay_usable_after_a_failing_op():
@@ -51,9 +68,7 @@ def test_unrelated_values_stay_usable_after_a_failing_op():
     np.testing.assert_allclose(after.numpy(), (a + 1).numpy())
     with pytest.raises(td.ShapeError, match="reshape at test_errors.py:"):
         bad.numpy()
-    with pytest.raises(td.ShapeError):
-        td.synchronize()
-    td.synchronize()  # reported once; the session goes on
+    td.synchronize()  # reported once (by numpy()); the session goes on
     np.testing.assert_allclose((good + after).numpy(), (a * 2 + a + 1).numpy(), rtol=1e-6)
 
 

@@ -144,6 +144,12 @@ def from_rpc_error(err: Any, what: str = "session") -> Error:
     return error_class(code, details)(details, code=code, op=what)
 
 
+def identity(err: Error) -> tuple:
+    """What tells two reports of one daemon error apart from other errors: a spoiled value's
+    error and the next SyncDone's report of it carry the same op, site, code and reason."""
+    return (type(err), err.code, err.reason, err.op, err.site)
+
+
 def fresh(err: Error) -> Error:
     """A copy of ``err`` to raise (raising one exception object twice chains tracebacks)."""
     return type(err)(err.reason, code=err.code, op=err.op, site=err.site)

@@ -143,6 +143,9 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._pending: Dict[int, Pending] = {}  # request_id -> Get/Sync waiting for replies
         self._frame_errors: List[Error] = []  # Error{request_id=0}: malformed batches
         self._frame_error_keys: set = set()  # (seq, code, message) of those not yet acked
+        # _errors.identity of the errors a touch of a spoiled value raised since the last
+        # synchronize: that synchronize does not raise them again (DESIGN.md "Errors").
+        self._raised_errors: set = set()
         self._grad_sent = True  # the daemon starts with grad mode on
         # Streams and events (_streams.py): the current stream id (0: the session's default
         # stream), the next client-chosen stream and event ids, and the TF32 option as sent.
@@ -304,7 +307,8 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
 
     def synchronize(self, host_only: bool = False) -> None:
         """Waits until the daemon ran every command sent so far; raises the first op error
-        raised since the previous synchronize (spoiled values raise again when touched).
+        since the previous synchronize unless touching its value raised it already (spoiled
+        values raise again when touched).
         ``host_only``: the daemon's executor reached this point (kernels launched), without
         waiting for the session's device streams to finish."""
         with self._lock:
@@ -316,10 +320,18 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
             self._flush_locked()
             self._wait_locked(p, rid)
             frame_errors, self._frame_errors = self._frame_errors, []
-        if p.error is not None:
+            raised, self._raised_errors = self._raised_errors, set()
+        if p.error is not None and _errors.identity(p.error) not in raised:
             raise _errors.fresh(p.error)
         if frame_errors:
             raise _errors.fresh(frame_errors[0])
+
+    def raised(self, err: Error) -> Error:
+        """Notes that ``err``, a spoiled value's error, is being raised to the program (which
+        may catch it): the next ``synchronize`` reports only errors not raised yet. The error
+        stays with the value: touching it again raises it again. Returns a copy to raise."""
+        self._raised_errors.add(_errors.identity(err))
+        return _errors.fresh(err)
 
     def set_options(self, *, grad_enabled: Optional[bool] = None,
                     default_device: Optional[str] = None, seed: Optional[int] = None,

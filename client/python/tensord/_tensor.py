@@ -20,7 +20,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _context, _dtype, _errors, _fast
+from . import _context, _dtype, _fast
 from ._catalog import OpInfo, encode_attrs
 from ._dtype import Size
 from ._meta import _Meta  # noqa: F401 (_Meta: the type of Tensor._info)
@@ -289,7 +289,7 @@ class Tensor(TensorValues, TensorMethods, AutogradMethods):
         if info is None:
             info = self._session.meta(self._handle, self._seq, self)
         if info.error is not None:
-            raise _errors.fresh(info.error)
+            raise self._session.raised(info.error)
         return info
 
     @property

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, Tuple
 import numpy as np
 
 from . import _dtype, _format
+from ._errors import Error
 from ._meta import _Meta, _meta_from_proto
 from ._site import call_site
 
@@ -29,7 +30,10 @@ class TensorValues:
         info = self._info
         nbytes = (info.shape.numel() * info.dtype.itemsize if info is not None and info.dtype
                   and info.error is None else self._session.peek_nbytes(self._handle))
-        meta_pb, buf = self._session.get(self._handle, call_site(), nbytes, None, maybe_big)
+        try:
+            meta_pb, buf = self._session.get(self._handle, call_site(), nbytes, None, maybe_big)
+        except Error as e:
+            raise self._session.raised(e) from None
         info = _meta_from_proto(meta_pb) if meta_pb is not None else self._meta()
         if self._info is None:
             self._info = info
@@ -55,7 +59,10 @@ class TensorValues:
             np.copyto(out, self._download()[0])
             return out
         nbytes = info.shape.numel() * info.dtype.itemsize
-        self._session.get(self._handle, call_site(), nbytes, out.reshape(-1).view(np.uint8))
+        try:
+            self._session.get(self._handle, call_site(), nbytes, out.reshape(-1).view(np.uint8))
+        except Error as e:
+            raise self._session.raised(e) from None
         return out
 
     def tolist(self) -> Any:

@@ -8,6 +8,7 @@ keyword arguments.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any, List, Optional, Sequence, Union
 
@@ -87,7 +88,10 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> Tensor:
-    """``clamp(input, min_val, max_val)``."""
+    """``clamp(input, min_val, max_val)``; on integer tensors the bounds are truncated to the
+    input's dtype first (as PyTorch's hardtanh), so the result keeps it."""
+    if not input.dtype.is_floating_point:
+        min_val, max_val = math.trunc(min_val), math.trunc(max_val)
     return call("clamp", [input], {"min": min_val, "max": max_val})
 
 

@@ -230,6 +230,44 @@ def _prod(self: Any, dim: int, keepdim: bool = False, dtype: Any = None) -> Any:
     return c("prod", [self], dim=[dim], keepdim=keepdim, dtype=dtype)
 
 
+# ---------------------------------------------------------------- along one dim
+@rule(aten.sort.default)
+def _sort(self: Any, dim: int = -1, descending: bool = False) -> Any:
+    return tuple(c("sort", [self], dim=dim, descending=descending))
+
+
+@rule(aten.sort.stable)
+def _sort_stable(self: Any, *, stable: Any = None, dim: int = -1,
+                 descending: bool = False) -> Any:
+    return tuple(c("sort", [self], dim=dim, descending=descending, stable=bool(stable)))
+
+
+@rule(aten.topk.default)
+def _topk(self: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
+    return tuple(c("topk", [self], k=k, dim=dim, largest=largest, sorted=sorted))
+
+
+@rule(aten.cumsum.default)
+def _cumsum(self: Any, dim: int, *, dtype: Any = None) -> Any:
+    return c("cumsum", [self], dim=dim, dtype=dtype)
+
+
+@rule(aten.flip.default)
+def _flip(self: Any, dims: Any) -> Any:
+    return c("flip", [self], dims=list(dims))
+
+
+@rule(aten.multinomial.default)
+def _multinomial(self: Any, num_samples: int, replacement: bool = False, *,
+                 generator: Any = None) -> Any:
+    if generator is not None:  # a torch.Generator's stream: PyTorch's own, on the CPU
+        return NotImplemented
+    return c("multinomial", [self], num_samples=num_samples, replacement=replacement)
+
+
+same_name("atan2", aten.atan2.default)
+
+
 def _bool_reduce(name: str) -> Callable[..., Any]:
     def fn(self: Any, dim: Any = None, keepdim: bool = False) -> Any:
         return c(name, [self], dim=_dims(dim), keepdim=keepdim)

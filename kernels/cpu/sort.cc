@@ -1,0 +1,176 @@
+#include "kernels/cpu/sort.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/parallel.h"
+
+namespace tensord {
+namespace cpu {
+namespace {
+
+struct Layout {
+  int64_t outer = 1, size = 1, inner = 1;
+};
+
+Layout Around(const StridedView& v, int dim) {
+  Layout l;
+  if (v.ndim == 0) return l;
+  for (int i = 0; i < dim; ++i) l.outer *= v.sizes[i];
+  l.size = v.sizes[dim];
+  for (int i = dim + 1; i < v.ndim; ++i) l.inner *= v.sizes[i];
+  return l;
+}
+
+template <typename T>
+bool IsNan(T x) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::isnan(x);
+  } else {
+    return false;
+  }
+}
+
+}  // namespace
+
+absl::Status Sort(const StridedView& in, int dim, bool descending,
+                  const StridedView& values, const StridedView& indices) {
+  const Layout l = Around(in, dim);
+  return DispatchAll(in.dtype, "sort", [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = in.ptr<T>();
+    T* v = values.ptr<T>();
+    int64_t* idx = indices.ptr<int64_t>();
+    // NaN is the largest value (PyTorch's order).
+    auto less = [](T a, T b) { return (IsNan(b) && !IsNan(a)) || a < b; };
+    ParallelFor(l.outer * l.inner, 1, [&](int64_t begin, int64_t end) {
+      std::vector<int64_t> order(l.size);
+      for (int64_t slice = begin; slice < end; ++slice) {
+        const int64_t o = slice / l.inner, i = slice % l.inner;
+        const int64_t base = o * l.size * l.inner + i;
+        auto at = [&](int64_t k) { return x[base + k * l.inner]; };
+        std::iota(order.begin(), order.end(), int64_t{0});
+        if (descending) {
+          std::stable_sort(
+              order.begin(), order.end(),
+              [&](int64_t a, int64_t b) { return less(at(b), at(a)); });
+        } else {
+          std::stable_sort(
+              order.begin(), order.end(),
+              [&](int64_t a, int64_t b) { return less(at(a), at(b)); });
+        }
+        for (int64_t k = 0; k < l.size; ++k) {
+          v[base + k * l.inner] = at(order[k]);
+          idx[base + k * l.inner] = order[k];
+        }
+      }
+    });
+  });
+}
+
+absl::Status CumScan(const StridedView& in, int dim, bool product,
+                     const StridedView& out) {
+  const Layout l = Around(in, dim);
+  return DispatchAll(out.dtype, product ? "cumprod" : "cumsum", [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = in.ptr<T>();
+    T* y = out.ptr<T>();
+    ParallelFor(l.outer, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        const int64_t base = o * l.size * l.inner;
+        for (int64_t i = 0; i < l.inner; ++i) {
+          T acc = product ? T(1) : T(0);
+          for (int64_t k = 0; k < l.size; ++k) {
+            const int64_t at = base + k * l.inner + i;
+            if constexpr (std::is_same_v<T, bool>) {
+              acc = product ? (acc && x[at]) : (acc || x[at]);
+            } else {
+              acc = product ? T(acc * x[at]) : T(acc + x[at]);
+            }
+            y[at] = acc;
+          }
+        }
+      }
+    });
+  });
+}
+
+absl::Status Multinomial(const StridedView& probs, const StridedView& u,
+                         bool replacement, const StridedView& out) {
+  const int64_t rows = probs.ndim == 2 ? probs.sizes[0] : 1;
+  const int64_t n = probs.sizes[probs.ndim - 1];
+  const int64_t k = out.sizes[out.ndim - 1];
+  absl::Status status;
+  absl::Status dispatch =
+      DispatchFloat(probs.dtype, "multinomial", [&](auto tag) {
+        using T = decltype(tag);
+        const T* p = probs.ptr<T>();
+        const double* uniform = u.ptr<double>();
+        int64_t* o = out.ptr<int64_t>();
+        // The weights are data: all of them are checked before any sampling.
+        for (int64_t r = 0; r < rows && status.ok(); ++r) {
+          double sum = 0;
+          int64_t positive = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            const double w = static_cast<double>(p[r * n + j]);
+            if (!(w >= 0) || std::isinf(w)) {
+              status = absl::InvalidArgumentError(
+                  "multinomial: probability tensor contains either inf, nan or "
+                  "element < 0");
+              break;
+            }
+            sum += w;
+            positive += w > 0;
+          }
+          if (!status.ok()) break;
+          if (sum <= 0) {
+            status = absl::InvalidArgumentError(
+                "multinomial: invalid multinomial distribution (sum of "
+                "probabilities <= 0)");
+          } else if (!replacement && positive < k) {
+            status = absl::InvalidArgumentError(
+                absl::StrCat("multinomial: cannot draw ", k,
+                             " samples without replacement "
+                             "from a row with only ",
+                             positive, " nonzero probabilities"));
+          }
+        }
+        if (!status.ok()) return;
+        ParallelFor(rows, 1, [&](int64_t begin, int64_t end) {
+          std::vector<double> w(n);
+          for (int64_t r = begin; r < end; ++r) {
+            double total = 0;
+            for (int64_t j = 0; j < n; ++j) {
+              w[j] = static_cast<double>(p[r * n + j]);
+              total += w[j];
+            }
+            for (int64_t s = 0; s < k; ++s) {
+              // The first category whose running sum passes u * total; the
+              // last positive one if rounding leaves the target unreached.
+              const double target = uniform[r * k + s] * total;
+              double run = 0;
+              int64_t pick = -1;
+              for (int64_t j = 0; j < n; ++j) {
+                if (w[j] <= 0) continue;
+                pick = j;
+                run += w[j];
+                if (run > target) break;
+              }
+              o[r * k + s] = pick;
+              if (!replacement) {
+                total -= w[pick];
+                w[pick] = 0;
+              }
+            }
+          }
+        });
+      });
+  return dispatch.ok() ? status : dispatch;
+}
+
+}  // namespace cpu
+}  // namespace tensord
