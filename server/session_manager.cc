@@ -183,6 +183,8 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::NewSession(
                          : 0;
   params.shared_buffer_bytes = limits_.shared_buffer_bytes;
   params.packed_acks = hello.packed_acks();
+  params.counters = &counters_;
+  params.user_counters = counters_.ForUser(user.name);
   if (limits_.command_ring && hello.command_ring()) {
     params.ring_bytes = RingBytesFor(params.shm_bytes);
     params.ring_spin_us = limits_.ring_spin_us;
@@ -197,8 +199,6 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::NewSession(
   // Quotas are per user: the user's sessions share one allocator account,
   // checked by the allocators before allocating. Every session joins it,
   // quota or not, so that a quota a reload sets later counts all of the
-  params.counters = &counters_;
-  params.user_counters = counters_.ForUser(user.name);
   // user's bytes (Note [Tokens reload]).
   if (user.quota_bytes > 0) params.quota_bytes = user.quota_bytes;
   const uint64_t account = AccountOf(user.name);
@@ -238,14 +238,14 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Resume(
   // The client holds the secret and is reconnecting: its old stream is dead
   // even if the daemon has not noticed yet, so the new stream takes over.
   if (!session->detached()) session->DetachAny();
+  // The resumer may be another process: cross-memory attach binds again.
+  if (session->cma() != nullptr) session->cma()->Renew();
   v1::ServerFrame welcome;
   *welcome.mutable_welcome() = MakeWelcome(*session);
   welcome.mutable_welcome()->set_resumed(true);
   welcome.mutable_welcome()->set_resumed_applied_seq(session->applied_seq());
   absl::Status attached =
       session->Attach(sink, hello.resume_received_seq(), std::move(welcome));
-  // The resumer may be another process: cross-memory attach binds again.
-  if (session->cma() != nullptr) session->cma()->Renew();
   if (!attached.ok()) return attached;
   {
     MutexLock lock(&mu_);
@@ -305,12 +305,6 @@ v1::Welcome SessionManager::MakeWelcome(const Session& session) const {
   return w;
 }
 
-std::shared_ptr<BulkChannel> SessionManager::FindBulk(
-    absl::string_view token) const {
-  MutexLock lock(&mu_);
-  for (const auto& [id, session] : sessions_) {
-    const std::string& mine = session->params().bulk_token;
-    if (!mine.empty() && ConstantTimeEquals(mine, token)) {
 void SessionManager::SetCmaSocket(std::string name) {
   MutexLock lock(&mu_);
   cma_socket_ = std::move(name);
@@ -345,6 +339,12 @@ absl::Status SessionManager::BindCma(absl::string_view ticket,
   return bound;
 }
 
+std::shared_ptr<BulkChannel> SessionManager::FindBulk(
+    absl::string_view token) const {
+  MutexLock lock(&mu_);
+  for (const auto& [id, session] : sessions_) {
+    const std::string& mine = session->params().bulk_token;
+    if (!mine.empty() && ConstantTimeEquals(mine, token)) {
       return session->bulk();
     }
   }

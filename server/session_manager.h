@@ -107,20 +107,13 @@ class SessionManager {
   // The id of the session the allocators know as `number`.
   std::string SessionIdOf(uint64_t number) const;
   Authenticator* auth() const { return auth_; }
+  // Note [Daemon counters]: what the sessions and Open count.
+  DaemonCounters& counters() { return counters_; }
   // Bulk sockets (server/bulk_socket.h): the port the daemon's BulkListener
   // accepts on (0: none; new sessions that ask get a token while it is set),
   // and the channel of the session holding `token`, or null.
   void SetBulkPort(int port) { bulk_port_.store(port); }
-  // Note [Daemon counters]: what the sessions and Open count.
-  DaemonCounters& counters() { return counters_; }
   std::shared_ptr<BulkChannel> FindBulk(absl::string_view token) const;
-  DeviceRegistry* devices() const { return devices_; }
-
- private:
-  v1::Welcome MakeWelcome(const Session& session) const;
-  // Note [Session cap]: takes one of `user`'s --max_sessions_per_user slots
-  // (RESOURCE_EXHAUSTED if none is left) until the session is registered or
-  // ReleaseSlot gives it back.
   // Cross-memory attach (server/cma.h): the name of the daemon's binding
   // socket (server/cma_binder.h; empty: none, and new sessions get no
   // ticket), and the binding of the session holding `ticket` to `peer`
@@ -129,6 +122,13 @@ class SessionManager {
   std::string cma_socket() const;
   absl::Status BindCma(absl::string_view ticket,
                        absl::StatusOr<PeerProcess> peer);
+  DeviceRegistry* devices() const { return devices_; }
+
+ private:
+  v1::Welcome MakeWelcome(const Session& session) const;
+  // Note [Session cap]: takes one of `user`'s --max_sessions_per_user slots
+  // (RESOURCE_EXHAUSTED if none is left) until the session is registered or
+  // ReleaseSlot gives it back.
   absl::Status ReserveSlot(const std::string& user);
   void ReleaseSlot(const std::string& user);
   void ReleaseSlotLocked(const std::string& user)
@@ -149,18 +149,18 @@ class SessionManager {
   const SessionLimits limits_;
   DeviceRegistry* const devices_;
   Authenticator* const auth_;
+  DaemonCounters counters_;
   std::atomic<uint64_t> next_number_{1};
   std::atomic<int> bulk_port_{0};
+  std::string cma_socket_ ABSL_GUARDED_BY(mu_);
   mutable Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_
-  DaemonCounters counters_;
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, uint64_t> accounts_ ABSL_GUARDED_BY(mu_);
   // Per user: slots taken by sessions being made, not yet in sessions_.
   absl::flat_hash_map<std::string, int> reserved_ ABSL_GUARDED_BY(mu_);
   // Detached sessions and when their grace period ends.
   absl::flat_hash_map<std::string, absl::Time> deadlines_ ABSL_GUARDED_BY(mu_);
-  std::string cma_socket_ ABSL_GUARDED_BY(mu_);
   uint64_t deadlines_changed_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread reaper_;  // last: starts after the members it uses
