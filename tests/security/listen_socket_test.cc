@@ -118,7 +118,9 @@ TEST(ListenSocketTest, UnixSocketAppearsOnlyWithItsFinalMode) {
   const std::optional<bool> nobody = NobodyCanConnect(path);
   // As root (CI, outside Bazel's sandbox: the BUILD's no-sandbox tag) the
   // other uid's attempt must run.
-  if (geteuid() == 0) ASSERT_TRUE(nobody.has_value()) << "setuid(65534) failed";
+  if (geteuid() == 0) {
+    ASSERT_TRUE(nobody.has_value()) << "setuid(65534) failed";
+  }
   if (nobody.has_value()) {
     EXPECT_FALSE(*nobody);
   } else {
