@@ -4,7 +4,7 @@
 Run with the project's venv (``tools/install_deps.sh`` makes it), from the repository root:
 ``PYTHONPATH=client/python .venv-torch/bin/python -m pytest tests/memory_viz``. Every test
 skips, saying why, when that interpreter has no ``torch.cuda._memory_viz``, or when
-``bazel-bin/server/tensord`` or ``bazel-bin/tools/tensorctl`` is not built.
+``bazel-bin/server/tensord`` is not built; a missing ``bazel-bin/tools/tensorctl`` fails.
 """
 
 from __future__ import annotations
@@ -47,6 +47,6 @@ def native_fixtures() -> object:
 @pytest.fixture
 def tensorctl() -> str:
     if not os.access(TENSORCTL, os.X_OK):
-        pytest.skip(f"tensorctl is not built ({TENSORCTL} missing): run "
+        pytest.fail(f"tensorctl is not built ({TENSORCTL} missing): run "
                     "`bazel build //tools:tensorctl` first")
     return TENSORCTL

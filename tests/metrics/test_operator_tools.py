@@ -23,7 +23,7 @@ QUOTA = 64 << 20
 @pytest.fixture
 def daemon_with_users() -> Iterator[str]:
     if not os.access(TENSORCTL, os.X_OK):
-        pytest.skip(f"tensorctl is not built ({TENSORCTL}): bazel build //tools:tensorctl")
+        pytest.fail(f"tensorctl is not built ({TENSORCTL}): bazel build //tools:tensorctl")
     tmp = tempfile.mkdtemp(prefix="tensord-users-")
     tokens = os.path.join(tmp, "tokens")
     with open(tokens, "w") as f:

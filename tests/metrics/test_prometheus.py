@@ -69,7 +69,7 @@ class Prometheus:
 
     def __init__(self, target: str) -> None:
         if not os.access(PROMETHEUS, os.X_OK):
-            pytest.skip("Prometheus is not installed: tools/install_deps.sh installs Debian's "
+            pytest.fail("Prometheus is not installed: tools/install_deps.sh installs Debian's "
                         "`prometheus`")
         self.dir = tempfile.mkdtemp(prefix="tensord-prometheus-")
         self.config = os.path.join(self.dir, "prometheus.yml")
