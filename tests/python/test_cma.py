@@ -8,7 +8,9 @@ shared-memory region instead, with the same values."""
 
 from __future__ import annotations
 
+import gc
 import os
+from typing import Iterator
 
 import numpy as np
 import pytest
@@ -22,8 +24,11 @@ BIG = 3 << 20  # bytes: over the 1 MiB threshold
 
 
 @pytest.fixture
-def cma_puts(monkeypatch: pytest.MonkeyPatch) -> list:
-    """The Puts sent by cross-memory attach: (address, nbytes) each (the probe is a Get)."""
+def cma_puts(monkeypatch: pytest.MonkeyPatch) -> Iterator[list]:
+    """The Puts sent by cross-memory attach: (address, nbytes) each (the probe is a Get).
+    No cyclic collections meanwhile: an upload takes cross-memory attach only when the daemon
+    has acknowledged everything sent, and Releases of an earlier test's collected tensors would
+    make it rightly take another path (test_resume.py)."""
     seen = []
     real = Session._put_cma_locked
 
@@ -32,7 +37,10 @@ def cma_puts(monkeypatch: pytest.MonkeyPatch) -> list:
         return real(self, address, nbytes, fields)
 
     monkeypatch.setattr(Session, "_put_cma_locked", spy)
-    return seen
+    gc.collect()
+    gc.disable()
+    yield seen
+    gc.enable()
 
 
 def _random(n: int, seed: int, dtype=np.float32) -> np.ndarray:
