@@ -19,38 +19,41 @@ cd "$root"
 # Debian's interpreter: it owns python3-torch, -grpcio, -numpy (see README).
 PYTHON=/usr/bin/python3
 
+# Each section's header carries the time since the start: where a cold run spends it.
+section() { printf '== %s  [%dm%02ds]\n' "$1" $((SECONDS / 60)) $((SECONDS % 60)); }
+
 tools/install_deps.sh
 jobs_flag=()
 [ -n "${TENSORD_BAZEL_JOBS:-}" ] && jobs_flag=(--jobs="$TENSORD_BAZEL_JOBS")
 
-echo "== C++ tests (bazel test //...)"
+section "C++ tests (bazel test //...)"
 bazel test "${jobs_flag[@]}" //...
 
-echo "== Python client tests (pytest, real daemon, PyTorch reference)"
+section "Python client tests (pytest, real daemon, PyTorch reference)"
 bazel build "${jobs_flag[@]}" //server:tensord
 tools/gen_python_proto.sh
 tools/build_python_ext.sh
 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs tests/python  # -rs: every skip with its reason
-echo "== Python client tests again without its C extensions (TENSORD_PURE_PYTHON=1)"
+section "Python client tests again without its C extensions (TENSORD_PURE_PYTHON=1)"
 TENSORD_PURE_PYTHON=1 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q tests/python
 # The tensord PyTorch device runs under PyPI's current torch, in the venv install_deps.sh made;
 # without that venv (TENSORD_SKIP_TORCH_VENV=1) the suite runs on Debian's and skips, saying why.
-echo "== PyTorch device tests (tensord.torch, .venv-torch's PyTorch, real daemon)"
+section "PyTorch device tests (tensord.torch, .venv-torch's PyTorch, real daemon)"
 TORCH_PYTHON="$root/.venv-torch/bin/python"
 [ -x "$TORCH_PYTHON" ] || TORCH_PYTHON="$PYTHON"
 PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q -rs tests/python_torch
 # Skips, saying why, when that interpreter's PyTorch has no trace_plot/segment_plot.
-echo "== Memory history drawn by PyTorch's own torch.cuda._memory_viz (.venv-torch, real daemon)"
+section "Memory history drawn by PyTorch's own torch.cuda._memory_viz (.venv-torch, real daemon)"
 PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q -rs tests/memory_viz
-echo "== PyTorch device tests again on the production path (no meta check per op)"
+section "PyTorch device tests again on the production path (no meta check per op)"
 TENSORD_TORCH_CHECK=0 PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q tests/python_torch
-echo "== metrics scraped by a real Prometheus, tensorctl users and kill --reason (tests/metrics)"
+section "metrics scraped by a real Prometheus, tensorctl users and kill --reason (tests/metrics)"
 bazel build "${jobs_flag[@]}" //tools:tensorctl
 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs tests/metrics
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
   # The plain daemon, bazel-bin/server/tensord: the sanitizer configs build into trees of their
   # own (.bazelrc, Note [Sanitizer output trees]), so this step may run in any order.
-  echo "== Python client tests with its C speedups under AddressSanitizer + UBSan"
+  section "Python client tests with its C speedups under AddressSanitizer + UBSan"
   asan_client="$(mktemp -d)"
   tools/build_python_ext.sh --asan "$asan_client"
   # The interpreter is not instrumented: the runtimes are preloaded; Python's own allocations
@@ -63,22 +66,22 @@ if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
 fi
 
 if [ -z "${TENSORD_SKIP_PACKAGE:-}" ]; then
-  echo "== Python package: wheel and sdist into fresh venvs, examples from outside the checkout"
+  section "Python package: wheel and sdist into fresh venvs, examples from outside the checkout"
   tests/package/test_install.sh
 fi
 
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
-  echo "== C++ tests under AddressSanitizer + UBSan (bazel test --config=asan)"
+  section "C++ tests under AddressSanitizer + UBSan (bazel test --config=asan)"
   bazel test "${jobs_flag[@]}" --config=asan //...
 fi
 
 if [ -z "${TENSORD_SKIP_TSAN:-}" ]; then
-  echo "== concurrency suites under ThreadSanitizer (bazel test --config=tsan; docs/reliability.md)"
+  section "concurrency suites under ThreadSanitizer (bazel test --config=tsan; docs/reliability.md)"
   bazel test "${jobs_flag[@]}" --config=tsan //...
 fi
 
 if [ -z "${TENSORD_SKIP_FUZZ:-}" ]; then
-  echo "== fuzzing the session core (clang libFuzzer, ASan + UBSan; docs/reliability.md)"
+  section "fuzzing the session core (clang libFuzzer, ASan + UBSan; docs/reliability.md)"
   tools/fuzz.sh --time="${TENSORD_FUZZ_SECONDS:-30}"
 fi
-echo "== all tensord tests passed"
+section "all tensord tests passed"
