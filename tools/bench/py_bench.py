@@ -21,7 +21,7 @@ import os
 import statistics
 import sys
 import time
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 
@@ -231,7 +231,7 @@ def _model(lib: Any, kind: str) -> tuple:
     return model, opt, data
 
 
-def _step_fn(lib: Any, kind: str) -> Callable[[int], float]:
+def _step_fn(lib: Any, kind: str) -> Tuple[Callable[[int], float], int]:
     model, opt, data = _model(lib, kind)
     loss_fn = lib.nn.CrossEntropyLoss()
     model.train()
@@ -245,27 +245,39 @@ def _step_fn(lib: Any, kind: str) -> Callable[[int], float]:
         opt.step()
         return loss.item()  # the one sync point per step, in both libraries
 
-    return step
+    x, y = data[0]
+    return step, x.nbytes + y.nbytes
 
 
 def train(lib: Any, kind: str, steps: int, reps: int) -> Dict[str, float]:
     """Median seconds per training step (upload batch, forward, loss, backward, SGD step,
     loss.item())."""
-    step = _step_fn(lib, kind)
+    step, batch_bytes = _step_fn(lib, kind)
     for i in range(3):
         step(i)
     per = []
+    waits0 = _client_waits(lib)
     for _ in range(reps):
         t0 = time.perf_counter()
         for i in range(steps):
             step(i)
         per.append((time.perf_counter() - t0) / steps)
-    return {"step_s": median(per)}
+    out: Dict[str, Any] = {"step_s": median(per), "batch_bytes": batch_bytes}
+    if waits0 is not None:  # tensord: the client's blocking waits for the daemon, per step
+        out["waits_per_step"] = (_client_waits(lib) - waits0) / (steps * reps)
+    return out
+
+
+def _client_waits(lib: Any) -> Any:
+    """How many times the tensord client blocked waiting for the daemon so far (None: torch)."""
+    if lib.__name__ != "tensord":
+        return None
+    return lib.default_session().waits
 
 
 def worker(lib: Any, start_at: float, duration: float) -> Dict[str, float]:
     """One sharing client: MLP steps from ``start_at`` for ``duration`` s; steps/s."""
-    step = _step_fn(lib, "mlp")
+    step, _ = _step_fn(lib, "mlp")
     for i in range(2):
         step(i)
     while time.time() < start_at:

@@ -68,6 +68,21 @@ class Pending:
         self._wake.acquire()
 
 
+class Replies(threading.Condition):
+    """The receiver → waiters condition (``Session._replies``), counting the waits that blocked
+    (``Session.waits``; tools/bench/wan_bench.py prints them per training step: each is at least
+    a round trip to a remote daemon)."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        super().__init__(lock)
+        self.waits = 0
+
+    def wait_for(self, predicate: Any, timeout: Optional[float] = None) -> Any:
+        if not predicate():
+            self.waits += 1  # under the lock, as every wait_for is
+        return super().wait_for(predicate, timeout)
+
+
 class Batcher:
     """Command batching, flushing and the request bookkeeping of a ``Session``."""
 
@@ -195,6 +210,7 @@ class Batcher:
         """Waits until ``p`` is answered or the session is over, without the lock meanwhile
         (a resume under way keeps it waiting)."""
         if not p.done and self._broken is None:
+            self._replies.waits += 1
             self._lock.release()
             try:
                 p.wait()

@@ -45,7 +45,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import grpc
 
 from . import _bulk, _catalog, _cma, _download_cache, _errors, _malloc, _shm
-from ._batch import Batcher, Pending
+from ._batch import Batcher, Pending, Replies
 from ._bulk import BulkSocket
 from ._call import CallPath
 from ._connection import PROTOCOL_VERSION, AttemptTimeout, Connection, hello_frame
@@ -109,7 +109,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
                  packed: Optional[bool] = None) -> None:
         self.address = address
         self._lock = threading.Lock()
-        self._replies = threading.Condition(self._lock)  # receiver → waiters
+        self._replies = Replies(self._lock)  # receiver → waiters
         self._wake_flusher = threading.Condition(self._lock)  # first command → flusher
         self._flusher_idle = False  # the flusher sleeps until woken (see Batcher._flush_loop)
         # The open batch: encoded Batch.commands entries (_wire), plus at most one protobuf
@@ -265,6 +265,12 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    @property
+    def waits(self) -> int:
+        """How many times a caller of this session blocked waiting for the daemon so far (a
+        value read, an Ack, a sync): each costs a round trip to a remote daemon."""
+        return self._replies.waits
 
     @property
     def closed(self) -> bool:
