@@ -90,6 +90,22 @@ def test_views_alias_their_base(td: object) -> None:
     same(x.cpu(), base)
 
 
+def test_repeated_views_of_bases_at_other_offsets(td: object) -> None:
+    # The same view op on bases of the same shape and strides but other storage offsets: the
+    # second and later calls take the cached output description (Note [Plain outputs]), whose
+    # offset must follow each base's.
+    base = torch.arange(40.0).reshape(5, 8)
+    x = base.to(D)
+    for i in range(4):
+        for f in [lambda t: t[i], lambda t: t[i].view(2, 4), lambda t: t[i].t() if t.dim() > 1
+                  else t[i].unsqueeze(1).t(), lambda t: t[i, 1:5]]:
+            v, ref = f(x), f(base)
+            assert v.shape == ref.shape and v.stride() == ref.stride()
+            assert v.storage_offset() == ref.storage_offset()
+            same(v.cpu(), ref)
+            same((v * 2).cpu(), ref * 2)
+
+
 def test_inplace_keeps_version_counter(td: object) -> None:
     x = torch.ones(3, device=D)
     v0 = x._version

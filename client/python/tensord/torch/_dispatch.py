@@ -137,9 +137,11 @@ def _decomposing() -> set:
     return s
 
 
-# Note [Plain outputs]: (op, argument key) -> (shape, strides, dtype) of an op whose one output
-# is a fresh contiguous tensor, seen before: such a call skips the meta lookup's rebuild and the
-# output wrapping's schema walk (the common case: pointwise ops, reductions, matmuls).
+# Note [Plain outputs]: (op, argument key) -> (shape, strides, offset, dtype, view) of an op
+# whose one output is a fresh contiguous tensor or a view of its first argument, seen before:
+# such a call skips the meta lookup's rebuild and the output wrapping's schema walk (the common
+# case: pointwise ops, reductions, matmuls, and the views between them: t, view, expand ...).
+# A view's offset is kept relative to its base's, which the key does not hold.
 _plain: Dict[Any, tuple] = {}
 
 
@@ -155,12 +157,18 @@ def run_rule(func: Any, rule: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     if native is NotImplemented:
         return native
     if plain is not None:
-        return TensordTensor(native, plain[0], plain[1], 0, plain[2])
+        shape, stride, offset, dtype, view = plain
+        return TensordTensor(native, shape, stride,
+                             offset + args[0].storage_offset() if view else offset, dtype)
     out = wrap_outputs(func, meta_out, native, args, kwargs)
-    returns = func._schema.returns
-    if (key is not None and len(returns) == 1 and returns[0].alias_info is None
-            and type(out) is TensordTensor and len(_plain) < (1 << 16)):
-        _plain[key] = (out.shape, out.stride(), out.dtype)
+    if key is not None and type(out) is TensordTensor and len(_plain) < (1 << 16):
+        returns = func._schema.returns
+        alias = returns[0].alias_info if len(returns) == 1 else False
+        if alias is None:
+            _plain[key] = (out.shape, out.stride(), 0, out.dtype, False)
+        elif alias and not alias.is_write and args and type(args[0]) is TensordTensor:
+            _plain[key] = (out.shape, out.stride(),
+                           out.storage_offset() - args[0].storage_offset(), out.dtype, True)
     return out
 
 
