@@ -3,8 +3,8 @@
     .venv-torch/bin/python examples/torch/tiny_gpt.py                      # local PyTorch
     TENSORD_ADDRESS=127.0.0.1:50051 .venv-torch/bin/python examples/torch/tiny_gpt.py --device tensord
 
-Token and position embeddings, causal self-attention (F.scaled_dot_product_attention), a GELU
-MLP, LayerNorm, weight tying, AdamW with weight-decay groups, a hand-set cosine learning rate,
+Token and position embeddings, causal self-attention (F.scaled_dot_product_attention, or with
+``--attention mask`` by hand with a ``tril`` mask buffer and ``masked_fill``), a GELU MLP, LayerNorm, weight tying, AdamW with weight-decay groups, a hand-set cosine learning rate,
 clip_grad_norm_, an eval loop under no_grad, and sampling with topk/softmax/multinomial/cat.
 Only the device line and the import differ from a CPU program. (On the daemon, multinomial
 draws from the session's generator, not PyTorch's stream: the sample may differ from a CPU run.)
@@ -20,6 +20,7 @@ import torch.nn.functional as F
 parser = argparse.ArgumentParser()
 parser.add_argument("--device", default="cpu")
 parser.add_argument("--steps", type=int, default=30)
+parser.add_argument("--attention", choices=["sdpa", "mask"], default="sdpa")
 args = parser.parse_args()
 if args.device.startswith("tensord"):
     import tensord.torch  # noqa: F401  (the import: registers the device)
@@ -38,12 +39,18 @@ class Block(nn.Module):
         self.ln1, self.ln2 = nn.LayerNorm(C), nn.LayerNorm(C)
         self.qkv, self.proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
         self.mlp = nn.Sequential(nn.Linear(C, 4 * C), nn.GELU(), nn.Linear(4 * C, C))
+        self.register_buffer("bias", torch.tril(torch.ones(T, T)).view(1, 1, T, T))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
         q, k, v = (z.view(b, t, H, C // H).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if args.attention == "sdpa":
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
+            y = F.softmax(att, dim=-1) @ v
         x = x + self.proj(y.transpose(1, 2).reshape(b, t, C))
         return x + self.mlp(self.ln2(x))
 
@@ -56,6 +63,14 @@ class GPT(nn.Module):
         self.ln = nn.LayerNorm(C)
         self.head = nn.Linear(C, V, bias=False)
         self.head.weight = self.tok.weight  # weight tying
+        self.apply(self._init_weights)
+
+    @staticmethod
+    def _init_weights(m: nn.Module) -> None:  # GPT-2's: N(0, 0.02), zero biases
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         pos = torch.arange(idx.shape[1], device=idx.device)
@@ -94,7 +109,7 @@ for step in range(args.steps):
                 x, y = batch(g)
                 losses[k] = F.cross_entropy(model(x).view(-1, V), y.view(-1)).item()
         model.train()
-        print(f"step {step:3d}  train {loss.item():.4f}  eval {losses.mean():.4f}")
+        print(f"step {step:3d}  train {loss.item():.6f}  eval {losses.mean():.6f}")
 
 idx = torch.tensor([[stoi["t"]]], device=device)
 with torch.no_grad():
