@@ -32,6 +32,7 @@ from ._connection import close, connect, current, manual_seed, session  # noqa: 
 from ._fallback import FallbackWarning  # noqa: E402
 from ._fallback import counts as fallback_counts  # noqa: E402
 from ._fallback import reset_counts as reset_fallback_counts  # noqa: E402
+from ._memory import memory_allocated, memory_reserved, memory_stats  # noqa: E402
 from ._tensor import DEVICE, TensordTensor  # noqa: E402
 
 
@@ -49,5 +50,5 @@ def mapped_ops() -> list:
 
 
 __all__ = ["DEVICE", "FallbackWarning", "TensordTensor", "close", "connect", "current",
-           "fallback_counts", "manual_seed", "mapped_ops", "reset_fallback_counts", "session",
-           "synchronize"]
+           "fallback_counts", "manual_seed", "mapped_ops", "memory_allocated", "memory_reserved",
+           "memory_stats", "reset_fallback_counts", "session", "synchronize"]

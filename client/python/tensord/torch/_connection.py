@@ -21,6 +21,7 @@ from .._session import DEFAULT_ADDRESS, Session
 _lock = threading.Lock()
 _session: Optional[Session] = None
 _seed: Optional[int] = None  # a manual_seed that came before the session
+_device: Optional[str] = None  # connect(device=...): the daemon device behind tensord:0
 
 
 def connect(address: Optional[str] = None, token: Optional[str] = None, *,
@@ -32,7 +33,7 @@ def connect(address: Optional[str] = None, token: Optional[str] = None, *,
     stands for (default: the daemon's default device; Note [tensord:N]). Other keyword arguments
     go to ``tensord.Session``. Tensors of a closed session can no longer be used.
     """
-    global _session
+    global _session, _device
     address = address or os.environ.get("TENSORD_ADDRESS") or DEFAULT_ADDRESS
     token = token if token is not None else os.environ.get("TENSORD_TOKEN")
     s = Session(address, token, **kwargs)
@@ -43,7 +44,7 @@ def connect(address: Optional[str] = None, token: Optional[str] = None, *,
     if _seed is not None:
         s.set_options(seed=_seed)
     with _lock:
-        old, _session = _session, s
+        old, _session, _device = _session, s, device or None
     if old is not None:
         old.close()
     return s
@@ -72,6 +73,11 @@ def close() -> None:
         s, _session = _session, None
     if s is not None:
         s.close()
+
+
+def daemon_device() -> Optional[str]:
+    """The daemon device ``connect(device=...)`` chose, or None (the daemon's default)."""
+    return _device
 
 
 def manual_seed(seed: int) -> None:

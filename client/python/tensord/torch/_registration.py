@@ -39,7 +39,12 @@ def _device_module() -> types.ModuleType:
         """Seeds the daemon's generator of the device's session."""
         _connection.manual_seed(seed)
 
+    from ._memory import memory_allocated, memory_reserved, memory_stats
+
     m.synchronize = synchronize
+    m.memory_stats = memory_stats
+    m.memory_allocated = memory_allocated
+    m.memory_reserved = memory_reserved
     m.manual_seed = manual_seed
     m.manual_seed_all = manual_seed
     m.is_available = lambda: True
