@@ -248,3 +248,15 @@ def test_deepcopy(td: object) -> None:
     with torch.no_grad():
         m2.weight.mul_(0)
     assert m.weight.abs().sum().item() > 0 and m2.weight.abs().sum().item() == 0
+
+
+@pytest.mark.allow_fallback
+def test_fallback_shows_in_torch_profiler(td: object) -> None:
+    x = torch.tensor([3.0, 1.0, 2.0], device=D)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        v, _ = torch.kthvalue(x, 2)
+        torch.add(x, 1.0)
+    names = [e.key for e in prof.key_averages()]
+    assert "tensord_fallback::aten.kthvalue.default" in names
+    assert not [n for n in names if n.startswith("tensord_fallback::aten.add")]
+    assert v.item() == 2.0

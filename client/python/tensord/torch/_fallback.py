@@ -3,7 +3,8 @@
 Downloads the op's tensord inputs (one round trip), runs the op with PyTorch on the client's
 CPU, uploads its outputs, and writes mutated inputs back. Each op warns once and is counted:
 ``tensord.torch.fallback_counts()`` says which ops left the daemon and how often, so a program
-meant to run on the daemon alone can assert that none did (the tests do).
+meant to run on the daemon alone can assert that none did (the tests do). Under
+``torch.profiler`` each fallback is a ``tensord_fallback::<op>`` range covering its round trip.
 """
 
 from __future__ import annotations
@@ -83,6 +84,15 @@ def run(func: Any, args: Any, kwargs: Any) -> Any:
             return torch.device("cpu")
         return x
 
+    # A range in torch.profiler's trace around the whole round trip (download, CPU op,
+    # upload), named so that a profile shows which ops left the daemon and what they cost.
+    with torch.profiler.record_function(f"tensord_fallback::{func}"):
+        return _run_on_cpu(func, args, kwargs, to_cpu, originals)
+
+
+def _run_on_cpu(func: Any, args: Any, kwargs: Any, to_cpu: Any,
+                originals: Dict[int, TensordTensor]) -> Any:
+    from . import _dispatch
     cargs, ckwargs = tree_map(to_cpu, (args, kwargs))
     by_cpu = {id(c): c for c in tree_flatten((cargs, ckwargs))[0] if id(c) in originals}
     out = func(*cargs, **ckwargs)
