@@ -53,8 +53,8 @@ def _device_module() -> types.ModuleType:
     m._lazy_init = lambda: None
     m.device_count = lambda: 1
     m.current_device = lambda: 0
-    m.get_amp_supported_dtype = lambda: [torch.float32]
-    m.is_autocast_enabled = lambda: False
+    # torch.autocast(device_type="tensord", dtype=...) accepts these (_autocast.py)
+    m.get_amp_supported_dtype = lambda: [torch.bfloat16, torch.float16, torch.float32]
     return m
 
 
@@ -75,6 +75,8 @@ def register() -> None:
     _setup_privateuseone_for_python_backend(
         rename=NAME if current != NAME else None, backend_module=_device_module())
     _register_factories()
+    from . import _autocast
+    _autocast.register()
     from .. import _site
     _site.add_library_dir(os.path.dirname(torch.__file__))  # errors name the program's line
     # torch.load's default weights_only unpickler admits only known functions: the device's
