@@ -93,8 +93,9 @@ def test_backward_with_gradient_for_non_scalars():
     (x.exp() * 2).backward(td.tensor(g))
     (tx.exp() * 2).backward(torch.tensor(g))
     close(x.grad, tx.grad)
+    (x * 2).backward()  # not waited for: the next synchronize raises its error
     with pytest.raises(RuntimeError, match="scalar"):
-        (x * 2).backward()
+        td.synchronize()
 
 
 def test_grads_accumulate_and_retain_graph():
@@ -105,16 +106,18 @@ def test_grads_accumulate_and_retain_graph():
     ty.backward(retain_graph=True)
     ty.backward()
     close(x.grad, tx.grad)  # 2 * 2x
+    y.backward()  # the graph was freed by the second backward
     with pytest.raises(td.Error):
-        y.backward()  # the graph was freed by the second backward
+        td.synchronize()  # backward() does not wait: the next synchronize raises its error
     z = (x * 3).sum()  # the session goes on
     z.backward()
     close(x.grad, tx.grad + 3)
 
 
 def test_backward_on_a_tensor_without_grad_is_an_error():
+    td.ones(3).sum().backward()
     with pytest.raises(td.Error):
-        td.ones(3).sum().backward()
+        td.synchronize()
     assert (td.ones(2) + 1).tolist() == [2.0, 2.0]
 
 

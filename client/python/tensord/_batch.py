@@ -206,6 +206,62 @@ class Batcher:
         self._pending[rid] = p
         return rid, p
 
+    def _queue_check_locked(self) -> None:
+        """Note [Deferred backward errors]: queues a host-only Sync after a Backward that no
+        caller waits for; ``_raise_checked_locked`` raises what it reports. Raises first the
+        error of an earlier check already answered."""
+        self._raise_checked_locked()
+        rid, p = self._request_locked()
+        cmd = self._add_locked()
+        p.seq = cmd.seq
+        cmd.sync.request_id = rid
+        cmd.sync.host_only = True
+        self._checks.append((rid, p))
+
+    def raise_checked(self) -> None:
+        """``_raise_checked_locked`` for value reads, after their own value came back. The
+        daemon answered the checks queued before the read first, but a same-host read may come
+        back on another path (the region) than their answers (the stream): wait for those."""
+        if not self._checks:
+            return
+        with self._lock:
+            for _, p in list(self._checks):
+                if not p.done and self._broken is None:
+                    self._replies.waits += 1
+                    self._lock.release()
+                    try:
+                        p.wait()
+                    finally:
+                        self._lock.acquire()
+            self._raise_checked_locked()
+
+    def _raise_checked_locked(self) -> None:
+        """Raises the error of the answered checks (Note [Deferred backward errors]) that no
+        touch of a spoiled value raised already, as ``synchronize`` would have at their place;
+        forgets them. Never waits."""
+        # Note [Deferred backward errors]: backward() used to end with synchronize(host_only)
+        # so that its errors (a second pass without retain_graph, a saved tensor modified in
+        # place) raised at the call, as PyTorch's do; that is a round trip per training step
+        # for a remote client (DESIGN.md: only reads and syncs wait). Now the Backward is
+        # followed by a host-only Sync nobody waits for; its answer, the same report the wait
+        # got, is raised by the next value read, synchronize() or backward(): like CUDA's
+        # asynchronous errors in PyTorch, it names the backward's call site.
+        error = None
+        while self._checks and self._checks[0][1].done:
+            rid, p = self._checks.popleft()
+            self._pending.pop(rid, None)
+            if p.seq > self._answered_seq:
+                self._answered_seq = p.seq
+            frame_errors, self._frame_errors = self._frame_errors, []
+            raised, self._raised_errors = self._raised_errors, set()
+            if error is None:
+                if p.error is not None and _errors.identity(p.error) not in raised:
+                    error = p.error
+                elif frame_errors:
+                    error = frame_errors[0]
+        if error is not None:
+            raise _errors.fresh(error)
+
     def _wait_locked(self, p: Pending, rid: int) -> None:
         """Waits until ``p`` is answered or the session is over, without the lock meanwhile
         (a resume under way keeps it waiting)."""

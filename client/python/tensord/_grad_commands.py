@@ -44,6 +44,8 @@ class GradCommands:
             b.allow_unused = allow_unused
             b.site = site
             seq = cmd.seq
+            if not inputs:  # backward(): its errors come back with a check, not a wait
+                self._queue_check_locked()
             self._after_add_locked()
         return first, seq
 

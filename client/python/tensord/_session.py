@@ -141,6 +141,9 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._batch_first_handle = 1
         self._released: "collections.deque[int]" = collections.deque()
         self._pending: Dict[int, Pending] = {}  # request_id -> Get/Sync waiting for replies
+        # (request id, answer) of the Syncs queued after backward(), oldest first (Note
+        # [Deferred backward errors], _batch.py)
+        self._checks: "collections.deque[Tuple[int, Pending]]" = collections.deque()
         self._frame_errors: List[Error] = []  # Error{request_id=0}: malformed batches
         self._frame_error_keys: set = set()  # (seq, code, message) of those not yet acked
         # _errors.identity of the errors a touch of a spoiled value raised since the last
@@ -327,6 +330,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
             cmd.sync.host_only = host_only
             self._flush_locked()
             self._wait_locked(p, rid)
+            self._raise_checked_locked()  # answered by now: they precede this Sync
             frame_errors, self._frame_errors = self._frame_errors, []
             raised, self._raised_errors = self._raised_errors, set()
         if p.error is not None and _errors.identity(p.error) not in raised:

@@ -34,6 +34,7 @@ class TensorValues:
             meta_pb, buf = self._session.get(self._handle, call_site(), nbytes, None, maybe_big)
         except Error as e:
             raise self._session.raised(e) from None
+        self._session.raise_checked()  # Note [Deferred backward errors] (_batch.py)
         info = _meta_from_proto(meta_pb) if meta_pb is not None else self._meta()
         if self._info is None:
             self._info = info
@@ -63,6 +64,7 @@ class TensorValues:
             self._session.get(self._handle, call_site(), nbytes, out.reshape(-1).view(np.uint8))
         except Error as e:
             raise self._session.raised(e) from None
+        self._session.raise_checked()
         return out
 
     def tolist(self) -> Any:

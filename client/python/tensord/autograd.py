@@ -68,10 +68,10 @@ def _check_session(ts: Sequence[Tensor]) -> Any:
 def backward(tensors: _Tensors, grad_tensors: Optional[Sequence[Optional[Tensor]]] = None,
              retain_graph: Optional[bool] = None, create_graph: bool = False,
              inputs: Optional[_Tensors] = None) -> None:
-    """Accumulates the gradients of ``tensors`` into the leaves' ``.grad`` (one daemon command,
-    then a wait for the daemon to have run it, so that its errors raise here as PyTorch's do;
-    not for a GPU to finish its kernels). With ``inputs``, only those tensors' ``.grad`` are
-    updated."""
+    """Accumulates the gradients of ``tensors`` into the leaves' ``.grad``: one daemon command,
+    not waited for. Its errors raise at the next value read, ``synchronize()`` or
+    ``backward()``, naming this call site (Note [Deferred backward errors], ``_batch.py``).
+    With ``inputs``, only those tensors' ``.grad`` are updated."""
     roots = _as_list(tensors, "backward")
     if isinstance(grad_tensors, Tensor):
         grad_tensors = [grad_tensors]
@@ -93,7 +93,6 @@ def backward(tensors: _Tensors, grad_tensors: Optional[Sequence[Optional[Tensor]
     s.backward([r._handle for r in roots], handles, retain_graph=bool(retain_graph),
                create_graph=bool(create_graph), site=call_site())
     del keep
-    s.synchronize(host_only=True)
 
 
 def grad(outputs: _Tensors, inputs: _Tensors,
