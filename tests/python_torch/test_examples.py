@@ -29,13 +29,28 @@ PROGRAMS = [
 ]
 
 
+# Runs the program as __main__, then reports the device's fallback counts on stderr: a fallback
+# that the program (or PyTorch) caught and went around still shows there.
+_WRAPPER = """
+import atexit, runpy, sys
+def report():
+    if "tensord.torch" in sys.modules:
+        print("FALLBACKS", sys.modules["tensord.torch"].fallback_counts(), file=sys.stderr)
+atexit.register(report)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
 def _run(daemon: str, example: str, args: list, device: str) -> str:
     env = dict(os.environ, TENSORD_ADDRESS=daemon, TENSORD_TORCH_NO_FALLBACK="1",
                PYTHONPATH=os.path.join(REPO, "client", "python"))
     path = os.path.join(REPO, "examples", "torch", example)
-    r = subprocess.run([sys.executable, path, "--device", device, *args], env=env,
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run([sys.executable, "-c", _WRAPPER, path, "--device", device, *args],
+                       env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, f"{example} {args} on {device}:\n{r.stderr[-3000:]}"
+    if device != "cpu":
+        assert "FALLBACKS {}" in r.stderr.splitlines(), r.stderr[-3000:]
     return r.stdout
 
 
