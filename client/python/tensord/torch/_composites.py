@@ -6,6 +6,10 @@ few ordinary dispatched ops (which map onto the daemon), not as a daemon row of 
   the backward here.
 - ``index.Tensor`` with one integer index tensor (``x[idx]``, ``x[:, idx]``): ``index_select``
   plus a reshape; other index forms (boolean masks: data-dependent shapes) use the fallback.
+- ``lerp`` (scalar weight), ``addcmul``, ``addcdiv`` and their in-place forms: the optimizers'
+  pointwise steps (Adam's), in ATen's CPU kernels' order of operations. PyTorch's reference
+  decompositions of them cost ~1-3 ms of client CPU per call (their Python wrappers); these
+  cost their two or three device ops. Other dtypes and shapes take the decomposition.
 """
 
 from __future__ import annotations
@@ -65,3 +69,57 @@ def index(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
         return picked.reshape(shape)
     from ._fallback import run
     return run(func, args, kwargs)
+
+
+def _same_float(*ts: Any) -> bool:
+    """All tensord tensors of one floating dtype (the composites' case)."""
+    from ._tensor import TensordTensor
+    return all(type(t) is TensordTensor for t in ts) and ts[0].dtype.is_floating_point and \
+        all(t.dtype == ts[0].dtype for t in ts)
+
+
+def _decomposed(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    from torch._decomp import decomposition_table
+    return decomposition_table[func](*args, **kwargs)
+
+
+def _in_place(func: Any, args: tuple, kwargs: Dict[str, Any], out: Any) -> Any:
+    """Binds ``out``'s value to ``args[0]``, as the dispatcher does for an in-place op run as
+    its functional twin."""
+    from . import _dispatch
+    _dispatch.assign(args[0], _dispatch.payload(out))
+    return args[0]
+
+
+def _lerp(start: Any, end: Any, weight: float) -> Any:
+    # ATen's lerp: start + w * (end - start) for |w| < 0.5, else end - (end - start) * (1 - w)
+    if abs(weight) < 0.5:
+        return start + (end - start) * weight
+    return end - (end - start) * (1.0 - weight)
+
+
+@_handles(aten.lerp.Scalar, aten.lerp_.Scalar)
+def lerp(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    start, end = args[:2]
+    weight = args[2] if len(args) > 2 else kwargs["weight"]
+    inplace = func is aten.lerp_.Scalar
+    if not (_same_float(start, end) and isinstance(weight, (int, float))
+            and (not inplace or start.shape == torch.broadcast_shapes(start.shape, end.shape))):
+        return _decomposed(func, args, kwargs)
+    out = _lerp(start, end, float(weight))
+    return _in_place(func, args, kwargs, out) if inplace else out
+
+
+@_handles(aten.addcmul.default, aten.addcmul_.default, aten.addcdiv.default,
+          aten.addcdiv_.default)
+def addc(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    x, t1, t2 = args[:3]
+    value = args[3] if len(args) > 3 else kwargs.get("value", 1)
+    inplace = func in (aten.addcmul_.default, aten.addcdiv_.default)
+    if not (_same_float(x, t1, t2) and isinstance(value, (int, float)) and
+            (not inplace or x.shape == torch.broadcast_shapes(x.shape, t1.shape, t2.shape))):
+        return _decomposed(func, args, kwargs)
+    scaled = t1 if value == 1 else t1 * value  # ATen: self + value * t1 * t2 (or / t2)
+    out = x + (scaled * t2 if func in (aten.addcmul.default, aten.addcmul_.default)
+               else scaled / t2)
+    return _in_place(func, args, kwargs, out) if inplace else out
