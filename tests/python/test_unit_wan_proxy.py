@@ -132,3 +132,19 @@ def test_cut_after_delivers_exactly_the_budget(echo: str) -> None:
                 got += data
         assert bytes(got) == b"z" * 1000
         assert p.cuts == 1
+
+
+def test_connections_share_the_line(echo: str) -> None:
+    """Two connections at once through one link take twice one's time (bulk lanes must not
+    multiply the bandwidth)."""
+    payload = os.urandom(1 << 20)
+    rate = 10e6
+    with WanProxy(echo, rate=rate) as p:
+        times: list = []
+        ts = [threading.Thread(target=lambda: times.append(echo_time(p.address, payload)))
+              for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    assert max(times) >= 2 * len(payload) / rate, times

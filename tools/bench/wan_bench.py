@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Optional
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
-from wan_proxy import WanProxy  # noqa: E402
+from wan_proxy import Line, WanProxy  # noqa: E402
 
 PY = os.environ.get("TENSORD_PYTHON") or sys.executable
 DAEMON_HOST = "127.0.0.2"  # the proxies listen on 127.0.0.1 at the bulk socket's port
@@ -43,13 +43,13 @@ def free_port(host: str) -> int:
         return s.getsockname()[1]
 
 
-def start_daemon(binary: str, threads: int) -> tuple:
+def start_daemon(binary: str, threads: int, extra: List[str] = ()) -> tuple:
     port_file = os.path.join(tempfile.mkdtemp(prefix="tensord-wan-"), "port")
     bulk_port = free_port("127.0.0.1")
     env = dict(os.environ, TENSORD_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
     proc = subprocess.Popen([binary, "--insecure", "--log_level=warn",
                              f"--listen={DAEMON_HOST}:0", f"--port_file={port_file}",
-                             f"--bulk_port={bulk_port}"],
+                             f"--bulk_port={bulk_port}", *extra],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # process start-up only
@@ -74,8 +74,9 @@ class Link:
     """The two proxies of one link (stream and bulk socket), as a context manager."""
 
     def __init__(self, daemon: str, bulk_port: int, rtt: float, rate: Optional[float]) -> None:
-        self.stream = WanProxy(daemon, rtt, rate)
-        self.bulk = WanProxy(f"{DAEMON_HOST}:{bulk_port}", rtt, rate,
+        lines = (Line(rtt / 2, rate), Line(rtt / 2, rate))  # one path for both ports
+        self.stream = WanProxy(daemon, lines=lines)
+        self.bulk = WanProxy(f"{DAEMON_HOST}:{bulk_port}", lines=lines,
                              listen=f"127.0.0.1:{bulk_port}")
 
     def __enter__(self) -> "Link":
@@ -99,11 +100,13 @@ def main() -> None:
     ap.add_argument("--no_transfer", action="store_true")
     ap.add_argument("--no_item", action="store_true")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--daemon_flag", action="append", default=[],
+                    help="an extra flag for the daemon (repeatable)")
     args = ap.parse_args()
     rtts = [float(r) / 1e3 for r in args.rtts.split(",")]
     rates = [float(m) * 1e6 / 8 for m in args.mbits.split(",")]
     models = args.models.split(",")
-    proc, daemon, bulk_port = start_daemon(args.binary, args.threads)
+    proc, daemon, bulk_port = start_daemon(args.binary, args.threads, args.daemon_flag)
     rows: List[Dict[str, Any]] = []
     try:
         train = ["--bench", "train", "--steps", str(args.steps), "--reps", str(args.reps)]
@@ -156,6 +159,17 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait()
+    # Round trips per step from the slope between the shortest and the longest RTT at each
+    # rate: independent of the direct run, which a loaded machine makes noisy.
+    if len(rtts) > 1:
+        lo, hi = min(rtts), max(rtts)
+        for m in models:
+            for rate in rates:
+                by = {r["rtt_ms"]: r["step_ms"] for r in rows if r.get("model") == m
+                      and r["mbit"] == rate * 8 / 1e6}
+                slope = (by[hi * 1e3] - by[lo * 1e3]) / ((hi - lo) * 1e3)
+                print(f"{m:4} {rate * 8 / 1e6:5.0f} Mbit/s: {slope:.2f} round trips/step "
+                      f"(slope from rtt {lo * 1e3:g} to {hi * 1e3:g} ms)", flush=True)
     print(json.dumps(rows))
 
 

@@ -27,6 +27,26 @@ from typing import Deque, List, Optional, Tuple
 _MiB = 1 << 20
 
 
+class Line:
+    """One direction of a link: ``rate`` bytes/s (None: unlimited) then ``delay`` seconds,
+    shared by every connection that crosses it (the stream and the bulk socket's lanes
+    compete for the same bandwidth, as on a real path). Thread-safe."""
+
+    def __init__(self, delay: float, rate: Optional[float]) -> None:
+        self.delay = delay
+        self.rate = rate
+        self._lock = threading.Lock()
+        self._free_at = 0.0
+
+    def due(self, nbytes: int, now: float) -> float:
+        """When ``nbytes`` read at ``now`` reach the far side."""
+        if not self.rate:
+            return now + self.delay
+        with self._lock:
+            self._free_at = max(now, self._free_at) + nbytes / self.rate
+            return self._free_at + self.delay
+
+
 class _Pipe:
     """One direction of one connection: a reader thread timestamps chunks, a writer thread
     delivers each at its time."""
@@ -36,17 +56,15 @@ class _Pipe:
         self._proxy = proxy
         self._src, self._dst = src, dst
         self._downstream = downstream
-        self._delay = proxy.down_delay if downstream else proxy.up_delay
-        self._rate = proxy.down_rate if downstream else proxy.up_rate
-        self._limit = int(self._rate * self._delay) + 4 * _MiB if self._rate else 16 * _MiB
+        self._line = proxy.down if downstream else proxy.up
+        rate = self._line.rate
+        self._limit = int(rate * self._line.delay) + 4 * _MiB if rate else 16 * _MiB
         # a chunk is about 1 ms of the line (4-64 KiB), so slow lines deliver smoothly
-        self._read_size = max(4096, min(1 << 16, int(self._rate / 1000))) if self._rate \
-            else 1 << 16
+        self._read_size = max(4096, min(1 << 16, int(rate / 1000))) if rate else 1 << 16
         self._cv = threading.Condition()
         self._queue: Deque[Tuple[float, bytes]] = collections.deque()
         self._queued = 0
         self._eof = False
-        self._free_at = 0.0
         self.threads = [threading.Thread(target=f, daemon=True, name=f"wan-proxy-{f.__name__}")
                         for f in (self._read, self._write)]
         for t in self.threads:
@@ -66,12 +84,7 @@ class _Pipe:
                 with self._cv:
                     if not data or self._eof:
                         break
-                    if self._rate:
-                        self._free_at = max(now, self._free_at) + len(data) / self._rate
-                        due = self._free_at + self._delay
-                    else:
-                        due = now + self._delay
-                    self._queue.append((due, data))
+                    self._queue.append((self._line.due(len(data), now), data))
                     self._queued += len(data)
                     self._cv.notify_all()
                     self._cv.wait_for(lambda: self._queued < self._limit or self._eof)
@@ -123,7 +136,8 @@ class WanProxy:
 
     ``rtt``: seconds of round trip, split evenly between the directions unless ``up_delay`` /
     ``down_delay`` (client→daemon, daemon→client) say otherwise; ``rate``: bytes/s per
-    direction (None: unlimited), or ``up_rate`` / ``down_rate``.
+    direction (None: unlimited), or ``up_rate`` / ``down_rate``; ``lines``: (up, down)
+    ``Line``s shared with another proxy instead (one link for several ports).
 
     Faults: ``cut()`` breaks every proxied connection, ``cut_after(n)`` does so once ``n`` more
     bytes went from daemon to client, ``refuse`` closes new connections at once (an unreachable
@@ -133,13 +147,16 @@ class WanProxy:
     def __init__(self, target: str, rtt: float = 0.0, rate: Optional[float] = None, *,
                  up_delay: Optional[float] = None, down_delay: Optional[float] = None,
                  up_rate: Optional[float] = None, down_rate: Optional[float] = None,
+                 lines: Optional[Tuple[Line, Line]] = None,
                  listen: str = "127.0.0.1:0") -> None:
         host, port = target.rsplit(":", 1)
         self._target = (host, int(port))
-        self.up_delay = rtt / 2 if up_delay is None else up_delay
-        self.down_delay = rtt / 2 if down_delay is None else down_delay
-        self.up_rate = up_rate if up_rate is not None else rate
-        self.down_rate = down_rate if down_rate is not None else rate
+        if lines is None:
+            lines = (Line(rtt / 2 if up_delay is None else up_delay,
+                          up_rate if up_rate is not None else rate),
+                     Line(rtt / 2 if down_delay is None else down_delay,
+                          down_rate if down_rate is not None else rate))
+        self.up, self.down = lines
         self._lock = threading.Lock()
         self._socks: List[socket.socket] = []
         self._pipes: List[_Pipe] = []
