@@ -1,7 +1,8 @@
 """Automatic resume: a session whose stream breaks mid-session goes on transparently.
 
-A TCP proxy between client and daemon cuts every proxied connection at a chosen moment (now, or
-after forwarding a number of bytes from the daemon, i.e. in the middle of a reply). Results after
+A TCP proxy between client and daemon (tools/bench/wan_proxy.py) cuts every proxied connection
+at a chosen moment (now, or after forwarding a number of bytes from the daemon, i.e. in the
+middle of a reply), or drops or stalls a 10 ms link for 5 s in the middle of a training step. Results after
 a cut must equal those without one, nothing may be applied twice (counted with in-place
 ``add_``), and when the daemon no longer has the session (``--resume_grace=0s``, or the grace
 period over) reads raise a clear ``tensord.Error``.
@@ -10,10 +11,11 @@ period over) reads raise a clear ``tensord.Error``.
 from __future__ import annotations
 
 import gc
-import socket
+import os
+import sys
 import threading
 import time
-from typing import Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional
 
 import grpc
 import numpy as np
@@ -23,99 +25,12 @@ from conftest import running_daemon
 from tensord._proto import admin_pb2, admin_pb2_grpc
 from tensord._session import Session
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools", "bench"))
+from wan_proxy import WanProxy  # noqa: E402
 
-class Proxy:
-    """Accepts on 127.0.0.1:0 and pipes bytes to ``target``; ``cut()`` breaks every proxied
-    connection, ``cut_after(n)`` does so after forwarding ``n`` more bytes from the daemon, and
-    ``refuse`` closes new connections at once (an unreachable daemon)."""
 
-    def __init__(self, target: str) -> None:
-        host, port = target.rsplit(":", 1)
-        self._target = (host, int(port))
-        self._lock = threading.Lock()
-        self._socks: List[socket.socket] = []
-        self._threads: List[threading.Thread] = []
-        self._budget: Optional[int] = None  # daemon→client bytes left before cutting
-        self.refuse = False
-        self.cuts = 0
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.address = f"127.0.0.1:{self._listener.getsockname()[1]}"
-        self._acceptor = threading.Thread(target=self._accept, daemon=True)
-        self._acceptor.start()
-
-    def cut(self) -> None:
-        """Breaks every proxied connection now (both directions)."""
-        with self._lock:
-            self._cut_locked()
-
-    def cut_after(self, nbytes: int) -> None:
-        """Breaks every connection once ``nbytes`` more bytes went from daemon to client."""
-        with self._lock:
-            self._budget = nbytes
-
-    def close(self) -> None:
-        try:
-            self._listener.shutdown(socket.SHUT_RDWR)  # wakes accept(); close() alone does not
-        except OSError:
-            pass
-        self._acceptor.join()
-        self._listener.close()
-        self.cut()
-        with self._lock:
-            threads, self._threads = self._threads, []
-        for t in threads:
-            t.join()
-
-    def _cut_locked(self) -> None:
-        socks, self._socks = self._socks, []
-        self._budget = None
-        self.cuts += 1
-        for s in socks:
-            try:
-                s.shutdown(socket.SHUT_RDWR)  # the pumps see EOF/errors and close both ends
-            except OSError:
-                pass
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return  # closed
-            with self._lock:
-                if self.refuse:
-                    client.close()
-                    continue
-                upstream = socket.create_connection(self._target)
-                self._socks += [client, upstream]
-                for src, dst, down in ((client, upstream, False), (upstream, client, True)):
-                    t = threading.Thread(target=self._pump, args=(src, dst, down), daemon=True)
-                    self._threads.append(t)
-                    t.start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket, downstream: bool) -> None:
-        try:
-            while True:
-                data = src.recv(1 << 16)
-                if not data:
-                    break
-                if downstream:
-                    with self._lock:
-                        if self._budget is not None:
-                            if len(data) >= self._budget:
-                                dst.sendall(data[:self._budget])
-                                self._cut_locked()
-                                break
-                            self._budget -= len(data)
-                dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        src.close()
+# The proxy: tools/bench/wan_proxy.py's, with no delay and no rate limit unless a test asks.
+Proxy = WanProxy
 
 
 @pytest.fixture(scope="module")
@@ -381,3 +296,54 @@ def test_a_killed_session_is_not_resumed(proxy: Proxy, daemon_address: str) -> N
         with pytest.raises(td.Error, match="killed by an administrator"):
             (x + 1).numpy()
         assert s.resumes == 0
+
+
+def train_mlp(steps: int, fault: Optional[Callable[[int], None]] = None) -> List[np.ndarray]:
+    """``steps`` SGD steps (momentum, one ``loss.item()`` each) of a small MLP on the default
+    session; ``fault(i)`` runs in the middle of step ``i`` (forward queued, backward, step and
+    the read not yet). Returns the final parameters and the losses."""
+    td.manual_seed(0)
+    model = td.nn.Sequential(td.nn.Linear(32, 64), td.nn.ReLU(), td.nn.Linear(64, 10))
+    opt = td.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((16, 32)).astype(np.float32) for _ in range(steps)]
+    ys = [rng.integers(0, 10, 16) for _ in range(steps)]
+    count = td.zeros(1, dtype=td.int64)  # one add_ per step: applied once, never twice
+    losses = []
+    for i in range(steps):
+        opt.zero_grad()
+        loss = td.nn.functional.cross_entropy(model(td.tensor(xs[i])), td.tensor(ys[i]))
+        if fault is not None:
+            fault(i)
+        loss.backward()
+        opt.step()
+        count.add_(1)
+        losses.append(loss.item())
+    assert count.item() == steps
+    return [p.detach().numpy() for p in model.parameters()] + [np.array(losses)]
+
+
+@pytest.mark.parametrize("kind", ["drop", "stall"])
+def test_a_5s_network_drop_mid_step_resumes_without_losing_or_repeating_work(
+        daemon_address: str, kind: str) -> None:
+    # A Wi-Fi drop of 5 s on a 10 ms link (tools/bench/wan_proxy.py), in the middle of a
+    # training step: "drop" cuts every connection and refuses new ones for 5 s (the session
+    # resumes on a new stream), "stall" delivers nothing for 5 s (TCP survives). Either way the
+    # training ends where it ends without a drop, bit for bit.
+    with td.connect(daemon_address, shm=False):
+        expect = train_mlp(6)
+    with WanProxy(daemon_address, rtt=0.010) as proxy:
+        with td.connect(proxy.address, shm=False) as s:
+            t0 = []
+
+            def fault(i: int) -> None:
+                if i == 3:
+                    t0.append(time.monotonic())
+                    getattr(proxy, kind)(5.0)
+
+            got = train_mlp(6, fault)
+            assert time.monotonic() - t0[0] >= 5.0  # the drop did hold the step up
+            assert s.resumes == (1 if kind == "drop" else 0)
+            assert proxy.cuts == (1 if kind == "drop" else 0)
+    for g, e in zip(got, expect):
+        np.testing.assert_array_equal(g, e)
