@@ -1,0 +1,223 @@
+"""PyTorch's own OpInfo samples run on the tensord device and compared with CPU PyTorch.
+
+Shared by the conformance suite (``test_opinfo.py``) and the coverage report
+(``tools/op_coverage.py``). One OpInfo entry is checked on up to ``MAX_SAMPLES`` of its float32
+sample inputs (drawn with a fixed seed, so every run sees the same values): the forward values
+against PyTorch's on the CPU, and, for entries that support autograd, the gradients of every
+input that requires one for a random cotangent. An op that leaves the daemon for the CPU fallback
+(``tensord.torch.fallback_counts()``) counts as falling back, whatever its values.
+
+Not checked yet: other dtypes, the non-contiguous sample variants, in-place and ``out=``
+variants, random ops (their values follow tensord's generator, not PyTorch's: ``RANDOM``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Any, Iterable, List, Optional, Tuple
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_map
+
+DEVICE = "tensord"
+DTYPE = torch.float32
+# Samples per entry: the first ones PyTorch generates (the suite must run in minutes on 2 cores).
+MAX_SAMPLES = 6
+# float32 tolerances: torch.testing's defaults (1.3e-6, 1e-5) widened 10x for sums, matmuls and
+# transcendental functions evaluated in another order or by another libm.
+RTOL, ATOL = 1e-4, 1e-5
+# Entries whose values are random or uninitialised: only tensord's own tests can check them.
+RANDOM = re.compile(r"(^|\.|_)(rand|randn|randint|normal|uniform|bernoulli|multinomial|dropout"
+                    r"\w*|cauchy|exponential|geometric|log_normal|empty\w*|new_empty\w*"
+                    r"|rrelu)($|\.|_)")
+
+PASS, FAIL_FORWARD, FAIL_GRAD, FALLBACK, NO_SAMPLES, SKIPPED, CRASH = (
+    "passes", "fails forward", "fails grad", "falls back", "no float32 samples", "not compared",
+    "kills the client")
+
+
+def entry_name(op: Any) -> str:
+    """``name`` or ``name.variant``: the key of an OpInfo entry in lists and reports."""
+    return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+
+
+def op_db() -> List[Any]:
+    from torch.testing._internal.common_methods_invocations import op_db as db
+    return list(db)
+
+
+def SampleInput(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 (PyTorch's class)
+    from torch.testing._internal.opinfo.core import SampleInput as cls
+    return cls(*args, **kwargs)
+
+
+@dataclasses.dataclass
+class Result:
+    name: str
+    status: str
+    samples: int = 0
+    forward_ok: int = 0
+    grad_checked: int = 0
+    grad_ok: int = 0
+    fallbacks: Tuple[str, ...] = ()
+    first_error: str = ""
+
+    @property
+    def forward_rate(self) -> float:
+        return self.forward_ok / self.samples if self.samples else 0.0
+
+
+def _to_device(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        t = x.detach().to(DEVICE)
+        return t.requires_grad_(x.requires_grad) if x.requires_grad else t
+    return x
+
+
+def _tensors(out: Any) -> List[torch.Tensor]:
+    return [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+
+
+def _close(got: Any, want: Any) -> None:
+    g, w = _tensors(got), _tensors(want)
+    if len(g) != len(w):
+        raise AssertionError(f"{len(g)} tensor outputs, PyTorch has {len(w)}")
+    for a, b in zip(g, w):
+        torch.testing.assert_close(a.detach().cpu(), b.detach(), rtol=RTOL, atol=ATOL,
+                                   equal_nan=True)
+    if not w and got != want:  # a Python value (a size, a bool)
+        raise AssertionError(f"{got!r} != {want!r}")
+
+
+def _grads(op: Any, sample: Any, out: Any, inputs: List[torch.Tensor],
+           cotangents: List[torch.Tensor]) -> Optional[Tuple[Any, ...]]:
+    outs = _tensors(sample.output_process_fn_grad(out))
+    pairs = [(o, c) for o, c in zip(outs, cotangents) if o.requires_grad and c is not None]
+    if not pairs or not inputs:
+        return None
+    return torch.autograd.grad([o for o, _ in pairs], inputs, [c for _, c in pairs],
+                               allow_unused=True)
+
+
+def _differentiable_inputs(sample: Any) -> List[torch.Tensor]:
+    flat = tree_flatten((sample.input, sample.args, sample.kwargs))[0]
+    return [t for t in flat if isinstance(t, torch.Tensor) and t.requires_grad]
+
+
+def check_sample(op: Any, sample: Any, grad: bool) -> Tuple[bool, Optional[bool], str]:
+    """(forward matches, gradients match or None when none is checked, the first error)."""
+    want = op.op(sample.input, *sample.args, **sample.kwargs)
+    dev = SampleInput(tree_map(_to_device, sample.input), args=tree_map(_to_device, sample.args),
+                      kwargs=tree_map(_to_device, sample.kwargs),
+                      output_process_fn_grad=sample.output_process_fn_grad)
+    got = op.op(dev.input, *dev.args, **dev.kwargs)
+    try:
+        _close(got, want)
+    except Exception as e:  # noqa: BLE001 (any failure is this sample's verdict)
+        return False, None, f"forward: {_short(e)}"
+    if not grad:
+        return True, None, ""
+    gen = torch.Generator().manual_seed(1)
+    cot = [torch.randn(t.shape, generator=gen, dtype=t.dtype) if t.is_floating_point() else None
+           for t in _tensors(sample.output_process_fn_grad(want))]
+    want_g = _grads(op, sample, want, _differentiable_inputs(sample), cot)
+    if want_g is None:
+        return True, None, ""
+    try:
+        got_g = _grads(op, dev, got, _differentiable_inputs(dev),
+                       [None if c is None else c.to(DEVICE) for c in cot])
+        if got_g is None:
+            raise AssertionError("no output of the device's result requires grad")
+        for a, b in zip(got_g, want_g):
+            if (a is None) != (b is None):
+                if b is not None and not b.any():  # PyTorch's explicit zero, tensord's none
+                    continue
+                raise AssertionError("a gradient is missing on one side")
+            if a is not None:
+                torch.testing.assert_close(a.cpu(), b, rtol=RTOL, atol=ATOL, equal_nan=True)
+    except Exception as e:  # noqa: BLE001
+        return True, False, f"grad: {_short(e)}"
+    return True, True, ""
+
+
+def _short(e: Exception) -> str:
+    text = f"{type(e).__name__}: {e}".strip().splitlines()
+    return " ".join(text[:3])[:240]
+
+
+def samples(op: Any, max_samples: int = MAX_SAMPLES) -> List[Any]:
+    torch.manual_seed(0)
+    out = []
+    for s in op.sample_inputs("cpu", DTYPE, requires_grad=op.supports_autograd):
+        out.append(s)
+        if len(out) >= max_samples:
+            break
+    return out
+
+
+def run_entry(op: Any, fallback_counts: Any, reset_fallback_counts: Any,
+              max_samples: int = MAX_SAMPLES) -> Result:
+    """Every capped sample of ``op`` on the device; the entry's status and rates."""
+    name = entry_name(op)
+    if RANDOM.search(op.name):
+        return Result(name, SKIPPED)
+    if DTYPE not in op.supported_dtypes("cpu"):
+        return Result(name, NO_SAMPLES)
+    try:
+        cases = samples(op, max_samples)
+    except Exception as e:  # noqa: BLE001 (PyTorch's generator needs something missing here)
+        return Result(name, SKIPPED, first_error=f"samples: {_short(e)}")
+    if not cases:
+        return Result(name, NO_SAMPLES)
+    r = Result(name, PASS)
+    reset_fallback_counts()
+    before = os.environ.get("TENSORD_TORCH_NO_FALLBACK")
+    os.environ["TENSORD_TORCH_NO_FALLBACK"] = "1"  # a fallback raises at once (still counted)
+    try:
+        _run_cases(op, cases, r)
+    finally:
+        if before is None:
+            del os.environ["TENSORD_TORCH_NO_FALLBACK"]
+        else:
+            os.environ["TENSORD_TORCH_NO_FALLBACK"] = before
+    r.fallbacks = tuple(sorted(fallback_counts()))
+    if r.fallbacks:
+        r.status = FALLBACK
+    elif r.forward_ok < r.samples:
+        r.status = FAIL_FORWARD
+    elif r.grad_ok < r.grad_checked:
+        r.status = FAIL_GRAD
+    return r
+
+
+def _run_cases(op: Any, cases: List[Any], r: Result) -> None:
+    for s in cases:
+        r.samples += 1
+        try:
+            fwd, grd, err = check_sample(op, s, op.supports_autograd)
+        except Exception as e:  # noqa: BLE001 (PyTorch itself or the device raised)
+            fwd, grd, err = False, None, _short(e)
+        r.forward_ok += fwd
+        if grd is not None:
+            r.grad_checked += 1
+            r.grad_ok += grd
+        if err and not r.first_error:
+            r.first_error = err
+
+
+def run_all(names: Optional[Iterable[str]] = None, max_samples: int = MAX_SAMPLES,
+            progress: bool = False) -> List[Result]:
+    import sys
+    import tensord.torch as tdt
+    wanted = set(names) if names is not None else None
+    results = []
+    for op in op_db():
+        if wanted is not None and entry_name(op) not in wanted:
+            continue
+        if progress:
+            print(entry_name(op), file=sys.stderr, flush=True)
+        results.append(run_entry(op, tdt.fallback_counts, tdt.reset_fallback_counts,
+                                 max_samples))
+    return results
