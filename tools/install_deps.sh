@@ -43,12 +43,13 @@ fi
 if [ -z "${TENSORD_SKIP_TORCH_VENV:-}" ]; then
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   venv="$root/.venv-torch"
-  if ! "$venv/bin/python" -c "import torch, grpc, google.protobuf, numpy, pytest, transformers" \
+  if ! "$venv/bin/python" -c "import torch, grpc, google.protobuf, numpy, pytest, transformers, expecttest" \
       2>/dev/null; then
     echo "tensord: creating $venv with PyTorch from PyPI (a few minutes)" >&2
     /usr/bin/python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q --upgrade pip
     # transformers: tests/python_torch/test_transformers.py (a tiny random GPT-2, no downloads).
-    "$venv/bin/python" -m pip install -q torch grpcio protobuf numpy pytest transformers
+    # expecttest: torch.testing._internal (the OpInfo suite, tests/python_torch/test_opinfo.py).
+    "$venv/bin/python" -m pip install -q torch grpcio protobuf numpy pytest transformers expecttest
   fi
 fi
