@@ -25,6 +25,16 @@ bool SendAll(int fd, const char* p, size_t n) {
 
 }  // namespace
 
+bool ParseCmaBindHello(std::string_view hello, std::string_view* ticket) {
+  if (hello.size() != kCmaBindHelloBytes) return false;
+  if (hello.substr(0, kCmaBindMagicBytes) !=
+      std::string_view(kCmaBindMagic, kCmaBindMagicBytes)) {
+    return false;
+  }
+  *ticket = hello.substr(kCmaBindMagicBytes);
+  return true;
+}
+
 bool CmaBindThisProcess(const std::string& socket_name,
                         const std::string& ticket, int timeout_ms) {
   sockaddr_un addr{};

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace tensord {
 
@@ -22,6 +23,12 @@ inline constexpr size_t kCmaBindHelloBytes =
     kCmaBindMagicBytes + kCmaTicketBytes;
 inline constexpr char kCmaBound = 'Y';
 inline constexpr char kCmaRefused = 'N';
+
+// The daemon's half: true when `hello` is a binding hello (exactly
+// kCmaBindHelloBytes, starting with kCmaBindMagic), with `*ticket` the
+// kCmaTicketBytes after the magic (a view into `hello`); false for any
+// other bytes. Fuzzed by tests/fuzz/cma_hello_fuzzer.cc.
+bool ParseCmaBindHello(std::string_view hello, std::string_view* ticket);
 
 // The client's half: binds the session holding `ticket` to the calling
 // process through the socket `socket_name` (Welcome.cma_socket: "@name" is

@@ -48,18 +48,9 @@ AuthFailures::Verdict AuthFailures::Record(absl::string_view peer,
   Verdict verdict;
   verdict.delay = std::min(options_.max_delay,
                            options_.base_delay * (1 << (entry.failures - 1)));
-  if (now - log_window_ >= absl::Minutes(1)) {
-    log_window_ = now;
-    logged_in_window_ = 0;
-  }
-  if (logged_in_window_ < options_.log_lines_per_minute) {
-    ++logged_in_window_;
-    verdict.log = true;
-    verdict.suppressed = suppressed_;
-    suppressed_ = 0;
-  } else {
-    ++suppressed_;
-  }
+  const LogRateLimit::Line line = log_.Allow(now);
+  verdict.log = line.log;
+  verdict.suppressed = line.suppressed;
   return verdict;
 }
 

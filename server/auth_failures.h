@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "runtime/core/mutex.h"
+#include "server/log_rate_limit.h"
 
 namespace tensord {
 
@@ -36,7 +37,8 @@ class AuthFailures {
   };
 
   AuthFailures() : AuthFailures(Options()) {}
-  explicit AuthFailures(Options options) : options_(options) {}
+  explicit AuthFailures(Options options)
+      : options_(options), log_(options.log_lines_per_minute) {}
 
   // Records a failed authentication from `peer` (a gRPC peer string).
   Verdict Record(absl::string_view peer, absl::Time now = absl::Now());
@@ -55,9 +57,7 @@ class AuthFailures {
   const Options options_;
   mutable Mutex mu_;
   absl::flat_hash_map<std::string, Entry> peers_ ABSL_GUARDED_BY(mu_);
-  absl::Time log_window_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  int logged_in_window_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t suppressed_ ABSL_GUARDED_BY(mu_) = 0;
+  LogRateLimit log_;
 };
 
 }  // namespace tensord

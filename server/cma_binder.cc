@@ -52,18 +52,27 @@ absl::StatusOr<std::unique_ptr<CmaBinder>> CmaBinder::Start(Bind bind) {
 
 void CmaBinder::Admit(int fd, absl::string_view hello) {
   absl::Status bound = absl::InvalidArgumentError("not a binding hello");
-  if (hello.substr(0, kCmaBindMagicBytes) ==
-      absl::string_view(kCmaBindMagic, kCmaBindMagicBytes)) {
-    bound = bind_(hello.substr(kCmaBindMagicBytes), PeerProcess::OfSocket(fd));
+  std::string_view ticket;
+  if (ParseCmaBindHello(std::string_view(hello.data(), hello.size()),
+                        &ticket)) {
+    bound = bind_(absl::string_view(ticket.data(), ticket.size()),
+                  PeerProcess::OfSocket(fd));
   }
   // The same byte for every refusal: the connecting process learns only
   // that it was not bound.
   const char answer = bound.ok() ? kCmaBound : kCmaRefused;
-  if (send(fd, &answer, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
-    spdlog::info("cma binding socket: the client went away before the answer");
-  }
-  if (!bound.ok()) {
-    spdlog::info("cma binding socket: a binding refused: {}", bound.ToString());
+  const bool answered = send(fd, &answer, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1;
+  if (!bound.ok() || !answered) {
+    const LogRateLimit::Line line = refusal_log_.Allow();
+    if (line.log && !answered) {
+      spdlog::info(
+          "cma binding socket: the client went away before the "
+          "answer{}",
+          line.SuppressedNote());
+    } else if (line.log) {
+      spdlog::info("cma binding socket: a binding refused{}: {}",
+                   line.SuppressedNote(), bound.ToString());
+    }
   }
   close(fd);
 }

@@ -7,7 +7,8 @@
 // connecting process from the kernel (PeerProcess::OfSocket), binds the
 // session holding the ticket to it, and answers one byte, kCmaBound or
 // kCmaRefused (the same byte whatever the reason: unknown ticket, another
-// user, the daemon itself), then closes. Reasons go to the daemon's log.
+// user, the daemon itself), then closes. Reasons go to the daemon's log,
+// rate limited (Note [Rate-limited logs]): anyone on the host may connect.
 //
 // The abstract namespace has no file to leave behind or to race on;
 // anyone in the daemon's network namespace may connect, which is safe
@@ -25,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "server/hello_acceptor.h"
+#include "server/log_rate_limit.h"
 #include "server/peer_process.h"
 
 namespace tensord {
@@ -51,6 +53,7 @@ class CmaBinder {
 
   const std::string name_;
   const Bind bind_;
+  LogRateLimit refusal_log_{10};  // lines a minute about refused bindings
   std::unique_ptr<HelloAcceptor> acceptor_;  // last: its thread uses the rest
 };
 

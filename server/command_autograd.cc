@@ -14,9 +14,12 @@ void CommandRunner::RunBackward(const v1::Backward& b, v1::Ack* ack) {
   if (!CheckNewOutputs(b.outputs(), "backward", b.site())) return;
   auto fail = [&](const v1::Status& error) {
     NoteError(error);
+    // One kept status shared by the outputs (Note [Kept errors]).
+    std::shared_ptr<const v1::Status> kept =
+        b.outputs_size() == 0 ? nullptr : errors_.Keep(error);
     for (uint64_t id : b.outputs()) {
       HandleEntry entry;
-      entry.error = std::make_shared<const v1::Status>(error);
+      entry.error = kept;
       Create(id, std::move(entry), ack);
     }
     if (b.outputs_size() == 0) {  // nothing to carry it: an Error frame too
@@ -124,7 +127,7 @@ void CommandRunner::RunGetGrad(const v1::GetGrad& cmd, v1::Ack* ack) {
   if (poisoned != nullptr) {
     entry.error = poisoned;
   } else if (!t.ok()) {
-    entry.error = SharedStatusProto(t.status(), "grad", "");
+    entry.error = errors_.Keep(t.status(), "grad", "");
     NoteError(*entry.error);
   } else if (t->autograd() != nullptr && t->autograd()->grad.defined()) {
     Tensor& grad = t->autograd()->grad;

@@ -30,6 +30,10 @@ CachingAllocator* HostAllocator(DeviceRegistry* devices) {
 CommandRunner::CommandRunner(RunnerConfig config, FrameSink* sink)
     : config_(config),
       sink_(sink),
+      metadata_(std::make_shared<MetadataCharge>(HostAllocator(config.devices),
+                                                 config.session)),
+      handles_(metadata_.get()),
+      errors_(metadata_),
       default_device_(config.devices->default_device()),
       shared_(config.session, HostAllocator(config.devices),
               config.shared_buffer_bytes) {}
@@ -151,7 +155,7 @@ void CommandRunner::RejectCommand(const v1::Command& cmd,
   const auto outputs =
       absl::MakeConstSpan(call.outputs().data(), call.outputs_size());
   if (!CheckNewOutputs(outputs, "call", "")) return;
-  auto error = SharedStatusProto(status, "call", "");
+  auto error = errors_.Keep(status, "call", "");
   NoteError(*error);
   for (uint64_t id : outputs) {
     HandleEntry entry;
@@ -256,7 +260,7 @@ void CommandRunner::RunCall(const CallView& call, v1::Ack* ack) {
     }
   };
   auto fail_with = [&](const absl::Status& status) {
-    fail(SharedStatusProto(status, op_name, site));
+    fail(errors_.Keep(status, op_name, site));
   };
   if (!call_site.ok()) return fail_with(call_site.status());
   if (call.op_id >= table.size()) {
@@ -374,14 +378,9 @@ OpContext CommandRunner::MakeContext() {
 bool CommandRunner::CheckNewOutputs(absl::Span<const uint64_t> ids,
                                     const std::string& what,
                                     const std::string& site) {
-  if (handles_.size() + ids.size() > kMaxSessionHandles) {
-    ReportFrameError(absl::ResourceExhaustedError(absl::StrCat(
-                         "the session holds ", handles_.size(),
-                         " handles and this command "
-                         "would create ",
-                         ids.size(), " more; a session may hold at most ",
-                         kMaxSessionHandles, " (release some)")),
-                     what, site);
+  // Note [Metadata charge]: the quota must hold the new handles' metadata.
+  if (absl::Status room = handles_.Reserve(ids.size()); !room.ok()) {
+    ReportFrameError(room, what, site);
     return false;
   }
   uint64_t previous = handles_.max_id();

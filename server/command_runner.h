@@ -25,6 +25,7 @@
 #include "server/daemon_counters.h"
 #include "server/frame_sink.h"
 #include "server/handle_table.h"
+#include "server/kept_errors.h"
 #include "server/pending_downloads.h"
 #include "server/session_profiler.h"
 #include "server/shared_buffers.h"
@@ -220,7 +221,11 @@ class CommandRunner {
 
   RunnerConfig config_;
   FrameSink* sink_;
+  // Note [Metadata charge]: handles and kept errors past a free allowance
+  // are charged to the user's quota; before handles_ (which uses it).
+  std::shared_ptr<MetadataCharge> metadata_;
   HandleTable handles_;
+  KeptErrors errors_;  // Note [Kept errors]
   // Note [Site ids]: each bound text once, and their bytes in all.
   absl::flat_hash_map<uint32_t, SiteText> sites_;
   size_t site_bytes_ = 0;

@@ -16,7 +16,7 @@ void CommandRunner::AbortPendingPut(v1::Ack* ack) {
   std::unique_ptr<PendingPut> put = std::move(pending_put_);
   if (!put->tensor.defined()) return;  // already failed and reported
   HandleEntry entry;
-  entry.error = SharedStatusProto(
+  entry.error = errors_.Keep(
       absl::InvalidArgumentError(absl::StrCat(
           "upload of handle ", put->handle, " was interrupted after ",
           put->received, " of ", put->tensor.nbytes(),
@@ -42,7 +42,7 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
   const bool continuation = pending_put_ != nullptr;
   auto fail = [&](const absl::Status& status) {
     HandleEntry entry;
-    entry.error = SharedStatusProto(status, "put", put.site());
+    entry.error = errors_.Keep(status, "put", put.site());
     NoteError(*entry.error);
     Create(put.handle(), std::move(entry), ack);
     if (!put.last()) {  // swallow the rest of this upload's chunks
@@ -123,8 +123,8 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
                         : cma ? ReadCmaForPut(put, p.tensor, p.received)
                               : WriteForPut(p.tensor, p.received, data);
   if (!copied.ok()) return fail(copied);
-  CountTransfer(bulk  ? TransferPath::kBulk
-                : cma ? TransferPath::kCma
+  CountTransfer(bulk        ? TransferPath::kBulk
+                : cma       ? TransferPath::kCma
                 : put.shm() ? TransferPath::kShm
                             : TransferPath::kStream,
                 TransferDirection::kUpload, chunk);

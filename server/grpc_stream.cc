@@ -10,8 +10,6 @@
 #include "proto/frame_buffer.h"
 #include "proto/packed_commands.h"
 #include "runtime/core/block_cache.h"
-#include "server/auth_failures.h"
-#include "server/delayed_calls.h"
 #include "spdlog/spdlog.h"
 
 namespace tensord {
@@ -29,31 +27,6 @@ constexpr size_t kMaxInlineBacklog = 8 << 20;
 class SessionReactor;
 
 }  // namespace
-
-// Note [Unauthenticated streams]: the streams not yet past their Hello,
-// counted; the failures' table; the timers of deadlines and held refusals.
-class HelloGate {
- public:
-  explicit HelloGate(StreamGuards guards) : guards_(guards) {}
-  // Counts a new stream in; false (not counted) when the cap is reached.
-  bool Admit() {
-    if (waiting_.fetch_add(1) >= guards_.max_unauthenticated) {
-      waiting_.fetch_sub(1);
-      return false;
-    }
-    return true;
-  }
-  void Leave() { waiting_.fetch_sub(1); }
-  const StreamGuards& guards() const { return guards_; }
-  AuthFailures& failures() { return failures_; }
-  DelayedCalls& timers() { return timers_; }
-
- private:
-  const StreamGuards guards_;
-  std::atomic<int> waiting_{0};
-  AuthFailures failures_;
-  DelayedCalls timers_;  // last: its calls may use what is above
-};
 
 namespace {
 
@@ -103,16 +76,14 @@ class SessionReactor
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   SessionReactor(grpc::CallbackServerContext* context, SessionManager* sessions,
-                 HelloGate* gate)
+                 AuthGate* gate)
       : context_(context),
         sessions_(sessions),
         gate_(gate),
+        peer_(context->peer()),
         sink_(std::make_shared<StreamSink>(this)) {
-    if (!gate_->Admit()) {
-      sink_->End(absl::ResourceExhaustedError(
-          absl::StrCat("tensord has ", gate_->guards().max_unauthenticated,
-                       " connections waiting to authenticate (its "
-                       "--max_unauthenticated_streams); try again shortly")));
+    if (absl::Status admitted = gate_->Admit(peer_); !admitted.ok()) {
+      sink_->End(std::move(admitted));
       return;
     }
     counted_ = true;
@@ -265,25 +236,14 @@ class SessionReactor
   // Note [Failed authentications]: logged (rate limited) and answered after
   // the peer's delay; the stream stays counted as unauthenticated till then.
   void RefuseLater(const absl::Status& refusal) {
-    const std::string peer = context_->peer();
-    const AuthFailures::Verdict verdict = gate_->failures().Record(peer);
-    if (verdict.log) {
-      spdlog::warn("authentication failed from {} (answered in {}){}: {}", peer,
-                   absl::FormatDuration(verdict.delay),
-                   verdict.suppressed == 0
-                       ? ""
-                       : absl::StrCat("; ", verdict.suppressed,
-                                      " more failures not logged"),
-                   std::string(refusal.message()));
-    }
     std::weak_ptr<StreamSink> sink = sink_;
-    gate_->timers().Schedule(absl::Now() + verdict.delay, [sink, refusal] {
+    gate_->RefuseLater("authentication", peer_, refusal, [sink, refusal] {
       if (auto s = sink.lock()) s->End(refusal);
     });
   }
 
   void LeaveGate() {
-    if (counted_) gate_->Leave();
+    if (counted_) gate_->Leave(peer_);
     counted_ = false;
   }
 
@@ -293,8 +253,9 @@ class SessionReactor
 
   grpc::CallbackServerContext* context_;
   SessionManager* sessions_;
-  HelloGate* const gate_;
-  bool counted_ = false;  // among the gate's unauthenticated streams
+  AuthGate* const gate_;
+  const std::string peer_;  // gRPC's peer string, for the gate
+  bool counted_ = false;    // among the gate's unauthenticated streams
   // Shared with the Hello deadline's timer, which may outlive the reactor.
   std::shared_ptr<std::atomic<int>> hello_state_ =
       std::make_shared<std::atomic<int>>(kAwaitingHello);
@@ -418,14 +379,9 @@ void StreamSink::Detach() {
 
 }  // namespace
 
-TensordService::TensordService(SessionManager* sessions, StreamGuards guards)
-    : sessions_(sessions), gate_(std::make_unique<HelloGate>(guards)) {}
-
-TensordService::~TensordService() = default;
-
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 TensordService::Session(grpc::CallbackServerContext* context) {
-  return new SessionReactor(context, sessions_, gate_.get());
+  return new SessionReactor(context, sessions_, gate_);
 }
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {

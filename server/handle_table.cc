@@ -23,11 +23,30 @@ absl::Status HandleTable::CheckNew(uint64_t id) const {
         "handle ", id, ": the session already holds ", entries_.size(),
         " handles, the most a session may hold; release some"));
   }
+  absl::Status room = Reserve(1);
+  if (!room.ok()) {
+    return absl::Status(room.code(),
+                        absl::StrCat("handle ", id, ": ", room.message()));
+  }
   return absl::OkStatus();
 }
 
+absl::Status HandleTable::Reserve(size_t n) const {
+  if (entries_.size() + n > kMaxSessionHandles) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the session holds ", entries_.size(),
+                     " handles and this command "
+                     "would create ",
+                     n, " more; a session may hold at most ",
+                     kMaxSessionHandles, " (release some)"));
+  }
+  if (charge_ == nullptr) return absl::OkStatus();
+  return charge_->Reserve(n * kHandleMetadataBytes);
+}
+
 void HandleTable::Insert(uint64_t id, HandleEntry entry) {
-  entries_[id] = std::move(entry);
+  auto [it, inserted] = entries_.insert_or_assign(id, std::move(entry));
+  if (inserted && charge_ != nullptr) charge_->Add(kHandleMetadataBytes);
   if (id > max_id_) max_id_ = id;
 }
 
@@ -42,7 +61,11 @@ absl::StatusOr<const HandleEntry*> HandleTable::Find(uint64_t id) const {
   return &it->second;
 }
 
-void HandleTable::Release(uint64_t id) { entries_.erase(id); }
+void HandleTable::Release(uint64_t id) {
+  if (entries_.erase(id) != 0 && charge_ != nullptr) {
+    charge_->Remove(kHandleMetadataBytes);
+  }
+}
 
 void HandleTable::Clear() {
   // backward(create_graph=True) makes x.grad's graph save x: a reference
@@ -52,6 +75,8 @@ void HandleTable::Clear() {
   for (auto& [id, entry] : entries_) {
     if (AutogradMeta* meta = entry.tensor.autograd()) meta->grad = Tensor();
   }
+  if (charge_ != nullptr)
+    charge_->Remove(entries_.size() * kHandleMetadataBytes);
   entries_.clear();
 }
 

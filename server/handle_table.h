@@ -13,18 +13,21 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "proto/tensord.pb.h"
 #include "runtime/tensor.h"
+#include "server/metadata_charge.h"
 
 namespace tensord {
 
 // Live handles of one session (Note [Wire limits] in server/wire_limits.h):
-// each costs the daemon its metadata (about 200 bytes) whether or not its
-// bytes are charged to a quota (a zero-size tensor or a poisoned handle costs
-// none), so their number is bounded.
+// each costs the daemon its metadata whether or not its bytes are charged
+// to a quota (a zero-size tensor or a poisoned handle has none), so their
+// number is bounded, and each is charged kHandleMetadataBytes (Note
+// [Metadata charge], server/metadata_charge.h).
 inline constexpr size_t kMaxSessionHandles = 1 << 20;
 
 // A handle names a tensor (with its autograd meta: Note [Autograd meta] in
@@ -39,11 +42,34 @@ struct HandleEntry {
   bool is_none() const { return !poisoned() && !tensor.defined(); }
 };
 
+// What one live handle keeps, measured with sizeof: its table slot (the id
+// and the entry, in a hash table at most 7/8 full and at least 7/16 after it
+// grows: up to 16/7 slots per entry), its tensor's autograd meta (made for
+// every healthy handle, with make_shared's control block) and a malloc
+// header, rounded up to 64 bytes. A shape of more than its inline dims and
+// the storage of a fresh tensor add a little (a view's storage is shared).
+// A poisoned handle's error is counted apart, once per failure
+// (server/kept_errors.h).
+inline constexpr size_t kHandleMetadataBytes =
+    (sizeof(std::pair<const uint64_t, HandleEntry>) * 16 / 7 +
+     sizeof(AutogradMeta) + 16 + 16 + 63) /
+    64 * 64;
+
 class HandleTable {
  public:
+  // Charges each live handle to `charge` (null: none; it must outlive the
+  // table).
+  explicit HandleTable(MetadataCharge* charge = nullptr) : charge_(charge) {}
+  ~HandleTable() { Clear(); }
+  HandleTable(const HandleTable&) = delete;
+  HandleTable& operator=(const HandleTable&) = delete;
+
+  // OK when `n` more handles may be created: within kMaxSessionHandles and
+  // the quota their metadata is charged to; RESOURCE_EXHAUSTED naming the
+  // limit otherwise.
+  absl::Status Reserve(size_t n) const;
   // Checks that `id` may name a new handle: non-zero and above every id
-  // created so far, RESOURCE_EXHAUSTED when the session holds
-  // kMaxSessionHandles. Does not reserve it.
+  // created so far, and Reserve(1). Does not reserve it.
   absl::Status CheckNew(uint64_t id) const;
   // Stores a new entry (after CheckNew) and raises the high-water mark.
   void Insert(uint64_t id, HandleEntry entry);
@@ -57,6 +83,7 @@ class HandleTable {
   uint64_t max_id() const { return max_id_; }
 
  private:
+  MetadataCharge* const charge_;
   absl::flat_hash_map<uint64_t, HandleEntry> entries_;
   uint64_t max_id_ = 0;
 };

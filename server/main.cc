@@ -78,6 +78,9 @@ ABSL_FLAG(int, max_unauthenticated_streams, 256,
           "streams allowed at once that have not authenticated yet (waiting "
           "for their Hello or for a held-back refusal); more are refused "
           "with RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, max_unauthenticated_streams_per_host, 32,
+          "of --max_unauthenticated_streams, how many one host (peer address "
+          "without its port) may hold, so that one host cannot take them all");
 ABSL_FLAG(uint64_t, shm_bytes, 256 << 20,
           "size of the shared-memory transfer region offered to same-host "
           "clients that ask for one (0: off; bytes are only used once "
@@ -410,8 +413,12 @@ int Main() {
   StreamGuards guards;  // Note [Unauthenticated streams]
   guards.hello_timeout = absl::GetFlag(FLAGS_hello_timeout);
   guards.max_unauthenticated = absl::GetFlag(FLAGS_max_unauthenticated_streams);
-  TensordService tensord_service(&sessions, guards);
-  AdminService admin_service(&sessions, absl::GetFlag(FLAGS_listen));
+  guards.max_unauthenticated_per_host =
+      absl::GetFlag(FLAGS_max_unauthenticated_streams_per_host);
+  AuthGate auth_gate(guards);  // both services' (Note [Failed authentications])
+  TensordService tensord_service(&sessions, &auth_gate);
+  AdminService admin_service(&sessions, absl::GetFlag(FLAGS_listen),
+                             &auth_gate);
 
   auto credentials = ServerCredentials();
   if (!credentials.ok()) {

@@ -15,11 +15,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "prometheus/text_serializer.h"
+#include "server/metrics_request.h"
 
 namespace tensord {
 namespace {
 
-constexpr size_t kMaxRequestBytes = 8 << 10;
 constexpr int kRequestTimeoutS = 2;
 constexpr int kAnswerTimeoutS = 5;
 
@@ -175,14 +175,14 @@ void MetricsExporter::Answer(int conn) const {
   // reset the connection under the answer).
   std::string head;
   char buf[1024];
-  while (head.find("\r\n\r\n") == std::string::npos) {
-    if (head.size() >= kMaxRequestBytes) return;
+  RequestHead verdict = RequestHead::kIncomplete;
+  while ((verdict = ClassifyRequestHead(head)) == RequestHead::kIncomplete) {
     const ssize_t n = recv(conn, buf, sizeof(buf), 0);
     if (n <= 0) return;
     head.append(buf, static_cast<size_t>(n));
   }
-  const bool metrics = absl::StartsWith(head, "GET /metrics ") ||
-                       absl::StartsWith(head, "GET /metrics?");
+  if (verdict == RequestHead::kTooLong) return;
+  const bool metrics = verdict == RequestHead::kMetrics;
   const std::string body =
       metrics ? prometheus::TextSerializer().Serialize(collector_->Collect())
               : "tensord serves its metrics at /metrics\n";

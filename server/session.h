@@ -48,7 +48,8 @@ struct SessionParams {
   size_t shm_bytes = 0;
   // Cap on the session's shared buffers (shared_buffers.h); 0: off.
   size_t shared_buffer_bytes = 0;
-  // The user's memory quota per device (Welcome.quota_bytes); 0: none.
+  // The user's memory quota per device when the session opened (0: none);
+  // a resume's Welcome carries the quota of that moment.
   uint64_t quota_bytes = 0;
   // Cross-memory attach (server/cma.h): offered (a ticket in the Welcome,
   // a client process binds it). Needs the region.

@@ -123,7 +123,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
     ReleaseSlotLocked(user->name);  // the session itself counts from now on
   }
   v1::ServerFrame welcome;
-  *welcome.mutable_welcome() = MakeWelcome(**session);
+  *welcome.mutable_welcome() = MakeWelcome(**session, *user);
   absl::Status attached = (*session)->Attach(sink, 0, std::move(welcome));
   if (!attached.ok()) {
     Remove(params.id);
@@ -241,7 +241,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Resume(
   // The resumer may be another process: cross-memory attach binds again.
   if (session->cma() != nullptr) session->cma()->Renew();
   v1::ServerFrame welcome;
-  *welcome.mutable_welcome() = MakeWelcome(*session);
+  *welcome.mutable_welcome() = MakeWelcome(*session, user);
   welcome.mutable_welcome()->set_resumed(true);
   welcome.mutable_welcome()->set_resumed_applied_seq(session->applied_seq());
   absl::Status attached =
@@ -273,7 +273,8 @@ void SessionManager::StreamEnded(const std::shared_ptr<Session>& session,
   Remove(session->params().id);
 }
 
-v1::Welcome SessionManager::MakeWelcome(const Session& session) const {
+v1::Welcome SessionManager::MakeWelcome(const Session& session,
+                                        const User& user) const {
   v1::Welcome w;
   w.set_session_id(session.params().id);
   w.set_resume_secret(session.params().resume_secret);
@@ -290,7 +291,9 @@ v1::Welcome SessionManager::MakeWelcome(const Session& session) const {
   w.set_max_frame_bytes(kMaxFrameBytes);
   w.set_default_device(devices_->default_device()->name());
   if (session.shm() != nullptr) *w.mutable_shm() = session.shm()->Describe();
-  w.set_quota_bytes(session.params().quota_bytes);
+  // The user's quota now (Note [Tokens reload]): a session resumed after a
+  // SIGHUP changed it is told the new one, not the one it opened with.
+  w.set_quota_bytes(user.quota_bytes > 0 ? user.quota_bytes : 0);
   if (session.cma() != nullptr) {
     w.set_cma_ticket(session.cma()->ticket());
     w.set_cma(!w.cma_ticket().empty());

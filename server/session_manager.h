@@ -125,7 +125,8 @@ class SessionManager {
   DeviceRegistry* devices() const { return devices_; }
 
  private:
-  v1::Welcome MakeWelcome(const Session& session) const;
+  // `user` as the tokens file says now (its quota, Welcome.quota_bytes).
+  v1::Welcome MakeWelcome(const Session& session, const User& user) const;
   // Note [Session cap]: takes one of `user`'s --max_sessions_per_user slots
   // (RESOURCE_EXHAUSTED if none is left) until the session is registered or
   // ReleaseSlot gives it back.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (bazel --config=fuzz: clang, ASan + UBSan) and
-# runs each for a bounded time over its seeds (tests/fuzz/corpus; the command
-# ring's ring_fuzzer: tests/fuzz/ring_corpus).
+# runs each for a bounded time over its seeds (tests/fuzz/corpus; any other
+# NAME_fuzzer with a tests/fuzz/NAME_corpus: that, e.g. the command ring's
+# ring_corpus and the parsers' cma_hello, metrics_head, tokens and
+# listen_address corpora).
 #
 #   tools/fuzz.sh                            # each target 30 s (tools/test.sh)
 #   tools/fuzz.sh --time=3600 --jobs=2       # a long run
@@ -25,11 +27,12 @@ for arg in "$@"; do
     --time=*) time_s="${arg#--time=}" ;;
     --jobs=*) jobs="${arg#--jobs=}" ;;
     --runs=*) runs="${arg#--runs=}" ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) targets+=("$arg") ;;
   esac
 done
-[ ${#targets[@]} -eq 0 ] && targets=(frames_fuzzer structured_fuzzer ring_fuzzer)
+[ ${#targets[@]} -eq 0 ] && targets=(frames_fuzzer structured_fuzzer ring_fuzzer
+  cma_hello_fuzzer metrics_head_fuzzer tokens_fuzzer listen_address_fuzzer)
 
 bazel_flags=(--config=fuzz)
 [ -n "${TENSORD_BAZEL_JOBS:-}" ] && bazel_flags+=(--jobs="$TENSORD_BAZEL_JOBS")
@@ -59,7 +62,8 @@ for t in "${targets[@]}"; do
   # In its work dir: with --jobs, libFuzzer writes fuzz-N.log files there.
   rc=0
   seeds="$root/tests/fuzz/corpus"  # ClientFrame sequences (Note [Fuzz input])
-  [ "$t" = ring_fuzzer ] && seeds="$root/tests/fuzz/ring_corpus"  # command ring images
+  own="$root/tests/fuzz/${t%_fuzzer}_corpus"  # ring images, a parser's inputs
+  [ -d "$own" ] && seeds="$own"
   (cd "$work/$t" && "$bin/tests/fuzz/$t" "${fuzz_args[@]}" "$work/$t/corpus" \
       "$seeds" >"$work/$t/log" 2>&1) || rc=$?
   grep -hE '^(#[0-9]+ *(DONE|pulse)|stat::(number_of_executed_units|peak_rss_mb|new_units_added))' \

@@ -223,6 +223,32 @@ TEST_F(CmaAttackTest, OneSessionsTicketNeverBindsAnother) {
   ExpectVictimIntact();
 }
 
+// Anyone on the host may connect to the binding socket, so a flood of
+// made-up tickets must not flood the daemon's log: refusals are logged at
+// most 10 times a minute (Note [Rate-limited logs]). None binds, and the
+// victim's own ticket still does.
+TEST_F(CmaAttackTest, AFloodOfRefusedBindingsIsLoggedRateLimited) {
+  const std::string socket = victim_->welcome().cma_socket();
+  ASSERT_FALSE(socket.empty());
+  const auto count = [](const std::string& log) {
+    size_t lines = 0;
+    for (size_t at = log.find("a binding refused"); at != std::string::npos;
+         at = log.find("a binding refused", at + 1)) {
+      ++lines;
+    }
+    return lines;
+  };
+  const size_t before = count(daemon_->log());
+  for (int i = 0; i < 200; ++i) {
+    const std::string ticket(kCmaTicketBytes, static_cast<char>('a' + i % 26));
+    EXPECT_FALSE(CmaBindThisProcess(socket, ticket, 5000)) << i;
+  }
+  // The last refusal has been answered, so its line (if any) is written.
+  EXPECT_LE(count(daemon_->log()) - before, 10u);
+  ASSERT_TRUE(BindHere(*victim_));
+  ExpectVictimIntact();
+}
+
 TEST_F(CmaAttackTest, AnExitedClientsPidIsNeverUsed) {
   BindingChild client(victim_->welcome().cma_socket(),
                       victim_->welcome().cma_ticket());

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/daemon_process.h"
@@ -201,6 +202,100 @@ TEST_F(MemoryBoundsTest, PoisonedHandlesWithLongTextKeepTheAckSmall) {
   }
   EXPECT_GT(short_form, 0);
   ExpectAliceGoesOn();
+}
+
+// Note [Kept errors]: 3000 failing calls, each with an error of its own
+// (a distinct 1000-byte site), once kept ~3 MiB of text for as long as their
+// handles lived, 2^20 of them ~3 GiB. Past the session's 1 MiB budget a
+// failure keeps a short form that still names the op and starts the reason.
+TEST_F(MemoryBoundsTest, KeptErrorTextHasABudgetPerSession) {
+  testing::RawSession mallory(address(), "tok-mallory", "attacker");
+  ASSERT_TRUE(mallory.ok());
+  const uint64_t x = mallory.PutFloats({4});
+  ASSERT_TRUE(mallory.Flush().ok);
+  uint64_t first = 0, last = 0;
+  for (int i = 0; i < 3000; ++i) {
+    // neg has one output: two is an error of this call's own.
+    v1::Call* call = AddCall(&mallory, "neg", x, 2);
+    call->set_site(absl::StrCat(i, std::string(1000, 's')));
+    if (first == 0) first = call->outputs(0);
+    last = call->outputs(0);
+  }
+  ASSERT_TRUE(mallory.Flush().ok);
+  auto error_of = [&](uint64_t handle) {
+    const uint64_t request = mallory.NewRequest();
+    v1::Get* get = mallory.Add()->mutable_get();
+    get->set_handle(handle);
+    get->set_request_id(request);
+    testing::RawSession::Reply reply = mallory.Flush();
+    EXPECT_TRUE(reply.ok);
+    for (const auto& e : reply.errors) {
+      if (e.request_id() == request) return e.status();
+    }
+    ADD_FAILURE() << "no error for handle " << handle;
+    return v1::Status();
+  };
+  const v1::Status early = error_of(first);
+  EXPECT_EQ(early.op(), "neg");
+  EXPECT_EQ(early.site().size(), 1001u);
+  EXPECT_EQ(early.message().find("[shortened"), std::string::npos);
+  const v1::Status late = error_of(last);
+  EXPECT_EQ(late.op(), "neg");
+  EXPECT_EQ(late.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_NE(late.message().find("neg has 1 output"), std::string::npos)
+      << late.message();
+  EXPECT_NE(late.message().find("[shortened: this session's poisoned handles "
+                                "already keep 1024 KiB of error text]"),
+            std::string::npos)
+      << late.message();
+  EXPECT_LE(late.site().size(), 128u);
+  ExpectAliceGoesOn();
+}
+
+// Note [Metadata charge]: handles cost the daemon ~700 bytes each whatever
+// their tensors hold (here: none, poisoned by calls with 1000 outputs that
+// share one error). 2^20 of them once stayed outside the quota; now what is
+// past 4 MiB per session is charged to it, so mallory's 64 MiB quota stops
+// her near 100 000 handles with RESOURCE_EXHAUSTED saying why; released,
+// they give the quota back, and the daemon grew by about the quota only.
+TEST_F(MemoryBoundsTest, HandleMetadataIsChargedToTheQuota) {
+  const int64_t before = ResidentBytes(daemon_->pid());
+  testing::RawSession mallory(address(), "tok-mallory", "attacker");
+  ASSERT_TRUE(mallory.ok());
+  const uint64_t x = mallory.PutFloats({4});
+  ASSERT_TRUE(mallory.Flush().ok);
+  std::vector<uint64_t> made;
+  std::string refusal;
+  for (int round = 0; round < 40 && refusal.empty(); ++round) {
+    for (int c = 0; c < 10; ++c) {
+      v1::Call* call = AddCall(&mallory, "neg", x, 1000);
+      made.insert(made.end(), call->outputs().begin(), call->outputs().end());
+    }
+    testing::RawSession::Reply reply = mallory.Flush();
+    ASSERT_TRUE(reply.ok);
+    for (const auto& e : reply.errors) {
+      if (e.status().code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+        refusal = e.status().message();
+      }
+    }
+  }
+  ASSERT_FALSE(refusal.empty()) << made.size() << " handles and no refusal";
+  EXPECT_NE(refusal.find("charged to its user's quota"), std::string::npos)
+      << refusal;
+  EXPECT_NE(refusal.find("release handles"), std::string::npos) << refusal;
+  EXPECT_LT(made.size(), 130000u);
+  const int64_t grown = ResidentBytes(daemon_->pid()) - before;
+  EXPECT_LT(grown, 64 * kMiB + 4 * kMiB + 48 * kMiB) << grown;
+  ExpectAliceGoesOn();
+  // Released, the handles give the quota back: as many can be made again.
+  v1::Release* release = mallory.Add()->mutable_release();
+  for (uint64_t h : made) release->add_handles(h);
+  ASSERT_TRUE(mallory.Flush().ok);
+  for (int c = 0; c < 50; ++c) AddCall(&mallory, "neg", x, 1000);
+  testing::RawSession::Reply again = mallory.Flush();
+  ASSERT_TRUE(again.ok);
+  for (const auto& e : again.errors) ADD_FAILURE() << e.status().message();
+  EXPECT_EQ(again.created.size(), 50000u);
 }
 
 TEST_F(MemoryBoundsTest, StalledReadersHoldABoundedAmount) {

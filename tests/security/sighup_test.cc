@@ -117,6 +117,45 @@ TEST(SighupTest, ReloadEndsRemovedUsersAndAppliesQuotasAndAdminFlags) {
   EXPECT_TRUE((*daemon)->alive());
 }
 
+// A session detached before a SIGHUP cut its user's quota is told the new
+// quota when it resumes (Welcome.quota_bytes), not the one it opened with,
+// and the new quota is what holds.
+TEST(SighupTest, AResumedSessionsWelcomeCarriesTheCurrentQuota) {
+  const std::string tokens = WriteTestFile("sighup_resume", kTokens);
+  auto daemon = DaemonProcess::Start({"--tokens_file=" + tokens});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  const std::string& address = (*daemon)->address();
+  RawSession other(address, "tok-o", "another-tenant");
+  ASSERT_TRUE(other.ok());
+  v1::Hello resume;
+  {
+    RawSession bob(address, "tok-b", "bob");
+    ASSERT_TRUE(bob.ok());
+    EXPECT_EQ(bob.welcome().quota_bytes(), 64u << 20);
+    resume.set_resume_session_id(bob.welcome().session_id());
+    resume.set_resume_secret(bob.welcome().resume_secret());
+    bob.Cancel();
+  }
+  ASSERT_TRUE((*daemon)->WaitForLog("session " + resume.resume_session_id() +
+                                    " detached"));
+  WriteTestFile("sighup_resume", kReloaded);
+  ASSERT_EQ(kill((*daemon)->pid(), SIGHUP), 0);
+  ASSERT_TRUE((*daemon)->WaitForLog("SIGHUP: tokens reloaded"));
+
+  RawSession resumed(address, "tok-b", "bob-again", resume);
+  ASSERT_TRUE(resumed.ok());
+  EXPECT_TRUE(resumed.welcome().resumed());
+  EXPECT_EQ(resumed.welcome().quota_bytes(), 512u << 10);
+  EXPECT_TRUE(MebibyteRefused(resumed));
+  // A new session of the same user is told the same.
+  RawSession fresh(address, "tok-b", "bob-fresh");
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(fresh.welcome().quota_bytes(), 512u << 10);
+  other.PutFloats({16});
+  EXPECT_TRUE(other.Flush().ok);
+  EXPECT_TRUE((*daemon)->alive());
+}
+
 TEST(SighupTest, ABrokenTokensFileKeepsTheOldTable) {
   const std::string tokens = WriteTestFile("sighup_broken", kTokens);
   auto daemon = DaemonProcess::Start({"--tokens_file=" + tokens});

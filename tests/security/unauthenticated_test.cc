@@ -1,8 +1,9 @@
 // Attacks before authentication: streams that never send a Hello (holding
 // the daemon's resources forever), a flood of such streams, and a stream of
-// wrong tokens (guessing, unnoticed). Each stream gets a deadline, their
-// number is capped, and failures are logged (rate limited, with the peer)
-// and answered ever more slowly; another tenant's session goes on.
+// wrong tokens (guessing, unnoticed), on the session stream or the Admin
+// service. Each stream gets a deadline, their number is capped in all and
+// per host, and failures are logged (rate limited, with the peer) and
+// answered ever more slowly; another tenant's session goes on.
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -161,6 +162,111 @@ TEST_F(UnauthenticatedTest, WrongTokensAreLoggedRateLimitedAndSlowed) {
   EXPECT_LE(lines, 10u);
   alice.PutFloats({4});
   EXPECT_TRUE(alice.Flush().ok);
+}
+
+// One host's silent streams fill only its own share of the slots: a client
+// from another host (here ::1 against 127.0.0.1) still gets in.
+TEST(UnauthenticatedCapTest, OneHostCannotTakeEverySlot) {
+  auto daemon = DaemonProcess::Start(
+      {"--insecure", "--listen=localhost:0", "--hello_timeout=60s",
+       "--max_unauthenticated_streams=16",
+       "--max_unauthenticated_streams_per_host=3"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  const std::string port =
+      (*daemon)->address().substr((*daemon)->address().rfind(':') + 1);
+  const std::string v4 = "127.0.0.1:" + port;
+  const std::string v6 = "[::1]:" + port;
+  RawSession bystander(v4, "", "bystander");
+  ASSERT_TRUE(bystander.ok());
+  std::vector<std::unique_ptr<IdleStream>> held;
+  for (int i = 0; i < 3; ++i) held.push_back(std::make_unique<IdleStream>(v4));
+  std::optional<grpc::Status> refused;
+  for (int i = 0; i < 20 && !refused; ++i) {
+    IdleStream probe(v4);
+    std::optional<grpc::Status> s = probe.End(absl::Milliseconds(500));
+    if (s) {
+      EXPECT_EQ(s->error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+      refused = s;
+    }
+  }
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_NE(
+      refused->error_message().find("--max_unauthenticated_streams_per_host"),
+      std::string::npos)
+      << refused->error_message();
+  // Another host is not shut out, and the bystander goes on.
+  RawSession other_host(v6, "", "other-host");
+  EXPECT_TRUE(other_host.ok());
+  bystander.PutFloats({4});
+  EXPECT_TRUE(bystander.Flush().ok);
+  for (auto& s : held) s->context.TryCancel();
+  held.clear();
+  EXPECT_TRUE((*daemon)->alive());
+}
+
+// Admin.ListSessions as `token`, timed.
+grpc::Status ListSessionsAs(const std::string& address,
+                            const std::string& token, absl::Duration* took) {
+  auto stub = v1::Admin::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer " + token);
+  v1::ListSessionsResponse response;
+  const absl::Time start = absl::Now();
+  grpc::Status s =
+      stub->ListSessions(&ctx, v1::ListSessionsRequest(), &response);
+  *took = absl::Now() - start;
+  return s;
+}
+
+// Guessing the admin token on the Admin service costs what it costs on the
+// session stream: each refusal later than the last, logged at most 10 times
+// a minute; the admin's own calls and the tenants' sessions go on.
+TEST(AdminAuthenticationTest, WrongTokensAreLoggedRateLimitedAndSlowed) {
+  auto daemon = DaemonProcess::Start({absl::StrCat(
+      "--tokens_file=",
+      WriteTestFile("admin_guess_tokens", "alice tok-a\nops tok-o admin\n"))});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  const std::string& address = (*daemon)->address();
+  RawSession alice(address, "tok-a", "bystander");
+  ASSERT_TRUE(alice.ok());
+  absl::Duration previous, took;
+  for (int i = 0; i < 4; ++i) {
+    // A made-up token, then a tenant's own token (no admin rights).
+    const std::string token = i % 2 == 0 ? absl::StrCat("guess-", i) : "tok-a";
+    const grpc::Status s = ListSessionsAs(address, token, &took);
+    EXPECT_EQ(s.error_code(), i % 2 == 0 ? grpc::StatusCode::UNAUTHENTICATED
+                                         : grpc::StatusCode::PERMISSION_DENIED)
+        << s.error_message();
+    if (i > 0) EXPECT_GT(took, previous) << "guess " << i;
+    previous = took;
+  }
+  EXPECT_GE(previous, absl::Milliseconds(700));  // 100 ms doubled 3 times
+  EXPECT_TRUE((*daemon)->WaitForLog(
+      "Admin authentication failed from ipv4:127.0.0.1:"));
+  // The admin's token from the same host is answered at once.
+  EXPECT_TRUE(ListSessionsAs(address, "tok-o", &took).ok());
+  EXPECT_LT(took, absl::Seconds(1));
+  // A flood from many threads: at most 10 lines a minute in all.
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 16; ++i) {
+    threads.emplace_back([&address] {
+      absl::Duration ignored;
+      EXPECT_FALSE(ListSessionsAs(address, "wrong", &ignored).ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  const std::string log = (*daemon)->log();
+  size_t lines = 0;
+  for (size_t at = log.find("authentication failed from");
+       at != std::string::npos;
+       at = log.find("authentication failed from", at + 1)) {
+    ++lines;
+  }
+  EXPECT_LE(lines, 10u);
+  alice.PutFloats({4});
+  EXPECT_TRUE(alice.Flush().ok);
+  EXPECT_TRUE((*daemon)->alive());
 }
 
 }  // namespace
