@@ -10,6 +10,7 @@
 #include "server/admin_memory.h"
 #include "server/grpc_stream.h"
 #include "server/user_usage.h"
+#include "server/version.h"
 
 namespace tensord {
 

@@ -21,6 +21,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
@@ -43,6 +44,7 @@
 #include "server/metrics_exporter.h"
 #include "server/secure_random.h"
 #include "server/session_manager.h"
+#include "server/version.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -527,6 +529,11 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("tensord: the tensor execution daemon");
+  absl::FlagsUsageConfig usage;  // --version: Note [Version] (server/BUILD)
+  usage.version_string = [] {
+    return absl::StrCat("tensord ", tensord::kServerVersion, "\n");
+  };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   return tensord::Main();
 }

@@ -11,6 +11,7 @@
 #include "prometheus/client_metric.h"
 #include "prometheus/metric_type.h"
 #include "server/user_usage.h"
+#include "server/version.h"
 
 namespace tensord {
 namespace {

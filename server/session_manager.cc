@@ -9,6 +9,7 @@
 #include "runtime/ops/op_table.h"
 #include "server/proto_convert.h"
 #include "server/secure_random.h"
+#include "server/version.h"
 #include "server/wire_limits.h"
 #include "spdlog/spdlog.h"
 

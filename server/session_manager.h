@@ -21,7 +21,6 @@
 namespace tensord {
 
 inline constexpr uint32_t kProtocolVersion = 1;
-inline constexpr char kServerVersion[] = "0.1.0";
 inline constexpr size_t kChunkBytes = 1 << 20;
 inline constexpr size_t kMaxFrameBytes = 8 << 20;
 // The longest reason an operator may give a kill (KillSessionRequest.reason).

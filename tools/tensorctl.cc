@@ -20,9 +20,11 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "proto/display_text.h"
+#include "server/version.h"
 #include "tools/tensorctl_commands.h"
 
 ABSL_FLAG(std::string, server, "",
@@ -94,6 +96,11 @@ int main(int argc, char** argv) {
   using tensord::tensorctl::FindSubcommand;
   using tensord::tensorctl::Subcommand;
   absl::SetProgramUsageMessage(tensord::tensorctl::UsageText());
+  absl::FlagsUsageConfig usage;  // --version: Note [Version] (server/BUILD)
+  usage.version_string = [] {
+    return absl::StrCat("tensorctl ", tensord::kServerVersion, "\n");
+  };
+  absl::SetFlagsUsageConfig(usage);
   std::vector<std::string> storage;
   std::vector<char*> args_in = WithShortOptions(argc, argv, storage);
   std::vector<char*> positional =

@@ -16,8 +16,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 daemon="${TENSORD_BINARY:-$root/bazel-bin/server/tensord}"
 [ -x "$daemon" ] || { echo "test_install: no daemon at $daemon (bazel build //server:tensord)" >&2; exit 1; }
-daemon_version="$(sed -n 's/.*kServerVersion\[\] = "\(.*\)";/\1/p' "$root/server/session_manager.h")"
-[ -n "$daemon_version" ] || { echo "test_install: kServerVersion not found" >&2; exit 1; }
+daemon_version="$("$daemon" --version | sed -n 's/^tensord //p')"  # Note [Version], server/BUILD
+[ -n "$daemon_version" ] || { echo "test_install: $daemon --version named no version" >&2; exit 1; }
 
 work="$(mktemp -d /tmp/tensord-package.XXXXXX)"
 daemon_pid=""

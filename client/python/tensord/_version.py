@@ -3,8 +3,9 @@
 ``pyproject.toml`` reads it (``[tool.setuptools.dynamic]``, statically: building the package
 imports nothing), ``tensord.__version__`` re-exports it, and the Hello's ``client_name``
 carries it (``tensord-python/<version>``), so ``tensorctl sessions`` shows which client a
-session runs. Kept equal to the daemon's ``kServerVersion`` (server/session_manager.h);
-tests/package/test_install.sh checks both.
+session runs. The daemon's version is made from this line too (Note [Version], server/BUILD:
+``kServerVersion`` in the generated server/version.h), so keep it one ``__version__ = "X.Y.Z"``
+line; tests/metrics/test_version.py checks every surface that shows it.
 """
 
 __version__ = "0.1.0"
