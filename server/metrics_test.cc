@@ -160,6 +160,7 @@ TEST(MetricsAuthTest, UnknownTokensCountedUsersQuotasShown) {
   auto devices = DeviceRegistry::Create();
   auto auth = Authenticator::FromFile(path);
   ASSERT_TRUE(auth.ok()) << auth.status();
+  testing_util::UseDaemonLogFormat();
   SessionManager manager(devices.get(), auth->get());
   v1::Hello hello;
   hello.set_protocol_version(kProtocolVersion);

@@ -14,7 +14,9 @@
 #include "gtest/gtest.h"
 #include "runtime/core/mutex.h"
 #include "runtime/ops/op_table.h"
+#include "server/daemon_log.h"
 #include "server/session_manager.h"
+#include "spdlog/spdlog.h"
 
 namespace tensord {
 namespace testing_util {
@@ -70,6 +72,18 @@ class RecordingSink : public FrameSink {
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
+// Logs as the daemon does (Note [Client text], server/daemon_log.h): the
+// sessions under test log client names, call sites and kill reasons, and a
+// test's log must not be forgeable by the text it feeds them either. Once
+// per process; call it from fixtures that make their own SessionManager.
+inline void UseDaemonLogFormat() {
+  static const bool installed = [] {
+    spdlog::set_formatter(EscapingLogFormatter());
+    return true;
+  }();
+  (void)installed;
+}
+
 inline uint32_t OpId(const std::string& name) {
   const auto& table = OpTable();
   for (uint32_t i = 0; i < table.size(); ++i) {
@@ -88,6 +102,7 @@ class SessionTest : public ::testing::Test {
         auth_(Authenticator::Insecure()),
         manager_(devices_.get(), auth_.get()),
         sink_(std::make_shared<RecordingSink>()) {
+    UseDaemonLogFormat();
     hello.set_protocol_version(kProtocolVersion);
     auto s = manager_.Open(hello, "", "test", sink_);
     EXPECT_TRUE(s.ok()) << s.status();

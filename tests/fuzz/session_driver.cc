@@ -10,6 +10,7 @@
 #include "proto/command_ring.h"
 #include "runtime/core/mutex.h"
 #include "runtime/device.h"
+#include "server/daemon_log.h"
 #include "server/session_manager.h"
 #include "spdlog/spdlog.h"
 
@@ -86,6 +87,9 @@ Daemon& TheDaemon() {
   static Daemon* daemon = [] {
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
     spdlog::set_level(spdlog::level::err);
+    // As the daemon logs (Note [Client text]): fuzzed client text reaches
+    // the errors logged, and the formatter is fuzzed with it.
+    spdlog::set_formatter(EscapingLogFormatter());
     auto* d = new Daemon;
     d->devices = DeviceRegistry::Create({"cpu"});
     d->auth = Authenticator::Insecure();

@@ -1,5 +1,5 @@
-"""pytest fixtures of the memory-history suite: the real daemon (tests/python/conftest.py's
-``running_daemon``, reused), tensorctl, and PyTorch's memory viewer.
+"""pytest fixtures of the memory-history suite: the real daemon (``running_daemon`` of
+tests/python/daemon_launcher.py), tensorctl, and PyTorch's memory viewer.
 
 Run with the project's venv (``tools/install_deps.sh`` makes it), from the repository root:
 ``PYTHONPATH=client/python .venv-torch/bin/python -m pytest tests/memory_viz``. Every test
@@ -9,13 +9,14 @@ skips, saying why, when that interpreter has no ``torch.cuda._memory_viz``, or w
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 
 import pytest
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.append(os.path.join(os.path.dirname(__file__), "..", "python"))
+from daemon_launcher import REPO, running_daemon  # noqa: E402,F401 (the tests import it)
+
 TENSORCTL = os.path.join(REPO, "bazel-bin", "tools", "tensorctl")
 
 try:
@@ -33,15 +34,6 @@ def pytest_collection_modifyitems(config: object, items: list) -> None:
     if WHY_SKIP:
         for item in items:
             item.add_marker(pytest.mark.skip(reason=WHY_SKIP))
-
-
-def native_fixtures() -> object:
-    """tests/python/conftest.py as a module: its ``running_daemon`` starts the real daemon."""
-    spec = importlib.util.spec_from_file_location(
-        "tensord_native_conftest", os.path.join(REPO, "tests", "python", "conftest.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture

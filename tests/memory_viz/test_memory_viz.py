@@ -19,7 +19,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import REPO, native_fixtures
+from conftest import REPO, running_daemon
 
 CLIENT = os.environ.get("TENSORD_PYTHON_CLIENT") or os.path.join(REPO, "client", "python")
 
@@ -41,7 +41,7 @@ session.close()
 
 @pytest.fixture
 def daemon() -> Iterator[str]:
-    with native_fixtures().running_daemon("--memory_history=10000") as address:
+    with running_daemon("--memory_history=10000") as address:
         yield address
 
 
@@ -139,7 +139,7 @@ def test_two_tenants_history_drawn_by_pytorchs_viewer(tmp_path, daemon, tensorct
 
 
 def test_memory_history_switched_at_runtime(tmp_path, tensorctl):
-    with native_fixtures().running_daemon() as address:  # off by default
+    with running_daemon() as address:  # off by default
         # --device=cpu: a GPU box lists cuda:0 as well.
         assert ctl(tensorctl, address, "--device=cpu",
                    "memory-history") == "cpu: memory history off\n"

@@ -7,24 +7,19 @@ daemon skip (saying how to build it) when ``bazel-bin/server/tensord`` is missin
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
 import sys
-import tempfile
-import time
 from typing import Iterator
 
 import pytest
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # $TENSORD_PYTHON_CLIENT: another copy of the client package's parent directory (tools/test.sh
 # runs the suite against one whose C speedups are built with AddressSanitizer).
-CLIENT = os.environ.get("TENSORD_PYTHON_CLIENT") or os.path.join(REPO, "client", "python")
-DAEMON = os.environ.get("TENSORD_BINARY", os.path.join(REPO, "bazel-bin", "server", "tensord"))
+CLIENT = os.environ.get("TENSORD_PYTHON_CLIENT") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", "..", "client", "python"))
 sys.path.insert(0, CLIENT)
 sys.path.insert(0, os.path.dirname(__file__))
+from daemon_launcher import DAEMON, REPO, running_daemon  # noqa: E402,F401 (re-exported)
 
 if not os.path.exists(os.path.join(CLIENT, "tensord", "_proto", "tensord_pb2.py")):
     import gen_proto  # the stubs are generated, never committed: make them on first use
@@ -34,55 +29,6 @@ if not os.path.exists(os.path.join(CLIENT, "tensord", "_proto", "tensord_pb2.py"
 import tensord  # noqa: E402
 from tensord._proto import admin_pb2, admin_pb2_grpc  # noqa: E402
 from devices import cuda_visible  # noqa: E402
-
-
-@contextlib.contextmanager
-def running_daemon(*flags: str) -> Iterator[str]:
-    """Runs the real daemon on a free port with extra `flags`; yields its address.
-
-    Stops it with SIGTERM afterwards and asserts a clean exit (status 0).
-    """
-    if not os.access(DAEMON, os.X_OK):
-        pytest.skip(f"the tensord daemon is not built ({DAEMON} missing): run "
-                    "`bazel build //server:tensord` first")
-    tmp = tempfile.mkdtemp(prefix="tensord-test-")
-    port_file = os.path.join(tmp, "port")
-    log_path = os.path.join(tmp, "daemon.log")
-    log = open(log_path, "wb")
-    proc = subprocess.Popen([DAEMON, "--listen=127.0.0.1:0", "--insecure",
-                             f"--port_file={port_file}", *flags],
-                            stdout=log, stderr=subprocess.STDOUT)
-    # Process start-up only: poll for the port file at a short interval, 30 s at most.
-    deadline = time.monotonic() + 30
-    port = ""
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            break
-        try:
-            with open(port_file) as f:
-                port = f.read().strip()
-        except FileNotFoundError:
-            pass
-        if port:
-            break
-        time.sleep(0.02)
-    if not port:
-        proc.kill()
-        proc.wait()
-        with open(log_path, errors="replace") as f:
-            pytest.fail(f"the daemon did not write {port_file} within 30 s "
-                        f"(exit {proc.returncode}); its output:\n{f.read()[-4000:]}")
-    yield f"127.0.0.1:{port}"
-    proc.send_signal(signal.SIGTERM)
-    try:
-        rc = proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        rc = proc.wait()
-    log.close()
-    with open(log_path, errors="replace") as f:
-        tail = f.read()[-4000:]
-    assert rc == 0, f"the daemon exited with {rc} on SIGTERM; its output:\n{tail}"
 
 
 @pytest.fixture(scope="session")

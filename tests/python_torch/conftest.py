@@ -3,8 +3,8 @@
 Run with the project's venv (``tools/install_deps.sh`` makes it), from the repository root:
 ``.venv-torch/bin/python -m pytest tests/python_torch``. The whole suite skips, saying why, when
 that interpreter's PyTorch is missing or too old for Python PrivateUse1 backends, and the
-daemon tests skip when ``bazel-bin/server/tensord`` is not built (tests/python/conftest.py's
-``running_daemon``, reused here).
+daemon tests skip when ``bazel-bin/server/tensord`` is not built (``running_daemon`` of
+tests/python/daemon_launcher.py).
 
 Every test runs with ``TENSORD_TORCH_CHECK=1`` (each mapped op's result is compared with
 PyTorch's meta function) and fails if an op left the daemon for the CPU fallback unless it
@@ -13,14 +13,15 @@ says it expects that (``allow_fallback``).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from typing import Iterator
 
 import pytest
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.append(os.path.join(os.path.dirname(__file__), "..", "python"))
+from daemon_launcher import REPO, running_daemon  # noqa: E402,F401 (the tests import them)
+
 os.environ.setdefault("TENSORD_TORCH_CHECK", "1")  # tools/test.sh also runs with 0
 
 try:
@@ -42,18 +43,9 @@ def pytest_collection_modifyitems(config: object, items: list) -> None:
             item.add_marker(pytest.mark.skip(reason=WHY_SKIP))
 
 
-def _native_fixtures() -> object:
-    """tests/python/conftest.py as a module: its ``running_daemon`` starts the real daemon."""
-    spec = importlib.util.spec_from_file_location(
-        "tensord_native_conftest", os.path.join(REPO, "tests", "python", "conftest.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="session")
 def daemon() -> Iterator[str]:
-    with _native_fixtures().running_daemon() as address:
+    with running_daemon() as address:
         yield address
 
 

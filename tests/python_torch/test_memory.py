@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from conftest import REPO, _native_fixtures
+from conftest import REPO, running_daemon
 
 torch = pytest.importorskip("torch")
 
@@ -58,7 +58,7 @@ def test_without_admin_rights_the_error_says_what_to_do() -> None:
     tokens = os.path.join(tempfile.mkdtemp(prefix="tensord-tokens-"), "tokens")
     with open(tokens, "w") as f:
         f.write("bob tok-bob\n")
-    with _native_fixtures().running_daemon(f"--tokens_file={tokens}") as address:
+    with running_daemon(f"--tokens_file={tokens}") as address:
         r = subprocess.run([sys.executable, "-c", _PROGRAM.format(address=address)],
                            env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "client", "python")),
                            capture_output=True, text=True, timeout=120)

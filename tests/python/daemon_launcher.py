@@ -1,0 +1,71 @@
+"""The real tensord daemon for Python suites: ``running_daemon`` starts it on a free port.
+
+Shared by every suite that runs a daemon (tests/python, tests/python_torch, tests/memory_viz,
+tests/metrics): the others put this directory on ``sys.path`` (appended, so their own modules
+come first) and import from here, instead of each loading tests/python/conftest.py by path.
+Imports nothing of the client, so a suite's interpreter needs only pytest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from typing import Iterator
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DAEMON = os.environ.get("TENSORD_BINARY", os.path.join(REPO, "bazel-bin", "server", "tensord"))
+
+
+@contextlib.contextmanager
+def running_daemon(*flags: str) -> Iterator[str]:
+    """Runs the real daemon on a free port with extra `flags`; yields its address.
+
+    Stops it with SIGTERM afterwards and asserts a clean exit (status 0).
+    """
+    if not os.access(DAEMON, os.X_OK):
+        pytest.skip(f"the tensord daemon is not built ({DAEMON} missing): run "
+                    "`bazel build //server:tensord` first")
+    tmp = tempfile.mkdtemp(prefix="tensord-test-")
+    port_file = os.path.join(tmp, "port")
+    log_path = os.path.join(tmp, "daemon.log")
+    log = open(log_path, "wb")
+    proc = subprocess.Popen([DAEMON, "--listen=127.0.0.1:0", "--insecure",
+                             f"--port_file={port_file}", *flags],
+                            stdout=log, stderr=subprocess.STDOUT)
+    # Process start-up only: poll for the port file at a short interval, 30 s at most.
+    deadline = time.monotonic() + 30
+    port = ""
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            with open(port_file) as f:
+                port = f.read().strip()
+        except FileNotFoundError:
+            pass
+        if port:
+            break
+        time.sleep(0.02)
+    if not port:
+        proc.kill()
+        proc.wait()
+        with open(log_path, errors="replace") as f:
+            pytest.fail(f"the daemon did not write {port_file} within 30 s "
+                        f"(exit {proc.returncode}); its output:\n{f.read()[-4000:]}")
+    yield f"127.0.0.1:{port}"
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = proc.wait()
+    log.close()
+    with open(log_path, errors="replace") as f:
+        tail = f.read()[-4000:]
+    assert rc == 0, f"the daemon exited with {rc} on SIGTERM; its output:\n{tail}"
