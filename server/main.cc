@@ -11,10 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -34,14 +31,11 @@
 #include "runtime/cuda_discovery.h"
 #include "runtime/device.h"
 #include "server/admin_memory.h"
-#include "server/bulk_listener.h"
-#include "server/cma_binder.h"
+#include "server/daemon_listeners.h"
 #include "server/daemon_log.h"
 #include "server/grpc_admin.h"
 #include "server/grpc_stream.h"
 #include "server/listen_address.h"
-#include "server/metrics_collector.h"
-#include "server/metrics_exporter.h"
 #include "server/secure_random.h"
 #include "server/session_manager.h"
 #include "server/version.h"
@@ -172,115 +166,6 @@ void OnStickyDeviceError(const absl::Status& error) {
   kill(getpid(), SIGUSR1);
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
-// Plaintext unless --tls_cert/--tls_key are given; mutual TLS with
-// --tls_client_ca.
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials() {
-  const std::string cert = absl::GetFlag(FLAGS_tls_cert);
-  const std::string key = absl::GetFlag(FLAGS_tls_key);
-  const std::string ca = absl::GetFlag(FLAGS_tls_client_ca);
-  if (cert.empty() && key.empty()) {
-    if (!ca.empty()) {
-      return absl::InvalidArgumentError(
-          "--tls_client_ca needs --tls_cert and --tls_key");
-    }
-    return grpc::InsecureServerCredentials();
-  }
-  if (cert.empty() || key.empty()) {
-    return absl::InvalidArgumentError(
-        "TLS needs both --tls_cert and --tls_key");
-  }
-  grpc::SslServerCredentialsOptions options(
-      ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-                 : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  TD_ASSIGN_OR_RETURN(pair.cert_chain, ReadFile(cert));
-  TD_ASSIGN_OR_RETURN(pair.private_key, ReadFile(key));
-  options.pem_key_cert_pairs.push_back(std::move(pair));
-  if (!ca.empty()) {
-    TD_ASSIGN_OR_RETURN(options.pem_root_certs, ReadFile(ca));
-  }
-  return grpc::SslServerCredentials(options);
-}
-
-// The bulk sockets' listener on --listen's host, or null (off, a unix:
-// address, TLS, or it cannot listen: sessions then use the stream alone).
-std::unique_ptr<BulkListener> StartBulkListener(SessionManager* sessions) {
-  const int port = absl::GetFlag(FLAGS_bulk_port);
-  const std::string host = TcpHostOf(absl::GetFlag(FLAGS_listen));
-  if (port < 0 || host.empty()) return nullptr;
-  if (!absl::GetFlag(FLAGS_tls_cert).empty()) {
-    spdlog::info("no bulk socket: its bytes would bypass TLS");
-    return nullptr;
-  }
-  auto listener =
-      BulkListener::Start(host, port, [sessions](absl::string_view token) {
-        return sessions->FindBulk(token);
-      });
-  if (!listener.ok()) {
-    spdlog::warn("{}; transfers use the stream alone",
-                 listener.status().ToString());
-    return nullptr;
-  }
-  sessions->SetBulkPort((*listener)->port());
-  spdlog::info("bulk socket on {}:{}", host, (*listener)->port());
-  return *std::move(listener);
-}
-
-// Cross-memory attach's binding socket, or null (--cma=false, or it cannot
-// listen: sessions then use the region's slots).
-std::unique_ptr<CmaBinder> StartCmaBinder(SessionManager* sessions) {
-  if (!absl::GetFlag(FLAGS_cma)) return nullptr;
-  auto binder = CmaBinder::Start(
-      [sessions](absl::string_view ticket, absl::StatusOr<PeerProcess> peer) {
-        return sessions->BindCma(ticket, std::move(peer));
-      });
-  if (!binder.ok()) {
-    spdlog::warn("{}; no cross-memory attach", binder.status().ToString());
-    return nullptr;
-  }
-  sessions->SetCmaSocket((*binder)->name());
-  return *std::move(binder);
-}
-
-void WritePortFile(const std::string& path, int port) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << port << "\n";
-  }
-  std::rename(tmp.c_str(), path.c_str());
-}
-
-// The Prometheus exporter on --metrics_listen, or null when that is empty;
-// an error when it cannot serve there (the daemon then refuses to start).
-absl::StatusOr<std::unique_ptr<MetricsExporter>> StartMetrics(
-    SessionManager* sessions) {
-  const std::string address = absl::GetFlag(FLAGS_metrics_listen);
-  if (address.empty()) return nullptr;
-  std::string why;
-  std::unique_ptr<Nvml> nvml = Nvml::Load(&why);
-  if (nvml == nullptr) spdlog::info("no GPU metrics: {}", why);
-  TD_ASSIGN_OR_RETURN(
-      std::unique_ptr<MetricsExporter> exporter,
-      MetricsExporter::Start(
-          address, absl::GetFlag(FLAGS_metrics_allow_remote),
-          std::make_shared<const MetricsCollector>(sessions, std::move(nvml))));
-  spdlog::info("metrics on http://{}:{}/metrics",
-               address.substr(0, address.rfind(':')), exporter->port());
-  if (!absl::GetFlag(FLAGS_metrics_port_file).empty()) {
-    WritePortFile(absl::GetFlag(FLAGS_metrics_port_file), exporter->port());
-  }
-  return exporter;
-}
-
 // Tells every session `reason` and waits for them, and stops the server.
 // Both at once: a session whose client stopped reading is blocked sending
 // to it until the server cancels its stream (5 s after the shutdown starts),
@@ -355,17 +240,11 @@ int Main() {
 
   // Note [Unix listen sockets]: checked before anything is created.
   const std::string listen = absl::GetFlag(FLAGS_listen);
-  std::unique_ptr<UnixSocketPlacement> unix_socket;
-  if (listen.rfind("unix:", 0) == 0) {
-    auto mode = ParseSocketMode(absl::GetFlag(FLAGS_unix_socket_mode));
-    auto placement = mode.ok()
-                         ? UnixSocketPlacement::Prepare(listen.substr(5), *mode)
-                         : mode.status();
-    if (!placement.ok()) {
-      spdlog::critical("{}", std::string(placement.status().message()));
-      return 2;
-    }
-    unix_socket = *std::move(placement);
+  auto unix_socket =
+      PrepareUnixListen(listen, absl::GetFlag(FLAGS_unix_socket_mode));
+  if (!unix_socket.ok()) {
+    spdlog::critical("{}", std::string(unix_socket.status().message()));
+    return 2;
   }
 
   std::vector<std::string> allowed;
@@ -405,9 +284,15 @@ int Main() {
   limits.bulk_lanes = bulk_lanes;
   SessionManager sessions(devices.get(), auth.get(), limits);
   // Before the server accepts: every session's Welcome can name its port.
-  std::unique_ptr<BulkListener> bulk = StartBulkListener(&sessions);
-  std::unique_ptr<CmaBinder> cma_binder = StartCmaBinder(&sessions);
-  auto metrics = StartMetrics(&sessions);
+  std::unique_ptr<BulkListener> bulk = StartBulkListener(
+      &sessions, absl::GetFlag(FLAGS_listen), absl::GetFlag(FLAGS_bulk_port),
+      !absl::GetFlag(FLAGS_tls_cert).empty());
+  std::unique_ptr<CmaBinder> cma_binder =
+      absl::GetFlag(FLAGS_cma) ? StartCmaBinder(&sessions) : nullptr;
+  auto metrics =
+      StartMetrics(&sessions, {absl::GetFlag(FLAGS_metrics_listen),
+                               absl::GetFlag(FLAGS_metrics_allow_remote),
+                               absl::GetFlag(FLAGS_metrics_port_file)});
   if (!metrics.ok()) {
     spdlog::critical("{}", std::string(metrics.status().message()));
     return 2;
@@ -422,7 +307,9 @@ int Main() {
   AdminService admin_service(&sessions, absl::GetFlag(FLAGS_listen),
                              &auth_gate);
 
-  auto credentials = ServerCredentials();
+  auto credentials = ServerCredentials({absl::GetFlag(FLAGS_tls_cert),
+                                        absl::GetFlag(FLAGS_tls_key),
+                                        absl::GetFlag(FLAGS_tls_client_ca)});
   if (!credentials.ok()) {
     spdlog::critical("{}", credentials.status().ToString());
     return 2;
@@ -430,37 +317,19 @@ int Main() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(unix_socket ? unix_socket->bind_address() : listen,
-                           *credentials, &port);
+  builder.AddListeningPort(
+      *unix_socket ? (*unix_socket)->bind_address() : listen, *credentials,
+      &port);
   builder.RegisterService(&tensord_service);
   builder.RegisterService(&admin_service);
-  builder.SetMaxReceiveMessageSize(
-      static_cast<int>(kMaxFrameBytes + (1 << 20)));
-  builder.SetMaxSendMessageSize(static_cast<int>(kMaxFrameBytes + (1 << 20)));
-  // Detect dead peers in seconds: ping idle connections every 10 s.
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  // Note [Transfer window]: stream transfers (Put/Data chunks) get an
-  // HTTP/2 window of 8 MiB instead of 64 KiB and HTTP/2 frames as large as
-  // a chunk instead of 16 KiB pieces. With BDP probing on, gRPC replaces
-  // that window with its own estimate, starting from 64 KiB: on loopback,
-  // 256 MiB uploads and downloads ran 25-40% slower with it (interleaved
-  // runs). Off, the window stays 8 MiB, enough for any link with less than
-  // 8 MiB in flight (1 Gb/s at 60 ms); --http2_bdp_probe for longer ones.
-  // The C++ client does the same for a daemon on its own host.
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 4 << 20);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE,
-                             absl::GetFlag(FLAGS_http2_bdp_probe) ? 1 : 0);
+  ConfigureServerBuilder(&builder, absl::GetFlag(FLAGS_http2_bdp_probe));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr) {
     spdlog::critical("cannot listen on {}", absl::GetFlag(FLAGS_listen));
     return 2;
   }
-  if (unix_socket != nullptr) {
-    if (absl::Status s = unix_socket->Publish(); !s.ok()) {
+  if (*unix_socket != nullptr) {
+    if (absl::Status s = (*unix_socket)->Publish(); !s.ok()) {
       spdlog::critical("{}", std::string(s.message()));
       server->Shutdown();
       return 2;
