@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "server/cma_ticket_binding.h"
 #include "server/metrics_collector.h"
 #include "server/nvml.h"
 #include "spdlog/spdlog.h"
@@ -101,7 +102,7 @@ std::unique_ptr<BulkListener> StartBulkListener(SessionManager* sessions,
 std::unique_ptr<CmaBinder> StartCmaBinder(SessionManager* sessions) {
   auto binder = CmaBinder::Start(
       [sessions](absl::string_view ticket, absl::StatusOr<PeerProcess> peer) {
-        return sessions->BindCma(ticket, std::move(peer));
+        return BindCmaTicket(*sessions, ticket, std::move(peer));
       });
   if (!binder.ok()) {
     spdlog::warn("{}; no cross-memory attach", binder.status().ToString());

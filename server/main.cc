@@ -38,6 +38,7 @@
 #include "server/listen_address.h"
 #include "server/secure_random.h"
 #include "server/session_manager.h"
+#include "server/tokens_reload.h"
 #include "server/version.h"
 #include "spdlog/spdlog.h"
 
@@ -360,7 +361,7 @@ int Main() {
         continue;
       }
       spdlog::info("SIGHUP: tokens reloaded");
-      sessions.ApplyTokens();  // Note [Tokens reload]
+      ApplyTokens(&sessions);  // Note [Tokens reload]
       continue;
     }
     if (sig == SIGUSR1) break;

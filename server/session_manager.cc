@@ -319,28 +319,13 @@ std::string SessionManager::cma_socket() const {
   return cma_socket_;
 }
 
-absl::Status SessionManager::BindCma(absl::string_view ticket,
-                                     absl::StatusOr<PeerProcess> peer) {
-  std::shared_ptr<Session> session;
-  {
-    MutexLock lock(&mu_);
-    for (const auto& [id, s] : sessions_) {
-      if (s->cma() != nullptr && s->cma()->HoldsTicket(ticket)) {
-        session = s;
-        break;
-      }
-    }
+std::shared_ptr<Session> SessionManager::FindIf(
+    absl::FunctionRef<bool(const Session&)> pred) const {
+  MutexLock lock(&mu_);
+  for (const auto& [id, s] : sessions_) {
+    if (pred(*s)) return s;
   }
-  if (session == nullptr) {
-    return absl::NotFoundError("no session holds the ticket");
-  }
-  const pid_t pid = peer.ok() ? peer->pid() : 0;
-  absl::Status bound = session->cma()->Bind(ticket, std::move(peer));
-  if (bound.ok()) {
-    spdlog::info("session {}: cross-memory attach bound to process {}",
-                 session->params().id, pid);
-  }
-  return bound;
+  return nullptr;
 }
 
 std::shared_ptr<BulkChannel> SessionManager::FindBulk(
@@ -413,56 +398,28 @@ void SessionManager::Shutdown(absl::Status reason) {
   for (auto& s : all) s->WaitDone();
 }
 
-// Note [Tokens reload]: a user removed from the tokens file must not keep
-// working through the sessions it opened, nor keep memory in detached ones
-// until their grace period ends: both end now, with a message that says why.
-// Users are matched by name, so a user whose token changed keeps its
-// sessions. Quotas are set on the users' accounts and apply from the next
-// allocation; admin rights are checked per Admin call, so they apply as soon
-// as the table is swapped.
-void SessionManager::ApplyTokens() {
-  std::vector<std::shared_ptr<Session>> open, detached;
-  std::vector<std::pair<uint64_t, int64_t>>
-      quotas;  // account, bytes (-1: none)
-  {
-    MutexLock lock(&mu_);
-    for (const auto& [name, account] : accounts_) {
-      if (std::optional<User> user = auth_->FindUser(name)) {
-        quotas.emplace_back(account,
-                            user->quota_bytes > 0 ? user->quota_bytes : -1);
-      }
-    }
-    for (auto it = sessions_.begin(); it != sessions_.end();) {
-      auto current = it++;
-      const std::shared_ptr<Session>& s = current->second;
-      if (auth_->FindUser(s->params().user).has_value()) continue;
-      if (s->detached()) {
-        detached.push_back(s);
-        deadlines_.erase(current->first);
-        sessions_.erase(current);
-      } else {
-        open.push_back(s);  // removed as its stream ends
-      }
+SessionManager::Evicted SessionManager::EvictUsersIf(
+    absl::FunctionRef<bool(const std::string& user)> gone) {
+  Evicted out;
+  MutexLock lock(&mu_);
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    auto current = it++;
+    const std::shared_ptr<Session>& s = current->second;
+    if (!gone(s->params().user)) continue;
+    if (s->detached()) {
+      out.detached.push_back(s);
+      deadlines_.erase(current->first);
+      sessions_.erase(current);
+    } else {
+      out.open.push_back(s);  // removed as its stream ends
     }
   }
-  for (const auto& d : devices_->devices()) {
-    for (const auto& [account, bytes] : quotas) {
-      d->allocator()->SetSessionQuota(account, bytes);
-    }
-  }
-  for (const auto* list : {&open, &detached}) {
-    for (const auto& s : *list) {
-      const std::string why = absl::StrCat(
-          "user '", s->params().user, "' was removed from the tokens file");
-      spdlog::warn("session {} ended: {}", s->params().id, why);
-      s->Kill(absl::UnauthenticatedError(why));
-    }
-  }
-  for (const auto& s : detached) {
-    for (const auto& d : devices_->devices()) {
-      d->allocator()->LeaveAccount(s->params().number);
-    }
-  }
+  return out;
+}
+
+std::vector<std::pair<std::string, uint64_t>> SessionManager::Accounts() const {
+  MutexLock lock(&mu_);
+  return {accounts_.begin(), accounts_.end()};
 }
 
 std::vector<v1::SessionInfo> SessionManager::List() const {

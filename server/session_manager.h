@@ -7,9 +7,11 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/admin.pb.h"
@@ -95,10 +97,18 @@ class SessionManager {
   void Shutdown(
       absl::Status reason = absl::UnavailableError("tensord is shutting down"));
 
-  // Note [Tokens reload]: after the tokens file was reloaded (SIGHUP), ends
-  // the sessions, open or detached, of users no longer in it and sets the
-  // users' quotas on their allocator accounts anew.
-  void ApplyTokens();
+  // For Note [Tokens reload] (server/tokens_reload.h): the sessions of the
+  // users `gone` names, under one lock so that no resume slips in between:
+  // the detached ones are taken out of the registry (their grace period
+  // cancelled, memory still held: the caller kills them and leaves their
+  // accounts), the open ones stay until their streams end.
+  struct Evicted {
+    std::vector<std::shared_ptr<Session>> open;
+    std::vector<std::shared_ptr<Session>> detached;
+  };
+  Evicted EvictUsersIf(absl::FunctionRef<bool(const std::string& user)> gone);
+  // Every user that opened a session, with its allocator account.
+  std::vector<std::pair<std::string, uint64_t>> Accounts() const;
 
   std::vector<v1::SessionInfo> List() const;
   v1::ListDevicesResponse Devices() const;
@@ -115,12 +125,13 @@ class SessionManager {
   std::shared_ptr<BulkChannel> FindBulk(absl::string_view token) const;
   // Cross-memory attach (server/cma.h): the name of the daemon's binding
   // socket (server/cma_binder.h; empty: none, and new sessions get no
-  // ticket), and the binding of the session holding `ticket` to `peer`
-  // (OK, or why not: for the daemon's log).
+  // ticket). Tickets are bound by server/cma_ticket_binding.h.
   void SetCmaSocket(std::string name);
   std::string cma_socket() const;
-  absl::Status BindCma(absl::string_view ticket,
-                       absl::StatusOr<PeerProcess> peer);
+  // The first live session `pred` accepts, or null. `pred` runs under the
+  // registry's lock: it must be quick and must not call the manager.
+  std::shared_ptr<Session> FindIf(
+      absl::FunctionRef<bool(const Session&)> pred) const;
   DeviceRegistry* devices() const { return devices_; }
 
  private:
