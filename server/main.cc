@@ -116,7 +116,7 @@ ABSL_FLAG(bool, http2_bdp_probe, false,
           "let gRPC size each stream's HTTP/2 window by probing the link's "
           "bandwidth-delay product (for clients whose uploads cross links "
           "with more than 8 MiB in flight); off: a fixed 8 MiB window, which "
-          "moves loopback and LAN transfers faster (docs/architecture.md)");
+          "moves loopback and LAN transfers faster (docs/daemon.md)");
 ABSL_FLAG(std::string, devices, "",
           "comma-separated devices to serve, e.g. cpu,cuda:0 (default: all)");
 ABSL_FLAG(std::string, default_device, "cpu",

@@ -139,4 +139,4 @@ def _check_index(device: Any) -> None:
     if device is not None and device.index not in (None, 0):
         raise RuntimeError(f"{device}: the tensord device has one index, tensord:0, the session's "
                            "default device; connect(device=...) chooses which daemon device "
-                           "that is (docs/architecture.md, Note [tensord:N])")
+                           "that is (docs/clients.md, Note [tensord:N])")
