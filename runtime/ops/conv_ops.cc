@@ -5,6 +5,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/nn.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/ops/compose.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
 #include "runtime/ops/op_table.h"
@@ -235,6 +236,68 @@ absl::Status CpuAdaptive(absl::Span<const Tensor> in,
   return cpu::AdaptiveAvgPool2d(As4d(x), As4d(out[0]));
 }
 
+// conv_transpose2d(input [N, C, H, W], weight [C, O/groups, kH, kW][, bias
+// [O]]): conv2d's input gradient with input in the output gradient's place,
+// sized (H - 1) stride - 2 padding + dilation (kH - 1) + output_padding + 1
+// (the rows output_padding adds see no input). Its backward formula
+// (derivatives_nn.cc) is conv2d for the input and conv2d's weight gradient.
+absl::StatusOr<std::vector<Tensor>> ConvTranspose2d(absl::Span<const Tensor> in,
+                                                    const Attrs& attrs,
+                                                    const OpContext& ctx) {
+  const Tensor &x = in[0], &w = in[1];
+  if (x.ndim() != 4 || w.ndim() != 4) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "conv_transpose2d(): expected 4-d input and weight, got ",
+        ShapeToString(x.shape()), " and ", ShapeToString(w.shape()),
+        " (unbatched input: unsqueeze(0) first)"));
+  }
+  TD_RETURN_IF_ERROR(RequireFloating(x, "conv_transpose2d() input"));
+  const int64_t groups = attrs.Int("groups");
+  if (groups < 1 || x.shape()[1] != w.shape()[0] || w.shape()[0] % groups) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "conv_transpose2d(): input ", ShapeToString(x.shape()), " and weight ",
+        ShapeToString(w.shape()), " with groups=", groups,
+        ": input channels must equal weight.shape[0], a multiple of groups"));
+  }
+  TD_ASSIGN_OR_RETURN(auto st, Pair(attrs, "stride", {1, 1}, 1));
+  TD_ASSIGN_OR_RETURN(auto pad, Pair(attrs, "padding", {0, 0}, 0));
+  TD_ASSIGN_OR_RETURN(auto dil, Pair(attrs, "dilation", {1, 1}, 1));
+  TD_ASSIGN_OR_RETURN(auto op, Pair(attrs, "output_padding", {0, 0}, 0));
+  if ((op.first >= st.first && op.first >= dil.first) ||
+      (op.second >= st.second && op.second >= dil.second)) {
+    return absl::InvalidArgumentError(
+        "conv_transpose2d(): output_padding must be smaller than either "
+        "stride or dilation");
+  }
+  const int64_t oh = (x.shape()[2] - 1) * st.first - 2 * pad.first +
+                     dil.first * (w.shape()[2] - 1) + op.first + 1;
+  const int64_t ow = (x.shape()[3] - 1) * st.second - 2 * pad.second +
+                     dil.second * (w.shape()[3] - 1) + op.second + 1;
+  if (oh <= 0 || ow <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv_transpose2d(): the output size ", oh, "x", ow,
+                     " is too small (input ", ShapeToString(x.shape()),
+                     ", weight ", ShapeToString(w.shape()), ")"));
+  }
+  using I = std::vector<int64_t>;
+  const int64_t channels = w.shape()[1] * groups;
+  TD_ASSIGN_OR_RETURN(Tensor out,
+                      Call1("conv2d_backward_input", {x, w},
+                            {{"input_size", I{x.shape()[0], channels, oh, ow}},
+                             {"stride", I{st.first, st.second}},
+                             {"padding", I{pad.first, pad.second}},
+                             {"dilation", I{dil.first, dil.second}},
+                             {"groups", groups}},
+                            ctx));
+  if (in.size() == 3) {
+    TD_ASSIGN_OR_RETURN(
+        Tensor b,
+        Call1("view", {in[2]}, {{"shape", I{1, channels, 1, 1}}}, ctx));
+    TD_ASSIGN_OR_RETURN(out, Call1("add", {out, b}, {}, ctx));
+  }
+  return std::vector<Tensor>{out};
+}
+
 AttrSpec Ints(const char* name, std::vector<int64_t> v) {
   return Optional(name, AttrType::kInts, std::move(v));
 }
@@ -257,6 +320,20 @@ std::vector<OpDef> ConvOps() {
               {{"stride", I{2, 1}}, {"padding", I{1}}, {"groups", int64_t{2}}}),
       Example({{1, 3, 4, 4}, {2, 3, 1, 1}})};
   ops.push_back(std::move(conv));
+  OpDef convt = MakeOp(
+      "conv_transpose2d", 2, 3,
+      {Ints("stride", {1}), Ints("padding", {0}), Ints("output_padding", {0}),
+       Optional("groups", AttrType::kInt, int64_t{1}), Ints("dilation", {1})},
+      "2-d transposed convolution of NCHW input with [C, O/groups, kH, kW] "
+      "weight and optional bias (conv2d's input gradient).");
+  convt.composite = ConvTranspose2d;
+  convt.examples = {
+      Example({{2, 4, 3, 3}, {4, 3, 3, 3}, {6}}, {{"stride", I{2}},
+                                                  {"padding", I{1}},
+                                                  {"output_padding", I{1}},
+                                                  {"groups", int64_t{2}}}),
+      Example({{1, 2, 4, 5}, {2, 3, 2, 2}})};
+  ops.push_back(std::move(convt));
   OpDef maxp =
       MakeOp("max_pool2d", 1, 1,
              {Required("kernel_size", AttrType::kInts), Ints("stride", {}),

@@ -33,6 +33,35 @@ Grads ConvGrad(GradCtx& g) {
   return r;
 }
 
+// y = conv_transpose2d(x, w) is conv2d's input gradient of x: dx = conv2d(dy,
+// w); dw = conv2d's weight gradient with x as the output gradient and dy as
+// the image.
+Grads ConvTransposeGrad(GradCtx& g) {
+  Grads r(g.num_inputs());
+  std::map<std::string, AttrValue> geo = {
+      {"stride", g.attrs().Ints("stride")},
+      {"padding", g.attrs().Ints("padding")},
+      {"dilation", g.attrs().Ints("dilation")},
+      {"groups", g.attrs().Int("groups")}};
+  if (g.needs(0)) {  // output_padding >= stride: conv2d gives more rows
+    r[0] = g.Op("conv2d", {G(g), g.in(1)}, geo);
+    for (int64_t d : {2, 3}) {
+      r[0] = g.Op(
+          "narrow", {r[0]},
+          {{"dim", d}, {"start", int64_t{0}}, {"length", g.in_shape(0)[d]}});
+    }
+  }
+  if (g.needs(1)) {
+    const Shape& w = g.in_shape(1);
+    geo["weight_size"] = Ints(w.begin(), w.end());
+    r[1] = g.Op("conv2d_backward_weight", {g.in(0), G(g)}, geo);
+  }
+  if (g.num_inputs() == 3 && g.needs(2)) {
+    r[2] = g.Op("sum", {G(g)}, {{"dim", Ints{0, 2, 3}}});
+  }
+  return r;
+}
+
 std::map<std::string, AttrValue> SameAttrs(GradCtx& g,
                                            std::vector<const char*> names) {
   std::map<std::string, AttrValue> a;
@@ -68,6 +97,7 @@ std::vector<GradRow> NnGrads() {
          return {G(g) - g.Op("exp", {g.out()}) * s};
        }},
       {"conv2d", {0, 1}, {}, ConvGrad},
+      {"conv_transpose2d", {0, 1}, {}, ConvTransposeGrad},
       // The output holds the window maxima, so the backward does not
       // recompute them; modified in place since (relu_ after the pool), it
       // is left out and they are (optional_outputs).

@@ -1,6 +1,8 @@
 // Indexing: index_select, gather, scatter, scatter_add, embedding. Index
 // tensors are int64; their values are checked by the kernels before any
 // write (they are data, not shapes).
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/index.h"
@@ -15,6 +17,7 @@ namespace tensord {
 namespace {
 
 using Specs = absl::StatusOr<std::vector<TensorSpec>>;
+using Outs = absl::StatusOr<std::vector<Tensor>>;
 
 absl::Status RequireInt64(const Tensor& t, const char* what) {
   if (t.dtype() == DType::kInt64) return absl::OkStatus();
@@ -148,6 +151,76 @@ absl::StatusOr<std::vector<Tensor>> Embedding(absl::Span<const Tensor> in,
   return std::vector<Tensor>{out};
 }
 
+// index_put(input, values, index; accumulate): item assignment with one
+// index, input[index] = values (+= when accumulate). A bool index masks the
+// leading dims of input and values broadcast to the rest (x[mask] = 0):
+// where(mask, values, input). An int64 index picks along dim 0 (x[idx] = v,
+// negative entries count from the end) and values broadcast to [len(idx),
+// *input.shape[1:]]: scatter (scatter_add when accumulate; without it a
+// repeated index keeps one of its values, as on PyTorch's CPU).
+Outs IndexPut(absl::Span<const Tensor> in, const Attrs& attrs,
+              const OpContext& ctx) {
+  const Tensor &x = in[0], &index = in[2];
+  const bool acc = attrs.Bool("accumulate");
+  Tensor v = in[1];
+  if (v.dtype() != x.dtype()) {
+    TD_ASSIGN_OR_RETURN(v, Call1("to", {v}, {{"dtype", x.dtype()}}, ctx));
+  }
+  if (index.dtype() == DType::kBool) {
+    const int k = index.ndim();
+    if (k > x.ndim() || !std::equal(index.shape().begin(), index.shape().end(),
+                                    x.shape().begin())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "index_put(): the mask's shape ", ShapeToString(index.shape()),
+          " does not match the leading dims of input ",
+          ShapeToString(x.shape())));
+    }
+    if (v.ndim() > x.ndim() - k) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "index_put(): not supported yet: values of shape ",
+          ShapeToString(v.shape()), " per masked element of input ",
+          ShapeToString(x.shape()),
+          " (use values broadcastable to input's dims after the mask's, or "
+          "torch.where)"));
+    }
+    std::vector<int64_t> mshape(index.shape().begin(), index.shape().end());
+    mshape.resize(x.ndim(), 1);
+    TD_ASSIGN_OR_RETURN(Tensor mask,
+                        Call1("reshape", {index}, {{"shape", mshape}}, ctx));
+    if (acc) {
+      TD_ASSIGN_OR_RETURN(v, Call1("add", {x, v}, {}, ctx));
+    }
+    TD_ASSIGN_OR_RETURN(Tensor out, Call1("where", {mask, v, x}, {}, ctx));
+    return std::vector<Tensor>{out};
+  }
+  if (index.dtype() != DType::kInt64 || index.ndim() != 1 || x.ndim() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "index_put(): not supported yet: index of dtype ",
+        DTypeName(index.dtype()), " and shape ", ShapeToString(index.shape()),
+        " into input ", ShapeToString(x.shape()),
+        " (use a bool mask or a 1-d int64 index along dim 0)"));
+  }
+  // Negative indices wrap: idx + n where idx < 0.
+  TD_ASSIGN_OR_RETURN(Tensor zero, Scalar(0, DType::kInt64, x.device(), ctx));
+  TD_ASSIGN_OR_RETURN(Tensor n, Scalar(static_cast<double>(x.shape()[0]),
+                                       DType::kInt64, x.device(), ctx));
+  TD_ASSIGN_OR_RETURN(Tensor neg, Call1("lt", {index, zero}, {}, ctx));
+  TD_ASSIGN_OR_RETURN(Tensor wrapped, Call1("add", {index, n}, {}, ctx));
+  TD_ASSIGN_OR_RETURN(Tensor idx,
+                      Call1("where", {neg, wrapped, index}, {}, ctx));
+  std::vector<int64_t> shape(x.shape().begin(), x.shape().end());
+  shape[0] = index.shape()[0];
+  std::vector<int64_t> lay(x.ndim(), 1);
+  lay[0] = -1;
+  TD_ASSIGN_OR_RETURN(idx, Call1("reshape", {idx}, {{"shape", lay}}, ctx));
+  TD_ASSIGN_OR_RETURN(idx, Call1("expand", {idx}, {{"size", shape}}, ctx));
+  TD_ASSIGN_OR_RETURN(v, Call1("expand", {v}, {{"size", shape}}, ctx));
+  TD_ASSIGN_OR_RETURN(Tensor out,
+                      Call1(acc ? "scatter_add" : "scatter", {x, idx, v},
+                            {{"dim", int64_t{0}}}, ctx));
+  return std::vector<Tensor>{out};
+}
+
 }  // namespace
 
 std::vector<OpDef> IndexOps() {
@@ -189,6 +262,17 @@ std::vector<OpDef> IndexOps() {
   emb.examples = {
       Example({{5, 3}, {2, 4}}, {}, {DType::kFloat32, DType::kInt64})};
   ops.push_back(std::move(emb));
+  OpDef put = MakeOp("index_put", 3, 3,
+                     {Optional("accumulate", AttrType::kBool, false)},
+                     "input with values written (added, when accumulate) at "
+                     "index: a bool mask of input's leading dims, or a 1-d "
+                     "int64 index along dim 0; inputs (input, values, index).");
+  put.composite = IndexPut;
+  put.examples = {Example({{3, 4}, {}, {3, 4}}, {},
+                          {DType::kFloat32, DType::kFloat32, DType::kBool}),
+                  Example({{3, 4}, {2, 4}, {2}}, {{"accumulate", true}},
+                          {DType::kFloat32, DType::kFloat32, DType::kInt64})};
+  ops.push_back(std::move(put));
   return ops;
 }
 

@@ -199,6 +199,85 @@ absl::Status CpuMultinomial(absl::Span<const Tensor> in,
                           out[0].view());
 }
 
+// roll: each (shift, dim) pair moves the elements shift places along dim,
+// wrapping around: the last `shift` elements (a narrow view) concatenated
+// before the rest. No dims: the flattened input rolled, then reshaped.
+Outs Roll(absl::Span<const Tensor> in, const Attrs& attrs,
+          const OpContext& ctx) {
+  const std::vector<int64_t>& shifts = attrs.Ints("shifts");
+  std::vector<int64_t> dims = attrs.Ints("dims");
+  Tensor x = in[0];
+  const bool flat = dims.empty();
+  bool moved = false;
+  if (flat ? shifts.size() != 1 : shifts.size() != dims.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "roll(): shifts (", shifts.size(), " values) and dims (", dims.size(),
+        ") must align: one shift per dim, or one shift and no dims"));
+  }
+  if (flat) {
+    TD_ASSIGN_OR_RETURN(
+        x, Call1("reshape", {x}, {{"shape", std::vector<int64_t>{-1}}}, ctx));
+    dims = {0};
+  }
+  for (size_t i = 0; i < dims.size(); ++i) {
+    TD_ASSIGN_OR_RETURN(int d, WrapDim(dims[i], x.ndim()));
+    const int64_t n = x.shape()[d];
+    if (n == 0) continue;
+    const int64_t s = ((shifts[i] % n) + n) % n;
+    if (s == 0) continue;
+    TD_ASSIGN_OR_RETURN(
+        Tensor tail,
+        Call1("narrow", {x},
+              {{"dim", int64_t{d}}, {"start", n - s}, {"length", s}}, ctx));
+    TD_ASSIGN_OR_RETURN(
+        Tensor head,
+        Call1("narrow", {x},
+              {{"dim", int64_t{d}}, {"start", int64_t{0}}, {"length", n - s}},
+              ctx));
+    TD_ASSIGN_OR_RETURN(x,
+                        Call1("cat", {tail, head}, {{"dim", int64_t{d}}}, ctx));
+    moved = true;
+  }
+  if (flat) {
+    const Shape& s = in[0].shape();
+    TD_ASSIGN_OR_RETURN(
+        x, Call1("reshape", {x},
+                 {{"shape", std::vector<int64_t>(s.begin(), s.end())}}, ctx));
+  }
+  if (!moved) {  // still a new tensor, as PyTorch's
+    TD_ASSIGN_OR_RETURN(x, Call1("clone", {x}, {}, ctx));
+  }
+  return std::vector<Tensor>{x};
+}
+
+// randperm(n): the argsort of n float64 uniform draws of the session
+// generator (a permutation whatever the ties; PyTorch's stream is not
+// reproduced), as `dtype`.
+Outs Randperm(absl::Span<const Tensor>, const Attrs& attrs,
+              const OpContext& ctx) {
+  const int64_t n = attrs.Int("n");
+  if (n < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("randperm(): n must be non-negative, got ", n));
+  }
+  const DType dtype = attrs.GetDType("dtype");
+  if (dtype == DType::kBool || (!IsFloating(dtype) && dtype != DType::kInt64 &&
+                                n > (int64_t{1} << 31))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "randperm(): ", n, " values do not fit dtype ", DTypeName(dtype)));
+  }
+  TD_ASSIGN_OR_RETURN(Tensor u, Call1("rand", {},
+                                      {{"shape", std::vector<int64_t>{n}},
+                                       {"dtype", DType::kFloat64},
+                                       {"device", attrs.String("device")}},
+                                      ctx));
+  TD_ASSIGN_OR_RETURN(Tensor idx, Call1("argsort", {u}, {}, ctx));
+  if (dtype != DType::kInt64) {
+    TD_ASSIGN_OR_RETURN(idx, Call1("to", {idx}, {{"dtype", dtype}}, ctx));
+  }
+  return std::vector<Tensor>{idx};
+}
+
 AttrSpec DimAttr(int64_t dim) { return Optional("dim", AttrType::kInt, dim); }
 
 }  // namespace
@@ -277,6 +356,25 @@ std::vector<OpDef> SortOps() {
   multinomial.examples = {Example({{2, 5}}, {{"num_samples", int64_t{3}}})};
   multinomial.examples[0].positive = true;
   ops.push_back(std::move(multinomial));
+  OpDef roll =
+      MakeOp("roll", 1, 1,
+             {Required("shifts", AttrType::kInts),
+              Optional("dims", AttrType::kInts, std::vector<int64_t>{})},
+             "input with its elements moved shifts places along dims "
+             "(wrapping around); no dims: along the flattened input.");
+  roll.composite = Roll;
+  roll.examples = {Example({{3, 4}}, {{"shifts", std::vector<int64_t>{1, -5}},
+                                      {"dims", std::vector<int64_t>{0, 1}}}),
+                   Example({{3, 4}}, {{"shifts", std::vector<int64_t>{2}}})};
+  ops.push_back(std::move(roll));
+  OpDef randperm =
+      MakeOp("randperm", 0, 0,
+             CreationAttrs({Required("n", AttrType::kInt)}, DType::kInt64),
+             "A random permutation of 0..n-1 from the session generator.");
+  randperm.composite = Randperm;
+  randperm.differentiable = false;
+  randperm.examples = {Example({}, {{"n", int64_t{7}}})};
+  ops.push_back(std::move(randperm));
   return ops;
 }
 

@@ -90,8 +90,87 @@ def _randint_check(got: Any, want: Any) -> None:
     assert g.min().item() == 3 and g.max().item() == 9
 
 
+def _randperm_check(got: Any, want: Any) -> None:
+    g = torch.from_numpy(got.numpy())
+    assert g.dtype == want.dtype and sorted(g.tolist()) == list(range(want.numel()))
+
+
+def _probabilities(*shape: int, seed: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Values in (0.05, 0.95): binary_cross_entropy's input, away from its log floors."""
+    return (torch.sigmoid(R(*shape, seed=seed, dtype=torch.float64)) * 0.9 + 0.05).to(dtype)
+
+
+def _bce_logits(x: Any, t: Any, *w: Any, reduction: str = "mean",
+                has_pos_weight: bool = False) -> torch.Tensor:
+    weight = w[0] if w and not (has_pos_weight and len(w) == 1) else None
+    return F.binary_cross_entropy_with_logits(x, t, weight, reduction=reduction,
+                                              pos_weight=w[-1] if has_pos_weight else None)
+
+
+def _selection_and_loss_cases() -> List[Case]:
+    """tril/triu, roll, clamp_min/clamp_max with tensor bounds, leaky_relu, the losses of
+    loss_ops.cc, randperm and conv_transpose2d."""
+    p = _probabilities
+    return [
+        Case("tril", [R(3, 4)]), Case("tril", [NC(R(4, 5))], {"diagonal": -1}),
+        Case("tril", [R(2, 3, 4, dtype=torch.int64)], {"diagonal": 2}),
+        Case("triu", [R(3, 4)]), Case("triu", [R(2, 4, 3, dtype=torch.float64)], {"diagonal": 1}),
+        Case("triu", [R(3, 3, dtype=torch.bool)], {"diagonal": -1}),
+        Case("roll", [R(3, 4)], {"shifts": (1, -5), "dims": (0, 1)}),
+        Case("roll", [NC(R(3, 4))], {"shifts": (2,)}), Case("roll", [R(2, 5)], {"shifts": (0,), "dims": (1,)}),
+        Case("roll", [R(6, dtype=torch.int64)], {"shifts": (-7,), "dims": (0,)}),
+        Case("clamp_min", [R(3, 4), R(4, seed=1)], ref=lambda x, m: torch.clamp(x, min=m)),
+        Case("clamp_min", [R(3, 4, dtype=torch.int64), R(3, 1, dtype=torch.int64, seed=1)],
+             ref=lambda x, m: torch.clamp(x, min=m)),
+        Case("clamp_max", [NC(R(3, 4)), R(3, 4, seed=1)], ref=lambda x, m: torch.clamp(x, max=m)),
+        Case("clamp_max", [R(2, 3, dtype=torch.float64), R(3, dtype=torch.float64, seed=2)],
+             ref=lambda x, m: torch.clamp(x, max=m)),
+        Case("leaky_relu", [R(3, 4)], ref=F.leaky_relu),
+        Case("leaky_relu", [NC(R(3, 4, dtype=torch.float64))], {"negative_slope": 0.2}, ref=F.leaky_relu),
+        Case("binary_cross_entropy", [p(3, 4), p(3, 4, seed=1)], ref=F.binary_cross_entropy),
+        Case("binary_cross_entropy", [p(5, dtype=torch.float64), p(5, seed=1, dtype=torch.float64),
+                                      R(5, lo=0.1, dtype=torch.float64)],
+             {"reduction": "sum"}, ref=F.binary_cross_entropy),
+        Case("binary_cross_entropy", [p(2, 3), p(2, 3, seed=2)], {"reduction": "none"},
+             ref=F.binary_cross_entropy),
+        Case("binary_cross_entropy_with_logits", [R(3, 4), p(3, 4, seed=1)], ref=_bce_logits),
+        Case("binary_cross_entropy_with_logits",
+             [R(3, 4, dtype=torch.float64), p(3, 4, seed=1, dtype=torch.float64),
+              R(4, lo=0.1, dtype=torch.float64, seed=2), R(4, lo=0.5, dtype=torch.float64, seed=3)],
+             {"has_pos_weight": True, "reduction": "sum"}, ref=_bce_logits),
+        Case("binary_cross_entropy_with_logits", [R(2, 3), p(2, 3, seed=1), R(3, lo=0.5, seed=2)],
+             {"has_pos_weight": True, "reduction": "none"}, ref=_bce_logits),
+        Case("smooth_l1_loss", [R(3, 4), R(3, 4, seed=1)], ref=F.smooth_l1_loss),
+        Case("smooth_l1_loss", [R(3, 4, dtype=torch.float64), R(3, 4, seed=1, dtype=torch.float64)],
+             {"beta": 0.5, "reduction": "none"}, ref=F.smooth_l1_loss),
+        Case("smooth_l1_loss", [R(5), R(5, seed=1)], {"beta": 0.0, "reduction": "sum"},
+             ref=F.smooth_l1_loss),
+        Case("huber_loss", [R(3, 4), R(3, 4, seed=1)], ref=F.huber_loss),
+        Case("huber_loss", [R(3, 4, dtype=torch.float64), R(3, 4, seed=1, dtype=torch.float64)],
+             {"delta": 0.5, "reduction": "none"}, ref=F.huber_loss),
+        Case("randperm", [], {"n": 50}, ref=lambda n: torch.randperm(n), check=_randperm_check),
+        Case("randperm", [], {"n": 0}, ref=lambda n: torch.randperm(n), check=_randperm_check),
+        Case("randperm", [], {"n": 9, "dtype": torch.float32},
+             ref=lambda n, dtype: torch.randperm(n, dtype=dtype), check=_randperm_check),
+        Case("index_put", [R(3, 4), R(seed=1), R(3, 4, dtype=torch.bool)],
+             ref=lambda x, v, m: x.index_put((m,), v)),
+        Case("index_put", [R(3, 4, 2), R(2, seed=1), R(3, dtype=torch.bool)], {"accumulate": True},
+             ref=lambda x, v, m, accumulate: x.index_put((m,), v, accumulate=accumulate)),
+        Case("index_put", [R(5, 3, dtype=torch.float64), R(3, 3, dtype=torch.float64, seed=1),
+                           torch.tensor([4, -5, 2])],
+             ref=lambda x, v, i: x.index_put((i,), v)),
+        Case("index_put", [R(4, 2), R(2, seed=1), torch.tensor([1, 1, -1])], {"accumulate": True},
+             ref=lambda x, v, i, accumulate: x.index_put((i,), v, accumulate=accumulate)),
+        Case("conv_transpose2d", [R(2, 4, 3, 3), R(4, 3, 3, 3), R(6)],
+             {"stride": (2,), "padding": (1,), "output_padding": (1,), "groups": 2},
+             ref=F.conv_transpose2d),
+        Case("conv_transpose2d", [R(1, 2, 4, 5, dtype=torch.float64), R(2, 3, 2, 3, dtype=torch.float64)],
+             {"stride": (1, 2), "dilation": (2, 1)}, ref=F.conv_transpose2d),
+    ]
+
+
 def cases() -> List[Case]:
-    c: List[Case] = []
+    c: List[Case] = _selection_and_loss_cases()
     # ---------------------------------------------------------------- unary
     for op in UNARY:
         c += [Case(op, [R(3, 4)]), Case(op, [NC(R(4, 5))]), Case(op, [R()]), Case(op, [R(0, 2)]),

@@ -12,24 +12,41 @@ from ._transfer import native_dtype
 
 aten = torch.ops.aten
 
+
+def torch_args(fn: Any) -> Any:
+    """Marks a rule that also needs the op's PyTorch arguments (shapes, dtypes: what the
+    native tensors would have to wait for); ``run_rule`` passes them first."""
+    fn.torch_args = True
+    return fn
+
+
 @rule(aten.index_select.default)
 def _index_select(self: Any, dim: int, index: Any) -> Any:
     return c("index_select", [self, index], dim=dim)
 
 
+def _int64_index(targs: tuple, i: int, index: Any) -> Any:
+    """PyTorch also takes int32 (and uint8) indices; the daemon's index kernels read int64."""
+    return c("to", [index], dtype=native_dtype(torch.int64)) \
+        if targs[i].dtype in (torch.int32, torch.int16, torch.int8, torch.uint8) else index
+
+
 @rule(aten.scatter.src)
-def _scatter(self: Any, dim: int, index: Any, src: Any) -> Any:
-    return c("scatter", [self, index, src], dim=dim)
+@torch_args
+def _scatter(targs: tuple, self: Any, dim: int, index: Any, src: Any) -> Any:
+    return c("scatter", [self, _int64_index(targs, 2, index), src], dim=dim)
 
 
 @rule(aten.scatter_add.default)
-def _scatter_add(self: Any, dim: int, index: Any, src: Any) -> Any:
-    return c("scatter_add", [self, index, src], dim=dim)
+@torch_args
+def _scatter_add(targs: tuple, self: Any, dim: int, index: Any, src: Any) -> Any:
+    return c("scatter_add", [self, _int64_index(targs, 2, index), src], dim=dim)
 
 
 @rule(aten.gather.default)
-def _gather(self: Any, dim: int, index: Any, sparse_grad: bool = False) -> Any:
-    return c("gather", [self, index], dim=dim)
+@torch_args
+def _gather(targs: tuple, self: Any, dim: int, index: Any, sparse_grad: bool = False) -> Any:
+    return c("gather", [self, _int64_index(targs, 2, index)], dim=dim)
 
 
 @rule(aten.embedding.default)
@@ -52,7 +69,7 @@ def _log_softmax(self: Any, dim: int, half_to_float: bool) -> Any:
 def _scatter_value(targs: tuple, self: Any, dim: int, index: Any, value: Any) -> Any:
     src = c("full", [], shape=list(targs[2].shape), fill_value=float(value),
             dtype=native_dtype(targs[0].dtype))
-    return c("scatter", [self, index, src], dim=dim)
+    return c("scatter", [self, _int64_index(targs, 2, index), src], dim=dim)
 
 
 _REDUCTIONS = ("none", "mean", "sum")  # ATen's Reduction enum, by value
@@ -114,16 +131,9 @@ def _select_backward(targs: tuple, grad_output: Any, input_sizes: Any, dim: int,
     return z
 
 
-# these rules take the PyTorch arguments first (see torch_args below)
+# these rules take the PyTorch arguments first (see torch_args above)
 for _fn in (_slice_backward, _select_backward, _scatter_value, _nll_loss_forward):
     _fn.torch_args = True
-
-
-def torch_args(fn: Any) -> Any:
-    """Marks a rule that also needs the op's PyTorch arguments (shapes, dtypes: what the
-    native tensors would have to wait for); ``run_rule`` passes them first."""
-    fn.torch_args = True
-    return fn
 
 
 @rule(aten.convolution.default)
@@ -286,7 +296,11 @@ def _convolution_backward_any(targs: tuple, grad: Any, input: Any, weight: Any, 
         return _convolution_backward(targs, grad, input, weight, bias_sizes, stride, padding,
                                      dilation, transposed, output_padding, groups, output_mask)
     geo = _transposed(targs, stride, padding, dilation, groups)
-    gi = c("conv2d", [grad, weight], **geo) if output_mask[0] else None
+    gi = None
+    if output_mask[0]:  # output_padding >= stride makes conv2d's output larger than input
+        h, w = targs[1].shape[2:]
+        gi = c("conv2d", [grad, weight], **geo)
+        gi = c("contiguous", [_slice(_slice(gi, 2, 0, h, 1), 3, 0, w, 1)])
     gw = (c("conv2d_backward_weight", [input, grad], weight_size=list(targs[2].shape), **geo)
           if output_mask[1] else None)
     gb = c("sum", [grad], dim=[0, 2, 3]) if output_mask[2] else None
@@ -343,3 +357,88 @@ def _index_add(targs: tuple, self: Any, dim: int, index: Any, source: Any, *,
 @rule(prims.exp2.default)
 def _exp2(a: Any) -> Any:
     return c("pow", [2.0, a])
+
+
+
+# ---------------------------------------------------------------- selections, losses, randperm
+@rule(aten.tril.default)
+def _tril(self: Any, diagonal: int = 0) -> Any:
+    return c("tril", [self], diagonal=diagonal)
+
+
+@rule(aten.triu.default)
+def _triu(self: Any, diagonal: int = 0) -> Any:
+    return c("triu", [self], diagonal=diagonal)
+
+
+@rule(aten.roll.default)
+def _roll(self: Any, shifts: Any, dims: Any = ()) -> Any:
+    return c("roll", [self], shifts=list(shifts), dims=list(dims))
+
+
+@rule(aten.leaky_relu.default)
+def _leaky_relu(self: Any, negative_slope: Any = 0.01) -> Any:
+    return c("leaky_relu", [self], negative_slope=float(negative_slope))
+
+
+same_name("clamp_min", aten.clamp_min.Tensor)
+same_name("clamp_max", aten.clamp_max.Tensor)
+
+
+@rule(aten.clamp.Tensor)
+def _clamp_tensor(self: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    out = c("clamp_min", [self, min]) if min is not None else self
+    return c("clamp_max", [out, max]) if max is not None else out
+
+
+@rule(aten.binary_cross_entropy.default)
+def _bce(self: Any, target: Any, weight: Any = None, reduction: int = 1) -> Any:
+    ins = [self, target] + ([weight] if weight is not None else [])
+    return c("binary_cross_entropy", ins, reduction=_REDUCTIONS[reduction])
+
+
+@rule(aten.binary_cross_entropy_with_logits.default)
+def _bce_logits(self: Any, target: Any, weight: Any = None, pos_weight: Any = None,
+                reduction: int = 1) -> Any:
+    ins = [self, target] + [t for t in (weight, pos_weight) if t is not None]
+    return c("binary_cross_entropy_with_logits", ins, reduction=_REDUCTIONS[reduction],
+             has_pos_weight=pos_weight is not None)
+
+
+@rule(aten.smooth_l1_loss.default)
+def _smooth_l1(self: Any, target: Any, reduction: int = 1, beta: Any = 1.0) -> Any:
+    return c("smooth_l1_loss", [self, target], reduction=_REDUCTIONS[reduction], beta=float(beta))
+
+
+@rule(aten.huber_loss.default)
+def _huber(self: Any, target: Any, reduction: int = 1, delta: Any = 1.0) -> Any:
+    return c("huber_loss", [self, target], reduction=_REDUCTIONS[reduction], delta=float(delta))
+
+
+@rule(aten.randperm.out, aten.randperm.generator_out)
+def _randperm_out(n: int, *, generator: Any = None, out: Any) -> Any:
+    """The permutation drawn by the daemon (its session generator) copied into ``out``."""
+    if generator is not None:  # a torch.Generator's stream: PyTorch's own, on the CPU
+        return NotImplemented
+    return c("copy_", [out, c("randperm", [], n=n)])  # copy_ casts to out's dtype
+
+
+@rule(aten.index_put.default)
+@torch_args
+def _index_put(targs: tuple, self: Any, indices: Any, values: Any,
+               accumulate: bool = False) -> Any:
+    """Item assignment with one index: a bool mask of the leading dims with values that
+    broadcast to the other dims (``x[mask] = 0``), or a 1-d integer index along dim 0."""
+    x, tindices, v = targs[0], targs[1], targs[2]
+    if len(tindices) != 1 or tindices[0] is None:
+        return NotImplemented
+    idx = tindices[0]
+    vdim = v.dim() if isinstance(v, torch.Tensor) else 0
+    if idx.dtype == torch.bool:
+        if vdim > x.dim() - idx.dim():
+            return NotImplemented  # one value per selected element: needs nonzero
+    elif idx.dtype not in (torch.int64, torch.int32) or idx.dim() != 1 or x.dim() == 0:
+        return NotImplemented
+    index = c("to", [indices[0]], dtype=native_dtype(torch.int64)) \
+        if idx.dtype == torch.int32 else indices[0]
+    return c("index_put", [self, values, index], accumulate=bool(accumulate))
