@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/arena.h"
 #include "proto/packed_commands.h"
+#include "runtime/autograd/autocast.h"
 #include "runtime/autograd/node.h"
 #include "runtime/core/block_cache.h"
 #include "runtime/core/device_error.h"
@@ -296,6 +297,11 @@ void CommandRunner::RunCall(const CallView& call, v1::Ack* ack) {
   // Test-only: a device that fails here (Note [Sticky device errors]).
   absl::Status injected = InjectedFault(op.name, ctx.device->name());
   if (!injected.ok()) return fail_with(injected);
+  if (autocast_.has_value()) {
+    absl::Status cast = AutocastInputs(AutocastPolicyOf(call.op_id),
+                                       *autocast_, &inputs, ctx);
+    if (!cast.ok()) return fail_with(cast);
+  }
   auto outputs = RunRecorded(op, inputs, **attrs, ctx);
   if (!outputs.ok()) return fail_with(outputs.status());
   if (static_cast<int>(outputs->size()) != num_outputs) {
@@ -446,6 +452,23 @@ void CommandRunner::RunOptions(const v1::SetOptions& options) {
     case v1::SetOptions::kAllowTf32:
       allow_tf32_ = options.allow_tf32();
       return;
+    case v1::SetOptions::kAutocast: {
+      if (options.autocast() == v1::DTYPE_UNSPECIFIED) {
+        autocast_.reset();
+        return;
+      }
+      auto low = DTypeFromWire(options.autocast());
+      if (!low.ok() || (*low != DType::kBFloat16 && *low != DType::kFloat16)) {
+        return ReportFrameError(
+            absl::InvalidArgumentError(absl::StrCat(
+                "autocast takes bfloat16 or float16 (DTYPE_UNSPECIFIED: off), "
+                "got dtype value ",
+                options.autocast())),
+            "set_autocast", "");
+      }
+      autocast_ = *low;
+      return;
+    }
     case v1::SetOptions::kStream:
       return RunSetStream(options.stream());
     case v1::SetOptions::kDefaultDevice: {

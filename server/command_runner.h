@@ -236,6 +236,7 @@ class CommandRunner {
   Device* default_device_;
   bool grad_enabled_ = true;
   bool allow_tf32_ = false;  // SetOptions.allow_tf32 (OpContext::allow_tf32)
+  std::optional<DType> autocast_;  // SetOptions.autocast (Note [Autocast])
   // The current stream (SetOptions.stream; 0: the default stream), the
   // extra stream ids used so far, and each recorded event's device.
   uint32_t stream_id_ = 0;

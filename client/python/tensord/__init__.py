@@ -28,6 +28,7 @@ from ._errors import (ConnectionLost, DTypeError, Error, InvalidArgumentError, N
                       OutOfMemoryError, PermissionDenied, ProtocolError, ShapeError,
                       UnimplementedError)
 from ._grad import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._autocast import autocast
 from ._ops import *  # noqa: F401,F403 (the PyTorch-named functions)
 from ._ops import __all__ as _ops_all
 from ._multi_ops import *  # noqa: F401,F403 (max/min/split/... with PyTorch signatures)
@@ -47,8 +48,8 @@ __all__ = sorted(set(_ops_all) | set(_multi_all) | {
     "int32", "int64", "uint8", "bool", "float", "double", "half", "long", "int",
     "ConnectionLost", "DTypeError", "Error", "InvalidArgumentError", "NotFoundError",
     "OutOfMemoryError", "PermissionDenied", "ProtocolError", "ShapeError", "UnimplementedError",
-    "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "Session", "Tensor",
-    "is_tensor", "nn", "optim", "autograd", "profiler", "save", "load", "connect", "close",
+    "autocast", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "Session",
+    "Tensor", "is_tensor", "nn", "optim", "autograd", "profiler", "save", "load", "connect", "close",
     "default_session", "synchronize", "manual_seed",
     "set_default_device", "backends", "Stream", "Event", "stream", "current_stream",
     "default_stream", "set_stream", "SharedBuffer", "empty_shared"})

@@ -156,6 +156,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._next_stream_id = 1
         self._next_event_id = 1
         self._allow_tf32 = False
+        self._autocast = None  # the low dtype of tensord.autocast, or None (off)
         self._released_events: "collections.deque[int]" = collections.deque()  # Event.__del__
         # Shared buffers (_shared.py): (begin, end, region, shm offset) of each live one, and
         # the region ids freed, released with the next batch.
@@ -348,12 +349,13 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
     def set_options(self, *, grad_enabled: Optional[bool] = None,
                     default_device: Optional[str] = None, seed: Optional[int] = None,
                     profile: Optional[bool] = None, allow_tf32: Optional[bool] = None,
-                    stream: Optional[int] = None) -> None:
+                    stream: Optional[int] = None, autocast: Any = None) -> None:
         """Queues ``SetOptions`` commands (they take effect in stream order).
 
         ``allow_tf32``: TF32 for float32 matmuls and convolutions on CUDA (off by default);
         ``stream``: the id of the stream later ops go onto (0: the default stream; see
-        ``tensord.Stream``)."""
+        ``tensord.Stream``); ``autocast``: ``tensord.bfloat16`` or ``float16`` turns the
+        daemon's mixed precision on, ``False`` off (``tensord.autocast``)."""
         with self._lock:
             self._check_open_locked()
             if grad_enabled is not None:
@@ -371,6 +373,9 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
             if stream is not None:
                 self._add_locked().options.stream = int(stream)
                 self._stream_id = int(stream)
+            if autocast is not None:
+                self._add_locked().options.autocast = autocast.proto if autocast else 0
+                self._autocast = autocast or None
             self._after_add_locked()
 
     # ------------------------------------------------------ used by tensors and ops
