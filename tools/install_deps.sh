@@ -9,6 +9,8 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libabsl-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
+  # oneDNN: conv2d's CPU kernels (kernels/cpu/onednn_conv.h).
+  libdnnl-dev
   # The daemon's metrics exporter; the real Prometheus its test scrapes with.
   prometheus-cpp-dev prometheus
   # libFuzzer targets (tools/fuzz.sh): clang 14 and its sanitizer runtimes.

@@ -1,11 +1,13 @@
 // The gradients of conv2d and the 2-d pools as ops (internal to backward
-// formulas, but catalog ops like any other). CPU: im2col + OpenBLAS GEMM +
-// col2im for conv, plane-parallel loops for the pools
+// formulas, but catalog ops like any other). CPU: oneDNN for float32 conv
+// (kernels/cpu/onednn_conv.h), else im2col + OpenBLAS GEMM + col2im; plane-
+// parallel loops for the pools
 // (kernels/cpu/conv_grad.h), on contiguous float32/float64 data. Half inputs
 // compute in float32 (Note [Half compute]). Not differentiable themselves (no
 // double backward of conv).
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/conv_grad.h"
+#include "kernels/cpu/onednn_conv.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
@@ -109,8 +111,8 @@ cpu::ConvGeometry Geometry(const Shape& grad, const Shape& image,
   return d;
 }
 
-// im2col + GEMM + col2im (kernels/cpu/conv_grad.h) with a scratch block
-// from the session's allocator.
+// oneDNN (float32) or im2col + GEMM + col2im (kernels/cpu/conv_grad.h), with
+// a scratch block from the session's allocator.
 template <bool kWeight>
 absl::Status CpuConvGrad(absl::Span<const Tensor> in,
                          absl::Span<const Tensor> out, const Attrs& attrs,
@@ -120,6 +122,17 @@ absl::Status CpuConvGrad(absl::Span<const Tensor> in,
   const cpu::ConvGeometry d =
       kWeight ? Geometry(g.shape(), other.shape(), out[0].shape(), attrs)
               : Geometry(g.shape(), out[0].shape(), other.shape(), attrs);
+  if (cpu::OnednnConvApplies(g.dtype(), d)) {  // float32: oneDNN's kernels
+    if (!kWeight) {
+      return cpu::OnednnConv2dBackwardInput(g.view(), other.view(), d,
+                                            out[0].view());
+    }
+    TD_ASSIGN_OR_RETURN(
+        Tensor ws, Tensor::Empty(g.device(), g.dtype(),
+                                 {cpu::OnednnConvGradWorkspace(d)}, ctx.alloc));
+    return cpu::OnednnConv2dBackwardWeight(g.view(), other.view(), d,
+                                           ws.view(), out[0].view());
+  }
   TD_ASSIGN_OR_RETURN(Tensor ws,
                       Tensor::Empty(g.device(), g.dtype(),
                                     {cpu::ConvGradWorkspace(d)}, ctx.alloc));

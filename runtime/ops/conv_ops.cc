@@ -1,9 +1,11 @@
-// conv2d (kernels/cpu/conv.h: im2col + GEMM per image and group), max_pool2d,
+// conv2d (float32: oneDNN, kernels/cpu/onednn_conv.h; float64: im2col + GEMM
+// per image and group, kernels/cpu/conv.h), max_pool2d,
 // avg_pool2d, adaptive_avg_pool2d on NCHW tensors (pools also take CHW).
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/nn.h"
+#include "kernels/cpu/onednn_conv.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/compose.h"
 #include "runtime/ops/dispatch.h"
@@ -108,11 +110,16 @@ absl::Status CpuConv(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
   TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
   TD_ASSIGN_OR_RETURN(Tensor weight, Contiguous(in[1], ctx));
   const cpu::ConvGeometry g{p.n, p.c, p.h, p.wd, p.o, p.groups, p.w};
-  TD_ASSIGN_OR_RETURN(
-      Tensor ws,
-      Tensor::Empty(x.device(), x.dtype(), {cpu::ConvWorkspace(g)}, ctx.alloc));
-  TD_RETURN_IF_ERROR(
-      cpu::Conv2d(x.view(), weight.view(), g, ws.view(), out[0].view()));
+  if (cpu::OnednnConvApplies(x.dtype(), g)) {  // float32: oneDNN's kernels
+    TD_RETURN_IF_ERROR(
+        cpu::OnednnConv2d(x.view(), weight.view(), g, out[0].view()));
+  } else {
+    TD_ASSIGN_OR_RETURN(Tensor ws,
+                        Tensor::Empty(x.device(), x.dtype(),
+                                      {cpu::ConvWorkspace(g)}, ctx.alloc));
+    TD_RETURN_IF_ERROR(
+        cpu::Conv2d(x.view(), weight.view(), g, ws.view(), out[0].view()));
+  }
   if (in.size() == 3) {
     const Tensor b = in[2].AsStrided(
         {1, p.o, 1, 1}, {0, in[2].strides()[0], 0, 0}, in[2].offset());

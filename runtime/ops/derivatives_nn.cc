@@ -62,6 +62,20 @@ Grads ConvTransposeGrad(GradCtx& g) {
   return r;
 }
 
+// native_batch_norm: one fused backward row for the input, weight and bias
+// (kernels/cpu/batch_norm.h), from the saved input, mean and var.
+Grads BatchNormGrad(GradCtx& g) {
+  std::vector<GradValue> in = {G(g), g.in(0), g.out(1), g.out(2)};
+  if (g.num_inputs() > 1) in.push_back(g.in(1));
+  std::vector<GradValue> d = g.Ops("native_batch_norm_backward", std::move(in),
+                                   {{"eps", g.attrs().Float("eps")}});
+  Grads r(g.num_inputs());
+  for (int i = 0; i < g.num_inputs(); ++i) {
+    if (g.needs(i)) r[i] = d[i];
+  }
+  return r;
+}
+
 std::map<std::string, AttrValue> SameAttrs(GradCtx& g,
                                            std::vector<const char*> names) {
   std::map<std::string, AttrValue> a;
@@ -97,6 +111,7 @@ std::vector<GradRow> NnGrads() {
          return {G(g) - g.Op("exp", {g.out()}) * s};
        }},
       {"conv2d", {0, 1}, {}, ConvGrad},
+      {"native_batch_norm", {0, 1}, {1, 2}, BatchNormGrad},
       {"conv_transpose2d", {0, 1}, {}, ConvTransposeGrad},
       // The output holds the window maxima, so the backward does not
       // recompute them; modified in place since (relu_ after the pool), it

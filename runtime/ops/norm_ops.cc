@@ -1,9 +1,12 @@
-// batch_norm and layer_norm, composed of reduction and pointwise rows.
+// batch_norm and layer_norm, composed of reduction and pointwise rows;
+// batch_norm's training step on the CPU is the fused native_batch_norm row
+// (batch_norm_ops.cc) plus the [C]-sized running statistics.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device.h"
 #include "runtime/ops/compose.h"
 #include "runtime/ops/op_helpers.h"
 
@@ -109,7 +112,7 @@ Outs BatchNorm(absl::Span<const Tensor> in, const Attrs& attrs,
   const bool training = attrs.Bool("training") || in.size() < 3;
   I dims{0}, shape{1, c};
   for (int d = 2; d < x.ndim(); ++d) dims.push_back(d), shape.push_back(1);
-  Tensor mean, var;
+  Tensor mean, var, fused;
   if (training) {
     const int64_t n = x.numel() / std::max<int64_t>(c, 1);
     if (n <= 1) {
@@ -118,9 +121,19 @@ Outs BatchNorm(absl::Span<const Tensor> in, const Attrs& attrs,
                        "got input size ",
                        ShapeToString(x.shape())));
     }
-    TD_ASSIGN_OR_RETURN(mean, Call1("mean", {x}, {{"dim", dims}}, ctx));
-    TD_ASSIGN_OR_RETURN(
-        var, Call1("var", {x}, {{"dim", dims}, {"unbiased", false}}, ctx));
+    if (x.device()->kind() == DeviceKind::kCpu) {
+      // One fused kernel forward and one backward (batch_norm_ops.cc).
+      std::vector<Tensor> args{x};
+      for (size_t i = 3; i < in.size(); ++i) args.push_back(in[i]);
+      TD_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
+                          CallOp("native_batch_norm", std::move(args),
+                                 {{"eps", attrs.Float("eps")}}, ctx));
+      fused = outs[0], mean = outs[1], var = outs[2];
+    } else {
+      TD_ASSIGN_OR_RETURN(mean, Call1("mean", {x}, {{"dim", dims}}, ctx));
+      TD_ASSIGN_OR_RETURN(
+          var, Call1("var", {x}, {{"dim", dims}, {"unbiased", false}}, ctx));
+    }
     if (in.size() >= 3) {
       const double m = attrs.Float("momentum");
       // The unbiased variance from the biased one: a [C] product, not
@@ -149,6 +162,7 @@ Outs BatchNorm(absl::Span<const Tensor> in, const Attrs& attrs,
     mean = in[1];
     var = in[2];
   }
+  if (fused.defined()) return std::vector<Tensor>{fused};
   TD_ASSIGN_OR_RETURN(
       Tensor y,
       NormalizeChannels(x, mean, var, in.size() > 3 ? &in[3] : nullptr,

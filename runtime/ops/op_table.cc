@@ -12,7 +12,7 @@ const std::vector<OpDef>& OpTable() {
     for (auto family :
          {CreationOps, UnaryOps, PointwiseOps, CompareOps, InPlaceOps,
           ReductionOps, LinalgOps, ViewOps, ShapeOps, IndexOps, NnOps, ConvOps,
-          ConvGradOps, OptimOps, SortOps, SelectOps, LossOps}) {
+          ConvGradOps, BatchNormOps, OptimOps, SortOps, SelectOps, LossOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);

@@ -28,6 +28,19 @@ class Case(NamedTuple):
     rtol: Optional[float] = None
 
 
+def _native_batch_norm(x: torch.Tensor, w: torch.Tensor = None, b: torch.Tensor = None,
+                       eps: float = 1e-5) -> tuple:
+    var, mean = torch.var_mean(x, [0] + list(range(2, x.dim())), unbiased=False)
+    y = F.batch_norm(x, None, None, w, b, training=True, eps=eps)
+    return y, mean.detach(), var.detach()
+
+
+def _native_batch_norm_backward(g: torch.Tensor, x: torch.Tensor, mean: torch.Tensor,
+                                var: torch.Tensor, w: torch.Tensor, eps: float = 1e-5) -> tuple:
+    return torch.ops.aten.native_batch_norm_backward(
+        g, x, w, None, None, mean, (var + eps).rsqrt(), True, eps, [True, True, True])
+
+
 def R(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0, lo: float = None) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed * 131 + len(shape) * 7 + sum(shape))
     if dtype.is_floating_point:
@@ -432,6 +445,15 @@ def cases() -> List[Case]:
                {"input_size": (6, 8, 16, 16), "padding": (1,)},
                ref=lambda g, w, input_size, padding: torch.nn.grad.conv2d_input(
                    input_size, w, g, padding=padding * 2), rtol=1e-4),
+          # batch_norm's fused CPU rows: (output, mean, biased var), the statistics carrying
+          # no gradient (as PyTorch's native_batch_norm), and the three gradients.
+          Case("native_batch_norm", [R(4, 3, 5, 5), R(3), R(3)], {"eps": 1e-3},
+               ref=_native_batch_norm, nout=3),
+          Case("native_batch_norm", [R(6, 4, dtype=torch.float64)], ref=_native_batch_norm,
+               nout=3),
+          Case("native_batch_norm_backward",
+               [R(4, 3, 5, 5, seed=1), R(4, 3, 5, 5), R(3), R(3, lo=0.5), R(3)],
+               ref=_native_batch_norm_backward, nout=3, rtol=1e-4),
           # Disjoint windows (2x2 stride 2), then overlapping ones.
           Case("max_pool2d_backward", [R(2, 3, 3, 4), R(2, 3, 7, 9)],
                {"kernel_size": (2,), "stride": (2,)},

@@ -33,6 +33,13 @@ _LIBS = {
     "prometheus": (["prometheus-cpp-core"], "prometheus-cpp-dev"),
 }
 
+# Libraries Debian ships without a pkg-config file: target name -> (a header
+# that must exist, link flags, Debian package).
+_PLAIN_LIBS = {
+    # oneDNN, conv2d's CPU kernels (kernels/cpu/onednn_conv.h).
+    "dnnl": ("/usr/include/dnnl.hpp", ["-ldnnl", "-lgomp"], "libdnnl-dev"),
+}
+
 def _flags(ctx, what, modules, package):
     res = ctx.execute(["pkg-config", what] + modules)
     if res.return_code != 0:
@@ -67,6 +74,14 @@ def _system_libs_impl(ctx):
             lines.append('    deps = [":protobuf", ":absl"],')
         if name == "gtest_main":
             lines.append('    deps = [":gtest"],')
+        lines.append(")")
+        lines.append("")
+    for name, (header, libs, package) in _PLAIN_LIBS.items():
+        if not ctx.path(header).exists:
+            fail("%s not found: install the Debian package '%s'" % (header, package))
+        lines.append("cc_library(")
+        lines.append('    name = "%s",' % name)
+        lines.append("    linkopts = %s," % repr(libs))
         lines.append(")")
         lines.append("")
     ctx.file("BUILD", "\n".join(lines))
