@@ -159,6 +159,37 @@ absl::Status SgdComposed(const SgdConfig& c, absl::Span<const Tensor> in,
   return op.InPlace("add_", p, d, -c.lr);
 }
 
+// Note [Optimizer steps read .grad]: a client that had to learn which
+// parameters have a gradient before sending the step waited a round trip per
+// training step for the GetGrad Acks. With grads_from_params the inputs are
+// params (n) and, with momentum, their buffers (n); each gradient is the
+// parameter's .grad here, and parameters without one are left out, as
+// torch.optim skips them. Returns the inputs in the usual groups layout
+// (params, grads, buffers) for the parameters that have one.
+absl::StatusOr<std::vector<Tensor>> GradsFromParams(absl::Span<const Tensor> in,
+                                                    int64_t n, int groups) {
+  const int given = groups - 1;  // no grads group
+  if (n < 0 || static_cast<int64_t>(in.size()) % given != 0 ||
+      static_cast<int64_t>(in.size()) / given != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sgd_step(grads_from_params) expects ", given, " lists of n=", n,
+        " tensors each, got ", in.size(), " inputs"));
+  }
+  std::vector<int64_t> have;
+  for (int64_t i = 0; i < n; ++i) {
+    const AutogradMeta* meta = in[i].autograd();
+    if (meta != nullptr && meta->grad.defined()) have.push_back(i);
+  }
+  std::vector<Tensor> out;
+  out.reserve(have.size() * groups);
+  for (int64_t i : have) out.push_back(in[i]);
+  for (int64_t i : have) out.push_back(in[i].autograd()->grad);
+  if (groups == 3) {
+    for (int64_t i : have) out.push_back(in[n + i]);
+  }
+  return out;
+}
+
 Outs SgdStep(absl::Span<const Tensor> in, const Attrs& attrs,
              const OpContext& ctx) {
   const SgdConfig c{attrs.Float("lr"),        attrs.Float("momentum"),
@@ -169,8 +200,14 @@ Outs SgdStep(absl::Span<const Tensor> in, const Attrs& attrs,
     return absl::InvalidArgumentError(
         "Nesterov momentum requires a momentum and zero dampening");
   }
-  const int64_t n = attrs.Int("n");
+  int64_t n = attrs.Int("n");
   const int groups = c.momentum != 0 ? 3 : 2;
+  std::vector<Tensor> with_grads;
+  if (attrs.Bool("grads_from_params")) {
+    TD_ASSIGN_OR_RETURN(with_grads, GradsFromParams(in, n, groups));
+    n = static_cast<int64_t>(with_grads.size()) / groups;
+    in = with_grads;
+  }
   TD_RETURN_IF_ERROR(CheckGroups("sgd_step", in, n, groups));
   for (int64_t i = 0; i < n; ++i) {
     if (!Fast(in, n, i, groups)) {
@@ -347,17 +384,20 @@ std::vector<OpDef> OptimOps() {
   detach.differentiable = false;
   ops.push_back(std::move(detach));
   OpDef sgd = MakeOp(
-      "sgd_step", 2, -1,
+      "sgd_step", 1, -1,
       {Required("n", AttrType::kInt), Required("lr", AttrType::kFloat),
        Optional("momentum", AttrType::kFloat, 0.0),
        Optional("dampening", AttrType::kFloat, 0.0),
        Optional("weight_decay", AttrType::kFloat, 0.0),
        Optional("nesterov", AttrType::kBool, false),
        Optional("maximize", AttrType::kBool, false),
-       Optional("first_step", AttrType::kBool, false)},
+       Optional("first_step", AttrType::kBool, false),
+       Optional("grads_from_params", AttrType::kBool, false)},
       "torch.optim.SGD step in place over params (n), grads (n) and, with "
       "momentum, momentum_buffers (n). first_step: buffers start as the "
-      "first update (torch's None buffer); with dampening 0 zeros agree.");
+      "first update (torch's None buffer); with dampening 0 zeros agree. "
+      "grads_from_params: no grads list; each param's .grad is its "
+      "gradient, and params without one are skipped.");
   sgd.composite = SgdStep;
   sgd.num_outputs = 0;
   sgd.differentiable = false;

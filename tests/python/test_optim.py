@@ -172,3 +172,31 @@ def test_step_is_one_command_per_group():
         del s.call
     adam = s.catalog["adam_step"].id
     assert calls.count(adam) == 2
+
+
+@pytest.mark.parametrize("kw", [dict(lr=0.1), dict(lr=0.05, momentum=0.9)],
+                         ids=["plain", "momentum"])
+def test_sgd_steps_do_not_wait_for_the_daemon(kw):
+    # Note [Optimizer steps read .grad]: the daemon takes each parameter's .grad itself, so a
+    # step (with momentum: once the buffers exist) costs a remote client no round trip; the
+    # trajectory stays torch's, a parameter without a gradient is skipped.
+    net, tnet = models(3)
+    extra, textra = td.nn.Parameter(td.ones(2)), torch.nn.Parameter(torch.ones(2))
+    opt = td.optim.SGD(list(net.parameters()) + ([] if "momentum" in kw else [extra]), **kw)
+    topt = torch.optim.SGD(list(tnet.parameters()) + ([] if "momentum" in kw else [textra]),
+                           **kw)
+    run(td, net, opt, 1)  # with momentum, the first step makes the buffers (and waits)
+    run(torch, tnet, topt, 1)
+    s = td.default_session()
+    s.synchronize()
+    before = s.waits
+    for lib, model, o in ((td, net, opt), (torch, tnet, topt)):
+        for step in range(1, 4):
+            x, y = data(step)
+            o.zero_grad()
+            lib.nn.functional.mse_loss(model(lib.tensor(x)), lib.tensor(y)).backward()
+            o.step()
+        if lib is td:
+            assert s.waits == before, "an SGD step waited for the daemon"
+    assert_same_params(net, tnet)
+    assert extra.tolist() == [1.0, 1.0]

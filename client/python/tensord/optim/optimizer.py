@@ -4,8 +4,11 @@ A step is one fused daemon op per parameter group (``sgd_step``, ``adam_step``: 
 lists of parameters, gradients and state tensors), so its cost does not grow with the number of
 parameters in round trips or commands. Before it, the gradients of every parameter are asked
 for in one batch (``GetGrad``) and their Acks awaited once: parameters whose ``.grad`` is None
-are skipped, as in PyTorch. State tensors (momentum buffers, Adam's moments) are created by the
-client with ``zeros_like`` and live in the daemon.
+are skipped, as in PyTorch. A group whose step needs no per-parameter decision on the client
+(``_step_from_params``: SGD without momentum, or with every buffer made) skips that wait: the
+daemon reads each ``.grad`` itself and skips those without one (Note [Optimizer steps read
+.grad], runtime/ops/optim_ops.cc). State tensors (momentum buffers, Adam's moments) are created
+by the client with ``zeros_like`` and live in the daemon.
 """
 
 from __future__ import annotations
@@ -69,12 +72,13 @@ class Optimizer:
         """Clears every parameter's gradient (None by default: queued, no wait)."""
         zero_grads([p for g in self.param_groups for p in g["params"]], set_to_none)
 
-    def _grads(self) -> List[List[Tuple[Tensor, Tensor]]]:
-        """Per group, the (param, grad) pairs of parameters that have a gradient."""
-        params = [p for g in self.param_groups for p in g["params"]]
+    def _grads(self, groups: List[Dict[str, Any]]) -> List[List[Tuple[Tensor, Tensor]]]:
+        """Per group of ``groups``, the (param, grad) pairs of parameters that have a gradient
+        (one wait for the daemon, for all of them)."""
+        params = [p for g in groups for p in g["params"]]
         grads = iter(grads_of(params))
         out = []
-        for g in self.param_groups:
+        for g in groups:
             pairs = []
             for p in g["params"]:
                 gr = next(grads)
@@ -91,10 +95,17 @@ class Optimizer:
             with _grad.enable_grad():
                 loss = closure()
         with _grad.no_grad():
-            for group, pairs in zip(self.param_groups, self._grads()):
-                if pairs:
-                    self._group_step(group, pairs)
+            rest = [g for g in self.param_groups if g["params"] and not self._step_from_params(g)]
+            if rest:
+                for group, pairs in zip(rest, self._grads(rest)):
+                    if pairs:
+                        self._group_step(group, pairs)
         return loss
+
+    def _step_from_params(self, group: Dict[str, Any]) -> bool:
+        """Queues the group's step with the daemon reading the gradients, when that needs no
+        decision on the client; False otherwise (the caller then learns the gradients)."""
+        return False
 
     def _group_step(self, group: Dict[str, Any], pairs: List[Tuple[Tensor, Tensor]]) -> None:
         raise NotImplementedError

@@ -27,6 +27,21 @@ class SGD(Optimizer):
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize))
 
+    def _step_from_params(self, group: Dict[str, Any]) -> bool:
+        """Without momentum there is no state; with it, only once every parameter has its
+        buffer (made at the step that first saw its gradient, as PyTorch makes it)."""
+        params = group["params"]
+        bufs = []
+        if group["momentum"] != 0:
+            for p in params:
+                buf = self.state[p].get("momentum_buffer") if p in self.state else None
+                if buf is None:
+                    return False
+                bufs.append(buf)
+        self._fused("sgd_step", params + bufs, dict(self._attrs(group), n=len(params),
+                                                     grads_from_params=True))
+        return True
+
     def _group_step(self, group: Dict[str, Any], pairs: List[Tuple[Tensor, Tensor]]) -> None:
         params = [p for p, _ in pairs]
         grads = [g for _, g in pairs]
@@ -39,10 +54,14 @@ class SGD(Optimizer):
                 if buf is None:
                     buf = st["momentum_buffer"] = self._first_buffer(p, g, group)
                 bufs.append(buf)
-        self._fused("sgd_step", params + grads + bufs, {
-            "n": len(params), "lr": float(group["lr"]), "momentum": float(momentum),
-            "dampening": float(dampening), "weight_decay": float(group["weight_decay"]),
-            "nesterov": bool(group["nesterov"]), "maximize": bool(group["maximize"])})
+        self._fused("sgd_step", params + grads + bufs, dict(self._attrs(group), n=len(params)))
+
+    @staticmethod
+    def _attrs(group: Dict[str, Any]) -> Dict[str, Any]:
+        return {"lr": float(group["lr"]), "momentum": float(group["momentum"]),
+                "dampening": float(group["dampening"]),
+                "weight_decay": float(group["weight_decay"]),
+                "nesterov": bool(group["nesterov"]), "maximize": bool(group["maximize"])}
 
     @staticmethod
     def _first_buffer(p: Tensor, g: Tensor, group: Dict[str, Any]) -> Tensor:
