@@ -122,16 +122,26 @@ absl::Status CpuConvGrad(absl::Span<const Tensor> in,
   const cpu::ConvGeometry d =
       kWeight ? Geometry(g.shape(), other.shape(), out[0].shape(), attrs)
               : Geometry(g.shape(), out[0].shape(), other.shape(), attrs);
-  if (cpu::OnednnConvApplies(g.dtype(), d)) {  // float32: oneDNN's kernels
+  // float32: oneDNN's kernels; a geometry oneDNN refuses (some dilated ones,
+  // conv_transpose2d's output_padding) takes im2col + GEMM below.
+  if (cpu::OnednnConvApplies(g.dtype(), d)) {
     if (!kWeight) {
-      return cpu::OnednnConv2dBackwardInput(g.view(), other.view(), d,
-                                            out[0].view());
+      if (cpu::OnednnConv2dBackwardInput(g.view(), other.view(), d,
+                                         out[0].view())
+              .ok()) {
+        return absl::OkStatus();
+      }
+    } else {
+      TD_ASSIGN_OR_RETURN(
+          Tensor ws,
+          Tensor::Empty(g.device(), g.dtype(),
+                        {cpu::OnednnConvGradWorkspace(d)}, ctx.alloc));
+      if (cpu::OnednnConv2dBackwardWeight(g.view(), other.view(), d, ws.view(),
+                                          out[0].view())
+              .ok()) {
+        return absl::OkStatus();
+      }
     }
-    TD_ASSIGN_OR_RETURN(
-        Tensor ws, Tensor::Empty(g.device(), g.dtype(),
-                                 {cpu::OnednnConvGradWorkspace(d)}, ctx.alloc));
-    return cpu::OnednnConv2dBackwardWeight(g.view(), other.view(), d,
-                                           ws.view(), out[0].view());
   }
   TD_ASSIGN_OR_RETURN(Tensor ws,
                       Tensor::Empty(g.device(), g.dtype(),

@@ -110,13 +110,13 @@ absl::Status CpuConv(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
   TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
   TD_ASSIGN_OR_RETURN(Tensor weight, Contiguous(in[1], ctx));
   const cpu::ConvGeometry g{p.n, p.c, p.h, p.wd, p.o, p.groups, p.w};
-  if (cpu::OnednnConvApplies(x.dtype(), g)) {  // float32: oneDNN's kernels
-    TD_RETURN_IF_ERROR(
-        cpu::OnednnConv2d(x.view(), weight.view(), g, out[0].view()));
-  } else {
-    TD_ASSIGN_OR_RETURN(Tensor ws,
-                        Tensor::Empty(x.device(), x.dtype(),
-                                      {cpu::ConvWorkspace(g)}, ctx.alloc));
+  // float32: oneDNN's kernels; a geometry oneDNN refuses (some dilated ones)
+  // takes im2col + GEMM.
+  if (!cpu::OnednnConvApplies(x.dtype(), g) ||
+      !cpu::OnednnConv2d(x.view(), weight.view(), g, out[0].view()).ok()) {
+    TD_ASSIGN_OR_RETURN(
+        Tensor ws, Tensor::Empty(x.device(), x.dtype(), {cpu::ConvWorkspace(g)},
+                                 ctx.alloc));
     TD_RETURN_IF_ERROR(
         cpu::Conv2d(x.view(), weight.view(), g, ws.view(), out[0].view()));
   }
