@@ -37,7 +37,9 @@ CommandRunner::CommandRunner(RunnerConfig config, FrameSink* sink)
       errors_(metadata_),
       default_device_(config.devices->default_device()),
       shared_(config.session, HostAllocator(config.devices),
-              config.shared_buffer_bytes) {}
+              config.shared_buffer_bytes) {
+  recorder_.set_counter(metadata_);  // graph nodes are metadata too
+}
 
 CommandRunner::~CommandRunner() = default;
 
@@ -298,8 +300,8 @@ void CommandRunner::RunCall(const CallView& call, v1::Ack* ack) {
   absl::Status injected = InjectedFault(op.name, ctx.device->name());
   if (!injected.ok()) return fail_with(injected);
   if (autocast_.has_value()) {
-    absl::Status cast = AutocastInputs(AutocastPolicyOf(call.op_id),
-                                       *autocast_, &inputs, ctx);
+    absl::Status cast =
+        AutocastInputs(AutocastPolicyOf(call.op_id), *autocast_, &inputs, ctx);
     if (!cast.ok()) return fail_with(cast);
   }
   auto outputs = RunRecorded(op, inputs, **attrs, ctx);

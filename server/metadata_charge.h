@@ -1,6 +1,8 @@
 // Note [Metadata charge]: besides tensor bytes, a session makes the daemon
 // keep metadata per thing it holds: each live handle (its table slot, its
-// tensor's shape, strides and autograd meta) and the error text of each
+// tensor's shape, strides and autograd meta), each autograd graph node (its
+// attributes, specs and edges; a chain of ops keeps every node alive while
+// its last handle lives, whatever was released) and the error text of each
 // poisoned handle. A hostile session could hold 2^20 handles of zero-size
 // tensors, or 2^20 handles each poisoned by a failure of its own, and so
 // keep hundreds of MiB to GiB outside its user's quota. So every such thing
@@ -28,13 +30,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "runtime/autograd/node.h"
 #include "runtime/core/mutex.h"
 #include "runtime/memory/caching_allocator.h"
 #include "server/external_charge.h"
 
 namespace tensord {
 
-class MetadataCharge {
+class MetadataCharge : public MetadataCounter {
  public:
   static constexpr size_t kFreeMetadataBytes = 4 << 20;
   static constexpr size_t kBlockBytes = 1 << 20;
@@ -55,9 +58,9 @@ class MetadataCharge {
   // Counts `bytes` more held (charging more blocks if a Reserve did not
   // cover them; the quota may then be exceeded by them, and the next
   // Reserve fails).
-  void Add(size_t bytes);
+  void Add(size_t bytes) override;
   // Counts `bytes` fewer held; blocks no longer needed are given back.
-  void Remove(size_t bytes);
+  void Remove(size_t bytes) override;
 
   size_t held() const { return held_.load(std::memory_order_relaxed); }
   size_t charged() const;  // bytes charged to the quota now

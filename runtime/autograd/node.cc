@@ -124,7 +124,19 @@ OpNode::OpNode(const OpDef& op, Attrs attrs,
       input_specs_(std::move(input_specs)),
       saved_inputs_(input_specs_.size()) {}
 
-OpNode::~OpNode() { ReleaseSaved(); }
+OpNode::~OpNode() {
+  ReleaseSaved();
+  if (counter_ != nullptr) counter_->Remove(counted_);
+}
+
+void OpNode::CountIn(std::shared_ptr<MetadataCounter> counter) {
+  const size_t specs = input_specs_.size() + output_specs_.size();
+  const size_t saved = saved_inputs_.size() + saved_outputs_.size();
+  counted_ = sizeof(OpNode) + attrs_.ByteSize() + specs * sizeof(TensorSpec) +
+             saved * sizeof(SavedTensor) + next_edges().size() * sizeof(Edge);
+  counter_ = std::move(counter);
+  counter_->Add(counted_);
+}
 
 const std::string& OpNode::site() const {
   static const std::string* const kNone = new std::string();

@@ -92,6 +92,15 @@ class SavedTensor {
 };
 
 // The backward of one recorded call of an op-table row.
+// Counts the bytes of metadata a session's graph nodes hold, wherever they
+// are freed (server/metadata_charge.h implements it: Note [Metadata charge]).
+class MetadataCounter {
+ public:
+  virtual ~MetadataCounter() = default;
+  virtual void Add(size_t bytes) = 0;
+  virtual void Remove(size_t bytes) = 0;
+};
+
 class OpNode : public Node {
  public:
   // `site` is shared with every node of the same call site (a session keeps
@@ -108,6 +117,8 @@ class OpNode : public Node {
   void SetOutputs(std::vector<TensorSpec> specs);
   void SaveInput(int i, SavedTensor t);
   void SaveOutput(int i, SavedTensor t);
+  // Counts this node's bytes on `counter` until it is destroyed.
+  void CountIn(std::shared_ptr<MetadataCounter> counter);
 
  private:
   const OpDef& op_;
@@ -120,6 +131,8 @@ class OpNode : public Node {
   std::vector<SavedTensor> saved_inputs_, saved_outputs_;
   bool has_saved_ = false;
   bool released_ = false;
+  std::shared_ptr<MetadataCounter> counter_;
+  size_t counted_ = 0;
 };
 
 // The sink of a leaf that requires grad: adds incoming gradients to .grad.

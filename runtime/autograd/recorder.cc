@@ -121,6 +121,7 @@ absl::StatusOr<std::vector<Tensor>> GraphRecorder::Run(
     }
   }
   node->SetOutputs(std::move(out_specs));
+  if (counter_ != nullptr) node->CountIn(counter_);
   for (int i : op.save_outputs) {
     node->SaveOutput(i, SavedTensor::Output(out[i], i, out[i].requires_grad(),
                                             op.optional_outputs));

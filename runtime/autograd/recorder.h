@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "runtime/autograd/node.h"
 #include "runtime/ops/op_def.h"
 
 namespace tensord {
@@ -30,6 +31,10 @@ class GraphRecorder : public Recorder {
   void set_site(std::shared_ptr<const std::string> site) {
     site_ = std::move(site);
   }
+  // Where the nodes made from now on count their bytes (null: nowhere).
+  void set_counter(std::shared_ptr<MetadataCounter> counter) {
+    counter_ = std::move(counter);
+  }
   absl::StatusOr<std::vector<Tensor>> Run(const OpDef& op,
                                           absl::Span<const Tensor> inputs,
                                           const Attrs& attrs,
@@ -37,6 +42,7 @@ class GraphRecorder : public Recorder {
 
  private:
   std::shared_ptr<const std::string> site_;
+  std::shared_ptr<MetadataCounter> counter_;
 };
 
 // Runs `op`: through ctx.recorder when set (grad mode), else plainly with

@@ -95,6 +95,22 @@ const AttrValue& Attrs::Get(const std::string& name) const {
   return it->second;
 }
 
+size_t Attrs::ByteSize() const {
+  constexpr size_t kMapNode = 4 * sizeof(void*);  // a std::map node's links
+  size_t bytes = sizeof(Attrs);
+  for (const auto& [name, value] : values_) {
+    bytes += kMapNode + sizeof(name) + sizeof(value) + name.capacity();
+    if (const auto* ints = std::get_if<std::vector<int64_t>>(&value)) {
+      bytes += ints->capacity() * sizeof(int64_t);
+    } else if (const auto* floats = std::get_if<std::vector<double>>(&value)) {
+      bytes += floats->capacity() * sizeof(double);
+    } else if (const auto* text = std::get_if<std::string>(&value)) {
+      bytes += text->capacity();
+    }
+  }
+  return bytes;
+}
+
 bool Attrs::Has(const std::string& name) const {
   auto it = values_.find(name);
   return it != values_.end() &&

@@ -49,6 +49,9 @@ class Attrs {
   const std::string& String(const std::string& name) const;
   const std::vector<int64_t>& Ints(const std::string& name) const;
   DType GetDType(const std::string& name) const;
+  // The bytes these values hold, their map's nodes included (what a graph
+  // node keeping them costs: Note [Metadata charge]).
+  size_t ByteSize() const;
 
  private:
   const AttrValue& Get(const std::string& name) const;

@@ -298,6 +298,64 @@ TEST_F(MemoryBoundsTest, HandleMetadataIsChargedToTheQuota) {
   EXPECT_EQ(again.created.size(), 50000u);
 }
 
+// Note [Metadata charge]: each autograd node costs the daemon its
+// attributes, specs and edges. A chain y = -y from a tensor that requires
+// grad keeps every node alive through the last handle alone, so releasing
+// the others held nothing back; now the nodes are charged like handles, and
+// mallory's 64 MiB quota stops the chain with RESOURCE_EXHAUSTED saying why.
+// Released, the chain gives the quota back.
+TEST_F(MemoryBoundsTest, AutogradNodesAreChargedToTheQuota) {
+  const int64_t before = ResidentBytes(daemon_->pid());
+  testing::RawSession mallory(address(), "tok-mallory", "attacker");
+  ASSERT_TRUE(mallory.ok());
+  auto leaf = [&mallory] {
+    const uint64_t id = mallory.NewHandle();
+    v1::Put* put = mallory.Add()->mutable_put();
+    put->set_handle(id);
+    put->set_dtype(v1::FLOAT32);
+    put->add_shape(1);
+    put->set_data(std::string(4, '\0'));
+    put->set_last(true);
+    put->set_requires_grad(true);
+    return id;
+  };
+  uint64_t last = leaf();
+  uint64_t alive = last;  // the chain's newest handle the daemon made
+  int64_t nodes = 0;
+  std::string refusal;
+  for (int round = 0; round < 400 && refusal.empty(); ++round) {
+    for (int c = 0; c < 1000; ++c, ++nodes) {
+      const uint64_t previous = last;
+      last = AddCall(&mallory, "neg", previous, 1)->outputs(0);
+      mallory.Add()->mutable_release()->add_handles(previous);
+    }
+    testing::RawSession::Reply reply = mallory.Flush();
+    ASSERT_TRUE(reply.ok);
+    if (!reply.created.empty()) alive = reply.created.rbegin()->first;
+    for (const auto& e : reply.errors) {
+      if (e.status().code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+        refusal = e.status().message();
+      }
+    }
+  }
+  ASSERT_FALSE(refusal.empty()) << nodes << " nodes and no refusal";
+  EXPECT_NE(refusal.find("charged to its user's quota"), std::string::npos)
+      << refusal;
+  const int64_t grown = ResidentBytes(daemon_->pid()) - before;
+  EXPECT_LT(grown, 64 * kMiB + 4 * kMiB + 48 * kMiB) << grown;
+  ExpectAliceGoesOn();
+  // The chain released, its nodes give the quota back: a new one grows.
+  mallory.Add()->mutable_release()->add_handles(alive);
+  ASSERT_TRUE(mallory.Flush().ok);
+  last = leaf();
+  for (int c = 0; c < 1000; ++c) {
+    last = AddCall(&mallory, "neg", last, 1)->outputs(0);
+  }
+  testing::RawSession::Reply again = mallory.Flush();
+  ASSERT_TRUE(again.ok);
+  for (const auto& e : again.errors) ADD_FAILURE() << e.status().message();
+}
+
 TEST_F(MemoryBoundsTest, StalledReadersHoldABoundedAmount) {
   const int64_t before = ResidentBytes(daemon_->pid());
   // Twelve sessions each download 2 MiB 64 times and never read a reply:
