@@ -38,7 +38,7 @@ CommandRunner::CommandRunner(RunnerConfig config, FrameSink* sink)
       default_device_(config.devices->default_device()),
       shared_(config.session, HostAllocator(config.devices),
               config.shared_buffer_bytes) {
-  recorder_.set_counter(metadata_);  // graph nodes are metadata too
+  recorder_.set_counter(metadata_);  // the graph nodes are metadata too
 }
 
 CommandRunner::~CommandRunner() = default;
