@@ -29,14 +29,18 @@ constexpr char kReloaded[] =
 
 // Admin.ListSessions as `token`: the number of sessions, or the status.
 grpc::Status ListSessions(const std::string& address, const std::string& token,
-                          int* count) {
+                          v1::ListSessionsResponse* response) {
   auto stub = v1::Admin::NewStub(
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.AddMetadata("authorization", "Bearer " + token);
+  return stub->ListSessions(&ctx, v1::ListSessionsRequest(), response);
+}
+
+grpc::Status ListSessions(const std::string& address, const std::string& token,
+                          int* count) {
   v1::ListSessionsResponse response;
-  grpc::Status s =
-      stub->ListSessions(&ctx, v1::ListSessionsRequest(), &response);
+  grpc::Status s = ListSessions(address, token, &response);
   *count = response.sessions_size();
   return s;
 }
@@ -46,13 +50,8 @@ grpc::Status ListSessions(const std::string& address, const std::string& token,
 // the daemon, which may come after its client saw the end.
 grpc::Status LiveUsers(const std::string& address, const std::string& token,
                        std::vector<std::string>* users) {
-  auto stub = v1::Admin::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.AddMetadata("authorization", "Bearer " + token);
   v1::ListSessionsResponse response;
-  grpc::Status s =
-      stub->ListSessions(&ctx, v1::ListSessionsRequest(), &response);
+  grpc::Status s = ListSessions(address, token, &response);
   for (const auto& info : response.sessions()) {
     if (info.state() == "active" || info.state() == "detached") {
       users->push_back(info.user());
