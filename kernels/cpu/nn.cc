@@ -10,72 +10,15 @@
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/im2col.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vec_math.h"
 
 namespace tensord {
 namespace cpu {
 namespace {
 
-// exp for float written so the loop vectorises (Cephes' expf polynomial,
-// ~1 ulp; std::exp is a library call per element).
-inline float VecExp(float x) {
-  x = x > 88.3762626647949f ? 88.3762626647949f : x;
-  x = x < -87.3365447505531f ? -87.3365447505531f : x;
-  const float magic = 12582912.0f;  // 1.5 * 2^23: round to nearest
-  const float t = x * 1.44269504088896341f + magic;
-  float n = t - magic;
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * r * r + r + 1.0f;
-  // 2^n from t's mantissa (t = magic + n exactly) in unsigned arithmetic:
-  // no float-to-int conversion, so a NaN input (which the clamps above let
-  // through) is defined behaviour and still gives NaN.
-  uint32_t t_bits;
-  std::memcpy(&t_bits, &t, 4);
-  const uint32_t bits = (t_bits - 0x4B400000u + 127u) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, 4);
-  return y * scale;
-}
-
-// Reductions with independent lanes so the loops vectorise without
-// reassociation flags.
-template <typename T>
-T RowMax(const T* x, int64_t n) {
-  constexpr int kLanes = 8;
-  T lanes[kLanes];
-  for (int j = 0; j < kLanes; ++j)
-    lanes[j] = -std::numeric_limits<T>::infinity();
-  int64_t i = 0;
-  // NaN wins (x != x), as PyTorch's max propagates it.
-  auto pick = [](T a, T v) { return (v > a || v != v) ? v : a; };
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) lanes[j] = pick(lanes[j], x[i + j]);
-  }
-  T m = -std::numeric_limits<T>::infinity();
-  for (; i < n; ++i) m = pick(m, x[i]);
-  for (int j = 0; j < kLanes; ++j) m = pick(m, lanes[j]);
-  return m;
-}
-
-template <typename T>
-double RowSum(const T* x, int64_t n) {
-  constexpr int kLanes = 8;
-  T lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) lanes[j] += x[i + j];
-  }
-  double s = 0;
-  for (; i < n; ++i) s += x[i];
-  for (int j = 0; j < kLanes; ++j) s += lanes[j];
-  return s;
-}
+using internal::RowMax;
+using internal::RowSum;
+using internal::VecExp;
 
 // y = exp(x - max) / sum, or x - max - log(sum); y is scratch in between.
 template <typename T>
