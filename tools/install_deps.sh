@@ -17,7 +17,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   # The Python client and its reference tests run on Debian's /usr/bin/python3.
   python3 python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
-  python3-pytest python3-torch
+  python3-pytest python3-pytest-xdist python3-torch
   # The venv of the PyTorch device's tests (below).
   python3-venv
   # Headers for the Python client's C speedups (tools/build_python_ext.sh).
@@ -45,13 +45,14 @@ fi
 if [ -z "${TENSORD_SKIP_TORCH_VENV:-}" ]; then
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   venv="$root/.venv-torch"
-  if ! "$venv/bin/python" -c "import torch, grpc, google.protobuf, numpy, pytest, transformers, expecttest" \
+  if ! "$venv/bin/python" -c "import torch, grpc, google.protobuf, numpy, pytest, xdist, transformers, expecttest" \
       2>/dev/null; then
     echo "tensord: creating $venv with PyTorch from PyPI (a few minutes)" >&2
     /usr/bin/python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q --upgrade pip
     # transformers: tests/python_torch/test_transformers.py (a tiny random GPT-2, no downloads).
     # expecttest: torch.testing._internal (the OpInfo suite, tests/python_torch/test_opinfo.py).
-    "$venv/bin/python" -m pip install -q torch grpcio protobuf numpy pytest transformers expecttest
+    # pytest-xdist: tools/test.sh runs each suite on several workers.
+    "$venv/bin/python" -m pip install -q torch grpcio protobuf numpy pytest pytest-xdist transformers expecttest
   fi
 fi

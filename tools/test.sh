@@ -2,17 +2,21 @@
 # Quick start, command 2: installs what is missing and runs the whole test
 # suite: every C++ test (unit and real-daemon integration), the Python client
 # suite against a real daemon with PyTorch as the reference (with the client's
-# C speedups, then without them), the C++ suites and the Python suite's C
-# speedups under AddressSanitizer + UBSan, the in-process concurrency suites
-# (tag "tsan": session core, allocator, CPU pool) under ThreadSanitizer, and
-# the libFuzzer targets for a bounded time (tools/fuzz.sh). Also the Python package as a user
-# installs it: a wheel and an sdist into fresh venvs (PyPI's grpcio, protobuf, numpy), the
+# C speedups, then without them), the PyTorch device's suites (PyPI's torch),
+# the C++ suites and the Python suite's C speedups under AddressSanitizer +
+# UBSan, the in-process concurrency suites (tag "tsan": session core,
+# allocator, CPU pool) under ThreadSanitizer, and the libFuzzer targets for a
+# bounded time (tools/fuzz.sh). Also the Python package as a user installs it:
+# a wheel and an sdist into fresh venvs (PyPI's grpcio, protobuf, numpy), the
 # examples run from outside the checkout (tests/package/test_install.sh).
+# The sanitizer and fuzz suites run alongside the Python suites (Note
+# [Overlapped suites]); the Python suites run on pytest-xdist workers.
 #
 #   tools/test.sh             # everything (what .ci/run runs)
 #   TENSORD_SKIP_ASAN=1 TENSORD_SKIP_TSAN=1 TENSORD_SKIP_FUZZ=1 tools/test.sh
 #   TENSORD_FUZZ_SECONDS=300 tools/test.sh
 #   TENSORD_SKIP_PACKAGE=1 tools/test.sh   # no PyPI in reach
+#   TENSORD_TEST_WORKERS=1 tools/test.sh   # one pytest process per suite
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -25,34 +29,67 @@ section() { printf '== %s  [%dm%02ds]\n' "$1" $((SECONDS / 60)) $((SECONDS % 60)
 tools/install_deps.sh
 jobs_flag=()
 [ -n "${TENSORD_BAZEL_JOBS:-}" ] && jobs_flag=(--jobs="$TENSORD_BAZEL_JOBS")
+# pytest-xdist workers per Python suite, each with a daemon of its own: one test keeps about one
+# core busy between the client and its daemon (Note [Overlapped suites]).
+workers="${TENSORD_TEST_WORKERS:-$(( $(nproc) < 4 ? $(nproc) : 4 ))}"
+pytest_par=()
+[ "$workers" -gt 1 ] && pytest_par=(-n "$workers")
+# A suite whose daemon is missing fails here instead of skipping (tests/python/daemon_launcher.py).
+export TENSORD_REQUIRE_DAEMON=1
 
 section "C++ tests (bazel test //...)"
 bazel test "${jobs_flag[@]}" //...
-
-section "Python client tests (pytest, real daemon, PyTorch reference)"
-bazel build "${jobs_flag[@]}" //server:tensord
 tools/gen_python_proto.sh
 tools/build_python_ext.sh
-PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs tests/python  # -rs: every skip with its reason
+
+# Note [Overlapped suites]: the Python suites wait on round trips to their daemons more than
+# they compute, so the sanitizer and fuzz builds run alongside them instead of after them (a
+# cold run spent most of its time compiling those trees one after the other). They run in the
+# background in this order, each in its own output tree (.bazelrc, Note [Sanitizer output
+# trees]), so bazel-bin/ (the plain daemon the Python suites run) is never touched; their
+# output is printed after the Python suites, and either side failing fails the run.
+sanitizer_suites() {
+  if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
+    section "C++ tests under AddressSanitizer + UBSan (bazel test --config=asan)"
+    bazel test "${jobs_flag[@]}" --config=asan //...
+  fi
+  if [ -z "${TENSORD_SKIP_TSAN:-}" ]; then
+    section "concurrency suites under ThreadSanitizer (bazel test --config=tsan; docs/reliability.md)"
+    bazel test "${jobs_flag[@]}" --config=tsan //...
+  fi
+  if [ -z "${TENSORD_SKIP_FUZZ:-}" ]; then
+    section "fuzzing the session core (clang libFuzzer, ASan + UBSan; docs/reliability.md)"
+    tools/fuzz.sh --time="${TENSORD_FUZZ_SECONDS:-30}"
+  fi
+}
+sanitizer_log="$(mktemp -t tensord-sanitizers.XXXXXX)"
+(set -e; sanitizer_suites) >"$sanitizer_log" 2>&1 &
+sanitizer_pid=$!
+# If a Python suite fails, the script stops here: stop the background builds with it (the
+# bazel client cancels its command on SIGTERM).
+trap 'kill -TERM "$sanitizer_pid" 2>/dev/null && pkill -TERM -P "$sanitizer_pid" 2>/dev/null; true' EXIT
+
+section "Python client tests (pytest, real daemon, PyTorch reference)"
+PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs "${pytest_par[@]}" tests/python  # -rs: every skip with its reason
 section "Python client tests again without its C extensions (TENSORD_PURE_PYTHON=1)"
-TENSORD_PURE_PYTHON=1 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q tests/python
+TENSORD_PURE_PYTHON=1 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q "${pytest_par[@]}" tests/python
 # The tensord PyTorch device runs under PyPI's current torch, in the venv install_deps.sh made;
 # without that venv (TENSORD_SKIP_TORCH_VENV=1) the suite runs on Debian's and skips, saying why.
 section "PyTorch device tests (tensord.torch, .venv-torch's PyTorch, real daemon)"
 TORCH_PYTHON="$root/.venv-torch/bin/python"
 [ -x "$TORCH_PYTHON" ] || TORCH_PYTHON="$PYTHON"
-PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q -rs tests/python_torch
+PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q -rs "${pytest_par[@]}" tests/python_torch
 # Skips, saying why, when that interpreter's PyTorch has no trace_plot/segment_plot.
 section "Memory history drawn by PyTorch's own torch.cuda._memory_viz (.venv-torch, real daemon)"
 PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q -rs tests/memory_viz
-section "PyTorch device tests again on the production path (no meta check per op)"
-TENSORD_TORCH_CHECK=0 PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q tests/python_torch
+# The OpInfo conformance suite ran above with every op's result checked against its meta
+# function; this pass runs the programs and the device's own tests as users run them.
+section "PyTorch device tests again on the production path (no meta check per op; not the OpInfo suite)"
+TENSORD_TORCH_CHECK=0 PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q \
+  "${pytest_par[@]}" tests/python_torch --ignore=tests/python_torch/test_opinfo.py
 section "metrics scraped by a real Prometheus, tensorctl users and kill --reason (tests/metrics)"
-bazel build "${jobs_flag[@]}" //tools:tensorctl
 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs tests/metrics
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
-  # The plain daemon, bazel-bin/server/tensord: the sanitizer configs build into trees of their
-  # own (.bazelrc, Note [Sanitizer output trees]), so this step may run in any order.
   section "Python client tests with its C speedups under AddressSanitizer + UBSan"
   asan_client="$(mktemp -d)"
   tools/build_python_ext.sh --asan "$asan_client"
@@ -61,7 +98,7 @@ if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
   LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
     ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TENSORD_PYTHON_CLIENT="$asan_client" \
-    "$PYTHON" -m pytest -q tests/python
+    "$PYTHON" -m pytest -q "${pytest_par[@]}" tests/python
   rm -rf "$asan_client"
 fi
 
@@ -70,18 +107,14 @@ if [ -z "${TENSORD_SKIP_PACKAGE:-}" ]; then
   tests/package/test_install.sh
 fi
 
-if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
-  section "C++ tests under AddressSanitizer + UBSan (bazel test --config=asan)"
-  bazel test "${jobs_flag[@]}" --config=asan //...
-fi
-
-if [ -z "${TENSORD_SKIP_TSAN:-}" ]; then
-  section "concurrency suites under ThreadSanitizer (bazel test --config=tsan; docs/reliability.md)"
-  bazel test "${jobs_flag[@]}" --config=tsan //...
-fi
-
-if [ -z "${TENSORD_SKIP_FUZZ:-}" ]; then
-  section "fuzzing the session core (clang libFuzzer, ASan + UBSan; docs/reliability.md)"
-  tools/fuzz.sh --time="${TENSORD_FUZZ_SECONDS:-30}"
+section "waiting for the sanitizer and fuzz suites (started after the C++ tests)"
+sanitizer_status=0
+wait "$sanitizer_pid" || sanitizer_status=$?
+trap - EXIT
+grep -v 'linux-sandbox' "$sanitizer_log"
+rm -f "$sanitizer_log"
+if [ "$sanitizer_status" -ne 0 ]; then
+  section "FAILED: a sanitizer or fuzz suite (its output is above)"
+  exit "$sanitizer_status"
 fi
 section "all tensord tests passed"
