@@ -4,9 +4,10 @@
 from . import functional, init
 from .layers import *  # noqa: F401,F403
 from .layers import __all__ as _layers_all
+from .containers import ModuleDict, ModuleList, Sequential
 from .loss import (BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss,  # noqa: F401
                    NLLLoss)
-from .module import Module, ModuleDict, ModuleList, Sequential
+from .module import Module
 from .parameter import Parameter
 
 __all__ = ["functional", "init", "Module", "ModuleDict", "ModuleList", "Sequential",
