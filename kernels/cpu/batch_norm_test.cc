@@ -8,30 +8,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/test_views.h"
 
 namespace tensord {
 namespace cpu {
 namespace {
 
-StridedView View(std::vector<double>& v, std::vector<int64_t> sizes) {
-  StridedView s;
-  s.data = v.data();
-  s.dtype = DType::kFloat64;
-  s.ndim = static_cast<int>(sizes.size());
-  int64_t stride = 1;
-  for (int i = s.ndim - 1; i >= 0; --i) {
-    s.sizes[i] = sizes[i], s.strides[i] = stride;
-    stride *= sizes[i];
-  }
-  return s;
-}
-
-std::vector<double> Random(int64_t n, std::mt19937* rng, double lo = -1) {
-  std::uniform_real_distribution<double> u(lo, 1);
-  std::vector<double> v(n);
-  for (double& x : v) x = u(*rng);
-  return v;
-}
+using testing::Random;
+using testing::View;
 
 constexpr double kEps = 1e-5;
 

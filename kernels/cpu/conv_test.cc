@@ -10,30 +10,14 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/conv_grad.h"
+#include "kernels/cpu/test_views.h"
 
 namespace tensord {
 namespace cpu {
 namespace {
 
-StridedView View(std::vector<double>& v, std::vector<int64_t> sizes) {
-  StridedView s;
-  s.data = v.data();
-  s.dtype = DType::kFloat64;
-  s.ndim = static_cast<int>(sizes.size());
-  int64_t stride = 1;
-  for (int i = s.ndim - 1; i >= 0; --i) {
-    s.sizes[i] = sizes[i], s.strides[i] = stride;
-    stride *= sizes[i];
-  }
-  return s;
-}
-
-std::vector<double> Random(int64_t n, std::mt19937* rng) {
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<double> v(n);
-  for (double& x : v) x = u(*rng);
-  return v;
-}
+using testing::Random;
+using testing::View;
 
 struct Case {
   int64_t n, c, h, w, o, groups, kh, kw, sh, sw, ph, pw, dh, dw;
@@ -163,8 +147,8 @@ TEST(PoolGradTest, MaxMatchesTheTapLoopOnTiesAndNaNs) {
   std::mt19937 rng(3);
   std::uniform_int_distribution<int> pick(0, 9);
   for (const Geo& t : geos) {
-    SCOPED_TRACE(testing::Message() << t.h << "x" << t.w << " k" << t.kh << "x"
-                                    << t.kw << " s" << t.sh);
+    SCOPED_TRACE(::testing::Message() << t.h << "x" << t.w << " k" << t.kh
+                                      << "x" << t.kw << " s" << t.sh);
     const int64_t planes = 6;
     std::vector<double> x(planes * t.h * t.w), g(planes * t.oh * t.ow);
     for (double& v : x) {

@@ -10,30 +10,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/test_views.h"
 
 namespace tensord {
 namespace cpu {
 namespace {
 
-StridedView View(std::vector<float>& v, std::vector<int64_t> sizes) {
-  StridedView s;
-  s.data = v.data();
-  s.dtype = DType::kFloat32;
-  s.ndim = static_cast<int>(sizes.size());
-  int64_t stride = 1;
-  for (int i = s.ndim - 1; i >= 0; --i) {
-    s.sizes[i] = sizes[i], s.strides[i] = stride;
-    stride *= sizes[i];
-  }
-  return s;
-}
-
-std::vector<float> Random(int64_t n, std::mt19937* rng) {
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(*rng);
-  return v;
-}
+using testing::Random;
+using testing::View;
 
 struct Case {
   int64_t n, c, h, w, o, groups, kh, kw, sh, sw, ph, pw, dh, dw;
@@ -61,9 +45,9 @@ TEST_P(OnednnConvTest, ForwardAndGradientsMatchDirectLoops) {
   EXPECT_FALSE(OnednnConvApplies(DType::kFloat64, g));
   const int64_t cg = t.c / t.groups, og = t.o / t.groups;
   std::mt19937 rng(7);
-  auto x = Random(t.n * t.c * t.h * t.w, &rng);
-  auto wt = Random(t.o * cg * t.kh * t.kw, &rng);
-  auto gy = Random(t.n * t.o * oh * ow, &rng);
+  auto x = Random<float>(t.n * t.c * t.h * t.w, &rng);
+  auto wt = Random<float>(t.o * cg * t.kh * t.kw, &rng);
+  auto gy = Random<float>(t.n * t.o * oh * ow, &rng);
   std::vector<double> want_y(gy.size()), want_gi(x.size()), want_gw(wt.size());
   for (int64_t n = 0; n < t.n; ++n)
     for (int64_t oc = 0; oc < t.o; ++oc)

@@ -29,11 +29,13 @@ StridedView View(std::vector<T>& v, std::vector<int64_t> sizes) {
   return s;
 }
 
-inline std::vector<double> Random(int64_t n, std::mt19937* rng, double lo = -1,
-                                  double hi = 1) {
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(n);
-  for (double& x : v) x = u(*rng);
+// n values drawn uniformly from [lo, hi): Random(n, &rng), Random<float>(...).
+template <typename T = double>
+std::vector<T> Random(int64_t n, std::mt19937* rng, double lo = -1,
+                      double hi = 1) {
+  std::uniform_real_distribution<T> u(static_cast<T>(lo), static_cast<T>(hi));
+  std::vector<T> v(n);
+  for (T& x : v) x = u(*rng);
   return v;
 }
 
