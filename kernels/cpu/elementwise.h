@@ -32,6 +32,7 @@ enum class UnaryOp {
   kSin,
   kCos,
   kGelu,
+  kGeluTanh,  // approximate="tanh"
   kSilu,
   kErf,
   kFloor,

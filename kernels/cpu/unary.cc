@@ -54,6 +54,12 @@ void UnaryTyped(UnaryOp op, const StridedView& in, const StridedView& out) {
       return map([](T x) {
         return T(F(0.5) * F(x) * (F(1) + std::erf(F(x) * F(M_SQRT1_2))));
       });
+    case UnaryOp::kGeluTanh:  // x sigmoid(2u) = 0.5 x (1 + tanh(u))
+      return map([](T x) {
+        const F v = F(x);
+        return T(v / (F(1) + std::exp(F(-1.5957691216057308) *
+                                      (v + F(0.044715) * v * v * v))));
+      });
     case UnaryOp::kReciprocal:
       return map([](T x) { return T(F(1) / F(x)); });
     case UnaryOp::kFloor:

@@ -198,6 +198,9 @@ struct UnaryFn {
           return x / (T(1) + exp(-x));
         case UnaryOp::kGelu:
           return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
+        case UnaryOp::kGeluTanh:  // x sigmoid(2u): 0.5 x (1 + tanh(u))
+          return x / (T(1) + exp(T(-1.5957691216057308) *
+                                 (x + T(0.044715) * x * x * x)));
         case UnaryOp::kReciprocal:
           return T(1) / x;
         case UnaryOp::kFloor:

@@ -40,6 +40,7 @@ enum class UnaryOp {
   kSin,
   kCos,
   kGelu,
+  kGeluTanh,  // approximate="tanh"
   kSilu,
   kErf,
   kFloor,

@@ -26,9 +26,14 @@ const std::set<std::string>& KnownCpuOnly() {
   static const auto* rows =
       new std::set<std::string>{"cumprod",
                                 "cumsum",
+                                "fused_cross_entropy",
+                                "fused_cross_entropy_backward",
+                                "gelu_backward",
                                 "multinomial",
                                 "native_batch_norm",
                                 "native_batch_norm_backward",
+                                "native_layer_norm",
+                                "native_layer_norm_backward",
                                 "sort"};
   return *rows;
 }

@@ -36,6 +36,14 @@ absl::Status CudaUnary(Ins in, Ins out, const Attrs&, const OpContext& ctx) {
   return cuda::Unary(kOp, x.view(), out[0].view(), ctx.alloc.stream);
 }
 
+// gelu's `approximate` picks the kernel (gelu_ops.cc validated it).
+absl::Status CudaGelu(Ins in, Ins out, const Attrs& attrs,
+                      const OpContext& ctx) {
+  return attrs.String("approximate") == "tanh"
+             ? CudaUnary<cuda::UnaryOp::kGeluTanh>(in, out, attrs, ctx)
+             : CudaUnary<cuda::UnaryOp::kGelu>(in, out, attrs, ctx);
+}
+
 template <cuda::BinaryOp kOp>
 absl::Status CudaBinary(Ins in, Ins out, const Attrs& attrs,
                         const OpContext& ctx) {
@@ -194,7 +202,7 @@ void AddCudaPointwiseKernels(CudaKernelMap* map) {
   m["silu"] = CudaUnary<U::kSilu>;
   m["erf"] = CudaUnary<U::kErf>;
   m["reciprocal"] = CudaUnary<U::kReciprocal>;
-  m["gelu"] = CudaUnary<U::kGelu>;
+  m["gelu"] = CudaGelu;
   m["bitwise_not"] = CudaUnary<U::kBitwiseNot>;
   m["logical_not"] = CudaLogicalNot;
   m["clamp"] = CudaClamp;

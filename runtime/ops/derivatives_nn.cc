@@ -76,6 +76,35 @@ Grads BatchNormGrad(GradCtx& g) {
   return r;
 }
 
+// native_layer_norm: one fused backward row for the input, weight and bias
+// (kernels/cpu/layer_norm.h), from the saved input, weight, mean and rstd.
+Grads LayerNormGrad(GradCtx& g) {
+  std::vector<GradValue> in = {G(g), g.in(0), g.out(1), g.out(2)};
+  if (g.num_inputs() > 1) in.push_back(g.in(1));
+  std::vector<GradValue> d =
+      g.Ops("native_layer_norm_backward", std::move(in),
+            {{"normalized_shape", g.attrs().Ints("normalized_shape")}});
+  Grads r(g.num_inputs());
+  for (int i = 0; i < g.num_inputs(); ++i) {
+    if (g.needs(i)) r[i] = d[i];
+  }
+  return r;
+}
+
+// fused_cross_entropy: the logits' gradient in one row from the saved
+// logits, target, weight, log-sum-exp and total weight; the target and the
+// class weights get none (PyTorch does not differentiate the weight).
+Grads CrossEntropyGrad(GradCtx& g) {
+  std::vector<GradValue> in = {G(g), g.in(0), g.in(1), g.out(1), g.out(2)};
+  if (g.num_inputs() > 2) in.push_back(g.in(2));
+  Grads r(g.num_inputs());
+  r[0] = g.Op("fused_cross_entropy_backward", std::move(in),
+              {{"reduction", g.attrs().String("reduction")},
+               {"ignore_index", g.attrs().Int("ignore_index")},
+               {"label_smoothing", g.attrs().Float("label_smoothing")}});
+  return r;
+}
+
 std::map<std::string, AttrValue> SameAttrs(GradCtx& g,
                                            std::vector<const char*> names) {
   std::map<std::string, AttrValue> a;
@@ -112,6 +141,8 @@ std::vector<GradRow> NnGrads() {
        }},
       {"conv2d", {0, 1}, {}, ConvGrad},
       {"native_batch_norm", {0, 1}, {1, 2}, BatchNormGrad},
+      {"native_layer_norm", {0, 1}, {1, 2}, LayerNormGrad},
+      {"fused_cross_entropy", {0, 1, 2}, {1, 2}, CrossEntropyGrad},
       {"conv_transpose2d", {0, 1}, {}, ConvTransposeGrad},
       // The output holds the window maxima, so the backward does not
       // recompute them; modified in place since (relu_ after the pool), it

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/nn.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device.h"
 #include "runtime/ops/compose.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
@@ -212,7 +213,8 @@ Outs NllLoss(absl::Span<const Tensor> in, const Attrs& attrs,
 
 // cross_entropy = nll_loss(log_softmax(input, class dim)), with label
 // smoothing mixing in the mean of -logp over classes; float targets are
-// class probabilities.
+// class probabilities. Class-index targets on the CPU take the fused
+// fused_cross_entropy row instead.
 Outs CrossEntropy(absl::Span<const Tensor> in, const Attrs& attrs,
                   const OpContext& ctx) {
   const std::string& r = attrs.String("reduction");
@@ -258,6 +260,18 @@ Outs CrossEntropy(absl::Span<const Tensor> in, const Attrs& attrs,
     return std::vector<Tensor>{out};
   }
   TD_RETURN_IF_ERROR(CheckTarget(in[0], in[1]));
+  if (in[0].device()->kind() == DeviceKind::kCpu &&
+      (weight == nullptr || weight->dtype() == in[0].dtype())) {
+    // One fused kernel forward and one backward (cross_entropy_ops.cc).
+    TD_ASSIGN_OR_RETURN(
+        std::vector<Tensor> outs,
+        CallOp("fused_cross_entropy", std::vector<Tensor>(in.begin(), in.end()),
+               {{"reduction", r},
+                {"ignore_index", attrs.Int("ignore_index")},
+                {"label_smoothing", eps}},
+               ctx));
+    return std::vector<Tensor>{outs[0]};
+  }
   TD_ASSIGN_OR_RETURN(Tensor logp, op("log_softmax", {in[0]}, {{"dim", cdim}}));
   Tensor target = in[1];
   TD_RETURN_IF_ERROR(FlattenClasses(op, &logp, &target));

@@ -1,6 +1,7 @@
 // batch_norm and layer_norm, composed of reduction and pointwise rows;
 // batch_norm's training step on the CPU is the fused native_batch_norm row
-// (batch_norm_ops.cc) plus the [C]-sized running statistics.
+// (batch_norm_ops.cc) plus the [C]-sized running statistics, and layer_norm
+// on the CPU is the fused native_layer_norm row (layer_norm_ops.cc).
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -187,6 +188,16 @@ Outs LayerNorm(absl::Span<const Tensor> in, const Attrs& attrs,
                      " (and weight/bias) must end with "
                      "normalized_shape ",
                      ShapeToString(ns)));
+  }
+  bool same_dtype = true;
+  for (const Tensor& t : in) same_dtype &= t.dtype() == x.dtype();
+  if (x.device()->kind() == DeviceKind::kCpu && same_dtype) {
+    // One fused kernel forward and one backward (layer_norm_ops.cc).
+    TD_ASSIGN_OR_RETURN(
+        std::vector<Tensor> outs,
+        CallOp("native_layer_norm", std::vector<Tensor>(in.begin(), in.end()),
+               {{"normalized_shape", ns}, {"eps", attrs.Float("eps")}}, ctx));
+    return std::vector<Tensor>{outs[0]};
   }
   I dims, shape(x.shape().begin(), x.shape().end());
   for (int d = x.ndim() - k; d < x.ndim(); ++d) dims.push_back(d), shape[d] = 1;

@@ -35,6 +35,9 @@ std::vector<OpDef> OptimOps();      // optim_ops.cc: detach, sgd/adam steps
 std::vector<OpDef> SortOps();    // sort_ops.cc: sort, topk, cumsum, flip, ...
 std::vector<OpDef> SelectOps();  // select_ops.cc: tril, triu, leaky_relu, ...
 std::vector<OpDef> LossOps();    // loss_ops.cc: binary_cross_entropy, ...
+std::vector<OpDef> LayerNormOps();     // layer_norm_ops.cc: fused, CPU
+std::vector<OpDef> CrossEntropyOps();  // cross_entropy_ops.cc: fused, CPU
+std::vector<OpDef> GeluOps();          // gelu_ops.cc: gelu, gelu_backward
 
 // A row of the unary/pointwise families by name while the table is being
 // built (in-place rows copy their twin's schema); nullptr if none.

@@ -129,9 +129,6 @@ std::vector<OpDef> UnaryOps() {
   flt("silu", CpuUnary<U::kSilu>, "input * sigmoid(input).");
   flt("erf", CpuUnary<U::kErf>, "The error function.");
   flt("reciprocal", CpuUnary<U::kReciprocal>, "1 / input.");
-  OpDef gelu = UnaryRow("gelu", InferFloat, CpuUnary<U::kGelu>,
-                        "input * Phi(input) (exact, erf-based).");
-  ops.push_back(std::move(gelu));
   OpDef bnot =
       UnaryRow("bitwise_not", InferBitwiseNot, CpuUnary<U::kBitwiseNot>,
                "~input for integer and bool tensors.");

@@ -41,6 +41,52 @@ def _native_batch_norm_backward(g: torch.Tensor, x: torch.Tensor, mean: torch.Te
         g, x, w, None, None, mean, (var + eps).rsqrt(), True, eps, [True, True, True])
 
 
+def _native_layer_norm(x: torch.Tensor, w: torch.Tensor = None, b: torch.Tensor = None,
+                       normalized_shape: tuple = (), eps: float = 1e-5) -> tuple:
+    dims = list(range(-len(normalized_shape), 0))
+    var, mean = torch.var_mean(x, dims, unbiased=False, keepdim=True)
+    y = F.layer_norm(x, normalized_shape, w, b, eps=eps)
+    return y, mean.detach(), (var + eps).rsqrt().detach()
+
+
+def _native_layer_norm_backward(g: torch.Tensor, x: torch.Tensor, mean: torch.Tensor,
+                                rstd: torch.Tensor, w: torch.Tensor = None,
+                                normalized_shape: tuple = ()) -> tuple:
+    """Without a weight the row still gives sum(dy * xhat) and sum(dy) over the rows."""
+    if w is not None:
+        return torch.ops.aten.native_layer_norm_backward(
+            g, x, list(normalized_shape), mean, rstd, w, torch.zeros_like(w), [True] * 3)
+    dx = torch.ops.aten.native_layer_norm_backward(g, x, list(normalized_shape), mean, rstd,
+                                                   None, None, [True, False, False])[0]
+    rows = list(range(x.dim() - len(normalized_shape)))
+    return dx, (g * (x - mean) * rstd).sum(rows), g.sum(rows)
+
+
+def _fused_cross_entropy(x: torch.Tensor, t: torch.Tensor, w: torch.Tensor = None,
+                         **kw: Any) -> tuple:
+    """(loss, log-sum-exp per position, total weight of the targets not ignored)."""
+    cdim = 1 if x.dim() > 1 else 0
+    kept = t != kw.get("ignore_index", -100)
+    tw = kept.to(x.dtype) if w is None else w[torch.where(kept, t, 0)] * kept
+    return (F.cross_entropy(x, t, w, **kw), torch.logsumexp(x, cdim).detach(),
+            tw.sum().detach())
+
+
+def _fused_cross_entropy_backward(g: torch.Tensor, x: torch.Tensor, t: torch.Tensor,
+                                  lse: torch.Tensor, tw: torch.Tensor, w: torch.Tensor = None,
+                                  **kw: Any) -> torch.Tensor:
+    xr = x.detach().requires_grad_()
+    return torch.autograd.grad(F.cross_entropy(xr, t, w, **kw), xr, g)[0]
+
+
+def _ce_backward_args(x: torch.Tensor, t: torch.Tensor, reduction: str, w: torch.Tensor = None,
+                      ignore_index: int = -100) -> list:
+    """fused_cross_entropy_backward's inputs consistent with x and t."""
+    _, lse, tw = _fused_cross_entropy(x, t, w, ignore_index=ignore_index)
+    g = R(*t.shape, seed=3, dtype=x.dtype) if reduction == "none" else torch.tensor(1.5, dtype=x.dtype)
+    return [g, x, t, lse, tw] + ([w] if w is not None else [])
+
+
 def R(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0, lo: float = None) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed * 131 + len(shape) * 7 + sum(shape))
     if dtype.is_floating_point:
@@ -454,6 +500,47 @@ def cases() -> List[Case]:
           Case("native_batch_norm_backward",
                [R(4, 3, 5, 5, seed=1), R(4, 3, 5, 5), R(3), R(3, lo=0.5), R(3)],
                ref=_native_batch_norm_backward, nout=3, rtol=1e-4),
+          # layer_norm's, cross_entropy's and gelu's fused CPU rows; the statistics carry no
+          # gradient (as PyTorch's native_layer_norm).
+          Case("native_layer_norm", [R(2, 3, 4), R(3, 4), R(3, 4, seed=1)],
+               {"normalized_shape": (3, 4)}, ref=_native_layer_norm, nout=3),
+          Case("native_layer_norm", [NC(R(5, 6, dtype=torch.float64)), R(6, dtype=torch.float64)],
+               {"normalized_shape": (6,), "eps": 1e-3}, ref=_native_layer_norm, nout=3),
+          Case("native_layer_norm", [R(0, 4)], {"normalized_shape": (4,)},
+               ref=_native_layer_norm, nout=3),
+          Case("native_layer_norm_backward",
+               [R(3, 8, seed=1), R(3, 8), R(3, 1), R(3, 1, lo=0.5), R(8, seed=2)],
+               {"normalized_shape": (8,)}, ref=_native_layer_norm_backward, nout=3, rtol=1e-4),
+          Case("native_layer_norm_backward",
+               [R(2, 3, 2, seed=1, dtype=torch.float64), R(2, 3, 2, dtype=torch.float64),
+                R(2, 1, 1, dtype=torch.float64), R(2, 1, 1, lo=0.5, dtype=torch.float64)],
+               {"normalized_shape": (3, 2)}, ref=_native_layer_norm_backward, nout=3),
+          Case("fused_cross_entropy", [R(6, 5), I(6, high=5)], ref=_fused_cross_entropy, nout=3),
+          Case("fused_cross_entropy", [NC(R(5, 4)), torch.tensor([0, 3, 7, 1, 1]), R(4, lo=0.5)],
+               {"ignore_index": 7, "reduction": "sum", "label_smoothing": 0.2},
+               ref=_fused_cross_entropy, nout=3),
+          Case("fused_cross_entropy", [R(2, 3, 4, dtype=torch.float64), I(2, 4, high=3)],
+               {"reduction": "none", "label_smoothing": 0.1}, ref=_fused_cross_entropy, nout=3),
+          Case("fused_cross_entropy", [R(3), torch.tensor(2)], ref=_fused_cross_entropy, nout=3),
+          Case("fused_cross_entropy", [R(0, 3), I(0, high=3)], {"reduction": "sum"},
+               ref=_fused_cross_entropy, nout=3),
+          Case("fused_cross_entropy_backward",
+               _ce_backward_args(R(6, 5), torch.tensor([0, 4, 1, -100, 2, 2]), "mean"),
+               {"label_smoothing": 0.1}, ref=_fused_cross_entropy_backward),
+          Case("fused_cross_entropy_backward",
+               _ce_backward_args(R(2, 3, 4, dtype=torch.float64), I(2, 4, high=3), "none",
+                                 R(3, lo=0.5, dtype=torch.float64)),
+               {"reduction": "none", "label_smoothing": 0.3}, ref=_fused_cross_entropy_backward),
+          Case("gelu", [R(3, 4)], {"approximate": "tanh"}, ref=F.gelu),
+          Case("gelu", [NC(R(3, 4, dtype=torch.float64) * 3)], {"approximate": "tanh"}, ref=F.gelu),
+          Case("gelu", [R(0, 3)], ref=F.gelu),
+          Case("gelu_backward", [R(3, 4, seed=1), NC(R(3, 4) * 3)],
+               ref=lambda g, x, approximate="none": torch.ops.aten.gelu_backward(
+                   g, x, approximate=approximate)),
+          Case("gelu_backward", [R(5, seed=1, dtype=torch.float64), R(5, dtype=torch.float64)],
+               {"approximate": "tanh"},
+               ref=lambda g, x, approximate="none": torch.ops.aten.gelu_backward(
+                   g, x, approximate=approximate)),
           # Disjoint windows (2x2 stride 2), then overlapping ones.
           Case("max_pool2d_backward", [R(2, 3, 3, 4), R(2, 3, 7, 9)],
                {"kernel_size": (2,), "stride": (2,)},

@@ -30,7 +30,8 @@ HALF = (torch.float16, torch.bfloat16)
 RANDOM = {"rand_like", "randn_like", "empty_like", "empty", "randint"}
 # Inputs that carry no gradient in PyTorch (running statistics, class weights).
 NO_GRAD_ARGS = {"batch_norm": {1, 2}, "nll_loss": {2}, "cross_entropy": {2},
-                "binary_cross_entropy": {2}, "binary_cross_entropy_with_logits": {2, 3}}
+                "fused_cross_entropy": {2}, "binary_cross_entropy": {2},
+                "binary_cross_entropy_with_logits": {2, 3}}
 
 
 def _tensors(v: Any) -> List[torch.Tensor]:

@@ -7,7 +7,12 @@ in order, so the loop's wall time over N is the per-op kernel time plus a small 
 overhead). PyTorch runs the same loop in this process. Prints one line per op with the ratio
 tensord / PyTorch (lower is better).
 
-Usage: /usr/bin/python3 tools/bench/ops_bench.py [--threads N] [--repeat K]
+The training rows (layer_norm, cross_entropy, gelu: "fwd+bwd") time a forward and its
+backward at a transformer's shapes (64 x 128 tokens); tensord's ``backward`` is one command and
+a synchronize, PyTorch's runs in this process; both accumulate into the leaves' ``.grad``.
+
+Usage: /usr/bin/python3 tools/bench/ops_bench.py [--threads N] [--repeat K] [--only SUBSTR,...]
+(the reference is whichever torch the interpreter imports: .venv-torch/bin/python for PyPI's)
 """
 
 from __future__ import annotations
@@ -53,10 +58,58 @@ def best_of(fn, n: int, repeat: int) -> float:
     return best
 
 
+def fwd_bwd(fn, inputs: list, grad_out) -> None:
+    """One forward through fn and its backward from grad_out (or from a scalar)."""
+    out = fn(*inputs)
+    out.backward(grad_out) if grad_out is not None else out.backward()
+
+
+def training_cases(g: "torch.Generator") -> list:
+    """Forward + backward rows at training shapes: 64 x 128 tokens, width 768 (GPT-2 small),
+    the MLP's 4x hidden for gelu, 1000 classes for the loss."""
+    rows, width = 64 * 128, 768
+    x = torch.randn(rows, width, generator=g)
+    w, b = torch.randn(width, generator=g), torch.randn(width, generator=g)
+    h = torch.randn(rows, 4 * width, generator=g)
+    logits = torch.randn(rows, 1000, generator=g)
+    target = torch.randint(0, 1000, (rows,), generator=g)
+    gx, gh = torch.randn(rows, width, generator=g), torch.randn(rows, 4 * width, generator=g)
+    T, D = torch.nn.functional, td.nn.functional
+
+    def leaves(*ts: torch.Tensor) -> tuple:
+        pt = [t.clone().requires_grad_(t.is_floating_point()) for t in ts]
+        tt = [td.tensor(t.numpy(), requires_grad=t.is_floating_point()) for t in ts]
+        return pt, tt
+
+    (px, pw, pb), (tx, tw, tb) = leaves(x, w, b)
+    (pl, pt), (tl, tt) = leaves(logits, target)
+    (ph,), (th,) = leaves(h)
+    tgx, tgh = td.tensor(gx.numpy()), td.tensor(gh.numpy())
+    shape = (width,)
+    ln = ("layer_norm [8192, 768] fwd+bwd", 5,
+          lambda: fwd_bwd(T.layer_norm, [px, shape, pw, pb], gx),
+          lambda: fwd_bwd(D.layer_norm, [tx, shape, tw, tb], tgx))
+    ce = ("cross_entropy [8192, 1000] fwd+bwd", 5,
+          lambda: fwd_bwd(T.cross_entropy, [pl, pt], None),
+          lambda: fwd_bwd(D.cross_entropy, [tl, tt], None))
+    ce_ls = ("cross_entropy ls=0.1 [8192, 1000] fwd+bwd", 5,
+             lambda: fwd_bwd(lambda a, t: T.cross_entropy(a, t, label_smoothing=0.1), [pl, pt],
+                             None),
+             lambda: fwd_bwd(lambda a, t: D.cross_entropy(a, t, label_smoothing=0.1), [tl, tt],
+                             None))
+    cases = [ln, ce, ce_ls]
+    for approx in ("none", "tanh"):
+        cases.append((f"gelu {approx} [8192, 3072] fwd+bwd", 3,
+                      lambda a=approx: fwd_bwd(lambda t: T.gelu(t, approximate=a), [ph], gh),
+                      lambda a=approx: fwd_bwd(lambda t: D.gelu(t, approximate=a), [th], tgh)))
+    return cases
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", default="", help="comma-separated substrings of op names to run")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     proc, address = start_daemon(args.threads)
@@ -79,7 +132,10 @@ def main() -> None:
             ("sum 16M float32", 10, lambda: torch.sum(u), lambda: td.sum(tu)),
             ("softmax [4096, 1024] dim=-1", 10, lambda: torch.softmax(s, -1),
              lambda: softmax(ts, dim=-1)),
-        ]
+        ] + training_cases(g)
+        if args.only:
+            keys = args.only.split(",")
+            cases = [c for c in cases if any(k in c[0] for k in keys)]
         print(f"tensord ops_bench: {args.threads} threads, best of {args.repeat}; "
               f"torch {torch.__version__}")
         print(f"{'op':36s} {'torch ms':>10s} {'tensord ms':>11s} {'ratio':>7s}")

@@ -57,13 +57,10 @@ def relu_(input: Tensor) -> Tensor:
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    """Gaussian error linear unit (exact, with erf; ``approximate='tanh'`` is composed)."""
-    if approximate == "none":
-        return call("gelu", [input])
-    if approximate != "tanh":
+    """Gaussian error linear unit: exact (erf) or ``approximate='tanh'``."""
+    if approximate not in ("none", "tanh"):
         raise ValueError(f"approximate argument must be either none or tanh, got {approximate}")
-    inner = (input + input * input * input * 0.044715) * 0.7978845608028654
-    return input * 0.5 * (call("tanh", [inner]) + 1.0)
+    return call("gelu", [input], {"approximate": approximate})
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:

@@ -118,9 +118,7 @@ def _clamp_max(self: Any, max: Any) -> Any:  # noqa: A002
 
 @rule(aten.gelu.default)
 def _gelu(self: Any, approximate: str = "none") -> Any:
-    if approximate != "none":
-        return NotImplemented  # the daemon's gelu is the erf form: the decomposition does tanh
-    return c("gelu", [self])
+    return c("gelu", [self], approximate=approximate)
 
 
 @rule(aten.threshold_backward.default)
