@@ -1,8 +1,11 @@
 // Optimizers of the C++ client: each step() is ONE fused daemon command
-// (`sgd_step`, `adam_step`) over every parameter that has a gradient, after
-// one GetGrad batch whose Acks are awaited once (parameters whose .grad is
-// None are skipped, as in PyTorch). State tensors (momentum buffers, Adam's
-// moments) are created with zeros_like and live in the daemon.
+// (`sgd_step`, `adam_step`), queued: the daemon reads each parameter's .grad
+// and skips those without one, as PyTorch does (Note [Optimizer steps read
+// .grad] in runtime/ops/optim_ops.cc), so neither step() nor zero_grad()
+// waits for it. State tensors (momentum buffers, Adam's moments and step
+// counts) are created, queued, at a parameter's first step and live in the
+// daemon (SGD with dampening != 0 learns which parameters have a gradient
+// at their first step: one round trip, once).
 //
 //   tensord::optim::SGD opt({w, b}, {.lr = 0.1, .momentum = 0.9});
 //   opt.zero_grad();  loss.backward();  opt.step();
@@ -27,8 +30,8 @@ namespace optim {
 // The .grad of each tensor (undefined where None), asked in one batch.
 absl::StatusOr<std::vector<Tensor>> GradsOf(const std::vector<Tensor>& params);
 
-// zero_grad of both optimizers: .grad = None (queued), or existing
-// gradients zeroed in place (one round trip to learn which exist).
+// zero_grad of both optimizers: .grad = None, or existing gradients zeroed
+// in place by the daemon (`zero_grads`); queued either way.
 absl::Status ZeroGrad(const std::vector<Tensor>& params, bool set_to_none);
 
 struct SGDOptions {
@@ -55,6 +58,8 @@ class SGD {
   const std::vector<Tensor>& momentum_buffers() const { return buffers_; }
 
  private:
+  absl::Status MakeBuffers();
+
   std::vector<Tensor> params_;
   SGDOptions options_;
   std::vector<Tensor> buffers_;
@@ -80,14 +85,15 @@ class Adam {
   }
   AdamOptions& options() { return options_; }
   const std::vector<Tensor>& params() const { return params_; }
-  // Steps taken by each parameter (a parameter without grad does not step).
-  const std::vector<int64_t>& steps() const { return steps_; }
+  // Steps taken by each parameter (a parameter without grad does not step):
+  // float32 CPU scalars counted by the daemon (torch's state["step"]),
+  // undefined before the first step().
+  const std::vector<Tensor>& steps() const { return steps_; }
 
  private:
   std::vector<Tensor> params_;
   AdamOptions options_;
-  std::vector<Tensor> exp_avg_, exp_avg_sq_;
-  std::vector<int64_t> steps_;
+  std::vector<Tensor> exp_avg_, exp_avg_sq_, steps_;
 };
 
 // AdamW's defaults: weight_decay 1e-2, decoupled.

@@ -156,9 +156,40 @@ TEST_F(TrainingTest, AdamAndAdamWReduceTheLoss) {
       last = *loss.item<float>();
       if (step == 0) first = last;
     }
-    EXPECT_EQ(opt.steps(), (std::vector<int64_t>{60, 60}));
+    ASSERT_EQ(opt.steps().size(), 2u);
+    for (const Tensor& count : opt.steps()) {
+      EXPECT_EQ(*count.item<float>(), 60.0f) << "decoupled=" << decoupled;
+    }
     EXPECT_LT(last, first * 0.1f) << "decoupled=" << decoupled;
   }
+}
+
+// The daemon reads each .grad (Note [Optimizer steps read .grad]): a
+// parameter that never has one is skipped by both optimizers, its value and
+// Adam step count untouched, while the others step; zero_grad(false) zeroes
+// the gradients that exist, on the daemon.
+TEST_F(TrainingTest, StepsSkipParametersWithoutGradient) {
+  NeedOptimizers();
+  Tensor w = Leaf({0.5f, -0.5f}, {2, 1});
+  Tensor b = Leaf({0.1f}, {1});
+  Tensor unused = Leaf({7.0f}, {1});
+  optim::SGD sgd({w, b, unused}, {.lr = 0.05, .momentum = 0.9});
+  optim::Adam adam({w, b, unused}, optim::AdamOptions());
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_TRUE(sgd.zero_grad(/*set_to_none=*/false).ok());
+    ASSERT_TRUE(Loss(w, b).backward().ok());
+    ASSERT_TRUE(sgd.step().ok());
+    ASSERT_TRUE(adam.step().ok());
+  }
+  EXPECT_EQ(*unused.item<float>(), 7.0f);
+  EXPECT_FALSE(unused.grad()->defined());
+  EXPECT_NE(w.to_vector<float>()->at(0), 0.5f);
+  std::vector<float> counts;
+  for (const Tensor& c : adam.steps()) counts.push_back(*c.item<float>());
+  EXPECT_EQ(counts, (std::vector<float>{3, 3, 0}));
+  ASSERT_TRUE(sgd.zero_grad(/*set_to_none=*/false).ok());
+  EXPECT_EQ(w.grad()->to_vector<float>().value(), (std::vector<float>{0, 0}));
+  EXPECT_TRUE(client_->synchronize().ok());
 }
 
 }  // namespace

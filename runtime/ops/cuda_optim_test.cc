@@ -50,9 +50,20 @@ class CudaOptimTest : public testing::CudaDevicesTest {
       const std::string& op, DType d, int groups, bool composed, int steps,
       const std::function<std::map<std::string, AttrValue>(int)>& attrs_of,
       int64_t* allocs) {
-    std::vector<Tensor> in;
+    // The lists of the update: params, grads, then state. The op reads the
+    // grads from the params' .grad (Note [Optimizer steps read .grad]); Adam
+    // also takes each parameter's step count, a CPU scalar.
+    std::vector<Tensor> made, in;
     for (int g = 0; g < groups; ++g) {
-      in.push_back(Make(d, 10 + g, /*abs=*/g == 3, composed));
+      made.push_back(Make(d, 10 + g, /*abs=*/g == 3, composed));
+      if (g != 1) in.push_back(made.back());
+    }
+    made[0].EnsureAutograd().grad = made[1];
+    if (op == "adam_step") {
+      Tensor step =
+          *Tensor::Empty(devices_->cpu(), DType::kInt64, {}, ctx_.alloc);
+      EXPECT_TRUE(cpu::Fill(step.view(), 0).ok());
+      in.push_back(step);
     }
     const OpDef* def = FindOp(op);
     EXPECT_NE(def, nullptr);
@@ -68,7 +79,7 @@ class CudaOptimTest : public testing::CudaDevicesTest {
         cuda_->allocator()->GetStats().device.allocation[kAllPools].allocated -
         before;
     std::vector<std::vector<double>> values;
-    for (const Tensor& t : in) values.push_back(Values(t));
+    for (const Tensor& t : made) values.push_back(Values(t));
     return values;
   }
 
@@ -144,10 +155,9 @@ TEST_F(CudaOptimTest, AdamFusedMatchesTheComposition) {
   };
   for (DType d : {DType::kFloat32, DType::kFloat64}) {
     for (const Case& c : cases) {
-      auto attrs_of = [&](int step) {
+      auto attrs_of = [&](int /*step*/) {
         auto a = c.attrs;
         a["n"] = int64_t{1};
-        a["step"] = int64_t{step};
         return a;
       };
       const std::string what =

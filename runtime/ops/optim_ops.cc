@@ -160,20 +160,21 @@ absl::Status SgdComposed(const SgdConfig& c, absl::Span<const Tensor> in,
 }
 
 // Note [Optimizer steps read .grad]: a client that had to learn which
-// parameters have a gradient before sending the step waited a round trip per
-// training step for the GetGrad Acks. With grads_from_params the inputs are
-// params (n) and, with momentum, their buffers (n); each gradient is the
-// parameter's .grad here, and parameters without one are left out, as
-// torch.optim skips them. Returns the inputs in the usual groups layout
-// (params, grads, buffers) for the parameters that have one.
-absl::StatusOr<std::vector<Tensor>> GradsFromParams(absl::Span<const Tensor> in,
-                                                    int64_t n, int groups) {
-  const int given = groups - 1;  // no grads group
+// parameters have a gradient before sending a step waited a round trip per
+// training step (the GetGrad Acks). So the steps take no gradients: each
+// parameter's gradient is its .grad here, read when the step runs (in stream
+// order, after the backward that wrote it), and parameters without one are
+// left out, as torch.optim skips them; their state is not touched. Inputs
+// are `given` lists of n (params first, then state); returns them with the
+// gradients inserted as list 1, for the parameters that have one.
+absl::StatusOr<std::vector<Tensor>> WithGrads(const char* op,
+                                              absl::Span<const Tensor> in,
+                                              int64_t n, int given) {
   if (n < 0 || static_cast<int64_t>(in.size()) % given != 0 ||
       static_cast<int64_t>(in.size()) / given != n) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sgd_step(grads_from_params) expects ", given, " lists of n=", n,
-        " tensors each, got ", in.size(), " inputs"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, " expects ", given, " lists of n=", n,
+                     " tensors each, got ", in.size(), " inputs"));
   }
   std::vector<int64_t> have;
   for (int64_t i = 0; i < n; ++i) {
@@ -181,11 +182,11 @@ absl::StatusOr<std::vector<Tensor>> GradsFromParams(absl::Span<const Tensor> in,
     if (meta != nullptr && meta->grad.defined()) have.push_back(i);
   }
   std::vector<Tensor> out;
-  out.reserve(have.size() * groups);
+  out.reserve(have.size() * (given + 1));
   for (int64_t i : have) out.push_back(in[i]);
   for (int64_t i : have) out.push_back(in[i].autograd()->grad);
-  if (groups == 3) {
-    for (int64_t i : have) out.push_back(in[n + i]);
+  for (int g = 1; g < given; ++g) {
+    for (int64_t i : have) out.push_back(in[g * n + i]);
   }
   return out;
 }
@@ -200,14 +201,11 @@ Outs SgdStep(absl::Span<const Tensor> in, const Attrs& attrs,
     return absl::InvalidArgumentError(
         "Nesterov momentum requires a momentum and zero dampening");
   }
-  int64_t n = attrs.Int("n");
   const int groups = c.momentum != 0 ? 3 : 2;
-  std::vector<Tensor> with_grads;
-  if (attrs.Bool("grads_from_params")) {
-    TD_ASSIGN_OR_RETURN(with_grads, GradsFromParams(in, n, groups));
-    n = static_cast<int64_t>(with_grads.size()) / groups;
-    in = with_grads;
-  }
+  TD_ASSIGN_OR_RETURN(std::vector<Tensor> with_grads,
+                      WithGrads("sgd_step", in, attrs.Int("n"), groups - 1));
+  in = with_grads;
+  const int64_t n = static_cast<int64_t>(in.size()) / groups;
   TD_RETURN_IF_ERROR(CheckGroups("sgd_step", in, n, groups));
   for (int64_t i = 0; i < n; ++i) {
     if (!Fast(in, n, i, groups)) {
@@ -312,32 +310,85 @@ absl::Status AdamComposed(const AdamConfig& c, absl::Span<const Tensor> in,
   return op.InPlace("add_", p, upd, -c.lr / bc1);
 }
 
+// Note [Adam step counts]: a parameter's step count is torch.optim's
+// state["step"], a one-element CPU tensor the client made (zeros) and passes
+// every step. Only the daemon knows which parameters have a gradient (Note
+// [Optimizer steps read .grad]), so only it can count their steps: the count
+// of each parameter stepped goes up by one here, and the bias corrections
+// use the new count. CPU, so reading it never waits for a device.
+absl::StatusOr<std::vector<int64_t>> NextSteps(absl::Span<const Tensor> steps) {
+  std::vector<int64_t> next;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Tensor& s = steps[i];
+    const DType d = s.dtype();
+    if (!OnCpu(s) || s.numel() != 1 ||
+        (d != DType::kFloat32 && d != DType::kFloat64 && d != DType::kInt64)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "adam_step: step count ", i,
+          " must be a one-element float32, "
+          "float64 or int64 CPU tensor (torch's state['step']), got ",
+          DTypeName(d), ShapeToString(s.shape()), " on ", s.device()->name()));
+    }
+    const double v =
+        d == DType::kFloat32 ? *static_cast<float*>(s.data())
+        : d == DType::kFloat64
+            ? *static_cast<double*>(s.data())
+            : static_cast<double>(*static_cast<int64_t*>(s.data()));
+    if (!(v >= 0 && v < 9e15) || v != std::floor(v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("adam_step: step count ", i, " is ", v,
+                       "; it counts steps taken (0 before the first)"));
+    }
+    next.push_back(static_cast<int64_t>(v) + 1);
+  }
+  return next;
+}
+
+void StoreStep(const Tensor& s, int64_t v) {
+  switch (s.dtype()) {
+    case DType::kFloat32:
+      *static_cast<float*>(s.data()) = static_cast<float>(v);
+      break;
+    case DType::kFloat64:
+      *static_cast<double*>(s.data()) = static_cast<double>(v);
+      break;
+    default:
+      *static_cast<int64_t*>(s.data()) = v;
+  }
+  s.storage()->BumpVersion();
+}
+
 Outs AdamStep(absl::Span<const Tensor> in, const Attrs& attrs,
               const OpContext& ctx) {
-  const AdamConfig c{attrs.Float("lr"),
-                     attrs.Float("beta1"),
-                     attrs.Float("beta2"),
-                     attrs.Float("eps"),
-                     attrs.Float("weight_decay"),
-                     attrs.Int("step"),
-                     attrs.Bool("decoupled_weight_decay"),
-                     attrs.Bool("maximize")};
-  if (c.step < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("adam_step: step is 1-based (the step number after "
-                     "incrementing), got ",
-                     c.step));
-  }
-  const int64_t n = attrs.Int("n");
-  TD_RETURN_IF_ERROR(CheckGroups("adam_step", in, n, 4));
+  const AdamConfig base{attrs.Float("lr"),
+                        attrs.Float("beta1"),
+                        attrs.Float("beta2"),
+                        attrs.Float("eps"),
+                        attrs.Float("weight_decay"),
+                        0,
+                        attrs.Bool("decoupled_weight_decay"),
+                        attrs.Bool("maximize")};
+  // params, grads, exp_avgs, exp_avg_sqs (like params), then step counts.
+  TD_ASSIGN_OR_RETURN(std::vector<Tensor> with_grads,
+                      WithGrads("adam_step", in, attrs.Int("n"), 4));
+  in = with_grads;
+  const int64_t n = static_cast<int64_t>(in.size()) / 5;
+  TD_RETURN_IF_ERROR(CheckGroups("adam_step", in.first(4 * n), n, 4));
+  TD_ASSIGN_OR_RETURN(std::vector<int64_t> steps, NextSteps(in.subspan(4 * n)));
+  auto config = [&](int64_t i) {
+    AdamConfig c = base;
+    c.step = steps[i];
+    return c;
+  };
   for (int64_t i = 0; i < n; ++i) {
     if (!Fast(in, n, i, 4)) {
-      TD_RETURN_IF_ERROR(AdamComposed(c, in, n, i, ctx));
+      TD_RETURN_IF_ERROR(AdamComposed(config(i), in, n, i, ctx));
     }
   }
 #if TENSORD_WITH_CUDA
   for (int64_t i = 0; i < n; ++i) {
     if (!Fast(in, n, i, 4) || OnCpu(in[i])) continue;
+    const AdamConfig c = config(i);
     const cuda::AdamParams k{c.lr,           c.beta1, c.beta2,     c.eps,
                              c.weight_decay, c.step,  c.decoupled, c.maximize};
     TD_RETURN_IF_ERROR(OnDeviceStream(in, n, i, 4, ctx, [&](StreamHandle s) {
@@ -351,12 +402,12 @@ Outs AdamStep(absl::Span<const Tensor> in, const Attrs& attrs,
       const Tensor& p = in[i];
       if (!Fast(in, n, i, 4) || !OnCpu(p)) continue;
       if (p.dtype() == DType::kFloat64) {
-        AdamKernel(c, static_cast<double*>(p.data()),
+        AdamKernel(config(i), static_cast<double*>(p.data()),
                    static_cast<const double*>(in[n + i].data()),
                    static_cast<double*>(in[2 * n + i].data()),
                    static_cast<double*>(in[3 * n + i].data()), p.numel());
       } else {
-        AdamKernel(c, static_cast<float*>(p.data()),
+        AdamKernel(config(i), static_cast<float*>(p.data()),
                    static_cast<const float*>(in[n + i].data()),
                    static_cast<float*>(in[2 * n + i].data()),
                    static_cast<float*>(in[3 * n + i].data()), p.numel());
@@ -364,10 +415,24 @@ Outs AdamStep(absl::Span<const Tensor> in, const Attrs& attrs,
     }
   });
   for (int64_t i = 0; i < n; ++i) {
+    StoreStep(in[4 * n + i], steps[i]);
     if (!Fast(in, n, i, 4)) continue;
     in[i].storage()->BumpVersion();
     in[2 * n + i].storage()->BumpVersion();
     in[3 * n + i].storage()->BumpVersion();
+  }
+  return std::vector<Tensor>{};
+}
+
+// zero_grad(set_to_none=False) without learning which gradients exist (Note
+// [Optimizer steps read .grad]): each parameter's .grad, where it has one,
+// is zeroed in place.
+Outs ZeroGrads(absl::Span<const Tensor> in, const Attrs&,
+               const OpContext& ctx) {
+  for (const Tensor& p : in) {
+    const AutogradMeta* meta = p.autograd();
+    if (meta == nullptr || !meta->grad.defined()) continue;
+    TD_RETURN_IF_ERROR(Call1("zero_", {meta->grad}, {}, ctx).status());
   }
   return std::vector<Tensor>{};
 }
@@ -391,20 +456,16 @@ std::vector<OpDef> OptimOps() {
        Optional("weight_decay", AttrType::kFloat, 0.0),
        Optional("nesterov", AttrType::kBool, false),
        Optional("maximize", AttrType::kBool, false),
-       Optional("first_step", AttrType::kBool, false),
-       Optional("grads_from_params", AttrType::kBool, false)},
-      "torch.optim.SGD step in place over params (n), grads (n) and, with "
-      "momentum, momentum_buffers (n). first_step: buffers start as the "
-      "first update (torch's None buffer); with dampening 0 zeros agree. "
-      "grads_from_params: no grads list; each param's .grad is its "
-      "gradient, and params without one are skipped.");
+       Optional("first_step", AttrType::kBool, false)},
+      "torch.optim.SGD step in place over params (n) and, with momentum, "
+      "momentum_buffers (n); each param's gradient is its .grad, and params "
+      "without one are skipped. first_step: buffers start as the first "
+      "update (torch's None buffer); with dampening 0 zeros agree.");
   sgd.composite = SgdStep;
   sgd.num_outputs = 0;
   sgd.differentiable = false;
-  sgd.examples = {Example({{2, 3}, {4}, {2, 3}, {4}, {2, 3}, {4}},
-                          {{"n", int64_t{2}}, {"lr", 0.1}, {"momentum", 0.9}},
-                          {DType::kFloat32, DType::kFloat32, DType::kFloat32,
-                           DType::kFloat32, DType::kFloat32, DType::kFloat32})};
+  sgd.examples = {Example({{2, 3}, {4}, {2, 3}, {4}},
+                          {{"n", int64_t{2}}, {"lr", 0.1}, {"momentum", 0.9}})};
   ops.push_back(std::move(sgd));
   OpDef adam = MakeOp(
       "adam_step", 4, -1,
@@ -413,17 +474,26 @@ std::vector<OpDef> OptimOps() {
        Optional("beta2", AttrType::kFloat, 0.999),
        Optional("eps", AttrType::kFloat, 1e-8),
        Optional("weight_decay", AttrType::kFloat, 0.0),
-       Required("step", AttrType::kInt),
        Optional("decoupled_weight_decay", AttrType::kBool, false),
        Optional("maximize", AttrType::kBool, false)},
       "torch.optim.Adam (AdamW with decoupled_weight_decay) step in place "
-      "over params, grads, exp_avgs, exp_avg_sqs (n each); step is 1-based.");
+      "over params, exp_avgs, exp_avg_sqs and steps (n each; a step is a "
+      "one-element CPU tensor counting the steps taken, bumped here); each "
+      "param's gradient is its .grad, and params without one are skipped.");
   adam.composite = AdamStep;
   adam.num_outputs = 0;
   adam.differentiable = false;
-  adam.examples = {Example({{2, 3}, {2, 3}, {2, 3}, {2, 3}},
-                           {{"n", int64_t{1}}, {"step", int64_t{1}}})};
+  adam.examples = {Example(
+      {{2, 3}, {2, 3}, {2, 3}, {}}, {{"n", int64_t{1}}},
+      {DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kInt64})};
   ops.push_back(std::move(adam));
+  OpDef zero = MakeOp("zero_grads", 1, -1, {},
+                      "Zeroes each param's .grad in place where it has one "
+                      "(torch.optim's zero_grad(set_to_none=False)).");
+  zero.composite = ZeroGrads;
+  zero.num_outputs = 0;
+  zero.differentiable = false;
+  ops.push_back(std::move(zero));
   return ops;
 }
 

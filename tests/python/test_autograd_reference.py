@@ -266,7 +266,9 @@ def _optim_run(make_torch, td_step, steps: int = 5, seed: int = 0):
 def test_sgd_step_matches_torch(kw: dict) -> None:
     def step(params, grads, state, k):
         bufs = state[0] if kw.get("momentum", 0) else []
-        F("sgd_step")(*params, *grads, *bufs, n=len(params), first_step=k == 1,
+        for p, gr in zip(params, grads):
+            p.grad = gr  # the op reads .grad (Note [Optimizer steps read .grad])
+        F("sgd_step")(*params, *bufs, n=len(params), first_step=k == 1,
                       **{a: float(v) if not isinstance(v, bool) else v for a, v in kw.items()})
     _optim_run(lambda p: torch.optim.SGD(p, **kw), step)
 
@@ -275,9 +277,15 @@ def test_sgd_step_matches_torch(kw: dict) -> None:
 @pytest.mark.parametrize("kw", [dict(lr=0.01), dict(lr=0.01, weight_decay=0.1, eps=1e-6),
                                 dict(lr=0.02, betas=(0.8, 0.9), maximize=True)])
 def test_adam_step_matches_torch(kw: dict, adamw: bool) -> None:
+    counts = []  # Note [Adam step counts]: CPU scalars the op counts
+
     def step(params, grads, state, k):
         b1, b2 = kw.get("betas", (0.9, 0.999))
-        F("adam_step")(*params, *grads, *state[0], *state[1], n=len(params), step=k,
+        for p, gr in zip(params, grads):
+            p.grad = gr
+        if not counts:
+            counts.extend(td.zeros((), device="cpu") for _ in params)
+        F("adam_step")(*params, *state[0], *state[1], *counts, n=len(params),
                        lr=kw["lr"], beta1=b1, beta2=b2, eps=kw.get("eps", 1e-8),
                        weight_decay=kw.get("weight_decay", 0.01 if adamw else 0.0),
                        decoupled_weight_decay=adamw,
@@ -289,11 +297,26 @@ def test_adam_step_matches_torch(kw: dict, adamw: bool) -> None:
 def test_fused_steps_work_on_strided_and_half_params() -> None:
     base = np.arange(6, dtype=np.float32).reshape(2, 3)
     p = F("t")(td.tensor(base))  # a transposed view: the composed path
-    g = td.tensor(np.ones((3, 2), np.float32))
-    F("sgd_step")(p, g, n=1, lr=0.5)
+    p.grad = td.tensor(np.ones((3, 2), np.float32))
+    F("sgd_step")(p, n=1, lr=0.5)
     np.testing.assert_allclose(p.numpy(), base.T - 0.5)
     h = td.tensor(np.ones(4, np.float32), dtype=td.bfloat16)
     m, v = td.tensor(np.zeros(4, np.float32)), td.tensor(np.zeros(4, np.float32))
-    F("adam_step")(h, F("ones_like")(h), F("to")(m, dtype=td.bfloat16),
-                   F("to")(v, dtype=td.bfloat16), n=1, step=1, lr=0.1)
+    h.grad = F("ones_like")(h)
+    F("adam_step")(h, F("to")(m, dtype=td.bfloat16), F("to")(v, dtype=td.bfloat16),
+                   td.zeros((), device="cpu"), n=1, lr=0.1)
     np.testing.assert_allclose(h.numpy().astype(np.float32), np.full(4, 0.9), rtol=1e-2)
+
+
+def test_adam_step_counts_must_be_cpu_scalars() -> None:
+    # Note [Adam step counts]: the op reads each count on the host; a wrong one is named.
+    p = td.tensor(np.ones(3, np.float32))
+    p.grad = td.tensor(np.ones(3, np.float32))
+    m, v = td.zeros(3), td.zeros(3)
+    with pytest.raises(td.Error, match=r"adam_step at .*step count 0 must be a one-element"):
+        F("adam_step")(p, m, v, td.zeros(2, device="cpu"), n=1)
+        td.default_session().synchronize()
+    with pytest.raises(td.Error, match=r"adam_step at .*step count 0 is -1"):
+        F("adam_step")(p, m, v, td.full((), -1.0, device="cpu"), n=1)
+        td.default_session().synchronize()
+    np.testing.assert_array_equal(p.numpy(), np.ones(3, np.float32))  # nothing stepped

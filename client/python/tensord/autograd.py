@@ -9,7 +9,7 @@ handles' Ack instead (it must know which inputs were unused), which raises its f
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _tensor
 from ._grad import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -143,13 +143,16 @@ def grads_of(params: Sequence[Tensor]) -> List[Optional[Tensor]]:
 
 
 def zero_grads(params: Sequence[Tensor], set_to_none: bool = True) -> None:
-    """``zero_grad`` of modules and optimizers: ``.grad = None`` for each parameter (queued,
-    no wait), or, with ``set_to_none=False``, existing gradients zeroed in place."""
+    """``zero_grad`` of modules and optimizers: ``.grad = None`` for each parameter, or, with
+    ``set_to_none=False``, existing gradients zeroed in place by the daemon (``zero_grads``,
+    which knows which exist); queued either way, no wait."""
     if set_to_none:
         for p in params:
             p._session.set_grad(p._handle, 0)
         return
-    with no_grad():
-        for g in grads_of(params):
-            if g is not None:
-                _tensor.call("zero_", [g])
+    by_session: Dict[int, List[Tensor]] = {}
+    for p in params:
+        by_session.setdefault(id(p._session), []).append(p)
+    for group in by_session.values():
+        _tensor.call("zero_grads", group, {}, num_outputs=0,
+                     why="zero_grad(set_to_none=False) comes with the daemon's autograd")

@@ -1,12 +1,12 @@
-"""Adam and AdamW: one ``adam_step`` per group (per step count, see ``Adam._group_step``)."""
+"""Adam and AdamW: one ``adam_step`` per group, queued (the daemon reads the gradients and
+counts each parameter's steps: Note [Adam step counts] in runtime/ops/optim_ops.cc)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Tuple
+from typing import Any, Dict, Iterable, Tuple
 
 from .. import _tensor
-from .._tensor import Tensor
-from .optimizer import Optimizer
+from .optimizer import Optimizer, step_count
 
 
 class Adam(Optimizer):
@@ -34,29 +34,25 @@ class Adam(Optimizer):
                                       weight_decay=weight_decay, amsgrad=False,
                                       maximize=maximize))
 
-    def _group_step(self, group: Dict[str, Any], pairs: List[Tuple[Tensor, Tensor]]) -> None:
-        # Step counts are per parameter (one that had no grad did not step); parameters that
-        # share a count (normally all of them) go in one call.
-        by_step: Dict[int, List[Tuple[Tensor, Tensor, Dict[str, Any]]]] = {}
-        for p, g in pairs:
+    def _group_step(self, group: Dict[str, Any]) -> None:
+        # Step counts are per parameter (one that had no grad does not step) and live in the
+        # daemon, which alone knows which parameters have a gradient.
+        params = group["params"]
+        for p in params:
             st = self.state[p]
             if "step" not in st:
-                st["step"] = 0
+                st["step"] = step_count()
                 st["exp_avg"] = _tensor.call("zeros_like", [p])
                 st["exp_avg_sq"] = _tensor.call("zeros_like", [p])
-            st["step"] += 1
-            by_step.setdefault(st["step"], []).append((p, g, st))
+        states = [self.state[p] for p in params]
+        ins = (params + [st["exp_avg"] for st in states] + [st["exp_avg_sq"] for st in states]
+               + [st["step"] for st in states])
         beta1, beta2 = group["betas"]
-        for step, items in by_step.items():
-            ins = ([p for p, _, _ in items] + [g for _, g, _ in items]
-                   + [st["exp_avg"] for _, _, st in items]
-                   + [st["exp_avg_sq"] for _, _, st in items])
-            self._fused("adam_step", ins, {
-                "n": len(items), "lr": float(group["lr"]), "beta1": float(beta1),
-                "beta2": float(beta2), "eps": float(group["eps"]),
-                "weight_decay": float(group["weight_decay"]), "step": step,
-                "decoupled_weight_decay": self._decoupled,
-                "maximize": bool(group["maximize"])})
+        self._fused("adam_step", ins, {
+            "n": len(params), "lr": float(group["lr"]), "beta1": float(beta1),
+            "beta2": float(beta2), "eps": float(group["eps"]),
+            "weight_decay": float(group["weight_decay"]),
+            "decoupled_weight_decay": self._decoupled, "maximize": bool(group["maximize"])})
 
 
 class AdamW(Adam):

@@ -1,25 +1,31 @@
 """``Optimizer``: param groups, state, ``zero_grad``, ``state_dict``, as ``torch.optim``.
 
 A step is one fused daemon op per parameter group (``sgd_step``, ``adam_step``: in place over
-lists of parameters, gradients and state tensors), so its cost does not grow with the number of
-parameters in round trips or commands. Before it, the gradients of every parameter are asked
-for in one batch (``GetGrad``) and their Acks awaited once: parameters whose ``.grad`` is None
-are skipped, as in PyTorch. A group whose step needs no per-parameter decision on the client
-(``_step_from_params``: SGD without momentum, or with every buffer made) skips that wait: the
-daemon reads each ``.grad`` itself and skips those without one (Note [Optimizer steps read
-.grad], runtime/ops/optim_ops.cc). State tensors (momentum buffers, Adam's moments) are created
-by the client with ``zeros_like`` and live in the daemon.
+lists of parameters and state tensors), so its cost does not grow with the number of parameters
+in round trips or commands, and it never waits for the daemon: the daemon reads each
+parameter's ``.grad`` itself and skips those without one, as PyTorch does (Note [Optimizer
+steps read .grad], runtime/ops/optim_ops.cc). State tensors (momentum buffers, Adam's moments
+and step counts) are created by the client, queued, at a parameter's first step, and live in the
+daemon; so a parameter that has had no gradient yet may hold zero state where PyTorch holds
+none (the same update follows). ``zero_grad`` is queued too (``set_to_none=False`` zeroes the
+gradients that exist on the daemon: ``zero_grads``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
-from .. import _grad, _tensor
-from ..autograd import grads_of, zero_grads
+from .. import _dtype, _grad, _ops, _tensor
+from ..autograd import zero_grads
 from .._tensor import Tensor
 from ..nn.module import value_like
+
+
+def step_count(value: float = 0.0) -> Tensor:
+    """A step count as torch.optim keeps it (``state["step"]``: a float32 CPU scalar), made on
+    the daemon, queued; ``adam_step`` counts it (Note [Adam step counts])."""
+    return _ops.full((), value, dtype=_dtype.float32, device="cpu")
 
 
 class _Required:
@@ -72,21 +78,6 @@ class Optimizer:
         """Clears every parameter's gradient (None by default: queued, no wait)."""
         zero_grads([p for g in self.param_groups for p in g["params"]], set_to_none)
 
-    def _grads(self, groups: List[Dict[str, Any]]) -> List[List[Tuple[Tensor, Tensor]]]:
-        """Per group of ``groups``, the (param, grad) pairs of parameters that have a gradient
-        (one wait for the daemon, for all of them)."""
-        params = [p for g in groups for p in g["params"]]
-        grads = iter(grads_of(params))
-        out = []
-        for g in groups:
-            pairs = []
-            for p in g["params"]:
-                gr = next(grads)
-                if gr is not None:
-                    pairs.append((p, gr))
-            out.append(pairs)
-        return out
-
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
         """One optimisation step (one daemon command per group). ``closure`` re-evaluates the
         loss, as in PyTorch, and its value is returned."""
@@ -95,19 +86,13 @@ class Optimizer:
             with _grad.enable_grad():
                 loss = closure()
         with _grad.no_grad():
-            rest = [g for g in self.param_groups if g["params"] and not self._step_from_params(g)]
-            if rest:
-                for group, pairs in zip(rest, self._grads(rest)):
-                    if pairs:
-                        self._group_step(group, pairs)
+            for group in self.param_groups:
+                if group["params"]:
+                    self._group_step(group)
         return loss
 
-    def _step_from_params(self, group: Dict[str, Any]) -> bool:
-        """Queues the group's step with the daemon reading the gradients, when that needs no
-        decision on the client; False otherwise (the caller then learns the gradients)."""
-        return False
-
-    def _group_step(self, group: Dict[str, Any], pairs: List[Tuple[Tensor, Tensor]]) -> None:
+    def _group_step(self, group: Dict[str, Any]) -> None:
+        """Queues the group's step (its state made first where missing)."""
         raise NotImplementedError
 
     @staticmethod
@@ -158,8 +143,8 @@ class Optimizer:
 
     @staticmethod
     def _load_value(key: str, p: Tensor, v: Any) -> Any:
-        if key == "step":
-            return int(v.item()) if hasattr(v, "item") else int(v)
+        if key == "step":  # Note [Adam step counts]: a CPU scalar the daemon counts in
+            return step_count(float(v.item()) if hasattr(v, "item") else float(v))
         if isinstance(v, Tensor):
             return _tensor.call("clone", [v])
         if hasattr(v, "shape"):

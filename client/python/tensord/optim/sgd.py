@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Tuple
+from typing import Any, Dict, Iterable, List
 
 from .. import _tensor
+from ..autograd import grads_of
 from .._tensor import Tensor
 from .optimizer import Optimizer, required
 
@@ -27,34 +28,17 @@ class SGD(Optimizer):
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize))
 
-    def _step_from_params(self, group: Dict[str, Any]) -> bool:
-        """Without momentum there is no state; with it, only once every parameter has its
-        buffer (made at the step that first saw its gradient, as PyTorch makes it)."""
+    def _group_step(self, group: Dict[str, Any]) -> None:
         params = group["params"]
-        bufs = []
+        bufs: List[Tensor] = []
         if group["momentum"] != 0:
-            for p in params:
-                buf = self.state[p].get("momentum_buffer") if p in self.state else None
-                if buf is None:
-                    return False
-                bufs.append(buf)
-        self._fused("sgd_step", params + bufs, dict(self._attrs(group), n=len(params),
-                                                     grads_from_params=True))
-        return True
-
-    def _group_step(self, group: Dict[str, Any], pairs: List[Tuple[Tensor, Tensor]]) -> None:
-        params = [p for p, _ in pairs]
-        grads = [g for _, g in pairs]
-        momentum, dampening = group["momentum"], group["dampening"]
-        bufs = []
-        if momentum != 0:
-            for p, g in pairs:
-                st = self.state[p]
-                buf = st.get("momentum_buffer")
-                if buf is None:
-                    buf = st["momentum_buffer"] = self._first_buffer(p, g, group)
-                bufs.append(buf)
-        self._fused("sgd_step", params + grads + bufs, dict(self._attrs(group), n=len(params)))
+            missing = [p for p in params if self.state[p].get("momentum_buffer") is None]
+            if missing:
+                self._first_buffers(missing, group)
+            params = [p for p in params if self.state[p].get("momentum_buffer") is not None]
+            bufs = [self.state[p]["momentum_buffer"] for p in params]
+        if params:
+            self._fused("sgd_step", params + bufs, dict(self._attrs(group), n=len(params)))
 
     @staticmethod
     def _attrs(group: Dict[str, Any]) -> Dict[str, Any]:
@@ -63,14 +47,21 @@ class SGD(Optimizer):
                 "weight_decay": float(group["weight_decay"]),
                 "nesterov": bool(group["nesterov"]), "maximize": bool(group["maximize"])}
 
-    @staticmethod
-    def _first_buffer(p: Tensor, g: Tensor, group: Dict[str, Any]) -> Tensor:
-        """The buffer before the first step. PyTorch starts it at the first step's update
+    def _first_buffers(self, params: List[Tensor], group: Dict[str, Any]) -> None:
+        """The buffers before their first step. PyTorch starts one at the first update
         direction ``d`` (no dampening); the fused op computes ``m * buf + (1 - dampening) * d``,
-        so a zero buffer matches when dampening is 0, and ``dampening * d / m`` otherwise."""
+        so a zero buffer matches when dampening is 0 (made for every parameter, queued), and
+        ``dampening * d / m`` otherwise: made only for the parameters that have a gradient,
+        which the client must learn first (one wait, at a parameter's first step only)."""
         if group["dampening"] == 0:
-            return _tensor.call("zeros_like", [p])
-        d = -g if group["maximize"] else g
-        if group["weight_decay"] != 0:
-            d = d + p * float(group["weight_decay"])
-        return d * (float(group["dampening"]) / float(group["momentum"]))
+            for p in params:
+                self.state[p]["momentum_buffer"] = _tensor.call("zeros_like", [p])
+            return
+        for p, g in zip(params, grads_of(params)):
+            if g is None:
+                continue
+            d = -g if group["maximize"] else g
+            if group["weight_decay"] != 0:
+                d = d + p * float(group["weight_decay"])
+            self.state[p]["momentum_buffer"] = d * (float(group["dampening"])
+                                                    / float(group["momentum"]))
