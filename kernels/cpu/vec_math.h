@@ -14,8 +14,11 @@ namespace tensord {
 namespace cpu {
 namespace internal {
 
-// exp for float (Cephes' expf polynomial, ~1 ulp).
+// exp for float (Cephes' expf polynomial, ~1 ulp). Below -87.34 (where expf
+// turns denormal) it is 0: -inf gives 0, as softmax's masked entries need
+// (the clamp alone gave FLT_MIN there, so a row of -inf was uniform).
 inline float VecExp(float x) {
+  const bool underflow = x < -87.3365447505531f;
   x = x > 88.3762626647949f ? 88.3762626647949f : x;
   x = x < -87.3365447505531f ? -87.3365447505531f : x;
   const float magic = 12582912.0f;  // 1.5 * 2^23: round to nearest
@@ -38,7 +41,7 @@ inline float VecExp(float x) {
   const uint32_t bits = (t_bits - 0x4B400000u + 127u) << 23;
   float scale;
   std::memcpy(&scale, &bits, 4);
-  return y * scale;
+  return underflow ? 0.0f : y * scale;
 }
 
 // erf for float: a rational minimax approximation on [-4, 4] (erf(4) is 1 in

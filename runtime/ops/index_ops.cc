@@ -47,9 +47,12 @@ absl::Status CpuIndexSelect(absl::Span<const Tensor> in,
   return DeviceIndexSelect(out[0], ctx, x.view(), d, idx.view(), out[0].view());
 }
 
-// gather/scatter: index has input's rank and fits it outside dim.
+// gather/scatter: index has input's rank and fits it outside dim. An empty
+// index is not checked (as ATen's gather_shape_check/scatter_shape_check):
+// gather's result is then empty in the index's shape, scatter's the input.
 absl::Status CheckIndexShape(const Tensor& self, const Tensor& index, int d,
                              const char* what) {
+  if (index.numel() == 0) return absl::OkStatus();
   if (index.ndim() != self.ndim() && !(index.ndim() <= 1 && self.ndim() <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
         what,
@@ -90,6 +93,7 @@ StridedView AtLeast1d(StridedView v) {
 absl::Status CpuGather(absl::Span<const Tensor> in,
                        absl::Span<const Tensor> out, const Attrs& attrs,
                        const OpContext& ctx) {
+  if (in[1].numel() == 0) return absl::OkStatus();
   TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), in[0].ndim()));
   TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
   TD_ASSIGN_OR_RETURN(Tensor idx, Contiguous(in[1], ctx));
@@ -118,6 +122,7 @@ absl::Status CpuScatter(absl::Span<const Tensor> in,
   TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), in[0].ndim()));
   TD_RETURN_IF_ERROR(CopyOnDevice(out[0].device(), in[0].view(), out[0].view(),
                                   ctx.alloc.stream));
+  if (in[1].numel() == 0) return absl::OkStatus();
   TD_ASSIGN_OR_RETURN(Tensor idx, Contiguous(in[1], ctx));
   Tensor src = in[2];
   if (src.ndim() == 0 && in[1].ndim() > 0) {

@@ -8,7 +8,10 @@ input that requires one for a random cotangent. An op that leaves the daemon for
 (``tensord.torch.fallback_counts()``) counts as falling back, whatever its values.
 
 Not checked yet: other dtypes, the non-contiguous sample variants, in-place and ``out=``
-variants, random ops (their values follow tensord's generator, not PyTorch's: ``RANDOM``).
+variants, random ops (their values follow tensord's generator, not PyTorch's: ``RANDOM``, and
+samples whose reference draws from PyTorch's generator: ``NotComparable``). An entry whose
+samples only fail with the device's refusal of their dtype (complex, int16) is
+``dtype not on the device``, apart from wrong values.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import re
 from typing import Any, Iterable, List, Optional, Tuple
 
 import torch
-from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 DEVICE = "tensord"
 DTYPE = torch.float32
@@ -33,9 +37,38 @@ RANDOM = re.compile(r"(^|\.|_)(rand|randn|randint|normal|uniform|bernoulli|multi
                     r"\w*|cauchy|exponential|geometric|log_normal|empty\w*|new_empty\w*"
                     r"|rrelu)($|\.|_)")
 
-PASS, FAIL_FORWARD, FAIL_GRAD, FALLBACK, NO_SAMPLES, SKIPPED, CRASH = (
+PASS, FAIL_FORWARD, FAIL_GRAD, FALLBACK, NO_SAMPLES, SKIPPED, CRASH, NO_DTYPE = (
     "passes", "fails forward", "fails grad", "falls back", "no float32 samples", "not compared",
-    "kills the client")
+    "kills the client", "dtype not on the device")
+# The device's refusal of a dtype it has no tensors of (complex, int16: _transfer.native_dtype).
+NO_DTYPE_ERROR = re.compile(r"^TypeError: the tensord device has no torch\.\w+ tensors")
+
+
+class NotComparable(Exception):
+    """A sample whose PyTorch reference cannot be compared: PyTorch raises on the CPU itself,
+    or its value is drawn from PyTorch's generator (a ``dropout_p`` > 0, ``training=True``)."""
+
+
+class _SeededOps(TorchDispatchMode):
+    """Notes whether an op PyTorch tags ``nondeterministic_seeded`` (dropout's bernoulli,
+    ``rand``) ran: such a reference depends on PyTorch's random stream, not the device's."""
+
+    seeded = False
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if torch.Tag.nondeterministic_seeded in func.tags and _draws(func, args, kwargs or {}):
+            self.seeded = True
+        return func(*args, **(kwargs or {}))
+
+
+def _draws(func: Any, args: Any, kwargs: Any) -> bool:
+    """Whether a seeded op really draws: not with a dropout probability of 0 or ``train=False``
+    (SDPA's CPU kernels are tagged for their ``dropout_p``)."""
+    for i, a in enumerate(func._schema.arguments):
+        v = args[i] if i < len(args) else kwargs.get(a.name, a.default_value)
+        if (a.name in ("dropout_p", "p") and v == 0) or (a.name == "train" and v is False):
+            return False
+    return True
 
 
 def entry_name(op: Any) -> str:
@@ -58,6 +91,8 @@ class Result:
     name: str
     status: str
     samples: int = 0
+    not_comparable: int = 0  # samples left out: NotComparable
+    refused_dtype: int = 0  # samples the device refused for their dtype (NO_DTYPE_ERROR)
     forward_ok: int = 0
     grad_checked: int = 0
     grad_ok: int = 0
@@ -106,11 +141,23 @@ def _differentiable_inputs(sample: Any) -> List[torch.Tensor]:
     return [t for t in flat if isinstance(t, torch.Tensor) and t.requires_grad]
 
 
-def check_sample(op: Any, sample: Any, grad: bool) -> Tuple[bool, Optional[bool], str]:
-    """(forward matches, gradients match or None when none is checked, the first error)."""
-    want = op.op(sample.input, *sample.args, **sample.kwargs)
-    dev = SampleInput(tree_map(_to_device, sample.input), args=tree_map(_to_device, sample.args),
-                      kwargs=tree_map(_to_device, sample.kwargs),
+def check_sample(op: Any, sample: Any, grad: bool,
+                 keep_cpu: Optional[List[bool]] = None) -> Tuple[bool, Optional[bool], str]:
+    """(forward matches, gradients match or None when none is checked, the first error);
+    raises NotComparable for a sample without a deterministic PyTorch reference."""
+    mode = _SeededOps()
+    try:
+        with mode:
+            want = op.op(sample.input, *sample.args, **sample.kwargs)
+    except Exception as e:  # noqa: BLE001
+        raise NotComparable(f"PyTorch raises on the CPU: {_short(e)}") from e
+    if mode.seeded:
+        raise NotComparable("its values come from PyTorch's random generator")
+    leaves, spec = tree_flatten((sample.input, sample.args, sample.kwargs))
+    cpu = keep_cpu if keep_cpu is not None and len(keep_cpu) == len(leaves) else ()
+    d_input, d_args, d_kwargs = tree_unflatten(
+        [x if i < len(cpu) and cpu[i] else _to_device(x) for i, x in enumerate(leaves)], spec)
+    dev = SampleInput(d_input, args=d_args, kwargs=d_kwargs,
                       output_process_fn_grad=sample.output_process_fn_grad)
     got = op.op(dev.input, *dev.args, **dev.kwargs)
     try:
@@ -157,6 +204,23 @@ def samples(op: Any, max_samples: int = MAX_SAMPLES) -> List[Any]:
     return out
 
 
+def cpu_placements(op: Any, n: int) -> List[Optional[List[bool]]]:
+    """For each of the first ``n`` samples, which tensor leaves PyTorch's sample function puts
+    on the CPU whatever the device (``tensor_split``'s index tensor, which PyTorch requires on
+    the CPU): the leaves that stay on the CPU when the samples are made for the meta device.
+    None where the meta samples cannot be made."""
+    out: List[Optional[List[bool]]] = []
+    try:
+        for s in op.sample_inputs("meta", DTYPE, requires_grad=False):
+            leaves = tree_flatten((s.input, s.args, s.kwargs))[0]
+            out.append([isinstance(x, torch.Tensor) and x.device.type == "cpu" for x in leaves])
+            if len(out) >= n:
+                break
+    except Exception:  # noqa: BLE001 (a sample function that needs real values)
+        return [None] * n
+    return out + [None] * (n - len(out))
+
+
 def run_entry(op: Any, fallback_counts: Any, reset_fallback_counts: Any,
               max_samples: int = MAX_SAMPLES) -> Result:
     """Every capped sample of ``op`` on the device; the entry's status and rates."""
@@ -176,7 +240,7 @@ def run_entry(op: Any, fallback_counts: Any, reset_fallback_counts: Any,
     before = os.environ.get("TENSORD_TORCH_NO_FALLBACK")
     os.environ["TENSORD_TORCH_NO_FALLBACK"] = "1"  # a fallback raises at once (still counted)
     try:
-        _run_cases(op, cases, r)
+        _run_cases(op, cases, r, cpu_placements(op, len(cases)))
     finally:
         if before is None:
             del os.environ["TENSORD_TORCH_NO_FALLBACK"]
@@ -185,6 +249,14 @@ def run_entry(op: Any, fallback_counts: Any, reset_fallback_counts: Any,
     r.fallbacks = tuple(sorted(fallback_counts()))
     if r.fallbacks:
         r.status = FALLBACK
+    elif not r.samples:
+        r.status = SKIPPED
+    elif r.forward_ok < r.samples and r.forward_ok + r.refused_dtype == r.samples:
+        r.status = NO_DTYPE
+    elif r.forward_ok < r.samples and _cpu_compare_excluded(op):
+        r.status = SKIPPED
+        r.first_error = ("not compared: PyTorch's own device-vs-CPU test (test_compare_cpu) "
+                         f"expects this entry to differ; here: {r.first_error}")
     elif r.forward_ok < r.samples:
         r.status = FAIL_FORWARD
     elif r.grad_ok < r.grad_checked:
@@ -192,18 +264,35 @@ def run_entry(op: Any, fallback_counts: Any, reset_fallback_counts: Any,
     return r
 
 
-def _run_cases(op: Any, cases: List[Any], r: Result) -> None:
-    for s in cases:
-        r.samples += 1
+def _cpu_compare_excluded(op: Any) -> bool:
+    """Whether PyTorch's OpInfo marks ``TestCommon.test_compare_cpu`` (an accelerator's result
+    against the CPU's) as failing or skipped for every device: a difference PyTorch keeps on
+    purpose (``native_batch_norm``'s eval-mode statistics: CUDA and the meta function return
+    the running ones, the CPU empty tensors; pytorch/pytorch#85960)."""
+    return any(getattr(d, "cls_name", None) == "TestCommon"
+               and getattr(d, "test_name", None) == "test_compare_cpu"
+               and getattr(d, "device_type", None) in (None, "cuda")
+               and getattr(d, "dtypes", None) in (None, ) for d in op.decorators)
+
+
+def _run_cases(op: Any, cases: List[Any], r: Result,
+               placements: List[Optional[List[bool]]]) -> None:
+    for s, keep_cpu in zip(cases, placements):
         try:
-            fwd, grd, err = check_sample(op, s, op.supports_autograd)
+            fwd, grd, err = check_sample(op, s, op.supports_autograd, keep_cpu)
+        except NotComparable as e:
+            r.not_comparable += 1
+            r.first_error = r.first_error or f"not compared: {e}"
+            continue
         except Exception as e:  # noqa: BLE001 (PyTorch itself or the device raised)
             fwd, grd, err = False, None, _short(e)
+        r.samples += 1
         r.forward_ok += fwd
         if grd is not None:
             r.grad_checked += 1
             r.grad_ok += grd
-        if err and not r.first_error:
+        r.refused_dtype += bool(NO_DTYPE_ERROR.match(err))
+        if err and (not r.first_error or r.first_error.startswith("not compared")):
             r.first_error = err
 
 

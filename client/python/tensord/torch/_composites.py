@@ -4,8 +4,7 @@ few ordinary dispatched ops (which map onto the daemon), not as a daemon row of 
 - ``_thnn_fused_lstm_cell`` and its backward: what ``nn.LSTM`` calls on an accelerator. The
   workspace is this module's own layout (the four activated gates, ``[B, 4H]``), read only by
   the backward here.
-- ``index.Tensor`` with one integer index tensor (``x[idx]``, ``x[:, idx]``): ``index_select``
-  plus a reshape; other index forms (boolean masks: data-dependent shapes) use the fallback.
+- advanced indexing with integer index tensors: ``_indexing`` (Note [Linearised indices]).
 - ``lerp`` (scalar weight), ``addcmul``, ``addcdiv`` and their in-place forms: the optimizers'
   pointwise steps (Adam's), in ATen's CPU kernels' order of operations. PyTorch's reference
   decompositions of them cost ~1-3 ms of client CPU per call (their Python wrappers); these
@@ -53,22 +52,6 @@ def fused_lstm_cell_backward(func: Any, args: tuple, kwargs: Dict[str, Any]) -> 
                             d_cy * i * (1 - g * g), d_o * o * (1 - o)], dim=1)
     grad_bias = grad_gates.sum(0) if has_bias else None
     return grad_gates, d_cy * f, grad_bias
-
-
-@_handles(aten.index.Tensor)
-def index(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
-    x, indices = args
-    given = [(d, t) for d, t in enumerate(indices) if t is not None]
-    if len(given) == 1 and not given[0][1].dtype.is_floating_point \
-            and given[0][1].dtype != torch.bool:
-        d, idx = given[0]
-        if not isinstance(idx, type(x)):
-            idx = idx.to(x.device)
-        picked = x.index_select(d, idx.reshape(-1))
-        shape = list(x.shape[:d]) + list(idx.shape) + list(x.shape[d + 1:])
-        return picked.reshape(shape)
-    from ._fallback import run
-    return run(func, args, kwargs)
 
 
 def _same_float(*ts: Any) -> bool:
@@ -123,3 +106,32 @@ def addc(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     out = x + (scaled * t2 if func in (aten.addcmul.default, aten.addcmul_.default)
                else scaled / t2)
     return _in_place(func, args, kwargs, out) if inplace else out
+
+
+@_handles(aten._scaled_dot_product_flash_attention_for_cpu.default)
+def sdpa_flash_cpu(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """(output, logsumexp) as PyTorch's CPU flash kernel returns them: the output by the math
+    path, the log-sum-exp of each query's scaled, masked scores (``[N, H, L]``). PyTorch's own
+    decomposition returns the attention weights in the second place."""
+    names = ("query", "key", "value", "dropout_p", "is_causal")
+    a = dict(zip(names, args), **kwargs)
+    q, k, v = a["query"], a["key"], a["value"]
+    dropout_p, is_causal = a.get("dropout_p", 0.0), a.get("is_causal", False)
+    mask, scale = a.get("attn_mask"), a.get("scale")
+    if dropout_p != 0.0:
+        return _decomposed(func, args, kwargs)  # which raises PyTorch's error
+    out, _ = aten._scaled_dot_product_attention_math.default(
+        q, k, v, attn_mask=mask, dropout_p=0.0, is_causal=is_causal, scale=scale,
+        enable_gqa=q.size(1) != k.size(1))
+    if k.size(1) != q.size(1):  # grouped-query attention: each key head serves a group
+        k = k.repeat_interleave(q.size(1) // k.size(1), dim=1)
+    s = scale if scale is not None else q.size(-1) ** -0.5
+    scores = torch.matmul(q, k.transpose(-2, -1)) * s
+    if is_causal:
+        keep = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).tril()
+        scores = scores.masked_fill(~keep, float("-inf"))
+    if mask is not None:
+        scores = (scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool
+                  else scores + mask)
+    out = out.permute(2, 0, 1, 3).contiguous().permute(1, 2, 0, 3)  # the kernel's layout
+    return out, torch.logsumexp(scores, dim=-1)

@@ -109,8 +109,18 @@ def dispatch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
 
 def poisoned(func: Any, args: tuple, kwargs: Dict[str, Any], error: Exception) -> Any:
     """``func``'s outputs carrying ``error`` (Note [Poisoned backward values])."""
-    meta_out = _meta.run(func, args, kwargs)
     returns = func._schema.returns
+    try:
+        meta_out = _meta.run(func, args, kwargs)
+    except Exception:  # noqa: BLE001 (no meta function: multi_margin_loss_backward's)
+        # Nothing may raise from here (the engine's thread loses Python exceptions, and has
+        # aborted the process on them): each output takes the shape of ``self`` (or the first
+        # tensor argument), what a backward op's gradient of its input has.
+        like = _like_input(func, args, kwargs)
+        if like is None:
+            raise
+        meta = torch.empty(like.shape, dtype=like.dtype, device="meta")
+        meta_out = meta if len(returns) == 1 else tuple(meta for _ in returns)
 
     def one(ret: Any, meta: Any) -> Any:
         if isinstance(meta, (list, tuple)):
@@ -128,6 +138,15 @@ def poisoned(func: Any, args: tuple, kwargs: Dict[str, Any], error: Exception) -
     if len(returns) == 1:
         return one(returns[0], meta_out)
     return tuple(one(r, m) for r, m in zip(returns, meta_out))
+
+
+def _like_input(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Optional[torch.Tensor]:
+    tensors = {}
+    for i, a in enumerate(func._schema.arguments):
+        v = args[i] if i < len(args) else kwargs.get(a.name)
+        if isinstance(v, torch.Tensor):
+            tensors[a.name] = v
+    return tensors.get("self", tensors.get("input", next(iter(tensors.values()), None)))
 
 
 def _decomposing() -> set:

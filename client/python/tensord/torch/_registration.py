@@ -5,7 +5,7 @@ backend's name, generated ``Tensor.tensord()``/``is_tensord`` methods, a device 
 (``torch.tensord``: ``synchronize``, ``manual_seed``, ``device_count`` ...), the PrivateUse1
 hooks and device guard (the autograd engine asks them for devices), and kernels for the two
 factory ops that take no tensor, ``empty.memory_format``, ``empty_strided`` and
-``arange.start_step`` (one daemon op instead of an ``out=`` op): every other factory
+``arange.start_step`` (one daemon op instead of an ``out=`` op) and ``_efficientzerotensor``: every other factory
 (``zeros``, ``randn``, ``full``, ``to``) is one of those plus an op on the new tensor, which then
 reaches ``TensordTensor.__torch_dispatch__``; and ``_copy_from``, which PyTorch calls below the
 Python key (``torch.tensor(data, device="tensord")``).
@@ -21,6 +21,7 @@ from typing import Any, Optional
 import torch
 
 NAME = "tensord"
+_DEFAULT_SEED = 67280421310721  # runtime/generator.h's kDefaultSeed
 _done = False
 
 
@@ -38,6 +39,24 @@ def _device_module() -> types.ModuleType:
     def manual_seed(seed: int) -> None:
         """Seeds the daemon's generator of the device's session."""
         _connection.manual_seed(seed)
+
+    def get_rng_state(device: Any = None) -> torch.Tensor:
+        """The seed last given to ``manual_seed`` (or the daemon's default), as 8 bytes.
+
+        Not yet the generator's position: the daemon does not report how far its stream has
+        gone, so ``set_rng_state`` of this state restarts the stream at that seed (what
+        ``torch.testing``'s ``freeze_rng_state`` around a seeded call needs; a program that
+        saves and restores mid-stream gets the seed's first values again).
+        """
+        seed = _connection._seed if _connection._seed is not None else _DEFAULT_SEED
+        return torch.tensor(list(int(seed).to_bytes(8, "little")), dtype=torch.uint8)
+
+    def set_rng_state(state: torch.Tensor, device: Any = None) -> None:
+        """Re-seeds the daemon's generator with a ``get_rng_state`` state (its docstring)."""
+        _connection.manual_seed(int.from_bytes(bytes(state.cpu().tolist()), "little"))
+
+    m.get_rng_state = get_rng_state
+    m.set_rng_state = set_rng_state
 
     from ._memory import memory_allocated, memory_reserved, memory_stats
 
@@ -121,6 +140,18 @@ def _register_factories() -> None:
                             session=session())
         return t
 
+    def efficient_zeros(size: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+                        pin_memory: Any = None) -> torch.Tensor:
+        # PyTorch's zero tensor for a gradient that is zero by construction (sgn's backward):
+        # the daemon's zeros (the device has no storage-less zero tensors).
+        _check_index(device)
+        dtype = dtype or torch.get_default_dtype()
+        t = new_lazy(size, dtype)
+        t._td = native_call("zeros", [], {"shape": list(size),
+                                          "dtype": _transfer.native_dtype(dtype)},
+                            session=session())
+        return t
+
     def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> Any:
         # Reached where PyTorch dispatches below the Python key (torch.tensor(..., device=)):
         # the same copy as copy_'s handler.
@@ -133,6 +164,7 @@ def _register_factories() -> None:
     _lib.impl("arange.start", lambda start, end, **kw: arange(start, end, 1, **kw), "PrivateUse1")
     _lib.impl("arange", lambda end, **kw: arange(0, end, 1, **kw), "PrivateUse1")
     _lib.impl("_copy_from", copy_from, "PrivateUse1")
+    _lib.impl("_efficientzerotensor", efficient_zeros, "PrivateUse1")
 
 
 def _check_index(device: Any) -> None:
