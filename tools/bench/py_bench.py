@@ -35,6 +35,7 @@ def median(values: List[float]) -> float:
 
 
 DEVICE = "cpu"  # --device, as the library spells it ("cpu", "cuda:0")
+OPTIM = "sgd"  # --optim: the training benchmarks' optimizer
 
 
 def sync(lib: Any) -> None:
@@ -226,7 +227,10 @@ def _model(lib: Any, kind: str) -> tuple:
     model = ex.build_model(lib)
     if lib.__name__ != "tensord":
         model.to(DEVICE)  # tensord built it on the session's default device (use_device)
-    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    if OPTIM == "adam":
+        opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+    else:
+        opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     data = ex.synthetic_data(4, batch)
     return model, opt, data
 
@@ -329,6 +333,8 @@ def main() -> None:
     ap.add_argument("--mib", type=int, default=256)
     ap.add_argument("--model", choices=["mlp", "cnn", "resnet"], default="mlp")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (cuda:0)")
+    ap.add_argument("--optim", choices=["sgd", "adam"], default="sgd",
+                    help="the training benchmarks' optimizer (SGD momentum 0.9, or Adam)")
     ap.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     ap.add_argument("--n", type=int, default=8192, help="matmul size")
     ap.add_argument("--steps", type=int, default=10)
@@ -344,6 +350,8 @@ def main() -> None:
                          "the profiler's cost) and print where the daemon's time went: the "
                          "per-op phase table on stderr, phase totals in the JSON")
     args = ap.parse_args()
+    global OPTIM
+    OPTIM = args.optim
     if args.lib == "torch":
         import torch as lib
         lib.set_num_threads(args.threads)

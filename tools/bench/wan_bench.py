@@ -3,7 +3,7 @@
 (``wan_proxy.py``: fixed delay and rate per direction), the client treating the daemon as remote
 (``--shm off``: no shared memory, every byte on the stream or the bulk socket).
 
-    tools/bench/wan_bench.py [--models mlp,cnn] [--rtts 10,50] [--mbits 100,1000]
+    tools/bench/wan_bench.py [--models mlp,cnn,mlp:adam] [--rtts 10,50] [--mbits 100,1000]
                              [--steps 8] [--reps 3] [--no_transfer] [--no_item]
 
 Starts its own daemon on 127.0.0.2 (gRPC on a free port, the bulk socket on another), and per
@@ -90,7 +90,8 @@ class Link:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--binary", default=os.path.join(REPO, "bazel-bin", "server", "tensord"))
-    ap.add_argument("--models", default="mlp,cnn")
+    ap.add_argument("--models", default="mlp,cnn",
+                    help="model[:optimizer], optimizer sgd (momentum 0.9, the default) or adam")
     ap.add_argument("--rtts", default="10,50", help="round trip times, ms")
     ap.add_argument("--mbits", default="100,1000", help="rates per direction, Mbit/s")
     ap.add_argument("--steps", type=int, default=8)
@@ -110,9 +111,13 @@ def main() -> None:
     rows: List[Dict[str, Any]] = []
     try:
         train = ["--bench", "train", "--steps", str(args.steps), "--reps", str(args.reps)]
-        direct = {m: py_bench(daemon, train + ["--model", m], args.threads) for m in models}
+        def model(m: str) -> List[str]:
+            kind, _, optim = m.partition(":")
+            return ["--model", kind, "--optim", optim or "sgd"]
+
+        direct = {m: py_bench(daemon, train + model(m), args.threads) for m in models}
         for m in models:
-            print(f"{m:4} direct (loopback, --shm off): {direct[m]['step_s'] * 1e3:7.1f} ms/step",
+            print(f"{m:8} direct (loopback, --shm off): {direct[m]['step_s'] * 1e3:7.1f} ms/step",
                   flush=True)
         if not args.no_item:
             d = py_bench(daemon, ["--bench", "sync", "--iters", str(args.item_iters * 10)],
@@ -123,7 +128,7 @@ def main() -> None:
                 link = f"rtt {rtt * 1e3:3.0f} ms {rate * 8 / 1e6:5.0f} Mbit/s"
                 with Link(daemon, bulk_port, rtt, rate) as p:
                     for m in models:
-                        r = py_bench(p.stream.address, train + ["--model", m], args.threads)
+                        r = py_bench(p.stream.address, train + model(m), args.threads)
                         step, base = r["step_s"], direct[m]["step_s"]
                         wire = r.get("batch_bytes", 0) / rate
                         row = {"model": m, "rtt_ms": rtt * 1e3, "mbit": rate * 8 / 1e6,
@@ -132,7 +137,7 @@ def main() -> None:
                                "rt_net_of_bytes": (step - base - wire) / rtt,
                                "waits_per_step": r.get("waits_per_step")}
                         rows.append(row)
-                        print(f"{m:4} {link}: {step * 1e3:7.1f} ms/step (direct "
+                        print(f"{m:8} {link}: {step * 1e3:7.1f} ms/step (direct "
                               f"{base * 1e3:.1f}), {row['rt_per_step']:.2f} round trips/step, "
                               f"{row['rt_net_of_bytes']:.2f} net of the batch's "
                               f"{r.get('batch_bytes', 0) / 1e6:.2f} MB ({wire * 1e3:.0f} ms); "
@@ -168,7 +173,7 @@ def main() -> None:
                 by = {r["rtt_ms"]: r["step_ms"] for r in rows if r.get("model") == m
                       and r["mbit"] == rate * 8 / 1e6}
                 slope = (by[hi * 1e3] - by[lo * 1e3]) / ((hi - lo) * 1e3)
-                print(f"{m:4} {rate * 8 / 1e6:5.0f} Mbit/s: {slope:.2f} round trips/step "
+                print(f"{m:8} {rate * 8 / 1e6:5.0f} Mbit/s: {slope:.2f} round trips/step "
                       f"(slope from rtt {lo * 1e3:g} to {hi * 1e3:g} ms)", flush=True)
     print(json.dumps(rows))
 
