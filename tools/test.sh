@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Quick start, command 2: installs what is missing and runs the whole test
-# suite: every C++ test (unit and real-daemon integration), the Python client
-# suite against a real daemon with PyTorch as the reference (with the client's
-# C speedups, then without them), the PyTorch device's suites (PyPI's torch),
-# the C++ suites and the Python suite's C speedups under AddressSanitizer +
-# UBSan, the in-process concurrency suites (tag "tsan": session core,
-# allocator, CPU pool) under ThreadSanitizer, and the libFuzzer targets for a
-# bounded time (tools/fuzz.sh). Also the Python package as a user installs it:
-# a wheel and an sdist into fresh venvs (PyPI's grpcio, protobuf, numpy), the
-# examples run from outside the checkout (tests/package/test_install.sh).
-# The sanitizer and fuzz suites run alongside the Python suites (Note
-# [Overlapped suites]); the Python suites run on pytest-xdist workers.
+# suite: every C++ test (unit and real-daemon integration) under
+# AddressSanitizer + UBSan (Note [Where the C++ tests run]), the in-process
+# concurrency suites (tag "tsan": session core, allocator, CPU pool) under
+# ThreadSanitizer, the libFuzzer targets for a bounded time (tools/fuzz.sh);
+# the Python client suite against a real daemon with PyTorch as the reference
+# (with the client's C speedups, then without them, then with the speedups
+# under ASan + UBSan), the PyTorch device's suites (PyPI's torch); and the
+# Python package as a user installs it: a wheel and an sdist into fresh venvs
+# (PyPI's grpcio, protobuf, numpy), the examples run from outside the checkout
+# (tests/package/test_install.sh). The sanitizer and fuzz suites run alongside
+# the Python suites (Note [Overlapped suites]), which run on pytest-xdist
+# workers.
 #
 #   tools/test.sh             # everything (what .ci/run runs)
 #   TENSORD_SKIP_ASAN=1 TENSORD_SKIP_TSAN=1 TENSORD_SKIP_FUZZ=1 tools/test.sh
@@ -37,8 +38,23 @@ pytest_par=()
 # A suite whose daemon is missing fails here instead of skipping (tests/python/daemon_launcher.py).
 export TENSORD_REQUIRE_DAEMON=1
 
-section "C++ tests (bazel test //...)"
-bazel test "${jobs_flag[@]}" //...
+# Note [Where the C++ tests run]: a cold run's time is compiling (each translation unit is
+# ~100-200K lines after preprocessing, ~20-30 s of a core at -O2; a third of them are tests),
+# and the plain and ASan trees used to compile every test each. Every C++ test now runs in the
+# ASan + UBSan tree below (the stricter run); the plain tree builds everything but the tests
+# (the daemon and tools the Python suites and users run, the benchmarks, the CUDA kernels) and
+# runs the tests that need its CUDA build (tag "gpu"; without a GPU they check what they can
+# and skip the rest, saying so). With TENSORD_SKIP_ASAN=1 the plain tree runs them all.
+section "plain build: everything but the tests (bazel build), and the CUDA build's tests (tag gpu)"
+bazel query 'attr(testonly, 0, //...)' >"${TMPDIR:-/tmp}/tensord-plain-targets"
+bazel build "${jobs_flag[@]}" -- $(cat "${TMPDIR:-/tmp}/tensord-plain-targets")
+rm -f "${TMPDIR:-/tmp}/tensord-plain-targets"
+if [ -n "${TENSORD_SKIP_ASAN:-}" ]; then
+  section "C++ tests (bazel test //...; TENSORD_SKIP_ASAN=1: in the plain tree)"
+  bazel test "${jobs_flag[@]}" //...
+else
+  bazel test "${jobs_flag[@]}" --build_tests_only --test_tag_filters=gpu //...
+fi
 tools/gen_python_proto.sh
 tools/build_python_ext.sh
 
@@ -50,7 +66,7 @@ tools/build_python_ext.sh
 # output is printed after the Python suites, and either side failing fails the run.
 sanitizer_suites() {
   if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
-    section "C++ tests under AddressSanitizer + UBSan (bazel test --config=asan)"
+    section "C++ tests, every one, under AddressSanitizer + UBSan (bazel test --config=asan; Note [Where the C++ tests run])"
     bazel test "${jobs_flag[@]}" --config=asan //...
   fi
   if [ -z "${TENSORD_SKIP_TSAN:-}" ]; then
