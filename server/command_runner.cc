@@ -39,6 +39,8 @@ CommandRunner::CommandRunner(RunnerConfig config, FrameSink* sink)
       shared_(config.session, HostAllocator(config.devices),
               config.shared_buffer_bytes) {
   recorder_.set_counter(metadata_);  // the graph nodes are metadata too
+  if (config_.graph_replay)
+    replay_ = StepReplay::Dry(ReplayConfig(), &handles_);
 }
 
 CommandRunner::~CommandRunner() = default;
@@ -90,6 +92,7 @@ void CommandRunner::ReleaseAll() {
     device->ReleaseSessionStreams(config_.session);
   }
   events_.clear();
+  if (replay_ != nullptr) replay_->Clear();
   stream_ids_.clear();
   stream_id_ = 0;
 }
@@ -99,6 +102,7 @@ void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
   if (absl::Status limits = CheckCommand(cmd); !limits.ok()) {
     return RejectCommand(cmd, limits, ack);
   }
+  if (replay_ != nullptr) replay_->Observe(cmd, generator_.Reserve(0));
   if (profiler_.enabled() && cmd.has_call()) {
     const CallView call = CallView::Of(cmd.call());
     return RunProfiled(&call, nullptr, ack);
@@ -222,6 +226,7 @@ void CommandRunner::NoteError(const v1::Status& status) {
     config_.counters->CountError(static_cast<absl::StatusCode>(status.code()));
   }
   if (!first_error_) first_error_ = status;
+  if (replay_ != nullptr) replay_->NoteError();
 }
 
 void CommandRunner::ReportFrameError(const absl::Status& status,

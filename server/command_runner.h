@@ -24,6 +24,7 @@
 #include "server/cma.h"
 #include "server/daemon_counters.h"
 #include "server/frame_sink.h"
+#include "server/graph_replay/step_replay.h"
 #include "server/handle_table.h"
 #include "server/kept_errors.h"
 #include "server/pending_downloads.h"
@@ -51,6 +52,8 @@ struct RunnerConfig {
   // null in tests that count nothing).
   DaemonCounters* counters = nullptr;
   UserCounters* user_counters = nullptr;
+  // Note [Graph replay] (--cuda_graph_replay): recognise repeated steps.
+  bool graph_replay = false;
 };
 
 class CommandRunner {
@@ -89,6 +92,8 @@ class CommandRunner {
   SharedBufferUsage shared_buffer_usage() const { return shared_.usage(); }
   // Thread-safe: Admin turns profiling on and fetches records from here.
   OpProfiler& profiler() { return profiler_; }
+  // Note [Graph replay]: null unless RunnerConfig::graph_replay.
+  const StepReplay* graph_replay() const { return replay_.get(); }
 
  private:
   // An upload in progress: chunks of one handle arrive as consecutive Puts.
@@ -251,6 +256,7 @@ class CommandRunner {
   std::unique_ptr<PendingPut> pending_put_;
   PendingDownloads downloads_;  // Note [Async downloads]
   SharedBuffers shared_;
+  std::unique_ptr<StepReplay> replay_;  // Note [Graph replay]; after handles_
   std::atomic<size_t> live_handles_{0};
   std::atomic<uint64_t> ops_run_{0};
 };

@@ -112,6 +112,13 @@ ABSL_FLAG(uint64_t, shared_buffer_bytes, uint64_t{8} << 30,
           "the most bytes of shared buffers (AllocateShared: same-host "
           "memory transferred with one copy) one session may hold; user "
           "quotas apply on top (0: off)");
+ABSL_FLAG(bool, cuda_graph_replay, false,
+          "Note [Graph replay]: recognise a session's repeated steps (same "
+          "ops, shapes and handle roles between reads) to capture them as "
+          "CUDA graphs and replay each with one launch. EXPERIMENTAL, off by "
+          "default: it has NOT RUN ON A GPU yet, and today it only counts "
+          "the steps it would capture and replay (every step runs eagerly; "
+          "results are unchanged)");
 ABSL_FLAG(bool, http2_bdp_probe, false,
           "let gRPC size each stream's HTTP/2 window by probing the link's "
           "bandwidth-delay product (for clients whose uploads cross links "
@@ -281,6 +288,7 @@ int Main() {
   limits.command_ring = absl::GetFlag(FLAGS_command_ring);
   limits.ring_spin_us = absl::GetFlag(FLAGS_ring_spin_us);
   limits.shared_buffer_bytes = absl::GetFlag(FLAGS_shared_buffer_bytes);
+  limits.graph_replay = absl::GetFlag(FLAGS_cuda_graph_replay);
   limits.bulk_stall = absl::GetFlag(FLAGS_bulk_stall);
   limits.bulk_lanes = bulk_lanes;
   SessionManager sessions(devices.get(), auth.get(), limits);

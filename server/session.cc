@@ -74,8 +74,8 @@ Session::Session(SessionParams params)
       bulk_(MakeBulk(params_)),
       runner_(RunnerConfig{params_.number, params_.devices, params_.chunk_bytes,
                            shm_.get(), params_.shared_buffer_bytes, cma_.get(),
-                           bulk_.get(), params_.packed_acks,
-                           params_.counters, params_.user_counters},
+                           bulk_.get(), params_.packed_acks, params_.counters,
+                           params_.user_counters, params_.graph_replay},
               &outbox_),
       executor_([this] { ExecutorLoop(); }) {
   if (shm_ == nullptr) shm_charge_.reset();

@@ -48,6 +48,7 @@ struct SessionParams {
   size_t shm_bytes = 0;
   // Cap on the session's shared buffers (shared_buffers.h); 0: off.
   size_t shared_buffer_bytes = 0;
+  bool graph_replay = false;  // Note [Graph replay] (--cuda_graph_replay)
   // The user's memory quota per device when the session opened (0: none);
   // a resume's Welcome carries the quota of that moment.
   uint64_t quota_bytes = 0;

@@ -183,6 +183,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::NewSession(
                          ? RegionBytesFor(limits_.shm_bytes, user.quota_bytes)
                          : 0;
   params.shared_buffer_bytes = limits_.shared_buffer_bytes;
+  params.graph_replay = limits_.graph_replay;
   params.packed_acks = hello.packed_acks();
   params.counters = &counters_;
   params.user_counters = counters_.ForUser(user.name);

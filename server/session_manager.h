@@ -41,6 +41,7 @@ struct SessionLimits {
   // The most bytes of shared buffers (AllocateShared) one session may hold;
   // 0 turns them off. Quotas apply on top.
   size_t shared_buffer_bytes = size_t{8} << 30;
+  bool graph_replay = false;  // Note [Graph replay] (--cuda_graph_replay)
   // Whether a same-host client may transfer by cross-memory attach
   // (server/cma.h; tensord --cma).
   bool cma = true;

@@ -3,8 +3,17 @@
 #include <utility>
 
 #include "proto/packed_commands.h"
+#include "runtime/graph/dry_graph_capture.h"
 
 namespace tensord {
+
+std::unique_ptr<StepReplay> StepReplay::Dry(ReplayConfig config,
+                                            const HandleTable* table) {
+  auto backend = std::make_unique<DryGraphCapture>();
+  auto replay = std::make_unique<StepReplay>(config, table, backend.get());
+  replay->owned_backend_ = std::move(backend);
+  return replay;
+}
 
 void StepReplay::BeginStep(uint64_t rng_offset) {
   in_step_ = true;

@@ -25,6 +25,9 @@ namespace tensord {
 
 class StepReplay {
  public:
+  // With a DryGraphCapture of its own: what the runner uses today.
+  static std::unique_ptr<StepReplay> Dry(ReplayConfig config,
+                                         const HandleTable* table);
   // `table` and `backend` must outlive this.
   StepReplay(ReplayConfig config, const HandleTable* table,
              GraphCaptureBackend* backend)
@@ -39,18 +42,19 @@ class StepReplay {
   // The session ends: graphs and history go.
   void Clear();
 
- private:
-  void BeginStep(uint64_t rng_offset);
-  void EndStep(uint64_t rng_offset);
-
   ReplayState state() const { return tracker_.state(); }
   const ReplayStats& stats() const { return tracker_.stats(); }
   // The plan of the step in progress (kEager between steps).
   StepPlan plan() const { return in_step_ ? plan_ : StepPlan::kEager; }
 
+ private:
+  void BeginStep(uint64_t rng_offset);
+  void EndStep(uint64_t rng_offset);
+
   HandleTableMeta meta_;
   StepSignatureBuilder builder_;
   ReplayTracker tracker_;
+  std::unique_ptr<GraphCaptureBackend> owned_backend_;  // Dry's
   GraphCaptureBackend* backend_;
   std::unique_ptr<StreamCapture> capture_;  // during a capture plan
   absl::Status last_failure_;
