@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
+#include "runtime/core/special_math.h"
 
 namespace tensord {
 namespace cpu {
@@ -117,6 +118,41 @@ absl::Status BinaryTyped(BinaryOp op, const StridedView& a,
     case BinaryOp::kAtan2:
       Map2<T, T>(a, b, out, [](T x, T y) {
         return T(std::atan2(static_cast<double>(x), static_cast<double>(y)));
+      });
+      break;
+    case BinaryOp::kFmax:  // NaN only where both are
+      Map2<T, T>(a, b, out, [](T x, T y) { return (y != y || x > y) ? x : y; });
+      break;
+    case BinaryOp::kFmin:
+      Map2<T, T>(a, b, out, [](T x, T y) { return (y != y || x < y) ? x : y; });
+      break;
+    case BinaryOp::kFmod:  // C's remainder: the sign of x
+      Map2<T, T>(a, b, out, [](T x, T y) {
+        if constexpr (std::is_integral_v<T>)
+          return y == 0 ? T{0} : T(x % y);
+        else
+          return T(std::fmod(x, y));
+      });
+      break;
+    case BinaryOp::kHypot:
+      Map2<T, T>(a, b, out, [](T x, T y) { return T(std::hypot(x, y)); });
+      break;
+    case BinaryOp::kCopysign:
+      Map2<T, T>(a, b, out, [](T x, T y) {
+        return T(std::copysign(double(x), double(y)));
+      });
+      break;
+    case BinaryOp::kNextafter:  // in T's own precision
+      Map2<T, T>(a, b, out, [](T x, T y) {
+        if constexpr (std::is_floating_point_v<T>)
+          return std::nextafter(x, y);
+        else
+          return x;  // the row takes floating dtypes only
+      });
+      break;
+    case BinaryOp::kZeta:
+      Map2<T, T>(a, b, out, [](T x, T q) {
+        return T(special::Zeta(double(x), double(q)));
       });
       break;
     case BinaryOp::kPow:

@@ -42,6 +42,23 @@ enum class UnaryOp {
   kBitwiseNot,
   kTrunc,
   kSquare,
+  // floating results only (the rows cast integer inputs to float first)
+  kTan,
+  kAtan,
+  kAsin,
+  kAcos,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh,
+  kLog2,
+  kLog10,
+  kExp2,
+  kErfc,
+  kErfinv,
+  kLgamma,
+  kDigamma,
 };
 enum class BinaryOp {
   kAdd,
@@ -61,6 +78,16 @@ enum class BinaryOp {
   // in one pass, with b the forward's input or output and alpha 0.
   kThresholdBackward,
   kAtan2,  // atan2(a, b): the angle of (b, a); floating dtypes only
+  // PyTorch's fmax/fmin (NaN only if both are), fmod (C's: the sign of a),
+  // hypot, copysign, nextafter, zeta(x=a, q=b): floating dtypes only, but
+  // fmax/fmin/fmod also integers.
+  kFmax,
+  kFmin,
+  kFmod,
+  kHypot,
+  kCopysign,
+  kNextafter,
+  kZeta,
 };
 enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor };
 
@@ -93,6 +120,12 @@ absl::Status Compare(CompareOp op, const StridedView& a, const StridedView& b,
 
 // out (bool) = !in.
 absl::Status LogicalNot(const StridedView& in, const StridedView& out);
+
+// out (bool) = the sign bit of in (true for -0.0 and negative NaNs).
+absl::Status Signbit(const StridedView& in, const StridedView& out);
+
+// out = polygamma(n, in), n >= 0 (checked by the row); floating dtypes.
+absl::Status Polygamma(int n, const StridedView& in, const StridedView& out);
 
 // out = cond ? a : b; cond is bool, a/b/out share a dtype.
 absl::Status Where(const StridedView& cond, const StridedView& a,

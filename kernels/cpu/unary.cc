@@ -5,6 +5,7 @@
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/loops.h"
+#include "runtime/core/special_math.h"
 
 namespace tensord {
 namespace cpu {
@@ -62,6 +63,42 @@ void UnaryTyped(UnaryOp op, const StridedView& in, const StridedView& out) {
       });
     case UnaryOp::kReciprocal:
       return map([](T x) { return T(F(1) / F(x)); });
+    case UnaryOp::kTan:
+      return map([](T x) { return T(std::tan(F(x))); });
+    case UnaryOp::kAtan:
+      return map([](T x) { return T(std::atan(F(x))); });
+    case UnaryOp::kAsin:
+      return map([](T x) { return T(std::asin(F(x))); });
+    case UnaryOp::kAcos:
+      return map([](T x) { return T(std::acos(F(x))); });
+    case UnaryOp::kSinh:
+      return map([](T x) { return T(std::sinh(F(x))); });
+    case UnaryOp::kCosh:
+      return map([](T x) { return T(std::cosh(F(x))); });
+    case UnaryOp::kAsinh:
+      return map([](T x) { return T(std::asinh(F(x))); });
+    case UnaryOp::kAcosh:
+      return map([](T x) { return T(std::acosh(F(x))); });
+    case UnaryOp::kAtanh:
+      return map([](T x) { return T(std::atanh(F(x))); });
+    case UnaryOp::kLog2:
+      return map([](T x) { return T(std::log2(F(x))); });
+    case UnaryOp::kLog10:
+      return map([](T x) { return T(std::log10(F(x))); });
+    case UnaryOp::kExp2:
+      return map([](T x) { return T(std::exp2(F(x))); });
+    case UnaryOp::kErfc:
+      return map([](T x) { return T(std::erfc(F(x))); });
+    // The special functions compute in double (special_math.h).
+    case UnaryOp::kErfinv:
+      return map([](T x) { return T(special::Erfinv(double(x))); });
+    case UnaryOp::kLgamma:  // lgamma_r: std::lgamma may write signgam
+      return map([](T x) {
+        int sign;
+        return T(::lgamma_r(double(x), &sign));
+      });
+    case UnaryOp::kDigamma:
+      return map([](T x) { return T(special::Digamma(double(x))); });
     case UnaryOp::kFloor:
       if constexpr (kInt)
         return map([](T x) { return x; });
@@ -109,6 +146,29 @@ absl::Status Unary(UnaryOp op, const StridedView& in, const StridedView& out) {
       }
     } else {
       UnaryTyped<T>(op, in, out);
+    }
+  });
+}
+
+absl::Status Signbit(const StridedView& in, const StridedView& out) {
+  return DispatchAll(in.dtype, "signbit", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      Map1<bool, T>(in, out, [](T x) { return bool(std::signbit(x)); });
+    } else if constexpr (std::is_signed_v<T>) {
+      Map1<bool, T>(in, out, [](T x) { return x < T{0}; });
+    } else {
+      Map1<bool, T>(in, out, [](T) { return false; });
+    }
+  });
+}
+
+absl::Status Polygamma(int n, const StridedView& in, const StridedView& out) {
+  return DispatchAll(out.dtype, "polygamma", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      Map1<T, T>(in, out,
+                 [n](T x) { return T(special::Polygamma(n, double(x))); });
     }
   });
 }

@@ -122,6 +122,21 @@ absl::Status LogicalNot(const StridedView& in, const StridedView& out,
       stream, "logical_not kernel");
 }
 
+absl::Status Signbit(const StridedView& in, const StridedView& out,
+                     StreamHandle stream) {
+  const void* src = in.data;
+  const DType d = in.dtype;
+  bool* z = out.ptr<bool>();
+  const StridedView* views[2] = {&out, &in};
+  return LaunchMap<2>(
+      views,
+      [=] __device__(const int64_t(&off)[2]) {
+        const Value v = Load(src, d, off[1]);
+        z[off[0]] = v.is_int ? v.i < 0 : signbit(v.f);
+      },
+      stream, "signbit kernel");
+}
+
 absl::Status Where(const StridedView& cond, const StridedView& a,
                    const StridedView& b, const StridedView& out,
                    StreamHandle stream) {

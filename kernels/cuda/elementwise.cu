@@ -15,6 +15,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/loops.cuh"
+#include "runtime/core/special_math.h"
 
 namespace tensord {
 namespace cuda {
@@ -211,6 +212,39 @@ struct UnaryFn {
           return trunc(x);
         case UnaryOp::kRound:
           return rint(x);  // half to even
+        case UnaryOp::kTan:
+          return tan(x);
+        case UnaryOp::kAtan:
+          return atan(x);
+        case UnaryOp::kAsin:
+          return asin(x);
+        case UnaryOp::kAcos:
+          return acos(x);
+        case UnaryOp::kSinh:
+          return sinh(x);
+        case UnaryOp::kCosh:
+          return cosh(x);
+        case UnaryOp::kAsinh:
+          return asinh(x);
+        case UnaryOp::kAcosh:
+          return acosh(x);
+        case UnaryOp::kAtanh:
+          return atanh(x);
+        case UnaryOp::kLog2:
+          return log2(x);
+        case UnaryOp::kLog10:
+          return log10(x);
+        case UnaryOp::kExp2:
+          return exp2(x);
+        case UnaryOp::kErfc:
+          return erfc(x);
+        // As kernels/cpu: the special functions in double.
+        case UnaryOp::kErfinv:
+          return T(special::Erfinv(static_cast<double>(x)));
+        case UnaryOp::kLgamma:
+          return T(lgamma(static_cast<double>(x)));
+        case UnaryOp::kDigamma:
+          return T(special::Digamma(static_cast<double>(x)));
         default:
           return x;
       }
@@ -277,6 +311,12 @@ struct BinaryFn {
           return IntPow<T>(x, y);
         case BinaryOp::kAtan2:  // the row promotes integers to floating
           return T(atan2(static_cast<double>(x), static_cast<double>(y)));
+        case BinaryOp::kFmax:
+          return x > y ? x : y;
+        case BinaryOp::kFmin:
+          return x < y ? x : y;
+        case BinaryOp::kFmod:
+          return y == 0 ? T{0} : T(x % y);
         case BinaryOp::kMax:
           return x > y ? x : y;
         case BinaryOp::kMin:
@@ -318,6 +358,21 @@ struct BinaryFn {
           return pow(x, y);
         case BinaryOp::kAtan2:
           return atan2(x, y);
+        case BinaryOp::kFmax:  // NaN only where both are
+          return (y != y || x > y) ? x : y;
+        case BinaryOp::kFmin:
+          return (y != y || x < y) ? x : y;
+        case BinaryOp::kFmod:
+          return fmod(x, y);
+        case BinaryOp::kHypot:
+          return hypot(x, y);
+        case BinaryOp::kCopysign:
+          return copysign(x, y);
+        case BinaryOp::kNextafter:
+          return nextafter(x, y);
+        case BinaryOp::kZeta:
+          return T(
+              special::Zeta(static_cast<double>(x), static_cast<double>(y)));
         case BinaryOp::kMax:
           return (x != x || x > y) ? x : y;
         case BinaryOp::kMin:
@@ -328,6 +383,14 @@ struct BinaryFn {
           return x;  // bitwise ops are rejected for floats
       }
     }
+  }
+};
+
+template <typename T>
+struct PolygammaFn {
+  int n;
+  __device__ __forceinline__ T operator()(T x) const {
+    return T(special::Polygamma(n, static_cast<double>(x)));
   }
 };
 
@@ -437,6 +500,17 @@ absl::Status Binary(BinaryOp op, const StridedView& a, const StridedView& b,
       return BinaryMap<scalar_t>(
           a, b, out, BinaryFn<scalar_t>{op, static_cast<scalar_t>(alpha)},
           stream));
+  return absl::OkStatus();
+}
+
+absl::Status Polygamma(int n, const StridedView& in, const StridedView& out,
+                       StreamHandle stream) {
+  if (out.numel() == 0) return absl::OkStatus();
+  TD_CUDA_DISPATCH_FLOAT(
+      out.dtype,
+      return absl::UnimplementedError(absl::StrCat(
+          "polygamma on cuda: unsupported dtype ", DTypeName(out.dtype))),
+      return UnaryMap<scalar_t>(in, out, PolygammaFn<scalar_t>{n}, stream));
   return absl::OkStatus();
 }
 

@@ -50,6 +50,23 @@ enum class UnaryOp {
   kBitwiseNot,
   kTrunc,
   kSquare,
+  // floating results only (the rows cast integer inputs to float first)
+  kTan,
+  kAtan,
+  kAsin,
+  kAcos,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh,
+  kLog2,
+  kLog10,
+  kExp2,
+  kErfc,
+  kErfinv,
+  kLgamma,
+  kDigamma,
 };
 enum class BinaryOp {
   kAdd,
@@ -67,6 +84,16 @@ enum class BinaryOp {
   kBitXor,
   kThresholdBackward,  // a where b > alpha, else 0 (kernels/cpu/elementwise.h)
   kAtan2,              // atan2(a, b); floating dtypes only
+  // PyTorch's fmax/fmin (NaN only if both are), fmod (C's: the sign of a),
+  // hypot, copysign, nextafter, zeta(x=a, q=b): floating dtypes only, but
+  // fmax/fmin/fmod also integers.
+  kFmax,
+  kFmin,
+  kFmod,
+  kHypot,
+  kCopysign,
+  kNextafter,
+  kZeta,
 };
 enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor };
 
@@ -95,6 +122,14 @@ absl::Status Compare(CompareOp op, const StridedView& a, const StridedView& b,
 // out (bool) = !in.
 absl::Status LogicalNot(const StridedView& in, const StridedView& out,
                         StreamHandle stream);
+
+// out (bool) = the sign bit of in (true for -0.0 and negative NaNs).
+absl::Status Signbit(const StridedView& in, const StridedView& out,
+                     StreamHandle stream);
+
+// out = polygamma(n, in), n >= 0 (checked by the row); floating dtypes.
+absl::Status Polygamma(int n, const StridedView& in, const StridedView& out,
+                       StreamHandle stream);
 
 // out = cond ? a : b; cond is bool, a/b/out share a dtype.
 absl::Status Where(const StridedView& cond, const StridedView& a,

@@ -25,6 +25,10 @@ static_assert(static_cast<int>(cuda::UnaryOp::kSquare) ==
               static_cast<int>(cpu::UnaryOp::kSquare));
 static_assert(static_cast<int>(cuda::BinaryOp::kBitXor) ==
               static_cast<int>(cpu::BinaryOp::kBitXor));
+static_assert(static_cast<int>(cuda::UnaryOp::kDigamma) ==
+              static_cast<int>(cpu::UnaryOp::kDigamma));
+static_assert(static_cast<int>(cuda::BinaryOp::kZeta) ==
+              static_cast<int>(cpu::BinaryOp::kZeta));
 static_assert(static_cast<int>(cuda::CompareOp::kXor) ==
               static_cast<int>(cpu::CompareOp::kXor));
 
@@ -42,6 +46,17 @@ absl::Status CudaGelu(Ins in, Ins out, const Attrs& attrs,
   return attrs.String("approximate") == "tanh"
              ? CudaUnary<cuda::UnaryOp::kGeluTanh>(in, out, attrs, ctx)
              : CudaUnary<cuda::UnaryOp::kGelu>(in, out, attrs, ctx);
+}
+
+absl::Status CudaSignbit(Ins in, Ins out, const Attrs&, const OpContext& ctx) {
+  return cuda::Signbit(in[0].view(), out[0].view(), ctx.alloc.stream);
+}
+
+absl::Status CudaPolygamma(Ins in, Ins out, const Attrs& attrs,
+                           const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(Tensor x, CastTo(in[0], out[0].dtype(), ctx));
+  return cuda::Polygamma(static_cast<int>(attrs.Int("n")), x.view(),
+                         out[0].view(), ctx.alloc.stream);
 }
 
 template <cuda::BinaryOp kOp>
@@ -202,6 +217,24 @@ void AddCudaPointwiseKernels(CudaKernelMap* map) {
   m["silu"] = CudaUnary<U::kSilu>;
   m["erf"] = CudaUnary<U::kErf>;
   m["reciprocal"] = CudaUnary<U::kReciprocal>;
+  m["tan"] = CudaUnary<U::kTan>;
+  m["atan"] = CudaUnary<U::kAtan>;
+  m["asin"] = CudaUnary<U::kAsin>;
+  m["acos"] = CudaUnary<U::kAcos>;
+  m["sinh"] = CudaUnary<U::kSinh>;
+  m["cosh"] = CudaUnary<U::kCosh>;
+  m["asinh"] = CudaUnary<U::kAsinh>;
+  m["acosh"] = CudaUnary<U::kAcosh>;
+  m["atanh"] = CudaUnary<U::kAtanh>;
+  m["log2"] = CudaUnary<U::kLog2>;
+  m["log10"] = CudaUnary<U::kLog10>;
+  m["exp2"] = CudaUnary<U::kExp2>;
+  m["erfc"] = CudaUnary<U::kErfc>;
+  m["erfinv"] = CudaUnary<U::kErfinv>;
+  m["lgamma"] = CudaUnary<U::kLgamma>;
+  m["digamma"] = CudaUnary<U::kDigamma>;
+  m["polygamma"] = CudaPolygamma;
+  m["signbit"] = CudaSignbit;
   m["gelu"] = CudaGelu;
   m["bitwise_not"] = CudaUnary<U::kBitwiseNot>;
   m["logical_not"] = CudaLogicalNot;
@@ -212,6 +245,13 @@ void AddCudaPointwiseKernels(CudaKernelMap* map) {
   m["div"] = CudaDiv;
   m["pow"] = CudaBinary<B::kPow>;
   m["atan2"] = CudaBinary<B::kAtan2>;
+  m["fmax"] = CudaBinary<B::kFmax>;
+  m["fmin"] = CudaBinary<B::kFmin>;
+  m["fmod"] = CudaBinary<B::kFmod>;
+  m["hypot"] = CudaBinary<B::kHypot>;
+  m["copysign"] = CudaBinary<B::kCopysign>;
+  m["nextafter"] = CudaBinary<B::kNextafter>;
+  m["zeta"] = CudaBinary<B::kZeta>;
   m["maximum"] = CudaBinary<B::kMax>;
   m["minimum"] = CudaBinary<B::kMin>;
   m["remainder"] = CudaBinary<B::kRemainder>;

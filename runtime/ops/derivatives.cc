@@ -7,7 +7,8 @@ namespace tensord {
 
 void AttachGradients(std::vector<OpDef>* table) {
   std::vector<GradRow> rows;
-  for (auto family : {PointwiseGrads, ReductionGrads, ShapeGrads, NnGrads}) {
+  for (auto family :
+       {PointwiseGrads, ReductionGrads, ShapeGrads, NnGrads, MathGrads}) {
     for (GradRow& r : family()) rows.push_back(std::move(r));
   }
   auto find = [&](const std::string& name) -> OpDef* {

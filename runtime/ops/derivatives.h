@@ -28,6 +28,7 @@ std::vector<GradRow> PointwiseGrads();  // derivatives_pointwise.cc
 std::vector<GradRow> ReductionGrads();  // derivatives_reduction.cc
 std::vector<GradRow> ShapeGrads();      // derivatives_shape.cc
 std::vector<GradRow> NnGrads();         // derivatives_nn.cc
+std::vector<GradRow> MathGrads();       // derivatives_math.cc
 
 void AttachGradients(std::vector<OpDef>* table);
 

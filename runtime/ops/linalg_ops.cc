@@ -85,9 +85,18 @@ absl::StatusOr<StridedView> AsBatch3d(const Tensor& mat, const Shape& batch,
   full.push_back(mat.shape().back());
   StridedView v = mat.BroadcastView(full);
   const int nb = static_cast<int>(batch.size());
+  // Size-1 batch dims take no part: their strides are arbitrary (0 from the
+  // broadcast, and a contiguous copy keeps them), so the merged stride is
+  // the innermost batch dim of size > 1's. Taking the last dim's stride
+  // regardless made [2, 1] batches read batch 0 twice.
+  int inner = -1;
   bool mergeable = true;
-  for (int d = 0; d + 1 < nb; ++d) {
-    if (v.strides[d] != v.strides[d + 1] * v.sizes[d + 1]) mergeable = false;
+  for (int d = 0; d < nb; ++d) {
+    if (v.sizes[d] == 1) continue;
+    if (inner >= 0 && v.strides[inner] != v.strides[d] * v.sizes[d]) {
+      mergeable = false;
+    }
+    inner = d;
   }
   if (!mergeable) {
     Tensor expanded = mat.AsStrided(
@@ -98,7 +107,7 @@ absl::StatusOr<StridedView> AsBatch3d(const Tensor& mat, const Shape& batch,
   StridedView out = v;
   out.ndim = 3;
   out.sizes[0] = NumElements(batch);
-  out.strides[0] = nb == 0 ? 0 : v.strides[nb - 1];
+  out.strides[0] = inner < 0 ? 0 : v.strides[inner];
   for (int i = 1; i < 3; ++i) {
     out.sizes[i] = v.sizes[nb + i - 1];
     out.strides[i] = v.strides[nb + i - 1];

@@ -1,5 +1,6 @@
 // Binary arithmetic with broadcasting and PyTorch type promotion: add, sub,
-// mul, div (true/trunc/floor), pow, maximum, minimum, remainder,
+// mul, div (true/trunc/floor), pow, atan2, maximum, minimum, fmax, fmin,
+// fmod, hypot, copysign, nextafter, zeta, remainder,
 // floor_divide, bitwise and/or/xor, threshold_backward (relu's backward).
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/elementwise.h"
@@ -148,6 +149,27 @@ std::vector<OpDef> PointwiseOps() {
   ops.push_back(BinaryRow("atan2", InferFloating, CpuBinary<B::kAtan2>,
                           "atan2(input, other): the angle of the point "
                           "(other, input), in [-pi, pi], broadcasting."));
+  ops.push_back(BinaryRow("fmax", InferArith, CpuBinary<B::kFmax>,
+                          "Elementwise maximum ignoring NaN (NaN only where "
+                          "both are)."));
+  ops.push_back(BinaryRow("fmin", InferArith, CpuBinary<B::kFmin>,
+                          "Elementwise minimum ignoring NaN (NaN only where "
+                          "both are)."));
+  ops.push_back(BinaryRow("fmod", InferArith, CpuBinary<B::kFmod>,
+                          "C's remainder: the sign of input."));
+  ops.push_back(BinaryRow("hypot", InferFloating, CpuBinary<B::kHypot>,
+                          "sqrt(input ** 2 + other ** 2) without overflow."));
+  ops.push_back(BinaryRow("copysign", InferFloating, CpuBinary<B::kCopysign>,
+                          "|input| with the sign of other."));
+  OpDef nextafter =
+      BinaryRow("nextafter", InferFloating, CpuBinary<B::kNextafter>,
+                "The next representable value after input towards other.");
+  nextafter.differentiable = false;  // as PyTorch: no derivative
+  ops.push_back(std::move(nextafter));
+  OpDef zeta = BinaryRow("zeta", InferFloating, CpuBinary<B::kZeta>,
+                         "The Hurwitz zeta function zeta(x=input, q=other).");
+  zeta.examples = {Example({{2, 3}, {3}})};
+  ops.push_back(std::move(zeta));
   ops.push_back(BinaryRow("maximum", InferBinary, CpuBinary<B::kMax>,
                           "Elementwise maximum (NaN propagates)."));
   ops.push_back(BinaryRow("minimum", InferBinary, CpuBinary<B::kMin>,

@@ -58,6 +58,29 @@ absl::Status CpuLogicalNot(absl::Span<const Tensor> in,
   return cpu::LogicalNot(in[0].view(), out[0].view());
 }
 
+absl::Status CpuSignbit(absl::Span<const Tensor> in,
+                        absl::Span<const Tensor> out, const Attrs&,
+                        const OpContext&) {
+  return cpu::Signbit(in[0].view(), out[0].view());
+}
+
+Specs InferPolygamma(absl::Span<const Tensor> in, const Attrs& attrs,
+                     const OpContext& ctx) {
+  if (attrs.Int("n") < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "polygamma: n must be non-negative, got ", attrs.Int("n")));
+  }
+  return InferFloat(in, attrs, ctx);
+}
+
+absl::Status CpuPolygamma(absl::Span<const Tensor> in,
+                          absl::Span<const Tensor> out, const Attrs& attrs,
+                          const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(Tensor x, CastTo(in[0], out[0].dtype(), ctx));
+  return cpu::Polygamma(static_cast<int>(attrs.Int("n")), x.view(),
+                        out[0].view());
+}
+
 bool Integral(double v) { return std::floor(v) == v; }
 
 // clamp: bounds are attributes (None = unbounded); an integer tensor with a
@@ -129,6 +152,35 @@ std::vector<OpDef> UnaryOps() {
   flt("silu", CpuUnary<U::kSilu>, "input * sigmoid(input).");
   flt("erf", CpuUnary<U::kErf>, "The error function.");
   flt("reciprocal", CpuUnary<U::kReciprocal>, "1 / input.");
+  flt("tan", CpuUnary<U::kTan>, "Tangent.");
+  flt("atan", CpuUnary<U::kAtan>, "Inverse tangent.");
+  flt("asin", CpuUnary<U::kAsin>, "Inverse sine (NaN outside [-1, 1]).");
+  flt("acos", CpuUnary<U::kAcos>, "Inverse cosine (NaN outside [-1, 1]).");
+  flt("sinh", CpuUnary<U::kSinh>, "Hyperbolic sine.");
+  flt("cosh", CpuUnary<U::kCosh>, "Hyperbolic cosine.");
+  flt("asinh", CpuUnary<U::kAsinh>, "Inverse hyperbolic sine.");
+  flt("acosh", CpuUnary<U::kAcosh>, "Inverse hyperbolic cosine (x >= 1).");
+  flt("atanh", CpuUnary<U::kAtanh>, "Inverse hyperbolic tangent.");
+  flt("log2", CpuUnary<U::kLog2>, "Base-2 logarithm.");
+  flt("log10", CpuUnary<U::kLog10>, "Base-10 logarithm.");
+  flt("exp2", CpuUnary<U::kExp2>, "2 ** input.");
+  flt("erfc", CpuUnary<U::kErfc>, "1 - erf(input), accurate in the tails.");
+  flt("erfinv", CpuUnary<U::kErfinv>, "The inverse of erf on (-1, 1).");
+  flt("lgamma", CpuUnary<U::kLgamma>, "log(|gamma(input)|).");
+  flt("digamma", CpuUnary<U::kDigamma>,
+      "d/dx lgamma(x); -inf/inf at -0/+0, NaN at negative integers.");
+  OpDef polygamma = MakeOp("polygamma", 1, 1, {Required("n", AttrType::kInt)},
+                           "The n-th derivative of digamma (n >= 0), PyTorch's "
+                           "polygamma(n, input).");
+  polygamma.infer = InferPolygamma;
+  polygamma.cpu = CpuPolygamma;
+  polygamma.examples = {Example({{2, 3}}, {{"n", int64_t{1}}}),
+                        Example({{2, 3}}, {{"n", int64_t{3}}})};
+  ops.push_back(std::move(polygamma));
+  OpDef signbit = UnaryRow("signbit", InferBool, CpuSignbit,
+                           "Whether the sign bit is set (bool; -0.0 too).");
+  signbit.differentiable = false;
+  ops.push_back(std::move(signbit));
   OpDef bnot =
       UnaryRow("bitwise_not", InferBitwiseNot, CpuUnary<U::kBitwiseNot>,
                "~input for integer and bool tensors.");

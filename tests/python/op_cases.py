@@ -228,8 +228,56 @@ def _selection_and_loss_cases() -> List[Case]:
     ]
 
 
+def _math_cases() -> List[Case]:
+    """The trigonometric, hyperbolic, logarithmic and special-function rows, on inputs inside
+    each function's domain (away from poles, so finite differences hold)."""
+    unit = lambda *s, seed=0, dtype=torch.float32: (  # noqa: E731 (values in (-0.9, 0.9))
+        torch.tanh(R(*s, seed=seed, dtype=torch.float64)) * 0.9).to(dtype)
+    f64 = torch.float64
+    c: List[Case] = []
+    for op in ["atan", "sinh", "cosh", "asinh", "exp2", "erfc"]:
+        c += [Case(op, [R(3, 4)]), Case(op, [NC(R(4, 5))]), Case(op, [R(5, dtype=f64)])]
+    for op in ["asin", "acos", "atanh", "erfinv", "tan"]:
+        c += [Case(op, [unit(3, 4)]), Case(op, [NC(unit(4, 5))]), Case(op, [unit(5, dtype=f64)])]
+    for op in ["log2", "log10", "lgamma", "digamma"]:
+        c += [Case(op, [R(3, 4, lo=0.5)]), Case(op, [NC(R(4, 3, lo=0.5))]),
+              Case(op, [R(5, lo=0.5, dtype=f64)])]
+    for op in ["tan", "exp2", "log2", "lgamma", "digamma", "erfc"]:  # integers: float32
+        c.append(Case(op, [R(6, dtype=torch.int64).abs() % 2 + 1]))
+    c += [Case("acosh", [R(3, 4, lo=1.1)]), Case("acosh", [R(5, lo=1.1, dtype=f64)]),
+          Case("lgamma", [torch.tensor([-0.5, -2.5, 0.25])]),
+          Case("digamma", [torch.tensor([-0.5, -2.5, 0.25, 10.0], dtype=f64)]),
+          Case("polygamma", [R(3, 4, lo=0.5)], {"n": 1}, ref=lambda x, n: torch.polygamma(n, x)),
+          Case("polygamma", [R(5, lo=0.5, dtype=f64)], {"n": 3},
+               ref=lambda x, n: torch.polygamma(n, x)),
+          Case("polygamma", [NC(R(4, 3, lo=0.5))], {"n": 0},
+               ref=lambda x, n: torch.polygamma(n, x)),
+          Case("signbit", [torch.tensor([-0.0, 0.0, -1.5, 2.0])]),
+          Case("signbit", [R(6, dtype=torch.int64)])]
+    for op in ["fmax", "fmin", "hypot", "copysign", "nextafter"]:
+        for a, b in SHAPES[:3]:
+            c.append(Case(op, [R(*a), R(*b, seed=1)]))
+        c.append(Case(op, [R(4, dtype=f64), R(4, seed=2, dtype=f64)]))
+    nan = float("nan")
+    def same_nans(got: Any, want: Any) -> None:  # forward only: no finite differences at NaN
+        torch.testing.assert_close(torch.from_numpy(got.numpy()), want, equal_nan=True)
+    c += [Case("fmax", [torch.tensor([1.0, nan, nan]), torch.tensor([nan, 2.0, nan])],
+               check=same_nans),
+          Case("fmin", [torch.tensor([1.0, nan, nan]), torch.tensor([nan, 2.0, nan])],
+               check=same_nans),
+          Case("fmax", [R(6, dtype=torch.int64), R(6, dtype=torch.int64, seed=1)]),
+          Case("copysign", [R(5, dtype=torch.int64), torch.tensor([-0.5, 0.5, -1.0, 1.0, -2.0])]),
+          Case("fmod", [R(3, 4), R(4, lo=0.5)]), Case("fmod", [NC(R(3, 4)), 0.7]),
+          Case("fmod", [R(5, dtype=f64), R(5, lo=0.5, seed=1, dtype=f64)]),
+          Case("fmod", [R(6, dtype=torch.int64), -4]),
+          Case("zeta", [R(3, 4, lo=1.5), R(4, lo=0.5, seed=1)], ref=torch.special.zeta),
+          Case("zeta", [R(5, lo=1.5, dtype=f64), R(5, lo=0.5, seed=1, dtype=f64)],
+               ref=torch.special.zeta)]
+    return c
+
+
 def cases() -> List[Case]:
-    c: List[Case] = _selection_and_loss_cases()
+    c: List[Case] = _selection_and_loss_cases() + _math_cases()
     # ---------------------------------------------------------------- unary
     for op in UNARY:
         c += [Case(op, [R(3, 4)]), Case(op, [NC(R(4, 5))]), Case(op, [R()]), Case(op, [R(0, 2)]),
@@ -332,6 +380,8 @@ def cases() -> List[Case]:
     c += [Case("matmul", [R(3, 4), R(4, 5)]), Case("matmul", [NC(R(3, 4)), R(4)]),
           Case("matmul", [R(2, 3, 4), R(4, 2)]), Case("matmul", [R(4), R(4)]),
           Case("matmul", [R(3, 0), R(0, 2)]),
+          # a size-1 batch dim last: the batches' stride is the outer dim's
+          Case("matmul", [R(2, 1, 2, 1), R(1, 5)]), Case("matmul", [R(3, 1, 2, 3), R(1, 1, 3, 2)]),
           Case("mm", [R(3, 4), NC(R(4, 5))]), Case("mm", [R(3, 4, dtype=torch.float64), R(4, 2, dtype=torch.float64)]),
           Case("bmm", [R(2, 3, 4), R(2, 4, 5)]),
           Case("addmm", [R(5), R(3, 4), R(4, 5)], {"beta": 0.5, "alpha": 2.0}),

@@ -31,7 +31,8 @@ RANDOM = {"rand_like", "randn_like", "empty_like", "empty", "randint"}
 # Inputs that carry no gradient in PyTorch (running statistics, class weights).
 NO_GRAD_ARGS = {"batch_norm": {1, 2}, "nll_loss": {2}, "cross_entropy": {2},
                 "fused_cross_entropy": {2}, "binary_cross_entropy": {2},
-                "binary_cross_entropy_with_logits": {2, 3}}
+                "binary_cross_entropy_with_logits": {2, 3},
+                "zeta": {0}}  # zeta's derivative in x: not implemented (PyTorch's neither)
 
 
 def _tensors(v: Any) -> List[torch.Tensor]:

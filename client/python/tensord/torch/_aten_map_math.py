@@ -27,3 +27,22 @@ def _prims_prod(inp: Any, dims: Any, *, output_dtype: Any = None) -> Any:
 @rule(aten.cumprod.default)
 def _cumprod(self: Any, dim: int, *, dtype: Any = None) -> Any:
     return c("cumprod", [self], dim=dim, dtype=dtype)
+
+
+# ---------------------------------------------------------------- unary and binary maps
+_UNARY = ["tan", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "log2",
+          "log10", "exp2", "erfc", "erfinv", "lgamma", "digamma", "signbit"]
+for _n in _UNARY:
+    same_name(_n, getattr(aten, _n).default)
+    same_name(_n, getattr(prims, "erf_inv" if _n == "erfinv" else _n).default)
+for _n in ["fmax", "fmin", "hypot", "nextafter"]:
+    same_name(_n, getattr(aten, _n).default, getattr(prims, _n).default)
+same_name("fmod", aten.fmod.Tensor, aten.fmod.Scalar, prims.fmod.default)
+same_name("copysign", aten.copysign.Tensor, aten.copysign.Scalar)
+same_name("zeta", aten.special_zeta.default, aten.special_zeta.other_scalar,
+          aten.special_zeta.self_scalar, prims.zeta.default)
+
+
+@rule(aten.polygamma.default)
+def _polygamma(n: int, self: Any) -> Any:
+    return c("polygamma", [self], n=n)

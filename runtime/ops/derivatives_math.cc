@@ -1,0 +1,168 @@
+// Backward formulas of the trigonometric, hyperbolic, logarithmic and special
+// function rows and of fmax/fmin/fmod/hypot/copysign/zeta (see derivatives.h),
+// as PyTorch's derivatives.yaml writes them. G is the output's gradient.
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "runtime/ops/derivatives.h"
+
+namespace tensord {
+namespace {
+
+GradValue G(GradCtx& g) { return g.grad(); }
+GradValue Rsqrt(GradCtx& g, const GradValue& v) { return g.Op("rsqrt", {v}); }
+
+// fmax/fmin: input 0 takes the gradient where it was chosen (it wins ties,
+// and wins wherever the other is NaN), input 1 everywhere else.
+template <bool kMax>
+Grads FmaxFminGrad(GradCtx& g) {
+  GradValue a = g.in(0), b = g.in(1), z = Zero(g, G(g));
+  GradValue a_chosen = g.Op(
+      "logical_or", {Cmp(g, kMax ? "ge" : "le", a, b), Cmp(g, "ne", b, b)});
+  return {g.needs(0) ? Where(g, a_chosen, G(g), z) : GradValue(),
+          g.needs(1) ? Where(g, a_chosen, z, G(g)) : GradValue()};
+}
+
+std::vector<GradRow> Rows() {
+  return {
+      {"tan",
+       {},
+       {0},
+       [](GradCtx& g) -> Grads { return {G(g) * (g.out() * g.out() + 1.0)}; }},
+      {"atan",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads { return {G(g) / (g.in(0) * g.in(0) + 1.0)}; }},
+      {"asin",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {G(g) * Rsqrt(g, -(g.in(0) * g.in(0)) + 1.0)};
+       }},
+      {"acos",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {-G(g) * Rsqrt(g, -(g.in(0) * g.in(0)) + 1.0)};
+       }},
+      {"sinh",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads { return {G(g) * g.Op("cosh", {g.in(0)})}; }},
+      {"cosh",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads { return {G(g) * g.Op("sinh", {g.in(0)})}; }},
+      {"asinh",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {G(g) * Rsqrt(g, g.in(0) * g.in(0) + 1.0)};
+       }},
+      {"acosh",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {G(g) * Rsqrt(g, g.in(0) * g.in(0) + -1.0)};
+       }},
+      {"atanh",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {G(g) / (-(g.in(0) * g.in(0)) + 1.0)};
+       }},
+      {"log2",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads { return {G(g) / (g.in(0) * M_LN2)}; }},
+      {"log10",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads { return {G(g) / (g.in(0) * M_LN10)}; }},
+      {"exp2",
+       {},
+       {0},
+       [](GradCtx& g) -> Grads { return {G(g) * g.out() * M_LN2}; }},
+      {"erfc",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         GradValue x = g.in(0);
+         return {G(g) * g.Op("exp", {-(x * x)}) * -M_2_SQRTPI};
+       }},
+      {"erfinv",  // sqrt(pi) / 2 * exp(erfinv(x)^2)
+       {},
+       {0},
+       [](GradCtx& g) -> Grads {
+         return {G(g) * g.Op("exp", {g.out() * g.out()}) * (1 / M_2_SQRTPI)};
+       }},
+      {"lgamma",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads { return {G(g) * g.Op("digamma", {g.in(0)})}; }},
+      {"digamma",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {G(g) * g.Op("polygamma", {g.in(0)}, {{"n", int64_t{1}}})};
+       }},
+      {"polygamma",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         const int64_t n = g.attrs().Int("n");
+         return {G(g) * g.Op("polygamma", {g.in(0)}, {{"n", n + 1}})};
+       }},
+      {"fmax", {0, 1}, {}, FmaxFminGrad<true>},
+      {"fmin", {0, 1}, {}, FmaxFminGrad<false>},
+      {"fmod",
+       {0, 1},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {G(g),
+                 g.needs(1)
+                     ? -G(g) * g.Op("div", {g.in(0), g.in(1)},
+                                    {{"rounding_mode", std::string("trunc")}})
+                     : GradValue()};
+       }},
+      {"hypot",
+       {0, 1},
+       {0},
+       [](GradCtx& g) -> Grads {
+         return {g.needs(0) ? G(g) * g.in(0) / g.out() : GradValue(),
+                 g.needs(1) ? G(g) * g.in(1) / g.out() : GradValue()};
+       }},
+      // d/dx copysign(x, y) = sign(x) * sign(y) = out / x; 0 at x == 0.
+      {"copysign",
+       {0},
+       {0},
+       [](GradCtx& g) -> Grads {
+         GradValue x = g.in(0), z = Zero(g, G(g));
+         GradValue ratio =
+             Where(g, Cmp(g, "eq", x, Zero(g, x)), z, g.out() / x);
+         return {G(g) * ratio, g.needs(1) ? g.ZerosOfInput(1) : GradValue()};
+       }},
+      // As PyTorch: d/dq zeta(x, q) = -x zeta(x + 1, q); none for x.
+      {"zeta",
+       {0, 1},
+       {},
+       [](GradCtx& g) -> Grads {
+         GradValue gx;
+         if (g.needs(0)) {
+           gx = GradValue(absl::UnimplementedError(
+                              "the derivative of zeta with respect to x is "
+                              "not implemented (as in PyTorch)"),
+                          &g);
+         }
+         GradValue x = g.in(0);
+         return {gx, g.needs(1) ? -G(g) * x * g.Op("zeta", {x + 1.0, g.in(1)})
+                                : GradValue()};
+       }},
+  };
+}
+
+}  // namespace
+
+std::vector<GradRow> MathGrads() { return Rows(); }
+
+}  // namespace tensord
