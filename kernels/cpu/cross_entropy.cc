@@ -84,7 +84,7 @@ absl::Status Forward(const T* x, const int64_t* target, const T* w,
   ParallelFor(rows, g.c * 3, [&](int64_t first, int64_t last) {
     std::vector<T> scratch;
     ForRows<T>(x, g, first, last, &scratch, [&](int64_t i, const T* row) {
-      const double lse = LogSumExp(row, g.c);
+      const double lse = g.log_probs ? 0.0 : LogSumExp(row, g.c);
       lse_out[i] = static_cast<T>(lse);
       const int64_t t = target[i];
       double l = 0, wt = 0;
@@ -149,7 +149,9 @@ void Backward(const T* grad, const T* x, const int64_t* target, const T* w,
         const T a = static_cast<T>(gi * ((1 - e) * wt + e / cls * wsum));
         const T l = static_cast<T>(lse[i]);
         const T sm = static_cast<T>(gi * e / cls);
-        if constexpr (std::is_same_v<T, float>) {
+        if (g.log_probs) {  // d(-logp_c)/d logp_c: no softmax term
+          for (int64_t k = 0; k < g.c; ++k) q[k] = -sm * (w ? w[k] : T(1));
+        } else if constexpr (std::is_same_v<T, float>) {
           if (w == nullptr) {
             for (int64_t k = 0; k < g.c; ++k)
               q[k] = a * internal::VecExp(row[k] - l) - sm;

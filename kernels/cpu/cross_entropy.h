@@ -24,6 +24,9 @@ struct CrossEntropyGeometry {
   int64_t ignore_index;
   double label_smoothing;
   LossReduction reduction;
+  // The input is already log-probabilities (nll_loss): its log-sum-exp is
+  // taken as 0 and the backward has no softmax term.
+  bool log_probs = false;
 };
 
 // loss: [N*S] per position (kNone) or 0-d (kMean: divided by the total

@@ -1,7 +1,8 @@
 // cross_entropy.h in float64: the forward against log_softmax + nll written
 // out directly (PyTorch's definition, label smoothing and class weights
 // included), the backward against central finite differences, for every
-// reduction, an ignored target and [N, C, S] logits; a target out of range
+// reduction, an ignored target and [N, C, S] logits, also on
+// log-probabilities (nll_loss); a target out of range
 // is an error; float32 against float64 over the vectorised path.
 #include "kernels/cpu/cross_entropy.h"
 
@@ -23,9 +24,11 @@ struct Case {
   LossReduction reduction;
   double smoothing;
   bool weighted;
+  bool log_probs = false;  // nll_loss: x is already log-probabilities
 };
 
-// The loss by the textbook formula: logp = x - log(sum exp x) per position.
+// The loss by the textbook formula: logp = x - log(sum exp x) per position
+// (logp = x for log_probs).
 std::vector<double> Reference(const std::vector<double>& x,
                               const std::vector<int64_t>& t,
                               const std::vector<double>* w, const Case& k,
@@ -37,6 +40,7 @@ std::vector<double> Reference(const std::vector<double>& x,
       auto at = [&](int64_t c) { return x[(nn * k.c + c) * k.s + ss]; };
       double z = 0;
       for (int64_t c = 0; c < k.c; ++c) z += std::exp(at(c));
+      if (k.log_probs) z = 1;
       const int64_t i = nn * k.s + ss, ti = t[i];
       if (ti == ignore) continue;
       const double wt = w ? (*w)[ti] : 1;
@@ -64,7 +68,8 @@ TEST_P(CrossEntropyTest, FormulaAndFiniteDifferences) {
   for (int64_t i = 0; i < rows; ++i) t[i] = (i * 7 + 3) % k.c;
   t[1] = ignore;
   const bool none = k.reduction == LossReduction::kNone;
-  const CrossEntropyGeometry g{k.n, k.c, k.s, ignore, k.smoothing, k.reduction};
+  const CrossEntropyGeometry g{k.n,         k.c,         k.s,        ignore,
+                               k.smoothing, k.reduction, k.log_probs};
   const StridedView wv = k.weighted ? View(w, {k.c}) : StridedView{nullptr};
   const std::vector<int64_t> xs = {k.n, k.c, k.s};
   auto forward = [&](std::vector<double>* lse, double* total) {
@@ -111,7 +116,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{5, 4, 1, LossReduction::kNone, 0.1, false},
                       Case{6, 11, 1, LossReduction::kMean, 0.3, true},
                       Case{2, 3, 4, LossReduction::kMean, 0.1, true},
-                      Case{3, 5, 2, LossReduction::kNone, 0, false}));
+                      Case{3, 5, 2, LossReduction::kNone, 0, false},
+                      Case{5, 4, 1, LossReduction::kMean, 0, true, true},
+                      Case{2, 3, 4, LossReduction::kNone, 0.1, false, true},
+                      Case{3, 5, 2, LossReduction::kSum, 0, false, true}));
 
 TEST(CrossEntropy, TargetOutOfRangeIsAnError) {
   std::vector<double> x(6), loss(1), lse(2), tw(1);

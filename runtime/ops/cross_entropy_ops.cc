@@ -1,9 +1,10 @@
 // fused_cross_entropy and its backward: cross_entropy with class-index
 // targets as one CPU kernel each way (kernels/cpu/cross_entropy.h): the
 // loss, each position's log-sum-exp (all the backward needs of the forward
-// besides the logits) and the total weight. cross_entropy (nn_ops.cc) calls
-// the forward on the CPU; probability targets and the CUDA side keep the
-// composite (KnownCpuOnly in cuda_op_table_test.cc).
+// besides the logits) and the total weight. cross_entropy and nll_loss
+// (log_probs: no log_softmax) (nn_ops.cc) call the forward on the CPU;
+// probability targets and the CUDA side keep the composite (KnownCpuOnly in
+// cuda_op_table_test.cc).
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "runtime/core/status_macros.h"
@@ -40,6 +41,7 @@ absl::StatusOr<cpu::CrossEntropyGeometry> Geometry(const Tensor& x,
                      g.label_smoothing));
   }
   g.ignore_index = attrs.Int("ignore_index");
+  g.log_probs = attrs.Bool("log_probs");
   if (x.ndim() < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat(op, ": input must have a class dim, got a 0-d tensor"));
@@ -160,11 +162,14 @@ std::vector<OpDef> CrossEntropyOps() {
   const std::vector<AttrSpec> attrs = {
       Optional("reduction", AttrType::kString, std::string("mean")),
       Optional("ignore_index", AttrType::kInt, int64_t{-100}),
-      Optional("label_smoothing", AttrType::kFloat, 0.0)};
+      Optional("label_smoothing", AttrType::kFloat, 0.0),
+      Optional("log_probs", AttrType::kBool, false)};
   OpDef fwd = MakeOp("fused_cross_entropy", 2, 3, attrs,
                      "cross_entropy with class-index targets, fused: (input "
                      "[N, C, ...], target[, weight]) -> (loss, each "
-                     "position's log-sum-exp, total weight).");
+                     "position's log-sum-exp, total weight). log_probs: the "
+                     "input is log-probabilities (nll_loss; the log-sum-exp "
+                     "is 0).");
   fwd.num_outputs = 3;
   fwd.infer = InferForward;
   fwd.cpu = CpuForward;
@@ -172,6 +177,8 @@ std::vector<OpDef> CrossEntropyOps() {
       Example({{4, 3}, {4}}, {{"label_smoothing", 0.1}},
               {DType::kFloat32, DType::kInt64}),
       Example({{2, 3, 5}, {2, 5}, {3}}, {{"reduction", std::string("none")}},
+              {DType::kFloat32, DType::kInt64, DType::kFloat32}),
+      Example({{4, 3}, {4}, {3}}, {{"log_probs", true}},
               {DType::kFloat32, DType::kInt64, DType::kFloat32})};
   ops.push_back(std::move(fwd));
   OpDef bwd = MakeOp("fused_cross_entropy_backward", 5, 6, attrs,

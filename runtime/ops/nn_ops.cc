@@ -1,6 +1,7 @@
 // Neural-net ops: softmax and log_softmax (kernels); dropout, losses
 // (mse_loss, nll_loss, cross_entropy), batch_norm and layer_norm written in
-// terms of other rows (composites).
+// terms of other rows (composites); nll_loss and cross_entropy with
+// class-index targets on the CPU call the fused_cross_entropy row.
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/nn.h"
 #include "runtime/core/status_macros.h"
@@ -193,6 +194,38 @@ absl::Status CheckWeight(const Tensor* weight, const Tensor& x) {
   return absl::OkStatus();
 }
 
+// The class weights have no derivative (PyTorch refuses them requiring grad
+// in grad mode: "not differentiable with respect to argument 'weight'").
+absl::Status CheckWeightGrad(const Tensor* weight, const OpContext& ctx,
+                             const char* op) {
+  if (weight == nullptr || ctx.recorder == nullptr ||
+      !weight->requires_grad()) {
+    return absl::OkStatus();
+  }
+  return NotDifferentiable(op, "weight", 2);
+}
+
+// Class-index targets on the CPU with the input's dtype throughout: the
+// fused_cross_entropy row, one kernel each way (cross_entropy_ops.cc).
+bool Fusable(absl::Span<const Tensor> in) {
+  return in[0].device()->kind() == DeviceKind::kCpu &&
+         (in.size() < 3 || in[2].dtype() == in[0].dtype());
+}
+
+absl::StatusOr<Tensor> FusedLoss(absl::Span<const Tensor> in,
+                                 const Attrs& attrs, double smoothing,
+                                 bool log_probs, const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(
+      std::vector<Tensor> outs,
+      CallOp("fused_cross_entropy", std::vector<Tensor>(in.begin(), in.end()),
+             {{"reduction", attrs.String("reduction")},
+              {"ignore_index", attrs.Int("ignore_index")},
+              {"label_smoothing", smoothing},
+              {"log_probs", log_probs}},
+             ctx));
+  return outs[0];
+}
+
 Outs NllLoss(absl::Span<const Tensor> in, const Attrs& attrs,
              const OpContext& ctx) {
   const std::string& r = attrs.String("reduction");
@@ -201,6 +234,11 @@ Outs NllLoss(absl::Span<const Tensor> in, const Attrs& attrs,
   TD_RETURN_IF_ERROR(CheckTarget(in[0], in[1]));
   const Tensor* weight = in.size() == 3 ? &in[2] : nullptr;
   TD_RETURN_IF_ERROR(CheckWeight(weight, in[0]));
+  TD_RETURN_IF_ERROR(CheckWeightGrad(weight, ctx, "nll_loss"));
+  if (Fusable(in)) {
+    TD_ASSIGN_OR_RETURN(Tensor out, FusedLoss(in, attrs, 0, true, ctx));
+    return std::vector<Tensor>{out};
+  }
   Ops op{ctx};
   Tensor x = in[0], target = in[1];
   TD_RETURN_IF_ERROR(FlattenClasses(op, &x, &target));
@@ -227,6 +265,7 @@ Outs CrossEntropy(absl::Span<const Tensor> in, const Attrs& attrs,
   }
   const Tensor* weight = in.size() == 3 ? &in[2] : nullptr;
   TD_RETURN_IF_ERROR(CheckWeight(weight, in[0]));
+  TD_RETURN_IF_ERROR(CheckWeightGrad(weight, ctx, "cross_entropy"));
   Ops op{ctx};
   const int64_t cdim = in[0].ndim() == 1 ? 0 : 1;
   const int64_t classes = in[0].ndim() == 0 ? 1 : in[0].shape()[cdim];
@@ -260,17 +299,9 @@ Outs CrossEntropy(absl::Span<const Tensor> in, const Attrs& attrs,
     return std::vector<Tensor>{out};
   }
   TD_RETURN_IF_ERROR(CheckTarget(in[0], in[1]));
-  if (in[0].device()->kind() == DeviceKind::kCpu &&
-      (weight == nullptr || weight->dtype() == in[0].dtype())) {
-    // One fused kernel forward and one backward (cross_entropy_ops.cc).
-    TD_ASSIGN_OR_RETURN(
-        std::vector<Tensor> outs,
-        CallOp("fused_cross_entropy", std::vector<Tensor>(in.begin(), in.end()),
-               {{"reduction", r},
-                {"ignore_index", attrs.Int("ignore_index")},
-                {"label_smoothing", eps}},
-               ctx));
-    return std::vector<Tensor>{outs[0]};
+  if (Fusable(in)) {
+    TD_ASSIGN_OR_RETURN(Tensor out, FusedLoss(in, attrs, eps, false, ctx));
+    return std::vector<Tensor>{out};
   }
   TD_ASSIGN_OR_RETURN(Tensor logp, op("log_softmax", {in[0]}, {{"dim", cdim}}));
   Tensor target = in[1];

@@ -98,6 +98,15 @@ absl::Status RequireDim(const Tensor& t, int ndim, const std::string& what) {
       what, " must be ", ndim, "-d, got shape ", ShapeToString(t.shape())));
 }
 
+absl::Status NotDifferentiable(const std::string& op, const std::string& arg,
+                               int index) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      op, " is not differentiable with respect to argument '", arg, "' (input ",
+      index, "): the derivative for '", arg,
+      "' is not implemented (as in PyTorch): it cannot require grad, pass ",
+      arg, ".detach()"));
+}
+
 absl::StatusOr<std::vector<bool>> ReducedDims(const Attrs& attrs, int rank) {
   std::vector<bool> reduced(rank, false);
   const std::vector<int64_t>& dims = attrs.Ints("dim");

@@ -49,6 +49,10 @@ OpExample Example(std::vector<Shape> shapes,
 // Errors for the common validations, worded as PyTorch's.
 absl::Status RequireFloating(const Tensor& t, const std::string& what);
 absl::Status RequireDim(const Tensor& t, int ndim, const std::string& what);
+// Input `index` (`arg`) of `op` has no derivative (cross_entropy's class
+// weights: PyTorch refuses them requiring grad too).
+absl::Status NotDifferentiable(const std::string& op, const std::string& arg,
+                               int index);
 
 // Normalised, de-duplicated reduction dims from attribute "dim" ([] = all).
 absl::StatusOr<std::vector<bool>> ReducedDims(const Attrs& attrs, int rank);
