@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from ._aten_map import c, rule, same_name
+from ._aten_map_nn import torch_args
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -46,3 +47,10 @@ same_name("zeta", aten.special_zeta.default, aten.special_zeta.other_scalar,
 @rule(aten.polygamma.default)
 def _polygamma(n: int, self: Any) -> Any:
     return c("polygamma", [self], n=n)
+
+
+@rule(prims.view_of.default)
+@torch_args
+def _view_of(targs: tuple, a: Any) -> Any:
+    return c("view", [a], shape=list(targs[0].shape))
+
