@@ -177,16 +177,45 @@ def check_sample(op: Any, sample: Any, grad: bool,
                        [None if c is None else c.to(DEVICE) for c in cot])
         if got_g is None:
             raise AssertionError("no output of the device's result requires grad")
-        for a, b in zip(got_g, want_g):
-            if (a is None) != (b is None):
-                if b is not None and not b.any():  # PyTorch's explicit zero, tensord's none
-                    continue
-                raise AssertionError("a gradient is missing on one side")
-            if a is not None:
-                torch.testing.assert_close(a.cpu(), b, rtol=RTOL, atol=ATOL, equal_nan=True)
+        _close_grads(got_g, want_g)
     except Exception as e:  # noqa: BLE001
-        return True, False, f"grad: {_short(e)}"
+        try:  # Note [Float64 gradient reference]
+            _close_grads(got_g, _grads_float64(op, sample, cot))
+        except Exception:  # noqa: BLE001 (the float32 reference's verdict stands)
+            return True, False, f"grad: {_short(e)}"
     return True, True, ""
+
+
+def _close_grads(got_g: Any, want_g: Any) -> None:
+    for a, b in zip(got_g, want_g):
+        if (a is None) != (b is None):
+            if b is not None and not b.any():  # PyTorch's explicit zero, tensord's none
+                continue
+            raise AssertionError("a gradient is missing on one side")
+        if a is not None:
+            torch.testing.assert_close(a.cpu(), b, rtol=RTOL, atol=ATOL, equal_nan=True)
+
+
+# Note [Float64 gradient reference]: a float32 gradient that differs from CPU PyTorch's float32
+# one is held to PyTorch's float64 gradient of the same sample (rounded to float32) before it
+# counts as a mismatch, since some float32 references are mostly rounding noise:
+# layer_norm over one element has exactly zero input and weight gradients, where PyTorch's
+# float32 kernel returns ~1e-4 (x - mean is computed as x * rstd - mean * rstd, and the backward
+# scales that by rstd^3 ~ 3e7 for eps = 1e-5). Values are still compared in float32 only.
+def _grads_float64(op: Any, sample: Any, cot: List[Any]) -> Tuple[Any, ...]:
+    def wide(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and x.dtype == DTYPE:
+            return x.detach().double().requires_grad_(x.requires_grad)
+        return x
+    s64 = SampleInput(tree_map(wide, sample.input), args=tree_map(wide, sample.args),
+                      kwargs=tree_map(wide, sample.kwargs),
+                      output_process_fn_grad=sample.output_process_fn_grad)
+    out = op.op(s64.input, *s64.args, **s64.kwargs)
+    g = _grads(op, s64, out, _differentiable_inputs(s64),
+               [None if c is None else c.double() for c in cot])
+    if g is None:
+        raise AssertionError("no float64 reference")
+    return tuple(None if t is None else t.to(DTYPE) for t in g)
 
 
 def _short(e: Exception) -> str:

@@ -3,8 +3,8 @@
 A rule receives the op's arguments with tensord tensors replaced by the native client's tensors
 (``_dispatch.unwrap``) and returns the daemon results; it only queues commands. Output metadata
 is not its business (``_meta``). What is not here goes to ``torch._decomp``'s decompositions,
-then to the CPU fallback (``_dispatch.dispatch``): backward ops such as
-``threshold_backward`` or ``_log_softmax_backward_data`` run as their decompositions.
+then to the CPU fallback (``_dispatch.dispatch``): backward ops without a rule here run as
+their decompositions.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from . import _connection
 from ._aten_map import _slice, c, rule, same_name
 from ._transfer import native_dtype
 
@@ -91,18 +92,63 @@ def _nll_loss_forward(targs: tuple, self: Any, target: Any, weight: Any, reducti
     return out, c("sum", [w])
 
 
+def _fused_rows() -> bool:
+    """Whether the device's daemon tensors are on the CPU, where the fused rows run
+    (native_layer_norm(_backward), gelu_backward: CPU-only, CUDA keeps the composites)."""
+    dev = _connection.daemon_device() or _connection.session().default_device
+    return str(dev).startswith("cpu")
+
+
 @rule(aten.native_layer_norm.default)
 def _native_layer_norm(input: Any, normalized_shape: Any, weight: Any, bias: Any,  # noqa: A002
                        eps: float) -> Any:
-    """The daemon's layer_norm, plus the mean and 1/std ATen's backward reads (keepdim)."""
-    ins = [input] + [t for t in (weight, bias) if t is not None]
+    """The daemon's native_layer_norm on the CPU (output, mean and 1/std as ATen's, keepdim);
+    elsewhere layer_norm plus the statistics."""
     if weight is None and bias is not None:
         return NotImplemented
+    ins = [input] + [t for t in (weight, bias) if t is not None]
+    if _fused_rows():
+        return tuple(c("native_layer_norm", ins, normalized_shape=list(normalized_shape),
+                       eps=float(eps)))
     out = c("layer_norm", ins, normalized_shape=list(normalized_shape), eps=float(eps))
     dims = list(range(-len(normalized_shape), 0))  # input.shape would wait for the daemon
     mean = c("mean", [input], dim=dims, keepdim=True)
     var = c("var", [input], dim=dims, keepdim=True, correction=0.0)
     return out, mean, c("rsqrt", [c("add", [var, float(eps)])])
+
+
+@rule(aten.native_layer_norm_backward.default)
+def _native_layer_norm_backward(grad_out: Any, input: Any, normalized_shape: Any,  # noqa: A002
+                                mean: Any, rstd: Any, weight: Any, bias: Any,
+                                output_mask: Any) -> Any:
+    """The daemon's fused backward on the CPU (the statistics are native_layer_norm's)."""
+    if not _fused_rows():
+        return NotImplemented
+    ins = [grad_out, input, mean, rstd] + ([weight] if weight is not None else [])
+    gi, gw, gb = c("native_layer_norm_backward", ins, normalized_shape=list(normalized_shape))
+    return (gi if output_mask[0] else None,
+            gw if output_mask[1] and weight is not None else None,
+            gb if output_mask[2] and bias is not None else None)
+
+
+@rule(aten.gelu_backward.default)
+def _gelu_backward(grad_output: Any, self: Any, approximate: str = "none") -> Any:
+    if not _fused_rows():
+        return NotImplemented
+    return c("gelu_backward", [grad_output, self], approximate=approximate)
+
+
+@rule(aten._log_softmax_backward_data.default)
+@torch_args
+def _log_softmax_backward_data(targs: tuple, grad_output: Any, output: Any, dim: int,
+                               input_dtype: Any) -> Any:
+    """grad - exp(output) * sum(grad, dim) in the input's dtype: four daemon rows, no
+    decomposition on the client."""
+    s = c("sum", [grad_output], dim=[dim], keepdim=True)
+    g = c("sub", [grad_output, c("mul", [c("exp", [output]), s])])
+    if targs[0].dtype != targs[3]:  # a half input's log_softmax computed in float
+        g = c("to", [g], dtype=input_dtype)  # (a native dtype here, targs[3] PyTorch's)
+    return g
 
 
 # prims that PyTorch's reference decompositions (torch._refs) emit
