@@ -73,11 +73,14 @@ def test_training_step_keeps_float32_master_weights(td: object) -> None:
         assert all(p.dtype == torch.float32 and p.grad.dtype == torch.float32 for p in dev)
         torch.testing.assert_close(loss.cpu(), want, rtol=1e-2, atol=1e-3)
         for p, q in zip(dev, ref):
-            torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=2e-2, atol=1e-2)
+            # atol: one bfloat16 step at these gradients' size (2**-5 in [4, 8)). The logits'
+            # gradient is summed in float32 in another order than PyTorch's (the daemon's log_softmax
+            # backward rows) and an element may round to the neighbouring bfloat16 value.
+            torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=2e-2, atol=4e-2)
         opt_ref.step()
         opt_dev.step()
-    for p, q in zip(dev, ref):
-        torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=2e-2, atol=1e-2)
+    for p, q in zip(dev, ref):  # atol: lr times the gradients' bfloat16 step above
+        torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=2e-2, atol=2e-2)
 
 
 def test_an_unsupported_dtype_disables_autocast(td: object) -> None:
