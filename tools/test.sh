@@ -46,7 +46,7 @@ export TENSORD_REQUIRE_DAEMON=1
 # runs the tests that need its CUDA build (tag "gpu"; without a GPU they check what they can
 # and skip the rest, saying so). With TENSORD_SKIP_ASAN=1 the plain tree runs them all.
 section "plain build: everything but the tests (bazel build), and the CUDA build's tests (tag gpu)"
-bazel query 'attr(testonly, 0, //...)' >"${TMPDIR:-/tmp}/tensord-plain-targets"
+bazel query --noshow_progress 'attr(testonly, 0, //...)' >"${TMPDIR:-/tmp}/tensord-plain-targets"
 bazel build "${jobs_flag[@]}" -- $(cat "${TMPDIR:-/tmp}/tensord-plain-targets")
 rm -f "${TMPDIR:-/tmp}/tensord-plain-targets"
 if [ -n "${TENSORD_SKIP_ASAN:-}" ]; then
@@ -83,7 +83,8 @@ sanitizer_log="$(mktemp -t tensord-sanitizers.XXXXXX)"
 sanitizer_pid=$!
 # If a Python suite fails, the script stops here: stop the background builds with it (the
 # bazel client cancels its command on SIGTERM).
-trap 'kill -TERM "$sanitizer_pid" 2>/dev/null && pkill -TERM -P "$sanitizer_pid" 2>/dev/null; true' EXIT
+# Children first: once the subshell is gone they belong to init and -P finds none.
+trap 'pkill -TERM -P "$sanitizer_pid" 2>/dev/null; kill -TERM "$sanitizer_pid" 2>/dev/null; true' EXIT
 
 section "Python client tests (pytest, real daemon, PyTorch reference)"
 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs "${pytest_par[@]}" tests/python  # -rs: every skip with its reason
