@@ -11,85 +11,15 @@
 #define TENSORD_KERNELS_CPU_ELEMENTWISE_H_
 
 #include "absl/status/status.h"
+#include "runtime/core/kernel_ops.h"
 #include "runtime/core/strided.h"
 
 namespace tensord {
 namespace cpu {
 
-enum class UnaryOp {
-  kNeg,
-  kRelu,
-  kAbs,
-  kExp,
-  kLog,
-  kSqrt,
-  kTanh,
-  kSigmoid,
-  kSign,
-  kLog1p,
-  kExpm1,
-  kRsqrt,
-  kSin,
-  kCos,
-  kGelu,
-  kGeluTanh,  // approximate="tanh"
-  kSilu,
-  kErf,
-  kFloor,
-  kCeil,
-  kRound,
-  kReciprocal,
-  kBitwiseNot,
-  kTrunc,
-  kSquare,
-  // floating results only (the rows cast integer inputs to float first)
-  kTan,
-  kAtan,
-  kAsin,
-  kAcos,
-  kSinh,
-  kCosh,
-  kAsinh,
-  kAcosh,
-  kAtanh,
-  kLog2,
-  kLog10,
-  kExp2,
-  kErfc,
-  kErfinv,
-  kLgamma,
-  kDigamma,
-};
-enum class BinaryOp {
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  kMax,
-  kMin,
-  kPow,
-  kRemainder,
-  kFloorDiv,
-  kTruncDiv,
-  kBitAnd,
-  kBitOr,
-  kBitXor,
-  // a where b > alpha, else 0: relu's backward (PyTorch's threshold_backward)
-  // in one pass, with b the forward's input or output and alpha 0.
-  kThresholdBackward,
-  kAtan2,  // atan2(a, b): the angle of (b, a); floating dtypes only
-  // PyTorch's fmax/fmin (NaN only if both are), fmod (C's: the sign of a),
-  // hypot, copysign, nextafter, zeta(x=a, q=b): floating dtypes only, but
-  // fmax/fmin/fmod also integers.
-  kFmax,
-  kFmin,
-  kFmod,
-  kHypot,
-  kCopysign,
-  kNextafter,
-  kZeta,
-};
-enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor };
+using ::tensord::BinaryOp;  // runtime/core/kernel_ops.h
+using ::tensord::CompareOp;
+using ::tensord::UnaryOp;
 
 // out = convert(in), any dtype to any dtype (same sizes, any strides).
 absl::Status Copy(const StridedView& in, const StridedView& out);

@@ -8,15 +8,14 @@
 #define TENSORD_KERNELS_CPU_REDUCE_H_
 
 #include "absl/status/status.h"
+#include "runtime/core/kernel_ops.h"
 #include "runtime/core/strided.h"
 
 namespace tensord {
 namespace cpu {
 
-enum class ReduceOp { kSum, kMean, kProd, kMax, kMin, kAll, kAny };
-
-// Statistics that need more than one pass or an index (reduce_stats.cc).
-enum class StatOp { kVar, kStd, kLogSumExp, kNorm, kArgMax, kArgMin };
+using ::tensord::ReduceOp;  // runtime/core/kernel_ops.h
+using ::tensord::StatOp;
 
 // `reduced[d]` says whether dim d is reduced. in and out dtypes may differ
 // (e.g. int32 sum into int64); the accumulator is picked from out's dtype.

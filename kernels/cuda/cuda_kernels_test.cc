@@ -169,9 +169,8 @@ TEST_F(CudaKernelsTest, ReductionsMatchCpu) {
     ASSERT_TRUE(cuda::Reduce(op, dx, over_cols, out, stream_).ok());
     std::vector<float> want(3);
     StridedView host_out = HostView(want, {3, 1});
-    ASSERT_TRUE(cpu::Reduce(static_cast<cpu::ReduceOp>(op),
-                            HostView(x, {3, 1000}), over_cols, host_out)
-                    .ok());
+    ASSERT_TRUE(
+        cpu::Reduce(op, HostView(x, {3, 1000}), over_cols, host_out).ok());
     const auto got = Download(out);
     for (int i = 0; i < 3; ++i) EXPECT_NEAR(got[i], want[i], 1e-3);
   }

@@ -7,14 +7,15 @@
 #define TENSORD_KERNELS_CUDA_REDUCE_H_
 
 #include "absl/status/status.h"
+#include "runtime/core/kernel_ops.h"
 #include "runtime/core/strided.h"
 
 namespace tensord {
 namespace cuda {
 
 // Same order as cpu::ReduceOp / cpu::StatOp.
-enum class ReduceOp { kSum, kMean, kProd, kMax, kMin, kAll, kAny };
-enum class StatOp { kVar, kStd, kLogSumExp, kNorm, kArgMax, kArgMin };
+using ::tensord::ReduceOp;  // runtime/core/kernel_ops.h
+using ::tensord::StatOp;
 
 absl::Status Reduce(ReduceOp op, const StridedView& in, const bool* reduced,
                     const StridedView& out, StreamHandle stream);

@@ -57,15 +57,10 @@ Specs InferForward(absl::Span<const Tensor> in, const Attrs&,
 absl::Status CpuForward(absl::Span<const Tensor> in,
                         absl::Span<const Tensor> out, const Attrs& attrs,
                         const OpContext& ctx) {
-  TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
-  std::vector<Tensor> vec;  // weight, bias: contiguous
-  for (size_t i = 1; i < in.size(); ++i) {
-    TD_ASSIGN_OR_RETURN(Tensor t, Contiguous(in[i], ctx));
-    vec.push_back(t);
-  }
+  TD_ASSIGN_OR_RETURN(std::vector<Tensor> c, ContiguousAll(in, ctx));
   const StridedView none{nullptr};
-  return cpu::BatchNormForward(x.view(), vec.size() > 0 ? vec[0].view() : none,
-                               vec.size() > 1 ? vec[1].view() : none,
+  return cpu::BatchNormForward(c[0].view(), c.size() > 1 ? c[1].view() : none,
+                               c.size() > 2 ? c[2].view() : none,
                                attrs.Float("eps"), out[0].view(), out[1].view(),
                                out[2].view());
 }
@@ -91,11 +86,7 @@ Specs InferBackward(absl::Span<const Tensor> in, const Attrs&,
 absl::Status CpuBackward(absl::Span<const Tensor> in,
                          absl::Span<const Tensor> out, const Attrs& attrs,
                          const OpContext& ctx) {
-  std::vector<Tensor> c;
-  for (const Tensor& t : in) {
-    TD_ASSIGN_OR_RETURN(Tensor ct, Contiguous(t, ctx));
-    c.push_back(ct);
-  }
+  TD_ASSIGN_OR_RETURN(std::vector<Tensor> c, ContiguousAll(in, ctx));
   return cpu::BatchNormBackward(
       c[0].view(), c[1].view(), c[2].view(), c[3].view(),
       c.size() > 4 ? c[4].view() : StridedView{nullptr}, attrs.Float("eps"),

@@ -75,20 +75,6 @@ absl::Status CheckWeight(const Tensor& x, absl::Span<const Tensor> in, size_t i,
   return absl::OkStatus();
 }
 
-std::vector<Tensor> ContiguousAll(absl::Span<const Tensor> in,
-                                  const OpContext& ctx, absl::Status* status) {
-  std::vector<Tensor> c;
-  for (const Tensor& t : in) {
-    auto ct = Contiguous(t, ctx);
-    if (!ct.ok()) {
-      *status = ct.status();
-      return {};
-    }
-    c.push_back(*std::move(ct));
-  }
-  return c;
-}
-
 // (input, target[, weight]) -> (loss, lse, total_weight).
 Specs InferForward(absl::Span<const Tensor> in, const Attrs& attrs,
                    const OpContext&) {
@@ -109,9 +95,7 @@ absl::Status CpuForward(absl::Span<const Tensor> in,
                         const OpContext& ctx) {
   TD_ASSIGN_OR_RETURN(cpu::CrossEntropyGeometry g,
                       Geometry(in[0], in[1], attrs, "fused_cross_entropy"));
-  absl::Status status;
-  std::vector<Tensor> c = ContiguousAll(in, ctx, &status);
-  TD_RETURN_IF_ERROR(status);
+  TD_ASSIGN_OR_RETURN(std::vector<Tensor> c, ContiguousAll(in, ctx));
   return cpu::CrossEntropyForward(
       c[0].view(), c[1].view(),
       c.size() > 2 ? c[2].view() : StridedView{nullptr}, g, out[0].view(),
@@ -130,12 +114,7 @@ Specs InferBackward(absl::Span<const Tensor> in, const Attrs& attrs,
   const Shape loss = g.reduction == cpu::LossReduction::kNone ? t : Shape{};
   const Shape want[] = {loss, x.shape(), t, t, Shape{}};
   for (int i : {0, 3, 4}) {
-    if (in[i].shape() != want[i] || in[i].dtype() != x.dtype()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          op, ": input ", i, " should be ", DTypeName(x.dtype()), " ",
-          ShapeToString(want[i]), ", got ", DTypeName(in[i].dtype()), " ",
-          ShapeToString(in[i].shape())));
-    }
+    TD_RETURN_IF_ERROR(RequireInput(op, i, in[i], x.dtype(), want[i]));
   }
   return std::vector<TensorSpec>{{x.dtype(), x.shape(), x.device()}};
 }
@@ -146,9 +125,7 @@ absl::Status CpuBackward(absl::Span<const Tensor> in,
   TD_ASSIGN_OR_RETURN(
       cpu::CrossEntropyGeometry g,
       Geometry(in[1], in[2], attrs, "fused_cross_entropy_backward"));
-  absl::Status status;
-  std::vector<Tensor> c = ContiguousAll(in, ctx, &status);
-  TD_RETURN_IF_ERROR(status);
+  TD_ASSIGN_OR_RETURN(std::vector<Tensor> c, ContiguousAll(in, ctx));
   return cpu::CrossEntropyBackward(
       c[0].view(), c[1].view(), c[2].view(),
       c.size() > 5 ? c[5].view() : StridedView{nullptr}, c[3].view(),

@@ -20,18 +20,6 @@ namespace tensord {
 #if TENSORD_WITH_CUDA
 namespace {
 
-// The CUDA enums list the CPU ones in the same order.
-static_assert(static_cast<int>(cuda::UnaryOp::kSquare) ==
-              static_cast<int>(cpu::UnaryOp::kSquare));
-static_assert(static_cast<int>(cuda::BinaryOp::kBitXor) ==
-              static_cast<int>(cpu::BinaryOp::kBitXor));
-static_assert(static_cast<int>(cuda::UnaryOp::kDigamma) ==
-              static_cast<int>(cpu::UnaryOp::kDigamma));
-static_assert(static_cast<int>(cuda::BinaryOp::kZeta) ==
-              static_cast<int>(cpu::BinaryOp::kZeta));
-static_assert(static_cast<int>(cuda::CompareOp::kXor) ==
-              static_cast<int>(cpu::CompareOp::kXor));
-
 using Ins = absl::Span<const Tensor>;
 
 template <cuda::UnaryOp kOp>

@@ -10,10 +10,6 @@
 namespace tensord {
 
 #if TENSORD_WITH_CUDA
-static_assert(static_cast<int>(cuda::ReduceOp::kAny) ==
-              static_cast<int>(cpu::ReduceOp::kAny));
-static_assert(static_cast<int>(cuda::StatOp::kArgMin) ==
-              static_cast<int>(cpu::StatOp::kArgMin));
 bool CudaKernelsBuilt() { return true; }
 #else
 bool CudaKernelsBuilt() { return false; }
@@ -26,8 +22,7 @@ absl::Status DeviceReduce(const Tensor& out, const OpContext& ctx,
     return cpu::Reduce(op, in, reduced, out_view);
   }
 #if TENSORD_WITH_CUDA
-  return cuda::Reduce(static_cast<cuda::ReduceOp>(op), in, reduced, out_view,
-                      ctx.alloc.stream);
+  return cuda::Reduce(op, in, reduced, out_view, ctx.alloc.stream);
 #else
   (void)ctx;
   return absl::UnimplementedError(
@@ -43,8 +38,7 @@ absl::Status DeviceReduceStat(const Tensor& out, const OpContext& ctx,
     return cpu::ReduceStat(op, in, reduced, param, out_view);
   }
 #if TENSORD_WITH_CUDA
-  return cuda::ReduceStat(static_cast<cuda::StatOp>(op), in, reduced, param,
-                          out_view, ctx.alloc.stream);
+  return cuda::ReduceStat(op, in, reduced, param, out_view, ctx.alloc.stream);
 #else
   (void)ctx;
   return absl::UnimplementedError(

@@ -269,4 +269,15 @@ absl::StatusOr<Tensor> Contiguous(const Tensor& t, const OpContext& ctx) {
   return out;
 }
 
+absl::StatusOr<std::vector<Tensor>> ContiguousAll(absl::Span<const Tensor> in,
+                                                  const OpContext& ctx) {
+  std::vector<Tensor> out;
+  out.reserve(in.size());
+  for (const Tensor& t : in) {
+    TD_ASSIGN_OR_RETURN(Tensor c, Contiguous(t, ctx));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace tensord

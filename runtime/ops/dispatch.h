@@ -40,6 +40,9 @@ absl::StatusOr<const Tensor*> CastRef(const Tensor& t, DType dtype,
                                       const OpContext& ctx, Tensor* converted);
 // A contiguous copy of `t` (no copy when already contiguous).
 absl::StatusOr<Tensor> Contiguous(const Tensor& t, const OpContext& ctx);
+// Contiguous() of each of `in`, in order (a fused kernel's operands).
+absl::StatusOr<std::vector<Tensor>> ContiguousAll(absl::Span<const Tensor> in,
+                                                  const OpContext& ctx);
 
 // Device plumbing (cuda_copy.cc; Note [Session streams] in device.h).
 // `ctx` with alloc.stream set to the session's stream on `device` (nullptr

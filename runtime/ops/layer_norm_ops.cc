@@ -65,11 +65,7 @@ Specs InferForward(absl::Span<const Tensor> in, const Attrs& attrs,
 absl::Status CpuForward(absl::Span<const Tensor> in,
                         absl::Span<const Tensor> out, const Attrs& attrs,
                         const OpContext& ctx) {
-  std::vector<Tensor> c;
-  for (const Tensor& t : in) {
-    TD_ASSIGN_OR_RETURN(Tensor ct, Contiguous(t, ctx));
-    c.push_back(ct);
-  }
+  TD_ASSIGN_OR_RETURN(std::vector<Tensor> c, ContiguousAll(in, ctx));
   const auto [m, n] = Rows(c[0], attrs);
   const StridedView none{nullptr};
   return cpu::LayerNormForward(
@@ -86,13 +82,8 @@ Specs InferBackward(absl::Span<const Tensor> in, const Attrs& attrs,
   const char* op = "native_layer_norm_backward";
   TD_ASSIGN_OR_RETURN(Shape stats, CheckShapes(x, in, 4, attrs, op));
   for (int i : {0, 2, 3}) {
-    const Shape& want = i == 0 ? x.shape() : stats;
-    if (in[i].shape() != want || in[i].dtype() != x.dtype()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          op, ": input ", i, " should be ", DTypeName(x.dtype()), " ",
-          ShapeToString(want), ", got ", DTypeName(in[i].dtype()), " ",
-          ShapeToString(in[i].shape())));
-    }
+    TD_RETURN_IF_ERROR(
+        RequireInput(op, i, in[i], x.dtype(), i == 0 ? x.shape() : stats));
   }
   const I& ns = attrs.Ints("normalized_shape");
   const Shape w(ns.begin(), ns.end());
@@ -104,11 +95,7 @@ Specs InferBackward(absl::Span<const Tensor> in, const Attrs& attrs,
 absl::Status CpuBackward(absl::Span<const Tensor> in,
                          absl::Span<const Tensor> out, const Attrs& attrs,
                          const OpContext& ctx) {
-  std::vector<Tensor> c;
-  for (const Tensor& t : in) {
-    TD_ASSIGN_OR_RETURN(Tensor ct, Contiguous(t, ctx));
-    c.push_back(ct);
-  }
+  TD_ASSIGN_OR_RETURN(std::vector<Tensor> c, ContiguousAll(in, ctx));
   const auto [m, n] = Rows(c[1], attrs);
   return cpu::LayerNormBackward(
       c[0].view(), c[1].view(), m, n, c[2].view(), c[3].view(),

@@ -107,6 +107,15 @@ absl::Status NotDifferentiable(const std::string& op, const std::string& arg,
       arg, ".detach()"));
 }
 
+absl::Status RequireInput(const std::string& op, int index, const Tensor& t,
+                          DType dtype, const Shape& shape) {
+  if (t.dtype() == dtype && t.shape() == shape) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(op, ": input ", index, " should be ", DTypeName(dtype), " ",
+                   ShapeToString(shape), ", got ", DTypeName(t.dtype()), " ",
+                   ShapeToString(t.shape())));
+}
+
 absl::StatusOr<std::vector<bool>> ReducedDims(const Attrs& attrs, int rank) {
   std::vector<bool> reduced(rank, false);
   const std::vector<int64_t>& dims = attrs.Ints("dim");

@@ -54,6 +54,11 @@ absl::Status RequireDim(const Tensor& t, int ndim, const std::string& what);
 absl::Status NotDifferentiable(const std::string& op, const std::string& arg,
                                int index);
 
+// OK when input `index` of `op` is `dtype` with `shape`, else an error naming
+// both (a fused backward's saved statistics).
+absl::Status RequireInput(const std::string& op, int index, const Tensor& t,
+                          DType dtype, const Shape& shape);
+
 // Normalised, de-duplicated reduction dims from attribute "dim" ([] = all).
 absl::StatusOr<std::vector<bool>> ReducedDims(const Attrs& attrs, int rank);
 

@@ -296,6 +296,23 @@ TEST_F(OpTableTest, MoreInvalidCallsAreInvalidArgument) {
       Run("max_pool2d", {a}, {{"kernel_size", std::vector<int64_t>{2}}}));
 }
 
+// A fused backward's saved statistics are checked against its input: the
+// error names the op, the input's position and both dtype and shape.
+TEST_F(OpTableTest, FusedBackwardNamesAMisshapenSavedInput) {
+  Tensor x = FromVector({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor stats = FromVector({0, 0}, {2, 1});
+  Tensor wrong = FromVector({0, 0, 0}, {3, 1});
+  auto r = Run("native_layer_norm_backward", {x, x, stats, wrong},
+               {{"normalized_shape", std::vector<int64_t>{3}}});
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "native_layer_norm_backward: input 3 should be float32 [2, 1], "
+            "got float32 [3, 1]");
+  ASSERT_TRUE(Run("native_layer_norm_backward", {x, x, stats, stats},
+                  {{"normalized_shape", std::vector<int64_t>{3}}})
+                  .ok());
+}
+
 // max_pool2d_backward given max_pool2d's output (as autograd calls it) takes
 // the window maxima from it: the same gradient as recomputing them, for
 // overlapping, padded, dilated and ceil-mode windows, 3-d and 4-d, float32

@@ -1,0 +1,91 @@
+// The elementwise and reduction operations the kernels implement, one list
+// for the CPU kernels (kernels/cpu) and the CUDA ones (kernels/cuda), which
+// both name them through using-declarations: a row picks the same member on
+// either device.
+#ifndef TENSORD_RUNTIME_CORE_KERNEL_OPS_H_
+#define TENSORD_RUNTIME_CORE_KERNEL_OPS_H_
+
+namespace tensord {
+
+enum class UnaryOp {
+  kNeg,
+  kRelu,
+  kAbs,
+  kExp,
+  kLog,
+  kSqrt,
+  kTanh,
+  kSigmoid,
+  kSign,
+  kLog1p,
+  kExpm1,
+  kRsqrt,
+  kSin,
+  kCos,
+  kGelu,
+  kGeluTanh,  // approximate="tanh"
+  kSilu,
+  kErf,
+  kFloor,
+  kCeil,
+  kRound,
+  kReciprocal,
+  kBitwiseNot,
+  kTrunc,
+  kSquare,
+  // floating results only (the rows cast integer inputs to float first)
+  kTan,
+  kAtan,
+  kAsin,
+  kAcos,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh,
+  kLog2,
+  kLog10,
+  kExp2,
+  kErfc,
+  kErfinv,
+  kLgamma,
+  kDigamma,
+};
+enum class BinaryOp {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMax,
+  kMin,
+  kPow,
+  kRemainder,
+  kFloorDiv,
+  kTruncDiv,
+  kBitAnd,
+  kBitOr,
+  kBitXor,
+  // a where b > alpha, else 0: relu's backward (PyTorch's threshold_backward)
+  // in one pass, with b the forward's input or output and alpha 0.
+  kThresholdBackward,
+  kAtan2,  // atan2(a, b): the angle of (b, a); floating dtypes only
+  // PyTorch's fmax/fmin (NaN only if both are), fmod (C's: the sign of a),
+  // hypot, copysign, nextafter, zeta(x=a, q=b): floating dtypes only, but
+  // fmax/fmin/fmod also integers.
+  kFmax,
+  kFmin,
+  kFmod,
+  kHypot,
+  kCopysign,
+  kNextafter,
+  kZeta,
+};
+enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor };
+
+enum class ReduceOp { kSum, kMean, kProd, kMax, kMin, kAll, kAny };
+// Statistics that need more than one pass or an index.
+enum class StatOp { kVar, kStd, kLogSumExp, kNorm, kArgMax, kArgMin };
+
+}  // namespace tensord
+
+#endif  // TENSORD_RUNTIME_CORE_KERNEL_OPS_H_
