@@ -1,5 +1,7 @@
 // Backward formulas of views, shape ops and indexing (derivatives.h).
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "runtime/ops/derivatives.h"
 
@@ -145,6 +147,104 @@ Grads CumsumGrad(GradCtx& g) {
   return {g.Op("flip", {r}, {{"dims", dims}})};
 }
 
+// Note [as_strided backward]: as PyTorch's as_strided_backward, the
+// gradient goes through a zeroed buffer standing for the storage span both
+// geometries cover: the output's gradient is added at the positions the
+// output reads (scatter_add: overlapping outputs add up), the input's
+// gradient is read back at the positions the input covers, divided by how
+// often the input itself covers each position when it overlaps. Positions
+// are computed on the device (arange per dim), nothing is read back.
+struct Geometry {
+  Shape size;
+  Strides stride;
+  int64_t offset;
+};
+
+int64_t Span(const Geometry& g, int64_t base) {  // elements from base
+  int64_t last = g.offset - base;
+  for (size_t d = 0; d < g.size.size(); ++d) {
+    if (g.size[d] == 0) return 0;
+    last += (g.size[d] - 1) * g.stride[d];
+  }
+  return last + 1;
+}
+
+// PyTorch's _maybe_overlapping_memory: some position is covered twice.
+bool MayOverlap(const Geometry& g) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  for (size_t d = 0; d < g.size.size(); ++d) {
+    if (g.size[d] > 1) dims.push_back({g.stride[d], g.size[d]});
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0;
+  for (const auto& [stride, size] : dims) {
+    if (stride <= reach) return true;
+    reach += (size - 1) * stride;
+  }
+  return false;
+}
+
+// The flat positions (int64, [numel]) `geo` covers, counted from `base`.
+GradValue Positions(GradCtx& g, const Geometry& geo, int64_t base,
+                    const std::string& device) {
+  const int64_t n = static_cast<int64_t>(geo.size.size());
+  GradValue pos = g.Op("full", {},
+                       {{"shape", Ints{}},
+                        {"fill_value", static_cast<double>(geo.offset - base)},
+                        {"dtype", DType::kInt64},
+                        {"device", device}});
+  for (int64_t d = 0; d < n; ++d) {
+    if (geo.size[d] <= 1 || geo.stride[d] == 0) continue;
+    Ints shape(n, 1);
+    shape[d] = geo.size[d];
+    GradValue a = g.Op("arange", {},
+                       {{"end", static_cast<double>(geo.size[d])},
+                        {"dtype", DType::kInt64},
+                        {"device", device}});
+    a = g.Op("reshape", {a}, {{"shape", shape}});
+    pos = pos + a * static_cast<double>(geo.stride[d]);
+  }
+  pos =
+      g.Op("expand", {pos}, {{"size", Ints(geo.size.begin(), geo.size.end())}});
+  return g.Op("reshape", {g.Op("contiguous", {pos})}, {{"shape", Ints{-1}}});
+}
+
+Grads AsStridedGrad(GradCtx& g) {
+  GradValue gr = G(g);
+  if (!gr.value().ok() || !g.in(0).value().ok() || !g.out(0).value().ok()) {
+    return {gr};
+  }
+  const Tensor& in = *g.in(0).value();
+  const Tensor& out = *g.out(0).value();
+  if (in.numel() == 0 || out.numel() == 0) return {g.ZerosOfInput(0)};
+  const Geometry gi{in.shape(), in.strides(), in.offset()};
+  const Geometry go{out.shape(), out.strides(), out.offset()};
+  const int64_t base = std::min(gi.offset, go.offset);
+  const int64_t span = std::max(Span(gi, base), Span(go, base));
+  const std::string device = in.device()->name();
+  const DType dtype = gr.value()->dtype();
+  auto zeros = [&] {
+    return g.Op("zeros", {},
+                {{"shape", Ints{span}}, {"dtype", dtype}, {"device", device}});
+  };
+  GradValue flat =
+      g.Op("reshape", {g.Op("contiguous", {gr})}, {{"shape", Ints{-1}}});
+  GradValue buffer =
+      g.Op("scatter_add", {zeros(), Positions(g, go, base, device), flat},
+           {{"dim", int64_t{0}}});
+  GradValue at = Positions(g, gi, base, device);
+  GradValue r = g.Op("gather", {buffer, at}, {{"dim", int64_t{0}}});
+  if (MayOverlap(gi)) {
+    GradValue ones = g.Op(
+        "ones", {},
+        {{"shape", Ints{in.numel()}}, {"dtype", dtype}, {"device", device}});
+    GradValue count =
+        g.Op("scatter_add", {zeros(), at, ones}, {{"dim", int64_t{0}}});
+    r = r / g.Op("gather", {count, at}, {{"dim", int64_t{0}}});
+  }
+  return {g.Op("reshape", {r}, {{"shape", InShape(g)}})};
+}
+
 }  // namespace
 
 std::vector<GradRow> ShapeGrads() {
@@ -177,6 +277,7 @@ std::vector<GradRow> ShapeGrads() {
       {"narrow", {}, {}, NarrowGrad},
       {"select", {}, {}, SelectGrad},
       {"slice", {}, {}, SliceGrad},
+      {"as_strided", {0}, {0}, AsStridedGrad},
       {"contiguous", {}, {}, same},
       {"clone", {}, {}, same},
       {"to", {}, {}, same},  // converted back by the engine

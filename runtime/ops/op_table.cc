@@ -14,7 +14,7 @@ const std::vector<OpDef>& OpTable() {
           ReductionOps, LinalgOps, ViewOps,      ShapeOps,     IndexOps,
           NnOps,        ConvOps,   ConvGradOps,  BatchNormOps, OptimOps,
           SortOps,      SelectOps, LossOps,      LayerNormOps, CrossEntropyOps,
-          GeluOps}) {
+          GeluOps,      StridedOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);

@@ -38,6 +38,7 @@ std::vector<OpDef> LossOps();    // loss_ops.cc: binary_cross_entropy, ...
 std::vector<OpDef> LayerNormOps();     // layer_norm_ops.cc: fused, CPU
 std::vector<OpDef> CrossEntropyOps();  // cross_entropy_ops.cc: fused, CPU
 std::vector<OpDef> GeluOps();          // gelu_ops.cc: gelu, gelu_backward
+std::vector<OpDef> StridedOps();       // strided_ops.cc: as_strided
 
 // A row of the unary/pointwise families by name while the table is being
 // built (in-place rows copy their twin's schema); nullptr if none.
