@@ -404,6 +404,9 @@ def cases() -> List[Case]:
           Case("slice", [R(4, 7)], {"dim": 1, "start": 1, "end": 6, "step": 2},
                ref=lambda x, dim, start, end, step: x[:, start:end:step]),
           Case("slice", [NC(R(5, 4))], {"dim": 0, "step": 3}, ref=lambda x, dim, step: x[::step]),
+          Case("as_strided", [R(4, 5)], {"size": [3, 4], "stride": [2, 1], "storage_offset": 5}),
+          Case("as_strided", [R(5, 4)], {"size": [4, 2], "stride": [1, 0]}),  # storage order:
+          # no NC case (the daemon stores an NC input transposed, PyTorch contiguously)
           Case("contiguous", [NC(R(3, 4))], ref=lambda x: x.contiguous()),
           Case("clone", [NC(R(3, 4))]),
           Case("to", [R(3, 4)], {"dtype": torch.int32}, ref=lambda x, dtype: x.to(dtype)),
