@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (bazel --config=fuzz: clang, ASan + UBSan) and
+# Builds the libFuzzer targets (bazel --config=asan: clang, ASan + UBSan, the
+# tree tools/test.sh builds: Note [One sanitized tree] in .bazelrc) and
 # runs each for a bounded time over its seeds (tests/fuzz/corpus; any other
 # NAME_fuzzer with a tests/fuzz/NAME_corpus: that, e.g. the command ring's
 # ring_corpus and the parsers' cma_hello, metrics_head, tokens and
@@ -34,13 +35,13 @@ done
 [ ${#targets[@]} -eq 0 ] && targets=(frames_fuzzer structured_fuzzer ring_fuzzer
   cma_hello_fuzzer metrics_head_fuzzer tokens_fuzzer listen_address_fuzzer)
 
-bazel_flags=(--config=fuzz)
+bazel_flags=(--config=asan)
 [ -n "${TENSORD_BAZEL_JOBS:-}" ] && bazel_flags+=(--jobs="$TENSORD_BAZEL_JOBS")
 labels=()
 for t in "${targets[@]}"; do labels+=("//tests/fuzz:$t"); done
 work="${TENSORD_FUZZ_DIR:-${TMPDIR:-/tmp}/tensord-fuzz}"
 mkdir -p "$work"
-echo "== building ${labels[*]} (--config=fuzz; log: $work/build.log)"
+echo "== building ${labels[*]} (--config=asan; log: $work/build.log)"
 if ! bazel build "${bazel_flags[@]}" "${labels[@]}" >"$work/build.log" 2>&1; then
   grep -v 'linux-sandbox\|ld.gold: warning' "$work/build.log" | tail -n 40 >&2
   exit 1

@@ -213,8 +213,10 @@ std::string HumanBytes(uint64_t bytes) {
     value /= 1024;
     ++unit;
   }
-  return absl::StrFormat(value < 10 ? "%.1f %s" : "%.0f %s", value,
-                         kUnits[unit]);
+  // Two calls: absl checks a format string at compile time, so it must be a
+  // literal (clang refuses a conditional one).
+  return value < 10 ? absl::StrFormat("%.1f %s", value, kUnits[unit])
+                    : absl::StrFormat("%.0f %s", value, kUnits[unit]);
 }
 
 std::string HumanDuration(double seconds) {

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Quick start, command 2: installs what is missing and runs the whole test
-# suite: every C++ test (unit and real-daemon integration) under
-# AddressSanitizer + UBSan (Note [Where the C++ tests run]), the in-process
-# concurrency suites (tag "tsan": session core, allocator, CPU pool) under
-# ThreadSanitizer, the libFuzzer targets for a bounded time (tools/fuzz.sh);
-# the Python client suite against a real daemon with PyTorch as the reference
-# (with the client's C speedups, then without them, then with the speedups
-# under ASan + UBSan), the PyTorch device's suites (PyPI's torch); and the
-# Python package as a user installs it: a wheel and an sdist into fresh venvs
-# (PyPI's grpcio, protobuf, numpy), the examples run from outside the checkout
-# (tests/package/test_install.sh). The sanitizer and fuzz suites run alongside
-# the Python suites (Note [Overlapped suites]), which run on pytest-xdist
-# workers.
+# suite. The code is compiled once, under clang's AddressSanitizer + UBSan
+# (Note [Where the C++ tests run]), and everything runs from that tree: every
+# C++ test (unit and real-daemon integration), the libFuzzer targets for a
+# bounded time (tools/fuzz.sh), and the daemon and tensorctl that the Python
+# suites drive: the Python client suite with PyTorch as the reference (with
+# the client's C speedups, then without them, then with the speedups under
+# ASan + UBSan), the PyTorch device's suites (PyPI's torch), the metrics and
+# memory-history suites, and the Python package as a user installs it (a
+# wheel and an sdist into fresh venvs, PyPI's grpcio, protobuf and numpy, the
+# examples run from outside the checkout: tests/package/test_install.sh).
+# The in-process concurrency suites (tag "tsan": session core, allocator, CPU
+# pool) run under ThreadSanitizer. The C++, TSan and fuzz suites run
+# alongside the Python suites (Note [Overlapped suites]), which run on
+# pytest-xdist workers.
 #
 #   tools/test.sh             # everything (what .ci/run runs)
 #   TENSORD_SKIP_ASAN=1 TENSORD_SKIP_TSAN=1 TENSORD_SKIP_FUZZ=1 tools/test.sh
@@ -38,43 +40,44 @@ pytest_par=()
 # A suite whose daemon is missing fails here instead of skipping (tests/python/daemon_launcher.py).
 export TENSORD_REQUIRE_DAEMON=1
 
-# Note [Where the C++ tests run]: a cold run's time is compiling (each translation unit is
-# ~100-200K lines after preprocessing, ~20-30 s of a core at -O2; a third of them are tests),
-# and the plain and ASan trees used to compile every test each. Every C++ test now runs in the
-# ASan + UBSan tree below (the stricter run); the plain tree builds everything but the tests
-# (the daemon and tools the Python suites and users run, the benchmarks, the CUDA kernels) and
-# runs the tests that need its CUDA build (tag "gpu"; without a GPU they check what they can
-# and skip the rest, saying so). With TENSORD_SKIP_ASAN=1 the plain tree runs them all.
-section "plain build: everything but the tests (bazel build), and the CUDA build's tests (tag gpu)"
-bazel query --noshow_progress 'attr(testonly, 0, //...)' >"${TMPDIR:-/tmp}/tensord-plain-targets"
-bazel build "${jobs_flag[@]}" -- $(cat "${TMPDIR:-/tmp}/tensord-plain-targets")
-rm -f "${TMPDIR:-/tmp}/tensord-plain-targets"
+# Note [Where the C++ tests run]: a cold run's time is compiling (a translation unit is ~100-200K
+# lines after preprocessing, 10-50 s of a core), so the code is compiled once: in the clang
+# ASan + UBSan tree (Note [One sanitized tree] in .bazelrc), which holds every C++ test, the
+# daemon and tensorctl that the Python suites run (a memory error or undefined behaviour any
+# client's traffic provokes in the daemon fails its suite: the launcher requires a clean exit),
+# the benchmarks, the CUDA kernels and the libFuzzer targets. The plain -O2 tree is what
+# tools/start.sh builds for users; with TENSORD_SKIP_ASAN=1 it is the tree built and run here.
+build_flags=(--config=asan)
+tree="the clang ASan + UBSan tree (--config=asan; Note [One sanitized tree] in .bazelrc)"
 if [ -n "${TENSORD_SKIP_ASAN:-}" ]; then
-  section "C++ tests (bazel test //...; TENSORD_SKIP_ASAN=1: in the plain tree)"
-  bazel test "${jobs_flag[@]}" //...
-else
-  bazel test "${jobs_flag[@]}" --build_tests_only --test_tag_filters=gpu //...
+  build_flags=()
+  tree="the plain tree (TENSORD_SKIP_ASAN=1)"
 fi
+section "building everything once, in $tree"
+bazel build "${jobs_flag[@]}" "${build_flags[@]}" //...
+bin="$(bazel info "${build_flags[@]}" bazel-bin 2>/dev/null)"
+export TENSORD_BINARY="$bin/server/tensord" TENSORCTL="$bin/tools/tensorctl"
+# abort_on_error: a sanitizer report in a daemon ends it at once, failing the test that drove it;
+# protect_shadow_gap=0 lets the CUDA driver map its memory on a GPU machine.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:protect_shadow_gap=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 tools/gen_python_proto.sh
 tools/build_python_ext.sh
 
 # Note [Overlapped suites]: the Python suites wait on round trips to their daemons more than
-# they compute, so the sanitizer and fuzz builds run alongside them instead of after them (a
-# cold run spent most of its time compiling those trees one after the other). They run in the
-# background in this order, each in its own output tree (.bazelrc, Note [Sanitizer output
-# trees]), so bazel-bin/ (the plain daemon the Python suites run) is never touched; their
-# output is printed after the Python suites, and either side failing fails the run.
+# they compute, so the C++ tests, the TSan build and the fuzzers run alongside them instead of
+# after them. They run in the background in this order, the TSan tree in an output tree of its
+# own (.bazelrc, Note [Sanitizer output trees]), so nothing the Python suites run is rebuilt;
+# their output is printed after the Python suites, and either side failing fails the run.
 sanitizer_suites() {
-  if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
-    section "C++ tests, every one, under AddressSanitizer + UBSan (bazel test --config=asan; Note [Where the C++ tests run])"
-    bazel test "${jobs_flag[@]}" --config=asan //...
-  fi
+  section "C++ tests, every one, in $tree (bazel test; Note [Where the C++ tests run])"
+  bazel test "${jobs_flag[@]}" "${build_flags[@]}" //...
   if [ -z "${TENSORD_SKIP_TSAN:-}" ]; then
     section "concurrency suites under ThreadSanitizer (bazel test --config=tsan; docs/reliability.md)"
     bazel test "${jobs_flag[@]}" --config=tsan //...
   fi
-  if [ -z "${TENSORD_SKIP_FUZZ:-}" ]; then
-    section "fuzzing the session core (clang libFuzzer, ASan + UBSan; docs/reliability.md)"
+  if [ -z "${TENSORD_SKIP_FUZZ:-}" ] && [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
+    section "fuzzing the session core and the parsers (libFuzzer, the ASan tree; docs/reliability.md)"
     tools/fuzz.sh --time="${TENSORD_FUZZ_SECONDS:-30}"
   fi
 }
@@ -113,7 +116,7 @@ if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
   # The interpreter is not instrumented: the runtimes are preloaded; Python's own allocations
   # live until exit by design, so leak checking is off.
   LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
-    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:protect_shadow_gap=0 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TENSORD_PYTHON_CLIENT="$asan_client" \
     "$PYTHON" -m pytest -q "${pytest_par[@]}" tests/python
   rm -rf "$asan_client"
@@ -124,14 +127,14 @@ if [ -z "${TENSORD_SKIP_PACKAGE:-}" ]; then
   tests/package/test_install.sh
 fi
 
-section "waiting for the sanitizer and fuzz suites (started after the C++ tests)"
+section "waiting for the C++ tests, the TSan suites and the fuzzers"
 sanitizer_status=0
 wait "$sanitizer_pid" || sanitizer_status=$?
 trap - EXIT
 grep -v 'linux-sandbox' "$sanitizer_log"
 rm -f "$sanitizer_log"
 if [ "$sanitizer_status" -ne 0 ]; then
-  section "FAILED: a sanitizer or fuzz suite (its output is above)"
+  section "FAILED: a C++, TSan or fuzz suite (its output is above)"
   exit "$sanitizer_status"
 fi
 section "all tensord tests passed"

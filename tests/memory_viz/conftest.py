@@ -4,7 +4,8 @@ tests/python/daemon_launcher.py), tensorctl, and PyTorch's memory viewer.
 Run with the project's venv (``tools/install_deps.sh`` makes it), from the repository root:
 ``PYTHONPATH=client/python .venv-torch/bin/python -m pytest tests/memory_viz``. Every test
 skips, saying why, when that interpreter has no ``torch.cuda._memory_viz``, or when
-``bazel-bin/server/tensord`` is not built; a missing ``bazel-bin/tools/tensorctl`` fails.
+``bazel-bin/server/tensord`` is not built; a missing ``bazel-bin/tools/tensorctl`` fails
+(``TENSORD_BINARY`` and ``TENSORCTL`` name others: tools/test.sh runs the sanitized ones).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 sys.path.append(os.path.join(os.path.dirname(__file__), "..", "python"))
 from daemon_launcher import REPO, running_daemon  # noqa: E402,F401 (the tests import it)
 
-TENSORCTL = os.path.join(REPO, "bazel-bin", "tools", "tensorctl")
+TENSORCTL = os.environ.get("TENSORCTL", os.path.join(REPO, "bazel-bin", "tools", "tensorctl"))
 
 try:
     import torch.cuda._memory_viz as memory_viz

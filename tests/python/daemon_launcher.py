@@ -38,9 +38,13 @@ def running_daemon(*flags: str) -> Iterator[str]:
     port_file = os.path.join(tmp, "port")
     log_path = os.path.join(tmp, "daemon.log")
     log = open(log_path, "wb")
+    # LD_PRELOAD is the client's: tools/test.sh preloads gcc's ASan runtime into the interpreter
+    # for the instrumented C speedups, and a sanitized daemon carries its own (clang's, linked
+    # in); the two in one process abort at start.
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     proc = subprocess.Popen([DAEMON, "--listen=127.0.0.1:0", "--insecure",
                              f"--port_file={port_file}", *flags],
-                            stdout=log, stderr=subprocess.STDOUT)
+                            stdout=log, stderr=subprocess.STDOUT, env=env)
     # Process start-up only: poll for the port file at a short interval, 30 s at most.
     deadline = time.monotonic() + 30
     port = ""
