@@ -40,6 +40,8 @@ std::vector<OpDef> CrossEntropyOps();  // cross_entropy_ops.cc: fused, CPU
 std::vector<OpDef> GeluOps();          // gelu_ops.cc: gelu, gelu_backward
 // nll_loss and cross_entropy (nll_loss_ops.cc), in NnOps after mse_loss.
 std::vector<OpDef> NllLossOps(const AttrSpec& reduction);
+// narrow, select and slice (slice_view_ops.cc), last in ViewOps.
+std::vector<OpDef> SliceViewOps();
 
 // A row of the unary/pointwise families by name while the table is being
 // built (in-place rows copy their twin's schema); nullptr if none.
