@@ -112,7 +112,7 @@ class Session {
   // Queues a Call of `op` creating `num_outputs` fresh handles, consecutive:
   // returns the first. `attrs` are already checked against the schema. A
   // known `site` goes by its session id after its first Call (Note [Site
-  // ids] in server/command_runner.cc).
+  // ids] in server/call_sites.cc).
   absl::StatusOr<uint64_t> EnqueueCall(
       const v1::OpSchema& op, absl::Span<const uint64_t> inputs,
       const google::protobuf::Map<std::string, v1::AttrValue>& attrs,
