@@ -56,8 +56,8 @@ absl::StatusOr<std::shared_ptr<Session>> Session::Open(
   const ClientOptions options = ResolveOptions(raw_options);
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
-  // Note [Transfer window] (server/main.cc): downloads get an 8 MiB HTTP/2
-  // window and chunk-sized HTTP/2 frames; for a daemon on this host the
+  // Note [Transfer window] (server/daemon_listeners.cc): downloads get an 8 MiB
+  // HTTP/2 window and chunk-sized HTTP/2 frames; for a daemon on this host the
   // window stays fixed (no BDP probing), elsewhere gRPC may adapt it to
   // the link.
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
