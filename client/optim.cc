@@ -24,7 +24,7 @@ Tensor ZerosLike(const Tensor& t) {
 }
 
 // A step count as torch.optim keeps it: a float32 CPU scalar, zero; the
-// daemon counts it (Note [Adam step counts] in runtime/ops/optim_ops.cc).
+// daemon counts it (Note [Adam step counts] in runtime/ops/adam_step_ops.cc).
 Tensor StepCount(const Tensor& like) {
   return internal::CallOne(like.impl()->session, "zeros", {},
                            {{"shape", std::vector<int64_t>{}},

@@ -1,7 +1,7 @@
 // Optimizers of the C++ client: each step() is ONE fused daemon command
 // (`sgd_step`, `adam_step`), queued: the daemon reads each parameter's .grad
 // and skips those without one, as PyTorch does (Note [Optimizer steps read
-// .grad] in runtime/ops/optim_ops.cc), so neither step() nor zero_grad()
+// .grad] in runtime/ops/optim_step.h), so neither step() nor zero_grad()
 // waits for it. State tensors (momentum buffers, Adam's moments and step
 // counts) are created, queued, at a parameter's first step and live in the
 // daemon (SGD with dampening != 0 learns which parameters have a gradient

@@ -57,5 +57,24 @@ std::string TcpHostOf(absl::string_view address) {
   return std::string(host);
 }
 
+bool WantShm(const ClientOptions& options) {
+  switch (options.shm) {
+    case ClientOptions::ShmMode::kOff:
+      return false;
+    case ClientOptions::ShmMode::kOn:
+      return true;
+    case ClientOptions::ShmMode::kAuto:
+      break;
+  }
+  const char* env = std::getenv("TENSORD_SHM");
+  if (env != nullptr && std::string(env) == "0") return false;
+  return IsSameHostAddress(options.address);
+}
+
+bool WantPacked(const ClientOptions& options) {
+  const char* env = std::getenv("TENSORD_PACKED");
+  return options.packed_commands && (env == nullptr || std::string(env) != "0");
+}
+
 }  // namespace client
 }  // namespace tensord

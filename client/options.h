@@ -117,6 +117,12 @@ bool IsSameHostAddress(absl::string_view address);
 // connects. Empty for unix sockets and anything else.
 std::string TcpHostOf(absl::string_view address);
 
+// What a Hello asks for, from `options` and the environment: a shared-memory
+// region (ShmMode; kAuto: same host, unless $TENSORD_SHM=0), and packed
+// commands and acks (unless $TENSORD_PACKED=0).
+bool WantShm(const ClientOptions& options);
+bool WantPacked(const ClientOptions& options);
+
 }  // namespace client
 }  // namespace tensord
 

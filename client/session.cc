@@ -9,6 +9,7 @@
 #include "absl/base/call_once.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "client/channel.h"
 #include "client/status.h"
 #include "proto/frame_buffer.h"
 #include "proto/packed_commands.h"
@@ -17,28 +18,6 @@
 namespace tensord {
 inline namespace client {
 namespace internal {
-namespace {
-
-bool WantShm(const ClientOptions& options) {
-  switch (options.shm) {
-    case ClientOptions::ShmMode::kOff:
-      return false;
-    case ClientOptions::ShmMode::kOn:
-      return true;
-    case ClientOptions::ShmMode::kAuto:
-      break;
-  }
-  const char* env = std::getenv("TENSORD_SHM");
-  if (env != nullptr && std::string(env) == "0") return false;
-  return IsSameHostAddress(options.address);
-}
-
-bool WantPacked(const ClientOptions& options) {
-  const char* env = std::getenv("TENSORD_PACKED");
-  return options.packed_commands && (env == nullptr || std::string(env) != "0");
-}
-
-}  // namespace
 
 Session::Session(const ClientOptions& options,
                  std::shared_ptr<grpc::Channel> channel)
@@ -54,38 +33,10 @@ Session::~Session() { Close(); }
 absl::StatusOr<std::shared_ptr<Session>> Session::Open(
     const ClientOptions& raw_options) {
   const ClientOptions options = ResolveOptions(raw_options);
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
-  // Note [Transfer window] (server/main.cc): downloads get an 8 MiB HTTP/2
-  // window and chunk-sized HTTP/2 frames; for a daemon on this host the
-  // window stays fixed (no BDP probing), elsewhere gRPC may adapt it to
-  // the link.
-  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
-  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 4 << 20);
-  if (IsSameHostAddress(options.address)) {
-    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  }
-  if (options.resume) {
-    // A resume reconnects at once, not after gRPC's default 1-120 s backoff.
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  }
-  std::shared_ptr<grpc::ChannelCredentials> credentials =
-      options.credentials ? options.credentials
-                          : grpc::InsecureChannelCredentials();
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(options.address, credentials, args);
-  if (!channel->WaitForConnected(
-          std::chrono::system_clock::now() +
-          absl::ToChronoMilliseconds(options.connect_timeout))) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot reach tensord at ", options.address, " (no connection within ",
-        absl::FormatDuration(options.connect_timeout),
-        "); is the daemon running? Set TENSORD_ADDRESS or "
-        "ClientOptions::address"));
-  }
-  std::shared_ptr<Session> session(new Session(options, std::move(channel)));
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      ConnectChannel(options);
+  if (!channel.ok()) return channel.status();
+  std::shared_ptr<Session> session(new Session(options, *std::move(channel)));
   absl::Status status = session->Handshake();
   if (!status.ok()) return status;
   if (options.tune_malloc && session->shm_ == nullptr) {
@@ -294,27 +245,11 @@ absl::StatusOr<uint64_t> Session::EnqueueCall(
     const google::protobuf::Map<std::string, v1::AttrValue>& attrs,
     int num_outputs, const Site& site) {
   MutexLock enqueue_lock(&enqueue_mu_);
-  // Note [Site ids]: the first Call from a line sends its text with a new
-  // id, later ones the id alone (bound once the Call is queued). The daemon
-  // binds at most kMaxSiteIds per session: lines past those send their text
-  // with every Call.
-  constexpr size_t kMaxSiteIds = size_t{1} << 16;
-  uint32_t site_id = 0;
-  bool bind = false;
-  bool text = false;
-  if (site.file != nullptr && *site.file != '\0') {
-    auto it = site_ids_.find({site.file, site.line});
-    if (it != site_ids_.end()) {
-      site_id = it->second;
-    } else if (site_ids_.size() < kMaxSiteIds) {
-      bind = true;
-      site_id = static_cast<uint32_t>(site_ids_.size() + 1);
-    }
-    text = site_id == 0 || bind;
-  }
+  const SiteIds::Choice choice = site_ids_.Choose(site);
+  const uint32_t site_id = choice.site_id;
   // Formatted only when bound (once per source line and session) or past
   // the cap.
-  const std::string site_text = text ? site.ToString() : std::string();
+  const std::string site_text = choice.text ? site.ToString() : std::string();
   absl::StatusOr<uint64_t> first = ReserveHandles(num_outputs);
   if (!first.ok()) return first.status();
   absl::InlinedVector<uint64_t, 4> outputs;
@@ -344,7 +279,7 @@ absl::StatusOr<uint64_t> Session::EnqueueCall(
       },
       outputs, nullptr, nullptr, packable ? &pack : nullptr);
   if (!status.ok()) return status;
-  if (bind) site_ids_.emplace(std::make_pair(site.file, site.line), site_id);
+  if (choice.bind) site_ids_.Bound(site, site_id);
   return outputs.empty() ? 0 : outputs.front();
 }
 

@@ -77,6 +77,7 @@
 #include "client/shared_ranges.h"
 #include "client/shm_mapping.h"
 #include "client/site.h"
+#include "client/site_ids.h"
 #include "client/stream_opener.h"
 #include "proto/tensord.pb.h"
 #include "runtime/core/mutex.h"
@@ -112,7 +113,7 @@ class Session {
   // Queues a Call of `op` creating `num_outputs` fresh handles, consecutive:
   // returns the first. `attrs` are already checked against the schema. A
   // known `site` goes by its session id after its first Call (Note [Site
-  // ids] in server/command_runner.cc).
+  // ids] in server/call_sites.cc).
   absl::StatusOr<uint64_t> EnqueueCall(
       const v1::OpSchema& op, absl::Span<const uint64_t> inputs,
       const google::protobuf::Map<std::string, v1::AttrValue>& attrs,
@@ -362,10 +363,7 @@ class Session {
   std::atomic<uint64_t> mailbox_answers_{0};
   Mutex enqueue_mu_ ABSL_ACQUIRED_AFTER(bulk_->mu())
       ABSL_ACQUIRED_BEFORE(write_mu_);
-  // Call sites bound to ids on the daemon, by __builtin_FILE pointer and
-  // line (Note [Site ids]).
-  absl::flat_hash_map<std::pair<const char*, int>, uint32_t> site_ids_
-      ABSL_GUARDED_BY(enqueue_mu_);
+  SiteIds site_ids_ ABSL_GUARDED_BY(enqueue_mu_);  // Note [Site ids]
   Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   bool writes_done_ ABSL_GUARDED_BY(write_mu_) = false;
   bool stream_live_ ABSL_GUARDED_BY(write_mu_) = true;  // not yet Finish()ed

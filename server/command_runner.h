@@ -20,6 +20,7 @@
 #include "runtime/generator.h"
 #include "runtime/ops/op_def.h"
 #include "server/bulk_socket.h"
+#include "server/call_sites.h"
 #include "server/call_view.h"
 #include "server/cma.h"
 #include "server/daemon_counters.h"
@@ -178,17 +179,12 @@ class CommandRunner {
   void ReleaseEvent(uint64_t id);
   // The device a RecordEvent/WaitEvent names (empty: the default device).
   absl::StatusOr<Device*> EventDevice(const std::string& name) const;
-  // The call site a Call names (Note [Site ids]): its `site`, binding
-  // `site_id` to it when both are set, or the text `site_id` was bound to.
-  // Never null; shared, not copied, by whatever keeps it (Note [Wire
-  // limits]). INVALID_ARGUMENT for an id never bound or past the session's
-  // caps (kMaxBoundSites, kMaxBoundSiteBytes).
-  using SiteText = std::shared_ptr<const std::string>;
-  absl::StatusOr<SiteText> CallSite(const CallView& call);
-  // A site sent as text (a Call without an id, a Put, a Backward), kept
-  // once while the same text repeats: what AllocContext::site points at
-  // (Note [Memory history]).
-  SiteText InlineSite(const std::string& text);
+  // The call site a Call names, and a site sent as text (CallSites).
+  using SiteText = CallSites::SiteText;
+  absl::StatusOr<SiteText> CallSite(const CallView& call) {
+    return sites_.Resolve(call.site_id, *call.site);
+  }
+  SiteText InlineSite(const std::string& text) { return sites_.Inline(text); }
   // A command over a limit of server/wire_limits.h: a frame error, and a
   // Call's outputs poisoned with it.
   void RejectCommand(const v1::Command& cmd, const absl::Status& status,
@@ -231,10 +227,7 @@ class CommandRunner {
   std::shared_ptr<MetadataCharge> metadata_;
   HandleTable handles_;
   KeptErrors errors_;  // Note [Kept errors]
-  // Note [Site ids]: each bound text once, and their bytes in all.
-  absl::flat_hash_map<uint32_t, SiteText> sites_;
-  size_t site_bytes_ = 0;
-  SiteText inline_site_;  // the last text sent with site_id 0, kept once
+  CallSites sites_;    // Note [Site ids]
   // Error text put in full in the Ack being built (kMaxAckErrorBytes).
   size_t ack_error_bytes_ = 0;
   Generator generator_;

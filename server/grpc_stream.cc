@@ -1,7 +1,6 @@
 #include "server/grpc_stream.h"
 
 #include <atomic>
-#include <deque>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -10,70 +9,19 @@
 #include "proto/frame_buffer.h"
 #include "proto/packed_commands.h"
 #include "runtime/core/block_cache.h"
+#include "server/stream_sink.h"
 #include "spdlog/spdlog.h"
 
 namespace tensord {
 namespace {
 
-// Frames above this many queued bytes make Send wait (download flow control).
-// Also what a client that stops reading makes its session hold outside the
-// quota on the way out (docs/reliability.md "What one user can make the
-// daemon hold"): 16 chunks of 1 MiB keep a download's writes going.
-constexpr size_t kMaxQueuedBytes = 16 << 20;
 // Batches run inline only behind fewer queued bytes than this: what a cheap
 // batch sends (a few hundred KiB at most) then fits below kMaxQueuedBytes.
 constexpr size_t kMaxInlineBacklog = 8 << 20;
 
-class SessionReactor;
-
-}  // namespace
-
-namespace {
-
-// The FrameSink of one stream: queues frames and writes them one at a time.
-// Shared between the reactor (gRPC threads) and the session's executor.
-class StreamSink : public FrameSink {
- public:
-  explicit StreamSink(SessionReactor* reactor) : reactor_(reactor) {}
-  void Send(v1::ServerFrame frame) override;
-  void SendShared(std::shared_ptr<const v1::ServerFrame> frame) override;
-  void End(absl::Status status) override;
-  // From OnWriteDone: the previous write finished (ok=false: peer gone).
-  void WriteDone(bool ok);
-  // The peer is gone or the reactor is done: drop everything, wake senders.
-  void MarkDead();
-  // Waits for any in-flight ResumeReading, then forgets the reactor.
-  void Detach();
-  // The session drained its queue: read the next client frame.
-  void ResumeReading();
-  // Bytes of frames waiting for their write.
-  size_t queued_bytes() {
-    MutexLock lock(&mu_);
-    return queued_bytes_;
-  }
-
- private:
-  // Starts the next write if none is in flight; call without mu_ held.
-  void Pump();
-
-  Mutex mu_;
-  SessionReactor* reactor_ ABSL_GUARDED_BY(mu_);  // nullptr after OnDone
-  // Frames are shared with the session's replay buffer (Note [Resume]).
-  std::deque<std::shared_ptr<const v1::ServerFrame>> queue_
-      ABSL_GUARDED_BY(mu_);
-  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  // The frame being written (kept alive until OnWriteDone).
-  std::shared_ptr<const v1::ServerFrame> current_;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  int resuming_ ABSL_GUARDED_BY(mu_) = 0;
-  bool dead_ ABSL_GUARDED_BY(mu_) = false;
-  bool ended_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status end_status_ ABSL_GUARDED_BY(mu_);
-};
-
 class SessionReactor
-    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+      public StreamWriter {
  public:
   SessionReactor(grpc::CallbackServerContext* context, SessionManager* sessions,
                  AuthGate* gate)
@@ -181,14 +129,16 @@ class SessionReactor
     delete this;
   }
 
-  void DoFinish(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+  void DoFinish(const absl::Status& status) override {
+    Finish(ToGrpcStatus(status));
+  }
   // One write in flight (StreamSink's rule), so one buffer suffices; the
   // frame's payload is not copied into it (Note [Aliased payloads]).
-  void DoWrite(std::shared_ptr<const v1::ServerFrame> frame) {
+  void DoWrite(std::shared_ptr<const v1::ServerFrame> frame) override {
     out_ = SerializeAliased(std::move(frame));
     StartWrite(&out_);
   }
-  void DoRead() { Read(); }
+  void DoRead() override { Read(); }
 
  private:
   void Read() { StartRead(&in_buffer_); }
@@ -267,115 +217,6 @@ class SessionReactor
   v1::ClientFrame* in_ = nullptr;  // on arena_, parsed from in_buffer_
   grpc::ByteBuffer out_;           // the frame being written
 };
-
-void StreamSink::Send(v1::ServerFrame frame) {
-  SendShared(std::make_shared<const v1::ServerFrame>(std::move(frame)));
-}
-
-void StreamSink::SendShared(std::shared_ptr<const v1::ServerFrame> frame) {
-  {
-    MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(
-        +[](StreamSink* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-          return s->dead_ || s->queued_bytes_ < kMaxQueuedBytes;
-        },
-        this));
-    if (dead_ || ended_) return;
-    queued_bytes_ += frame->ByteSizeLong();
-    queue_.push_back(std::move(frame));
-  }
-  Pump();
-}
-
-void StreamSink::End(absl::Status status) {
-  {
-    MutexLock lock(&mu_);
-    if (ended_) return;
-    ended_ = true;
-    end_status_ = std::move(status);
-  }
-  Pump();
-}
-
-void StreamSink::Pump() {
-  SessionReactor* reactor = nullptr;
-  bool finish = false;
-  absl::Status status;
-  {
-    MutexLock lock(&mu_);
-    if (writing_ || reactor_ == nullptr || finished_) return;
-    if (!queue_.empty() && !dead_) {
-      current_ = std::move(queue_.front());
-      queue_.pop_front();
-      queued_bytes_ -= std::min(queued_bytes_,
-                                static_cast<size_t>(current_->GetCachedSize()));
-      writing_ = true;
-      reactor = reactor_;
-    } else if (ended_ || dead_) {
-      finished_ = true;
-      finish = true;
-      status = dead_ && end_status_.ok() ? absl::CancelledError("peer gone")
-                                         : end_status_;
-      reactor = reactor_;
-    }
-  }
-  if (reactor == nullptr) return;
-  // gRPC allows one outstanding write; StartWrite/Finish are called outside
-  // mu_ because the library may run reactions on this thread.
-  if (finish) {
-    reactor->DoFinish(status);
-  } else {
-    reactor->DoWrite(current_);
-  }
-}
-
-void StreamSink::WriteDone(bool ok) {
-  {
-    MutexLock lock(&mu_);
-    writing_ = false;
-    if (!ok) {
-      dead_ = true;
-      queue_.clear();
-      queued_bytes_ = 0;
-    }
-  }
-  Pump();
-}
-
-void StreamSink::MarkDead() {
-  {
-    MutexLock lock(&mu_);
-    dead_ = true;
-    queue_.clear();
-    queued_bytes_ = 0;
-  }
-  Pump();
-}
-
-void StreamSink::ResumeReading() {
-  SessionReactor* reactor;
-  {
-    MutexLock lock(&mu_);
-    reactor = reactor_;
-    if (reactor == nullptr || dead_) return;
-    ++resuming_;
-  }
-  reactor->DoRead();
-  MutexLock lock(&mu_);
-  --resuming_;
-}
-
-void StreamSink::Detach() {
-  MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(
-      +[](StreamSink* s)
-           ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) { return s->resuming_ == 0; },
-      this));
-  reactor_ = nullptr;
-  dead_ = true;
-  queue_.clear();
-  queued_bytes_ = 0;
-}
 
 }  // namespace
 

@@ -6,14 +6,14 @@
 // SIGINT/SIGTERM shut down cleanly (sessions told, memory freed, exit 0);
 // SIGHUP reloads the tokens file. A sticky device error ends every session
 // with the error and exits 75 (EX_TEMPFAIL) for the supervisor to restart
-// the daemon (Note [Sticky device errors] in runtime/core/device_error.h).
+// the daemon (Note [Sticky device errors] in runtime/core/device_error.h;
+// server/daemon_shutdown.h).
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -21,24 +21,23 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "runtime/core/device_error.h"
-#include "runtime/core/mutex.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/core/transfer_buffers.h"
-#include "runtime/cuda_discovery.h"
 #include "runtime/device.h"
 #include "server/admin_memory.h"
 #include "server/daemon_listeners.h"
 #include "server/daemon_log.h"
+#include "server/daemon_shutdown.h"
 #include "server/grpc_admin.h"
 #include "server/grpc_stream.h"
 #include "server/listen_address.h"
 #include "server/secure_random.h"
 #include "server/session_manager.h"
-#include "server/tokens_reload.h"
 #include "server/version.h"
 #include "spdlog/spdlog.h"
 
@@ -155,36 +154,6 @@ ABSL_FLAG(std::string, fault_inject_sticky_error_op, "",
 namespace tensord {
 namespace {
 
-// The exit status after a sticky device error: "restart me".
-constexpr int kExitDeviceFailed = 75;  // EX_TEMPFAIL, as cuda::kStickyExitCode
-
-// Set once by the sticky-error handler, read by the main thread after it
-// wakes on SIGUSR1.
-Mutex fatal_mu(absl::kConstInit);
-absl::Status* fatal_error ABSL_GUARDED_BY(fatal_mu) = nullptr;
-
-// Runs on the thread that saw the error: records it and wakes the main
-// thread, which ends the sessions (the caller may be one of them).
-void OnStickyDeviceError(const absl::Status& error) {
-  {
-    MutexLock lock(&fatal_mu);
-    fatal_error = new absl::Status(error);
-  }
-  spdlog::critical("{}", error.ToString());
-  kill(getpid(), SIGUSR1);
-}
-
-// Tells every session `reason` and waits for them, and stops the server.
-// Both at once: a session whose client stopped reading is blocked sending
-// to it until the server cancels its stream (5 s after the shutdown starts),
-// and the server waits for the sessions' streams to finish.
-void EndEverything(SessionManager* sessions, grpc::Server* server,
-                   absl::Status reason) {
-  std::thread ending([&] { sessions->Shutdown(reason); });
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  ending.join();
-}
-
 int Main() {
   // Debian's Abseil is built without NDEBUG, so every Mutex lock would also
   // run the deadlock detector (half the cost of a cached allocation).
@@ -205,15 +174,7 @@ int Main() {
     return 2;
   }
   // Block the shutdown signals in every thread; the main thread waits on them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGHUP);
-  sigaddset(&signals, SIGUSR1);  // a sticky device error (OnStickyDeviceError)
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  SetStickyErrorHandler(&OnStickyDeviceError);       // runtime/core
-  SetFatalDeviceErrorHandler(&OnStickyDeviceError);  // CUDA's own checks
+  const sigset_t signals = BlockDaemonSignals();
   if (!absl::GetFlag(FLAGS_fault_inject_sticky_error_op).empty()) {
     spdlog::warn("TESTING ONLY: {} fails with a sticky device error",
                  absl::GetFlag(FLAGS_fault_inject_sticky_error_op));
@@ -356,50 +317,8 @@ int Main() {
     WritePortFile(absl::GetFlag(FLAGS_port_file), port);
   }
 
-  while (true) {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    if (sig == SIGHUP) {
-      absl::Status reloaded = auth->Reload();
-      if (!reloaded.ok()) {
-        spdlog::error(
-            "SIGHUP: the tokens file was not reloaded (the old "
-            "tokens stay): {}",
-            reloaded.ToString());
-        continue;
-      }
-      spdlog::info("SIGHUP: tokens reloaded");
-      ApplyTokens(&sessions);  // Note [Tokens reload]
-      continue;
-    }
-    if (sig == SIGUSR1) break;
-    spdlog::info("signal {}: shutting down", sig);
-    break;
-  }
-  absl::Status fatal;
-  {
-    MutexLock lock(&fatal_mu);
-    if (fatal_error != nullptr) fatal = *fatal_error;
-  }
-  if (!fatal.ok()) {
-    // Every session hears why; then exit for the supervisor to restart us.
-    // A device that hangs instead of failing must not keep us here.
-    std::thread([] {
-      absl::SleepFor(absl::Seconds(20));
-      spdlog::critical("sessions did not end within 20 s; exiting now");
-      _exit(kExitDeviceFailed);
-    }).detach();
-    EndEverything(&sessions, server.get(),
-                  absl::UnavailableError(absl::StrCat("tensord is restarting: ",
-                                                      fatal.message())));
-    spdlog::critical("tensord exits with status {} for a restart",
-                     kExitDeviceFailed);
-    return kExitDeviceFailed;
-  }
-  EndEverything(&sessions, server.get(),
-                absl::UnavailableError("tensord is shutting down"));
-  spdlog::info("tensord stopped");
-  return 0;
+  const absl::Status fatal = WaitForShutdown(signals, auth.get(), &sessions);
+  return EndDaemon(&sessions, server.get(), fatal);
 }
 
 }  // namespace

@@ -6,34 +6,14 @@
 #include "absl/strings/str_format.h"
 #include "proto/display_text.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/ops/op_table.h"
 #include "server/proto_convert.h"
 #include "server/secure_random.h"
 #include "server/version.h"
+#include "server/welcome.h"
 #include "server/wire_limits.h"
 #include "spdlog/spdlog.h"
 
 namespace tensord {
-
-size_t RingBytesFor(size_t shm_bytes) {
-  constexpr size_t kMaxRing = 4 << 20;
-  if (shm_bytes < (1 << 20)) return 0;
-  size_t ring = kMaxRing;
-  while (ring > shm_bytes / 16) ring >>= 1;
-  return ring;
-}
-
-// A session's region counts against its user's quota (Note [Wire limits];
-// server/session.cc): a user with one gets a region of at most a sixteenth
-// of it (a power of two, at least 1 MiB; none under a 16 MiB quota), so
-// that regions leave the quota to tensors.
-size_t RegionBytesFor(size_t shm_bytes, uint64_t quota_bytes) {
-  if (quota_bytes == 0 || shm_bytes == 0) return shm_bytes;
-  size_t region = size_t{1} << 20;
-  if (region > quota_bytes / 16) return 0;
-  while (region * 2 <= quota_bytes / 16) region *= 2;
-  return std::min(shm_bytes, region);
-}
 
 SessionManager::SessionManager(DeviceRegistry* devices, Authenticator* auth,
                                SessionLimits limits)
@@ -124,7 +104,8 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Open(
     ReleaseSlotLocked(user->name);  // the session itself counts from now on
   }
   v1::ServerFrame welcome;
-  *welcome.mutable_welcome() = MakeWelcome(**session, *user);
+  *welcome.mutable_welcome() =
+      MakeWelcome(**session, *user, *devices_, cma_socket(), bulk_port_.load());
   absl::Status attached = (*session)->Attach(sink, 0, std::move(welcome));
   if (!attached.ok()) {
     Remove(params.id);
@@ -179,25 +160,14 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::NewSession(
   params.chunk_bytes = kChunkBytes;
   params.max_queued_batches = limits_.max_queued_batches;
   params.max_queued_bytes = limits_.max_queued_bytes;
-  params.shm_bytes = hello.shm_transfer()
-                         ? RegionBytesFor(limits_.shm_bytes, user.quota_bytes)
-                         : 0;
   params.shared_buffer_bytes = limits_.shared_buffer_bytes;
   params.graph_replay = limits_.graph_replay;
   params.packed_acks = hello.packed_acks();
   params.counters = &counters_;
   params.user_counters = counters_.ForUser(user.name);
-  if (limits_.command_ring && hello.command_ring()) {
-    params.ring_bytes = RingBytesFor(params.shm_bytes);
-    params.ring_spin_us = limits_.ring_spin_us;
-  }
-  if (hello.bulk() && bulk_port_.load() != 0) {
-    TD_ASSIGN_OR_RETURN(params.bulk_token, SecureRandomHex(16));
-    params.bulk_stall = limits_.bulk_stall;
-    params.bulk_lanes = limits_.bulk_lanes;
-  }
-  // Cross-memory attach: the session gets a ticket; its process binds later.
-  params.cma = limits_.cma && hello.shm_transfer() && !cma_socket().empty();
+  TD_RETURN_IF_ERROR(GrantTransports(hello, user, limits_,
+                                     bulk_port_.load() != 0,
+                                     !cma_socket().empty(), params));
   // Quotas are per user: the user's sessions share one allocator account,
   // checked by the allocators before allocating. Every session joins it,
   // quota or not, so that a quota a reload sets later counts all of the
@@ -243,7 +213,8 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Resume(
   // The resumer may be another process: cross-memory attach binds again.
   if (session->cma() != nullptr) session->cma()->Renew();
   v1::ServerFrame welcome;
-  *welcome.mutable_welcome() = MakeWelcome(*session, user);
+  *welcome.mutable_welcome() =
+      MakeWelcome(*session, user, *devices_, cma_socket(), bulk_port_.load());
   welcome.mutable_welcome()->set_resumed(true);
   welcome.mutable_welcome()->set_resumed_applied_seq(session->applied_seq());
   absl::Status attached =
@@ -273,41 +244,6 @@ void SessionManager::StreamEnded(const std::shared_ptr<Session>& session,
   if (!session->AttachedTo(sink)) return;
   session->Kill(absl::CancelledError("the stream ended"));
   Remove(session->params().id);
-}
-
-v1::Welcome SessionManager::MakeWelcome(const Session& session,
-                                        const User& user) const {
-  v1::Welcome w;
-  w.set_session_id(session.params().id);
-  w.set_resume_secret(session.params().resume_secret);
-  for (const auto& d : devices_->devices()) {
-    *w.add_devices() = DeviceToProto(d->description());
-  }
-  const auto& table = OpTable();
-  for (uint32_t i = 0; i < table.size(); ++i) {
-    *w.add_ops() = OpSchemaToProto(i, table[i]);
-  }
-  w.set_protocol_version(kProtocolVersion);
-  w.set_server_version(kServerVersion);
-  w.set_chunk_bytes(kChunkBytes);
-  w.set_max_frame_bytes(kMaxFrameBytes);
-  w.set_default_device(devices_->default_device()->name());
-  if (session.shm() != nullptr) *w.mutable_shm() = session.shm()->Describe();
-  // The user's quota now (Note [Tokens reload]): a session resumed after a
-  // SIGHUP changed it is told the new one, not the one it opened with.
-  w.set_quota_bytes(user.quota_bytes > 0 ? user.quota_bytes : 0);
-  if (session.cma() != nullptr) {
-    w.set_cma_ticket(session.cma()->ticket());
-    w.set_cma(!w.cma_ticket().empty());
-    if (w.cma()) w.set_cma_socket(cma_socket());
-  }
-  w.set_packed_commands(true);
-  if (session.bulk() != nullptr) {
-    w.set_bulk_port(static_cast<uint32_t>(bulk_port_.load()));
-    w.set_bulk_token(session.params().bulk_token);
-    w.set_bulk_lanes(session.bulk()->lanes_offered());
-  }
-  return w;
 }
 
 void SessionManager::SetCmaSocket(std::string name) {

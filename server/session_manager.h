@@ -19,53 +19,12 @@
 #include "server/auth.h"
 #include "server/daemon_counters.h"
 #include "server/session.h"
+#include "server/welcome.h"
 
 namespace tensord {
 
-inline constexpr uint32_t kProtocolVersion = 1;
-inline constexpr size_t kChunkBytes = 1 << 20;
-inline constexpr size_t kMaxFrameBytes = 8 << 20;
 // The longest reason an operator may give a kill (KillSessionRequest.reason).
 inline constexpr size_t kMaxKillReasonBytes = 512;
-
-struct SessionLimits {
-  // How long a session whose stream dropped waits to be resumed before its
-  // handles are released (0: released at once).
-  absl::Duration resume_grace = absl::Seconds(30);
-  int max_sessions_per_user = 16;
-  size_t max_queued_batches = 256;
-  size_t max_queued_bytes = 32 << 20;  // of parsed batches (Session's queue)
-  // Size of the same-host transfer region of a session whose client asks
-  // for one (Hello.shm_transfer); 0 disables it.
-  size_t shm_bytes = 256 << 20;
-  // The most bytes of shared buffers (AllocateShared) one session may hold;
-  // 0 turns them off. Quotas apply on top.
-  size_t shared_buffer_bytes = size_t{8} << 30;
-  bool graph_replay = false;  // Note [Graph replay] (--cuda_graph_replay)
-  // Whether a same-host client may transfer by cross-memory attach
-  // (server/cma.h; tensord --cma).
-  bool cma = true;
-  // Whether a same-host client may write its batches into a command ring in
-  // its region (server/command_ring.h; tensord --command_ring), and how long
-  // the ring's reader polls (yielding its CPU) before it sleeps: waking a
-  // sleeping thread took 70-100 us on the 2-vCPU VM of BENCHMARKS.md.
-  bool command_ring = true;
-  int ring_spin_us = 100;
-  // How long a transfer on a session's bulk socket waits for the client to
-  // move a byte (server/bulk_socket.h; tensord --bulk_stall).
-  absl::Duration bulk_stall = absl::Seconds(30);
-  // How many connections ("lanes") a session's bulk socket may have, a
-  // large transfer striped over them (tensord --bulk_lanes, 1 to 8).
-  uint32_t bulk_lanes = 4;
-};
-
-// The command ring's size for a session region of `shm_bytes`: 4 MiB, less
-// for small regions (a sixteenth of it, a power of two), 0 below 1 MiB.
-size_t RingBytesFor(size_t shm_bytes);
-// The region of a session whose user has `quota_bytes` (0: none) when the
-// daemon offers `shm_bytes`: at most a sixteenth of the quota (a power of
-// two, at least 1 MiB; 0 under a 16 MiB quota).
-size_t RegionBytesFor(size_t shm_bytes, uint64_t quota_bytes);
 
 class SessionManager {
  public:
@@ -136,8 +95,6 @@ class SessionManager {
   DeviceRegistry* devices() const { return devices_; }
 
  private:
-  // `user` as the tokens file says now (its quota, Welcome.quota_bytes).
-  v1::Welcome MakeWelcome(const Session& session, const User& user) const;
   // Note [Session cap]: takes one of `user`'s --max_sessions_per_user slots
   // (RESOURCE_EXHAUSTED if none is left) until the session is registered or
   // ReleaseSlot gives it back.

@@ -1,8 +1,9 @@
 // CUDA elementwise kernels: copy/cast, fill, arange, unary and binary maps,
 // comparisons, where, clamp. Plain C++ declarations (no CUDA types), so the
 // runtime includes this header without nvcc; the definitions are in
-// elementwise.cu (maps, copies, creation) and compare.cu (comparisons,
-// logical_not, where, clamp) and exist only in CUDA builds.
+// elementwise.cu (maps; their per-element math in elementwise_fns.cuh),
+// copy.cu (copies, creation) and compare.cu (comparisons, logical_not,
+// where, clamp) and exist only in CUDA builds.
 //
 // Contract (as kernels/cpu/elementwise.h): views passed together have
 // identical sizes (broadcast operands carry stride 0); `out` never overlaps

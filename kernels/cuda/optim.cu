@@ -1,7 +1,7 @@
 // Fused optimizer steps (optim.h): grid-stride loops over contiguous
-// tensors, the per-element arithmetic of runtime/ops/optim_ops.cc's
-// SgdKernel/AdamKernel, with the step constants computed once on the host
-// in double as there.
+// tensors, the per-element arithmetic of runtime/ops/sgd_step_ops.cc's
+// SgdKernel and adam_step_ops.cc's AdamKernel, with the step constants computed
+// once on the host in double as there.
 #include <cuda_runtime.h>
 
 #include <cmath>

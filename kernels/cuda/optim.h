@@ -1,8 +1,9 @@
 // Fused CUDA optimizer steps: one kernel per parameter tensor updates the
 // parameter and its state in place, with torch.optim's single-tensor
-// algorithms as runtime/ops/optim_ops.cc's CPU loops run them (same order
-// of operations, arithmetic in the tensors' dtype), instead of the ten or
-// so elementwise launches of the composed path.
+// algorithms as the CPU loops of runtime/ops/sgd_step_ops.cc and
+// adam_step_ops.cc run them (same order of operations, arithmetic in the
+// tensors' dtype), instead of the ten or so elementwise launches of the
+// composed path.
 //
 // Contract: every view is contiguous, of one dtype (float32 or float64),
 // with the same number of elements; `p`, `buf`, `m`, `v` are written in

@@ -90,7 +90,6 @@ CachingAllocator::~CachingAllocator() {
     }
     backend_->Free(reinterpret_cast<void*>(addr), total);
   }
-  for (Block* b : spare_blocks_) delete b;
 }
 
 absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes,
@@ -199,7 +198,7 @@ Block* CachingAllocator::TakeCachedBlock(BlockPool& pool, size_t rounded,
   if (it == pool.blocks.end() || (*it)->stream != stream) return nullptr;
   Block* block = *it;
   UntrackInactive(block);
-  PoolErase(pool.blocks, it);
+  recycler_.PoolErase(pool.blocks, it);
   return block;
 }
 
@@ -227,7 +226,7 @@ absl::StatusOr<Block*> CachingAllocator::AllocateSegment(
     }
     return OutOfMemoryError(bytes, segment_size, ctx, ptr.status());
   }
-  Block* block = NewBlock();
+  Block* block = recycler_.NewBlock();
   block->ptr = *ptr;
   block->size = segment_size;
   block->stream = ctx.stream;
@@ -245,7 +244,7 @@ absl::StatusOr<Block*> CachingAllocator::AllocateSegment(
 }
 
 void CachingAllocator::SplitBlock(Block* block, size_t rounded) {
-  Block* rest = NewBlock();
+  Block* rest = recycler_.NewBlock();
   rest->ptr = static_cast<char*>(block->ptr) + rounded;
   rest->size = block->size - rounded;
   rest->stream = block->stream;
@@ -256,7 +255,7 @@ void CachingAllocator::SplitBlock(Block* block, size_t rounded) {
   if (block->next != nullptr) block->next->prev = rest;
   block->next = rest;
   block->size = rounded;
-  PoolInsert(block->pool->blocks, rest);
+  recycler_.PoolInsert(block->pool->blocks, rest);
   TrackInactive(rest);
 }
 
@@ -328,68 +327,25 @@ void CachingAllocator::ReturnToPool(Block* block) {
   BlockSet& free_blocks = block->pool->blocks;
   if (Block* prev = block->prev; prev != nullptr && prev->is_free()) {
     UntrackInactive(prev);
-    PoolErase(free_blocks, free_blocks.find(prev));
+    recycler_.PoolErase(free_blocks, free_blocks.find(prev));
     prev->size += block->size;
     prev->next = block->next;
     if (block->next != nullptr) block->next->prev = prev;
     prev->last_owner = MergeOwners(prev->last_owner, block->last_owner);
-    RecycleBlock(block);
+    recycler_.RecycleBlock(block);
     block = prev;
   }
   if (Block* next = block->next; next != nullptr && next->is_free()) {
     UntrackInactive(next);
-    PoolErase(free_blocks, free_blocks.find(next));
+    recycler_.PoolErase(free_blocks, free_blocks.find(next));
     block->size += next->size;
     block->next = next->next;
     if (next->next != nullptr) next->next->prev = block;
     block->last_owner = MergeOwners(block->last_owner, next->last_owner);
-    RecycleBlock(next);
+    recycler_.RecycleBlock(next);
   }
-  PoolInsert(free_blocks, block);
+  recycler_.PoolInsert(free_blocks, block);
   TrackInactive(block);
-}
-
-// Note [Recycling]: the steady state of a training loop is "split a cached
-// block, hand it out, merge it back". Keeping retired Block objects and set
-// nodes for reuse takes malloc off that path (about half of the cost of an
-// Allocate+Free pair when it was there). Both pools' sets have the same type,
-// so a node from one serves the other.
-Block* CachingAllocator::NewBlock() {
-  if (spare_blocks_.empty()) return new Block;
-  Block* b = spare_blocks_.back();
-  spare_blocks_.pop_back();
-  return b;
-}
-
-void CachingAllocator::RecycleBlock(Block* block) {
-  if (spare_blocks_.size() >= kMaxSpares) {
-    delete block;
-    return;
-  }
-  block->stream_uses.clear();  // keeps its capacity
-  std::vector<StreamHandle> uses = std::move(block->stream_uses);
-  *block = Block{};
-  block->stream_uses = std::move(uses);
-  spare_blocks_.push_back(block);
-}
-
-void CachingAllocator::PoolInsert(BlockSet& set, Block* block) {
-  if (spare_nodes_.empty()) {
-    set.insert(block);
-    return;
-  }
-  BlockSet::node_type node = std::move(spare_nodes_.back());
-  spare_nodes_.pop_back();
-  node.value() = block;
-  set.insert(std::move(node));
-}
-
-BlockSet::iterator CachingAllocator::PoolErase(BlockSet& set,
-                                               BlockSet::iterator it) {
-  BlockSet::iterator next = std::next(it);
-  BlockSet::node_type node = set.extract(it);
-  if (spare_nodes_.size() < kMaxSpares) spare_nodes_.push_back(std::move(node));
-  return next;
 }
 
 void CachingAllocator::TrackInactive(const Block* block) {

@@ -35,6 +35,7 @@
 #include "runtime/memory/allocator_stats.h"
 #include "runtime/memory/backend.h"
 #include "runtime/memory/block.h"
+#include "runtime/memory/block_recycler.h"
 #include "runtime/memory/memory_history.h"
 #include "runtime/memory/snapshot.h"
 
@@ -173,13 +174,6 @@ class CachingAllocator : public Allocator {
   // Events and releasing memory (caching_allocator_release.cc).
   void ProcessEvents() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t ReleaseCachedSegments() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Block objects and set nodes are recycled; Note [Recycling].
-  Block* NewBlock() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RecycleBlock(Block* block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PoolInsert(BlockSet& set, Block* block)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  BlockSet::iterator PoolErase(BlockSet& set, BlockSet::iterator it)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // inactive_split stats: counted while a block is free inside a split
   // segment. Untrack before changing such a block, Track after.
   void TrackInactive(const Block* block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -219,9 +213,8 @@ class CachingAllocator : public Allocator {
       ABSL_GUARDED_BY(mu_);
   ByteCounters<StreamHandle> stream_bytes_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, int64_t> quotas_ ABSL_GUARDED_BY(mu_);
-  static constexpr size_t kMaxSpares = 1024;
-  std::vector<Block*> spare_blocks_ ABSL_GUARDED_BY(mu_);
-  std::vector<BlockSet::node_type> spare_nodes_ ABSL_GUARDED_BY(mu_);
+  // Block objects and set nodes are recycled; Note [Recycling].
+  BlockRecycler recycler_ ABSL_GUARDED_BY(mu_);
   MemoryHistory history_;  // thread-safe itself; Note [Memory history]
 };
 

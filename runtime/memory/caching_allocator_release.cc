@@ -42,7 +42,7 @@ int64_t CachingAllocator::ReleaseCachedSegments() {
         ++it;
         continue;
       }
-      it = PoolErase(pool->blocks, it);
+      it = recycler_.PoolErase(pool->blocks, it);
       const auto size = static_cast<int64_t>(block->size);
       DecreaseStat(stats_.segment, PoolOf(block), 1);
       DecreaseStat(stats_.reserved_bytes, PoolOf(block), size);
@@ -55,7 +55,7 @@ int64_t CachingAllocator::ReleaseCachedSegments() {
       segments_.erase(reinterpret_cast<uintptr_t>(block->ptr));
       backend_->Free(block->ptr, block->size);
       released += size;
-      RecycleBlock(block);
+      recycler_.RecycleBlock(block);
     }
   }
   return released;

@@ -90,7 +90,7 @@ struct TraceEntry {
   uint64_t session = 0;  // 0: the daemon itself, or no session
   int64_t time_us = 0;   // since the Unix epoch, as PyTorch's
   // The client call site, shared with the session's interned text (Note
-  // [Site ids] in server/command_runner.cc); null when none is known.
+  // [Site ids] in server/call_sites.cc); null when none is known.
   std::shared_ptr<const std::string> site;
 };
 

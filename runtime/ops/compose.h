@@ -27,6 +27,20 @@ absl::StatusOr<Tensor> Call1(const std::string& name,
 absl::StatusOr<Tensor> Scalar(double value, DType dtype, Device* device,
                               const OpContext& ctx);
 
+// A small composition vocabulary over Call1: op("mul", {a, b}) runs a row,
+// op.Num(v, like) makes a 0-d tensor of like's dtype and device.
+struct ComposeOps {
+  const OpContext& ctx;
+  absl::StatusOr<Tensor> operator()(
+      const std::string& name, std::vector<Tensor> in,
+      std::map<std::string, AttrValue> attrs = {}) const {
+    return Call1(name, std::move(in), std::move(attrs), ctx);
+  }
+  absl::StatusOr<Tensor> Num(double v, const Tensor& like) const {
+    return Scalar(v, like.dtype(), like.device(), ctx);
+  }
+};
+
 }  // namespace tensord
 
 #endif  // TENSORD_RUNTIME_OPS_COMPOSE_H_

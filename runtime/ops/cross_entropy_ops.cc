@@ -2,7 +2,7 @@
 // targets as one CPU kernel each way (kernels/cpu/cross_entropy.h): the
 // loss, each position's log-sum-exp (all the backward needs of the forward
 // besides the logits) and the total weight. cross_entropy and nll_loss
-// (log_probs: no log_softmax) (nn_ops.cc) call the forward on the CPU;
+// (log_probs: no log_softmax) (nll_loss_ops.cc) call the forward on the CPU;
 // probability targets and the CUDA side keep the composite (KnownCpuOnly in
 // cuda_op_table_test.cc).
 #include "absl/strings/str_cat.h"

@@ -14,17 +14,7 @@ namespace {
 
 using Outs = absl::StatusOr<std::vector<Tensor>>;
 
-struct Ops {
-  const OpContext& ctx;
-  absl::StatusOr<Tensor> operator()(
-      const std::string& name, std::vector<Tensor> in,
-      std::map<std::string, AttrValue> attrs = {}) const {
-    return Call1(name, std::move(in), std::move(attrs), ctx);
-  }
-  absl::StatusOr<Tensor> Num(double v, const Tensor& like) const {
-    return Scalar(v, like.dtype(), like.device(), ctx);
-  }
-};
+using Ops = ComposeOps;
 
 // The loss of each element reduced as `reduction` says ("none", "mean",
 // "sum"; checked by CheckLoss).

@@ -31,7 +31,7 @@ std::vector<OpDef> NnOps();
 std::vector<OpDef> ConvOps();
 std::vector<OpDef> ConvGradOps();   // conv_grad_ops.cc: internal to autograd
 std::vector<OpDef> BatchNormOps();  // batch_norm_ops.cc: fused, CPU
-std::vector<OpDef> OptimOps();      // optim_ops.cc: detach, sgd/adam steps
+std::vector<OpDef> OptimOps();      // optim_ops.cc: detach, sgd/adam steps, ...
 std::vector<OpDef> SortOps();    // sort_ops.cc: sort, topk, cumsum, flip, ...
 std::vector<OpDef> SelectOps();  // select_ops.cc: tril, triu, leaky_relu, ...
 std::vector<OpDef> LossOps();    // loss_ops.cc: binary_cross_entropy, ...
@@ -39,6 +39,10 @@ std::vector<OpDef> LayerNormOps();     // layer_norm_ops.cc: fused, CPU
 std::vector<OpDef> CrossEntropyOps();  // cross_entropy_ops.cc: fused, CPU
 std::vector<OpDef> GeluOps();          // gelu_ops.cc: gelu, gelu_backward
 std::vector<OpDef> StridedOps();       // strided_ops.cc: as_strided
+// nll_loss and cross_entropy (nll_loss_ops.cc), in NnOps after mse_loss.
+std::vector<OpDef> NllLossOps(const AttrSpec& reduction);
+// narrow, select and slice (slice_view_ops.cc), last in ViewOps.
+std::vector<OpDef> SliceViewOps();
 
 // A row of the unary/pointwise families by name while the table is being
 // built (in-place rows copy their twin's schema); nullptr if none.

@@ -1,6 +1,7 @@
 // View ops: outputs alias their input's storage (reshape copies only when
 // no view can express the new shape, as in PyTorch). Every function checks
 // its arguments before building the view (Note [Infer before compute]).
+// The indexing views (narrow, select, slice) are in slice_view_ops.cc.
 #include <algorithm>
 #include <optional>
 
@@ -9,6 +10,7 @@
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
 #include "runtime/ops/op_table.h"
+#include "runtime/ops/view_row.h"
 
 namespace tensord {
 namespace {
@@ -109,8 +111,6 @@ Views View(absl::Span<const Tensor> in, const Attrs& attrs, const OpContext&) {
   return Views(
       std::vector<Tensor>{in[0].AsStrided(shape, *strides, in[0].offset())});
 }
-
-Views One(Tensor t) { return Views(std::vector<Tensor>{std::move(t)}); }
 
 Views Transpose(absl::Span<const Tensor> in, const Attrs& attrs,
                 const OpContext&) {
@@ -258,100 +258,6 @@ Views Flatten(absl::Span<const Tensor> in, const Attrs& attrs,
   return Reshape(in, a, ctx);
 }
 
-// Elements [start, start + step * length) of dim d, by step.
-Tensor SliceOf(const Tensor& t, int d, int64_t start, int64_t length,
-               int64_t step) {
-  Shape shape = t.shape();
-  Strides strides = t.strides();
-  shape[d] = length;
-  const int64_t offset = t.offset() + (length > 0 ? start * strides[d] : 0);
-  strides[d] *= step;
-  return t.AsStrided(shape, strides, offset);
-}
-
-absl::Status NeedsDims(const Tensor& t, const char* what) {
-  if (t.ndim() > 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(what, "() cannot be applied to a 0-dim tensor."));
-}
-
-Views Narrow(absl::Span<const Tensor> in, const Attrs& attrs,
-             const OpContext&) {
-  const Tensor& t = in[0];
-  TD_RETURN_IF_ERROR(NeedsDims(t, "narrow"));
-  TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), t.ndim()));
-  const int64_t size = t.shape()[d];
-  int64_t start = attrs.Int("start");
-  const int64_t length = attrs.Int("length");
-  if (start < -size || start > size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("start out of range (expected to be in range of [", -size,
-                     ", ", size, "], but got ", start, ")"));
-  }
-  if (start < 0) start += size;
-  if (length < 0 || start > size - length) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("start (", start, ") + length (", length,
-                     ") exceeds dimension size (", size, ")."));
-  }
-  return One(SliceOf(t, d, start, length, 1));
-}
-
-Views Select(absl::Span<const Tensor> in, const Attrs& attrs,
-             const OpContext&) {
-  const Tensor& t = in[0];
-  TD_RETURN_IF_ERROR(NeedsDims(t, "select"));
-  TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), t.ndim()));
-  const int64_t size = t.shape()[d];
-  int64_t index = attrs.Int("index");
-  if (index < -size || index >= size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "select(): index ", index, " out of range for tensor of size ",
-        ShapeToString(t.shape()), " at dimension ", d));
-  }
-  if (index < 0) index += size;
-  Shape shape = t.shape();
-  Strides strides = t.strides();
-  const int64_t offset = t.offset() + index * strides[d];
-  shape.erase(shape.begin() + d);
-  strides.erase(strides.begin() + d);
-  return One(t.AsStrided(shape, strides, offset));
-}
-
-Views Slice(absl::Span<const Tensor> in, const Attrs& attrs, const OpContext&) {
-  const Tensor& t = in[0];
-  TD_RETURN_IF_ERROR(NeedsDims(t, "slice"));
-  TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), t.ndim()));
-  const int64_t size = t.shape()[d], step = attrs.Int("step");
-  if (step <= 0)
-    return absl::InvalidArgumentError("slice step must be positive");
-  auto clampi = [size](int64_t v) {
-    if (v < 0) v += size;
-    return std::min(std::max<int64_t>(v, 0), size);
-  };
-  const int64_t start = clampi(attrs.Has("start") ? attrs.Int("start") : 0);
-  const int64_t end =
-      std::max(start, clampi(attrs.Has("end") ? attrs.Int("end") : size));
-  // ceil((end - start) / step) without overflow for a huge step; with at
-  // most one element the step is irrelevant (and must not scale a stride).
-  const int64_t n = end == start ? 0 : 1 + (end - start - 1) / step;
-  return One(SliceOf(t, d, start, n, n <= 1 ? 1 : step));
-}
-
-OpDef ViewRow(std::string name, ViewFn fn, std::vector<AttrSpec> attrs,
-              std::string doc, std::map<std::string, AttrValue> example) {
-  OpDef def = MakeOp(std::move(name), 1, 1, std::move(attrs), std::move(doc));
-  def.view = fn;
-  def.native_half = true;
-  def.examples = {Example({{2, 3, 4}}, std::move(example))};
-  return def;
-}
-
-AttrSpec IntAttr(const char* name) { return Required(name, AttrType::kInt); }
-AttrSpec IntOr(const char* name, int64_t v) {
-  return Optional(name, AttrType::kInt, v);
-}
-
 }  // namespace
 
 std::vector<OpDef> ViewOps() {
@@ -387,19 +293,7 @@ std::vector<OpDef> ViewOps() {
   ops.push_back(ViewRow(
       "flatten", Flatten, {IntOr("start_dim", 0), IntOr("end_dim", -1)},
       "Dims start_dim..end_dim merged into one.", {{"start_dim", int64_t{1}}}));
-  ops.push_back(ViewRow(
-      "narrow", Narrow, {IntAttr("dim"), IntAttr("start"), IntAttr("length")},
-      "length elements of dim from start (a view).",
-      {{"dim", int64_t{1}}, {"start", int64_t{1}}, {"length", int64_t{2}}}));
-  ops.push_back(ViewRow("select", Select, {IntAttr("dim"), IntAttr("index")},
-                        "The slice at `index` of dim, which is removed.",
-                        {{"dim", int64_t{1}}, {"index", int64_t{-1}}}));
-  ops.push_back(ViewRow(
-      "slice", Slice,
-      {IntOr("dim", 0), Optional("start", AttrType::kInt, std::monostate{}),
-       Optional("end", AttrType::kInt, std::monostate{}), IntOr("step", 1)},
-      "Elements start:end:step of dim (Python slice rules).",
-      {{"dim", int64_t{2}}, {"start", int64_t{1}}, {"step", int64_t{2}}}));
+  for (OpDef& def : SliceViewOps()) ops.push_back(std::move(def));
   return ops;
 }
 

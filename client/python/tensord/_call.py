@@ -14,7 +14,7 @@ bookkeeping keeps (``_sent_seq``, ``_unacked``, ``_batch_handles``) is already a
 where a run ends a batch, and a resend after a resume resends whole frames: a run straddling
 the daemon's applied seq goes again whole, and the daemon skips its applied entries.
 
-Call sites (Note [Site ids], server/command_runner.cc): a packed Call carries a site id, not
+Call sites (Note [Site ids], server/call_sites.cc): a packed Call carries a site id, not
 the text. A session binds each encoded call site (``_site.site_field``) the first time it sends
 it: that Call is a message with both the text and the new id (``_bind_site_locked``), and later
 Calls from that line send the id alone. ``_site_ids`` maps the encoded site to its id's varint.

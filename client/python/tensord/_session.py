@@ -19,7 +19,7 @@ The class is split by concern: ``_call.CallPath`` (``call``, packed runs), ``_ba
 (the open batch, flushing, requests), ``_receiver.Receiver`` (replies, resume),
 ``_transfer.Transfers`` (Put/Get, shared memory), ``_shared.SharedBuffers`` (shared buffers),
 ``_stream_commands.StreamCommands`` (streams, events, TF32), ``_grad_commands.GradCommands``
-(Backward, requires_grad and .grad commands).
+(Backward, requires_grad and .grad commands); ``_handshake`` opens the stream (Hello, Welcome).
 
 Releases come from ``Tensor.__del__``, which may run inside any thread at any allocation,
 including one holding ``_lock``: they only append to a deque (atomic under the GIL), and are
@@ -48,9 +48,10 @@ from . import _bulk, _catalog, _cma, _download_cache, _errors, _malloc, _shm
 from ._batch import Batcher, Pending, Replies
 from ._bulk import BulkSocket
 from ._call import CallPath
-from ._connection import PROTOCOL_VERSION, AttemptTimeout, Connection, hello_frame
-from ._errors import ConnectionLost, Error, ProtocolError
+from ._connection import Connection, hello_frame
+from ._errors import Error
 from ._grad_commands import GradCommands
+from ._handshake import open_stream
 from ._meta import _Meta, _meta_from_proto
 from ._proto import tensord_pb2 as pb
 from ._receiver import Receiver
@@ -194,34 +195,11 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         if packed is None:
             packed = os.environ.get("TENSORD_PACKED", "1") != "0"
         self._packed_acks = bool(packed)  # Note [Packed metas]: one switch with packed runs
-        # wait_for_ready: a daemon that is still starting is waited for, up to connect_timeout
         _bulk.init(self, bulk)
-        conn = Connection(address, credentials, self._metadata,
-                          hello_frame(*self._hello_args, bulk=self._bulk_wanted,
-                                      packed_acks=self._packed_acks),
-                          wait_for_ready=True)
-        try:
-            first = conn.welcome(connect_timeout)
-        except (grpc.RpcError, StopIteration, AttemptTimeout) as e:
-            conn.close()
-            if isinstance(e, AttemptTimeout):
-                raise ConnectionLost(f"no tensord daemon answered at {address} within "
-                                     f"{connect_timeout:g} s; is it running? (set "
-                                     "TENSORD_ADDRESS or pass address=)",
-                                     code=_errors.UNAVAILABLE, op="connect") from None
-            if isinstance(e, StopIteration):
-                raise ConnectionLost("the daemon ended the session before Welcome",
-                                     code=_errors.UNAVAILABLE, op="connect") from None
-            raise _errors.from_rpc_error(e, "connect") from None
-        if first.WhichOneof("kind") != "welcome":
-            conn.close()
-            raise ProtocolError(f"expected Welcome, got {first.WhichOneof('kind')}", op="connect")
-        w = first.welcome
-        if w.protocol_version and w.protocol_version != PROTOCOL_VERSION:
-            conn.close()
-            raise ProtocolError(f"daemon speaks protocol {w.protocol_version}, this client "
-                                f"{PROTOCOL_VERSION}", code=_errors.FAILED_PRECONDITION,
-                                op="connect")
+        conn, w = open_stream(address, credentials, self._metadata,
+                              hello_frame(*self._hello_args, bulk=self._bulk_wanted,
+                                          packed_acks=self._packed_acks),
+                              connect_timeout)
         self._packed = bool(packed and w.packed_commands)
         conn.start(())
         self._conn = conn

@@ -2,8 +2,14 @@
 ``Parameter``, layers, losses, ``functional`` and ``init``."""
 
 from . import functional, init
+from .activation import *  # noqa: F401,F403
+from .activation import __all__ as _activation_all
 from .layers import *  # noqa: F401,F403
 from .layers import __all__ as _layers_all
+from .normalization import *  # noqa: F401,F403
+from .normalization import __all__ as _normalization_all
+from .pooling import *  # noqa: F401,F403
+from .pooling import __all__ as _pooling_all
 from .containers import ModuleDict, ModuleList, Sequential
 from .loss import (BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss,  # noqa: F401
                    NLLLoss)
@@ -12,4 +18,4 @@ from .parameter import Parameter
 
 __all__ = ["functional", "init", "Module", "ModuleDict", "ModuleList", "Sequential",
            "Parameter", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss",
-           "NLLLoss"] + _layers_all
+           "NLLLoss"] + _layers_all + _normalization_all + _activation_all + _pooling_all

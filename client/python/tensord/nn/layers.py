@@ -1,5 +1,6 @@
-"""Layers with parameters (``Linear``, ``Conv2d``, ``Embedding``, the norms) and without
-(activations, ``Dropout``, ``Flatten``, pooling), as in ``torch.nn``.
+"""Layers with parameters (``Linear``, ``Conv2d``, ``Embedding``) and the shape and noise
+layers (``Identity``, ``Dropout``, ``Flatten``), as in ``torch.nn``; the norms are in
+``normalization``, activations in ``activation``, pooling in ``pooling``.
 
 Initialisation follows PyTorch's defaults and bounds (Linear/Conv2d: kaiming-uniform with
 ``a=sqrt(5)``, i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` for weight and bias; Embedding:
@@ -12,9 +13,9 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Union
 
-from .. import _dtype, _grad, _multi_ops, _ops
+from .. import _grad, _ops
 from .._tensor import Tensor
 from . import functional as F
 from .module import Module
@@ -133,207 +134,6 @@ class Embedding(Module):
         return s + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
 
 
-class _NormBase(Module):
-    def __init__(self, num_features: int, eps: float, momentum: Optional[float], affine: bool,
-                 track_running_stats: bool, device: Any, dtype: Any) -> None:
-        super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        kw = {"dtype": dtype, "device": device}
-        if affine:
-            self.weight = Parameter._adopt(_ops.ones(num_features, **kw))
-            self.bias = Parameter._adopt(_ops.zeros(num_features, **kw))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", _ops.zeros(num_features, **kw))
-            self.register_buffer("running_var", _ops.ones(num_features, **kw))
-            self.register_buffer("num_batches_tracked",
-                                 _ops.zeros((), dtype=_dtype.int64, device=device))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
-        self._batches = 0  # mirrors num_batches_tracked for momentum=None (no download)
-
-    def reset_running_stats(self) -> None:
-        """Running mean 0, variance 1, no batches tracked."""
-        if self.track_running_stats:
-            with _grad.no_grad():
-                self.running_mean.zero_()
-                self.running_var.fill_(1.0)
-                self.num_batches_tracked.zero_()
-            self._batches = 0
-
-    _ranks: Tuple[int, ...] = ()  # the input ranks the module accepts (empty: any from 2)
-
-    def _check_input_dim(self, input: Tensor) -> None:
-        """PyTorch's ValueError, raised here when the input's shape is already known; otherwise
-        the daemon's batch_norm checks ``_ranks`` (the client does not wait for the shape of a
-        result still being computed: that would stall the pipeline once per layer)."""
-        if not self._ranks or (input._info is None and _multi_ops.daemon_checks_ranks(input)):
-            return
-        if input.dim() not in self._ranks:
-            want = "D or ".join(str(r) for r in self._ranks)
-            raise ValueError(f"expected {want}D input (got {input.dim()}D input)")
-
-    def forward(self, input: Tensor) -> Tensor:
-        self._check_input_dim(input)
-        factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats:
-            with _grad.no_grad():
-                self.num_batches_tracked.add_(1)
-            self._batches += 1
-            if self.momentum is None:
-                factor = 1.0 / self._batches
-        bn_training = self.training or self.running_mean is None
-        use_stats = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if use_stats else None,
-                            self.running_var if use_stats else None, self.weight, self.bias,
-                            bn_training, factor, self.eps, _ranks=self._ranks)
-
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
-
-
-class BatchNorm1d(_NormBase):
-    """Batch normalisation of ``(N, C)`` or ``(N, C, L)`` input."""
-
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: Optional[float] = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, device: Any = None,
-                 dtype: Any = None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
-                         dtype)
-
-    _ranks = (2, 3)
-
-
-class BatchNorm2d(_NormBase):
-    """Batch normalisation of NCHW input; running statistics are buffers that the daemon's
-    ``batch_norm`` updates in place in training mode."""
-
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: Optional[float] = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, device: Any = None,
-                 dtype: Any = None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
-                         dtype)
-
-    _ranks = (4,)
-
-
-class LayerNorm(Module):
-    """Normalisation over the last dims (``normalized_shape``), then ``* weight + bias``."""
-
-    def __init__(self, normalized_shape: Any, eps: float = 1e-5,
-                 elementwise_affine: bool = True, bias: bool = True, device: Any = None,
-                 dtype: Any = None) -> None:
-        super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps, self.elementwise_affine = eps, elementwise_affine
-        kw = {"dtype": dtype, "device": device}
-        if elementwise_affine:
-            self.weight = Parameter._adopt(_ops.ones(self.normalized_shape, **kw))
-            if bias:
-                self.bias = Parameter._adopt(_ops.zeros(self.normalized_shape, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
-
-    def extra_repr(self) -> str:
-        return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}")
-
-
-# ------------------------------------------------------------ no parameters
-
-class _Simple(Module):
-    _fn: Any = None
-
-    def forward(self, input: Tensor) -> Tensor:
-        return type(self)._fn(input)
-
-
-class ReLU(Module):
-    """``max(x, 0)``."""
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.relu(input, self.inplace)
-
-
-class GELU(Module):
-    """Gaussian error linear unit (``approximate='none'`` or ``'tanh'``)."""
-
-    def __init__(self, approximate: str = "none") -> None:
-        super().__init__()
-        self.approximate = approximate
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.gelu(input, self.approximate)
-
-    def extra_repr(self) -> str:
-        return f"approximate='{self.approximate}'"
-
-
-class Sigmoid(_Simple):
-    """Logistic sigmoid."""
-
-    _fn = staticmethod(F.sigmoid)
-
-
-class Tanh(_Simple):
-    """Hyperbolic tangent."""
-
-    _fn = staticmethod(F.tanh)
-
-
-class SiLU(_Simple):
-    """``x * sigmoid(x)``."""
-
-    _fn = staticmethod(F.silu)
-
-
-class LeakyReLU(Module):
-    """``x`` where positive, ``negative_slope * x`` elsewhere."""
-
-    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
-        super().__init__()
-        self.negative_slope = negative_slope
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.leaky_relu(input, self.negative_slope)
-
-
-class Softmax(Module):
-    """Softmax over ``dim``."""
-
-    def __init__(self, dim: Optional[int] = None) -> None:
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.softmax(input, self.dim)
-
-
-class LogSoftmax(Softmax):
-    """Log-softmax over ``dim``."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.log_softmax(input, self.dim)
-
-
 class Dropout(Module):
     """Zeroes elements with probability ``p`` in training mode (the daemon draws the mask)."""
 
@@ -364,51 +164,4 @@ class Flatten(Module):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
-class MaxPool2d(Module):
-    """2-d max pooling."""
-
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                 dilation: Any = 1, return_indices: bool = False,
-                 ceil_mode: bool = False) -> None:
-        super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
-        self.dilation, self.ceil_mode = dilation, ceil_mode
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode)
-
-    def extra_repr(self) -> str:
-        return (f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, "
-                f"padding={self.padding}")
-
-
-class AvgPool2d(Module):
-    """2-d average pooling."""
-
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                 ceil_mode: bool = False, count_include_pad: bool = True) -> None:
-        super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
-        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)
-
-
-class AdaptiveAvgPool2d(Module):
-    """Average pooling to an ``output_size`` grid."""
-
-    def __init__(self, output_size: Any) -> None:
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_avg_pool2d(input, self.output_size)
-
-
-__all__: List[str] = [
-    "Identity", "Linear", "Conv2d", "Embedding", "BatchNorm1d", "BatchNorm2d", "LayerNorm",
-    "ReLU", "GELU", "Sigmoid", "Tanh", "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "Dropout",
-    "Flatten", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"]
+__all__: List[str] = ["Identity", "Linear", "Conv2d", "Embedding", "Dropout", "Flatten"]

@@ -1,5 +1,5 @@
 """Adam and AdamW: one ``adam_step`` per group, queued (the daemon reads the gradients and
-counts each parameter's steps: Note [Adam step counts] in runtime/ops/optim_ops.cc)."""
+counts each parameter's steps: Note [Adam step counts] in runtime/ops/adam_step_ops.cc)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ A step is one fused daemon op per parameter group (``sgd_step``, ``adam_step``: 
 lists of parameters and state tensors), so its cost does not grow with the number of parameters
 in round trips or commands, and it never waits for the daemon: the daemon reads each
 parameter's ``.grad`` itself and skips those without one, as PyTorch does (Note [Optimizer
-steps read .grad], runtime/ops/optim_ops.cc). State tensors (momentum buffers, Adam's moments
+steps read .grad], runtime/ops/optim_step.h). State tensors (momentum buffers, Adam's moments
 and step counts) are created by the client, queued, at a parameter's first step, and live in the
 daemon; so a parameter that has had no gradient yet may hold zero state where PyTorch holds
 none (the same update follows). ``zero_grad`` is queued too (``set_to_none=False`` zeroes the
