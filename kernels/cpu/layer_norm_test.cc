@@ -26,7 +26,9 @@ struct Case {
 class LayerNormTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(LayerNormTest, FormulaAndFiniteDifferences) {
-  const auto [m, n, affine] = GetParam();
+  // Plain copies: C++17 lambdas cannot capture structured bindings (clang).
+  const int64_t m = GetParam().m, n = GetParam().n;
+  const bool affine = GetParam().affine;
   std::mt19937 rng(5);
   auto x = Random(m * n, &rng), r = Random(m * n, &rng);
   auto w = Random(n, &rng, 0.5, 1.5), b = Random(n, &rng);

@@ -214,8 +214,9 @@ Grads AsStridedGrad(GradCtx& g) {
   if (!gr.value().ok() || !g.in(0).value().ok() || !g.out(0).value().ok()) {
     return {gr};
   }
-  const Tensor& in = *g.in(0).value();
-  const Tensor& out = *g.out(0).value();
+  // Copies: value() returns the StatusOr by value, a reference would dangle.
+  const Tensor in = *g.in(0).value();
+  const Tensor out = *g.out(0).value();
   if (in.numel() == 0 || out.numel() == 0) return {g.ZerosOfInput(0)};
   const Geometry gi{in.shape(), in.strides(), in.offset()};
   const Geometry go{out.shape(), out.strides(), out.offset()};
