@@ -2,6 +2,7 @@
 // broadcast) views. Values across the op set are checked against PyTorch in
 // tests/python; these pin the loop machinery itself.
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -84,6 +85,28 @@ TEST(ReduceTest, SumOverEachDimOfStridedInput) {
                      cols, View(row_sums, DType::kInt64, {2, 1}, {1, 1}))
                   .ok());
   EXPECT_EQ(row_sums, (std::vector<int64_t>{6, 15}));
+}
+
+// int64 sums and products wrap around as PyTorch's do (two's complement),
+// over a stride-1 run (lanes) and a strided one, without undefined behaviour
+// (UBSan runs this in the ASan tree).
+TEST(ReduceTest, IntegerSumsAndProductsWrapAround) {
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> in(20, big);  // [20]: 20 * big wraps to -20
+  bool all[] = {true};
+  std::vector<int64_t> sum(1), prod(1);
+  ASSERT_TRUE(Reduce(ReduceOp::kSum, View(in, DType::kInt64, {20}, {1}), all,
+                     View(sum, DType::kInt64, {1}, {1}))
+                  .ok());
+  EXPECT_EQ(sum[0], -20);
+  ASSERT_TRUE(Reduce(ReduceOp::kSum, View(in, DType::kInt64, {10}, {2}), all,
+                     View(sum, DType::kInt64, {1}, {1}))
+                  .ok());
+  EXPECT_EQ(sum[0], -10);
+  ASSERT_TRUE(Reduce(ReduceOp::kProd, View(in, DType::kInt64, {3}, {1}), all,
+                     View(prod, DType::kInt64, {1}, {1}))
+                  .ok());
+  EXPECT_EQ(prod[0], big);  // big^3 mod 2^64 = big (big^2 = 1 mod 2^64)
 }
 
 TEST(ReduceTest, MeanAndMax) {

@@ -41,6 +41,28 @@ ReducePlan MakePlan(const StridedView& in, const bool* reduced,
   return p;
 }
 
+// Integer sums and products wrap around as PyTorch's do (two's complement);
+// signed overflow is undefined in C++, so they are computed in uint64_t and
+// truncated (UBSan in the test command's daemon found the plain += on a sum
+// of large int64 values).
+template <typename T>
+T WrapAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  } else {
+    return a + b;
+  }
+}
+
+template <typename T>
+T WrapMul(T a, T b) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  } else {
+    return a * b;
+  }
+}
+
 // A stride-1 run summed with independent lanes so the loop vectorises
 // (the lanes also make the sum more accurate than one running total).
 // kFloatLanes: a float32 run into a float32 result, Note [Float sums].
@@ -51,11 +73,13 @@ Acc SumRun(const In* p, int64_t n) {
   Acc lanes[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) lanes[j] += static_cast<Acc>(p[i + j]);
+    for (int j = 0; j < kLanes; ++j) {
+      lanes[j] = WrapAdd(lanes[j], static_cast<Acc>(p[i + j]));
+    }
   }
   Acc acc = 0;
-  for (; i < n; ++i) acc += static_cast<Acc>(p[i]);
-  for (int j = 0; j < kLanes; ++j) acc += lanes[j];
+  for (; i < n; ++i) acc = WrapAdd(acc, static_cast<Acc>(p[i]));
+  for (int j = 0; j < kLanes; ++j) acc = WrapAdd(acc, lanes[j]);
   return acc;
 }
 
@@ -94,9 +118,11 @@ Acc Accumulate(ReduceOp op, const In* base, const ReducePlan& p) {
       case ReduceOp::kSum:
       case ReduceOp::kMean:
         if (s == 1) {
-          acc += SumRun<Acc, kFloatLanes>(ptr, n);
+          acc = WrapAdd(acc, SumRun<Acc, kFloatLanes>(ptr, n));
         } else {
-          for (int64_t i = 0; i < n; ++i) acc += static_cast<Acc>(ptr[i * s]);
+          for (int64_t i = 0; i < n; ++i) {
+            acc = WrapAdd(acc, static_cast<Acc>(ptr[i * s]));
+          }
         }
         break;
       case ReduceOp::kAll:
@@ -110,7 +136,9 @@ Acc Accumulate(ReduceOp op, const In* base, const ReducePlan& p) {
         }
         break;
       case ReduceOp::kProd:
-        for (int64_t i = 0; i < n; ++i) acc *= static_cast<Acc>(ptr[i * s]);
+        for (int64_t i = 0; i < n; ++i) {
+          acc = WrapMul(acc, static_cast<Acc>(ptr[i * s]));
+        }
         break;
       case ReduceOp::kMax:
         for (int64_t i = 0; i < n; ++i) {
