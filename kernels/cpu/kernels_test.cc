@@ -107,6 +107,12 @@ TEST(ReduceTest, IntegerSumsAndProductsWrapAround) {
                      View(prod, DType::kInt64, {1}, {1}))
                   .ok());
   EXPECT_EQ(prod[0], big);  // big^3 mod 2^64 = big (big^2 = 1 mod 2^64)
+  // A long contiguous run: the sum split over the pool, partials combined.
+  std::vector<int64_t> many(1 << 16, big);
+  ASSERT_TRUE(Reduce(ReduceOp::kSum, View(many, DType::kInt64, {1 << 16}, {1}),
+                     all, View(sum, DType::kInt64, {1}, {1}))
+                  .ok());
+  EXPECT_EQ(sum[0], -(int64_t{1} << 16));
 }
 
 TEST(ReduceTest, MeanAndMax) {

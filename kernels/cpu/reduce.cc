@@ -207,7 +207,7 @@ absl::Status Reduce(ReduceOp op, const StridedView& in, const bool* reduced,
           }
         });
         Acc acc = 0;
-        for (int64_t c = 0; c < chunks; ++c) acc += partial[c];
+        for (int64_t c = 0; c < chunks; ++c) acc = WrapAdd(acc, partial[c]);
         if (op == ReduceOp::kMean) acc /= static_cast<Acc>(n);
         *out.ptr<Out>() = static_cast<Out>(acc);
       });
