@@ -27,7 +27,12 @@ constexpr int64_t kMiB = 1 << 20;
 // Under AddressSanitizer (the daemon is built with the same config) every
 // allocation carries redzones and freed blocks wait in a quarantine, so the
 // daemon's RSS overstates what it holds by up to this much.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)  // clang's test; gcc defines __SANITIZE_ADDRESS__
+#if __has_feature(address_sanitizer)
+#define TENSORD_TEST_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(TENSORD_TEST_ASAN)
 constexpr int64_t kSanitizerSlack = 64 * kMiB;
 #else
 constexpr int64_t kSanitizerSlack = 0;
