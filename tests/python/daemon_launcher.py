@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import tempfile
@@ -26,7 +27,9 @@ DAEMON = os.environ.get("TENSORD_BINARY", os.path.join(REPO, "bazel-bin", "serve
 def running_daemon(*flags: str) -> Iterator[str]:
     """Runs the real daemon on a free port with extra `flags`; yields its address.
 
-    Stops it with SIGTERM afterwards and asserts a clean exit (status 0).
+    Stops it with SIGTERM afterwards and asserts a clean exit (status 0). Flags in
+    ``$TENSORD_DAEMON_FLAGS`` come first (e.g. ``--default_device=cuda:0``, which puts the
+    tensord PyTorch device's suite on the GPU: docs/gpu.md); `flags` can override them.
     """
     if not os.access(DAEMON, os.X_OK):
         # tools/test.sh sets TENSORD_REQUIRE_DAEMON=1: there a missing daemon is a failure, not
@@ -43,7 +46,8 @@ def running_daemon(*flags: str) -> Iterator[str]:
     # in); the two in one process abort at start.
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     proc = subprocess.Popen([DAEMON, "--listen=127.0.0.1:0", "--insecure",
-                             f"--port_file={port_file}", *flags],
+                             f"--port_file={port_file}",
+                             *shlex.split(os.environ.get("TENSORD_DAEMON_FLAGS", "")), *flags],
                             stdout=log, stderr=subprocess.STDOUT, env=env)
     # Process start-up only: poll for the port file at a short interval, 30 s at most.
     deadline = time.monotonic() + 30

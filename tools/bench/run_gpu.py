@@ -160,11 +160,12 @@ def main() -> None:
     except Skip as why:
         print(f"SKIP run_gpu: no GPU benchmark run: {why}")
         sys.exit(1 if args.require_gpu else 0)
+    print("\nraw:", json.dumps(res), flush=True)  # first: the figures outlive a table bug
     gpu = res["cpp"].get("gpu", "?")
-    print(f"\ntensord GPU benchmarks vs local PyTorch {run_all._torch_version()} on the same GPU"
+    print(f"\ntensord GPU benchmarks vs local PyTorch {run_all._torch_version(run_all.PY)} on the "
+          "same GPU"
           f" ({gpu}) - {time.strftime('%F %T')}, {res['ops']} tiny ops, matmul {res['n']}^2")
     table(res).print()
-    print("\nraw:", json.dumps(res))
 
 
 if __name__ == "__main__":
