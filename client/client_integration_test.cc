@@ -117,6 +117,17 @@ TEST_F(ClientIntegrationTest, HelloArithmetic) {
             absl::StatusCode::kInvalidArgument);  // 6 elements: item() fails
 }
 
+TEST_F(ClientIntegrationTest, ScalarsAreWrappedNumbers) {
+  // Exact in float64 (a float32 0.1 would be off by ~1.5e-9), yet an int64
+  // tensor times a double is float32, as in PyTorch.
+  Tensor d = client_->FromVector<double>({1, 3}, {2});
+  EXPECT_EQ(*(d * 0.1).to_vector<double>(),
+            (std::vector<double>{0.1, 3 * 0.1}));
+  Tensor i = client_->FromVector<int64_t>({1, 3}, {2});
+  EXPECT_EQ(*(i * 0.5).dtype(), DType::kFloat32);
+  EXPECT_EQ(*(i * 2).dtype(), DType::kInt64);
+}
+
 TEST_F(ClientIntegrationTest, ReductionsAndShapes) {
   Tensor x = client_->FromVector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
   EXPECT_EQ(*x.sum({1}).to_vector<float>(), (std::vector<float>{6, 15}));

@@ -126,7 +126,8 @@ class Session {
                                          const std::vector<int64_t>& shape,
                                          const std::string& device,
                                          bool requires_grad,
-                                         const std::string& site);
+                                         const std::string& site,
+                                         bool wrapped_number = false);
 
   absl::Status EnqueueOptions(const v1::SetOptions& options);
   // The grad mode last sent with SetOptions (the daemon starts with it on).

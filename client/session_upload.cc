@@ -14,7 +14,8 @@ namespace internal {
 
 absl::StatusOr<uint64_t> Session::EnqueueUpload(
     const void* data, DType dtype, const std::vector<int64_t>& shape,
-    const std::string& device, bool requires_grad, const std::string& site) {
+    const std::string& device, bool requires_grad, const std::string& site,
+    bool wrapped_number) {
   absl::StatusOr<uint64_t> total = TensorBytes(dtype, shape);
   if (!total.ok()) return total.status();
   // What the first (or only) Put carries besides the bytes.
@@ -24,6 +25,7 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
   first.set_device(device);
   first.set_requires_grad(requires_grad);
   first.set_site(site);
+  first.set_wrapped_number(wrapped_number);
   HandleMeta meta{dtype, shape, device, requires_grad, absl::OkStatus()};
   if (*total >= kShmMinBytes) {
     if (std::optional<SharedRange> range = FindShared(data, *total)) {

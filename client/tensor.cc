@@ -31,7 +31,8 @@ std::shared_ptr<internal::Session> SessionOf(const Tensor& t) {
 Tensor ScalarTensor(const Tensor& like, const Scalar& s) {
   if (like.impl() != nullptr && !like.impl()->error.ok()) return like;
   return internal::UploadTensor(SessionOf(like), s.data(), ItemSize(s.dtype()),
-                                s.dtype(), {}, "", false, Site());
+                                s.dtype(), {}, "", false, Site(),
+                                /*wrapped_number=*/true);
 }
 
 }  // namespace

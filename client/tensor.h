@@ -41,8 +41,10 @@ struct TensorImpl;
 }  // namespace internal
 
 // A C++ number used as an operand (`x * 2.0`). As in Python/PyTorch it
-// travels as a 0-dim tensor: floating -> float32, integral -> int64, bool ->
-// bool, and only changes the result dtype when of a higher category.
+// travels as a wrapped number, a 0-dim tensor (floating -> float64, exact;
+// integral -> int64; bool -> bool) that only changes the result dtype when of
+// a higher category than every tensor operand, a floating one to float32
+// (docs/protocol.md "Scalars").
 class Scalar {
  public:
   template <typename T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
@@ -54,8 +56,8 @@ class Scalar {
       dtype_ = DType::kInt64;
       i_ = static_cast<int64_t>(value);
     } else {
-      dtype_ = DType::kFloat32;
-      f_ = static_cast<float>(value);
+      dtype_ = DType::kFloat64;  // exact; promotes as a Python float
+      f_ = static_cast<double>(value);
     }
   }
   DType dtype() const { return dtype_; }
@@ -64,7 +66,7 @@ class Scalar {
 
  private:
   DType dtype_;
-  float f_ = 0;
+  double f_ = 0;
   int64_t i_ = 0;
   bool b_ = false;
 };

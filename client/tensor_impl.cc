@@ -126,7 +126,7 @@ Tensor UploadTensor(const std::shared_ptr<Session>& session, const void* data,
                     size_t size_bytes, DType dtype,
                     const std::vector<int64_t>& shape,
                     const std::string& device, bool requires_grad,
-                    const Site& site) {
+                    const Site& site, bool wrapped_number) {
   if (session == nullptr) {
     return Tensor::FromError(
         absl::FailedPreconditionError("upload: no tensord session"));
@@ -139,8 +139,9 @@ Tensor UploadTensor(const std::shared_ptr<Session>& session, const void* data,
                      DTypeName(dtype), " tensor of shape [",
                      absl::StrJoin(shape, ", "), "] (", *bytes, " bytes)")));
   }
-  absl::StatusOr<uint64_t> handle = session->EnqueueUpload(
-      data, dtype, shape, device, requires_grad, site.ToString());
+  absl::StatusOr<uint64_t> handle =
+      session->EnqueueUpload(data, dtype, shape, device, requires_grad,
+                             site.ToString(), wrapped_number);
   if (!handle.ok()) return Tensor::FromError(handle.status());
   return Tensor(std::make_shared<TensorImpl>(session, *handle));
 }

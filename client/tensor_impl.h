@@ -57,11 +57,12 @@ Tensor CallOne(const std::shared_ptr<Session>& session, absl::string_view op,
                const Site& site);
 
 // Uploads `size_bytes` at `data` as a new handle, or a local error.
+// `wrapped_number`: a Scalar (Put.wrapped_number).
 Tensor UploadTensor(const std::shared_ptr<Session>& session, const void* data,
                     size_t size_bytes, DType dtype,
                     const std::vector<int64_t>& shape,
                     const std::string& device, bool requires_grad,
-                    const Site& site);
+                    const Site& site, bool wrapped_number = false);
 
 }  // namespace internal
 }  // namespace client

@@ -120,6 +120,15 @@ class Tensor {
   // The same view of the same storage as a new tensor with no autograd meta.
   Tensor Detached() const;
 
+  // Note [Wrapped numbers]: a client's plain number (a Python float, int or
+  // bool; the C++ client's Scalar), uploaded as a 0-dim tensor of full width
+  // (float64 for floats) so that its value is exact. Type promotion ranks it
+  // below 0-dim tensors and counts a floating one as the default float type
+  // (ResultType), as PyTorch does with its wrapped numbers: float64 x * 0.1
+  // computes with the double 0.1, and int64 x * 0.5 is still float32.
+  bool is_wrapped_number() const { return wrapped_number_; }
+  void set_wrapped_number(bool wrapped) { wrapped_number_ = wrapped; }
+
  private:
   std::shared_ptr<Storage> storage_;
   DType dtype_ = DType::kFloat32;
@@ -127,6 +136,7 @@ class Tensor {
   Strides strides_;
   int64_t offset_ = 0;
   std::shared_ptr<AutogradMeta> autograd_;
+  bool wrapped_number_ = false;
 };
 
 struct AutogradMeta {

@@ -103,6 +103,7 @@ class CommandRunner {
     Tensor tensor;  // undefined once the upload failed: chunks are skipped
     size_t received = 0;
     bool requires_grad = false;
+    bool wrapped_number = false;
     std::string site;
   };
 

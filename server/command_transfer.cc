@@ -94,6 +94,12 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
           "unknown device '", put.device(),
           "' (this daemon serves: ", config_.devices->Names(), ")")));
     }
+    if (put.wrapped_number() && !shape.empty()) {
+      return fail(absl::InvalidArgumentError(
+          absl::StrCat("upload of handle ", put.handle(),
+                       ": a wrapped number is 0-dim, got ", "shape ",
+                       ShapeToString(shape))));
+    }
     if (put.offset() != 0) {
       return fail(absl::InvalidArgumentError(
           absl::StrCat("the first upload chunk of handle ", put.handle(),
@@ -115,6 +121,7 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
     pending_put_->handle = put.handle();
     pending_put_->tensor = *std::move(tensor);
     pending_put_->requires_grad = put.requires_grad();
+    pending_put_->wrapped_number = put.wrapped_number();
     pending_put_->site = put.site();
   }
   PendingPut& p = *pending_put_;
@@ -137,6 +144,7 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
   }
   HandleEntry entry;
   entry.tensor = std::move(p.tensor);
+  entry.tensor.set_wrapped_number(p.wrapped_number);
   if (p.requires_grad) {
     if (!IsFloating(entry.tensor.dtype())) {
       return fail(absl::InvalidArgumentError(absl::StrCat(

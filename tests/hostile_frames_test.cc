@@ -91,6 +91,14 @@ TEST_F(HostileFramesTest, PutSequencesThatLieArePoisonedAndTheSessionGoesOn) {
        {Chunk(0, F, {4}, 0, 8, false)},
        kInvalid,
        "interrupted"},
+      {"a wrapped number that is not 0-dim",
+       {[&] {
+         v1::Put put = Chunk(0, F, {4}, 0, 16, true);
+         put.set_wrapped_number(true);
+         return put;
+       }()},
+       kInvalid,
+       "a wrapped number is 0-dim"},
       {"first chunk not at 0",
        {Chunk(0, F, {4}, 4, 12, true)},
        kInvalid,

@@ -1,6 +1,7 @@
 #include "runtime/ops/op_helpers.h"
 
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
@@ -41,22 +42,24 @@ absl::StatusOr<Device*> ResolveDevice(const Attrs& attrs,
 }
 
 DType ResultType(absl::Span<const Tensor> inputs) {
-  bool have_dim = false, have_zero = false;
-  DType dim_type = DType::kBool, zero_type = DType::kBool;
+  // Three tiers, highest first (Note [Wrapped numbers] in runtime/tensor.h):
+  // dimensioned tensors, 0-dim tensors, wrapped numbers. A lower tier decides
+  // only when its category (bool < integral < floating) is higher.
+  std::optional<DType> tier[3];
   for (const Tensor& t : inputs) {
-    if (t.ndim() > 0) {
-      dim_type = have_dim ? PromoteTypes(dim_type, t.dtype()) : t.dtype();
-      have_dim = true;
-    } else {
-      zero_type = have_zero ? PromoteTypes(zero_type, t.dtype()) : t.dtype();
-      have_zero = true;
+    const int k = t.ndim() > 0 ? 0 : t.is_wrapped_number() ? 2 : 1;
+    tier[k] = tier[k] ? PromoteTypes(*tier[k], t.dtype()) : t.dtype();
+  }
+  // A wrapped number's own width does not count: a Python float computes in
+  // the default float type, an int in int64.
+  if (tier[2] && IsFloating(*tier[2])) tier[2] = kDefaultFloat;
+  std::optional<DType> result;
+  for (const std::optional<DType>& type : tier) {
+    if (type && (!result || Category(*type) > Category(*result))) {
+      result = type;
     }
   }
-  if (!have_dim) return zero_type;
-  if (!have_zero || Category(zero_type) <= Category(dim_type)) return dim_type;
-  // A 0-dim operand of a higher category: floating scalars give the default
-  // float type unless the 0-dim tensor itself is wider, as in PyTorch.
-  return zero_type;
+  return result.value_or(DType::kBool);
 }
 
 absl::StatusOr<Shape> ShapeAttr(const Attrs& attrs, const std::string& name,

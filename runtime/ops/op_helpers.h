@@ -21,8 +21,9 @@ std::vector<AttrSpec> CreationAttrs(std::vector<AttrSpec> leading,
 // The device named by attribute "device" ("" = ctx.device).
 absl::StatusOr<Device*> ResolveDevice(const Attrs& attrs, const OpContext& ctx);
 
-// PyTorch's result_type for tensor operands: 0-dim operands only raise the
-// category (bool < integral < floating), as wrapped Python scalars do.
+// PyTorch's result_type: 0-dim operands, and below them wrapped numbers
+// (client scalars), only raise the category (bool < integral < floating); a
+// wrapped float raises it to the default float type, whatever its width.
 DType ResultType(absl::Span<const Tensor> inputs);
 
 // A creation op's scalar in `dtype`, as PyTorch converts it before computing

@@ -120,6 +120,35 @@ def test_python_scalars_and_reflected_ops(dtype, scalar):
         assert_same(f(x, scalar), want)
 
 
+SCALAR_DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64,
+                 torch.int32, torch.uint8, torch.bool]
+
+
+@pytest.mark.parametrize("dtype", SCALAR_DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(2, 3), ()], ids=str)
+@pytest.mark.parametrize("scalar", [0.1, 1e-10, 3, np.float64(0.7)], ids=repr)
+def test_python_numbers_promote_as_wrapped_numbers(dtype, shape, scalar):
+    # Note [Wrapped numbers]: a float is exact (float64 x * 0.1 is PyTorch's to the last bit)
+    # and counts as the default float32 only where it raises the category; a 0-dim float16
+    # tensor times a float stays float16.
+    a = randt(shape, dtype, seed=8)
+    x = from_torch(a)
+    for f in [(lambda u, s: u * s), (lambda u, s: s - u), (lambda u, s: u + s)]:
+        try:
+            want = f(a, scalar)
+        except RuntimeError:  # bool - number: torch refuses, so must tensord
+            with pytest.raises((td.Error, TypeError)):
+                f(x, scalar).numpy()
+            continue
+        got = f(x, scalar)
+        if want.dtype == torch.float64:
+            assert got.dtype is td.float64
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+        else:
+            half = want.dtype in (torch.float16, torch.bfloat16)
+            assert_same(got, want, rtol=1e-2 if half else 1e-5)
+
+
 def test_alpha_neg_relu_and_unary_minus():
     a, b = randt((3, 4), seed=6), randt((3, 4), seed=7)
     x, y = from_torch(a), from_torch(b)

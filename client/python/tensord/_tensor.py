@@ -51,7 +51,8 @@ def _session_of(values: Sequence[Any]) -> Session:
 
 
 def scalar_dtype(v: Any) -> _dtype.dtype:
-    """The dtype a Python scalar travels as (docs/protocol.md): bool, int64 or float32."""
+    """The dtype PyTorch infers for a Python scalar (e.g. ``full``'s fill value): bool, int64
+    or the default float32."""
     if isinstance(v, (bool, np.bool_)):
         return _dtype.bool_
     if isinstance(v, (int, np.integer)):
@@ -192,18 +193,21 @@ def call_op(s: Session, op: OpInfo, inputs: Sequence[Any], attrs: Optional[dict]
     return tuple(Tensor._make(s, first + i, seq, dev) for i in range(nout))
 
 
-_PACK_F32 = struct.Struct("<f").pack
+_PACK_F64 = struct.Struct("<d").pack
 _PACK_I64 = struct.Struct("<q").pack
 
 
 def _pack_scalar(x: Any) -> Optional[Tuple[_dtype.dtype, bytes]]:
-    """(dtype, wire bytes) of a Python bool, int or float as ``scalar_dtype`` says it travels,
-    or None for anything else (NumPy scalars, ints beyond int64, floats beyond float32: the
-    NumPy path converts those, or raises, as before)."""
+    """(dtype, wire bytes) of a Python bool, int or float as a wrapped number (Note [Wrapped
+    numbers] in runtime/tensor.h: a float travels exact, as float64, and still promotes like
+    PyTorch's Python floats; NumPy's scalars count as numbers, as there), or None for anything
+    else (ints beyond int64: the NumPy path raises)."""
+    if isinstance(x, np.generic):
+        x = x.item()
     t = type(x)
     try:
         if t is float:
-            return _dtype.float32, _PACK_F32(x)  # rounds like NumPy's float64 -> float32
+            return _dtype.float64, _PACK_F64(x)
         if t is int:
             return _dtype.int64, _PACK_I64(x)
         if t is bool:
@@ -228,7 +232,7 @@ def _upload_scalars(s: Session, op: OpInfo, inputs: Sequence[Any], dev: Optional
         if packed is not None:  # a Python number: no NumPy round trip
             dt, data = packed
             dev_s = _dtype.device_str(dev)
-            handle, seq = s.put(data, dt.proto, (), dev_s, False, site_str)
+            handle, seq = s.put(data, dt.proto, (), dev_s, False, site_str, wrapped=True)
             t = Tensor._make(s, handle, seq, dev_s or None)
         elif isinstance(x, _SCALARS):
             dt = scalar_dtype(x)

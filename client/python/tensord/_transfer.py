@@ -27,9 +27,11 @@ class Transfers:
     """Put/Get of a ``Session`` (called by tensors; the lock is taken here)."""
 
     def put(self, data: Union[np.ndarray, bytes], dtype_proto: int, shape: Sequence[int],
-            device: str, requires_grad: bool, site: str) -> Tuple[int, int]:
+            device: str, requires_grad: bool, site: str,
+            wrapped: bool = False) -> Tuple[int, int]:
         """Uploads ``data`` (already in wire layout: an array, or bytes) into a new handle, in
-        chunks of at most ``chunk_bytes``; returns (handle, seq of the last chunk)."""
+        chunks of at most ``chunk_bytes``; returns (handle, seq of the last chunk). ``wrapped``:
+        a 0-dim Python number (one small chunk; Put.wrapped_number)."""
         if isinstance(data, bytes):
             flat = None
             raw = memoryview(data)
@@ -91,7 +93,7 @@ class Transfers:
                     self._commit_locked()
                 self._seq = seq = self._seq + 1
                 entry = _wire.put_header_entry(seq, handle, dtype_proto, shape, device, 0, True,
-                                               requires_grad, site, total) + raw
+                                               requires_grad, site, total, wrapped) + raw
                 self._entries.append(entry)
                 self._frame_bytes += len(entry)
                 self._after_add_locked()

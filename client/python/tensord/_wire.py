@@ -161,7 +161,7 @@ def message_entry(seq: int, cmd: Any) -> bytes:
 
 def put_header_entry(seq: int, handle: int, dtype: int, shape: Sequence[int], device: str,
                      offset: int, last: bool, requires_grad: bool, site: str,
-                     data_len: int) -> bytes:
+                     data_len: int, wrapped: bool = False) -> bytes:
     """The start of the ``Batch.commands`` entry for ``Command{seq, put{...}}`` (dtype, shape,
     device, requires_grad and site as given: empty after the first chunk); the ``data_len``
     data bytes follow these bytes, appended by the caller uncopied. ``data`` (field 6) is
@@ -181,6 +181,8 @@ def put_header_entry(seq: int, handle: int, dtype: int, shape: Sequence[int], de
         head += b"\x40\x01"
     if site:
         head += _ld(b"\x4a", site.encode())
+    if wrapped:
+        head += b"\x90\x01\x01"  # wrapped_number (field 18)
     head += b"\x32" + varint(data_len)
     inner = b"\x08" + varint(seq) + b"\x1a" + varint(len(head) + data_len) + head
     return b"\x0a" + varint(len(inner) + data_len) + inner
