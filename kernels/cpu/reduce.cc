@@ -41,28 +41,6 @@ ReducePlan MakePlan(const StridedView& in, const bool* reduced,
   return p;
 }
 
-// Integer sums and products wrap around as PyTorch's do (two's complement);
-// signed overflow is undefined in C++, so they are computed in uint64_t and
-// truncated (UBSan in the test command's daemon found the plain += on a sum
-// of large int64 values).
-template <typename T>
-T WrapAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
-    return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-  } else {
-    return a + b;
-  }
-}
-
-template <typename T>
-T WrapMul(T a, T b) {
-  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
-    return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-  } else {
-    return a * b;
-  }
-}
-
 // A stride-1 run summed with independent lanes so the loop vectorises
 // (the lanes also make the sum more accurate than one running total).
 // kFloatLanes: a float32 run into a float32 result, Note [Float sums].
@@ -74,12 +52,12 @@ Acc SumRun(const In* p, int64_t n) {
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     for (int j = 0; j < kLanes; ++j) {
-      lanes[j] = WrapAdd(lanes[j], static_cast<Acc>(p[i + j]));
+      lanes[j] += static_cast<Acc>(p[i + j]);
     }
   }
   Acc acc = 0;
-  for (; i < n; ++i) acc = WrapAdd(acc, static_cast<Acc>(p[i]));
-  for (int j = 0; j < kLanes; ++j) acc = WrapAdd(acc, lanes[j]);
+  for (; i < n; ++i) acc += static_cast<Acc>(p[i]);
+  for (int j = 0; j < kLanes; ++j) acc += lanes[j];
   return acc;
 }
 
@@ -118,10 +96,10 @@ Acc Accumulate(ReduceOp op, const In* base, const ReducePlan& p) {
       case ReduceOp::kSum:
       case ReduceOp::kMean:
         if (s == 1) {
-          acc = WrapAdd(acc, SumRun<Acc, kFloatLanes>(ptr, n));
+          acc += SumRun<Acc, kFloatLanes>(ptr, n);
         } else {
           for (int64_t i = 0; i < n; ++i) {
-            acc = WrapAdd(acc, static_cast<Acc>(ptr[i * s]));
+            acc += static_cast<Acc>(ptr[i * s]);
           }
         }
         break;
@@ -137,7 +115,7 @@ Acc Accumulate(ReduceOp op, const In* base, const ReducePlan& p) {
         break;
       case ReduceOp::kProd:
         for (int64_t i = 0; i < n; ++i) {
-          acc = WrapMul(acc, static_cast<Acc>(ptr[i * s]));
+          acc *= static_cast<Acc>(ptr[i * s]);
         }
         break;
       case ReduceOp::kMax:
@@ -207,7 +185,7 @@ absl::Status Reduce(ReduceOp op, const StridedView& in, const bool* reduced,
           }
         });
         Acc acc = 0;
-        for (int64_t c = 0; c < chunks; ++c) acc = WrapAdd(acc, partial[c]);
+        for (int64_t c = 0; c < chunks; ++c) acc += partial[c];
         if (op == ReduceOp::kMean) acc /= static_cast<Acc>(n);
         *out.ptr<Out>() = static_cast<Out>(acc);
       });

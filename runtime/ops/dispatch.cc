@@ -25,16 +25,54 @@ absl::Status CheckArity(const OpDef& op, size_t n) {
 
 namespace {
 
+// Note [CPU scalars]: as in PyTorch, a 0-dim CPU tensor may be an input of
+// an op on another device (torch.optim's state['step'] beside CUDA
+// parameters). CheckSameDevice lets it through; composites get it where it
+// is (adam_step reads its step counts on the host), and a kernel row gets a
+// copy on the op's device (ScalarsToOpDevice), as its kernels read device
+// memory only.
+bool IsCpuScalar(const Tensor& t) {
+  return t.ndim() == 0 && t.device()->kind() == DeviceKind::kCpu;
+}
+
+// The device an op runs on: that of its first input that is not a CPU
+// scalar, else its first input's (null without inputs).
+Device* OpDevice(absl::Span<const Tensor> inputs) {
+  for (const Tensor& t : inputs) {
+    if (!IsCpuScalar(t)) return t.device();
+  }
+  return inputs.empty() ? nullptr : inputs[0].device();
+}
+
 absl::Status CheckSameDevice(const OpDef& op, absl::Span<const Tensor> inputs) {
-  for (size_t i = 1; i < inputs.size(); ++i) {
-    if (inputs[i].device() != inputs[0].device()) {
+  Device* device = OpDevice(inputs);
+  for (const Tensor& t : inputs) {
+    if (t.device() != device && !IsCpuScalar(t)) {
       return absl::InvalidArgumentError(absl::StrCat(
           op.name, ": expected all tensors on the same device, found ",
-          inputs[0].device()->name(), " and ", inputs[i].device()->name(),
+          device->name(), " and ", t.device()->name(),
           " (move one with .to())"));
     }
   }
   return absl::OkStatus();
+}
+
+// `inputs` with each CPU scalar copied to the op's device (Note [CPU
+// scalars]); `moved` holds the new list when one was copied.
+absl::StatusOr<absl::Span<const Tensor>> ScalarsToOpDevice(
+    absl::Span<const Tensor> inputs, const OpContext& ctx,
+    std::vector<Tensor>* moved) {
+  Device* device = OpDevice(inputs);
+  if (device == nullptr || device->kind() == DeviceKind::kCpu) return inputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!IsCpuScalar(inputs[i])) continue;
+    if (moved->empty()) moved->assign(inputs.begin(), inputs.end());
+    TD_ASSIGN_OR_RETURN(OpContext dctx, ContextFor(device, ctx));
+    TD_ASSIGN_OR_RETURN((*moved)[i],
+                        ToDevice(inputs[i], device, inputs[i].dtype(), dctx));
+    (*moved)[i].set_wrapped_number(inputs[i].is_wrapped_number());
+  }
+  return moved->empty() ? inputs : absl::Span<const Tensor>(*moved);
 }
 
 absl::Status PrefixOp(const OpDef& op, absl::Status status) {
@@ -134,13 +172,13 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
     if (phases->first_run_ns == 0) phases->first_run_ns = mark;
   }
   TD_RETURN_IF_ERROR(CheckArity(op, inputs.size()));
-  TD_RETURN_IF_ERROR(CheckSameDevice(op, inputs));
   for (const Tensor& t : inputs) {
     if (!t.defined()) {
       return absl::InvalidArgumentError(
           absl::StrCat(op.name, ": an input is an undefined tensor"));
     }
   }
+  TD_RETURN_IF_ERROR(CheckSameDevice(op, inputs));
   if (op.view != nullptr || op.composite != nullptr) {
     const uint64_t inner = phases == nullptr ? 0 : PhaseSum(*phases);
     auto views = (op.view ? op.view : op.composite)(inputs, attrs, outer_ctx);
@@ -154,6 +192,10 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
     if (!views.ok()) return PrefixOp(op, views.status());
     return views;
   }
+  std::vector<Tensor> moved;
+  auto on_device = ScalarsToOpDevice(inputs, outer_ctx, &moved);
+  if (!on_device.ok()) return PrefixOp(op, on_device.status());
+  inputs = *on_device;
   auto specs = op.infer(inputs, attrs, outer_ctx);
   Lap(phases, &mark, &OpPhases::infer_ns);
   if (!specs.ok()) return PrefixOp(op, specs.status());
