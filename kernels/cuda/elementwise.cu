@@ -185,6 +185,19 @@ absl::Status Polygamma(int n, const StridedView& in, const StridedView& out,
   return absl::OkStatus();
 }
 
+absl::Status GeluBackward(const StridedView& dy, const StridedView& x,
+                          bool tanh, const StridedView& dx,
+                          StreamHandle stream) {
+  if (dx.numel() == 0) return absl::OkStatus();
+  TD_CUDA_DISPATCH_FLOAT(
+      dx.dtype,
+      return absl::UnimplementedError(absl::StrCat(
+          "gelu_backward on cuda: unsupported dtype ", DTypeName(dx.dtype))),
+      return BinaryMap<scalar_t>(dy, x, dx, GeluBackwardFn<scalar_t>{tanh},
+                                 stream));
+  return absl::OkStatus();
+}
+
 absl::Status AddFloat32(const StridedView& a, const StridedView& b, float alpha,
                         const StridedView& out, StreamHandle stream) {
   return Binary(BinaryOp::kAdd, a, b, alpha, out, stream);

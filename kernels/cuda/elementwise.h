@@ -62,6 +62,12 @@ absl::Status Signbit(const StridedView& in, const StridedView& out,
 absl::Status Polygamma(int n, const StridedView& in, const StridedView& out,
                        StreamHandle stream);
 
+// dx = dy * gelu'(x) (exact, or tanh-approximated), kernels/cpu/gelu.h's
+// formulas; float32/float64 operands of dx's dtype, any strides.
+absl::Status GeluBackward(const StridedView& dy, const StridedView& x,
+                          bool tanh, const StridedView& dx,
+                          StreamHandle stream);
+
 // out = cond ? a : b; cond is bool, a/b/out share a dtype.
 absl::Status Where(const StridedView& cond, const StridedView& a,
                    const StridedView& b, const StridedView& out,

@@ -282,6 +282,29 @@ struct PolygammaFn {
   }
 };
 
+// dy * gelu'(x), kernels/cpu/gelu.cc's formulas in the same order: tanh:
+// s + x s (1 - s) 2 beta (1 + 3 kappa x^2) with s = sigmoid(2u) = 0.5 (1 +
+// tanh(u)), u = beta (x + kappa x^3); exact: Phi(x) + x phi(x).
+template <typename T>
+struct GeluBackwardFn {
+  bool tanh;
+  __device__ __forceinline__ T operator()(T dy, T v) const {
+    constexpr double kBeta = M_SQRT2 * M_2_SQRTPI * 0.5;  // sqrt(2 / pi)
+    constexpr double kKappa = 0.044715;
+    constexpr double kInvSqrt2Pi = M_2_SQRTPI * M_SQRT1_2 * 0.5;
+    if (tanh) {
+      const T v2 = v * v;
+      const T u = T(kBeta) * (v + T(kKappa) * v2 * v);
+      const T s = T(1) / (T(1) + exp(T(-2) * u));
+      const T du = T(2 * kBeta) * (T(1) + T(3 * kKappa) * v2);
+      return dy * (s + v * s * (T(1) - s) * du);
+    }
+    const T cdf = T(0.5) * (T(1) + erf(v * T(M_SQRT1_2)));
+    const T pdf = T(kInvSqrt2Pi) * exp(T(-0.5) * v * v);
+    return dy * (cdf + v * pdf);
+  }
+};
+
 }  // namespace cuda
 }  // namespace tensord
 

@@ -1,8 +1,9 @@
 // native_batch_norm and its backward: batch_norm's training step as two fused
 // CPU kernels (kernels/cpu/batch_norm.h), as PyTorch's rows of the same
 // names. batch_norm (norm_ops.cc) calls them on the CPU when training; the
-// running statistics stay its [C]-sized composite. No CUDA kernel yet: there
-// batch_norm keeps its composite.
+// running statistics stay its [C]-sized composite. Both rows have CUDA
+// kernels too (cuda_norm.cc, kernels/cuda/norm.h), but batch_norm on CUDA
+// still takes its mean/var composite.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"

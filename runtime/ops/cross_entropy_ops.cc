@@ -3,8 +3,8 @@
 // loss, each position's log-sum-exp (all the backward needs of the forward
 // besides the logits) and the total weight. cross_entropy and nll_loss
 // (log_probs: no log_softmax) (nll_loss_ops.cc) call the forward on the CPU;
-// probability targets and the CUDA side keep the composite (KnownCpuOnly in
-// cuda_op_table_test.cc).
+// probability targets, and every target on CUDA, keep the composite. Both
+// rows have CUDA kernels too (cuda_norm.cc, kernels/cuda/loss.h).
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "runtime/core/status_macros.h"

@@ -27,6 +27,8 @@ bool CudaKernelsBuilt();
 // One per family file (runtime/ops/cuda_*.cc); each adds its wrappers.
 void AddCudaPointwiseKernels(CudaKernelMap* map);
 void AddCudaNnKernels(CudaKernelMap* map);
+// The fused training rows: layer/batch norm, cross entropy (cuda_norm.cc).
+void AddCudaNormKernels(CudaKernelMap* map);
 void AddCudaConvKernels(CudaKernelMap* map);
 // The rows whose CUDA wrappers pass float16/bfloat16 operands to kernels
 // that read and write them natively, computing in float (Note [Native half

@@ -1,7 +1,9 @@
 // CUDA wrappers for softmax/log_softmax and the random creation rows
-// (attached by name: cuda_kernels.h). The losses, norms, dropout and the
-// optimizer steps are composites of rows that have CUDA kernels, so they
-// run on CUDA through those.
+// (attached by name: cuda_kernels.h). The fused training rows
+// (native_layer_norm, native_batch_norm, fused_cross_entropy and their
+// backward rows) have theirs in cuda_norm.cc; the losses, norms and dropout
+// rows are composites, and on CUDA still run through the rows they compose
+// (norm_ops.cc and nll_loss_ops.cc pick the fused rows on the CPU only).
 #include "runtime/ops/cuda_kernels.h"
 
 #if TENSORD_WITH_CUDA

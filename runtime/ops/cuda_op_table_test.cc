@@ -20,21 +20,10 @@ namespace {
 
 // Rows that run on the CPU only (a new row without a CUDA kernel must be
 // listed here, which makes the gap visible in review): the scans, sort and
-// multinomial, whose CUDA kernels are not written yet; batch_norm's fused
-// CPU rows (on CUDA batch_norm stays a composite).
+// multinomial, whose CUDA kernels are not written yet.
 const std::set<std::string>& KnownCpuOnly() {
   static const auto* rows =
-      new std::set<std::string>{"cumprod",
-                                "cumsum",
-                                "fused_cross_entropy",
-                                "fused_cross_entropy_backward",
-                                "gelu_backward",
-                                "multinomial",
-                                "native_batch_norm",
-                                "native_batch_norm_backward",
-                                "native_layer_norm",
-                                "native_layer_norm_backward",
-                                "sort"};
+      new std::set<std::string>{"cumprod", "cumsum", "multinomial", "sort"};
   return *rows;
 }
 

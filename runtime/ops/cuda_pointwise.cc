@@ -36,6 +36,15 @@ absl::Status CudaGelu(Ins in, Ins out, const Attrs& attrs,
              : CudaUnary<cuda::UnaryOp::kGelu>(in, out, attrs, ctx);
 }
 
+// dy * gelu'(x) in one elementwise pass (any strides; the row checked that
+// grad and input match in shape and floating dtype).
+absl::Status CudaGeluBackward(Ins in, Ins out, const Attrs& attrs,
+                              const OpContext& ctx) {
+  return cuda::GeluBackward(in[0].view(), in[1].view(),
+                            attrs.String("approximate") == "tanh",
+                            out[0].view(), ctx.alloc.stream);
+}
+
 absl::Status CudaSignbit(Ins in, Ins out, const Attrs&, const OpContext& ctx) {
   return cuda::Signbit(in[0].view(), out[0].view(), ctx.alloc.stream);
 }
@@ -224,6 +233,7 @@ void AddCudaPointwiseKernels(CudaKernelMap* map) {
   m["polygamma"] = CudaPolygamma;
   m["signbit"] = CudaSignbit;
   m["gelu"] = CudaGelu;
+  m["gelu_backward"] = CudaGeluBackward;
   m["bitwise_not"] = CudaUnary<U::kBitwiseNot>;
   m["logical_not"] = CudaLogicalNot;
   m["clamp"] = CudaClamp;
@@ -302,6 +312,7 @@ void AttachCudaKernels(std::vector<OpDef>* ops) {
   CudaKernelMap map;
   AddCudaPointwiseKernels(&map);
   AddCudaNnKernels(&map);
+  AddCudaNormKernels(&map);
   AddCudaConvKernels(&map);
   absl::flat_hash_set<std::string> native_half;
   AddCudaNativeHalfRows(&native_half);

@@ -1,8 +1,8 @@
 // gelu (exact or tanh-approximated, PyTorch's `approximate`) and its
 // backward. On the CPU both are fused kernels (kernels/cpu/gelu.h) over a
-// contiguous copy of the input; CUDA runs gelu's elementwise kernel
-// (cuda_pointwise.cc) and the gradient's composite formula
-// (derivatives_pointwise.cc), gelu_backward being CPU-only.
+// contiguous copy of the input; on CUDA both rows are elementwise kernels
+// (cuda_pointwise.cc), though gelu's recorded gradient there is still the
+// composite formula (derivatives_pointwise.cc picks gelu_backward on the CPU).
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/gelu.h"
 #include "runtime/core/status_macros.h"

@@ -1,8 +1,8 @@
 // native_layer_norm and its backward: layer_norm as two fused CPU kernels
 // (kernels/cpu/layer_norm.h), as PyTorch's rows of the same names (mean and
 // rstd shaped as the input with the normalized dims kept as 1s). layer_norm
-// (norm_ops.cc) calls the forward on the CPU; the CUDA side keeps the
-// composite (KnownCpuOnly in cuda_op_table_test.cc).
+// (norm_ops.cc) calls the forward on the CPU and its composite on CUDA; both
+// rows have CUDA kernels too (cuda_norm.cc, kernels/cuda/norm.h).
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
