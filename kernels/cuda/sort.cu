@@ -6,10 +6,7 @@
 // sort, which is stable; values are then gathered from the input by the
 // sorted positions (NaN payloads and the sign of zero survive).
 // Scans: one block per row, a cub block scan per tile of kThreads elements
-// with the running total carried between tiles. Multinomial: cpu::
-// Multinomial's loops, one thread per row (one per draw with replacement,
-// after one thread per row has summed the row), in float64 in the same
-// order as the CPU, so the same uniforms pick the same categories.
+// with the running total carried between tiles. Multinomial: multinomial.cu.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -246,120 +243,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Check words: [0] = INT64_MAX, or the first invalid row * 4 + its problem
-// (kCode*); [1] = that row's count of positive weights.
-constexpr int kCodeBadValue = 1, kCodeZeroSum = 2, kCodeFewPositive = 3;
-
-__global__ void ResetWords(int64_t* words) {
-  words[0] = LLONG_MAX;
-  words[1] = 0;
-}
-
-template <typename T>
-__global__ void CheckRows(const T* p, int64_t rows, int64_t n, int64_t k,
-                          bool replacement, int64_t* positive_of,
-                          int64_t* words) {
-  TD_GRID_STRIDE(r, rows) {
-    double sum = 0;
-    int64_t positive = 0;
-    int code = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      const double w = static_cast<double>(p[r * n + j]);
-      if (!(w >= 0) || isinf(w)) {
-        code = kCodeBadValue;
-        break;
-      }
-      sum += w;
-      positive += w > 0;
-    }
-    if (code == 0 && sum <= 0) code = kCodeZeroSum;
-    if (code == 0 && !replacement && positive < k) code = kCodeFewPositive;
-    positive_of[r] = positive;
-    if (code != 0) {
-      atomicMin(reinterpret_cast<unsigned long long*>(words),
-                static_cast<unsigned long long>(r * 4 + code));
-    }
-  }
-}
-
-__global__ void FinishCheck(const int64_t* positive_of, int64_t* words) {
-  if (words[0] != LLONG_MAX) words[1] = positive_of[words[0] / 4];
-}
-
-// With replacement, step 1: cum[r, j] = w[r, 0] + ... + w[r, j] left to
-// right (the CPU's running sums: adding a zero weight changes nothing) and
-// the row's last positive category.
-template <typename T>
-__global__ void CumRows(const T* p, int64_t rows, int64_t n,
-                        const int64_t* words, double* cum, int64_t* last) {
-  if (words[0] != LLONG_MAX) return;
-  TD_GRID_STRIDE(r, rows) {
-    double run = 0;
-    int64_t last_positive = -1;
-    for (int64_t j = 0; j < n; ++j) {
-      const double w = static_cast<double>(p[r * n + j]);
-      if (w > 0) last_positive = j;
-      run += w;
-      cum[r * n + j] = run;
-    }
-    last[r] = last_positive;
-  }
-}
-
-// Step 2, one thread per draw: the first category whose running sum passes
-// u * total (its weight is then positive), else the last positive one.
-__global__ void DrawWith(const double* cum, const int64_t* last,
-                         const double* u, int64_t rows, int64_t n, int64_t k,
-                         const int64_t* words, int64_t* out) {
-  if (words[0] != LLONG_MAX) return;
-  TD_GRID_STRIDE(e, rows * k) {
-    const int64_t r = e / k;
-    const double* c = cum + r * n;
-    const double target = u[e] * c[n - 1];
-    int64_t lo = 0, hi = n;
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (c[mid] > target) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
-      }
-    }
-    out[e] = lo < n ? lo : last[r];
-  }
-}
-
-// Without replacement: cpu::Multinomial's loop for the row, verbatim.
-template <typename T>
-__global__ void DrawWithout(const T* p, const double* u, int64_t rows,
-                            int64_t n, int64_t k, const int64_t* words,
-                            double* w, int64_t* out) {
-  if (words[0] != LLONG_MAX) return;
-  TD_GRID_STRIDE(r, rows) {
-    double* wr = w + r * n;
-    double total = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      wr[j] = static_cast<double>(p[r * n + j]);
-      total += wr[j];
-    }
-    for (int64_t s = 0; s < k; ++s) {
-      const double target = u[r * k + s] * total;
-      double run = 0;
-      int64_t pick = -1;
-      for (int64_t j = 0; j < n; ++j) {
-        if (wr[j] <= 0) continue;
-        pick = j;
-        run += wr[j];
-        if (run > target) break;
-      }
-      out[r * k + s] = pick;
-      if (pick < 0) continue;  // the check rules this out
-      total -= wr[pick];
-      wr[pick] = 0;
-    }
-  }
-}
-
 }  // namespace
 
 absl::Status Sort(const StridedView& in, int dim, bool descending,
@@ -393,67 +276,6 @@ absl::Status CumScan(const StridedView& in, int dim, bool product,
                    <<<blocks, kThreads, 0, s>>>(in.ptr<const scalar_t>(), l,
                                                 product, out.ptr<scalar_t>()));
   return LaunchStatus(product ? "cumprod kernel" : "cumsum kernel");
-}
-
-absl::Status MultinomialStatus(const int64_t (&words)[kMultinomialWords],
-                               int64_t num_samples) {
-  if (words[0] == LLONG_MAX) return absl::OkStatus();
-  switch (words[0] % 4) {
-    case kCodeBadValue:
-      return absl::InvalidArgumentError(
-          "multinomial: probability tensor contains either inf, nan or "
-          "element < 0");
-    case kCodeZeroSum:
-      return absl::InvalidArgumentError(
-          "multinomial: invalid multinomial distribution (sum of "
-          "probabilities <= 0)");
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("multinomial: cannot draw ", num_samples,
-                       " samples without replacement "
-                       "from a row with only ",
-                       words[1], " nonzero probabilities"));
-  }
-}
-
-absl::Status Multinomial(const StridedView& probs, const StridedView& u,
-                         bool replacement, const StridedView& out,
-                         int64_t* check_words, const WorkspaceFn& workspace,
-                         StreamHandle stream) {
-  const int64_t rows = probs.ndim == 2 ? probs.sizes[0] : 1;
-  const int64_t n = probs.sizes[probs.ndim - 1];
-  const int64_t k = out.sizes[out.ndim - 1];
-  auto s = static_cast<cudaStream_t>(stream);
-  ResetWords<<<1, 1, 0, s>>>(check_words);
-  TD_RETURN_IF_ERROR(LaunchStatus("multinomial kernel"));
-  if (rows == 0) return absl::OkStatus();
-  // positive counts, last positive categories, then rows * n float64.
-  const size_t bytes = 3 * 256 + 2 * rows * sizeof(int64_t) +
-                       static_cast<size_t>(rows * n) * sizeof(double);
-  TD_ASSIGN_OR_RETURN(void* scratch, workspace(bytes));
-  Carve c{static_cast<char*>(scratch)};
-  int64_t* positive_of = c.Take<int64_t>(rows);
-  int64_t* last = c.Take<int64_t>(rows);
-  double* w = c.Take<double>(rows * n);
-  const double* uniform = u.ptr<const double>();
-  int64_t* o = out.ptr<int64_t>();
-  TD_CUDA_DISPATCH_FLOAT(
-      probs.dtype,
-      return absl::UnimplementedError(absl::StrCat(
-          "multinomial on cuda: unsupported dtype ", DTypeName(probs.dtype))),
-      const scalar_t* p = probs.ptr<const scalar_t>();
-      CheckRows<scalar_t><<<BlocksFor(rows), kThreads, 0, s>>>(
-          p, rows, n, k, replacement, positive_of, check_words);
-      FinishCheck<<<1, 1, 0, s>>>(positive_of, check_words); if (replacement) {
-        CumRows<scalar_t><<<BlocksFor(rows), kThreads, 0, s>>>(
-            p, rows, n, check_words, w, last);
-        DrawWith<<<BlocksFor(rows * k), kThreads, 0, s>>>(
-            w, last, uniform, rows, n, k, check_words, o);
-      } else {
-        DrawWithout<scalar_t><<<BlocksFor(rows), kThreads, 0, s>>>(
-            p, uniform, rows, n, k, check_words, w, o);
-      });
-  return LaunchStatus("multinomial kernel");
 }
 
 }  // namespace cuda

@@ -28,6 +28,7 @@ bool CudaKernelsBuilt();
 void AddCudaPointwiseKernels(CudaKernelMap* map);
 void AddCudaNnKernels(CudaKernelMap* map);
 void AddCudaConvKernels(CudaKernelMap* map);
+void AddCudaSortKernels(CudaKernelMap* map);
 // The rows whose CUDA wrappers pass float16/bfloat16 operands to kernels
 // that read and write them natively, computing in float (Note [Native half
 // kernels], kernels/cuda/elementwise.cu): AttachCudaKernels sets their

@@ -303,6 +303,7 @@ void AttachCudaKernels(std::vector<OpDef>* ops) {
   AddCudaPointwiseKernels(&map);
   AddCudaNnKernels(&map);
   AddCudaConvKernels(&map);
+  AddCudaSortKernels(&map);
   absl::flat_hash_set<std::string> native_half;
   AddCudaNativeHalfRows(&native_half);
   for (OpDef& def : *ops) {
