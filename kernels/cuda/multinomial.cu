@@ -133,6 +133,25 @@ __global__ void DrawWithout(const T* p, const double* u, int64_t rows,
   }
 }
 
+// The check, then the draws (which do nothing after a failed check).
+template <typename T>
+void LaunchDraws(const T* p, const double* u, int64_t rows, int64_t n,
+                 int64_t k, bool replacement, int64_t* words,
+                 int64_t* positive_of, int64_t* last, double* w, int64_t* out,
+                 cudaStream_t s) {
+  CheckRows<T><<<BlocksFor(rows), kThreads, 0, s>>>(p, rows, n, k, replacement,
+                                                    positive_of, words);
+  FinishCheck<<<1, 1, 0, s>>>(positive_of, words);
+  if (replacement) {
+    CumRows<T><<<BlocksFor(rows), kThreads, 0, s>>>(p, rows, n, words, w, last);
+    DrawWith<<<BlocksFor(rows * k), kThreads, 0, s>>>(w, last, u, rows, n, k,
+                                                      words, out);
+  } else {
+    DrawWithout<T>
+        <<<BlocksFor(rows), kThreads, 0, s>>>(p, u, rows, n, k, words, w, out);
+  }
+}
+
 }  // namespace
 
 absl::Status MultinomialStatus(const int64_t (&words)[kMultinomialWords],
@@ -175,24 +194,13 @@ absl::Status Multinomial(const StridedView& probs, const StridedView& u,
   int64_t* positive_of = static_cast<int64_t*>(scratch);
   int64_t* last = positive_of + rows;
   double* w = reinterpret_cast<double*>(last + rows);
-  const double* uniform = u.ptr<const double>();
-  int64_t* o = out.ptr<int64_t>();
   TD_CUDA_DISPATCH_FLOAT(
       probs.dtype,
       return absl::UnimplementedError(absl::StrCat(
           "multinomial on cuda: unsupported dtype ", DTypeName(probs.dtype))),
-      const scalar_t* p = probs.ptr<const scalar_t>();
-      CheckRows<scalar_t><<<BlocksFor(rows), kThreads, 0, s>>>(
-          p, rows, n, k, replacement, positive_of, check_words);
-      FinishCheck<<<1, 1, 0, s>>>(positive_of, check_words); if (replacement) {
-        CumRows<scalar_t><<<BlocksFor(rows), kThreads, 0, s>>>(
-            p, rows, n, check_words, w, last);
-        DrawWith<<<BlocksFor(rows * k), kThreads, 0, s>>>(
-            w, last, uniform, rows, n, k, check_words, o);
-      } else {
-        DrawWithout<scalar_t><<<BlocksFor(rows), kThreads, 0, s>>>(
-            p, uniform, rows, n, k, check_words, w, o);
-      });
+      LaunchDraws(probs.ptr<const scalar_t>(), u.ptr<const double>(), rows, n,
+                  k, replacement, check_words, positive_of, last, w,
+                  out.ptr<int64_t>(), s));
   return LaunchStatus("multinomial kernel");
 }
 
