@@ -30,6 +30,7 @@ void AddCudaNnKernels(CudaKernelMap* map);
 // The fused training rows: layer/batch norm, cross entropy (cuda_norm.cc).
 void AddCudaNormKernels(CudaKernelMap* map);
 void AddCudaConvKernels(CudaKernelMap* map);
+void AddCudaSortKernels(CudaKernelMap* map);
 // The rows whose CUDA wrappers pass float16/bfloat16 operands to kernels
 // that read and write them natively, computing in float (Note [Native half
 // kernels], kernels/cuda/elementwise.cu): AttachCudaKernels sets their

@@ -314,6 +314,7 @@ void AttachCudaKernels(std::vector<OpDef>* ops) {
   AddCudaNnKernels(&map);
   AddCudaNormKernels(&map);
   AddCudaConvKernels(&map);
+  AddCudaSortKernels(&map);
   absl::flat_hash_set<std::string> native_half;
   AddCudaNativeHalfRows(&native_half);
   for (OpDef& def : *ops) {
