@@ -67,13 +67,12 @@ Grads ClampGrad(GradCtx& g) {
   return {Where(g, mask, G(g), Zero(g, G(g)))};
 }
 
-// On the CPU one fused row (gelu_ops.cc); recorded for a second order
-// (create_graph) or on CUDA, the composition of differentiable rows.
+// One fused row (gelu_ops.cc); recorded for a second order (create_graph),
+// the composition of differentiable rows.
 Grads GeluGrad(GradCtx& g) {
   GradValue x = g.in(0);
   const std::string& approximate = g.attrs().String("approximate");
-  if (g.op_ctx().recorder == nullptr && x.value().ok() &&
-      x.value()->device()->kind() == DeviceKind::kCpu) {
+  if (g.op_ctx().recorder == nullptr && x.value().ok()) {
     return {g.Op("gelu_backward", {G(g), x}, {{"approximate", approximate}})};
   }
   if (approximate == "tanh") {  // s + x s (1 - s) 2 beta (1 + 3 kappa x^2)

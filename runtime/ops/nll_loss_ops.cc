@@ -119,11 +119,10 @@ absl::Status CheckWeightGrad(const Tensor* weight, const OpContext& ctx,
   return NotDifferentiable(op, "weight", 2);
 }
 
-// Class-index targets on the CPU with the input's dtype throughout: the
+// Class-index targets with the input's dtype throughout: the
 // fused_cross_entropy row, one kernel each way (cross_entropy_ops.cc).
 bool Fusable(absl::Span<const Tensor> in) {
-  return in[0].device()->kind() == DeviceKind::kCpu &&
-         (in.size() < 3 || in[2].dtype() == in[0].dtype());
+  return in.size() < 3 || in[2].dtype() == in[0].dtype();
 }
 
 absl::StatusOr<Tensor> FusedLoss(absl::Span<const Tensor> in,

@@ -1,7 +1,7 @@
 // batch_norm and layer_norm, composed of reduction and pointwise rows;
-// batch_norm's training step on the CPU is the fused native_batch_norm row
+// batch_norm's training step is the fused native_batch_norm row
 // (batch_norm_ops.cc) plus the [C]-sized running statistics, and layer_norm
-// on the CPU is the fused native_layer_norm row (layer_norm_ops.cc).
+// the fused native_layer_norm row (layer_norm_ops.cc), on every device.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -122,19 +122,13 @@ Outs BatchNorm(absl::Span<const Tensor> in, const Attrs& attrs,
                        "got input size ",
                        ShapeToString(x.shape())));
     }
-    if (x.device()->kind() == DeviceKind::kCpu) {
-      // One fused kernel forward and one backward (batch_norm_ops.cc).
-      std::vector<Tensor> args{x};
-      for (size_t i = 3; i < in.size(); ++i) args.push_back(in[i]);
-      TD_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
-                          CallOp("native_batch_norm", std::move(args),
-                                 {{"eps", attrs.Float("eps")}}, ctx));
-      fused = outs[0], mean = outs[1], var = outs[2];
-    } else {
-      TD_ASSIGN_OR_RETURN(mean, Call1("mean", {x}, {{"dim", dims}}, ctx));
-      TD_ASSIGN_OR_RETURN(
-          var, Call1("var", {x}, {{"dim", dims}, {"unbiased", false}}, ctx));
-    }
+    // One fused kernel forward and one backward (batch_norm_ops.cc).
+    std::vector<Tensor> args{x};
+    for (size_t i = 3; i < in.size(); ++i) args.push_back(in[i]);
+    TD_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
+                        CallOp("native_batch_norm", std::move(args),
+                               {{"eps", attrs.Float("eps")}}, ctx));
+    fused = outs[0], mean = outs[1], var = outs[2];
     if (in.size() >= 3) {
       const double m = attrs.Float("momentum");
       // The unbiased variance from the biased one: a [C] product, not
@@ -191,7 +185,7 @@ Outs LayerNorm(absl::Span<const Tensor> in, const Attrs& attrs,
   }
   bool same_dtype = true;
   for (const Tensor& t : in) same_dtype &= t.dtype() == x.dtype();
-  if (x.device()->kind() == DeviceKind::kCpu && same_dtype) {
+  if (same_dtype) {
     // One fused kernel forward and one backward (layer_norm_ops.cc).
     TD_ASSIGN_OR_RETURN(
         std::vector<Tensor> outs,

@@ -145,8 +145,11 @@ def test_python_numbers_promote_as_wrapped_numbers(dtype, shape, scalar):
             assert got.dtype is td.float64
             np.testing.assert_array_equal(got.numpy(), want.numpy())
         else:
+            # Half results: Debian's torch 1.13 rounds the number to the half type first,
+            # tensord computes in float32 (as torch 2.x): a rounding of the number apart.
             half = want.dtype in (torch.float16, torch.bfloat16)
-            assert_same(got, want, rtol=1e-2 if half else 1e-5)
+            assert_same(got, want, rtol=1e-2 if half else 1e-5,
+                        atol=1e-2 * abs(float(scalar)) if half else 1e-6)
 
 
 def test_alpha_neg_relu_and_unary_minus():

@@ -111,8 +111,9 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
     return res
 
 
-def table(res: Dict[str, Any]) -> Table:
-    tab = Table()
+def table(res: Dict[str, Any], torch_version: str) -> Table:
+    """The ratios table of ``measure``'s results (its ``raw:`` line)."""
+    tab = Table(torch_version, None)
     cpp, n = res["cpp"], res["n"]
     th_ops = res["th_tiny"]["ops_per_s"]
     for who, ops_s, aim in (("runtime in process (cuda_bench)", cpp["tiny_ops_per_s"], 1.0),
@@ -162,10 +163,10 @@ def main() -> None:
         sys.exit(1 if args.require_gpu else 0)
     print("\nraw:", json.dumps(res), flush=True)  # first: the figures outlive a table bug
     gpu = res["cpp"].get("gpu", "?")
-    print(f"\ntensord GPU benchmarks vs local PyTorch {run_all._torch_version(run_all.PY)} on the "
-          "same GPU"
-          f" ({gpu}) - {time.strftime('%F %T')}, {res['ops']} tiny ops, matmul {res['n']}^2")
-    table(res).print()
+    version = run_all._torch_version(run_all.PY)
+    print(f"\ntensord GPU benchmarks vs local PyTorch {version} on the same GPU ({gpu}) - "
+          f"{time.strftime('%F %T')}, {res['ops']} tiny ops, matmul {res['n']}^2")
+    table(res, version).print()
 
 
 if __name__ == "__main__":

@@ -257,6 +257,9 @@ class Tensor(TensorValues, TensorMethods, AutogradMethods):
 
     # _hv: the handle's varint, as the Calls that read this tensor encode it
     __slots__ = ("_session", "_handle", "_hv", "_seq", "_info", "_dev", "_rg", "__weakref__")
+    # As torch.Tensor's: NumPy's scalars and arrays defer to our reflected operators
+    # (np.float64(0.5) - x is a Tensor, not an ndarray made through __array__).
+    __array_priority__ = 1000
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("create tensors with tensord.tensor(), tensord.zeros(), ... ")
