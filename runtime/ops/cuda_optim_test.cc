@@ -56,9 +56,14 @@ class CudaOptimTest : public testing::CudaDevicesTest {
     std::vector<Tensor> made, in;
     for (int g = 0; g < groups; ++g) {
       made.push_back(Make(d, 10 + g, /*abs=*/g == 3, composed));
-      if (g != 1) in.push_back(made.back());
     }
+    // Before the copies into `in`: a Tensor copied earlier has no autograd
+    // meta to share, so the step would see no .grad and skip the parameter
+    // (both paths then did nothing, and matched).
     made[0].EnsureAutograd().grad = made[1];
+    for (int g = 0; g < groups; ++g) {
+      if (g != 1) in.push_back(made[g]);
+    }
     if (op == "adam_step") {
       Tensor step =
           *Tensor::Empty(devices_->cpu(), DType::kInt64, {}, ctx_.alloc);
@@ -67,6 +72,7 @@ class CudaOptimTest : public testing::CudaDevicesTest {
     }
     const OpDef* def = FindOp(op);
     EXPECT_NE(def, nullptr);
+    const std::vector<double> initial = Values(made[0]);
     const int64_t before =
         cuda_->allocator()->GetStats().device.allocation[kAllPools].allocated;
     for (int s = 1; s <= steps; ++s) {
@@ -80,6 +86,7 @@ class CudaOptimTest : public testing::CudaDevicesTest {
         before;
     std::vector<std::vector<double>> values;
     for (const Tensor& t : made) values.push_back(Values(t));
+    EXPECT_NE(values[0], initial) << op << ": the parameter did not move";
     return values;
   }
 
