@@ -12,22 +12,14 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "runtime/core/kernel_ops.h"
 #include "runtime/core/strided.h"
 
 namespace tensord {
 namespace cpu {
 
-enum class LossReduction { kNone, kMean, kSum };
-
-struct CrossEntropyGeometry {
-  int64_t n, c, s;  // batch, classes, trailing positions
-  int64_t ignore_index;
-  double label_smoothing;
-  LossReduction reduction;
-  // The input is already log-probabilities (nll_loss): its log-sum-exp is
-  // taken as 0 and the backward has no softmax term.
-  bool log_probs = false;
-};
+using ::tensord::CrossEntropyGeometry;
+using ::tensord::LossReduction;
 
 // loss: [N*S] per position (kNone) or 0-d (kMean: divided by the total
 // weight, kSum); lse [N*S] (each row's log-sum-exp); total_weight 0-d (the

@@ -1,8 +1,8 @@
 // CUDA fused cross entropy with the contract of kernels/cpu/cross_entropy.h
 // (class-index targets, ignore_index, label smoothing, class weights,
 // log_probs for nll_loss; logits [N, C, S] contiguous float32/float64,
-// int64 targets [N, S]). Plain C++ header (the geometry is repeated here so
-// kernels/cuda depends on runtime/core only); asynchronous on `stream`.
+// int64 targets [N, S]; the geometry is runtime/core's, shared with the CPU).
+// Plain C++ header; asynchronous on `stream`.
 //
 // Target values are data on the device: the forward skips an out-of-range
 // target (as kernels/cuda/index.h does with indices) and records the
@@ -15,20 +15,14 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "runtime/core/kernel_ops.h"
 #include "runtime/core/strided.h"
 
 namespace tensord {
 namespace cuda {
 
-enum class LossReduction { kNone, kMean, kSum };
-
-struct CrossEntropyGeometry {
-  int64_t n, c, s;  // batch, classes, trailing positions
-  int64_t ignore_index;
-  double label_smoothing;
-  LossReduction reduction;
-  bool log_probs = false;  // the input is log-probabilities: lse = 0
-};
+using ::tensord::CrossEntropyGeometry;  // runtime/core/kernel_ops.h
+using ::tensord::LossReduction;
 
 // Sets *bad = -1 (device memory), ordered on `stream`.
 absl::Status ResetBadTarget(int64_t* bad, StreamHandle stream);

@@ -5,6 +5,8 @@
 #ifndef TENSORD_RUNTIME_CORE_KERNEL_OPS_H_
 #define TENSORD_RUNTIME_CORE_KERNEL_OPS_H_
 
+#include <cstdint>
+
 namespace tensord {
 
 enum class UnaryOp {
@@ -85,6 +87,20 @@ enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor };
 enum class ReduceOp { kSum, kMean, kProd, kMax, kMin, kAll, kAny };
 // Statistics that need more than one pass or an index.
 enum class StatOp { kVar, kStd, kLogSumExp, kNorm, kArgMax, kArgMin };
+
+// The fused cross entropy's reduction and geometry (kernels/cpu/
+// cross_entropy.h, kernels/cuda/loss.h): logits seen as [N, C, S].
+enum class LossReduction { kNone, kMean, kSum };
+
+struct CrossEntropyGeometry {
+  int64_t n, c, s;  // batch, classes, trailing positions
+  int64_t ignore_index;
+  double label_smoothing;
+  LossReduction reduction;
+  // The input is already log-probabilities (nll_loss): its log-sum-exp is
+  // taken as 0 and the backward has no softmax term.
+  bool log_probs = false;
+};
 
 }  // namespace tensord
 
