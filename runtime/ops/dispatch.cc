@@ -29,50 +29,50 @@ namespace {
 // an op on another device (torch.optim's state['step'] beside CUDA
 // parameters). CheckSameDevice lets it through; composites get it where it
 // is (adam_step reads its step counts on the host), and a kernel row gets a
-// copy on the op's device (ScalarsToOpDevice), as its kernels read device
+// copy on the op's device (ScalarsToDevice), as its kernels read device
 // memory only.
 bool IsCpuScalar(const Tensor& t) {
   return t.ndim() == 0 && t.device()->kind() == DeviceKind::kCpu;
 }
 
-// The device an op runs on: that of its first input that is not a CPU
-// scalar, else its first input's (null without inputs).
-Device* OpDevice(absl::Span<const Tensor> inputs) {
+// The device the op runs on (its inputs' but for CPU scalars; null when
+// every input is one, or there are none), or an error naming two devices.
+// `*move_scalars`: CPU scalars that a kernel row must see on that device.
+absl::StatusOr<Device*> CheckSameDevice(const OpDef& op,
+                                        absl::Span<const Tensor> inputs,
+                                        bool* move_scalars) {
+  Device* device = nullptr;
+  bool scalars = false;
   for (const Tensor& t : inputs) {
-    if (!IsCpuScalar(t)) return t.device();
-  }
-  return inputs.empty() ? nullptr : inputs[0].device();
-}
-
-absl::Status CheckSameDevice(const OpDef& op, absl::Span<const Tensor> inputs) {
-  Device* device = OpDevice(inputs);
-  for (const Tensor& t : inputs) {
-    if (t.device() != device && !IsCpuScalar(t)) {
+    if (IsCpuScalar(t)) {
+      scalars = true;
+    } else if (device == nullptr) {
+      device = t.device();
+    } else if (t.device() != device) {
       return absl::InvalidArgumentError(absl::StrCat(
           op.name, ": expected all tensors on the same device, found ",
           device->name(), " and ", t.device()->name(),
           " (move one with .to())"));
     }
   }
-  return absl::OkStatus();
+  *move_scalars =
+      scalars && device != nullptr && device->kind() != DeviceKind::kCpu;
+  return device;
 }
 
-// `inputs` with each CPU scalar copied to the op's device (Note [CPU
-// scalars]); `moved` holds the new list when one was copied.
-absl::StatusOr<absl::Span<const Tensor>> ScalarsToOpDevice(
-    absl::Span<const Tensor> inputs, const OpContext& ctx,
-    std::vector<Tensor>* moved) {
-  Device* device = OpDevice(inputs);
-  if (device == nullptr || device->kind() == DeviceKind::kCpu) return inputs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!IsCpuScalar(inputs[i])) continue;
-    if (moved->empty()) moved->assign(inputs.begin(), inputs.end());
-    TD_ASSIGN_OR_RETURN(OpContext dctx, ContextFor(device, ctx));
-    TD_ASSIGN_OR_RETURN((*moved)[i],
-                        ToDevice(inputs[i], device, inputs[i].dtype(), dctx));
-    (*moved)[i].set_wrapped_number(inputs[i].is_wrapped_number());
+// `inputs` with each CPU scalar copied to `device`, in `*moved` (Note [CPU
+// scalars]).
+absl::Status ScalarsToDevice(absl::Span<const Tensor> inputs, Device* device,
+                             const OpContext& ctx, std::vector<Tensor>* moved) {
+  TD_ASSIGN_OR_RETURN(OpContext dctx, ContextFor(device, ctx));
+  moved->assign(inputs.begin(), inputs.end());
+  for (Tensor& t : *moved) {
+    if (!IsCpuScalar(t)) continue;
+    const bool wrapped = t.is_wrapped_number();
+    TD_ASSIGN_OR_RETURN(t, ToDevice(t, device, t.dtype(), dctx));
+    t.set_wrapped_number(wrapped);
   }
-  return moved->empty() ? inputs : absl::Span<const Tensor>(*moved);
+  return absl::OkStatus();
 }
 
 absl::Status PrefixOp(const OpDef& op, absl::Status status) {
@@ -178,7 +178,10 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
           absl::StrCat(op.name, ": an input is an undefined tensor"));
     }
   }
-  TD_RETURN_IF_ERROR(CheckSameDevice(op, inputs));
+  bool move_scalars = false;
+  absl::StatusOr<Device*> op_device =
+      CheckSameDevice(op, inputs, &move_scalars);
+  if (!op_device.ok()) return op_device.status();
   if (op.view != nullptr || op.composite != nullptr) {
     const uint64_t inner = phases == nullptr ? 0 : PhaseSum(*phases);
     auto views = (op.view ? op.view : op.composite)(inputs, attrs, outer_ctx);
@@ -193,9 +196,11 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const OpDef& op,
     return views;
   }
   std::vector<Tensor> moved;
-  auto on_device = ScalarsToOpDevice(inputs, outer_ctx, &moved);
-  if (!on_device.ok()) return PrefixOp(op, on_device.status());
-  inputs = *on_device;
+  if (move_scalars) {
+    TD_RETURN_IF_ERROR(
+        PrefixOp(op, ScalarsToDevice(inputs, *op_device, outer_ctx, &moved)));
+    inputs = moved;
+  }
   auto specs = op.infer(inputs, attrs, outer_ctx);
   Lap(phases, &mark, &OpPhases::infer_ns);
   if (!specs.ok()) return PrefixOp(op, specs.status());
