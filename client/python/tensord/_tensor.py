@@ -202,8 +202,6 @@ def _pack_scalar(x: Any) -> Optional[Tuple[_dtype.dtype, bytes]]:
     numbers] in runtime/tensor.h: a float travels exact, as float64, and still promotes like
     PyTorch's Python floats; NumPy's scalars count as numbers, as there), or None for anything
     else (ints beyond int64: the NumPy path raises)."""
-    if isinstance(x, np.generic):
-        x = x.item()
     t = type(x)
     try:
         if t is float:
@@ -213,8 +211,11 @@ def _pack_scalar(x: Any) -> Optional[Tuple[_dtype.dtype, bytes]]:
         if t is bool:
             return _dtype.bool_, b"\x01" if x else b"\x00"
     except (OverflowError, struct.error):
-        pass
-    return None
+        return None
+    # Off the Python numbers' path: a NumPy scalar, as the number it holds (a longdouble
+    # holds none: it stays on the NumPy path).
+    v = x.item() if isinstance(x, np.generic) else None
+    return None if v is None or isinstance(v, np.generic) else _pack_scalar(v)
 
 
 def _upload_scalars(s: Session, op: OpInfo, inputs: Sequence[Any], dev: Optional[str],
