@@ -111,59 +111,53 @@ Outs BatchNorm(absl::Span<const Tensor> in, const Attrs& attrs,
   for (size_t i = 1; i < in.size(); ++i)
     TD_RETURN_IF_ERROR(CheckChannels(in[i], c, names[i]));
   const bool training = attrs.Bool("training") || in.size() < 3;
-  I dims{0}, shape{1, c};
-  for (int d = 2; d < x.ndim(); ++d) dims.push_back(d), shape.push_back(1);
-  Tensor mean, var, fused;
-  if (training) {
-    const int64_t n = x.numel() / std::max<int64_t>(c, 1);
-    if (n <= 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Expected more than 1 value per channel when training, "
-                       "got input size ",
-                       ShapeToString(x.shape())));
-    }
-    // One fused kernel forward and one backward (batch_norm_ops.cc).
-    std::vector<Tensor> args{x};
-    for (size_t i = 3; i < in.size(); ++i) args.push_back(in[i]);
-    TD_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
-                        CallOp("native_batch_norm", std::move(args),
-                               {{"eps", attrs.Float("eps")}}, ctx));
-    fused = outs[0], mean = outs[1], var = outs[2];
-    if (in.size() >= 3) {
-      const double m = attrs.Float("momentum");
-      // The unbiased variance from the biased one: a [C] product, not
-      // another reduction over x.
-      TD_ASSIGN_OR_RETURN(
-          Tensor bessel,
-          Scalar(static_cast<double>(n) / static_cast<double>(n - 1),
-                 var.dtype(), var.device(), ctx));
-      TD_ASSIGN_OR_RETURN(Tensor unbiased,
-                          Call1("mul", {var, bessel}, {}, ctx));
-      for (auto [stat, run] :
-           {std::pair{mean, in[1]}, std::pair{unbiased, in[2]}}) {
-        TD_ASSIGN_OR_RETURN(Tensor keep,
-                            Scalar(1 - m, run.dtype(), run.device(), ctx));
-        TD_ASSIGN_OR_RETURN(Tensor take,
-                            Scalar(m, run.dtype(), run.device(), ctx));
-        TD_ASSIGN_OR_RETURN(Tensor a, Call1("mul", {run, keep}, {}, ctx));
-        // The running statistics carry no history (as PyTorch's).
-        TD_ASSIGN_OR_RETURN(Tensor fixed, Call1("detach", {stat}, {}, ctx));
-        TD_ASSIGN_OR_RETURN(Tensor b, Call1("mul", {fixed, take}, {}, ctx));
-        TD_ASSIGN_OR_RETURN(a, Call1("add", {a, b}, {}, ctx));
-        TD_RETURN_IF_ERROR(Call1("copy_", {run, a}, {}, ctx).status());
-      }
-    }
-  } else {
-    mean = in[1];
-    var = in[2];
+  if (!training) {  // the running statistics normalize
+    I shape{1, c};
+    for (int d = 2; d < x.ndim(); ++d) shape.push_back(1);
+    TD_ASSIGN_OR_RETURN(
+        Tensor y,
+        NormalizeChannels(x, in[1], in[2], in.size() > 3 ? &in[3] : nullptr,
+                          in.size() > 4 ? &in[4] : nullptr, shape,
+                          attrs.Float("eps"), ctx));
+    return std::vector<Tensor>{y};
   }
-  if (fused.defined()) return std::vector<Tensor>{fused};
-  TD_ASSIGN_OR_RETURN(
-      Tensor y,
-      NormalizeChannels(x, mean, var, in.size() > 3 ? &in[3] : nullptr,
-                        in.size() > 4 ? &in[4] : nullptr, shape,
-                        attrs.Float("eps"), ctx));
-  return std::vector<Tensor>{y};
+  const int64_t n = x.numel() / std::max<int64_t>(c, 1);
+  if (n <= 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Expected more than 1 value per channel when training, "
+                     "got input size ",
+                     ShapeToString(x.shape())));
+  }
+  // One fused kernel forward and one backward (batch_norm_ops.cc).
+  std::vector<Tensor> args{x};
+  for (size_t i = 3; i < in.size(); ++i) args.push_back(in[i]);
+  TD_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
+                      CallOp("native_batch_norm", std::move(args),
+                             {{"eps", attrs.Float("eps")}}, ctx));
+  const Tensor &mean = outs[1], &var = outs[2];
+  if (in.size() >= 3) {
+    const double m = attrs.Float("momentum");
+    // The unbiased variance from the biased one: a [C] product, not
+    // another reduction over x.
+    TD_ASSIGN_OR_RETURN(Tensor bessel, Scalar(static_cast<double>(n) /
+                                                  static_cast<double>(n - 1),
+                                              var.dtype(), var.device(), ctx));
+    TD_ASSIGN_OR_RETURN(Tensor unbiased, Call1("mul", {var, bessel}, {}, ctx));
+    for (auto [stat, run] :
+         {std::pair{mean, in[1]}, std::pair{unbiased, in[2]}}) {
+      TD_ASSIGN_OR_RETURN(Tensor keep,
+                          Scalar(1 - m, run.dtype(), run.device(), ctx));
+      TD_ASSIGN_OR_RETURN(Tensor take,
+                          Scalar(m, run.dtype(), run.device(), ctx));
+      TD_ASSIGN_OR_RETURN(Tensor a, Call1("mul", {run, keep}, {}, ctx));
+      // The running statistics carry no history (as PyTorch's).
+      TD_ASSIGN_OR_RETURN(Tensor fixed, Call1("detach", {stat}, {}, ctx));
+      TD_ASSIGN_OR_RETURN(Tensor b, Call1("mul", {fixed, take}, {}, ctx));
+      TD_ASSIGN_OR_RETURN(a, Call1("add", {a, b}, {}, ctx));
+      TD_RETURN_IF_ERROR(Call1("copy_", {run, a}, {}, ctx).status());
+    }
+  }
+  return std::vector<Tensor>{outs[0]};
 }
 
 Outs LayerNorm(absl::Span<const Tensor> in, const Attrs& attrs,
