@@ -8,28 +8,24 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/ops/cross_entropy_geometry.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
 #include "runtime/ops/op_table.h"
 
 namespace tensord {
-namespace {
 
-using Specs = absl::StatusOr<std::vector<TensorSpec>>;
-
-absl::StatusOr<cpu::CrossEntropyGeometry> Geometry(const Tensor& x,
-                                                   const Tensor& target,
-                                                   const Attrs& attrs,
-                                                   const char* op) {
+absl::StatusOr<CrossEntropyGeometry> CrossEntropyGeometryOf(
+    const Tensor& x, const Tensor& target, const Attrs& attrs, const char* op) {
   TD_RETURN_IF_ERROR(RequireFloating(x, op));
-  cpu::CrossEntropyGeometry g;
+  CrossEntropyGeometry g;
   const std::string& r = attrs.String("reduction");
   if (r == "none") {
-    g.reduction = cpu::LossReduction::kNone;
+    g.reduction = LossReduction::kNone;
   } else if (r == "mean") {
-    g.reduction = cpu::LossReduction::kMean;
+    g.reduction = LossReduction::kMean;
   } else if (r == "sum") {
-    g.reduction = cpu::LossReduction::kSum;
+    g.reduction = LossReduction::kSum;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         r, " is not a valid value for reduction (mean, sum or none)"));
@@ -62,6 +58,10 @@ absl::StatusOr<cpu::CrossEntropyGeometry> Geometry(const Tensor& x,
   return g;
 }
 
+namespace {
+
+using Specs = absl::StatusOr<std::vector<TensorSpec>>;
+
 absl::Status CheckWeight(const Tensor& x, absl::Span<const Tensor> in, size_t i,
                          int64_t c, const char* op) {
   if (in.size() <= i) return absl::OkStatus();
@@ -80,11 +80,11 @@ Specs InferForward(absl::Span<const Tensor> in, const Attrs& attrs,
                    const OpContext&) {
   const char* op = "fused_cross_entropy";
   const Tensor& x = in[0];
-  TD_ASSIGN_OR_RETURN(cpu::CrossEntropyGeometry g,
-                      Geometry(x, in[1], attrs, op));
+  TD_ASSIGN_OR_RETURN(CrossEntropyGeometry g,
+                      CrossEntropyGeometryOf(x, in[1], attrs, op));
   TD_RETURN_IF_ERROR(CheckWeight(x, in, 2, g.c, op));
   const Shape& t = in[1].shape();
-  const Shape loss = g.reduction == cpu::LossReduction::kNone ? t : Shape{};
+  const Shape loss = g.reduction == LossReduction::kNone ? t : Shape{};
   return std::vector<TensorSpec>{{x.dtype(), loss, x.device()},
                                  {x.dtype(), t, x.device()},
                                  {x.dtype(), Shape{}, x.device()}};
@@ -93,8 +93,9 @@ Specs InferForward(absl::Span<const Tensor> in, const Attrs& attrs,
 absl::Status CpuForward(absl::Span<const Tensor> in,
                         absl::Span<const Tensor> out, const Attrs& attrs,
                         const OpContext& ctx) {
-  TD_ASSIGN_OR_RETURN(cpu::CrossEntropyGeometry g,
-                      Geometry(in[0], in[1], attrs, "fused_cross_entropy"));
+  TD_ASSIGN_OR_RETURN(
+      CrossEntropyGeometry g,
+      CrossEntropyGeometryOf(in[0], in[1], attrs, "fused_cross_entropy"));
   TD_ASSIGN_OR_RETURN(std::vector<Tensor> c, ContiguousAll(in, ctx));
   return cpu::CrossEntropyForward(
       c[0].view(), c[1].view(),
@@ -107,11 +108,11 @@ Specs InferBackward(absl::Span<const Tensor> in, const Attrs& attrs,
                     const OpContext&) {
   const char* op = "fused_cross_entropy_backward";
   const Tensor& x = in[1];
-  TD_ASSIGN_OR_RETURN(cpu::CrossEntropyGeometry g,
-                      Geometry(x, in[2], attrs, op));
+  TD_ASSIGN_OR_RETURN(CrossEntropyGeometry g,
+                      CrossEntropyGeometryOf(x, in[2], attrs, op));
   TD_RETURN_IF_ERROR(CheckWeight(x, in, 5, g.c, op));
   const Shape& t = in[2].shape();
-  const Shape loss = g.reduction == cpu::LossReduction::kNone ? t : Shape{};
+  const Shape loss = g.reduction == LossReduction::kNone ? t : Shape{};
   const Shape want[] = {loss, x.shape(), t, t, Shape{}};
   for (int i : {0, 3, 4}) {
     TD_RETURN_IF_ERROR(RequireInput(op, i, in[i], x.dtype(), want[i]));
@@ -122,9 +123,9 @@ Specs InferBackward(absl::Span<const Tensor> in, const Attrs& attrs,
 absl::Status CpuBackward(absl::Span<const Tensor> in,
                          absl::Span<const Tensor> out, const Attrs& attrs,
                          const OpContext& ctx) {
-  TD_ASSIGN_OR_RETURN(
-      cpu::CrossEntropyGeometry g,
-      Geometry(in[1], in[2], attrs, "fused_cross_entropy_backward"));
+  TD_ASSIGN_OR_RETURN(CrossEntropyGeometry g,
+                      CrossEntropyGeometryOf(in[1], in[2], attrs,
+                                             "fused_cross_entropy_backward"));
   TD_ASSIGN_OR_RETURN(std::vector<Tensor> c, ContiguousAll(in, ctx));
   return cpu::CrossEntropyBackward(
       c[0].view(), c[1].view(), c[2].view(),

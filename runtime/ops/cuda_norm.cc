@@ -13,6 +13,7 @@
 #include "kernels/cuda/norm.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device.h"
+#include "runtime/ops/cross_entropy_geometry.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
 #endif
@@ -75,30 +76,15 @@ absl::Status CudaBatchNormBackward(Ins in, Ins out, const Attrs& attrs,
       ctx.alloc.stream);
 }
 
-// cross_entropy_ops.cc's Geometry for inputs it already accepted.
-cuda::CrossEntropyGeometry Geometry(const Tensor& x, const Attrs& attrs) {
-  cuda::CrossEntropyGeometry g;
-  const std::string& r = attrs.String("reduction");
-  g.reduction = r == "none"  ? cuda::LossReduction::kNone
-                : r == "sum" ? cuda::LossReduction::kSum
-                             : cuda::LossReduction::kMean;
-  g.label_smoothing = attrs.Float("label_smoothing");
-  g.ignore_index = attrs.Int("ignore_index");
-  g.log_probs = attrs.Bool("log_probs");
-  g.n = x.ndim() == 1 ? 1 : x.shape()[0];
-  g.c = x.shape()[x.ndim() == 1 ? 0 : 1];
-  g.s = 1;
-  for (int d = 2; d < x.ndim(); ++d) g.s *= x.shape()[d];
-  return g;
-}
-
 // The forward reads back the kernel's bad-target flag (as cuda_index.cc's
 // index check: the op waits for the GPU, so a bad target is a clean
 // INVALID_ARGUMENT with the CPU's message, not garbage or a sticky error).
 absl::Status CudaCrossEntropy(Ins in, Ins out, const Attrs& attrs,
                               const OpContext& ctx) {
   TD_ASSIGN_OR_RETURN(std::vector<Tensor> c, ContiguousAll(in, ctx));
-  const cuda::CrossEntropyGeometry g = Geometry(c[0], attrs);
+  TD_ASSIGN_OR_RETURN(
+      const CrossEntropyGeometry g,
+      CrossEntropyGeometryOf(c[0], c[1], attrs, "fused_cross_entropy"));
   const int64_t rows = g.n * g.s;
   Device* device = out[0].device();
   StreamHandle stream = ctx.alloc.stream;
@@ -106,7 +92,7 @@ absl::Status CudaCrossEntropy(Ins in, Ins out, const Attrs& attrs,
   double* row_loss = nullptr;
   int64_t* bad = nullptr;
   if (rows > 0) {
-    if (g.reduction != cuda::LossReduction::kNone) {
+    if (g.reduction != LossReduction::kNone) {
       TD_ASSIGN_OR_RETURN(scratch, Tensor::Empty(device, DType::kFloat64,
                                                  Shape{rows}, ctx.alloc));
       row_loss = static_cast<double*>(scratch.data());
@@ -137,9 +123,12 @@ absl::Status CudaCrossEntropy(Ins in, Ins out, const Attrs& attrs,
 absl::Status CudaCrossEntropyBackward(Ins in, Ins out, const Attrs& attrs,
                                       const OpContext& ctx) {
   TD_ASSIGN_OR_RETURN(std::vector<Tensor> c, ContiguousAll(in, ctx));
+  TD_ASSIGN_OR_RETURN(const CrossEntropyGeometry g,
+                      CrossEntropyGeometryOf(c[1], c[2], attrs,
+                                             "fused_cross_entropy_backward"));
   return cuda::CrossEntropyBackward(
       c[0].view(), c[1].view(), c[2].view(), OptionalView(c, 5), c[3].view(),
-      c[4].view(), Geometry(c[1], attrs), out[0].view(), ctx.alloc.stream);
+      c[4].view(), g, out[0].view(), ctx.alloc.stream);
 }
 
 }  // namespace
