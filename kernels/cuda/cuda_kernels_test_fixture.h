@@ -21,6 +21,21 @@
 
 namespace tensord {
 namespace cuda_testing {
+
+// A C-contiguous view of `shape` over `data` (host or device memory).
+inline StridedView ContiguousView(void* data, const Shape& shape, DType dtype) {
+  StridedView v;
+  v.data = data;
+  v.dtype = dtype;
+  v.ndim = static_cast<int>(shape.size());
+  int64_t stride = 1;
+  for (int d = v.ndim - 1; d >= 0; --d) {
+    v.sizes[d] = shape[d];
+    v.strides[d] = stride;
+    stride *= shape[d];
+  }
+  return v;
+}
 class CudaKernelsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -80,16 +95,8 @@ class CudaKernelsTest : public ::testing::Test {
     return out;
   }
   static StridedView HostView(const std::vector<float>& values, Shape shape) {
-    StridedView v;
-    v.data = const_cast<float*>(values.data());
-    v.ndim = static_cast<int>(shape.size());
-    int64_t stride = 1;
-    for (int d = v.ndim - 1; d >= 0; --d) {
-      v.sizes[d] = shape[d];
-      v.strides[d] = stride;
-      stride *= shape[d];
-    }
-    return v;
+    return ContiguousView(const_cast<float*>(values.data()), shape,
+                          DType::kFloat32);
   }
 
   // `values` in a host buffer of `dtype` (float32/float64/int64) that the

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/cpu/sort.h"
+#include "kernels/cuda/cuda_kernels_test_fixture.h"
 #include "kernels/cuda/sort.h"
 
 namespace tensord {
@@ -37,17 +38,7 @@ class CudaSortTest : public ::testing::Test {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
   static StridedView View(void* data, const Shape& shape, DType dtype) {
-    StridedView v;
-    v.data = data;
-    v.dtype = dtype;
-    v.ndim = static_cast<int>(shape.size());
-    int64_t stride = 1;
-    for (int d = v.ndim - 1; d >= 0; --d) {
-      v.sizes[d] = shape[d];
-      v.strides[d] = stride;
-      stride *= shape[d];
-    }
-    return v;
+    return cuda_testing::ContiguousView(data, shape, dtype);
   }
   void* Malloc(size_t bytes) {
     void* p = nullptr;
