@@ -89,13 +89,7 @@ absl::Status CumScan(const StridedView& in, int dim, bool product,
             const int64_t at = base + k * l.inner + i;
             if constexpr (std::is_same_v<T, bool>) {
               acc = product ? (acc && x[at]) : (acc || x[at]);
-            } else if constexpr (std::is_integral_v<T>) {
-              // Wraps around, in unsigned arithmetic (signed overflow is
-              // undefined); kernels/cuda/sort.cu's scans wrap the same way.
-              using U = std::make_unsigned_t<T>;
-              acc = static_cast<T>(product ? U(U(acc) * U(x[at]))
-                                           : U(U(acc) + U(x[at])));
-            } else {
+            } else {  // integers wrap around (-fwrapv: kernels/cpu/BUILD)
               acc = product ? T(acc * x[at]) : T(acc + x[at]);
             }
             y[at] = acc;
