@@ -120,8 +120,7 @@ class Session {
       int num_outputs, const Site& site);
 
   // Queues the upload of `shape`-shaped C-contiguous `data` as Put chunks
-  // and returns the new handle; the meta is known at once. `data` is only
-  // read during the call.
+  // and returns the new handle (meta known at once; `data` read only here).
   absl::StatusOr<uint64_t> EnqueueUpload(const void* data, DType dtype,
                                          const std::vector<int64_t>& shape,
                                          const std::string& device,
