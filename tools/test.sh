@@ -5,8 +5,8 @@
 # C++ test (unit and real-daemon integration), the libFuzzer targets for a
 # bounded time (tools/fuzz.sh), and the daemon and tensorctl that the Python
 # suites drive: the Python client suite with PyTorch as the reference (with
-# the client's C speedups, then without them, then with the speedups under
-# ASan + UBSan), the PyTorch device's suites (PyPI's torch), the metrics and
+# the client's C speedups under ASan + UBSan, then without them), the
+# PyTorch device's suites (PyPI's torch), the metrics and
 # memory-history suites, and the Python package as a user installs it (a
 # wheel and an sdist into fresh venvs, PyPI's grpcio, protobuf and numpy, the
 # examples run from outside the checkout: tests/package/test_install.sh).
@@ -89,38 +89,45 @@ sanitizer_pid=$!
 # Children first: once the subshell is gone they belong to init and -P finds none.
 trap 'pkill -TERM -P "$sanitizer_pid" 2>/dev/null; kill -TERM "$sanitizer_pid" 2>/dev/null; true' EXIT
 
-section "Python client tests (pytest, real daemon, PyTorch reference)"
-PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs "${pytest_par[@]}" tests/python  # -rs: every skip with its reason
-section "Python client tests again without its C extensions (TENSORD_PURE_PYTHON=1)"
-TENSORD_PURE_PYTHON=1 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q "${pytest_par[@]}" tests/python
-# The tensord PyTorch device runs under PyPI's current torch, in the venv install_deps.sh made;
-# without that venv (TENSORD_SKIP_TORCH_VENV=1) the suite runs on Debian's and skips, saying why.
-section "PyTorch device tests (tensord.torch, .venv-torch's PyTorch, real daemon)"
-TORCH_PYTHON="$root/.venv-torch/bin/python"
-[ -x "$TORCH_PYTHON" ] || TORCH_PYTHON="$PYTHON"
-PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q -rs "${pytest_par[@]}" tests/python_torch
-# Skips, saying why, when that interpreter's PyTorch has no trace_plot/segment_plot.
-section "Memory history drawn by PyTorch's own torch.cuda._memory_viz (.venv-torch, real daemon)"
-PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q -rs tests/memory_viz
-# The OpInfo conformance suite ran above with every op's result checked against its meta
-# function; this pass runs the programs and the device's own tests as users run them.
-section "PyTorch device tests again on the production path (no meta check per op; not the OpInfo suite)"
-TENSORD_TORCH_CHECK=0 PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q \
-  "${pytest_par[@]}" tests/python_torch --ignore=tests/python_torch/test_opinfo.py
-section "metrics scraped by a real Prometheus, tensorctl users and kill --reason (tests/metrics)"
-PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs tests/metrics
+# The client's C speedups run once, built with AddressSanitizer + UBSan in the sanitized run (the
+# same source as the plain build users get, with its memory errors and undefined behaviour
+# checked), plain with TENSORD_SKIP_ASAN=1.
+client_env=(PYTHONPATH="$root/client/python")
+client_kind="plain"
 if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
-  section "Python client tests with its C speedups under AddressSanitizer + UBSan"
   asan_client="$(mktemp -d)"
   tools/build_python_ext.sh --asan "$asan_client"
   # The interpreter is not instrumented: the runtimes are preloaded; Python's own allocations
   # live until exit by design, so leak checking is off.
-  LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
-    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:protect_shadow_gap=0 \
-    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TENSORD_PYTHON_CLIENT="$asan_client" \
-    "$PYTHON" -m pytest -q "${pytest_par[@]}" tests/python
-  rm -rf "$asan_client"
+  client_env=(LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:protect_shadow_gap=0
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TENSORD_PYTHON_CLIENT="$asan_client")
+  client_kind="under AddressSanitizer + UBSan"
 fi
+section "Python client tests (pytest, real daemon, PyTorch reference; C speedups $client_kind)"
+env "${client_env[@]}" "$PYTHON" -m pytest -q -rs "${pytest_par[@]}" tests/python  # -rs: every skip with its reason
+if [ -n "${asan_client:-}" ]; then rm -rf "$asan_client"; fi
+section "Python client tests again without its C extensions (TENSORD_PURE_PYTHON=1)"
+TENSORD_PURE_PYTHON=1 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q "${pytest_par[@]}" tests/python
+# The tensord PyTorch device runs under PyPI's current torch, in the venv install_deps.sh made;
+# without that venv (TENSORD_SKIP_TORCH_VENV=1) the suite runs on Debian's and skips, saying why.
+# The PyTorch device's suite runs twice: once with every op's result checked against its meta
+# function (TENSORD_TORCH_CHECK, the default in tests), once on the production path. The example
+# programs (test_examples.py: each a subprocess run twice, 40% of the suite's time) run only on
+# the production path, as users run them; the OpInfo conformance suite only with the check.
+section "PyTorch device tests (tensord.torch, .venv-torch's PyTorch, real daemon; meta check per op)"
+TORCH_PYTHON="$root/.venv-torch/bin/python"
+[ -x "$TORCH_PYTHON" ] || TORCH_PYTHON="$PYTHON"
+PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q -rs "${pytest_par[@]}" tests/python_torch \
+  --ignore=tests/python_torch/test_examples.py
+# Skips, saying why, when that interpreter's PyTorch has no trace_plot/segment_plot.
+section "Memory history drawn by PyTorch's own torch.cuda._memory_viz (.venv-torch, real daemon)"
+PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q -rs tests/memory_viz
+section "PyTorch device tests and example programs on the production path (no meta check; not OpInfo)"
+TENSORD_TORCH_CHECK=0 PYTHONPATH="$root/client/python" "$TORCH_PYTHON" -m pytest -q \
+  "${pytest_par[@]}" tests/python_torch --ignore=tests/python_torch/test_opinfo.py
+section "metrics scraped by a real Prometheus, tensorctl users and kill --reason (tests/metrics)"
+PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q -rs tests/metrics
 
 if [ -z "${TENSORD_SKIP_PACKAGE:-}" ]; then
   section "Python package: wheel and sdist into fresh venvs, examples from outside the checkout"
