@@ -3,11 +3,13 @@
 // read back here (a value read: the executor waits for this op).
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/index.h"
+#include "kernels/cpu/nonzero.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/cuda_kernels.h"
 
 #if TENSORD_WITH_CUDA
 #include "kernels/cuda/index.h"
+#include "kernels/cuda/nonzero.h"
 #endif
 
 namespace tensord {
@@ -93,6 +95,29 @@ absl::Status DeviceScatter(const Tensor& out, const OpContext& ctx,
                              return cuda::Scatter(out_view, dim, index, src,
                                                   add, bad, ctx.alloc.stream);
                            });
+#else
+  (void)ctx;
+  return NoCuda(out);
+#endif
+}
+
+absl::Status DeviceNonzeroStatic(const Tensor& out, const OpContext& ctx,
+                                 const StridedView& in, int64_t fill_value) {
+  if (out.device()->kind() == DeviceKind::kCpu) {
+    return cpu::NonzeroStatic(in, fill_value, out.view());
+  }
+#if TENSORD_WITH_CUDA
+  // The scratch tensor lives until the work is enqueued: the caching
+  // allocator's reuse is ordered on the session's stream.
+  Tensor keep;
+  auto workspace = [&](size_t bytes) -> absl::StatusOr<void*> {
+    TD_ASSIGN_OR_RETURN(
+        keep, Tensor::Empty(out.device(), DType::kUInt8,
+                            Shape{static_cast<int64_t>(bytes)}, ctx.alloc));
+    return keep.data();
+  };
+  return cuda::NonzeroStatic(in, fill_value, out.view(), workspace,
+                             ctx.alloc.stream);
 #else
   (void)ctx;
   return NoCuda(out);

@@ -69,6 +69,10 @@ absl::Status DeviceScatter(const Tensor& out, const OpContext& ctx,
                            const StridedView& out_view, int dim,
                            const StridedView& index, const StridedView& src,
                            bool add);
+// nonzero_static's switch: `in` is C-contiguous; on CUDA the count stays on
+// the GPU (no wait), the scratch memory comes from the caching allocator.
+absl::Status DeviceNonzeroStatic(const Tensor& out, const OpContext& ctx,
+                                 const StridedView& in, int64_t fill_value);
 
 }  // namespace tensord
 

@@ -147,6 +147,46 @@ Grads CumsumGrad(GradCtx& g) {
   return {g.Op("flip", {r}, {{"dims", dims}})};
 }
 
+// cumprod: out_j = prod_{i<=j} x_i. Before a row's first zero (k < z),
+// d out_j / d x_k = out_j / x_k, and every out_j with j >= z is zero, so x_k's
+// gradient is the reversed cumsum of g * out over x_k. At the first zero
+// (k = z), d out_j / d x_z (j >= z) is the product of the other factors: the
+// cumprod of x with x_z replaced by one, so its gradient is the reversed
+// cumsum of g times that. Past the first zero every out_j keeps x_z as a
+// factor: zero. Exact at zeros, as PyTorch's cumprod_backward, and nothing
+// is read back to find them.
+Grads CumprodGrad(GradCtx& g) {
+  if (g.in_shape(0).empty()) return {G(g)};
+  const int64_t dim = g.attrs().Int("dim");
+  auto reversed_cumsum = [&](const GradValue& v) {
+    const Ints dims = {dim};
+    GradValue r = g.Op("flip", {v}, {{"dims", dims}});
+    r = g.Op("cumsum", {r}, {{"dim", dim}});
+    return g.Op("flip", {r}, {{"dims", dims}});
+  };
+  // With a dtype argument the product ran in that dtype: so does this.
+  const bool cast =
+      g.attrs().Has("dtype") && g.attrs().GetDType("dtype") != g.in_dtype(0);
+  GradValue out = g.out();
+  GradValue x = g.in(0);
+  if (cast) x = Cast(g, x, g.attrs().GetDType("dtype"));
+  GradValue is_zero = Cmp(g, "eq", x, Zero(g, x));
+  GradValue zeros_so_far =
+      g.Op("cumsum", {is_zero}, {{"dim", dim}, {"dtype", DType::kInt64}});
+  GradValue before = Cmp(g, "eq", zeros_so_far, Zero(g, zeros_so_far));
+  GradValue first =
+      g.Op("logical_and",
+           {is_zero, Cmp(g, "eq", zeros_so_far, g.Num(1, zeros_so_far))});
+  GradValue one = g.Num(1, x);
+  GradValue zero = Zero(g, x);
+  GradValue at_before = reversed_cumsum(G(g) * out) / Where(g, before, x, one);
+  GradValue others = g.Op("cumprod", {Where(g, first, one, x)}, {{"dim", dim}});
+  GradValue grad = Where(g, before, at_before, zero) +
+                   Where(g, first, reversed_cumsum(G(g) * others), zero);
+  if (cast) grad = Cast(g, grad, g.in_dtype(0));
+  return {grad};
+}
+
 // Note [as_strided backward]: as PyTorch's as_strided_backward, the
 // gradient goes through a zeroed buffer standing for the storage span both
 // geometries cover: the output's gradient is added at the positions the
@@ -253,6 +293,7 @@ std::vector<GradRow> ShapeGrads() {
   return {
       {"sort", {}, {1}, SortGrad},
       {"cumsum", {}, {}, CumsumGrad},
+      {"cumprod", {0}, {0}, CumprodGrad},
       {"flip",
        {},
        {},

@@ -1,6 +1,6 @@
-// Indexing: index_select, gather, scatter, scatter_add, embedding. Index
-// tensors are int64; their values are checked by the kernels before any
-// write (they are data, not shapes).
+// Indexing: index_select, gather, scatter, scatter_add, embedding, index_put,
+// nonzero_static. Index tensors are int64; their values are checked by the
+// kernels before any write (they are data, not shapes).
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -226,6 +226,28 @@ Outs IndexPut(absl::Span<const Tensor> in, const Attrs& attrs,
   return std::vector<Tensor>{out};
 }
 
+// nonzero_static(input, size, fill_value): a fixed-size answer to a
+// data-dependent question, so the output's shape is known before the data
+// (Note [Infer before compute]); clients that want every coordinate read the
+// count first (torch.nonzero, masked_select).
+Specs InferNonzeroStatic(absl::Span<const Tensor> in, const Attrs& attrs,
+                         const OpContext&) {
+  const int64_t size = attrs.Int("size");
+  if (size < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "nonzero_static(): size must be non-negative, got ", size));
+  }
+  return std::vector<TensorSpec>{
+      {DType::kInt64, Shape{size, in[0].ndim()}, in[0].device()}};
+}
+
+absl::Status NonzeroStatic(absl::Span<const Tensor> in,
+                           absl::Span<const Tensor> out, const Attrs& attrs,
+                           const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
+  return DeviceNonzeroStatic(out[0], ctx, x.view(), attrs.Int("fill_value"));
+}
+
 }  // namespace
 
 std::vector<OpDef> IndexOps() {
@@ -278,6 +300,21 @@ std::vector<OpDef> IndexOps() {
                   Example({{3, 4}, {2, 4}, {2}}, {{"accumulate", true}},
                           {DType::kFloat32, DType::kFloat32, DType::kInt64})};
   ops.push_back(std::move(put));
+  OpDef nz = MakeOp("nonzero_static", 1, 1,
+                    {Required("size", AttrType::kInt),
+                     Optional("fill_value", AttrType::kInt, int64_t{-1})},
+                    "[size, input.dim()] int64: the coordinates of the first "
+                    "`size` nonzero elements in row-major order (NaN counts), "
+                    "rows past the last one filled with fill_value.");
+  nz.infer = InferNonzeroStatic;
+  nz.cpu = NonzeroStatic;
+  nz.cuda = CudaKernelsBuilt() ? NonzeroStatic : nullptr;
+  nz.native_half = true;
+  nz.differentiable = false;
+  nz.examples = {
+      Example({{3, 4}}, {{"size", int64_t{5}}}),
+      Example({{2, 3}}, {{"size", int64_t{8}}, {"fill_value", int64_t{7}}})};
+  ops.push_back(std::move(nz));
   return ops;
 }
 

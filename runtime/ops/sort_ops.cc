@@ -327,9 +327,6 @@ std::vector<OpDef> SortOps() {
         product ? "Running product along dim." : "Running sum along dim.");
     scan.infer = InferScan;
     scan.cpu = product ? CpuScan<true> : CpuScan<false>;
-    // TODO(issue 25): cumprod's gradient (PyTorch's cumprod_backward, exact
-    // at zeros) needs a reverse-recurrence kernel; until then none.
-    scan.differentiable = !product;
     scan.examples = {Example({{3, 4}}, {{"dim", int64_t{1}}}),
                      Example({{2, 3, 4}}, {{"dim", int64_t{0}}})};
     ops.push_back(std::move(scan));

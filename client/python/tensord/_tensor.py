@@ -250,9 +250,10 @@ def _upload_scalars(s: Session, op: OpInfo, inputs: Sequence[Any], dev: Optional
 from ._tensor_methods import TensorMethods  # noqa: E402  (methods need call/upload above)
 from ._autograd_methods import AutogradMethods  # noqa: E402
 from ._tensor_values import TensorValues  # noqa: E402
+from ._data_sized import DataSizedMethods  # noqa: E402
 
 
-class Tensor(TensorValues, TensorMethods, AutogradMethods):
+class Tensor(TensorValues, TensorMethods, AutogradMethods, DataSizedMethods):
     """A tensor that lives in the daemon. Create one with ``tensord.tensor``, ``tensord.zeros``,
     ``tensord.randn`` ... or as the result of an op; never directly."""
 
