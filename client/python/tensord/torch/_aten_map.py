@@ -363,4 +363,4 @@ def _clone(self: Any, memory_format: Any = None) -> Any:
 # The rules of indexing, nn and backward ops (they register into RULES on import).
 from . import _aten_map_backward, _aten_map_math, _aten_map_nn  # noqa: E402,F401
 from . import _composites, _indexing, _pooling, _strided  # noqa: E402,F401
-from . import _aten_map_select, _nonzero  # noqa: E402,F401
+from . import _aten_map_select, _data_sized  # noqa: E402,F401

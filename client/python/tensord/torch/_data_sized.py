@@ -1,5 +1,5 @@
 """Ops whose output size is data: ``nonzero`` (``argwhere`` and boolean-mask indexing are built
-on it by PyTorch) and ``masked_select``. The daemon answers fixed-size questions only
+on it by PyTorch), ``masked_select`` and ``repeat_interleave`` with a tensor of repeats. The daemon answers fixed-size questions only
 (``nonzero_static``, whose shape is known before its data: Note [Infer before compute] in
 runtime/ops/op_def.h), so these read the count first, one round trip (PyTorch's CUDA
 ``nonzero`` waits for the GPU the same way), then ask for exactly that many coordinates."""
@@ -60,3 +60,31 @@ def masked_select(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     n = _count(flat_mask)
     rows = c("reshape", [c("nonzero_static", [flat_mask], size=n)], shape=[-1])
     return _fresh(c("index_select", [flat_x, rows], dim=0), (n,), x.dtype)
+
+
+@_handles(aten.repeat_interleave.Tensor)
+def repeat_interleave(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """The index behind ``x.repeat_interleave(repeats, dim)``: ``i`` repeated ``repeats[i]``
+    times. A 1 is added where each element's run starts (at the running total of the repeats
+    before it; zero repeats stack there) and a running sum of those marks is the index."""
+    a = bind(func, args, kwargs)
+    repeats = a["repeats"]
+    if repeats.dim() != 1 or repeats.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError("repeat_interleave: repeats must be a 1-d int64 or int32 tensor, "
+                           f"got shape {list(repeats.shape)} and {repeats.dtype}")
+    r = c("to", [_payload(repeats)], dtype=_INT64)
+    total = a["output_size"]
+    if total is None:  # the one wait: the repeats themselves (n numbers), checked here
+        host = _transfer.download(r, torch.int64)
+        if bool((host < 0).any()):
+            raise RuntimeError("repeat_interleave: repeats can not be negative, got "
+                               f"{host[host < 0][0].item()}")
+        total = int(host.sum().item())
+    n = repeats.shape[0]
+    if total == 0 or n == 0:
+        return _fresh(c("zeros", [], shape=[0], dtype=_INT64), (0,), torch.int64)
+    starts = c("narrow", [c("cumsum", [r], dim=0)], dim=0, start=0, length=n - 1)
+    marks = c("scatter_add", [c("zeros", [], shape=[total + 1], dtype=_INT64), starts,
+                              c("ones", [], shape=[n - 1], dtype=_INT64)], dim=0)
+    index = c("narrow", [c("cumsum", [marks], dim=0)], dim=0, start=0, length=total)
+    return _fresh(c("contiguous", [index]), (total,), torch.int64)
