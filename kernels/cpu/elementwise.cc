@@ -7,6 +7,7 @@
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
 #include "runtime/core/special_math.h"
+#include "runtime/core/special_ops.h"
 
 namespace tensord {
 namespace cpu {
@@ -155,6 +156,29 @@ absl::Status BinaryTyped(BinaryOp op, const StridedView& a,
         return T(special::Zeta(double(x), double(q)));
       });
       break;
+    // torch.special's polynomials p_n(x), x = a, n = b, computed in T as
+    // PyTorch does (Note [Special function ops]); the rows take floating
+    // dtypes only.
+    case BinaryOp::kChebyshevT:
+    case BinaryOp::kChebyshevU:
+    case BinaryOp::kChebyshevV:
+    case BinaryOp::kChebyshevW:
+    case BinaryOp::kShiftedChebyshevT:
+    case BinaryOp::kShiftedChebyshevU:
+    case BinaryOp::kShiftedChebyshevV:
+    case BinaryOp::kShiftedChebyshevW:
+    case BinaryOp::kHermiteH:
+    case BinaryOp::kHermiteHe:
+    case BinaryOp::kLaguerreL:
+    case BinaryOp::kLegendreP:
+      if constexpr (std::is_floating_point_v<T>) {
+        Map2<T, T>(a, b, out, [op](T x, T n) {
+          return special::SpecialBinary<T>(op, x, n);
+        });
+        break;
+      }
+      return absl::InvalidArgumentError(
+          "orthogonal polynomials are only defined for floating tensors");
     case BinaryOp::kPow:
       Map2<T, T>(a, b, out, [](T x, T y) {
         if constexpr (std::is_integral_v<T>)

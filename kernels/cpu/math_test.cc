@@ -1,5 +1,6 @@
 // The trigonometric, hyperbolic, logarithmic and special-function maps
-// (unary.cc, elementwise.cc over runtime/core/special_math.h) against values
+// (unary.cc, elementwise.cc over runtime/core/special_math.h, bessel_math.h,
+// polynomial_math.h) against values
 // computed by hand or from closed forms (pi^2/6 = zeta(2) = trigamma(1), ...),
 // in float32 and float64, with the edge cases PyTorch defines (poles, -0.0,
 // NaN handling of fmax/fmin, C's fmod sign).
@@ -148,6 +149,173 @@ TEST(MathKernelsTest, Zeta) {
       RunBinary<double>(BinaryOp::kZeta, {2, 3, 4, 1, 0.5}, {1, 2, 0.5, 1, 1}),
       {kPi * kPi / 6, 0.2020569031595942854, std::pow(kPi, 4) / 6, kInf, kNan},
       "zeta");
+}
+
+// torch.special's Bessel functions (runtime/core/bessel_math.h): values at
+// 0 and the poles, PyTorch's NaN at +-inf, and the Wronskians, which tie J
+// to Y and I to K: J1 Y0 - J0 Y1 = 2 / (pi x), I0 K1 + I1 K0 = 1 / x (also
+// in the exp-scaled forms, where the factors e^x and e^-x cancel).
+template <typename T>
+void CheckBesselFunctions() {
+  ExpectValues(RunUnary(UnaryOp::kBesselJ0, std::vector<T>{0, 1, -1, T(kInf)}),
+               {1, 0.76519768655796655145, 0.76519768655796655145, kNan}, "j0");
+  ExpectValues(RunUnary(UnaryOp::kBesselJ1, std::vector<T>{0, 1, -1}),
+               {0, 0.44005058574493351596, -0.44005058574493351596}, "j1");
+  ExpectValues(RunUnary(UnaryOp::kBesselY0, std::vector<T>{0, -1, T(kInf)}),
+               {-kInf, kNan, kNan}, "y0");
+  ExpectValues(RunUnary(UnaryOp::kI0, std::vector<T>{0, 1, -1, T(kInf)}),
+               {1, 1.2660658777520083356, 1.2660658777520083356, kNan}, "i0");
+  ExpectValues(RunUnary(UnaryOp::kI1, std::vector<T>{0, 1, -1}),
+               {0, 0.56515910399248502721, -0.56515910399248502721}, "i1");
+  ExpectValues(RunUnary(UnaryOp::kI0e, std::vector<T>{0, -1, T(kInf)}),
+               {1, 1.2660658777520083356 * std::exp(-1.0), 0}, "i0e");
+  ExpectValues(RunUnary(UnaryOp::kI1e, std::vector<T>{0, -1, T(-kInf)}),
+               {0, -0.56515910399248502721 * std::exp(-1.0), 0}, "i1e");
+  ExpectValues(RunUnary(UnaryOp::kBesselK0, std::vector<T>{0, -1, T(kInf)}),
+               {kInf, kNan, 0}, "k0");
+  ExpectValues(
+      RunUnary(UnaryOp::kSphericalBesselJ0, std::vector<T>{0, T(kPi / 2)}),
+      {1, 2 / kPi}, "spherical_j0");
+}
+
+TEST(MathKernelsTest, BesselFunctionsFloat32) { CheckBesselFunctions<float>(); }
+TEST(MathKernelsTest, BesselFunctionsFloat64) {
+  CheckBesselFunctions<double>();
+}
+
+TEST(MathKernelsTest, BesselWronskians) {
+  const std::vector<double> x = {0.1, 0.5, 1, 1.5, 2, 5, 20, 30, 100};
+  const auto j0 = RunUnary(UnaryOp::kBesselJ0, x),
+             j1 = RunUnary(UnaryOp::kBesselJ1, x),
+             y0 = RunUnary(UnaryOp::kBesselY0, x),
+             y1 = RunUnary(UnaryOp::kBesselY1, x);
+  const auto i0 = RunUnary(UnaryOp::kI0e, x), i1 = RunUnary(UnaryOp::kI1e, x),
+             k0 = RunUnary(UnaryOp::kScaledBesselK0, x),
+             k1 = RunUnary(UnaryOp::kScaledBesselK1, x);
+  const auto k0u = RunUnary(UnaryOp::kBesselK0, x),
+             k1u = RunUnary(UnaryOp::kBesselK1, x),
+             i0u = RunUnary(UnaryOp::kI0, x), i1u = RunUnary(UnaryOp::kI1, x);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_NEAR((j1[i] * y0[i] - j0[i] * y1[i]) * kPi * x[i] / 2, 1, 1e-12)
+        << x[i];
+    EXPECT_NEAR((i0[i] * k1[i] + i1[i] * k0[i]) * x[i], 1, 1e-13) << x[i];
+    EXPECT_NEAR((i0u[i] * k1u[i] + i1u[i] * k0u[i]) * x[i], 1, 1e-13) << x[i];
+  }
+}
+
+TEST(MathKernelsTest, BesselLargeArguments) {
+  // e^x K0(x) ~ sqrt(pi / 2x) (1 - 1/(8x) + 9/(128 x^2) - 225/(3072 x^3)),
+  // e^-x I0(x) ~ (2 pi x)^-1/2 (1 + 1/(8x) + 9/(128 x^2) + 225/(3072 x^3)),
+  // to 1e-14 at x = 1000; I0 stays finite up to 713 (e^713 overflows).
+  const double x = 1000, u = 1 / x;
+  const double s = 1 + u * (0.125 + u * (9.0 / 128 + u * 225.0 / 3072));
+  const double a = 1 + u * (-0.125 + u * (9.0 / 128 - u * 225.0 / 3072));
+  ExpectValues(RunUnary(UnaryOp::kScaledBesselK0, std::vector<double>{x}),
+               {std::sqrt(kPi / (2 * x)) * a}, "k0e", 1e-13);
+  ExpectValues(RunUnary(UnaryOp::kI0e, std::vector<double>{-x}),
+               {s / std::sqrt(2 * kPi * x)}, "i0e", 1e-13);
+  ExpectValues(RunUnary(UnaryOp::kBesselK0, std::vector<double>{x}), {0}, "k0");
+  EXPECT_TRUE(
+      std::isfinite(RunUnary(UnaryOp::kI0, std::vector<double>{713})[0]));
+}
+
+// The normal-distribution functions: ndtri inverts Phi(x) = erfc(-x/sqrt2)/2
+// into both tails, log_ndtr(x) ~ -x^2/2 - log(-x sqrt(2 pi)) + log(1 - 1/x^2
+// + 3/x^4 - 15/x^6) far left, erfcx(x) ~ (1 - 1/(2x^2) + 3/(4x^4)) /
+// (x sqrt(pi)) far right.
+TEST(MathKernelsTest, NormalDistributionFunctions) {
+  const std::vector<double> xs = {-37, -20, -5, -1, 0.5, 2};  // p exact enough
+  std::vector<double> p;
+  for (double x : xs) p.push_back(std::erfc(-x / std::sqrt(2.0)) / 2);
+  ExpectValues(RunUnary(UnaryOp::kNdtri, p), xs, "ndtri(Phi(x))", 1e-12);
+  ExpectValues(RunUnary(UnaryOp::kNdtri, std::vector<double>{0.5, 0, 1, 1.5}),
+               {0, -kInf, kInf, kNan}, "ndtri");
+  const double x = -40, v = 1 / (x * x);
+  const double tail = -x * x / 2 - std::log(-x * std::sqrt(2 * kPi)) +
+                      std::log(1 - v + 3 * v * v - 15 * v * v * v);
+  ExpectValues(RunUnary(UnaryOp::kLogNdtr, std::vector<double>{x, 0, 10}),
+               {tail, -std::log(2.0), -std::erfc(10 / std::sqrt(2.0)) / 2},
+               "log_ndtr", 1e-12);
+  const double big = 1000, w = 1 / (2 * big * big);
+  ExpectValues(
+      RunUnary(UnaryOp::kErfcx, std::vector<double>{0, 1, big, kInf, -kInf}),
+      {1, std::exp(1.0) * std::erfc(1.0),
+       (1 - w + 3 * w * w) / (big * std::sqrt(kPi)), 0, kInf},
+      "erfcx");
+}
+
+// The orthogonal polynomials (runtime/core/polynomial_math.h) at degrees
+// 0..12 and 30, 100 against their closed forms on x = cos(t): T_n = cos(nt),
+// U_n = sin((n+1)t)/sin t, V_n = cos((n+1/2)t)/cos(t/2),
+// W_n = sin((n+1/2)t)/sin(t/2); the shifted ones at (1 + cos t) / 2.
+template <typename T>
+void CheckChebyshev() {
+  const double t = 0.7, c = std::cos(t);
+  for (int n : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 30, 100}) {
+    const std::vector<T> x = {T(c), T((1 + c) / 2)};
+    const std::vector<T> deg = {T(n), T(n)};
+    const double m = n;
+    const double want[4] = {std::cos(m * t),
+                            std::sin((m + 1) * t) / std::sin(t),
+                            std::cos((m + 0.5) * t) / std::cos(t / 2),
+                            std::sin((m + 0.5) * t) / std::sin(t / 2)};
+    const BinaryOp kinds[4][2] = {
+        {BinaryOp::kChebyshevT, BinaryOp::kShiftedChebyshevT},
+        {BinaryOp::kChebyshevU, BinaryOp::kShiftedChebyshevU},
+        {BinaryOp::kChebyshevV, BinaryOp::kShiftedChebyshevV},
+        {BinaryOp::kChebyshevW, BinaryOp::kShiftedChebyshevW}};
+    for (int k = 0; k < 4; ++k) {
+      // float32 recurrences lose about n ulps.
+      const double tol = sizeof(T) == 4 ? 2e-6 * (n + 1) : 1e-12;
+      EXPECT_NEAR(RunBinary<T>(kinds[k][0], x, deg)[0], want[k], tol) << k << n;
+      EXPECT_NEAR(RunBinary<T>(kinds[k][1], x, deg)[1], want[k], tol) << k << n;
+    }
+  }
+  // At +-1 the exact values; n < 0, NaN n give 0; n is truncated.
+  const std::vector<T> ends = {1, -1, -1, -1, 0.5, 0.5, 0.5};
+  const std::vector<T> n = {5, 5, 4, -2, T(kNan), T(2.7), T(-0.5)};
+  ExpectValues(RunBinary<T>(BinaryOp::kChebyshevT, ends, n),
+               {1, -1, 1, 0, 0, -0.5, 1}, "T_n");
+  ExpectValues(RunBinary<T>(BinaryOp::kChebyshevU, ends, n),
+               {6, -6, 5, 0, 0, 0, 1}, "U_n");
+  ExpectValues(RunBinary<T>(BinaryOp::kChebyshevV, ends, n),
+               {1, -11, 9, 0, 0, -1, 1}, "V_n");
+  ExpectValues(RunBinary<T>(BinaryOp::kChebyshevW, ends, n),
+               {11, -1, 1, 0, 0, 1, 1}, "W_n");
+}
+
+TEST(MathKernelsTest, ChebyshevFloat32) { CheckChebyshev<float>(); }
+TEST(MathKernelsTest, ChebyshevFloat64) { CheckChebyshev<double>(); }
+
+TEST(MathKernelsTest, HermiteLaguerreLegendre) {
+  const double x = 0.7, x2 = x * x;
+  const std::vector<double> xs(4, x), n = {3, 4, 0, -1};
+  ExpectValues(RunBinary(BinaryOp::kHermiteH, xs, n),
+               {8 * x2 * x - 12 * x, 16 * x2 * x2 - 48 * x2 + 12, 1, 0}, "H_n");
+  ExpectValues(RunBinary(BinaryOp::kHermiteHe, xs, n),
+               {x2 * x - 3 * x, x2 * x2 - 6 * x2 + 3, 1, 0}, "He_n");
+  const std::vector<double> h12 =
+      RunBinary<double>(BinaryOp::kHermiteH, {x / std::sqrt(2.0)}, {12});
+  const std::vector<double> he12 =
+      RunBinary<double>(BinaryOp::kHermiteHe, {x}, {12});
+  EXPECT_NEAR(h12[0], 64 * he12[0], 1e-10 * std::abs(h12[0]));
+  ExpectValues(RunBinary(BinaryOp::kLaguerreL, xs, n),
+               {(-x2 * x + 9 * x2 - 18 * x + 6) / 6,
+                (x2 * x2 - 16 * x2 * x + 72 * x2 - 96 * x + 24) / 24, 1, 0},
+               "L_n");
+  ExpectValues(
+      RunBinary(BinaryOp::kLegendreP, xs, n),
+      {(5 * x2 * x - 3 * x) / 2, (35 * x2 * x2 - 30 * x2 + 3) / 8, 1, 0},
+      "P_n");
+  // The recurrences themselves at degree 12: (n+1) P_{n+1} = (2n+1) x P_n -
+  // n P_{n-1}, and P_n(+-1) = (+-1)^n, L_n(0) = 1.
+  const auto p =
+      RunBinary<double>(BinaryOp::kLegendreP, {x, x, x}, {10, 11, 12});
+  EXPECT_NEAR(12 * p[2], 23 * x * p[1] - 11 * p[0], 1e-13);
+  ExpectValues(RunBinary<double>(BinaryOp::kLegendreP, {1, -1, -1}, {7, 7, 8}),
+               {1, -1, 1}, "P_n(+-1)");
+  ExpectValues(RunBinary<double>(BinaryOp::kLaguerreL, {0}, {9}), {1},
+               "L_9(0)");
 }
 
 TEST(MathKernelsTest, FmaxFminIgnoreNan) {

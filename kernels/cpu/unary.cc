@@ -6,6 +6,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/loops.h"
 #include "runtime/core/special_math.h"
+#include "runtime/core/special_ops.h"
 
 namespace tensord {
 namespace cpu {
@@ -99,6 +100,25 @@ void UnaryTyped(UnaryOp op, const StridedView& in, const StridedView& out) {
       });
     case UnaryOp::kDigamma:
       return map([](T x) { return T(special::Digamma(double(x))); });
+    // torch.special's Bessel and normal-distribution functions, through the
+    // map CUDA uses too (Note [Special function ops]).
+    case UnaryOp::kI0:
+    case UnaryOp::kI0e:
+    case UnaryOp::kI1:
+    case UnaryOp::kI1e:
+    case UnaryOp::kNdtri:
+    case UnaryOp::kLogNdtr:
+    case UnaryOp::kErfcx:
+    case UnaryOp::kBesselJ0:
+    case UnaryOp::kBesselJ1:
+    case UnaryOp::kBesselY0:
+    case UnaryOp::kBesselY1:
+    case UnaryOp::kBesselK0:
+    case UnaryOp::kBesselK1:
+    case UnaryOp::kScaledBesselK0:
+    case UnaryOp::kScaledBesselK1:
+    case UnaryOp::kSphericalBesselJ0:
+      return map([op](T x) { return T(special::SpecialUnary(op, double(x))); });
     case UnaryOp::kFloor:
       if constexpr (kInt)
         return map([](T x) { return x; });

@@ -1,4 +1,5 @@
-// Elementwise CUDA maps (elementwise.h): unary, binary and polygamma. Three
+// Elementwise CUDA maps (elementwise.h): unary, binary (with torch.special's
+// functions through their own functors) and polygamma. Three
 // launch paths per map: contiguous operands of one dtype take 16-byte vector
 // loads (a Pack per thread, grid-stride); other contiguous ones index
 // directly; everything else goes through OffsetCalc with 64-bit offsets
@@ -131,6 +132,14 @@ absl::Status BinaryMap(const StridedView& a, const StridedView& b,
 absl::Status Unary(UnaryOp op, const StridedView& in, const StridedView& out,
                    StreamHandle stream) {
   if (out.numel() == 0) return absl::OkStatus();
+  if (special::IsSpecialUnary(op)) {  // float32/float64 (the rows cast)
+    TD_CUDA_DISPATCH_FLOAT(out.dtype,
+                           return absl::UnimplementedError(absl::StrCat(
+                               "special function on cuda: unsupported dtype ",
+                               DTypeName(out.dtype))),
+                           return UnaryMap<scalar_t>(
+                               in, out, SpecialUnaryFn<scalar_t>{op}, stream));
+  }
   const UnaryFn<float> in_float{op};
   switch (out.dtype) {
     case DType::kFloat16:
@@ -153,6 +162,15 @@ absl::Status Unary(UnaryOp op, const StridedView& in, const StridedView& out,
 absl::Status Binary(BinaryOp op, const StridedView& a, const StridedView& b,
                     double alpha, const StridedView& out, StreamHandle stream) {
   if (out.numel() == 0) return absl::OkStatus();
+  if (special::IsSpecialBinary(op)) {  // float32/float64 (the rows cast)
+    TD_CUDA_DISPATCH_FLOAT(
+        out.dtype,
+        return absl::UnimplementedError(
+            absl::StrCat("orthogonal polynomial on cuda: unsupported dtype ",
+                         DTypeName(out.dtype))),
+        return BinaryMap<scalar_t>(a, b, out, SpecialBinaryFn<scalar_t>{op},
+                                   stream));
+  }
   const BinaryFn<float> in_float{op, static_cast<float>(alpha)};
   switch (out.dtype) {
     case DType::kFloat16:

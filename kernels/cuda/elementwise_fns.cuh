@@ -13,6 +13,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/loops.cuh"
 #include "runtime/core/special_math.h"
+#include "runtime/core/special_ops.h"
 
 namespace tensord {
 namespace cuda {
@@ -279,6 +280,26 @@ struct PolygammaFn {
   int n;
   __device__ __forceinline__ T operator()(T x) const {
     return T(special::Polygamma(n, static_cast<double>(x)));
+  }
+};
+
+// torch.special's Bessel/normal functions and polynomials: their own
+// functors, so the common UnaryFn/BinaryFn kernels do not carry their code
+// (Note [Special function ops]). Unary ones compute in double, polynomials
+// in T, as kernels/cpu.
+template <typename T>
+struct SpecialUnaryFn {
+  UnaryOp op;
+  __device__ __forceinline__ T operator()(T x) const {
+    return T(special::SpecialUnary(op, static_cast<double>(x)));
+  }
+};
+
+template <typename T>
+struct SpecialBinaryFn {
+  BinaryOp op;
+  __device__ __forceinline__ T operator()(T x, T n) const {
+    return special::SpecialBinary<T>(op, x, n);
   }
 };
 

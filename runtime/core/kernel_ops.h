@@ -52,6 +52,24 @@ enum class UnaryOp {
   kErfinv,
   kLgamma,
   kDigamma,
+  // torch.special's normal-distribution and Bessel functions (Note [Special
+  // function ops] in runtime/core/special_ops.h): floating results only.
+  kI0,  // i0 and modified_bessel_i0
+  kI0e,
+  kI1,  // i1 and modified_bessel_i1
+  kI1e,
+  kNdtri,
+  kLogNdtr,
+  kErfcx,
+  kBesselJ0,
+  kBesselJ1,
+  kBesselY0,
+  kBesselY1,
+  kBesselK0,
+  kBesselK1,
+  kScaledBesselK0,
+  kScaledBesselK1,
+  kSphericalBesselJ0,
 };
 enum class BinaryOp {
   kAdd,
@@ -81,6 +99,20 @@ enum class BinaryOp {
   kCopysign,
   kNextafter,
   kZeta,
+  // torch.special's orthogonal polynomials p_n(x) with x = a, n = b
+  // (runtime/core/polynomial_math.h): floating dtypes only.
+  kChebyshevT,
+  kChebyshevU,
+  kChebyshevV,
+  kChebyshevW,
+  kShiftedChebyshevT,
+  kShiftedChebyshevU,
+  kShiftedChebyshevV,
+  kShiftedChebyshevW,
+  kHermiteH,
+  kHermiteHe,
+  kLaguerreL,
+  kLegendreP,
 };
 enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor };
 

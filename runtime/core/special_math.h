@@ -1,10 +1,13 @@
 // Scalar special functions PyTorch computes with its own code rather than
-// the C library: digamma, trigamma, the Hurwitz zeta function, polygamma and
-// erfinv. One definition for the CPU kernels (kernels/cpu/unary.cc) and the
+// the C library: digamma, trigamma, the Hurwitz zeta function, polygamma,
+// erfinv, and the normal-distribution functions erfcx, ndtri and log_ndtr.
+// One definition for the CPU kernels (kernels/cpu/unary.cc) and the
 // CUDA kernels (kernels/cuda/elementwise.cu: TD_HOST_DEVICE), so both devices
 // give the same values. The algorithms are PyTorch's
 // (aten/src/ATen/native/Math.h: Cephes' psi and zeta, Giles' erfinv with two
-// Newton steps); they compute in double, callers round to their dtype.
+// Newton steps); erfcx, ndtri and log_ndtr are written from their
+// definitions here (Note [Normal tails]). They compute in double, callers
+// round to their dtype.
 #ifndef TENSORD_RUNTIME_CORE_SPECIAL_MATH_H_
 #define TENSORD_RUNTIME_CORE_SPECIAL_MATH_H_
 
@@ -162,6 +165,78 @@ TD_HOST_DEVICE inline double Erfinv(double y) {
   x -= (::erf(x) - y) / (two_over_sqrt_pi * ::exp(-x * x));
   x -= (::erf(x) - y) / (two_over_sqrt_pi * ::exp(-x * x));
   return x;
+}
+
+// Note [Normal tails]: erfc(x) underflows (x > 26.5) long before
+// exp(x^2) erfc(x) ~ 1 / (x sqrt(pi)) stops being representable, and
+// log(Phi(x)) = log(erfc(-x / sqrt 2) / 2) loses everything once erfc does.
+// So the tails are written through erfcx: log_ndtr(x) = log(erfcx(t) / 2) -
+// t^2 with t = -x / sqrt 2, and ndtri solves log(erfc(y)) = log(2p) by
+// Newton in that same form, which stays accurate down to the smallest
+// denormal p. CUDA has erfcx and normcdfinv, the C++ library neither: both
+// devices run this code, so they give the same values.
+
+// exp(x^2) with x^2 split exactly into hi + lo (fma), so the rounding of x^2
+// (relative x^2 eps) does not reach the result.
+TD_HOST_DEVICE inline double ExpSquare(double x) {
+  const double hi = x * x;
+  const double lo = ::fma(x, x, -hi);
+  return ::exp(hi) * (1 + lo);
+}
+
+// erfcx(x) = exp(x^2) erfc(x): exact products below 26 (erfc is still a
+// normal number there), the asymptotic series 1/(x sqrt(pi)) sum (-1)^k
+// (2k-1)!! / (2x^2)^k above (its 12 terms reach 1e-19 at x = 26), and
+// 2 exp(x^2) - erfcx(-x) for negative x (inf below about -26.6).
+TD_HOST_DEVICE inline double Erfcx(double x) {
+  if (x != x) return x;
+  if (x < 0) {
+    if (x < -26.7) return Inf();
+    return 2 * ExpSquare(x) - Erfcx(-x);
+  }
+  if (x < 26) return ExpSquare(x) * ::erfc(x);
+  if (x == Inf()) return 0;
+  const double inv_2x2 = 1 / (2 * x * x);
+  double term = 1, sum = 1;
+  for (int k = 1; k <= 12; ++k) {
+    term *= -(2 * k - 1) * inv_2x2;
+    sum += term;
+  }
+  return sum / (x * 1.77245385090551602730);  // sqrt(pi)
+}
+
+// log(Phi(x)), Phi the standard normal CDF (Note [Normal tails]).
+TD_HOST_DEVICE inline double LogNdtr(double x) {
+  const double t = x * 0.70710678118654752440;  // x / sqrt(2)
+  if (x < -1) return ::log(Erfcx(-t) / 2) - t * t;
+  if (x <= 0) return ::log(::erfc(-t) / 2);
+  return ::log1p(-::erfc(t) / 2);
+}
+
+// The quantile of the standard normal: Phi(ndtri(p)) = p. Near the middle
+// sqrt(2) erfinv(2p - 1), where 2p - 1 is exact (p in [1/4, 3/4]); in the
+// tails y = -ndtri(p) / sqrt 2 solves log erfc(y) = log(2p) by Newton from
+// the asymptotic guess, concave so it converges after the first step
+// (Note [Normal tails]). p > 3/4 by symmetry: 1 - p is exact there.
+TD_HOST_DEVICE inline double Ndtri(double p) {
+  if (p != p || p < 0 || p > 1) return Nan();
+  if (p == 0) return -Inf();
+  if (p == 1) return Inf();
+  if (p >= 0.25 && p <= 0.75) return 1.41421356237309504880 * Erfinv(2 * p - 1);
+  const bool upper = p > 0.5;
+  const double q = upper ? 1 - p : p;
+  const double log_2q = ::log(2 * q);
+  double y = ::sqrt(-log_2q);
+  y = ::sqrt(::fmax(-log_2q - ::log(y * 1.77245385090551602730), 0.0625));
+  for (int i = 0; i < 8; ++i) {
+    const double e = Erfcx(y);
+    const double step =
+        (::log(e) - y * y - log_2q) * e * 0.88622692545275801365;
+    y += step;  // g / -g' with g' = -2 / (sqrt(pi) erfcx(y))
+    if (::fabs(step) <= 1e-16 * y) break;
+  }
+  const double x = -1.41421356237309504880 * y;
+  return upper ? -x : x;
 }
 
 }  // namespace special

@@ -1,6 +1,9 @@
 // Backward formulas of the trigonometric, hyperbolic, logarithmic and special
-// function rows and of fmax/fmin/fmod/hypot/copysign/zeta (see derivatives.h),
-// as PyTorch's derivatives.yaml writes them. G is the output's gradient.
+// function rows (torch.special's i0, i0e, i1, i1e, ndtri, log_ndtr, erfcx
+// among them; its other Bessel functions and polynomials have none in
+// PyTorch either) and of fmax/fmin/fmod/hypot/copysign/zeta (see
+// derivatives.h), as PyTorch's derivatives.yaml writes them. G is the
+// output's gradient.
 #include <cmath>
 
 #include "absl/status/status.h"
@@ -21,6 +24,20 @@ Grads FmaxFminGrad(GradCtx& g) {
       "logical_or", {Cmp(g, kMax ? "ge" : "le", a, b), Cmp(g, "ne", b, b)});
   return {g.needs(0) ? Where(g, a_chosen, G(g), z) : GradValue(),
           g.needs(1) ? Where(g, a_chosen, z, G(g)) : GradValue()};
+}
+
+// d/dx I1(x) = I0(x) - I1(x) / x and d/dx i1e(x) = i0e(x) - i1e(x) (sign(x)
+// + 1/x), both 1/2 at 0: taken as 1/2 for |x| < 1e-7, where the quotient
+// loses its digits (denormal x) and the true value differs from 1/2 by
+// less than 3x^2/16 (1e-15).
+Grads BesselI1Grad(GradCtx& g, bool scaled) {
+  GradValue x = g.in(0);
+  GradValue tiny = Cmp(g, "lt", g.Op("abs", {x}), g.Num(1e-7, x));
+  GradValue safe_x = Where(g, tiny, g.Num(1, x), x);
+  GradValue d = scaled ? g.Op("i0e", {x}) - g.out() * (g.Op("sign", {x}) +
+                                                       g.Num(1, x) / safe_x)
+                       : g.Op("i0", {x}) - g.out() / safe_x;
+  return {G(g) * Where(g, tiny, g.Num(0.5, x), d)};
 }
 
 std::vector<GradRow> Rows() {
@@ -112,6 +129,48 @@ std::vector<GradRow> Rows() {
        [](GradCtx& g) -> Grads {
          const int64_t n = g.attrs().Int("n");
          return {G(g) * g.Op("polygamma", {g.in(0)}, {{"n", n + 1}})};
+       }},
+      {"i0",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads { return {G(g) * g.Op("i1", {g.in(0)})}; }},
+      {"i0e",  // i1e(x) - sign(x) i0e(x)
+       {0},
+       {0},
+       [](GradCtx& g) -> Grads {
+         GradValue x = g.in(0);
+         return {G(g) * (g.Op("i1e", {x}) - g.Op("sign", {x}) * g.out())};
+       }},
+      {"i1",
+       {0},
+       {0},
+       [](GradCtx& g) -> Grads { return BesselI1Grad(g, false); }},
+      {"i1e",
+       {0},
+       {0},
+       [](GradCtx& g) -> Grads { return BesselI1Grad(g, true); }},
+      {"ndtri",  // sqrt(2 pi) exp(ndtri(p)^2 / 2)
+       {},
+       {0},
+       [](GradCtx& g) -> Grads {
+         return {G(g) * g.Op("exp", {g.out() * g.out() * 0.5}) *
+                 2.50662827463100050242};
+       }},
+      // phi(x) / Phi(x) = exp(-(log_ndtr(x) + x^2 / 2)) / sqrt(2 pi): no
+      // overflow in either tail.
+      {"log_ndtr",
+       {0},
+       {0},
+       [](GradCtx& g) -> Grads {
+         GradValue x = g.in(0);
+         return {G(g) * g.Op("exp", {-(g.out() + x * x * 0.5)}) *
+                 0.39894228040143267794};
+       }},
+      {"erfcx",  // 2 x erfcx(x) - 2 / sqrt(pi)
+       {0},
+       {0},
+       [](GradCtx& g) -> Grads {
+         return {G(g) * (g.in(0) * g.out() * 2.0 + -M_2_SQRTPI)};
        }},
       {"fmax", {0, 1}, {}, FmaxFminGrad<true>},
       {"fmin", {0, 1}, {}, FmaxFminGrad<false>},
