@@ -10,6 +10,8 @@ from .normalization import *  # noqa: F401,F403
 from .normalization import __all__ as _normalization_all
 from .pooling import *  # noqa: F401,F403
 from .pooling import __all__ as _pooling_all
+from .rnn import GRU, LSTM, RNN, RNNBase  # noqa: F401
+from .rnn_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase  # noqa: F401
 from .containers import ModuleDict, ModuleList, Sequential
 from .loss import (BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss,  # noqa: F401
                    NLLLoss)
@@ -18,4 +20,5 @@ from .parameter import Parameter
 
 __all__ = ["functional", "init", "Module", "ModuleDict", "ModuleList", "Sequential",
            "Parameter", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss",
-           "NLLLoss"] + _layers_all + _normalization_all + _activation_all + _pooling_all
+           "NLLLoss", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
+           "GRUCell"] + _layers_all + _normalization_all + _activation_all + _pooling_all
