@@ -4,6 +4,9 @@
 from . import functional, init
 from .activation import *  # noqa: F401,F403
 from .activation import __all__ as _activation_all
+from .attention import MultiheadAttention
+from .conv import *  # noqa: F401,F403
+from .conv import __all__ as _conv_all
 from .layers import *  # noqa: F401,F403
 from .layers import __all__ as _layers_all
 from .normalization import *  # noqa: F401,F403
@@ -11,11 +14,14 @@ from .normalization import __all__ as _normalization_all
 from .pooling import *  # noqa: F401,F403
 from .pooling import __all__ as _pooling_all
 from .containers import ModuleDict, ModuleList, Sequential
-from .loss import (BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss,  # noqa: F401
-                   NLLLoss)
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss,  # noqa: F401
+                   KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss)
 from .module import Module
 from .parameter import Parameter
+from .transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = ["functional", "init", "Module", "ModuleDict", "ModuleList", "Sequential",
-           "Parameter", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss",
-           "NLLLoss"] + _layers_all + _normalization_all + _activation_all + _pooling_all
+           "Parameter", "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss",
+           "KLDivLoss", "L1Loss", "MSELoss", "NLLLoss", "SmoothL1Loss", "MultiheadAttention",
+           "TransformerEncoder", "TransformerEncoderLayer"] + (
+               _layers_all + _conv_all + _normalization_all + _activation_all + _pooling_all)
