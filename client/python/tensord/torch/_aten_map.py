@@ -363,4 +363,4 @@ def _clone(self: Any, memory_format: Any = None) -> Any:
 # The rules of indexing, nn and backward ops (they register into RULES on import).
 from . import _aten_map_backward, _aten_map_math, _aten_map_nn  # noqa: E402,F401
 from . import _composites, _indexing, _pooling, _strided  # noqa: E402,F401
-from . import _aten_map_select  # noqa: E402,F401
+from . import _aten_map_select, _conv1d  # noqa: E402,F401 (_conv1d: after _aten_map_nn)
