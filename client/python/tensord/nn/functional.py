@@ -2,6 +2,8 @@
 
 Signatures are PyTorch's; each maps onto one catalog op where the daemon has it (``linear``,
 ``conv2d``, pooling, ``softmax``, ``dropout``, losses, norms, ``embedding``) or composes a few.
+The 1-d and transposed convolutions live in ``_functional_conv``, the newer losses in
+``_functional_loss``, attention in ``_functional_attention``; all are imported here.
 Every other catalog op is reachable by name too (``F.<op>(...)``), with its attributes as
 keyword arguments.
 """
@@ -16,6 +18,11 @@ from .. import _context, _tensor
 from .._multi_ops import batch_norm, layer_norm  # noqa: F401 (PyTorch's F names)
 from .._catalog_function import CatalogFunction
 from .._tensor import Tensor, call
+from ._functional_attention import scaled_dot_product_attention  # noqa: F401
+from ._functional_conv import (conv1d, conv_transpose1d, conv_transpose2d,  # noqa: F401
+                               same_padding)
+from ._functional_loss import (binary_cross_entropy, huber_loss, kl_div,  # noqa: F401
+                               smooth_l1_loss)
 
 _IntOrPair = Union[int, Sequence[int]]
 
@@ -138,27 +145,21 @@ def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
            stride: _IntOrPair = 1, padding: Union[str, _IntOrPair] = 0,
            dilation: _IntOrPair = 1, groups: int = 1) -> Tensor:
     """2-d convolution of NCHW ``input`` with ``(out, in/groups, kH, kW)`` ``weight``.
-    ``padding`` may be ints, ``'valid'`` or ``'same'`` (stride 1, odd effective kernel)."""
+    ``padding`` may be ints, ``'valid'`` or ``'same'`` (stride 1)."""
     dil = _pair(dilation, "dilation")
+    st = _pair(stride, "stride")
     if isinstance(padding, str):
         if padding == "valid":
             pad = [0, 0]
         elif padding == "same":
-            if _pair(stride, "stride") != [1, 1]:
-                raise ValueError("padding='same' is not supported for strided convolutions")
-            ks = weight.shape[2:]
-            total = [d * (k - 1) for d, k in zip(dil, ks)]
-            if any(t % 2 for t in total):
-                raise NotImplementedError("padding='same' with an even effective kernel needs "
-                                          "asymmetric padding, which the daemon's conv2d lacks")
-            pad = [t // 2 for t in total]
+            input, pad = same_padding("conv2d", input, weight, st, dil)
         else:
             raise ValueError(f"Invalid padding string '{padding}'")
     else:
         pad = _pair(padding, "padding")
     ins = [input, weight] + ([bias] if bias is not None else [])
-    return call("conv2d", ins, {"stride": _pair(stride, "stride"), "padding": pad,
-                                "dilation": dil, "groups": groups})
+    return call("conv2d", ins, {"stride": st, "padding": pad, "dilation": dil,
+                                "groups": groups})
 
 
 def max_pool2d(input: Tensor, kernel_size: _IntOrPair, stride: Optional[_IntOrPair] = None,
@@ -215,6 +216,33 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
                                   "device": tensor.device}, session=s)
     hot = call("eq", [call("unsqueeze", [tensor], {"dim": -1}), classes])
     return call("to", [hot], {"dtype": "int64"})
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
+               bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
+    """Normalisation of ``(N, C, *)`` input over each group of ``C / num_groups`` channels
+    (and all spatial positions), then ``* weight + bias`` per channel: the daemon's
+    ``layer_norm`` over the last dim of an ``(N, num_groups, -1)`` view."""
+    shape = list(input.shape)
+    if len(shape) < 2:
+        raise RuntimeError(f"group_norm: expected input of at least 2 dims (N, C, *), but got "
+                           f"input of shape {shape}")
+    if num_groups <= 0 or shape[1] % num_groups:
+        raise RuntimeError(f"group_norm: expected the number of channels of input of shape "
+                           f"{shape} to be divisible by num_groups={num_groups}")
+    group_size = 1
+    for s in shape[1:]:
+        group_size *= s
+    group_size //= num_groups
+    y = call("reshape", [input], {"shape": [shape[0], num_groups, group_size]})
+    y = layer_norm(y, [group_size], eps=eps)
+    y = call("reshape", [y], {"shape": shape})
+    per_channel = [shape[1]] + [1] * (len(shape) - 2)
+    if weight is not None:
+        y = y * call("reshape", [weight], {"shape": per_channel})
+    if bias is not None:
+        y = y + call("reshape", [bias], {"shape": per_channel})
+    return y
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:

@@ -223,6 +223,11 @@ class Module:
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "Module":
+        """``copy.deepcopy``: new daemon tensors for parameters and buffers (see _clone)."""
+        from ._clone import clone_module
+        return clone_module(self, memo)
+
     # ------------------------------------------------------------------ state
 
     def state_dict(self, destination: Optional[Dict[str, Any]] = None, prefix: str = "",

@@ -1,6 +1,6 @@
 """Normalisation layers as in ``torch.nn``: ``BatchNorm1d``/``BatchNorm2d`` (running
-statistics kept as buffers on the daemon) and ``LayerNorm``; weights start as ones, biases as
-zeros, as in PyTorch."""
+statistics kept as buffers on the daemon), ``LayerNorm`` and ``GroupNorm``; weights start as
+ones, biases as zeros, as in PyTorch."""
 
 from __future__ import annotations
 
@@ -133,4 +133,36 @@ class LayerNorm(Module):
                 f"elementwise_affine={self.elementwise_affine}")
 
 
-__all__: List[str] = ["BatchNorm1d", "BatchNorm2d", "LayerNorm"]
+class GroupNorm(Module):
+    """Normalisation of ``(N, C, *)`` input over groups of ``num_channels / num_groups``
+    channels, then a per-channel ``* weight + bias`` (ones and zeros at first) when
+    ``affine``."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if num_groups <= 0 or num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by "
+                             f"num_groups ({num_groups})")
+        self.num_groups, self.num_channels = num_groups, num_channels
+        self.eps, self.affine = eps, affine
+        kw = {"dtype": dtype, "device": device}
+        if affine:
+            self.weight = Parameter._adopt(_ops.ones(num_channels, **kw))
+            self.bias = Parameter._adopt(_ops.zeros(num_channels, **kw))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, input: Tensor) -> Tensor:
+        shape = list(input.shape)
+        if len(shape) < 2 or shape[1] != self.num_channels:
+            raise RuntimeError(f"GroupNorm: expected input of shape (N, {self.num_channels}, "
+                               f"*), but got input of shape {shape}")
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+__all__: List[str] = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm"]

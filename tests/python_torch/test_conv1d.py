@@ -1,0 +1,108 @@
+"""1-d convolutions on the tensord device (aten.convolution / convolution_backward with 3-d
+input, mapped onto the daemon's 2-d ops over a unit height): values and every output_mask of
+the backward against CPU PyTorch, for plain and transposed convolutions of several geometries,
+with no op on the CPU fallback (conftest's autouse check)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = pytest.importorskip("torch.nn")
+
+D = "tensord"
+aten = torch.ops.aten
+
+# (in, out, kernel, stride, padding, dilation, groups, output_padding)
+PLAIN = [(4, 6, 3, 1, 0, 1, 1, 0), (4, 6, 3, 2, 1, 1, 1, 0), (4, 6, 4, 3, 2, 2, 2, 0),
+         (6, 6, 5, 1, 4, 2, 6, 0)]
+TRANSPOSED = [(4, 6, 3, 1, 0, 1, 1, 0), (4, 6, 3, 2, 1, 1, 1, 1), (4, 6, 4, 3, 2, 2, 2, 2),
+              (6, 6, 3, 2, 0, 3, 3, 1)]
+
+
+def _tensors(transposed: bool, geo: tuple, bias: bool) -> tuple:
+    cin, cout, k, stride, pad, dil, groups, opad = geo
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, cin, 11, generator=g)
+    wshape = (cin, cout // groups, k) if transposed else (cout, cin // groups, k)
+    w = torch.randn(*wshape, generator=g)
+    b = torch.randn(cout, generator=g) if bias else None
+    return x, w, b, [stride], [pad], [dil], transposed, [opad], groups
+
+
+def _to(args: tuple, device: str) -> tuple:
+    return tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in args)
+
+
+def _close(got: object, want: object) -> None:
+    if want is None:
+        assert got is None
+    else:
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("transposed,geo", [(False, g) for g in PLAIN]
+                         + [(True, g) for g in TRANSPOSED])
+@pytest.mark.parametrize("bias", [True, False])
+def test_convolution_and_every_backward_mask(td: object, transposed: bool, geo: tuple,
+                                             bias: bool) -> None:
+    args = _tensors(transposed, geo, bias)
+    want = aten.convolution(*args)
+    _close(aten.convolution(*_to(args, D)), want)
+    grad = torch.randn(want.shape, generator=torch.Generator().manual_seed(1))
+    x, w, b, stride, pad, dil, tr, opad, groups = args
+    sizes = [b.shape[0]] if b is not None else None
+    bias_masks = [False, True] if bias else [False]
+    for mask in itertools.product([False, True], [False, True], bias_masks):
+        ref = aten.convolution_backward(grad, x, w, sizes, stride, pad, dil, tr, opad, groups,
+                                        list(mask))
+        got = aten.convolution_backward(grad.to(D), x.to(D), w.to(D), sizes, stride, pad, dil,
+                                        tr, opad, groups, list(mask))
+        # Only what the mask asks for: CPU PyTorch fills some unasked outputs (a 4-d weight
+        # gradient of a transposed conv1d when only the bias's is asked for).
+        for wanted, gv, rv in zip(mask, got, ref):
+            _close(gv, rv if wanted else None)
+
+
+def test_modules_with_unbatched_input_and_same_padding(td: object) -> None:
+    torch.manual_seed(0)
+    for m in (nn.Conv1d(3, 4, 4, padding="same"), nn.Conv1d(3, 4, 3, padding="valid"),
+              nn.ConvTranspose1d(3, 4, 3, stride=2, output_padding=1)):
+        x = torch.randn(3, 9, requires_grad=True)
+        ref = m(x)
+        ref.sum().backward()
+        dm = type(m)(3, 4, m.kernel_size, stride=m.stride, padding=m.padding,
+                     **({"output_padding": m.output_padding} if m.transposed else {}))
+        dm.load_state_dict(m.state_dict())
+        dm = dm.to(D)
+        dx = x.detach().to(D).requires_grad_()
+        got = dm(dx)
+        got.sum().backward()
+        _close(got, ref.detach())
+        _close(dx.grad, x.grad)
+        _close(dm.weight.grad, m.weight.grad)
+        _close(dm.bias.grad, m.bias.grad)
+
+
+def _train_1d(device: str) -> list:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv1d(2, 8, 5, stride=2, padding=2), nn.ReLU(),
+                          nn.Conv1d(8, 8, 3, padding=2, dilation=2, groups=4), nn.ReLU(),
+                          nn.ConvTranspose1d(8, 2, 4, stride=2, padding=1)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(4, 2, 16, generator=g).to(device)
+    losses = []
+    for _ in range(4):
+        opt.zero_grad()
+        loss = ((model(x) - x) ** 2).mean()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_a_1d_autoencoder_trains_like_local_pytorch(td: object) -> None:
+    torch.testing.assert_close(_train_1d(D), _train_1d("cpu"), rtol=1e-4, atol=1e-5)
