@@ -13,8 +13,9 @@ PACKAGES=(
   libdnnl-dev
   # The daemon's metrics exporter; the real Prometheus its test scrapes with.
   prometheus-cpp-dev prometheus
-  # libFuzzer targets (tools/fuzz.sh): clang 14 and its sanitizer runtimes.
-  clang libclang-rt-14-dev
+  # The sanitized tree and the libFuzzer targets (tools/fuzz.sh): clang 14, its sanitizer
+  # runtimes, and lld, which links that tree (.bazelrc).
+  clang libclang-rt-14-dev lld
   # The Python client and its reference tests run on Debian's /usr/bin/python3.
   python3 python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
   python3-pytest python3-pytest-xdist python3-torch
