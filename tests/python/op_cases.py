@@ -1,5 +1,6 @@
 """The reference cases of test_ops_reference.py: one or more per catalog op (the neural-net
-and autograd-support rows' in op_cases_nn.py, the case type and input makers in
+and autograd-support rows' in op_cases_nn.py, torch.special's and nonzero_static's in
+op_cases_special.py, the case type and input makers in
 op_case_inputs.py).
 
 A case names the daemon op, its arguments (torch tensors, ``NC(t)`` for a non-contiguous daemon
@@ -16,6 +17,7 @@ import torch.nn.functional as F
 
 from op_case_inputs import NC, Case, I, R  # noqa: F401 (NC, Case: the tests' names)
 from op_cases_nn import autograd_support_cases, nn_cases
+from op_cases_special import special_cases
 
 UNARY = ["neg", "abs", "sign", "exp", "sin", "cos", "tanh", "sigmoid", "relu", "erf", "floor",
          "ceil", "round", "trunc", "square", "expm1", "reciprocal"]
@@ -379,5 +381,5 @@ def cases() -> List[Case]:
           Case("full_like", [R(2, 3)], {"fill_value": 2.5}),
           Case("rand_like", [R(200, 100)], check=_random_check(0.5, (1 / 12) ** 0.5)),
           Case("randn_like", [R(200, 100, dtype=torch.float64)], check=_random_check(0, 1))]
-    c += autograd_support_cases()
+    c += autograd_support_cases() + special_cases()
     return c

@@ -7,40 +7,9 @@ import torch
 
 import tensord as td
 from autograd_support import grad_session, optim_session  # noqa: F401 (fixtures)
+from optim_support import assert_same_params, data, models, run
 
 pytestmark = pytest.mark.usefixtures("optim_session")
-
-
-def models(seed: int = 0):
-    torch.manual_seed(seed)
-    tnet = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
-    net = td.nn.Sequential(td.nn.Linear(5, 8), td.nn.Tanh(), td.nn.Linear(8, 3))
-    net.load_state_dict({k: v.detach().numpy() for k, v in tnet.state_dict().items()})
-    return net, tnet
-
-
-def data(step: int):
-    g = np.random.default_rng(step)
-    return (g.standard_normal((16, 5)).astype(np.float32),
-            g.standard_normal((16, 3)).astype(np.float32))
-
-
-def run(lib, net, opt, steps: int, loss_fn=None):
-    losses = []
-    for s in range(steps):
-        x, y = data(s)
-        opt.zero_grad()
-        loss = lib.nn.functional.mse_loss(net(lib.tensor(x)), lib.tensor(y))
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return losses
-
-
-def assert_same_params(net, tnet, rtol=1e-5, atol=1e-6):
-    for (k, p), (_, tp) in zip(net.named_parameters(), tnet.named_parameters()):
-        np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=rtol, atol=atol,
-                                   err_msg=k)
 
 
 SGD_CASES = [dict(lr=0.1), dict(lr=0.05, momentum=0.9), dict(lr=0.05, momentum=0.9,
