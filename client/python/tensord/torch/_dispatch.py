@@ -2,10 +2,11 @@
 
 In order: the device's own handlers (copies, reads, factories' fills; ``_special``), a rule
 mapping the op onto the daemon's catalog (``_aten_map.RULES``), a ``_foreach_`` op as its
-per-tensor op in a loop, PyTorch's decomposition into ops that map (``torch._decomp``), an
-in-place op as its functional twin plus ``copy_``, and last the counted CPU fallback
-(``_fallback``). Rules queue commands and return at once: output metadata comes from PyTorch's
-meta functions (``_meta``), never from the daemon.
+per-tensor op in a loop, an ``out=`` op as its functional twin plus ``copy_`` (``_out``),
+PyTorch's decomposition into ops that map (``torch._decomp``), an in-place op as its functional
+twin plus ``copy_``, and last the counted CPU fallback (``_fallback``). Rules queue commands and
+return at once: output metadata comes from PyTorch's meta functions (``_meta``), never from the
+daemon.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Dict, List, Optional
 import torch
 from torch._decomp import decomposition_table
 
-from . import _aten_map, _connection, _fallback, _meta, _special, _transfer
+from . import _aten_map, _connection, _fallback, _meta, _out, _special, _transfer
 from .. import _errors
 from .._tensor import Tensor as NativeTensor
 from .._tensor import call as native_call
@@ -89,6 +90,11 @@ def dispatch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
         return _foreach(func, args, kwargs)
     if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
         return func.decompose(*args, **kwargs)
+    twin = _out.functional_twin(func)
+    if twin is not None:
+        out = _out.run(func, twin, args, kwargs, dispatch)
+        if out is not NotImplemented:
+            return out
     decomp = decomposition_table.get(func)
     active = _decomposing()
     if decomp is not None and func not in active:
