@@ -95,6 +95,10 @@ def check_sample(op: Any, sample: Any, grad: bool, keep_cpu: Optional[List[bool]
                  variant: str = V.PLAIN) -> Tuple[bool, Optional[bool], str]:
     """(forward matches, gradients match or None when none is checked, the first error);
     raises NotComparable for a sample without a deterministic PyTorch reference."""
+    if variant == V.INPLACE and sample.broadcasts_input:
+        raise NotComparable("the in-place variant cannot broadcast its input")
+    if variant == V.NONCONTIG:  # the same layout on the CPU (as_strided reads the storage)
+        sample = V.cpu_noncontiguous(sample)
     mode = SeededOps()
     try:
         with mode:

@@ -111,8 +111,16 @@ def _to_device(x: Any) -> Any:
     return x
 
 
-def _noncontiguous(x: Any) -> Any:
-    if not isinstance(x, torch.Tensor) or x.device.type == "cpu":
+def cpu_noncontiguous(sample: Any) -> Any:
+    """The CPU reference of a ``noncontig`` sample: its tensors laid out as on the device."""
+    leaves, spec = tree_flatten((sample.input, sample.args, sample.kwargs))
+    d_input, d_args, d_kwargs = tree_unflatten([_noncontiguous(x, True) for x in leaves], spec)
+    return SampleInput(d_input, args=d_args, kwargs=d_kwargs,
+                       output_process_fn_grad=sample.output_process_fn_grad)
+
+
+def _noncontiguous(x: Any, on_cpu: bool = False) -> Any:
+    if not isinstance(x, torch.Tensor) or (x.device.type == "cpu") != on_cpu:
         return x
     from torch.testing._internal.common_utils import noncontiguous_like
     with torch.no_grad():

@@ -1,6 +1,6 @@
-"""``out=`` forms on the device (``tensord/torch/_out.py``): the functional op's values written
-into the given tensors, which are returned, with no CPU fallback (conftest's ``no_fallback``);
-PyTorch's refusal of a downcast into ``out`` kept."""
+"""``out=`` and in-place forms on the device (``tensord/torch/_twins.py``): the functional op's
+values written into the given tensors, which are returned, with no CPU fallback (conftest's
+``no_fallback``); PyTorch's refusals of a downcast and of an in-place broadcast kept."""
 
 from __future__ import annotations
 
@@ -58,3 +58,31 @@ def test_out_refuses_a_downcast_as_pytorch_does(td: object) -> None:
     out = torch.empty(2, 2, dtype=torch.int64, device=D)
     with pytest.raises(RuntimeError, match="can't be cast"):
         torch.cat([a, a], out=out)
+
+
+def test_inplace_ops_write_their_functional_value_through(td: object) -> None:
+    g = torch.Generator().manual_seed(4)
+    x = torch.rand(3, 4, generator=g) + 0.5
+    y = torch.randn(3, 4, generator=g)
+
+    def program(dev: str, a: "torch.Tensor", b: "torch.Tensor") -> list:
+        p, q, r = a.clone(), a.clone(), a.clone()
+        assert p.atan2_(b) is p and q.copysign_(b) is q
+        assert r.polygamma_(1) is r  # polygamma(n, self): the twin's arguments by name
+        view = torch.zeros(3, 8, device=dev)[:, 1::2]
+        view.remainder_(b)  # into a strided view of a larger tensor
+        s = a.clone()
+        s.as_strided_((2, 2), (1, 3))  # an in-place view: new sizes and strides
+        assert s.shape == (2, 2) and s.stride() == (1, 3)
+        return [p, q, r, view, s.contiguous()]
+
+    _both(program, x, y)
+
+
+def test_inplace_keeps_pytorchs_refusals(td: object) -> None:
+    i = torch.tensor([1, 2], device=D)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        i.atan2_(torch.tensor([1.0, 2.0], device=D))
+    one = torch.tensor([1.0], device=D)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        one.atan2_(torch.tensor([1.0, 2.0], device=D))
