@@ -75,7 +75,7 @@ def opinfo_table(results: List[H.Result]) -> List[str]:
         grd = f"{base.grad_ok}/{base.grad_checked}" if base and base.grad_checked else ""
         marks = ["".join(MARKS[cases[(d, v)].status] if (d, v) in cases else " "
                          for v in V.VARIANTS) for d in DTYPE_NAMES]
-        bad = [r for r in cases.values() if r.status not in (H.PASS, ) + NOT_APPLICABLE]
+        bad = [r for r in cases.values() if r.status in COMPARED and r.status != H.PASS]
         first = base if base and base.status != H.PASS else (bad[0] if bad else None)
         note = ""
         if first is not None and _note(first):
