@@ -1,47 +1,56 @@
-"""PyTorch's OpInfo database on the tensord PyTorch device: per-entry status and docs/ops.md.
+"""PyTorch's OpInfo database on the tensord PyTorch device: per-case status and docs/ops.md.
 
 Run from the repository root with the project's venv, after ``bazel build //server:tensord``::
 
     PYTHONPATH=client/python .venv-torch/bin/python tools/op_coverage.py \
-        [--write] [--update-list] [--progress] [NAME ...]
+        [--write] [--update-list] [--progress] [--jobs N] [--listed] [--dtypes ...] \
+        [--variants ...] [--max-samples N] [--extra-samples N] [NAME ...]
 
-Starts a daemon, runs every OpInfo entry (or the NAMEs given) through
-``tests/python_torch/opinfo_harness.py`` and prints one line per entry: passes / fails forward /
-fails grad / falls back (to the CPU: an op the device does not map) / not compared / kills the
-client. Entries run in worker processes, so one that aborts the client (a crash in PyTorch or the
-device) is reported and the rest go on. ``--write`` regenerates docs/ops.md (the daemon's ops
-with their CPU and CUDA kernels, and the OpInfo table); ``--update-list`` rewrites
-tests/python_torch/opinfo_passing.txt, the entries the conformance suite
-(tests/python_torch/test_opinfo.py) holds to passing: review its diff, since an entry that drops
-out of it is a regression unless the commit says why. About 2 minutes on a 2-core VM.
-Needs ``expecttest`` in the venv (torch.testing._internal imports it).
+Starts a daemon and runs every OpInfo entry (or the NAMEs given, or ``--listed``: those of the
+passing list) through ``tests/python_torch/opinfo_harness.py`` in every dtype and variant asked
+for (by default all: float32/float64/int64/bool/bfloat16 x plain/noncontig/inplace/out), and
+prints one line per case (entry, dtype, variant): passes / fails forward / fails grad / falls
+back (to the CPU: an op the device does not map) / not compared / kills the client / not
+applicable. Cases run in worker processes (``--jobs`` of them at once), so one that aborts the
+client (a crash in PyTorch or the device) is reported and the rest go on. ``--write``
+regenerates docs/ops.md (``op_coverage_report.py``); ``--update-list`` rewrites
+tests/python_torch/opinfo_passing.txt for the cases this run covered (the others keep their
+lines): review its diff, since a case that drops out of it is a regression unless the commit
+says why. The float32 base case takes ``--max-samples`` samples, the others ``--extra-samples``
+(default: all of them, as PyTorch's own tests); the list that test_opinfo.py checks on its caps
+(6 and 2) may be made with those. Every case of the 703 entries on all samples takes about 21
+minutes on a 2-core VM (``--jobs 2``); ``--listed --max-samples 6 --extra-samples 2`` about 3. Needs ``expecttest`` in the venv
+(torch.testing._internal imports it).
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
 import dataclasses
+import json
 import os
-import re
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from typing import Dict, List
+from concurrent.futures import ThreadPoolExecutor
+from typing import List, Optional, Tuple
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "python_torch"))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TENSORD_TORCH_CHECK", "1")
 
+import op_coverage_report as report  # noqa: E402
 import opinfo_harness as H  # noqa: E402
+import opinfo_list  # noqa: E402
+import opinfo_variants as V  # noqa: E402
 
-DAEMON = os.path.join(ROOT, "bazel-bin", "server", "tensord")
+DAEMON = os.environ.get("TENSORD_BINARY", os.path.join(ROOT, "bazel-bin", "server", "tensord"))
 PASSING = os.path.join(ROOT, "tests", "python_torch", "opinfo_passing.txt")
-DOC = os.path.join(ROOT, "docs", "ops.md")
-CPU_ONLY_SRC = os.path.join(ROOT, "runtime", "ops", "cuda_op_table_test.cc")
 
 
 class Daemon:
@@ -71,122 +80,53 @@ class Daemon:
         self.log.close()
 
 
-def cpu_only_rows() -> List[str]:
-    """KnownCpuOnly() of cuda_op_table_test.cc: the compute rows without a CUDA kernel."""
-    text = open(CPU_ONLY_SRC).read()
-    body = re.search(r"KnownCpuOnly\(\)\s*\{(.*?)return", text, re.S).group(1)
-    return re.findall(r'"([a-z0-9_]+)"', body)
+@dataclasses.dataclass
+class Plan:
+    """Which cases a worker runs: entries by op_db index, each in every dtype x variant."""
+    indices: List[int]
+    dtypes: List[str]
+    variants: List[str]
+    max_samples: Optional[int]
+    extra_samples: Optional[int]
+
+    def cases(self) -> List[Tuple[int, str, str]]:
+        return [(i, d, v) for i in self.indices for d in self.dtypes for v in self.variants]
+
+    def args(self) -> List[str]:
+        cap = ["all" if n is None else str(n) for n in (self.max_samples, self.extra_samples)]
+        return ["--dtypes", *self.dtypes, "--variants", *self.variants,
+                "--max-samples", cap[0], "--extra-samples", cap[1]]
 
 
-def catalog_table(catalog: Dict[str, object]) -> List[str]:
-    cpu_only = set(cpu_only_rows())
-    lines = ["| daemon op | CPU | CUDA | differentiable |", "|---|---|---|---|"]
-    for name in sorted(catalog):
-        op = catalog[name]
-        lines.append(f"| `{name}` | yes | {'no' if name in cpu_only else 'yes'} | "
-                     f"{'yes' if getattr(op, 'differentiable', False) else ''} |")
-    return lines
-
-
-def opinfo_table(results: List[H.Result]) -> List[str]:
-    lines = ["| OpInfo entry | status | forward samples | gradient checks | note |",
-             "|---|---|---|---|---|"]
-    for r in results:
-        fwd = f"{r.forward_ok}/{r.samples}" if r.samples else ""
-        grd = f"{r.grad_ok}/{r.grad_checked}" if r.grad_checked else ""
-        note = ("CPU fallback: " + ", ".join(r.fallbacks)) if r.fallbacks else r.first_error
-        note = note.replace("|", "\\|").replace("\n", " ")[:160]
-        lines.append(f"| `{r.name}` | {r.status} | {fwd} | {grd} | {note} |")
-    return lines
-
-
-def summary(results: List[H.Result]) -> List[str]:
-    by = collections.Counter(r.status for r in results)
-    compared = [r for r in results if r.samples]
-    native = [r for r in compared if not r.fallbacks and r.status != H.NO_DTYPE]
-    fs = sum(r.samples for r in native)
-    fo = sum(r.forward_ok for r in native)
-    gc = sum(r.grad_checked for r in native)
-    go = sum(r.grad_ok for r in native)
-    return [
-        f"- OpInfo entries: {len(results)}; "
-        + "; ".join(f"{k}: {v}" for k, v in sorted(by.items())),
-        f"- entries run natively on the daemon (no CPU fallback): {len(native)}",
-        f"- their forward samples matching PyTorch: {fo}/{fs}"
-        + (f" ({100.0 * fo / fs:.1f}%)" if fs else ""),
-        f"- their gradient checks matching PyTorch: {go}/{gc}"
-        + (f" ({100.0 * go / gc:.1f}%)" if gc else ""),
-    ]
-
-
-def write_doc(results: List[H.Result], catalog: Dict[str, object]) -> None:
-    import torch
-    text = [
-        "# The op surface: tensord's ops and PyTorch's OpInfo samples",
-        "",
-        "Generated by `tools/op_coverage.py --write` (do not edit by hand) with PyTorch "
-        f"{torch.__version__.split('+')[0]}: every entry of its OpInfo database "
-        "(`torch.testing._internal.common_methods_invocations.op_db`) run on the `tensord` "
-        f"PyTorch device (CPU daemon), up to {H.MAX_SAMPLES} float32 samples per entry, "
-        f"compared with CPU PyTorch (rtol {H.RTOL}, atol {H.ATOL}), gradients for a random "
-        "cotangent where the entry supports autograd. *falls back*: some ATen op the entry "
-        "calls is not mapped onto the daemon (its values are not counted). Random and "
-        "uninitialised ops are *not compared*, and so are samples whose reference PyTorch "
-        "itself cannot compute on the CPU or draws from its random generator (a dropout "
-        "probability above 0). *dtype not on the device*: the samples that fail are all "
-        "refused by the device for their dtype (complex, int16: a clean TypeError; not counted "
-        "as run natively). Not covered yet: other dtypes, non-contiguous "
-        "samples, in-place and `out=` variants, the CUDA device (no GPU was lent when this was "
-        "generated). `tests/python_torch/test_opinfo.py` holds the passing entries to passing.",
-        "",
-        "## Summary",
-        "",
-        *summary(results),
-        "",
-        "## The daemon's ops",
-        "",
-        "CUDA *no*: the row is listed in `KnownCpuOnly` of `runtime/ops/cuda_op_table_test.cc` "
-        "(which checks the list on a CUDA build); view and composite rows run on every device.",
-        "",
-        *catalog_table(catalog),
-        "",
-        "## OpInfo entries",
-        "",
-        *opinfo_table(results),
-        "",
-    ]
-    with open(DOC, "w") as f:
-        f.write("\n".join(text))
-
-
-def worker(address: str, start: int, names: List[str], max_samples: int) -> None:
-    """Runs the entries from op_db index ``start`` on, one JSON line on stdout per entry; each
-    entry's index goes to stderr first, so the parent can name an entry that killed it."""
-    import json
+def worker(address: str, plan: Plan, skip: int) -> None:
+    """Runs the plan's cases after the first ``skip``, one JSON line on stdout per case; each
+    case's position goes to stderr first, so the parent can name a case that killed it."""
     import warnings
     warnings.simplefilter("ignore")
     import tensord.torch as tdt
     tdt.connect(address)
-    wanted = set(names)
-    for i, op in enumerate(H.op_db()):
-        if i < start or (wanted and H.entry_name(op) not in wanted):
+    db = H.op_db()
+    for k, (i, d, v) in enumerate(plan.cases()):
+        if k < skip:
             continue
-        print(f"BEGIN {i}", file=sys.stderr, flush=True)
-        r = H.run_entry(op, tdt.fallback_counts, tdt.reset_fallback_counts, max_samples)
+        print(f"BEGIN {k}", file=sys.stderr, flush=True)
+        base = (d, v) == (opinfo_list.BASE_DTYPE, V.PLAIN)
+        r = H.run_entry(db[i], tdt.fallback_counts, tdt.reset_fallback_counts,
+                        plan.max_samples if base else plan.extra_samples, H.dtype_of(d), v)
         print(json.dumps(dataclasses.asdict(r)), flush=True)
     tdt.close()
 
 
-def run_isolated(address: str, names: List[str], max_samples: int,
-                 progress: bool) -> List[H.Result]:
-    """Every entry in worker processes: an entry that kills its worker (an abort in PyTorch or
-    the client) is reported as crashing, and a new worker goes on after it."""
-    import json
+def run_isolated(address: str, plan: Plan, progress: bool) -> List[H.Result]:
+    """The plan's cases in worker processes: a case that kills its worker (an abort in PyTorch
+    or the client) is reported as crashing, and a new worker goes on after it."""
     results: List[H.Result] = []
-    start = 0
+    cases = plan.cases()
+    db = H.op_db()
+    skip = 0
     while True:
-        cmd = [sys.executable, __file__, "--worker", address, "--start", str(start),
-               "--max-samples", str(max_samples), *names]
+        cmd = [sys.executable, __file__, "--worker", address, "--skip", str(skip),
+               "--indices", ",".join(map(str, plan.indices)), *plan.args()]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         current = [None]
 
@@ -195,73 +135,109 @@ def run_isolated(address: str, names: List[str], max_samples: int,
                 if line.startswith("BEGIN "):
                     current[0] = int(line.split()[1])
 
-        import threading
         t = threading.Thread(target=read_err, daemon=True)
         t.start()
         for line in proc.stdout:
-            r = H.Result(**{**json.loads(line), "fallbacks": ()})
-            r.fallbacks = tuple(json.loads(line)["fallbacks"])
+            d = json.loads(line)
+            r = H.Result(**{**d, "fallbacks": tuple(d["fallbacks"])})
             results.append(r)
             if progress:
-                print(f"{r.name}: {r.status}", file=sys.stderr, flush=True)
+                print(f"{r.name} {r.dtype} {r.variant}: {r.status}", file=sys.stderr, flush=True)
         rc = proc.wait()
         t.join()
         if rc == 0 or current[0] is None:
             return results
-        op = H.op_db()[current[0]]
-        results.append(H.Result(H.entry_name(op), H.CRASH,
+        i, dt, v = cases[current[0]]
+        results.append(H.Result(H.entry_name(db[i]), H.CRASH, dt, v,
                                 first_error=f"the client process died (exit {rc})"))
-        start = current[0] + 1
+        skip = current[0] + 1
+
+
+def run_jobs(address: str, plan: Plan, jobs: int, progress: bool) -> List[H.Result]:
+    """The plan split over ``jobs`` workers (entries dealt round-robin), results in op_db
+    order."""
+    shards = [dataclasses.replace(plan, indices=plan.indices[j::jobs]) for j in range(jobs)]
+    with ThreadPoolExecutor(jobs) as pool:
+        parts = list(pool.map(lambda p: run_isolated(address, p, progress), shards))
+    rank = {H.entry_name(op): i for i, op in enumerate(H.op_db())}
+    order = {(d, v): k for k, (d, v) in enumerate(
+        (d, v) for d in plan.dtypes for v in plan.variants)}
+    results = [r for part in parts for r in part]
+    return sorted(results, key=lambda r: (rank[r.name], order[(r.dtype, r.variant)]))
+
+
+def write_passing(results: List[H.Result]) -> None:
+    """The list with this run's cases replaced: passing ones in, failing ones out."""
+    cases = opinfo_list.read(PASSING)
+    for r in results:
+        key = (r.name, r.dtype, r.variant)
+        cases.pop(key, None)
+        if r.status == H.PASS:
+            cases[key] = True
+        elif r.status == H.FAIL_GRAD:
+            cases[key] = False
+    n = opinfo_list.write(PASSING, cases, [H.entry_name(op) for op in H.op_db()])
+    print(f"wrote {PASSING} ({len(cases)} cases in {n} lines)")
+
+
+def _cap(text: str) -> Optional[int]:
+    return None if text == "all" else int(text)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", help="OpInfo entries (name or name.variant); all if none")
+    ap.add_argument("--listed", action="store_true",
+                    help="the entries of tests/python_torch/opinfo_passing.txt (with NAMEs: both)")
+    ap.add_argument("--dtypes", nargs="+", default=report.DTYPE_NAMES)
+    ap.add_argument("--variants", nargs="+", default=list(V.VARIANTS), choices=V.VARIANTS)
     ap.add_argument("--write", action="store_true", help="regenerate docs/ops.md")
     ap.add_argument("--update-list", action="store_true",
-                    help="rewrite tests/python_torch/opinfo_passing.txt from this run")
-    ap.add_argument("--progress", action="store_true", help="each entry's status on stderr")
-    ap.add_argument("--max-samples", type=int, default=H.MAX_SAMPLES)
-    ap.add_argument("--daemon", default=DAEMON, help="the tensord binary (default: bazel-bin's)")
+                    help="rewrite tests/python_torch/opinfo_passing.txt from this run's cases")
+    ap.add_argument("--progress", action="store_true", help="each case's status on stderr")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes at once")
+    ap.add_argument("--max-samples", type=_cap, default=None,
+                    help="samples of the float32 base case: a number or 'all' (default)")
+    ap.add_argument("--extra-samples", type=_cap, default=None,
+                    help="samples of every other case: a number or 'all' (default)")
+    ap.add_argument("--daemon", default=DAEMON, help="the tensord binary (default: "
+                    "$TENSORD_BINARY, else bazel-bin's)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)  # the daemon's address
-    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--indices", help=argparse.SUPPRESS)
+    ap.add_argument("--skip", type=int, default=0, help=argparse.SUPPRESS)
     opts = ap.parse_args()
+    for d in opts.dtypes:
+        H.dtype_of(d)
     if opts.worker:
-        worker(opts.worker, opts.start, opts.names, opts.max_samples)
+        indices = [int(i) for i in opts.indices.split(",") if i]
+        worker(opts.worker, Plan(indices, opts.dtypes, opts.variants, opts.max_samples,
+                                 opts.extra_samples), opts.skip)
         return
+    wanted = set(opts.names)
+    if opts.listed:
+        wanted |= {c[0] for c in opinfo_list.read(PASSING)}
+    indices = [i for i, op in enumerate(H.op_db()) if not wanted or H.entry_name(op) in wanted]
+    plan = Plan(indices, opts.dtypes, opts.variants, opts.max_samples, opts.extra_samples)
     import tensord.torch as tdt
+    started = time.monotonic()
     with Daemon(opts.daemon) as address:
-        results = run_isolated(address, opts.names, opts.max_samples, opts.progress)
+        results = run_jobs(address, plan, max(1, opts.jobs), opts.progress)
         tdt.connect(address)
         catalog = dict(tdt.current().catalog)
         tdt.close()
     for r in results:
         extra = ("  [" + ", ".join(r.fallbacks) + "]") if r.fallbacks else (
             f"  {r.first_error}" if r.first_error else "")
-        print(f"{r.name:45s} {r.status:18s} fwd {r.forward_ok}/{r.samples} "
-              f"grad {r.grad_ok}/{r.grad_checked}{extra}")
-    print("\n".join(summary(results)))
+        print(f"{r.name:40s} {r.dtype:8s} {r.variant:9s} {r.status:23s} "
+              f"fwd {r.forward_ok}/{r.samples} grad {r.grad_ok}/{r.grad_checked}{extra}")
+    print("\n".join(report.summary(results)))
+    print("\n".join(report.case_table(results)))
+    print(f"{len(results)} cases in {time.monotonic() - started:.0f} s")
     if opts.write:
-        write_doc(results, catalog)
-        print(f"wrote {DOC}")
+        report.write_doc(results, catalog, opts.max_samples, opts.extra_samples)
+        print(f"wrote {report.DOC}")
     if opts.update_list:
         write_passing(results)
-
-
-def write_passing(results: List[H.Result]) -> None:
-    """The passing entries: 'name' (forward and gradients) or 'name forward' (values only)."""
-    lines = []
-    for r in results:
-        if r.status == H.PASS:
-            lines.append(r.name)
-        elif r.status == H.FAIL_GRAD:
-            lines.append(f"{r.name} forward")
-    header = ("# OpInfo entries that pass on the tensord device (tests/python_torch/test_opinfo.py"
-              " holds them to it).\n# Regenerated by tools/op_coverage.py --update-list; an "
-              "entry leaves this list only with a reason in the commit.\n")
-    with open(PASSING, "w") as f:
-        f.write(header + "\n".join(lines) + "\n")
-    print(f"wrote {PASSING} ({len(lines)} entries)")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,17 @@
 """PyTorch's own OpInfo samples run on the tensord device and compared with CPU PyTorch.
 
 Shared by the conformance suite (``test_opinfo.py``) and the coverage report
-(``tools/op_coverage.py``). One OpInfo entry is checked on up to ``MAX_SAMPLES`` of its float32
-sample inputs (drawn with a fixed seed, so every run sees the same values): the forward values
-against PyTorch's on the CPU, and, for entries that support autograd, the gradients of every
-input that requires one for a random cotangent. An op that leaves the daemon for the CPU fallback
-(``tensord.torch.fallback_counts()``) counts as falling back, whatever its values.
+(``tools/op_coverage.py``). One *case* is an OpInfo entry, a dtype and a variant
+(``opinfo_variants.py``: ``plain``, ``noncontig``, ``inplace``, ``out``): its sample inputs of
+that dtype (drawn with a fixed seed, so every run sees the same values; up to ``max_samples``)
+run in that form, the forward values held to PyTorch's on the CPU (``opinfo_compare.py``:
+tolerances per dtype, integers exactly), and, for floating dtypes of entries that support
+autograd, the gradients of every input that requires one for a random cotangent. An op that
+leaves the daemon for the CPU fallback (``tensord.torch.fallback_counts()``) counts as falling
+back, whatever its values.
 
-Not checked yet: other dtypes, the non-contiguous sample variants, in-place and ``out=``
-variants, random ops (their values follow tensord's generator, not PyTorch's: ``RANDOM``, and
-samples whose reference draws from PyTorch's generator: ``NotComparable``). An entry whose
+Not checked: random ops (their values follow tensord's generator, not PyTorch's: ``RANDOM``,
+and samples whose reference draws from PyTorch's generator: ``NotComparable``). A case whose
 samples only fail with the device's refusal of their dtype (complex, int16) is
 ``dtype not on the device``, apart from wrong values.
 """
@@ -22,53 +24,30 @@ import re
 from typing import Any, Iterable, List, Optional, Tuple
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
+from torch.utils._pytree import tree_flatten
 
-DEVICE = "tensord"
-DTYPE = torch.float32
-# Samples per entry: the first ones PyTorch generates (the suite must run in minutes on 2 cores).
+import opinfo_variants as V
+from opinfo_compare import (DEVICE, NotComparable, SeededOps, close, close_grads, cotangents,
+                            differentiable_inputs, grads, grads_float64, short, tolerance)
+
+DTYPE = torch.float32  # the dtype of the base case (every listed entry is held to it)
+# The dtypes a case may have: those the device holds and PyTorch's OpInfos generate.
+DTYPES = (torch.float32, torch.float64, torch.int64, torch.bool, torch.bfloat16)
+# Samples per entry in the base case: the first ones PyTorch generates (the suite must run in
+# minutes on 2 cores); the other cases of the suite take fewer (test_opinfo.EXTRA_SAMPLES).
 MAX_SAMPLES = 6
-# float32 tolerances: torch.testing's defaults (1.3e-6, 1e-5) widened 10x for sums, matmuls and
-# transcendental functions evaluated in another order or by another libm.
-RTOL, ATOL = 1e-4, 1e-5
+RTOL, ATOL = tolerance(DTYPE)
 # Entries whose values are random or uninitialised: only tensord's own tests can check them.
 RANDOM = re.compile(r"(^|\.|_)(rand|randn|randint|normal|uniform|bernoulli|multinomial|dropout"
                     r"\w*|cauchy|exponential|geometric|log_normal|empty\w*|new_empty\w*"
                     r"|rrelu)($|\.|_)")
 
 PASS, FAIL_FORWARD, FAIL_GRAD, FALLBACK, NO_SAMPLES, SKIPPED, CRASH, NO_DTYPE = (
-    "passes", "fails forward", "fails grad", "falls back", "no float32 samples", "not compared",
+    "passes", "fails forward", "fails grad", "falls back", "no samples", "not compared",
     "kills the client", "dtype not on the device")
+NOT_IN_OPINFO, NO_VARIANT = "dtype not in the OpInfo", "no such variant"
 # The device's refusal of a dtype it has no tensors of (complex, int16: _transfer.native_dtype).
 NO_DTYPE_ERROR = re.compile(r"^TypeError: the tensord device has no torch\.\w+ tensors")
-
-
-class NotComparable(Exception):
-    """A sample whose PyTorch reference cannot be compared: PyTorch raises on the CPU itself,
-    or its value is drawn from PyTorch's generator (a ``dropout_p`` > 0, ``training=True``)."""
-
-
-class _SeededOps(TorchDispatchMode):
-    """Notes whether an op PyTorch tags ``nondeterministic_seeded`` (dropout's bernoulli,
-    ``rand``) ran: such a reference depends on PyTorch's random stream, not the device's."""
-
-    seeded = False
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        if torch.Tag.nondeterministic_seeded in func.tags and _draws(func, args, kwargs or {}):
-            self.seeded = True
-        return func(*args, **(kwargs or {}))
-
-
-def _draws(func: Any, args: Any, kwargs: Any) -> bool:
-    """Whether a seeded op really draws: not with a dropout probability of 0 or ``train=False``
-    (SDPA's CPU kernels are tagged for their ``dropout_p``)."""
-    for i, a in enumerate(func._schema.arguments):
-        v = args[i] if i < len(args) else kwargs.get(a.name, a.default_value)
-        if (a.name in ("dropout_p", "p") and v == 0) or (a.name == "train" and v is False):
-            return False
-    return True
 
 
 def entry_name(op: Any) -> str:
@@ -76,20 +55,28 @@ def entry_name(op: Any) -> str:
     return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def dtype_of(name: str) -> torch.dtype:
+    dt = getattr(torch, name, None)
+    if not isinstance(dt, torch.dtype):
+        raise ValueError(f"{name!r} is not a torch dtype")
+    return dt
+
+
 def op_db() -> List[Any]:
     from torch.testing._internal.common_methods_invocations import op_db as db
     return list(db)
-
-
-def SampleInput(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 (PyTorch's class)
-    from torch.testing._internal.opinfo.core import SampleInput as cls
-    return cls(*args, **kwargs)
 
 
 @dataclasses.dataclass
 class Result:
     name: str
     status: str
+    dtype: str = "float32"
+    variant: str = V.PLAIN
     samples: int = 0
     not_comparable: int = 0  # samples left out: NotComparable
     refused_dtype: int = 0  # samples the device refused for their dtype (NO_DTYPE_ERROR)
@@ -104,143 +91,115 @@ class Result:
         return self.forward_ok / self.samples if self.samples else 0.0
 
 
-def _to_device(x: Any) -> Any:
-    if isinstance(x, torch.Tensor):
-        t = x.detach().to(DEVICE)
-        return t.requires_grad_(x.requires_grad) if x.requires_grad else t
-    return x
-
-
-def _tensors(out: Any) -> List[torch.Tensor]:
-    return [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
-
-
-def _close(got: Any, want: Any) -> None:
-    g, w = _tensors(got), _tensors(want)
-    if len(g) != len(w):
-        raise AssertionError(f"{len(g)} tensor outputs, PyTorch has {len(w)}")
-    for a, b in zip(g, w):
-        torch.testing.assert_close(a.detach().cpu(), b.detach(), rtol=RTOL, atol=ATOL,
-                                   equal_nan=True)
-    if not w and got != want:  # a Python value (a size, a bool)
-        raise AssertionError(f"{got!r} != {want!r}")
-
-
-def _grads(op: Any, sample: Any, out: Any, inputs: List[torch.Tensor],
-           cotangents: List[torch.Tensor]) -> Optional[Tuple[Any, ...]]:
-    outs = _tensors(sample.output_process_fn_grad(out))
-    pairs = [(o, c) for o, c in zip(outs, cotangents) if o.requires_grad and c is not None]
-    if not pairs or not inputs:
-        return None
-    return torch.autograd.grad([o for o, _ in pairs], inputs, [c for _, c in pairs],
-                               allow_unused=True)
-
-
-def _differentiable_inputs(sample: Any) -> List[torch.Tensor]:
-    flat = tree_flatten((sample.input, sample.args, sample.kwargs))[0]
-    return [t for t in flat if isinstance(t, torch.Tensor) and t.requires_grad]
-
-
-def check_sample(op: Any, sample: Any, grad: bool,
-                 keep_cpu: Optional[List[bool]] = None) -> Tuple[bool, Optional[bool], str]:
+def check_sample(op: Any, sample: Any, grad: bool, keep_cpu: Optional[List[bool]] = None,
+                 variant: str = V.PLAIN) -> Tuple[bool, Optional[bool], str]:
     """(forward matches, gradients match or None when none is checked, the first error);
     raises NotComparable for a sample without a deterministic PyTorch reference."""
-    mode = _SeededOps()
+    if variant == V.INPLACE and sample.broadcasts_input:
+        raise NotComparable("the in-place variant cannot broadcast its input")
+    if variant == V.NONCONTIG:  # the same layout on the CPU (as_strided reads the storage)
+        sample = V.cpu_noncontiguous(sample)
+    mode = SeededOps()
     try:
         with mode:
-            want = op.op(sample.input, *sample.args, **sample.kwargs)
+            template = op.op(sample.input, *sample.args, **sample.kwargs) \
+                if variant == V.OUT else None
+            ref = V.runner(op, variant, template, "cpu")
+            want = ref(sample.input, *sample.args, **sample.kwargs)
     except Exception as e:  # noqa: BLE001
-        raise NotComparable(f"PyTorch raises on the CPU: {_short(e)}") from e
+        raise NotComparable(f"PyTorch raises on the CPU: {short(e)}") from e
     if mode.seeded:
         raise NotComparable("its values come from PyTorch's random generator")
-    leaves, spec = tree_flatten((sample.input, sample.args, sample.kwargs))
-    cpu = keep_cpu if keep_cpu is not None and len(keep_cpu) == len(leaves) else ()
-    d_input, d_args, d_kwargs = tree_unflatten(
-        [x if i < len(cpu) and cpu[i] else _to_device(x) for i, x in enumerate(leaves)], spec)
-    dev = SampleInput(d_input, args=d_args, kwargs=d_kwargs,
-                      output_process_fn_grad=sample.output_process_fn_grad)
-    got = op.op(dev.input, *dev.args, **dev.kwargs)
+    dev = V.device_sample(sample, variant, keep_cpu)
+    if variant == V.NONCONTIG:
+        n, nc = V.noncontiguous_leaves(dev)
+        if nc < n:
+            raise AssertionError(f"only {nc} of {n} device inputs are non-contiguous")
+    fn = V.runner(op, variant, template, DEVICE)
+    got = fn(dev.input, *dev.args, **dev.kwargs)
     try:
-        _close(got, want)
+        close(got, want)
     except Exception as e:  # noqa: BLE001 (any failure is this sample's verdict)
-        return False, None, f"forward: {_short(e)}"
+        return False, None, f"forward: {short(e)}"
     if not grad:
         return True, None, ""
-    gen = torch.Generator().manual_seed(1)
-    cot = [torch.randn(t.shape, generator=gen, dtype=t.dtype) if t.is_floating_point() else None
-           for t in _tensors(sample.output_process_fn_grad(want))]
-    want_g = _grads(op, sample, want, _differentiable_inputs(sample), cot)
+    cot = cotangents(sample, want)
+    try:
+        want_g = grads(sample, want, differentiable_inputs(sample), cot)
+    except Exception:  # noqa: BLE001 (PyTorch has no gradient of this form: none to check)
+        want_g = None
     if want_g is None:
         return True, None, ""
+    got_g = None
     try:
-        got_g = _grads(op, dev, got, _differentiable_inputs(dev),
-                       [None if c is None else c.to(DEVICE) for c in cot])
+        got_g = grads(dev, got, differentiable_inputs(dev),
+                      [None if c is None else c.to(DEVICE) for c in cot])
         if got_g is None:
             raise AssertionError("no output of the device's result requires grad")
-        _close_grads(got_g, want_g)
+        close_grads(got_g, want_g)
     except Exception as e:  # noqa: BLE001
-        try:  # Note [Float64 gradient reference]
-            _close_grads(got_g, _grads_float64(op, sample, cot))
-        except Exception:  # noqa: BLE001 (the float32 reference's verdict stands)
-            return True, False, f"grad: {_short(e)}"
+        try:  # Note [Float64 gradient reference] (opinfo_compare.py)
+            close_grads(got_g, grads_float64(ref, sample, cot, want_g_dtype(want_g)))
+        except Exception:  # noqa: BLE001 (the reference's verdict stands)
+            return True, False, f"grad: {short(e)}"
     return True, True, ""
 
 
-def _close_grads(got_g: Any, want_g: Any) -> None:
-    for a, b in zip(got_g, want_g):
-        if (a is None) != (b is None):
-            if b is not None and not b.any():  # PyTorch's explicit zero, tensord's none
-                continue
-            raise AssertionError("a gradient is missing on one side")
-        if a is not None:
-            torch.testing.assert_close(a.cpu(), b, rtol=RTOL, atol=ATOL, equal_nan=True)
+def want_g_dtype(want_g: Any) -> torch.dtype:
+    return next((t.dtype for t in want_g if t is not None), DTYPE)
 
 
-# Note [Float64 gradient reference]: a float32 gradient that differs from CPU PyTorch's float32
-# one is held to PyTorch's float64 gradient of the same sample (rounded to float32) before it
-# counts as a mismatch, since some float32 references are mostly rounding noise:
-# layer_norm over one element has exactly zero input and weight gradients, where PyTorch's
-# float32 kernel returns ~1e-4 (x - mean is computed as x * rstd - mean * rstd, and the backward
-# scales that by rstd^3 ~ 3e7 for eps = 1e-5). Values are still compared in float32 only.
-def _grads_float64(op: Any, sample: Any, cot: List[Any]) -> Tuple[Any, ...]:
-    def wide(x: Any) -> Any:
-        if isinstance(x, torch.Tensor) and x.dtype == DTYPE:
-            return x.detach().double().requires_grad_(x.requires_grad)
-        return x
-    s64 = SampleInput(tree_map(wide, sample.input), args=tree_map(wide, sample.args),
-                      kwargs=tree_map(wide, sample.kwargs),
-                      output_process_fn_grad=sample.output_process_fn_grad)
-    out = op.op(s64.input, *s64.args, **s64.kwargs)
-    g = _grads(op, s64, out, _differentiable_inputs(s64),
-               [None if c is None else c.double() for c in cot])
-    if g is None:
-        raise AssertionError("no float64 reference")
-    return tuple(None if t is None else t.to(DTYPE) for t in g)
+def takes_grad(op: Any, dtype: torch.dtype, variant: str) -> bool:
+    return (op.supports_autograd and dtype.is_floating_point and V.takes_grad(variant)
+            and dtype in op.supported_backward_dtypes("cpu"))
 
 
-def _short(e: Exception) -> str:
-    text = f"{type(e).__name__}: {e}".strip().splitlines()
-    return " ".join(text[:3])[:240]
+def sample_inputs(op: Any, device: str, dtype: torch.dtype, requires_grad: bool) -> Any:
+    """``op.sample_inputs`` as PyTorch's own tests iterate it outside a unittest (the RNG
+    seeded with ``SEED`` before each sample), without its ``TrackedInputIter``: that walks the
+    interpreter's stack (``inspect.stack``) twice per call, 3/4 of a case's time under pytest."""
+    from torch.testing._internal.common_utils import SEED
+    it = iter(op.sample_inputs_func(op, device, dtype, requires_grad))
+    while True:
+        _seed_cpu(SEED)
+        try:
+            yield next(it)
+        except StopIteration:
+            return
 
 
-def samples(op: Any, max_samples: int = MAX_SAMPLES) -> List[Any]:
-    torch.manual_seed(0)
+def _seed_cpu(seed: int) -> None:
+    """``set_rng_seed`` of PyTorch's tests but for the CPU generator only: ``torch.manual_seed``
+    seeds the tensord device too (a daemon command), which no sample's values depend on."""
+    import random
+
+    import numpy as np
+    torch.default_generator.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed)
+
+
+def samples(op: Any, dtype: torch.dtype = DTYPE, max_samples: Optional[int] = MAX_SAMPLES,
+            requires_grad: Optional[bool] = None) -> List[Any]:
+    """The first ``max_samples`` (all for None) of ``op``'s samples of ``dtype``."""
+    if requires_grad is None:
+        requires_grad = takes_grad(op, dtype, V.PLAIN)
     out = []
-    for s in op.sample_inputs("cpu", DTYPE, requires_grad=op.supports_autograd):
+    for s in sample_inputs(op, "cpu", dtype, requires_grad):
         out.append(s)
-        if len(out) >= max_samples:
+        if max_samples is not None and len(out) >= max_samples:
             break
     return out
 
 
-def cpu_placements(op: Any, n: int) -> List[Optional[List[bool]]]:
+def cpu_placements(op: Any, n: int, dtype: torch.dtype = DTYPE) -> List[Optional[List[bool]]]:
     """For each of the first ``n`` samples, which tensor leaves PyTorch's sample function puts
     on the CPU whatever the device (``tensor_split``'s index tensor, which PyTorch requires on
     the CPU): the leaves that stay on the CPU when the samples are made for the meta device.
     None where the meta samples cannot be made."""
     out: List[Optional[List[bool]]] = []
     try:
-        for s in op.sample_inputs("meta", DTYPE, requires_grad=False):
+        for s in sample_inputs(op, "meta", dtype, False):
             leaves = tree_flatten((s.input, s.args, s.kwargs))[0]
             out.append([isinstance(x, torch.Tensor) and x.device.type == "cpu" for x in leaves])
             if len(out) >= n:
@@ -251,46 +210,60 @@ def cpu_placements(op: Any, n: int) -> List[Optional[List[bool]]]:
 
 
 def run_entry(op: Any, fallback_counts: Any, reset_fallback_counts: Any,
-              max_samples: int = MAX_SAMPLES) -> Result:
-    """Every capped sample of ``op`` on the device; the entry's status and rates."""
-    name = entry_name(op)
+              max_samples: Optional[int] = MAX_SAMPLES, dtype: torch.dtype = DTYPE,
+              variant: str = V.PLAIN) -> Result:
+    """Every (capped) sample of ``op`` of ``dtype`` on the device, in ``variant``: the case's
+    status and rates."""
+    r = Result(entry_name(op), PASS, dtype_name(dtype), variant)
     if RANDOM.search(op.name):
-        return Result(name, SKIPPED)
-    if DTYPE not in op.supported_dtypes("cpu"):
-        return Result(name, NO_SAMPLES)
+        r.status = SKIPPED
+        return r
+    if dtype not in op.supported_dtypes("cpu"):
+        r.status = NOT_IN_OPINFO
+        return r
+    if not V.has_variant(op, variant):
+        r.status = NO_VARIANT
+        return r
+    grad = takes_grad(op, dtype, variant)
     try:
-        cases = samples(op, max_samples)
+        cases = samples(op, dtype, max_samples, grad)
     except Exception as e:  # noqa: BLE001 (PyTorch's generator needs something missing here)
-        return Result(name, SKIPPED, first_error=f"samples: {_short(e)}")
+        r.status, r.first_error = SKIPPED, f"samples: {short(e)}"
+        return r
     if not cases:
-        return Result(name, NO_SAMPLES)
-    r = Result(name, PASS)
+        r.status = NO_SAMPLES
+        return r
     reset_fallback_counts()
     before = os.environ.get("TENSORD_TORCH_NO_FALLBACK")
     os.environ["TENSORD_TORCH_NO_FALLBACK"] = "1"  # a fallback raises at once (still counted)
     try:
-        _run_cases(op, cases, r, cpu_placements(op, len(cases)))
+        _run_cases(op, cases, r, cpu_placements(op, len(cases), dtype), grad)
     finally:
         if before is None:
             del os.environ["TENSORD_TORCH_NO_FALLBACK"]
         else:
             os.environ["TENSORD_TORCH_NO_FALLBACK"] = before
     r.fallbacks = tuple(sorted(fallback_counts()))
+    r.status = _status(op, r)
+    return r
+
+
+def _status(op: Any, r: Result) -> str:
     if r.fallbacks:
-        r.status = FALLBACK
-    elif not r.samples:
-        r.status = SKIPPED
-    elif r.forward_ok < r.samples and r.forward_ok + r.refused_dtype == r.samples:
-        r.status = NO_DTYPE
-    elif r.forward_ok < r.samples and _cpu_compare_excluded(op):
-        r.status = SKIPPED
+        return FALLBACK
+    if not r.samples:
+        return SKIPPED
+    if r.forward_ok < r.samples and r.forward_ok + r.refused_dtype == r.samples:
+        return NO_DTYPE
+    if r.forward_ok < r.samples and _cpu_compare_excluded(op):
         r.first_error = ("not compared: PyTorch's own device-vs-CPU test (test_compare_cpu) "
                          f"expects this entry to differ; here: {r.first_error}")
-    elif r.forward_ok < r.samples:
-        r.status = FAIL_FORWARD
-    elif r.grad_ok < r.grad_checked:
-        r.status = FAIL_GRAD
-    return r
+        return SKIPPED
+    if r.forward_ok < r.samples:
+        return FAIL_FORWARD
+    if r.grad_ok < r.grad_checked:
+        return FAIL_GRAD
+    return PASS
 
 
 def _cpu_compare_excluded(op: Any) -> bool:
@@ -305,16 +278,16 @@ def _cpu_compare_excluded(op: Any) -> bool:
 
 
 def _run_cases(op: Any, cases: List[Any], r: Result,
-               placements: List[Optional[List[bool]]]) -> None:
+               placements: List[Optional[List[bool]]], grad: bool) -> None:
     for s, keep_cpu in zip(cases, placements):
         try:
-            fwd, grd, err = check_sample(op, s, op.supports_autograd, keep_cpu)
+            fwd, grd, err = check_sample(op, s, grad, keep_cpu, r.variant)
         except NotComparable as e:
             r.not_comparable += 1
             r.first_error = r.first_error or f"not compared: {e}"
             continue
         except Exception as e:  # noqa: BLE001 (PyTorch itself or the device raised)
-            fwd, grd, err = False, None, _short(e)
+            fwd, grd, err = False, None, short(e)
         r.samples += 1
         r.forward_ok += fwd
         if grd is not None:
@@ -325,8 +298,9 @@ def _run_cases(op: Any, cases: List[Any], r: Result,
             r.first_error = err
 
 
-def run_all(names: Optional[Iterable[str]] = None, max_samples: int = MAX_SAMPLES,
+def run_all(names: Optional[Iterable[str]] = None, max_samples: Optional[int] = MAX_SAMPLES,
             progress: bool = False) -> List[Result]:
+    """The base case (float32, plain) of every entry (or those named)."""
     import sys
     import tensord.torch as tdt
     wanted = set(names) if names is not None else None

@@ -2,10 +2,11 @@
 
 In order: the device's own handlers (copies, reads, factories' fills; ``_special``), a rule
 mapping the op onto the daemon's catalog (``_aten_map.RULES``), a ``_foreach_`` op as its
-per-tensor op in a loop, PyTorch's decomposition into ops that map (``torch._decomp``), an
-in-place op as its functional twin plus ``copy_``, and last the counted CPU fallback
-(``_fallback``). Rules queue commands and return at once: output metadata comes from PyTorch's
-meta functions (``_meta``), never from the daemon.
+per-tensor op in a loop, an ``out=`` or in-place op as its functional twin plus ``copy_``
+(``_twins``), PyTorch's decomposition into ops that map (``torch._decomp``), and last the
+counted CPU fallback (``_fallback``). Rules queue commands and
+return at once: output metadata comes from PyTorch's meta functions (``_meta``), never from the
+daemon.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Dict, List, Optional
 import torch
 from torch._decomp import decomposition_table
 
-from . import _aten_map, _connection, _fallback, _meta, _special, _transfer
+from . import _aten_map, _connection, _fallback, _meta, _special, _twins, _transfer
 from .. import _errors
 from .._tensor import Tensor as NativeTensor
 from .._tensor import call as native_call
@@ -89,6 +90,14 @@ def dispatch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
         return _foreach(func, args, kwargs)
     if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
         return func.decompose(*args, **kwargs)
+    twin = _twins.functional_twin(func)
+    if twin is not None:
+        out = _twins.run(func, twin, args, kwargs, dispatch)
+        if out is not NotImplemented:
+            return out
+    inplace = _twins.inplace_twin(func)
+    if inplace is not None:
+        return _twins.run_inplace(func, inplace, args, kwargs, dispatch)
     decomp = decomposition_table.get(func)
     active = _decomposing()
     if decomp is not None and func not in active:
@@ -99,11 +108,6 @@ def dispatch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
             active.discard(func)
         if out is not NotImplemented:
             return out
-    inplace = _functional_twin(func)
-    if inplace is not None:
-        out = dispatch(inplace, args, kwargs)
-        assign(args[0], payload(out))
-        return args[0]
     return _fallback.run(func, args, kwargs)
 
 
@@ -241,8 +245,8 @@ def _check(func: Any, meta: torch.Tensor, native: NativeTensor) -> None:
 
 
 def _functional_twin(func: Any) -> Optional[Any]:
-    """``aten.add.Tensor`` for ``aten.add_.Tensor``: an in-place op whose functional version
-    returns one tensor of the same schema otherwise."""
+    """``aten.squeeze.dim`` for ``aten.squeeze_.dim``: an in-place view op's functional view of
+    the same overload name (``_special.inplace_view``)."""
     name = func._schema.name.split("::")[-1]
     if not name.endswith("_") or name.startswith("_foreach"):
         return None

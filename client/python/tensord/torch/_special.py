@@ -183,13 +183,13 @@ def equal(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     return torch.equal(a, b)
 
 
-# Note [In-place views]: ``squeeze_``, ``unsqueeze_``, ``transpose_``, ``t_`` change the sizes
-# and strides of the tensor they are called on, not its values (``matmul`` of a 1-d tensor ends
-# in ``squeeze_``). The daemon's side is the functional view's handle (same storage); PyTorch's
-# side, the wrapper's own metadata, is set below the Python key (``as_strided_`` with dispatch
-# off), since no ATen op on it may reach the daemon again.
+# Note [In-place views]: ``squeeze_``, ``unsqueeze_``, ``transpose_``, ``t_``, ``as_strided_``
+# change the sizes and strides of the tensor they are called on, not its values (``matmul`` of a
+# 1-d tensor ends in ``squeeze_``). The daemon's side is the functional view's handle (same
+# storage); PyTorch's side, the wrapper's own metadata, is set below the Python key
+# (``as_strided_`` with dispatch off), since no ATen op on it may reach the daemon again.
 @_handles(aten.squeeze_.default, aten.squeeze_.dim, aten.squeeze_.dims, aten.unsqueeze_.default,
-          aten.transpose_.default, aten.t_.default)
+          aten.transpose_.default, aten.t_.default, aten.as_strided_.default)
 def inplace_view(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     x = args[0]
     twin = aten.transpose.int if func is aten.transpose_.default else _d()._functional_twin(func)
