@@ -15,11 +15,14 @@ F64 = torch.float64
 # Unary rows: (name, torch's function, input maker(shape..., dtype)).
 _ANY = lambda *s, dtype=torch.float32: R(*s, dtype=dtype) * 3  # noqa: E731
 _POSITIVE = lambda *s, dtype=torch.float32: R(*s, lo=0.2, dtype=dtype)  # noqa: E731
+# erfcx grows as exp(x^2) for negative x: kept near zero, where a float64 loss leaves finite
+# differences their digits.
+_NEAR_ZERO = lambda *s, dtype=torch.float32: R(*s, dtype=dtype)  # noqa: E731
 _PROBABILITY = lambda *s, dtype=torch.float32: torch.sigmoid(R(*s, dtype=dtype))  # noqa: E731
 UNARY = [
     ("i0", torch.i0, _ANY), ("i0e", torch.special.i0e, _ANY), ("i1", torch.special.i1, _ANY),
     ("i1e", torch.special.i1e, _ANY), ("ndtri", torch.special.ndtri, _PROBABILITY),
-    ("log_ndtr", torch.special.log_ndtr, _ANY), ("erfcx", torch.special.erfcx, _ANY),
+    ("log_ndtr", torch.special.log_ndtr, _ANY), ("erfcx", torch.special.erfcx, _NEAR_ZERO),
     ("bessel_j0", torch.special.bessel_j0, _ANY), ("bessel_j1", torch.special.bessel_j1, _ANY),
     ("bessel_y0", torch.special.bessel_y0, _POSITIVE),
     ("bessel_y1", torch.special.bessel_y1, _POSITIVE),
@@ -49,8 +52,11 @@ def _nonzero_static(x: torch.Tensor, size: int, fill_value: int = -1) -> torch.T
 def special_cases() -> List[Case]:
     c: List[Case] = []
     for name, ref, make in UNARY:
+        # PyTorch's J0/J1 are accurate to ~3e-6 (relative) for 5 < |x| < 9 (against mpmath);
+        # tensord's to ~1e-15
+        rtol = 1e-5 if name in ("bessel_j0", "bessel_j1") else None
         c += [Case(name, [make(3, 4)], ref=ref), Case(name, [NC(make(4, 5))], ref=ref),
-              Case(name, [make(6, dtype=F64)], ref=ref)]
+              Case(name, [make(6, dtype=F64)], ref=ref, rtol=rtol)]
     x = torch.tanh(R(4, 5, dtype=F64)) * 0.95  # inside [-1, 1]; [0, 1] for the shifted ones
     n = torch.arange(20, dtype=F64).reshape(4, 5) % 7 - 1  # degrees -1..5 (-1 gives 0)
     for name in POLYNOMIALS:

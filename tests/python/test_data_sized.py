@@ -101,7 +101,9 @@ def test_cumprod_gradient_along_a_dim_with_a_dtype():
     x[2, 3] = 0.0
     xr = x.clone().requires_grad_()
     w = torch.randn(3, 5, dtype=torch.float64, generator=_gen(9))
-    (torch.cumprod(xr, 1, dtype=torch.float64) * w).sum().backward()
+    # PyTorch 1.13's backward of cumprod(dtype=) fails itself (masked_scatter's dtypes): the
+    # same product through an explicit cast
+    (torch.cumprod(xr.double(), 1) * w).sum().backward()
     t = from_torch(x).requires_grad_()
     (td.cumprod(t, 1, dtype=td.float64) * from_torch(w)).sum().backward()
     assert_same(t.grad, xr.grad)
