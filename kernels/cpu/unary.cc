@@ -7,6 +7,7 @@
 #include "kernels/cpu/loops.h"
 #include "runtime/core/special_math.h"
 #include "runtime/core/special_ops.h"
+#include "runtime/core/status_macros.h"
 
 namespace tensord {
 namespace cpu {
@@ -195,9 +196,15 @@ absl::Status Polygamma(int n, const StridedView& in, const StridedView& out) {
 
 absl::Status Clamp(const StridedView& in, bool has_lo, double lo, bool has_hi,
                    double hi, const StridedView& out) {
-  return DispatchAll(out.dtype, "clamp", [&](auto tag) {
+  absl::Status filled;
+  TD_RETURN_IF_ERROR(DispatchAll(out.dtype, "clamp", [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, bool>) {
+    if constexpr (std::is_same_v<T, bool>) {
+      // As PyTorch ("clamp_max_scalar_cpu" not implemented for 'Bool'): an
+      // error, never an output left unwritten.
+      filled =
+          absl::InvalidArgumentError("clamp: bool tensors are not supported");
+    } else {
       // Bounds convert to T; for integer T they were integral (checked).
       const T l = has_lo ? static_cast<T>(lo) : T{},
               h = has_hi ? static_cast<T>(hi) : T{};
@@ -206,14 +213,15 @@ absl::Status Clamp(const StridedView& in, bool has_lo, double lo, bool has_hi,
           if (x != x) return x;
           return x < l ? l : (x > h ? h : x);  // min wins when l > h
         });
-        if (l > h) Fill(out, static_cast<double>(h));
+        if (l > h) filled = Fill(out, static_cast<double>(h));
       } else if (has_lo) {
         Map1<T, T>(in, out, [l](T x) { return x < l ? l : x; });
       } else {
         Map1<T, T>(in, out, [h](T x) { return x > h ? h : x; });
       }
     }
-  });
+  }));
+  return filled;
 }
 
 absl::Status Compare(CompareOp op, const StridedView& a, const StridedView& b,
