@@ -7,7 +7,7 @@ import torch
 
 import tensord as td
 from autograd_support import grad_session, optim_session  # noqa: F401 (fixtures)
-from optim_support import assert_same_params, data, models, run
+from optim_support import assert_same_params, data, models, run, run_with_b_sometimes_without_grad
 
 pytestmark = pytest.mark.usefixtures("optim_session")
 
@@ -85,18 +85,7 @@ SKIPPING = [(td.optim.Adam, torch.optim.Adam, dict(lr=0.1)),
 def test_parameters_with_different_step_counts(cls, tcls, kw):
     # Note [Optimizer steps read .grad] / [Adam step counts]: the daemon skips b on the steps
     # where it has no gradient (its first included) and counts a's and b's steps apart.
-    a, b = td.nn.Parameter(td.ones(2)), td.nn.Parameter(td.ones(2))
-    ta, tb = torch.nn.Parameter(torch.ones(2)), torch.nn.Parameter(torch.ones(2))
-    opt, topt = cls([a, b], **kw), tcls([ta, tb], **kw)
-    for step in range(5):
-        opt.zero_grad()
-        topt.zero_grad(set_to_none=True)  # torch 1.13's default zeroes instead
-        ((a * a).sum() + ((b * b * 3).sum() if step % 2 else 0)).backward()
-        ((ta * ta).sum() + ((tb * tb * 3).sum() if step % 2 else 0)).backward()
-        opt.step()
-        topt.step()
-    np.testing.assert_allclose(a.numpy(), ta.detach().numpy(), rtol=1e-5)
-    np.testing.assert_allclose(b.numpy(), tb.detach().numpy(), rtol=1e-5)
+    opt, topt, (a, b), (ta, tb) = run_with_b_sometimes_without_grad(cls, tcls, kw, kw, 2)
     if "step" in topt.state[ta]:
         assert [opt.state[p]["step"].item() for p in (a, b)] == [5.0, 2.0]
         assert [float(topt.state[p]["step"]) for p in (ta, tb)] == [5.0, 2.0]

@@ -9,7 +9,7 @@ import torch
 
 import tensord as td
 from autograd_support import grad_session  # noqa: F401 (fixture)
-from optim_support import assert_same_params, models, run
+from optim_support import assert_same_params, models, run, run_with_b_sometimes_without_grad
 
 pytestmark = pytest.mark.usefixtures("grad_session")
 
@@ -60,18 +60,8 @@ def test_trajectory_with_two_groups_matches_torch(name, kw, first, second):
 @pytest.mark.parametrize("name", list(OPTS))
 def test_parameters_without_grad_are_skipped(name):
     cls, tcls = OPTS[name]
-    a, b = td.nn.Parameter(td.ones(3)), td.nn.Parameter(td.ones(3))
-    ta, tb = torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(3))
-    opt, topt = cls([a, b], lr=0.1), tcls([ta, tb], lr=0.1, foreach=False)
-    for step in range(5):
-        opt.zero_grad()
-        topt.zero_grad(set_to_none=True)
-        ((a * a).sum() + ((b * b * 3).sum() if step % 2 else 0)).backward()
-        ((ta * ta).sum() + ((tb * tb * 3).sum() if step % 2 else 0)).backward()
-        opt.step()
-        topt.step()
-    np.testing.assert_allclose(a.numpy(), ta.detach().numpy(), rtol=1e-5)
-    np.testing.assert_allclose(b.numpy(), tb.detach().numpy(), rtol=1e-5)
+    opt, topt, (a, b), (ta, tb) = run_with_b_sometimes_without_grad(
+        cls, tcls, dict(lr=0.1), dict(lr=0.1, foreach=False), 3)
     assert [float(opt.state[p]["step"]) for p in (a, b)] == \
         [float(topt.state[p]["step"]) for p in (ta, tb)] == [5.0, 2.0]
 
