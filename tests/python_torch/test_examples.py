@@ -1,7 +1,15 @@
 """examples/torch/: each program prints the same losses on the tensord device as on local
-PyTorch, from the same initial weights (rtol 1e-4 on every number it prints), with no op on the
-CPU fallback (the device run has TENSORD_TORCH_NO_FALLBACK=1: a fallback fails the program).
-The programs differ from their CPU versions only in the device line and the import."""
+PyTorch, from the same initial weights, with no op on the CPU fallback (the device run has
+TENSORD_TORCH_NO_FALLBACK=1: a fallback fails the program). The programs differ from their CPU
+versions only in the device line and the import.
+
+Note [PyTorch's own spread]: every number the program prints must match local PyTorch's within
+rtol 1e-4, or within four times the distance between two local PyTorch runs on different CPU
+kernels (its generic ATen kernels and oneDNN held to SSE4.1 against the CPU's best), whichever is
+larger. Training amplifies rounding step by step: after four SGD steps of ResNet-18 (batch norm
+over 8 values in its last stage) PyTorch on this VM's AVX2 oneDNN kernels differs from PyTorch on
+its AVX-512 ones by 2.5e-4, so a fixed 1e-4 is finer than PyTorch's reproducibility across
+machines (it passed on one CPU and failed on another). A wrong kernel is off by far more."""
 
 from __future__ import annotations
 
@@ -42,9 +50,13 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def _run(daemon: str, example: str, args: list, device: str) -> str:
+# Local PyTorch on other kernels than the CPU's best (Note [PyTorch's own spread]).
+_OTHER_KERNELS = {"ATEN_CPU_CAPABILITY": "default", "DNNL_MAX_CPU_ISA": "SSE41"}
+
+
+def _run(daemon: str, example: str, args: list, device: str, env_extra: dict = {}) -> str:
     env = dict(os.environ, TENSORD_ADDRESS=daemon, TENSORD_TORCH_NO_FALLBACK="1",
-               PYTHONPATH=os.path.join(REPO, "client", "python"))
+               PYTHONPATH=os.path.join(REPO, "client", "python"), **env_extra)
     path = os.path.join(REPO, "examples", "torch", example)
     r = subprocess.run([sys.executable, "-c", _WRAPPER, path, "--device", device, *args],
                        env=env, capture_output=True, text=True, timeout=600)
@@ -59,12 +71,16 @@ def _run(daemon: str, example: str, args: list, device: str) -> str:
 def test_example_prints_the_same_on_the_device(daemon: str, example: str, args: list) -> None:
     got = _run(daemon, example, args, "tensord").splitlines()
     ref = _run(daemon, example, args, "cpu").splitlines()
-    assert len(got) == len(ref) and len(ref) >= 3, (got, ref)
-    for g, r in zip(got, ref):
+    other = _run(daemon, example, args, "cpu", _OTHER_KERNELS).splitlines()
+    assert len(got) == len(ref) == len(other) and len(ref) >= 3, (got, ref, other)
+    for g, r, o in zip(got, ref, other):
         if g.startswith("sample:"):
             continue  # multinomial draws from the daemon's generator, not PyTorch's
         assert _numbers(r), r
-        assert _numbers(g) == pytest.approx(_numbers(r), rel=1e-4), (g, r)
+        have, want, alt = _numbers(g), _numbers(r), _numbers(o)
+        assert len(have) == len(want) == len(alt), (g, r, o)
+        for h, w, a in zip(have, want, alt):
+            assert abs(h - w) <= max(1e-4 * abs(w), 4 * abs(w - a)), (g, r, o)
 
 
 def test_vae_noise_drawn_on_the_device_stays_there(daemon: str) -> None:
