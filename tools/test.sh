@@ -78,7 +78,8 @@ sanitizer_suites() {
   fi
   if [ -z "${TENSORD_SKIP_FUZZ:-}" ] && [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
     section "fuzzing the session core and the parsers (libFuzzer, the ASan tree; docs/reliability.md)"
-    tools/fuzz.sh --time="${TENSORD_FUZZ_SECONDS:-30}"
+    # Side by side, one core each (as many targets at once as the Python suites' workers).
+    tools/fuzz.sh --time="${TENSORD_FUZZ_SECONDS:-30}" --parallel="$workers"
   fi
 }
 sanitizer_log="$(mktemp -t tensord-sanitizers.XXXXXX)"
