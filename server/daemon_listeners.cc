@@ -62,14 +62,18 @@ void ConfigureServerBuilder(grpc::ServerBuilder* builder,
   builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  // Note [Transfer window]: stream transfers (Put/Data chunks) get an
+  // Note [Transfer window]: stream transfers (Put/Data chunks) ask for an
   // HTTP/2 window of 8 MiB instead of 64 KiB and HTTP/2 frames as large as
-  // a chunk instead of 16 KiB pieces. With BDP probing on, gRPC replaces
-  // that window with its own estimate, starting from 64 KiB: on loopback,
-  // 256 MiB uploads and downloads ran 25-40% slower with it (interleaved
-  // runs). Off, the window stays 8 MiB, enough for any link with less than
-  // 8 MiB in flight (1 Gb/s at 60 ms); --http2_bdp_probe for longer ones.
-  // The C++ client does the same for a daemon on its own host.
+  // a chunk instead of 16 KiB pieces. Without BDP probing gRPC never
+  // announces more than the 64 KiB initial window before a message's bytes
+  // arrive: through a WAN proxy (tools/bench/wan_bench.py) a Put of 70 KB
+  // or more took two round trips instead of one, and an MLP step with a
+  // 0.8 MB batch 2.15 round trips at RTT 200 ms against 0.97 with probing
+  // (BENCHMARKS.md, "Through a WAN"). So probing is on by default; it costs
+  // the loopback stream path (used only without shared memory and without
+  // the bulk socket) 25-40% on 256 MiB transfers, a path that met no aim
+  // either way. --http2_bdp_probe=false restores the fixed window. The C++
+  // client keeps its own receive window fixed for a daemon on its host.
   builder->AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
   builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 4 << 20);
   builder->AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE,

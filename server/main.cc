@@ -118,11 +118,13 @@ ABSL_FLAG(bool, cuda_graph_replay, false,
           "default: it has NOT RUN ON A GPU yet, and today it only counts "
           "the steps it would capture and replay (every step runs eagerly; "
           "results are unchanged)");
-ABSL_FLAG(bool, http2_bdp_probe, false,
+ABSL_FLAG(bool, http2_bdp_probe, true,
           "let gRPC size each stream's HTTP/2 window by probing the link's "
-          "bandwidth-delay product (for clients whose uploads cross links "
-          "with more than 8 MiB in flight); off: a fixed 8 MiB window, which "
-          "moves loopback and LAN transfers faster (docs/daemon.md)");
+          "bandwidth-delay product: without it an upload of more than 64 KiB "
+          "on the stream waits one more round trip for a window update "
+          "(Note [Transfer window]); off: faster loopback stream transfers, "
+          "used only without shared memory and the bulk socket "
+          "(docs/daemon.md)");
 ABSL_FLAG(std::string, devices, "",
           "comma-separated devices to serve, e.g. cpu,cuda:0 (default: all)");
 ABSL_FLAG(std::string, default_device, "cpu",
