@@ -130,9 +130,13 @@ absl::Status CpuConv(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
   return absl::OkStatus();
 }
 
-// Pools: input [N, C, H, W] or [C, H, W].
-absl::Status CheckPoolInput(const Tensor& x, const char* what) {
-  TD_RETURN_IF_ERROR(RequireFloating(x, what));
+// Pools: input [N, C, H, W] or [C, H, W], floating; avg_pool2d takes int64
+// too, as PyTorch's CPU kernel does (a sum divided by the count, truncated).
+absl::Status CheckPoolInput(const Tensor& x, const char* what,
+                            bool int64_ok = false) {
+  if (!(int64_ok && x.dtype() == DType::kInt64)) {
+    TD_RETURN_IF_ERROR(RequireFloating(x, what));
+  }
   if (x.ndim() != 3 && x.ndim() != 4) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": expected 3D or 4D input, got shape ",
@@ -152,7 +156,7 @@ int64_t PoolOut(int64_t size, int64_t k, int64_t s, int64_t p, int64_t d,
 template <bool kMax>
 absl::StatusOr<cpu::Window2d> PlanPool(const Tensor& x, const Attrs& attrs) {
   const char* what = kMax ? "max_pool2d" : "avg_pool2d";
-  TD_RETURN_IF_ERROR(CheckPoolInput(x, what));
+  TD_RETURN_IF_ERROR(CheckPoolInput(x, what, /*int64_ok=*/!kMax));
   TD_ASSIGN_OR_RETURN(auto k, Pair(attrs, "kernel_size", {0, 0}, 1));
   TD_ASSIGN_OR_RETURN(auto s, Pair(attrs, "stride", k, 1));
   TD_ASSIGN_OR_RETURN(auto pad, Pair(attrs, "padding", {0, 0}, 0));
@@ -357,12 +361,16 @@ std::vector<OpDef> ConvOps() {
       {Required("kernel_size", AttrType::kInts), Ints("stride", {}),
        Ints("padding", {0}), Optional("ceil_mode", AttrType::kBool, false),
        Optional("count_include_pad", AttrType::kBool, true)},
-      "2-d average pooling (stride defaults to kernel_size).");
+      "2-d average pooling (stride defaults to kernel_size); int64 input "
+      "averages in int64, truncating, as PyTorch's CPU kernel.");
   avgp.infer = InferPool<false>;
   avgp.cpu = CpuPool<false>;
   avgp.examples = {
       Example({{1, 2, 5, 5}},
-              {{"kernel_size", I{3}}, {"padding", I{1}}, {"stride", I{2}}})};
+              {{"kernel_size", I{3}}, {"padding", I{1}}, {"stride", I{2}}}),
+      Example({{1, 2, 5, 5}},
+              {{"kernel_size", I{3}}, {"padding", I{1}}, {"stride", I{2}}},
+              {DType::kInt64})};
   ops.push_back(std::move(avgp));
   OpDef ada = MakeOp("adaptive_avg_pool2d", 1, 1,
                      {Required("output_size", AttrType::kInts)},

@@ -88,6 +88,16 @@ def _selection_and_loss_cases() -> List[Case]:
         Case("clamp_max", [NC(R(3, 4)), R(3, 4, seed=1)], ref=lambda x, m: torch.clamp(x, max=m)),
         Case("clamp_max", [R(2, 3, dtype=torch.float64), R(3, dtype=torch.float64, seed=2)],
              ref=lambda x, m: torch.clamp(x, max=m)),
+        # bool bounds: PyTorch's clamp_min/clamp_max are its maximum/minimum (or/and), which take
+        # bool and promote with int64 (its clamp(min=tensor) refuses bool).
+        Case("clamp_min", [R(3, 4, dtype=torch.bool), R(4, dtype=torch.bool, seed=1)],
+             ref=torch.clamp_min),
+        Case("clamp_max", [NC(R(3, 4, dtype=torch.bool)), R(3, 1, dtype=torch.bool, seed=2)],
+             ref=torch.clamp_max),
+        Case("clamp_min", [R(6, dtype=torch.int64), R(6, dtype=torch.bool, seed=3)],
+             ref=torch.clamp_min),
+        Case("clamp_max", [R(6, dtype=torch.bool, seed=4), R(6, dtype=torch.int64)],
+             ref=torch.clamp_max),
         Case("leaky_relu", [R(3, 4)], ref=F.leaky_relu),
         Case("leaky_relu", [NC(R(3, 4, dtype=torch.float64))], {"negative_slope": 0.2}, ref=F.leaky_relu),
         Case("binary_cross_entropy", [p(3, 4), p(3, 4, seed=1)], ref=F.binary_cross_entropy),
@@ -170,6 +180,10 @@ def _math_cases() -> List[Case]:
           Case("fmin", [torch.tensor([1.0, nan, nan]), torch.tensor([nan, 2.0, nan])],
                check=same_nans),
           Case("fmax", [R(6, dtype=torch.int64), R(6, dtype=torch.int64, seed=1)]),
+          # bool: or / and, as PyTorch's maximum / minimum; with int64 they promote.
+          Case("fmax", [R(3, 4, dtype=torch.bool), R(4, dtype=torch.bool, seed=1)]),
+          Case("fmin", [NC(R(3, 4, dtype=torch.bool)), R(3, 1, dtype=torch.bool, seed=1)]),
+          Case("fmin", [R(6, dtype=torch.int64), R(6, dtype=torch.bool, seed=2)]),
           Case("copysign", [R(5, dtype=torch.int64), torch.tensor([-0.5, 0.5, -1.0, 1.0, -2.0])]),
           Case("fmod", [R(3, 4), R(4, lo=0.5)]), Case("fmod", [NC(R(3, 4)), 0.7]),
           Case("fmod", [R(5, dtype=f64), R(5, lo=0.5, seed=1, dtype=f64)]),
@@ -192,6 +206,7 @@ def cases() -> List[Case]:
         c.append(Case(op, [R(6, dtype=torch.int64).abs()]))  # integer input: float32 result
     for op in ["neg", "abs", "sign", "floor"]:
         c.append(Case(op, [R(6, dtype=torch.int32)]))
+    c += [Case("sign", [R(6, dtype=torch.bool)]), Case("sign", [NC(R(3, 4, dtype=torch.bool))])]
     c += [Case("gelu", [R(3, 4)]), Case("silu", [R(3, 4)]), Case("exp", [R(3, 4, dtype=torch.float16)], ref=lambda x: x.float().exp().half()),
           Case("tanh", [R(3, 4, dtype=torch.bfloat16)]),
           Case("bitwise_not", [R(3, 4, dtype=torch.int64)]), Case("bitwise_not", [R(4, dtype=torch.bool)]),
@@ -200,7 +215,10 @@ def cases() -> List[Case]:
           Case("clamp", [NC(R(3, 4))], {"min": 0.1}),
           Case("clamp", [R(3, 4, dtype=torch.int64)], {"max": 2}),
           Case("clamp", [R(5, dtype=torch.int64)], {"min": 0.5}),
-          Case("clamp", [R(5)], {"min": 1.0, "max": -1.0})]
+          Case("clamp", [R(5)], {"min": 1.0, "max": -1.0}),
+          # bool: promoted with the bound as PyTorch does (int64, or float32 if fractional)
+          Case("clamp", [R(6, dtype=torch.bool)], {"min": 0, "max": 1}),
+          Case("clamp", [NC(R(3, 4, dtype=torch.bool))], {"min": 0.5})]
     # --------------------------------------------------------------- binary
     for op in BINARY + COMPARE:
         for a, b in SHAPES:
@@ -341,6 +359,13 @@ def cases() -> List[Case]:
     # ------------------------------------------------------- along one dim
     c += [Case("sort", [R(3, 5)], nout=2), Case("sort", [NC(R(4, 3))], {"dim": 0, "descending": True}, nout=2),
           Case("sort", [R(7, dtype=torch.int64)], {"stable": True}, nout=2),
+          # bool: false before true; stable, so the indices of ties are PyTorch's too.
+          Case("sort", [R(3, 9, dtype=torch.bool)], {"stable": True}, nout=2),
+          Case("sort", [NC(R(5, 4, dtype=torch.bool))], {"dim": 0, "descending": True, "stable": True},
+               nout=2),
+          Case("argsort", [R(4, 7, dtype=torch.bool)], {"stable": True}),
+          Case("argsort", [R(4, 7, dtype=torch.bool, seed=1)], {"dim": 0, "descending": True,
+                                                                "stable": True}),
           Case("topk", [R(3, 5)], {"k": 2}, nout=2),
           Case("topk", [NC(R(4, 6))], {"k": 3, "dim": 0, "largest": False}, nout=2),
           Case("topk", [R(2, 3, dtype=torch.float64)], {"k": 0}, nout=2),

@@ -124,6 +124,12 @@ def nn_cases() -> List[Case]:
           Case("avg_pool2d", [R(2, 3, 7, 7)], {"kernel_size": 3, "stride": 2, "padding": 1}, ref=F.avg_pool2d),
           Case("avg_pool2d", [R(1, 2, 5, 5)], {"kernel_size": 2, "ceil_mode": True,
                                                "count_include_pad": False}, ref=F.avg_pool2d),
+          # int64, as PyTorch's CPU kernel: an int64 sum divided with truncation
+          Case("avg_pool2d", [R(2, 3, 7, 7, dtype=torch.int64)], {"kernel_size": 3, "stride": 2,
+                                                                 "padding": 1}, ref=F.avg_pool2d),
+          Case("avg_pool2d", [R(1, 2, 5, 5, dtype=torch.int64)], {"kernel_size": 2, "ceil_mode": True,
+                                                                 "count_include_pad": False},
+               ref=F.avg_pool2d),
           Case("adaptive_avg_pool2d", [R(2, 3, 7, 5)], {"output_size": (3, 2)}, ref=F.adaptive_avg_pool2d),
           Case("batch_norm", [R(4, 3, 2, 2), R(3), R(3, lo=0.5), R(3), R(3)], {"training": False},
                ref=F.batch_norm),
