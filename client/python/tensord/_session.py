@@ -9,8 +9,9 @@ Threads (see docs/protocol.md for the wire semantics):
 - a flusher thread sends the open batch at most ``flush_interval`` (2 ms) after its first
   command, unless a value read, a sync, or the size/count threshold sent it first; it is woken
   only from its idle sleep, never per batch (``Batcher._flush_loop``);
-- the flushing thread writes a frame onto an idle stream itself; frames flushed while a write
-  is in flight are queued for gRPC's own sender thread (``_connection``, Note [Direct send]);
+- a flushed frame goes into the session region's command ring on the same host (Note [Python
+  command ring]), else into the stream's queue, which gRPC's own sender thread drains
+  (``_connection``);
 - a receiver thread (``_receiver``) applies replies and wakes waiters through ``_replies``;
   waiting is always on that condition, never a sleep. When the stream fails in transit it
   resumes the session on a new stream, transparently for the waiters.
