@@ -1,6 +1,6 @@
 """The bulk socket's lanes (docs/protocol.md "Bulk socket", proto/bulk_socket.h; ``_bulk.py``)
 against the real daemon over TCP loopback, without a shared-memory region: the session connects
-``min(Welcome.bulk_lanes, TENSORD_BULK_LANES)`` lanes, stripes transfers of 8 MiB or more over
+``min(Welcome.bulk_lanes, connect(bulk_lanes=))`` lanes, stripes transfers of 8 MiB or more over
 them in both directions with the bytes arriving as sent, keeps the lanes from 0 up to the first
 one refused, and falls back to the stream for good when a lane breaks mid-transfer. The daemon
 admits each lane of a token once and only the lanes it offered."""
@@ -72,24 +72,19 @@ def _lane_hello(w, lane: int) -> bytes:
     return b"TDBULK01" + token if lane == 0 else b"TDBULK02" + token + bytes([lane])
 
 
-# (daemon fixture, TENSORD_BULK_LANES, lanes the daemon offers, lanes the session connects)
-CONFIGS = [("daemon", None, 4, 4), ("daemon", "1", 4, 1), ("daemon", "2", 4, 2),
-           ("daemon", "8", 4, 4), ("daemon_1_lane", None, 1, 1),
-           ("daemon_3_lanes", None, 3, 3), ("daemon_3_lanes", "2", 3, 2)]
+# (daemon fixture, connect(bulk_lanes=), lanes the daemon offers, lanes the session connects)
+CONFIGS = [("daemon", None, 4, 4), ("daemon", 1, 4, 1), ("daemon", 2, 4, 2),
+           ("daemon", 8, 4, 4), ("daemon_1_lane", None, 1, 1),
+           ("daemon_3_lanes", None, 3, 3), ("daemon_3_lanes", 2, 3, 2)]
 
 
-@pytest.mark.parametrize("which, env, offered, connected", CONFIGS,
-                         ids=[f"{w}-env{e}" for w, e, _, _ in CONFIGS])
+@pytest.mark.parametrize("which, cap, offered, connected", CONFIGS,
+                         ids=[f"{w}-cap{c}" for w, c, _, _ in CONFIGS])
 def test_transfers_are_striped_and_arrive_as_sent(
-        request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
-        lane_io: List[Tuple[str, int, int]], which: str, env: Optional[str], offered: int,
-        connected: int) -> None:
-    if env is None:
-        monkeypatch.delenv("TENSORD_BULK_LANES", raising=False)
-    else:
-        monkeypatch.setenv("TENSORD_BULK_LANES", env)
+        request: pytest.FixtureRequest, lane_io: List[Tuple[str, int, int]], which: str,
+        cap: Optional[int], offered: int, connected: int) -> None:
     address = request.getfixturevalue(which)
-    with td.connect(address, shm=False) as s:
+    with td.connect(address, shm=False, bulk_lanes=cap) as s:
         assert s.welcome.bulk_lanes == offered
         assert s._bulk_lanes_connected == 0  # not before the first big transfer
         # 8 MiB + 12345 and 33 MiB + 12: spans that are not multiples of 64 KiB (a split

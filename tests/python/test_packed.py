@@ -61,12 +61,10 @@ def test_loop_values_match_torch(daemon, packed):
         assert sum(r.packed.count for r in packed_runs) > 2000 * 4
 
 
-def test_packed_is_off_with_the_environment(daemon, monkeypatch):
-    monkeypatch.setenv("TENSORD_PACKED", "0")
-    with td.connect(daemon) as s:
+def test_packed_is_off_with_the_keyword(daemon):
+    with td.connect(daemon, packed=False) as s:
         assert not s._packed
         assert (td.tensor([1.0]) + td.tensor([2.0])).item() == 3.0
-    monkeypatch.delenv("TENSORD_PACKED")
     with td.connect(daemon) as s:
         assert s._packed and s.welcome.packed_commands
 

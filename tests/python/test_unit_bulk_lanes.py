@@ -1,6 +1,6 @@
 """The bulk socket's lanes without a daemon (``tensord._bulk``, docs/protocol.md "Bulk socket"):
 the split of a transfer over lanes against hand-computed cases and against proto/bulk_socket.h
-itself (compiled here when a C++ compiler is at hand), the ``TENSORD_BULK_LANES`` cap, the
+itself (compiled here when a C++ compiler is at hand), the lanes a session connects, the
 striping of I/O over socket pairs, and ``Data.bulk_lanes`` in the hand decoder."""
 
 from __future__ import annotations
@@ -99,23 +99,6 @@ def test_mirrors_proto_bulk_socket_h(tmp_path):
         begin, end, count = map(int, line.split())
         assert _bulk.lane_span(n, lanes, lane) == (begin, end), (n, lanes, lane)
         assert _bulk.lanes_for(n, lanes) == count, (n, lanes)
-
-
-@pytest.mark.parametrize("value, cap", [(None, _bulk.MAX_LANES), ("", _bulk.MAX_LANES),
-                                        ("1", 1), ("2", 2), (" 3 ", 3), ("100", 100)])
-def test_lanes_cap(monkeypatch, value, cap):
-    if value is None:
-        monkeypatch.delenv("TENSORD_BULK_LANES", raising=False)
-    else:
-        monkeypatch.setenv("TENSORD_BULK_LANES", value)
-    assert _bulk.lanes_cap() == cap
-
-
-@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
-def test_lanes_cap_refuses_nonsense(monkeypatch, value):
-    monkeypatch.setenv("TENSORD_BULK_LANES", value)
-    with pytest.raises(ValueError, match="TENSORD_BULK_LANES"):
-        _bulk.lanes_cap()
 
 
 def _pairs(k):
@@ -225,8 +208,8 @@ class _Stub(_bulk.BulkSocket):
 
 @pytest.mark.parametrize("offered, cap, admit, hellos", [
     (4, 8, range(8), [0, 1, 2, 3]),  # as many as offered
-    (4, 2, range(8), [0, 1]),  # TENSORD_BULK_LANES=2
-    (4, 1, range(8), [0]),  # TENSORD_BULK_LANES=1
+    (4, 2, range(8), [0, 1]),  # connect(bulk_lanes=2)
+    (4, 1, range(8), [0]),  # connect(bulk_lanes=1)
     (0, 8, range(8), [0]),  # a daemon from before lanes: Welcome.bulk_lanes 0
     (20, 20, range(20), list(range(8))),  # never past kBulkMaxLanes
     (4, 8, [0, 1, 3], [0, 1, 2]),  # lane 2 refused: 0 and 1 kept, 3 not tried

@@ -5,7 +5,7 @@ their bytes on plain TCP connections beside the stream, when the daemon offers t
 kernel, instead of 1-4 MiB gRPC messages that grpcio copies several times under the GIL.
 
 A session's socket has up to ``Welcome.bulk_lanes`` connections ("lanes", proto/bulk_socket.h),
-all connected at the first big transfer (``TENSORD_BULK_LANES`` caps how many; 1: lane 0
+all connected at the first big transfer (``connect(bulk_lanes=)`` caps how many; 1: lane 0
 alone). A transfer of 8 MiB or more is striped over them (``lanes_for``, ``lane_span``): lane 0
 moves its span on the calling thread, the others on threads of their own, all at once; the
 socket calls release the GIL, so both ends' cores share the copies and the TCP work that one
@@ -14,11 +14,11 @@ loopback stream leaves to a single core.
 The command still goes on the stream; its bytes follow on the lanes in command order. A bulk
 transfer is exclusive (``_exclusive_locked``: no other thread's command gets between), and the
 session lock is released only around the socket I/O itself, so the receiver thread goes on
-applying Acks meanwhile. ``TENSORD_BULK=0`` or ``connect(bulk=False)`` turns it off."""
+applying Acks meanwhile. ``TENSORD_BULK=0`` or ``connect(bulk=False)`` turns it off
+(``_options``)."""
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 from typing import Any, Callable, List, Optional, Tuple
@@ -26,6 +26,7 @@ from typing import Any, Callable, List, Optional, Tuple
 import numpy as np
 
 from . import _errors
+from ._options import MAX_BULK_LANES, TransportOptions
 
 MIN_BYTES = 1 << 20
 # The hellos and the lanes' split, as proto/bulk_socket.h has them.
@@ -33,7 +34,7 @@ _MAGIC = b"TDBULK01"  # lane 0: the magic and the token
 _LANE_MAGIC = b"TDBULK02"  # lane i > 0: the lane magic, the token and the byte i
 _TOKEN_BYTES = 32
 _ACCEPTED = b"Y"
-MAX_LANES = 8  # kBulkMaxLanes
+MAX_LANES = MAX_BULK_LANES  # kBulkMaxLanes
 LANE_ALIGN = 64 << 10  # kBulkLaneAlign: lanes' spans start at multiples of this
 MIN_LANE_BYTES = 4 << 20  # kBulkMinLaneBytes
 
@@ -71,26 +72,9 @@ def tcp_host(address: str) -> Optional[str]:
     return host[1:-1] if host.startswith("[") and host.endswith("]") else host
 
 
-def wanted(address: str, bulk: Optional[bool]) -> bool:
-    """Whether to ask for one (``Hello.bulk``)."""
-    if bulk is None:
-        bulk = os.environ.get("TENSORD_BULK", "1") != "0"
+def wanted(address: str, bulk: bool) -> bool:
+    """Whether to ask for one (``Hello.bulk``): allowed, and a TCP address."""
     return bulk and tcp_host(address) is not None
-
-
-def lanes_cap() -> int:
-    """The most lanes to connect: ``TENSORD_BULK_LANES`` (an integer >= 1), else as many as the
-    daemon offers."""
-    value = os.environ.get("TENSORD_BULK_LANES", "").strip()
-    if not value:
-        return MAX_LANES
-    try:
-        cap = int(value)
-    except ValueError:
-        cap = 0
-    if cap < 1:
-        raise ValueError(f"TENSORD_BULK_LANES={value!r}: must be an integer >= 1")
-    return cap
 
 
 def _hello(host: str, port: int, hello: bytes) -> Optional[socket.socket]:
@@ -204,7 +188,8 @@ class BulkSocket:
 
     def _bulk_connect(self) -> List[socket.socket]:
         """Lane 0, then lanes 1.. up to the first the daemon refuses (the lanes used are always
-        0..L-1), at most ``Welcome.bulk_lanes`` and ``TENSORD_BULK_LANES``; [] if lane 0 fails."""
+        0..L-1), at most ``Welcome.bulk_lanes`` and ``connect(bulk_lanes=)``; [] if lane 0
+        fails."""
         w = self.welcome
         host = tcp_host(self.address)
         if (not self._bulk_wanted or self._shm is not None or not w.bulk_port
@@ -311,10 +296,10 @@ class BulkSocket:
         return p.meta, (cache.lease(buffer, nbytes) if buffer is not None else dst)
 
 
-def init(session: Any, bulk: Optional[bool]) -> None:
+def init(session: Any, options: TransportOptions) -> None:
     """The ``Session`` fields of this mixin (before the Hello: it says ``wanted``)."""
-    session._bulk_wanted = wanted(session.address, bulk)
-    session._bulk_cap = lanes_cap() if session._bulk_wanted else 1
+    session._bulk_wanted = wanted(session.address, options.bulk)
+    session._bulk_cap = options.bulk_lanes if session._bulk_wanted else 1
     session._bulk_state = None  # unknown until the first big transfer connects
     session._bulk_socks = []  # lanes 0..L-1
     session._bulk_lock = threading.Lock()

@@ -29,6 +29,7 @@ from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
 import grpc
 
 from . import _command_ring, _data_frame, _errors
+from ._options import TransportOptions
 from ._proto import tensord_pb2 as pb
 
 PROTOCOL_VERSION = 1
@@ -43,20 +44,20 @@ class AttemptTimeout(Exception):
     """No Welcome arrived within the attempt's time limit."""
 
 
-def hello_frame(token: Optional[str], client_name: str, shm: bool,
-                resume: Optional[Tuple[str, str, int]] = None,
-                bulk: bool = False, packed_acks: bool = False) -> pb.ClientFrame:
-    """``ClientFrame{hello}``; ``resume`` is (session id, secret, last acknowledged seq),
-    ``packed_acks`` asks for packed metas (``_packed_meta.py``)."""
+def hello_frame(token: Optional[str], client_name: str, options: TransportOptions,
+                bulk: bool, resume: Optional[Tuple[str, str, int]] = None) -> pb.ClientFrame:
+    """``ClientFrame{hello}`` of a session with ``options``; ``bulk``: it asks for a bulk
+    socket (``_bulk.wanted``); ``resume`` is (session id, secret, last acknowledged seq)."""
     frame = pb.ClientFrame()
     h = frame.hello
     h.protocol_version = PROTOCOL_VERSION
     h.token = token or ""
     h.client_name = client_name
-    h.shm_transfer = shm
-    h.command_ring = shm and _command_ring.use_ring  # Note [Python command ring]
+    h.shm_transfer = options.shm
+    # Note [Python command ring]
+    h.command_ring = options.shm and options.ring and _command_ring.available
     h.bulk = bulk  # _bulk.py
-    h.packed_acks = packed_acks  # Note [Packed metas]
+    h.packed_acks = options.packed  # Note [Packed metas]: one switch with packed runs
     if resume is not None:
         h.resume_session_id, h.resume_secret, h.resume_received_seq = resume
     return frame

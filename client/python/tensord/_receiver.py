@@ -28,8 +28,8 @@ import grpc
 import numpy as np
 
 from . import _cma, _data_frame, _errors, _shm
-from ._connection import (AttemptTimeout, Connection, hello_frame, is_transport_failure,
-                          pending_resend, rpc_code)
+from ._connection import (AttemptTimeout, Connection, is_transport_failure, pending_resend,
+                          rpc_code)
 from ._data_frame import DataChunk
 from ._errors import ConnectionLost, Error, ProtocolError
 from ._packed_meta import store_packed
@@ -274,10 +274,7 @@ class Receiver:
             with self._lock:
                 resume = (self.session_id, self._secret, self._acked_seq)
             conn = Connection(self.address, self._credentials, self._metadata,
-                              hello_frame(*self._hello_args, resume=resume,
-                                          bulk=self._bulk_wanted,
-                                          packed_acks=self._packed_acks),
-                              wait_for_ready=False)
+                              self._hello_frame(resume), wait_for_ready=False)
             with self._lock:
                 self._attempt = conn
             if self._stop.is_set():
@@ -348,5 +345,5 @@ class Receiver:
                                 or max(old.slot_seq) > w.resumed_applied_seq):
             return ("the daemon's shared-memory region changed while a transfer through it "
                     "was in flight")
-        self._shm = _shm.Region.open(desc) if desc is not None else None
+        self._shm = _shm.Region.open(desc, self._options) if desc is not None else None
         return ""

@@ -45,7 +45,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import grpc
 
-from . import _bulk, _catalog, _cma, _download_cache, _errors, _malloc, _shm
+from . import _bulk, _catalog, _cma, _download_cache, _errors, _malloc, _options, _shm
 from ._batch import Batcher, Pending, Replies
 from ._bulk import BulkSocket
 from ._call import CallPath
@@ -77,27 +77,28 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
     seconds, without losing or repeating a command; the daemon keeps a detached session for its
     ``--resume_grace``. ``resumes`` counts the resumes so far.
 
-    ``tune_malloc``: see ``_malloc`` (keeps chunk-sized transfer buffers mapped).
+    How commands and bytes travel (docs/transport.md; ``_options.TransportOptions`` resolves
+    these, and reads the only environment toggles, ``TENSORD_SHM`` and ``TENSORD_BULK``):
 
-    ``download_cache_bytes``: idle shared buffers kept for big ``numpy()`` results on a
-    same-host session, or host buffers for those on the bulk socket (``_download_cache``;
-    default ``TENSORD_DOWNLOAD_CACHE_MB``, 1024 MiB, or off for a same-host user with a quota;
-    0: off). ``empty_download_cache()`` frees them.
-
-    ``cma``: on a same-host session, uploads of 1 MiB or more from arrays go by cross-memory
-    attach when the daemon offers it, binds the session to this process and a probe works (the
-    daemon copies the bytes once, out of this process's memory; docs/protocol.md "Cross-memory
-    attach"); default ``TENSORD_CMA`` != "0". False keeps them in the shared-memory region
-    (two copies).
-
-    ``bulk``: without a region, transfers of 1 MiB or more move their bytes on a plain TCP
-    socket beside the stream when the daemon offers one (``_bulk.py``; big ones striped over
-    up to ``TENSORD_BULK_LANES`` of its connections); default ``TENSORD_BULK`` != "0".
-
-    ``packed``: Calls without attributes and Releases travel as entries of packed runs, a few
-    varints each, when the daemon allows them (Note [Python packed runs], ``_call.py``), and
-    the Acks describe plain results in a few varints too (``_packed_meta.py``); default
-    ``TENSORD_PACKED`` != "0". False: a message per command, a ``TensorMeta`` per result.
+    - ``shm``: ask for the same-host shared-memory region (default: ``TENSORD_SHM`` != "0").
+    - ``ring``: with a region, batches go through its command ring (Note [Python command ring]).
+    - ``mailbox``: with a region, ``item()`` answers come through its mailbox (Note [Python
+      mailbox]; None: with the ring, or on hosts of 4 or more CPUs); ``sync_spin_us``: how long
+      its waiter spins before it sleeps (200).
+    - ``cma``: with a region, uploads of 1 MiB or more from arrays go by cross-memory attach
+      when the daemon offers it, binds the session to this process and a probe works (one copy,
+      the daemon's; docs/protocol.md "Cross-memory attach"). False: the region's slots.
+    - ``bulk``: without a region, transfers of 1 MiB or more move their bytes on a plain TCP
+      socket beside the stream when the daemon offers one (``_bulk.py``; default:
+      ``TENSORD_BULK`` != "0"); ``bulk_lanes``: the most of its connections to use (8).
+    - ``packed``: Calls without attributes and Releases travel as entries of packed runs, and
+      the Acks describe plain results in a few varints (Note [Python packed runs],
+      ``_packed_meta.py``). False: a message per command, a ``TensorMeta`` per result.
+    - ``download_cache_bytes``: idle shared buffers kept for big ``numpy()`` results on a
+      same-host session, or host buffers for those on the bulk socket (``_download_cache``;
+      default 1 GiB, or off for a same-host user with a quota; 0: off).
+      ``empty_download_cache()`` frees them.
+    - ``tune_malloc``: see ``_malloc`` (keeps chunk-sized transfer buffers mapped).
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, token: Optional[str] = None, *,
@@ -108,8 +109,14 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
                  resume_timeout: float = 20.0, tune_malloc: bool = True,
                  download_cache_bytes: Optional[int] = None,
                  cma: Optional[bool] = None, bulk: Optional[bool] = None,
-                 packed: Optional[bool] = None) -> None:
+                 packed: Optional[bool] = None, ring: bool = True,
+                 mailbox: Optional[bool] = None, sync_spin_us: int = 200,
+                 bulk_lanes: Optional[int] = None) -> None:
         self.address = address
+        self._options = options = _options.resolve(
+            shm, bulk, ring=ring, mailbox=mailbox, sync_spin_us=sync_spin_us, cma=cma,
+            bulk_lanes=bulk_lanes, packed=packed, download_cache_bytes=download_cache_bytes,
+            tune_malloc=tune_malloc)
         self._lock = threading.Lock()
         self._replies = Replies(self._lock)  # receiver → waiters
         self._wake_flusher = threading.Condition(self._lock)  # first command → flusher
@@ -180,28 +187,20 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
 
         self._credentials = credentials
         self._metadata = [("authorization", f"Bearer {token}")] if token else []
-        # same-host shared-memory transfer (_shm.py); TENSORD_SHM=0 turns it off
-        want_shm = shm if shm is not None else os.environ.get("TENSORD_SHM", "1") != "0"
-        if cma is None:
-            cma = os.environ.get("TENSORD_CMA", "1") != "0"
         # Cross-memory attach (_cma.py, _shared.py): once the region is mapped this process
         # binds the session to itself; a forked child must not use the path (the daemon would
         # read and write this process).
-        self._cma_wanted = bool(want_shm and cma)
+        self._cma_wanted = options.shm and options.cma
         self._cma_bound = False
         self._cma_pid = os.getpid()
         self._cma_state: Optional[bool] = None  # unknown until the first big upload probes
         self._cma_lock = threading.Lock()
-        self._hello_args = (token, client_name, want_shm)
-        if packed is None:
-            packed = os.environ.get("TENSORD_PACKED", "1") != "0"
-        self._packed_acks = bool(packed)  # Note [Packed metas]: one switch with packed runs
-        _bulk.init(self, bulk)
+        self._token = token
+        self._client_name = client_name
+        _bulk.init(self, options)
         conn, w = open_stream(address, credentials, self._metadata,
-                              hello_frame(*self._hello_args, bulk=self._bulk_wanted,
-                                          packed_acks=self._packed_acks),
-                              connect_timeout)
-        self._packed = bool(packed and w.packed_commands)
+                              self._hello_frame(), connect_timeout)
+        self._packed = options.packed and w.packed_commands
         conn.start(())
         self._conn = conn
         self.welcome = w
@@ -220,13 +219,13 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self.chunk_bytes = min(self.chunk_bytes, max_frame // 2)
         self._max_upload_frame = max(self._max_bytes, max_frame // 2 - 4096)
         #: the mapped shared-memory region, or None (the stream carries every byte)
-        self._shm = _shm.Region.open(w.shm) if w.HasField("shm") else None
+        self._shm = _shm.Region.open(w.shm, options) if w.HasField("shm") else None
         if self._shm is not None and self._cma_wanted:
             self._cma_bound = _cma.bind(w)
-        if tune_malloc and self._shm is None:  # the stream carries the bytes
+        if options.tune_malloc and self._shm is None:  # the stream carries the bytes
             _malloc.keep_transfer_buffers_mapped()
-        self._download_cache = _download_cache.for_session(self, download_cache_bytes,
-                                                           w.quota_bytes)
+        self._download_cache = _download_cache.for_session(
+            self, options.download_cache_bytes, w.quota_bytes)
         self._busy: Optional[int] = None  # thread running a multi-command transfer
 
         self._receiver = threading.Thread(target=self._receive, name="tensord-receiver",
@@ -358,6 +357,12 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
             self._after_add_locked()
 
     # ------------------------------------------------------ used by tensors and ops
+
+    def _hello_frame(self, resume: Optional[Tuple[str, str, int]] = None) -> Any:
+        """The Hello of this session's first stream, or of a resume (``resume``: id, secret,
+        last acknowledged seq)."""
+        return hello_frame(self._token, self._client_name, self._options, self._bulk_wanted,
+                           resume)
 
     def meta(self, handle: int, seq: int, tensor: Any) -> Any:
         """``tensor._info``: made once from the TensorMeta the daemon acknowledged for ``handle``
