@@ -205,7 +205,7 @@ def test_pending_reads_in_other_threads_complete_across_a_cut(proxy: Proxy, daem
             assert isinstance(r, np.ndarray), r
             np.testing.assert_array_equal(r, expect + k)
         assert s.resumes >= 1
-        assert bool(s._bulk_state) == bulk
+        assert bool(s._bulk.state) == bulk
         assert session_state(daemon_address, s.session_id) == "active"
 
 

@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from conftest import REPO
+import tensord as td
 from tensord import _bulk, _data_frame
+from tensord._options import TransportOptions
 from tensord._proto import tensord_pb2 as pb
 
 KiB, MiB = 1 << 10, 1 << 20
@@ -196,14 +198,8 @@ class _FakeListener:
             c.close()
 
 
-class _Stub(_bulk.BulkSocket):
-    """What ``_bulk_connect`` reads of a Session."""
-
-    def __init__(self, port: int, token: str, offered: int, cap: int):
-        self.welcome = pb.Welcome(bulk_port=port, bulk_token=token, bulk_lanes=offered)
-        self.address = "127.0.0.1:1"
-        self._bulk_wanted, self._shm, self._bulk_cap = True, None, cap
-        self._bulk_socks = []
+def _lanes(cap: int = _bulk.MAX_LANES, address: str = "127.0.0.1:1") -> _bulk.BulkLanes:
+    return _bulk.BulkLanes(address, TransportOptions(bulk_lanes=cap))
 
 
 @pytest.mark.parametrize("offered, cap, admit, hellos", [
@@ -219,14 +215,48 @@ def test_connect_lanes(offered, cap, admit, hellos):
     token = "t" * 32
     fake = _FakeListener(token.encode(), admit)
     try:
-        stub = _Stub(fake.port, token, offered, cap)
-        socks = stub._bulk_connect()
-        assert fake.hellos == hellos
+        lanes = _lanes(cap)
+        welcome = pb.Welcome(bulk_port=fake.port, bulk_token=token, bulk_lanes=offered)
         want = len(hellos) if hellos[-1] in admit else len(hellos) - 1
-        assert len(socks) == want
-        stub._bulk_socks = socks
-        assert stub._bulk_lanes_connected == want
-        stub._bulk_drop()
-        assert stub._bulk_lanes_connected == 0 and stub._bulk_sock is None
+        assert lanes.state is None and lanes.connected == 0
+        assert lanes.usable(welcome) is (want > 0)
+        assert fake.hellos == hellos
+        assert lanes.connected == want and lanes.state is (want > 0)
+        assert lanes.usable(welcome) is (want > 0) and fake.hellos == hellos  # connects once
+        lanes.close()
+        assert lanes.connected == 0 and lanes.state is False and not lanes.usable(welcome)
     finally:
         fake.close()
+
+
+@pytest.mark.parametrize("address, bulk, wanted", [
+    ("127.0.0.1:5", True, True), ("localhost:5", True, True), ("[::1]:5", True, True),
+    ("unix:/tmp/x.sock", True, False), ("127.0.0.1:5", False, False)])
+def test_wanted_only_on_tcp_when_allowed(address, bulk, wanted):
+    lanes = _bulk.BulkLanes(address, TransportOptions(bulk=bulk))
+    assert lanes.wanted is wanted
+    if not wanted:  # never connects
+        assert not lanes.usable(pb.Welcome(bulk_port=1, bulk_token="t" * 32, bulk_lanes=4))
+
+
+def test_io_releases_the_lock_and_a_failed_lane_drops_every_lane():
+    lanes = _lanes()
+    pairs = _pairs(2)
+    lanes.socks, lanes.state = [a for a, _ in pairs], True
+    lock = threading.Lock()
+    lock.acquire()
+    held = []
+
+    def move(sock, begin, end):
+        held.append(lock.locked())
+        if begin > 0:
+            raise OSError("reset")
+
+    with pytest.raises(td.ConnectionLost, match="upload of handle 7: lane 1 of the bulk "
+                                                "socket to tensord broke"):
+        lanes.io("upload of handle 7", 16 * MiB, 2, move, lock)
+    assert lock.locked()  # given back to the caller
+    assert held == [False, False]  # the I/O ran without it
+    assert lanes.state is False and lanes.connected == 0
+    for _, b in pairs:
+        b.close()

@@ -1,15 +1,15 @@
 """The open batch of a session: commands being appended, flushed as one frame, kept until
 acknowledged (part of ``Session``; see ``_session`` for the threads and the lock).
 
-Every frame sent is also kept in ``_unacked`` (last command seq, encoded frame; a packed run's
-commands have a seq each, so a frame ending in a run ends at the run's last) until its Ack
+Every frame sent is also kept in the session's ``ReplayLog`` (``_replay``) until its Ack
 arrives, so that after a resume (``_receiver``) the batches the daemon has not applied can be
-sent again on the new stream. While a resume is under way, flushed frames are only kept there.
+sent again on the new stream; while a resume is under way, flushed frames are only kept there.
+The handles each frame allocated go to the ``HandleTable`` (``_handles``), which matches them
+against its Ack.
 """
 
 from __future__ import annotations
 
-import collections
 import threading
 from typing import Any, List, Optional, Tuple
 
@@ -92,8 +92,6 @@ class Batcher:
     _wake_flusher: threading.Condition
     _entries: List[Any]
     _open: Optional[pb.Command]
-    _unacked: "collections.deque[Tuple[int, bytes]]"
-    _batch_handles: "collections.deque[Tuple[int, int, int]]"
 
     def release(self, handle: int) -> None:
         """Queues ``handle`` for a batched Release. Safe from finalizers in any thread."""
@@ -293,12 +291,7 @@ class Batcher:
         # meanwhile: take what is there now.
         popleft = self._released.popleft
         handles = [popleft() for _ in range(len(self._released))]
-        acked, meta, dropped = self._acked_handle, self._meta, self._dropped
-        for h in handles:
-            if h > acked:
-                dropped.add(h)  # its Ack is still to come: don't keep that meta
-            else:
-                meta.pop(h, None)
+        self._handles.released(handles)
         if self._packed:  # Note [Python packed runs]
             self._append_packed_locked(run_release(handles))
         else:
@@ -316,10 +309,8 @@ class Batcher:
         frame = _wire.frame(self._entries, self._acked_seq)
         self._sent_seq = self._seq
         if self._resume_enabled:
-            self._unacked.append((self._seq, frame))
-        # the handles this batch created, for its Ack (Receiver._on_ack)
-        self._batch_handles.append((self._seq, self._batch_first_handle, self._next_handle))
-        self._batch_first_handle = self._next_handle
+            self._replay.sent(self._seq, frame)
+        self._handles.batch_sent(self._seq, self._next_handle)  # for its Ack (HandleTable)
         self._entries = []
         self._frame_bytes = 0
         self._put_frame(frame)
@@ -334,7 +325,7 @@ class Batcher:
     def _put_frame(self, frame: Optional[bytes]) -> None:
         """Queues ``frame`` (None: end the stream) on the current stream. Bounded queue:
         backpressure on huge uploads; gRPC's sender never takes our lock. A frame that cannot be
-        sent (the stream failed, a resume is under way) stays in ``_unacked`` for the resume."""
+        sent (the stream failed, a resume is under way) stays in ``_replay`` for the resume."""
         if self._resuming:
             return
         r = self._shm

@@ -24,7 +24,7 @@ import collections
 import queue
 import threading
 from queue import SimpleQueue
-from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Iterable, Iterator, Optional, Sequence, Tuple
 
 import grpc
 
@@ -47,7 +47,7 @@ class AttemptTimeout(Exception):
 def hello_frame(token: Optional[str], client_name: str, options: TransportOptions,
                 bulk: bool, resume: Optional[Tuple[str, str, int]] = None) -> pb.ClientFrame:
     """``ClientFrame{hello}`` of a session with ``options``; ``bulk``: it asks for a bulk
-    socket (``_bulk.wanted``); ``resume`` is (session id, secret, last acknowledged seq)."""
+    socket (``BulkLanes.wanted``); ``resume`` is (session id, secret, last acknowledged seq)."""
     frame = pb.ClientFrame()
     h = frame.hello
     h.protocol_version = PROTOCOL_VERSION
@@ -199,8 +199,3 @@ class Connection:
 def _serialize(frame: Any) -> bytes:
     """gRPC request serializer: batches arrive encoded, Hello as a message."""
     return frame if isinstance(frame, bytes) else frame.SerializeToString()
-
-
-def pending_resend(unacked: Iterable[Tuple[int, bytes]], applied: int) -> List[bytes]:
-    """The encoded batches whose last command the daemon has not applied."""
-    return [frame for last_seq, frame in unacked if last_seq > applied]

@@ -66,7 +66,7 @@ def for_session(session: Any, max_idle_bytes: Optional[int],
     """The cache of a session, or None (turned off; shared buffers: no shared memory with the
     daemon, or a quota and no explicit size; local buffers: no bulk socket wanted)."""
     local = session._shm is None
-    if local and not session._bulk_wanted:
+    if local and not session._bulk.wanted:
         return None
     if max_idle_bytes is None:
         if quota_bytes and not local:

@@ -28,11 +28,9 @@ import grpc
 import numpy as np
 
 from . import _cma, _data_frame, _errors, _shm
-from ._connection import (AttemptTimeout, Connection, is_transport_failure, pending_resend,
-                          rpc_code)
+from ._connection import AttemptTimeout, Connection, is_transport_failure, rpc_code
 from ._data_frame import DataChunk
 from ._errors import ConnectionLost, Error, ProtocolError
-from ._packed_meta import store_packed
 
 _BIG_DOWNLOAD = 1 << 20
 _FIRST_BACKOFF = 0.02
@@ -140,85 +138,10 @@ class Receiver:
         if last <= after:
             return  # replayed after a resume: already applied
         self._acked_seq = last
-        unacked = self._unacked
-        while unacked and unacked[0][0] <= last:
-            unacked.popleft()
+        self._replay.acked(last)
         if self._frame_error_keys:
             self._frame_error_keys = {k for k in self._frame_error_keys if k[0] > last}
-        lo = hi = 0
-        batches = self._batch_handles
-        while batches and batches[0][0] <= last:
-            _, first, hi = batches.popleft()
-            lo = lo or first
-        created = ack.created
-        packed = ack.packed_created  # Note [Packed metas]
-        if packed:
-            self._on_packed_ack(created, packed, lo, hi, after, last)
-            return
-        n = len(created)
-        if n == 0 and hi == lo:
-            return  # a batch that created nothing (reads, releases, options)
-        if n and n == hi - lo and created[0].handle == lo and created[n - 1].handle == hi - 1:
-            # Usual case: the batch created exactly the handles [lo, hi) that it allocated.
-            # Most of them are often released already (temporaries): those cost a set lookup,
-            # not a TensorMeta.
-            if hi - 1 > self._acked_handle:
-                self._acked_handle = hi - 1
-            dropped, meta = self._dropped, self._meta
-            if dropped:
-                for h in range(lo, hi):
-                    if h not in dropped:
-                        meta[h] = created[h - lo]
-                dropped.difference_update(range(lo, hi))
-            else:
-                for i, m in enumerate(created):
-                    meta[lo + i] = m
-            return
-        for m in created:
-            h = m.handle
-            if h > self._acked_handle:
-                self._acked_handle = h
-            if self._dropped and h in self._dropped:
-                self._dropped.discard(h)
-            else:
-                self._meta[h] = m
-        if self._dropped:
-            self._dropped = {h for h in self._dropped if h > self._acked_handle}
-
-    def _on_packed_ack(self, created: Any, packed: bytes, lo: int, hi: int, after: int,
-                       last: int) -> None:
-        """``_on_ack`` with packed metas (``_packed_meta.py``): ``created`` and the entries of
-        ``packed`` are the handles the commands ``after + 1 .. last`` created, where the batches
-        acknowledged allocated ``[lo, hi)``."""
-        dropped, meta = self._dropped, self._meta
-        count, low, high, why = store_packed(packed, self._device_names, dropped, meta)
-        if why is not None:  # the handles left undescribed get this reason (_missing_meta)
-            self._bad_packed = (after, last, why)
-        handles = [m.handle for m in created]  # poisoned, None, with a grad_fn
-        for h, m in zip(handles, created):
-            if h in dropped:
-                dropped.discard(h)
-            else:
-                meta[h] = m
-        if handles:
-            low = min(handles) if count == 0 else min(low, *handles)
-            high = max(high, *handles)
-            count += len(handles)
-        if high > self._acked_handle:
-            self._acked_handle = high
-        # Every handle the batches allocated came once, so none of them is left in ``dropped``:
-        # no need to look for the others there (the usual case).
-        if dropped and (why is not None or count != hi - lo or low < lo or high >= hi):
-            self._dropped = {h for h in dropped if h > self._acked_handle}
-
-    def _missing_meta(self, handle: int, seq: int) -> ProtocolError:
-        """What ``Session.meta`` raises for ``handle`` (created by command ``seq``) when the
-        Ack of ``seq`` came without its metadata."""
-        bad = self._bad_packed
-        why = (f": its Ack's packed_created did not decode ({bad[2]})"
-               if bad is not None and bad[0] < seq <= bad[1] else "")
-        return ProtocolError(f"the daemon acknowledged command {seq} without metadata for "
-                             f"handle {handle}{why}", op="ack")
+        self._handles.on_ack(ack, after)
 
     def _on_data(self, d: DataChunk) -> None:
         if d.request_id == self._notify_rid:
@@ -323,7 +246,7 @@ class Receiver:
             problem = self._adopt_shm_locked(w)
             if problem:
                 return resume_failed(problem, _errors.DATA_LOSS)
-            resend = pending_resend(self._unacked, applied)
+            resend = self._replay.resend_after(applied)
             if resend and self._shm is not None and self._shm.ring is not None:
                 self._shm.ring.after_resend(self._sent_seq)  # Note [Python command ring]
             conn.start(resend)

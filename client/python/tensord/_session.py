@@ -31,7 +31,7 @@ Per-op cost matters (a Python op should cost microseconds, not tens of them): ``
 hot path (``_call.py``), with the Call entry encoded inline from parts the caller precomputed
 (op id field, the inputs' cached varints, the cached call-site field), and most Calls a few
 varints in a packed run (Note [Python packed runs]); Acks are matched to the handle range
-each batch allocated (``_batch_handles``), so released temporaries cost no TensorMeta.
+each batch allocated (``_handle_table``), so released temporaries cost no TensorMeta.
 """
 
 from __future__ import annotations
@@ -45,17 +45,19 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import grpc
 
-from . import _bulk, _catalog, _cma, _download_cache, _errors, _malloc, _options, _shm
+from . import _catalog, _cma, _download_cache, _errors, _malloc, _options, _shm
 from ._batch import Batcher, Pending, Replies
-from ._bulk import BulkSocket
+from ._bulk import BulkLanes
 from ._call import CallPath
 from ._connection import Connection, hello_frame
 from ._errors import Error
 from ._grad_commands import GradCommands
+from ._handle_table import HandleTable
 from ._handshake import open_stream
 from ._meta import _Meta, _meta_from_proto
 from ._proto import tensord_pb2 as pb
 from ._receiver import Receiver
+from ._replay_log import ReplayLog
 from ._shared import SharedBuffers
 from ._stream_commands import StreamCommands
 from ._transfer import Transfers
@@ -65,8 +67,8 @@ DEFAULT_ADDRESS = "127.0.0.1:50051"
 _MiB = 1 << 20
 
 
-class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamCommands, GradCommands,
-              BulkSocket):
+class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamCommands,
+              GradCommands):
     """One connection to a tensord daemon. Thread-safe.
 
     Most programs never touch this class: ``tensord.connect()`` creates one and makes it the
@@ -138,16 +140,10 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._notify_rid = 0  # the Get announced in the region's mailbox, if any (_shm.py)
         self._mailbox_answers = 0  # answers taken from the mailbox so far
         self._next_handle = 1
-        self._acked_handle = 0  # highest handle seen in an Ack
         self._next_request = 1
-        # handle -> TensorMeta (or the _Meta of a packed one), until its Tensor takes it
-        self._meta: Dict[int, Any] = {}
-        self._bad_packed: Optional[Tuple[int, int, str]] = None  # Receiver._missing_meta
-        self._dropped: set = set()  # released before their Ack arrived
-        # (last seq, first handle, end handle) of each batch sent and not yet acknowledged:
-        # the handles the batch allocated, which its Ack lists (``created``, ``packed_created``)
-        self._batch_handles: "collections.deque[Tuple[int, int, int]]" = collections.deque()
-        self._batch_first_handle = 1
+        # the acknowledged handles' metadata until their Tensors take it, matched against the
+        # handles each batch allocated (the device names come with the Welcome)
+        self._handles = HandleTable()
         self._released: "collections.deque[int]" = collections.deque()
         self._pending: Dict[int, Pending] = {}  # request_id -> Get/Sync waiting for replies
         # (request id, answer) of the Syncs queued after backward(), oldest first (Note
@@ -178,7 +174,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         # Resume (_receiver): sent batches until acknowledged, the attempt under way.
         self._resume_enabled = resume
         self._resume_timeout = resume_timeout
-        self._unacked: "collections.deque[Tuple[int, bytes]]" = collections.deque()
+        self._replay = ReplayLog()
         self._resuming = False
         self._attempt: Optional[Connection] = None
         self._stop = threading.Event()  # close(): stop resuming
@@ -197,7 +193,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._cma_lock = threading.Lock()
         self._token = token
         self._client_name = client_name
-        _bulk.init(self, options)
+        self._bulk = BulkLanes(address, options)  # big transfers without a region (_bulk.py)
         conn, w = open_stream(address, credentials, self._metadata,
                               self._hello_frame(), connect_timeout)
         self._packed = options.packed and w.packed_commands
@@ -208,7 +204,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._secret: str = w.resume_secret
         self.server_version: str = w.server_version
         self.devices: List[str] = [d.name for d in w.devices]
-        self._device_names: Tuple[str, ...] = tuple(self.devices)  # for packed metas
+        self._handles.device_names = tuple(self.devices)  # packed metas index them
         self.default_device: str = w.default_device or "cpu"
         #: op name -> OpInfo, from the daemon's catalog
         self.catalog: Dict[str, _catalog.OpInfo] = _catalog.build(w.ops)
@@ -276,8 +272,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._put_frame(None)
         self._receiver.join(timeout)
         self._conn.close()
-        with self._bulk_lock:
-            self._bulk_drop()
+        self._bulk.close()
         _open_sessions.discard(self)
 
     def profile_fetch(self, clear: bool = True) -> Any:
@@ -361,7 +356,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
     def _hello_frame(self, resume: Optional[Tuple[str, str, int]] = None) -> Any:
         """The Hello of this session's first stream, or of a resume (``resume``: id, secret,
         last acknowledged seq)."""
-        return hello_frame(self._token, self._client_name, self._options, self._bulk_wanted,
+        return hello_frame(self._token, self._client_name, self._options, self._bulk.wanted,
                            resume)
 
     def meta(self, handle: int, seq: int, tensor: Any) -> Any:
@@ -371,7 +366,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         ``_info`` set under the lock."""
         def take() -> Any:  # this thread's, or another's made meanwhile
             if tensor._info is None:
-                m = self._meta.pop(handle, None)
+                m = self._handles.take(handle)
                 if m is not None:
                     tensor._info = m if type(m) is _Meta else _meta_from_proto(m)
             return tensor._info
@@ -387,9 +382,9 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
                     if seq > self._sent_seq:
                         self._flush_locked()
                     self._want_ack_locked(seq)
-                    self._replies.wait_for(lambda: handle in self._meta
+                    self._replies.wait_for(lambda: self._handles.has(handle)
                                            or self._acked_seq >= seq or self._broken is not None)
-        raise self._missing_meta(handle, seq)
+        raise self._handles.missing(handle, seq)
 
 
 _open_sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
