@@ -135,7 +135,7 @@ def check_binds_again(proxy: Proxy, puts: list) -> None:
             proxy.cut()
             np.testing.assert_array_equal((td.tensor(big) * 2.0).numpy(), big * 2.0)
             assert len(puts) == i + 2, "the upload left cross-memory attach"
-        assert s.resumes == 2 and s._cma_bound
+        assert s.resumes == 2 and s._cma.bound
 
 
 def test_cuts_at_many_points_of_the_reply_stream(proxy: Proxy) -> None:

@@ -19,7 +19,6 @@ time, the session ends with ``ConnectionLost("the tensord session could not be r
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import Any, Optional, Tuple
@@ -27,7 +26,7 @@ from typing import Any, Optional, Tuple
 import grpc
 import numpy as np
 
-from . import _cma, _data_frame, _errors, _shm
+from . import _data_frame, _errors, _shm
 from ._connection import AttemptTimeout, Connection, is_transport_failure, rpc_code
 from ._data_frame import DataChunk
 from ._errors import ConnectionLost, Error, ProtocolError
@@ -236,8 +235,7 @@ class Receiver:
         applied = w.resumed_applied_seq
         # The daemon dropped the binding (the resumer might have been another process): bound
         # again before the resend, which may hold a Put by cross-memory attach (_cma.py).
-        if self._cma_bound and os.getpid() == self._cma_pid:
-            self._cma_bound = _cma.bind(w)
+        self._cma.rebind(w)
         with self._lock:
             self._attempt = None
             if self._closing:

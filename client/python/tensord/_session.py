@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import atexit
 import collections
-import os
 import threading
 import weakref
 from typing import Any, Dict, List, Optional, Tuple
@@ -184,13 +183,8 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._credentials = credentials
         self._metadata = [("authorization", f"Bearer {token}")] if token else []
         # Cross-memory attach (_cma.py, _shared.py): once the region is mapped this process
-        # binds the session to itself; a forked child must not use the path (the daemon would
-        # read and write this process).
-        self._cma_wanted = options.shm and options.cma
-        self._cma_bound = False
-        self._cma_pid = os.getpid()
-        self._cma_state: Optional[bool] = None  # unknown until the first big upload probes
-        self._cma_lock = threading.Lock()
+        # binds the session to itself
+        self._cma = _cma.CmaBinding(options.shm and options.cma)
         self._token = token
         self._client_name = client_name
         self._bulk = BulkLanes(address, options)  # big transfers without a region (_bulk.py)
@@ -216,8 +210,8 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._max_upload_frame = max(self._max_bytes, max_frame // 2 - 4096)
         #: the mapped shared-memory region, or None (the stream carries every byte)
         self._shm = _shm.Region.open(w.shm, options) if w.HasField("shm") else None
-        if self._shm is not None and self._cma_wanted:
-            self._cma_bound = _cma.bind(w)
+        if self._shm is not None:
+            self._cma.bind(w)
         if options.tune_malloc and self._shm is None:  # the stream carries the bytes
             _malloc.keep_transfer_buffers_mapped()
         self._download_cache = _download_cache.for_session(

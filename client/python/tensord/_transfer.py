@@ -42,7 +42,7 @@ class Transfers:
         # It returns once the daemon has read the bytes, i.e. after everything queued before
         # it: only when the daemon has caught up (else the region's slots return at once).
         cma = (total >= _CMA_MIN_BYTES and where is None and flat is not None
-               and self._cma_bound
+               and self._cma.bound
                and max(self._acked_seq, self._answered_seq) >= self._seq
                and self._cma_usable())
         bulk = (self._shm is None and flat is not None and total >= _bulk.MIN_BYTES
