@@ -31,7 +31,7 @@ def test_item_values_come_from_the_mailbox(daemon: str) -> None:
         assert (td.ones(3, dtype=td.bfloat16) * 3).sum().item() == 9.0
         # Most answers win the race with the stream's copy (which the reader then drops).
         assert s._mailbox_answers > 0
-        assert s._notify_rid == 0 and not s._pending
+        assert s._notify_rid == 0 and len(s._requests) == 0
 
 
 def test_an_error_is_answered_on_the_stream_and_the_session_goes_on(daemon: str) -> None:

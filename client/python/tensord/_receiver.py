@@ -81,7 +81,7 @@ class Receiver:
                                      op="session")
             self._broken = err
             self._resuming = False
-            for p in self._pending.values():
+            for p in self._requests:
                 p.wake()
             _shm.wake_mailbox(self)
             self._replies.notify_all()
@@ -113,21 +113,21 @@ class Receiver:
         elif kind == "data":  # one the decoder left to protobuf
             self._on_data(_data_frame.from_message(frame))
         elif kind == "sync_done":
-            p = self._pending.get(frame.sync_done.request_id)
-            if p is not None and not p.done:
+            p = self._requests.open(frame.sync_done.request_id)
+            if p is not None:
                 if frame.sync_done.error.code:
                     p.error = _errors.from_status(frame.sync_done.error)
                 p.finish()
         elif kind == "error":
             self._on_error(frame.seq, frame.error)
         elif kind == "profile":
-            p = self._pending.get(frame.profile.request_id)
-            if p is not None and not p.done:
+            p = self._requests.open(frame.profile.request_id)
+            if p is not None:
                 p.meta = frame.profile
                 p.finish()
         elif kind == "shared_buffer":
-            p = self._pending.get(frame.shared_buffer.request_id)
-            if p is not None and not p.done:
+            p = self._requests.open(frame.shared_buffer.request_id)
+            if p is not None:
                 p.meta = frame.shared_buffer
                 p.finish()
 
@@ -138,15 +138,14 @@ class Receiver:
             return  # replayed after a resume: already applied
         self._acked_seq = last
         self._replay.acked(last)
-        if self._frame_error_keys:
-            self._frame_error_keys = {k for k in self._frame_error_keys if k[0] > last}
+        self._requests.acked(last)
         self._handles.on_ack(ack, after)
 
     def _on_data(self, d: DataChunk) -> None:
         if d.request_id == self._notify_rid:
             _shm.wake_mailbox(self)
-        p = self._pending.get(d.request_id)
-        if p is None or p.done:
+        p = self._requests.open(d.request_id)
+        if p is None:
             return  # not ours to wait for, or a replayed chunk of a finished Get
         if d.shm or d.cma or d.bulk_size:  # one chunk in the region, in place or on the socket
             p.finish_in_place(d.meta, d.total_bytes,
@@ -171,15 +170,12 @@ class Receiver:
         if e.request_id == self._notify_rid:
             _shm.wake_mailbox(self)
         if e.request_id:
-            p = self._pending.get(e.request_id)
-            if p is not None and not p.done:
+            p = self._requests.open(e.request_id)
+            if p is not None:
                 p.error = err
                 p.finish()
             return  # else: a replayed answer to a finished request
-        key = (seq, e.status.code, e.status.message)
-        if key not in self._frame_error_keys:  # a malformed batch, reported once
-            self._frame_error_keys.add(key)
-            self._frame_errors.append(err)
+        self._requests.frame_error(seq, err, e.status.code, e.status.message)  # malformed batch
 
     # ------------------------------------------------------------------ resume
 

@@ -45,7 +45,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import grpc
 
 from . import _catalog, _cma, _download_cache, _errors, _malloc, _options, _shm
-from ._batch import Batcher, Pending, Replies
+from ._batch import Batcher, Replies
 from ._bulk import BulkLanes
 from ._call import CallPath
 from ._connection import Connection, hello_frame
@@ -57,6 +57,7 @@ from ._meta import _Meta, _meta_from_proto
 from ._proto import tensord_pb2 as pb
 from ._receiver import Receiver
 from ._replay_log import ReplayLog
+from ._requests import RequestTable
 from ._shared import SharedBuffers
 from ._stream_commands import StreamCommands
 from ._transfer import Transfers
@@ -135,24 +136,14 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._seq = 0  # last seq allocated
         self._sent_seq = 0  # last seq handed to the stream
         self._acked_seq = 0  # last_seq of the last Ack received
-        self._answered_seq = 0  # highest command seq of an answered request (_wait_locked)
         self._notify_rid = 0  # the Get announced in the region's mailbox, if any (_shm.py)
         self._mailbox_answers = 0  # answers taken from the mailbox so far
         self._next_handle = 1
-        self._next_request = 1
         # the acknowledged handles' metadata until their Tensors take it, matched against the
         # handles each batch allocated (the device names come with the Welcome)
         self._handles = HandleTable()
         self._released: "collections.deque[int]" = collections.deque()
-        self._pending: Dict[int, Pending] = {}  # request_id -> Get/Sync waiting for replies
-        # (request id, answer) of the Syncs queued after backward(), oldest first (Note
-        # [Deferred backward errors], _batch.py)
-        self._checks: "collections.deque[Tuple[int, Pending]]" = collections.deque()
-        self._frame_errors: List[Error] = []  # Error{request_id=0}: malformed batches
-        self._frame_error_keys: set = set()  # (seq, code, message) of those not yet acked
-        # _errors.identity of the errors a touch of a spoiled value raised since the last
-        # synchronize: that synchronize does not raise them again (DESIGN.md "Errors").
-        self._raised_errors: set = set()
+        self._requests = RequestTable()  # Get/Sync/... waiting for replies; errors owed
         self._grad_sent = True  # the daemon starts with grad mode on
         # Streams and events (_streams.py): the current stream id (0: the session's default
         # stream), the next client-chosen stream and event ids, and the TF32 option as sent.
@@ -299,18 +290,15 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
             self._flush_locked()
             self._wait_locked(p, rid)
             self._raise_checked_locked()  # answered by now: they precede this Sync
-            frame_errors, self._frame_errors = self._frame_errors, []
-            raised, self._raised_errors = self._raised_errors, set()
-        if p.error is not None and _errors.identity(p.error) not in raised:
-            raise _errors.fresh(p.error)
-        if frame_errors:
-            raise _errors.fresh(frame_errors[0])
+            error = self._requests.sync_error(p.error)
+        if error is not None:
+            raise _errors.fresh(error)
 
     def raised(self, err: Error) -> Error:
         """Notes that ``err``, a spoiled value's error, is being raised to the program (which
         may catch it): the next ``synchronize`` reports only errors not raised yet. The error
         stays with the value: touching it again raises it again. Returns a copy to raise."""
-        self._raised_errors.add(_errors.identity(err))
+        self._requests.note_raised(err)
         return _errors.fresh(err)
 
     def set_options(self, *, grad_enabled: Optional[bool] = None,

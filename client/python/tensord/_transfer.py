@@ -43,7 +43,7 @@ class Transfers:
         # it: only when the daemon has caught up (else the region's slots return at once).
         cma = (total >= _CMA_MIN_BYTES and where is None and flat is not None
                and self._cma.bound
-               and max(self._acked_seq, self._answered_seq) >= self._seq
+               and max(self._acked_seq, self._requests.answered_seq) >= self._seq
                and self._cma_usable())
         bulk = (self._shm is None and flat is not None and total >= _bulk.MIN_BYTES
                 and self._bulk.usable(self.welcome))

@@ -1,15 +1,20 @@
 """A session's bookkeeping parts alone, without a daemon: ``HandleTable`` (Acks matched against
 the handles each batch allocated, releases before and after an Ack, packed metas, the error
-for metadata that never came) and ``ReplayLog`` (what a resume resends)."""
+for metadata that never came), ``ReplayLog`` (what a resume resends) and ``RequestTable``
+(requests by id, the errors the next synchronize owes)."""
 
 from __future__ import annotations
 
 import random
 
+import threading
+
+import tensord as td
 from tensord._handle_table import HandleTable
 from tensord._meta import _Meta, _meta_from_proto
 from tensord._proto import tensord_pb2 as pb
 from tensord._replay_log import ReplayLog
+from tensord._requests import RequestTable
 
 from packed_runs import meta_entry
 
@@ -127,3 +132,68 @@ def test_replay_log_resends_what_the_daemon_did_not_apply():
     assert len(log) == 1 and log.last_seq() == 8 and log.resend_after(7) == [b"c"]
     log.acked(8)
     assert len(log) == 0
+
+
+def _error(message):
+    return td.InvalidArgumentError(message, op="add", site="t.py:1")
+
+
+def test_requests_by_id_answered_once():
+    r = RequestTable()
+    rid, p = r.new()
+    rid2, p2 = r.new()
+    assert rid != rid2 and len(r) == 2 and r.open(rid) is p and r.open(99) is None
+    p.seq = 5
+    p.finish()
+    assert r.open(rid) is None  # a replayed answer finds nothing to fill
+    r.finished(rid, p, None)
+    assert len(r) == 1 and r.answered_seq == 5
+    broken = td.ConnectionLost("gone")
+    r.finished(rid2, p2, broken)  # never answered: the session's end is its error
+    assert p2.error is broken and r.answered_seq == 5 and len(r) == 0
+
+
+def test_pending_wait_returns_once_woken_from_another_thread():
+    p = RequestTable().new()[1]
+    t = threading.Thread(target=p.finish)
+    t.start()
+    p.wait()
+    t.join()
+    assert p.done
+    p.wake()  # a second wake is harmless
+
+
+def test_synchronize_reports_an_error_once_and_not_one_already_raised():
+    r = RequestTable()
+    bad, frame = _error("shapes"), _error("malformed batch")
+    assert r.sync_error(None) is None
+    r.frame_error(3, frame, 3, "malformed")
+    r.frame_error(3, frame, 3, "malformed")  # replayed after a resume: once
+    assert r.sync_error(bad) is bad
+    assert r.sync_error(None) is None  # both forgotten
+    r.note_raised(bad)
+    r.frame_error(4, frame, 3, "malformed")
+    assert r.sync_error(_error("shapes")) is frame  # the same error, raised by a touch
+    r.frame_error(4, frame, 3, "malformed")  # not acked yet: still a replay
+    assert r.sync_error(None) is None
+    r.acked(4)
+    r.frame_error(4, frame, 3, "malformed")  # after its Ack: a new one
+    assert r.sync_error(None) is frame
+
+
+def test_answered_checks_report_the_first_error_in_order():
+    r = RequestTable()
+    checks = [r.new() for _ in range(3)]
+    r.checks.extend(checks)
+    (_, a), (_, b), (_, c) = checks
+    a.seq, b.seq, c.seq = 2, 4, 6
+    b.error = _error("second pass")
+    b.finish()
+    assert r.answered_checks() is None and len(r.checks) == 3  # in order: a first
+    a.finish()
+    assert r.answered_checks() is b.error and len(r.checks) == 1
+    assert r.answered_seq == 4 and len(r) == 1
+    c.error = b.error
+    c.finish()
+    r.note_raised(b.error)
+    assert r.answered_checks() is None and not r.checks
