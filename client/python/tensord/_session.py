@@ -16,11 +16,21 @@ Threads (see docs/protocol.md for the wire semantics):
   waiting is always on that condition, never a sleep. When the stream fails in transit it
   resumes the session on a new stream, transparently for the waiters.
 
-The class is split by concern: ``_call.CallPath`` (``call``, packed runs), ``_batch.Batcher``
-(the open batch, flushing, requests), ``_receiver.Receiver`` (replies, resume),
-``_transfer.Transfers`` (Put/Get, shared memory), ``_shared.SharedBuffers`` (shared buffers),
+Parts that own their state, each with a unit test of its own (tests/python/test_unit_*.py):
+``_options.TransportOptions`` (which paths the session may take), ``_handle_table.HandleTable``
+(handles' metadata from the Acks), ``_requests.RequestTable`` (requests by id, errors owed to
+``synchronize``), ``_replay_log.ReplayLog`` (what a resume resends), ``_bulk.BulkLanes`` (the
+bulk socket), ``_cma.CmaBinding`` (cross-memory attach), ``_shm.Region`` (the shared-memory
+region, its command ring and mailbox), ``_connection.Connection`` (one gRPC stream).
+
+The methods that drive them are split by concern: ``_call.CallPath`` (``call``, packed runs),
+``_batch.Batcher`` (the open batch, flushing, waiting), ``_receiver.Receiver`` (replies,
+resume), ``_transfer.Transfers`` (Put/Get), ``_shared.SharedBuffers`` (shared buffers),
 ``_stream_commands.StreamCommands`` (streams, events, TF32), ``_grad_commands.GradCommands``
-(Backward, requires_grad and .grad commands); ``_handshake`` opens the stream (Hello, Welcome).
+(Backward, requires_grad and .grad commands); ``_handshake`` opens the stream. The open batch
+(``_entries``, ``_run``, ``_seq``, ``_next_handle`` ...) stays in the session's own attributes:
+the C per-op path (``_speedups_call.h``) reads and writes them in the session's ``__dict__``
+(Note [GIL as the lock] in ``_speedups.c``).
 
 Releases come from ``Tensor.__del__``, which may run inside any thread at any allocation,
 including one holding ``_lock``: they only append to a deque (atomic under the GIL), and are
