@@ -124,11 +124,11 @@ def made(lib, devices):
 def test_results_are_described_alike_packed_or_not(daemon, monkeypatch):
     # Note [Packed metas]: plain results come as packed entries, the rest as TensorMetas; the
     # client's metadata of every result is the same either way, and PyTorch's
-    from tensord import _receiver
+    from tensord import _handle_table
 
     decoded = []
-    store = _receiver.store_packed
-    monkeypatch.setattr(_receiver, "store_packed", lambda *a: decoded.append(store(*a))
+    store = _handle_table.store_packed
+    monkeypatch.setattr(_handle_table, "store_packed", lambda *a: decoded.append(store(*a))
                         or decoded[-1])
     infos = []
     for packed in (True, False):

@@ -117,9 +117,9 @@ def test_stripe_moves_each_span_on_its_lane(lanes):
     dst = np.zeros(n, dtype=np.uint8)
     got = []
     receiver = threading.Thread(target=lambda: got.append(
-        _bulk._stripe([b for _, b in pairs], n, _bulk._receive(dst, n))))
+        _bulk._stripe([b for _, b in pairs], n, _bulk.receive(dst, n))))
     receiver.start()
-    assert _bulk._stripe([a for a, _ in pairs], n, _bulk._send(data)) is None
+    assert _bulk._stripe([a for a, _ in pairs], n, _bulk.send(data)) is None
     receiver.join(30)
     assert got == [None]
     assert dst.tobytes() == bytes(data)
@@ -136,7 +136,7 @@ def test_stripe_names_the_failing_lane_and_wakes_the_others():
     pairs[2][0].sendall(bytes(1000))
     pairs[2][0].close()  # lane 2's sender goes after 1000 bytes; lanes 0 and 1 send nothing
     dst = np.zeros(n, dtype=np.uint8)
-    failed = _bulk._stripe([b for _, b in pairs], n, _bulk._receive(dst, n))
+    failed = _bulk._stripe([b for _, b in pairs], n, _bulk.receive(dst, n))
     assert failed is not None
     lane, e = failed
     assert lane == 2 and isinstance(e, OSError)
