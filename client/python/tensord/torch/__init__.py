@@ -44,9 +44,9 @@ def synchronize() -> None:
 
 
 def mapped_ops() -> list:
-    """The ATen overloads that map straight onto the daemon's catalog (``_aten_map``)."""
-    from . import _aten_map
-    return sorted(str(op) for op in _aten_map.RULES)
+    """The ATen overloads that map straight onto the daemon's catalog (``_aten_table``)."""
+    from . import _aten_table
+    return sorted(str(op) for op in _aten_table.RULES)
 
 
 __all__ = ["DEVICE", "FallbackWarning", "TensordTensor", "close", "connect", "current",
