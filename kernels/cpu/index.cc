@@ -221,8 +221,8 @@ absl::Status ScatterReduce(const StridedView& out, int dim,
   auto status = CheckIndices(index, size, what, dim);
   if (!status.ok()) return status;
   if (op == ReduceOp::kMean && out.dtype == DType::kBool) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, "(): reduce='mean' does not support dtype bool"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, "(): reduce='mean' does not support dtype bool"));
   }
   return DispatchAll(out.dtype, what, [&](auto tag) {
     using T = decltype(tag);

@@ -151,8 +151,8 @@ __device__ T CombineValue(ReduceOp op, T t, T v) {
 // element's bits (4- or 8-byte types).
 template <typename T>
 __device__ void AtomicCombine(T* p, T v, ReduceOp op) {
-  using Word = std::conditional_t<sizeof(T) == 4, unsigned int,
-                                  unsigned long long>;
+  using Word =
+      std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
   static_assert(sizeof(T) == sizeof(Word), "4- or 8-byte types only");
   Word* word = reinterpret_cast<Word*>(p);
   Word old = *word;
@@ -342,8 +342,7 @@ absl::Status ScatterReduce(const StridedView& out, int dim,
   const Dims d = MakeDims(index, out), sd = MakeDims(index, src);
   auto s = static_cast<cudaStream_t>(stream);
   if (op == ReduceOp::kMean) {
-    TD_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(count, 0, n * sizeof(int64_t), s));
+    TD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(count, 0, n * sizeof(int64_t), s));
   }
   auto launch = [&](auto tag) {
     using T = decltype(tag);
@@ -356,9 +355,8 @@ absl::Status ScatterReduce(const StridedView& out, int dim,
         out.ptr<T>(), d, dim, size, idx, src.ptr<const T>(), sd, total, op,
         op == ReduceOp::kMean ? count : nullptr, bad);
     if (op == ReduceOp::kMean) {
-      ScatterMeanKernel<T><<<BlocksFor(n), kThreads, 0, s>>>(out.ptr<T>(),
-                                                             count, n,
-                                                             include_self);
+      ScatterMeanKernel<T><<<BlocksFor(n), kThreads, 0, s>>>(
+          out.ptr<T>(), count, n, include_self);
     }
   };
   switch (out.dtype) {

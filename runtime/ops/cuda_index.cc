@@ -32,10 +32,9 @@ absl::Status WithBadIndexCheck(const Tensor& out, const OpContext& ctx,
   TD_RETURN_IF_ERROR(
       device->CopyToHost(&host, bad, sizeof(host), ctx.alloc.stream));
   if (host != -1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what == nullptr ? "" : what, what == nullptr ? "" : "(): ",
-                     "index ", host, " is out of bounds for dimension ", dim,
-                     " with size ", size));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what == nullptr ? "" : what, what == nullptr ? "" : "(): ", "index ",
+        host, " is out of bounds for dimension ", dim, " with size ", size));
   }
   return absl::OkStatus();
 }
@@ -118,9 +117,9 @@ absl::Status DeviceScatterReduce(const Tensor& out, const OpContext& ctx,
   // allocator's reuse is ordered on the session's stream).
   Tensor count;
   if (op == ReduceOp::kMean) {
-    TD_ASSIGN_OR_RETURN(count, Tensor::Empty(out.device(), DType::kInt64,
-                                             Shape{out_view.numel()},
-                                             ctx.alloc));
+    TD_ASSIGN_OR_RETURN(count,
+                        Tensor::Empty(out.device(), DType::kInt64,
+                                      Shape{out_view.numel()}, ctx.alloc));
   }
   auto* count_data =
       op == ReduceOp::kMean ? static_cast<int64_t*>(count.data()) : nullptr;

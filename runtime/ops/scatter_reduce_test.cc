@@ -42,10 +42,9 @@ class ScatterReduceTest : public ::testing::Test {
                              bool include_self = true) {
     const OpDef* op = FindOp(name);
     EXPECT_NE(op, nullptr) << name;
-    auto attrs = Attrs::Build(name, op->attrs,
-                              {{"dim", dim},
-                               {"reduce", reduce},
-                               {"include_self", include_self}});
+    auto attrs = Attrs::Build(
+        name, op->attrs,
+        {{"dim", dim}, {"reduce", reduce}, {"include_self", include_self}});
     if (!attrs.ok()) return attrs.status();
     auto out = RunOp(*op, in, *attrs, ctx_);
     if (!out.ok()) return out.status();
@@ -73,21 +72,20 @@ TEST_F(ScatterReduceTest, EveryReduceWithAndWithoutSelf) {
   };
   // Column 2 of row 0 and column 0 of row 1 are named by no index: they keep
   // self's values whatever include_self says.
-  const std::vector<Want> wants = {
-      {"sum", true, {51, 22, 3, 4, 55, 96}},
-      {"sum", false, {50, 20, 3, 4, 50, 90}},
-      {"prod", true, {400, 40, 3, 4, 250, 10800}},
-      {"prod", false, {400, 20, 3, 4, 50, 1800}},
-      {"mean", true, {17, 11, 3, 4, 27.5, 32}},
-      {"mean", false, {25, 20, 3, 4, 50, 45}},
-      {"amax", true, {40, 20, 3, 4, 50, 60}},
-      {"amax", false, {40, 20, 3, 4, 50, 60}},
-      {"amin", true, {1, 2, 3, 4, 5, 6}},
-      {"amin", false, {10, 20, 3, 4, 50, 30}}};
+  const std::vector<Want> wants = {{"sum", true, {51, 22, 3, 4, 55, 96}},
+                                   {"sum", false, {50, 20, 3, 4, 50, 90}},
+                                   {"prod", true, {400, 40, 3, 4, 250, 10800}},
+                                   {"prod", false, {400, 20, 3, 4, 50, 1800}},
+                                   {"mean", true, {17, 11, 3, 4, 27.5, 32}},
+                                   {"mean", false, {25, 20, 3, 4, 50, 45}},
+                                   {"amax", true, {40, 20, 3, 4, 50, 60}},
+                                   {"amax", false, {40, 20, 3, 4, 50, 60}},
+                                   {"amin", true, {1, 2, 3, 4, 5, 6}},
+                                   {"amin", false, {10, 20, 3, 4, 50, 30}}};
   for (const Want& w : wants) {
     SCOPED_TRACE(testing::Message() << w.reduce << " " << w.include_self);
-    auto out = Run("scatter_reduce", {self, index, src}, 0, w.reduce,
-                   w.include_self);
+    auto out =
+        Run("scatter_reduce", {self, index, src}, 0, w.reduce, w.include_self);
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ(Values<float>(*out), w.values);
   }
@@ -95,10 +93,10 @@ TEST_F(ScatterReduceTest, EveryReduceWithAndWithoutSelf) {
 
 TEST_F(ScatterReduceTest, NanPropagatesThroughAmax) {
   const float nan = std::nanf("");
-  auto out = Run("scatter_reduce",
-                 {F({nan, 1, 2}, {3}), I({0, 1, 1, 2}, {4}),
-                  F({5, nan, 3, 1}, {4})},
-                 0, "amax");
+  auto out =
+      Run("scatter_reduce",
+          {F({nan, 1, 2}, {3}), I({0, 1, 1, 2}, {4}), F({5, nan, 3, 1}, {4})},
+          0, "amax");
   ASSERT_TRUE(out.ok()) << out.status();
   const std::vector<float> v = Values<float>(*out);
   EXPECT_TRUE(std::isnan(v[0]));  // a NaN self stays
@@ -107,10 +105,10 @@ TEST_F(ScatterReduceTest, NanPropagatesThroughAmax) {
 }
 
 TEST_F(ScatterReduceTest, IntegerMeanRoundsDown) {
-  auto out = Run("scatter_reduce",
-                 {I({7, -7, 3}, {3}), I({0, 0, 1, 1}, {4}),
-                  I({2, 3, -4, -4}, {4})},
-                 0, "mean");
+  auto out =
+      Run("scatter_reduce",
+          {I({7, -7, 3}, {3}), I({0, 0, 1, 1}, {4}), I({2, 3, -4, -4}, {4})}, 0,
+          "mean");
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(Values<int64_t>(*out), (std::vector<int64_t>{4, -5, 3}));
 }
@@ -124,8 +122,7 @@ TEST_F(ScatterReduceTest, NonContiguousInputGivesTheSameValues) {
                   F({10, 20, 30, 40, 50, 60}, {2, 3})},
                  0, "prod", false);
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(Values<float>(*out),
-            (std::vector<float>{400, 20, 3, 4, 50, 1800}));
+  EXPECT_EQ(Values<float>(*out), (std::vector<float>{400, 20, 3, 4, 50, 1800}));
 }
 
 TEST_F(ScatterReduceTest, IndexReduceAlongDimOne) {
@@ -134,8 +131,7 @@ TEST_F(ScatterReduceTest, IndexReduceAlongDimOne) {
   const Tensor source = F({2, 3, 4, 5, 6, 7, 8, 9}, {2, 4});
   auto prod = Run("index_reduce", {self, index, source}, 1, "prod");
   ASSERT_TRUE(prod.ok()) << prod.status();
-  EXPECT_EQ(Values<float>(*prod),
-            (std::vector<float>{8, 2, 45, 192, 5, 378}));
+  EXPECT_EQ(Values<float>(*prod), (std::vector<float>{8, 2, 45, 192, 5, 378}));
   auto amin = Run("index_reduce", {self, index, source}, 1, "amin", false);
   ASSERT_TRUE(amin.ok()) << amin.status();
   EXPECT_EQ(Values<float>(*amin), (std::vector<float>{2, 2, 3, 6, 5, 7}));
@@ -156,8 +152,7 @@ TEST_F(ScatterReduceTest, BadIndicesAndReducesAreClearErrors) {
                   "must be in [0, 3))");
     auto ir = Run("index_reduce", {self, I({bad}, {1}), src}, 0, "amax");
     ASSERT_EQ(ir.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(ir.status().message().find("index_reduce(): "),
-              std::string::npos)
+    EXPECT_NE(ir.status().message().find("index_reduce(): "), std::string::npos)
         << ir.status();
   }
   auto reduce = Run("scatter_reduce", {self, I({0}, {1}), src}, 0, "max");
