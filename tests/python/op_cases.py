@@ -27,6 +27,16 @@ COMPARE = ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "log
 SHAPES = [((3, 4), (3, 4)), ((2, 1, 4), (3, 1)), ((), (3,)), ((2, 3), ()), ((0, 3), (3,))]
 
 
+def _scatter_reduce(x: torch.Tensor, i: torch.Tensor, s: torch.Tensor, dim: int, reduce: str,
+                    include_self: bool = True) -> torch.Tensor:
+    return torch.scatter_reduce(x, dim, i, s, reduce, include_self=include_self)
+
+
+def _index_reduce(x: torch.Tensor, i: torch.Tensor, s: torch.Tensor, dim: int, reduce: str,
+                  include_self: bool = True) -> torch.Tensor:
+    return x.index_reduce(dim, i, s, reduce, include_self=include_self)
+
+
 def _random_check(mean: float, std: float) -> Callable[[Any, Any], None]:
     def check(got: Any, want: Any) -> None:
         g = torch.from_numpy(got.numpy()).double()
@@ -354,6 +364,17 @@ def cases() -> List[Case]:
                ref=lambda x, i, s, dim: torch.scatter(x, dim, i, s)),
           Case("scatter_add", [R(3, 4), I(5, 4, high=3), R(5, 4)], {"dim": 0},
                ref=lambda x, i, s, dim: torch.scatter_add(x, dim, i, s), rtol=1e-5),
+          Case("scatter_reduce", [R(3, 4), I(5, 4, high=3), R(5, 4)], {"dim": 0, "reduce": "amax"},
+               ref=_scatter_reduce),
+          Case("scatter_reduce", [NC(R(4, 3)), I(3, 5, high=3, seed=1), R(3, 6)],
+               {"dim": 1, "reduce": "mean", "include_self": False}, ref=_scatter_reduce, rtol=1e-5),
+          Case("scatter_reduce", [R(4, dtype=torch.int64), I(7, high=4), R(7, dtype=torch.int64)],
+               {"dim": 0, "reduce": "prod"}, ref=_scatter_reduce),
+          Case("index_reduce", [R(3, 4), I(6, high=4, seed=2), R(3, 6)],
+               {"dim": 1, "reduce": "amin", "include_self": False}, ref=_index_reduce),
+          Case("index_reduce", [R(3, 4, dtype=torch.float64), I(5, high=3, seed=3),
+                                R(5, 4, dtype=torch.float64)],
+               {"dim": 0, "reduce": "mean"}, ref=_index_reduce),
           Case("embedding", [R(10, 3), I(2, 4, high=10)])]
     c += nn_cases()
     # ------------------------------------------------------- along one dim
