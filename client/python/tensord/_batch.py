@@ -20,7 +20,8 @@ from ._proto import tensord_pb2 as pb
 
 
 class Pending:
-    """A reply someone waits for: a Get's data, a SyncDone, a Profile or a SharedBuffer.
+    """A reply someone waits for: a Get's data, a SyncDone, a Profile, a SharedBuffer or a
+    SessionMemoryStats.
 
     Its waiter sleeps on its own lock (``wait``), released once by the receiver when the reply
     is complete (``finish``) or the session is over (``wake``): one futex hand-off, without the

@@ -19,7 +19,8 @@ The class is split by concern: ``_call.CallPath`` (``call``, packed runs), ``_ba
 (the open batch, flushing, requests), ``_receiver.Receiver`` (replies, resume),
 ``_transfer.Transfers`` (Put/Get, shared memory), ``_shared.SharedBuffers`` (shared buffers),
 ``_stream_commands.StreamCommands`` (streams, events, TF32), ``_grad_commands.GradCommands``
-(Backward, requires_grad and .grad commands); ``_handshake`` opens the stream (Hello, Welcome).
+(Backward, requires_grad and .grad commands), ``_usage_commands.UsageCommands`` (the session's
+own memory statistics, fallback reports); ``_handshake`` opens the stream (Hello, Welcome).
 
 Releases come from ``Tensor.__del__``, which may run inside any thread at any allocation,
 including one holding ``_lock``: they only append to a deque (atomic under the GIL), and are
@@ -58,6 +59,7 @@ from ._receiver import Receiver
 from ._shared import SharedBuffers
 from ._stream_commands import StreamCommands
 from ._transfer import Transfers
+from ._usage_commands import UsageCommands
 from ._version import __version__
 
 DEFAULT_ADDRESS = "127.0.0.1:50051"
@@ -65,7 +67,7 @@ _MiB = 1 << 20
 
 
 class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamCommands, GradCommands,
-              BulkSocket):
+              UsageCommands, BulkSocket):
     """One connection to a tensord daemon. Thread-safe.
 
     Most programs never touch this class: ``tensord.connect()`` creates one and makes it the
