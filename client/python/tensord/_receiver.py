@@ -1,8 +1,8 @@
 """The receiver thread of a session: applies replies and resumes a stream that failed in transit
 (part of ``Session``; docs/protocol.md, and the daemon's server/session_outbox.h Note [Resume]).
 
-Replies: Ack metadata, Data chunks, SyncDone, Profile, SharedBuffer and Error frames, applied
-under the session's lock; waiters are woken through ``_replies``.
+Replies: Ack metadata, Data chunks, SyncDone, Profile, SharedBuffer, SessionMemoryStats and Error
+frames, applied under the session's lock; waiters are woken through ``_replies``.
 
 Resume: when the stream fails with a transport error (UNAVAILABLE, a reset connection; never a
 status the daemon chose, such as a bad token, a killed session or a shutdown), the receiver
@@ -129,6 +129,11 @@ class Receiver:
             p = self._requests.open(frame.shared_buffer.request_id)
             if p is not None:
                 p.meta = frame.shared_buffer
+                p.finish()
+        elif kind == "session_memory_stats":
+            p = self._pending.get(frame.session_memory_stats.request_id)
+            if p is not None and not p.done:
+                p.meta = frame.session_memory_stats
                 p.finish()
 
     def _on_ack(self, ack: Any) -> None:

@@ -22,7 +22,8 @@ from ._errors import Error
 
 
 class Pending:
-    """A reply someone waits for: a Get's data, a SyncDone, a Profile or a SharedBuffer.
+    """A reply someone waits for: a Get's data, a SyncDone, a Profile, a SharedBuffer or a
+    SessionMemoryStats.
 
     Its waiter sleeps on its own lock (``wait``), released once by the receiver when the reply
     is complete (``finish``) or the session is over (``wake``): one futex hand-off, without the

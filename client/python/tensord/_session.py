@@ -27,7 +27,8 @@ The methods that drive them are split by concern: ``_call.CallPath`` (``call``, 
 ``_batch.Batcher`` (the open batch, flushing, waiting), ``_receiver.Receiver`` (replies,
 resume), ``_transfer.Transfers`` (Put/Get), ``_shared.SharedBuffers`` (shared buffers),
 ``_stream_commands.StreamCommands`` (streams, events, TF32), ``_grad_commands.GradCommands``
-(Backward, requires_grad and .grad commands); ``_handshake`` opens the stream. The open batch
+(Backward, requires_grad and .grad commands), ``_usage_commands.UsageCommands`` (the session's
+own memory statistics, fallback reports); ``_handshake`` opens the stream. The open batch
 (``_entries``, ``_run``, ``_seq``, ``_next_handle`` ...) stays in the session's own attributes:
 the C per-op path (``_speedups_call.h``) reads and writes them in the session's ``__dict__``
 (Note [GIL as the lock] in ``_speedups.c``).
@@ -71,6 +72,7 @@ from ._requests import RequestTable
 from ._shared import SharedBuffers
 from ._stream_commands import StreamCommands
 from ._transfer import Transfers
+from ._usage_commands import UsageCommands
 from ._version import __version__
 
 DEFAULT_ADDRESS = "127.0.0.1:50051"
@@ -78,7 +80,7 @@ _MiB = 1 << 20
 
 
 class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamCommands,
-              GradCommands):
+              GradCommands, UsageCommands):
     """One connection to a tensord daemon. Thread-safe.
 
     Most programs never touch this class: ``tensord.connect()`` creates one and makes it the

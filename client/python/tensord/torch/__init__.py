@@ -32,7 +32,8 @@ from ._connection import close, connect, current, manual_seed, session  # noqa: 
 from ._fallback import FallbackWarning  # noqa: E402
 from ._fallback import counts as fallback_counts  # noqa: E402
 from ._fallback import reset_counts as reset_fallback_counts  # noqa: E402
-from ._memory import memory_allocated, memory_reserved, memory_stats  # noqa: E402
+from ._memory import (max_memory_allocated, max_memory_reserved, memory_allocated,  # noqa: E402
+                      memory_reserved, memory_stats, reset_peak_memory_stats)
 from ._tensor import DEVICE, TensordTensor  # noqa: E402
 
 
@@ -50,5 +51,6 @@ def mapped_ops() -> list:
 
 
 __all__ = ["DEVICE", "FallbackWarning", "TensordTensor", "close", "connect", "current",
-           "fallback_counts", "manual_seed", "mapped_ops", "memory_allocated", "memory_reserved",
-           "memory_stats", "reset_fallback_counts", "session", "synchronize"]
+           "fallback_counts", "manual_seed", "mapped_ops", "max_memory_allocated",
+           "max_memory_reserved", "memory_allocated", "memory_reserved", "memory_stats",
+           "reset_fallback_counts", "reset_peak_memory_stats", "session", "synchronize"]
