@@ -131,8 +131,8 @@ class Receiver:
                 p.meta = frame.shared_buffer
                 p.finish()
         elif kind == "session_memory_stats":
-            p = self._pending.get(frame.session_memory_stats.request_id)
-            if p is not None and not p.done:
+            p = self._requests.open(frame.session_memory_stats.request_id)
+            if p is not None:
                 p.meta = frame.session_memory_stats
                 p.finish()
 
