@@ -14,7 +14,7 @@ const std::vector<OpDef>& OpTable() {
           ReductionOps, LinalgOps,  ViewOps,      ShapeOps,     IndexOps,
           NnOps,        ConvOps,    ConvGradOps,  BatchNormOps, OptimOps,
           SortOps,      SelectOps,  LossOps,      LayerNormOps, CrossEntropyOps,
-          GeluOps,      StridedOps, SpecialOps}) {
+          GeluOps,      StridedOps, SpecialOps,   LapackOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);

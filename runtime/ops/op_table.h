@@ -24,6 +24,7 @@ std::vector<OpDef> CompareOps();
 std::vector<OpDef> InPlaceOps();
 std::vector<OpDef> ReductionOps();
 std::vector<OpDef> LinalgOps();
+std::vector<OpDef> LapackOps();  // lapack_ops.cc: LU, solve, inv, eigh, svd, ...
 std::vector<OpDef> ViewOps();
 std::vector<OpDef> ShapeOps();
 std::vector<OpDef> IndexOps();

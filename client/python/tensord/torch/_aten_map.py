@@ -364,4 +364,5 @@ def _clone(self: Any, memory_format: Any = None) -> Any:
 from . import _aten_map_backward, _aten_map_math, _aten_map_nn  # noqa: E402,F401
 from . import _composites, _indexing, _pooling, _strided  # noqa: E402,F401
 from . import _aten_map_select, _data_sized  # noqa: E402,F401
+from . import _aten_map_linalg  # noqa: E402,F401
 from . import _conv1d  # noqa: E402,F401 (after _aten_map_nn: its rules replace the 2-d ones)

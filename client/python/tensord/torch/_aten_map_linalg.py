@@ -1,0 +1,160 @@
+"""ATen's linear algebra overloads mapped onto the daemon's LAPACK rows (``lapack_ops.cc``).
+
+The rows are named and shaped as ATen's ops (info tensors, int32 1-based pivots, ascending
+eigenvalues, ``U``/``S``/``Vh``), so each rule passes its arguments through. They run on the
+CPU daemon in float32 and float64; on a CUDA daemon, and in other dtypes (where PyTorch raises
+its own error), a rule declines and PyTorch's CPU kernel runs (a counted fallback). No gradient
+rows are needed: the device runs PyTorch's autograd on the client, whose formulas call these
+ops and ordinary ones.
+
+``linalg_pinv.atol_rtol_tensor`` (what ``torch.linalg.pinv`` reaches) has no kernel of its own
+in ATen; it is written here as ATen's ``linalg_pinv`` is: an SVD (an eigendecomposition with
+``hermitian``) with the singular values at or below ``max(atol, rtol * largest)`` dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import torch
+
+from ._aten_map import c, rule
+from ._aten_map_nn import _fused_rows, torch_args
+from ._special import _handles
+
+aten = torch.ops.aten
+
+_DTYPES = (torch.float32, torch.float64)
+
+
+def _native(*targs: Any) -> bool:
+    """Whether the daemon's rows take these PyTorch arguments: its tensors float32/float64
+    and the daemon on the CPU (the LAPACK rows have no CUDA kernels)."""
+    return all(t.dtype in _DTYPES for t in targs if isinstance(t, torch.Tensor)) and _fused_rows()
+
+
+@rule(aten.linalg_lu_factor_ex.default)
+@torch_args
+def _lu_factor_ex(targs: tuple, A: Any, pivot: bool = True, check_errors: bool = False) -> Any:  # noqa: N803
+    if not pivot or not _native(targs[0]):
+        return NotImplemented
+    return tuple(c("linalg_lu_factor_ex", [A], check_errors=bool(check_errors)))
+
+
+@rule(aten.linalg_lu_solve.default)
+@torch_args
+def _lu_solve(targs: tuple, LU: Any, pivots: Any, B: Any, left: bool = True,  # noqa: N803
+              adjoint: bool = False) -> Any:
+    if not _native(targs[0], targs[2]) or targs[1].dtype != torch.int32:
+        return NotImplemented
+    return c("linalg_lu_solve", [LU, pivots, B], left=bool(left), adjoint=bool(adjoint))
+
+
+@rule(aten._linalg_solve_ex.default)
+@torch_args
+def _solve_ex(targs: tuple, A: Any, B: Any, left: bool = True,  # noqa: N803
+              check_errors: bool = False) -> Any:
+    if not _native(targs[0], targs[1]) or targs[0].dtype != targs[1].dtype:
+        return NotImplemented
+    return tuple(c("_linalg_solve_ex", [A, B], left=bool(left), check_errors=bool(check_errors)))
+
+
+@rule(aten.linalg_inv_ex.default)
+@torch_args
+def _inv_ex(targs: tuple, A: Any, check_errors: bool = False) -> Any:  # noqa: N803
+    if not _native(targs[0]):
+        return NotImplemented
+    return tuple(c("linalg_inv_ex", [A], check_errors=bool(check_errors)))
+
+
+@rule(aten.linalg_cholesky_ex.default)
+@torch_args
+def _cholesky_ex(targs: tuple, A: Any, upper: bool = False,  # noqa: N803
+                 check_errors: bool = False) -> Any:
+    if not _native(targs[0]):
+        return NotImplemented
+    return tuple(c("linalg_cholesky_ex", [A], upper=bool(upper), check_errors=bool(check_errors)))
+
+
+@rule(aten._linalg_slogdet.default)
+@torch_args
+def _slogdet(targs: tuple, A: Any) -> Any:  # noqa: N803
+    return tuple(c("_linalg_slogdet", [A])) if _native(targs[0]) else NotImplemented
+
+
+@rule(aten._linalg_det.default)
+@torch_args
+def _det(targs: tuple, A: Any) -> Any:  # noqa: N803
+    return tuple(c("_linalg_det", [A])) if _native(targs[0]) else NotImplemented
+
+
+@rule(aten._linalg_eigh.default)
+@torch_args
+def _eigh(targs: tuple, A: Any, UPLO: str = "L", compute_v: bool = True) -> Any:  # noqa: N803
+    if not _native(targs[0]):
+        return NotImplemented
+    return tuple(c("_linalg_eigh", [A], UPLO=str(UPLO), compute_v=bool(compute_v)))
+
+
+@rule(aten._linalg_svd.default)
+@torch_args
+def _svd(targs: tuple, A: Any, full_matrices: bool = False, compute_uv: bool = True,  # noqa: N803
+         driver: Optional[str] = None) -> Any:
+    if driver is not None or not _native(targs[0]):
+        return NotImplemented  # driver= is CUDA-only: PyTorch's CPU kernel raises the error
+    return tuple(c("_linalg_svd", [A], full_matrices=bool(full_matrices),
+                   compute_uv=bool(compute_uv)))
+
+
+def _pinv_tolerances(a: torch.Tensor, atol: Optional[torch.Tensor],
+                     rtol: Optional[torch.Tensor]) -> tuple:
+    """ATen's ``get_atol_rtol``: atol 0 unless given; rtol ``eps * max(m, n)`` unless given,
+    and 0 where a positive atol was given without an rtol."""
+    zero = torch.zeros((), dtype=a.dtype, device=a.device)
+    # ATen's float overloads may make CPU scalars of them: uploaded, as a's dtype.
+    atol_t = zero if atol is None else atol.to(device=a.device, dtype=a.dtype)
+    if rtol is not None:
+        return atol_t, rtol.to(device=a.device, dtype=a.dtype)
+    default = torch.full((), torch.finfo(a.dtype).eps * max(a.shape[-1], a.shape[-2]),
+                         dtype=a.dtype, device=a.device)
+    if atol is None:
+        return atol_t, default
+    return atol_t, torch.where(atol_t > 0, zero, default)
+
+
+@_handles(aten.linalg_pinv.atol_rtol_tensor)
+def pinv(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    names = ("self", "atol", "rtol", "hermitian")
+    a = dict(zip(names, args), **kwargs)
+    x, atol, rtol = a["self"], a.get("atol"), a.get("rtol")
+    hermitian = bool(a.get("hermitian", False))
+    tols = [t for t in (atol, rtol) if isinstance(t, torch.Tensor)]
+    if not (_native(x) and x.dim() >= 2 and x.numel() > 0 and
+            all(t.device == x.device or (t.device.type == "cpu" and t.dim() == 0)
+                for t in tols)):
+        from . import _fallback
+        return _fallback.run(func, args, kwargs)
+    atol_t, rtol_t = _pinv_tolerances(x, atol, rtol)
+    zero = torch.zeros((), dtype=x.dtype, device=x.device)
+    if not hermitian:
+        U, S, Vh = torch.linalg.svd(x, full_matrices=False)  # noqa: N806
+        tol = torch.maximum(atol_t.unsqueeze(-1), rtol_t.unsqueeze(-1) * S.narrow(-1, 0, 1))
+        S_inv = torch.where(S > tol, S.reciprocal(), zero)  # noqa: N806
+        return torch.matmul(Vh.mT * S_inv.unsqueeze(-2), U.mT)
+    S, U = torch.linalg.eigh(x)  # noqa: N806
+    tol = torch.maximum(atol_t.unsqueeze(-1), rtol_t.unsqueeze(-1) * S.abs().amax(-1, True))
+    S_inv = torch.where(S.abs() > tol, S.reciprocal(), zero)  # noqa: N806
+    return torch.matmul(U * S_inv.unsqueeze(-2), U.mT)
+
+
+@_handles(aten._linalg_check_errors.default)
+def check_errors(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """What ``torch.linalg.inv``/``cholesky``/``solve``/``lu_factor`` call after their ``_ex``
+    op: PyTorch's own check on the info tensor read back (a copy, as PyTorch's CPU kernel
+    reads it too), so its errors are PyTorch's word for word."""
+    names = ("info", "api_name", "is_matrix")
+    a = dict(zip(names, args), **kwargs)
+    info = a["info"]
+    info = info.cpu() if isinstance(info, torch.Tensor) else info
+    func(info, a["api_name"], is_matrix=a["is_matrix"])
+    return None
