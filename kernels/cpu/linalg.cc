@@ -137,28 +137,27 @@ absl::Status LuSolveT(const StridedView& lu, const StridedView& pivots,
   return absl::OkStatus();
 }
 
-// a's row-major memory is a^T column-major, and (a^T)^-1 column-major is
-// a^-1 row-major: no transposing copies at all.
+// inv = a^-1 as getrs(getrf(a), I): ATen's LU of a itself (its info).
 template <typename T>
 absl::Status InverseT(const StridedView& a, const StridedView& inv,
                       const StridedView& info) {
   TD_ASSIGN_OR_RETURN(Mats m, AsMats(a, "linalg.inv"));
   const int n = m.rows;
-  std::vector<T> work(m.size());
+  std::vector<T> work(m.size()), x(m.size());
   std::vector<int> piv(n);
   for (int64_t b = 0; b < m.batch; ++b) {
-    const T* src = a.ptr<T>() + b * m.size();
-    std::copy(src, src + m.size(), work.data());
+    ToColMajor(a.ptr<T>() + b * m.size(), n, n, work.data());
     int status = 0;
     lapack::Getrf(n, n, work.data(), std::max(1, n), piv.data(), &status);
     info.ptr<int32_t>()[b] = status;
-    T* dst = inv.ptr<T>() + b * m.size();
-    std::fill(dst, dst + m.size(), T(0));
-    for (int i = 0; i < n; ++i) dst[int64_t{i} * n + i] = T(1);
-    if (n == 0) continue;
-    int solve_status = 0;
-    lapack::Getrs('N', n, n, work.data(), n, piv.data(), dst, n,
-                  &solve_status);
+    std::fill(x.begin(), x.end(), T(0));
+    for (int i = 0; i < n; ++i) x[int64_t{i} * n + i] = T(1);
+    if (n > 0) {
+      int solve_status = 0;
+      lapack::Getrs('N', n, n, work.data(), n, piv.data(), x.data(), n,
+                    &solve_status);
+    }
+    FromColMajor(x.data(), n, n, inv.ptr<T>() + b * m.size());
   }
   return absl::OkStatus();
 }

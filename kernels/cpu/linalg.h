@@ -23,7 +23,7 @@ namespace cpu {
 // LU with partial pivoting of a [.., m, n]: lu [.., m, n] (L below the
 // diagonal, unit diagonal implied, U on and above), pivots [.., min(m, n)],
 // info [..]. With `of_transpose` (square a only) factors a^T instead, as
-// ATen does for contiguous inputs of det, slogdet and solve.
+// ATen does for contiguous inputs of det and slogdet.
 absl::Status LuFactor(const StridedView& a, bool of_transpose,
                       const StridedView& lu, const StridedView& pivots,
                       const StridedView& info);
@@ -36,8 +36,8 @@ absl::Status LuSolve(const StridedView& lu, const StridedView& pivots,
                      const StridedView& b, bool left, bool adjoint,
                      const StridedView& x);
 
-// inv = a^-1 for a [.., n, n], info [..] (of the LU of a^T, as ATen's
-// solve(A, I) for contiguous A); a singular matrix leaves inv unspecified.
+// inv = a^-1 for a [.., n, n], info [..] (of the LU of a, as ATen's); a
+// singular matrix leaves inv unspecified (inf/NaN, as ATen's).
 absl::Status Inverse(const StridedView& a, const StridedView& inv,
                      const StridedView& info);
 

@@ -6,10 +6,11 @@
 // no native gradients: the PyTorch device differentiates them with
 // PyTorch's own autograd on the client.
 //
-// Note [LU of the transpose]: for a contiguous A, ATen's det, slogdet and
-// solve factor A^T instead of A (its memory is A^T in LAPACK's column-major
-// layout: no copy), and return that LU and those pivots; these rows do the
-// same so every output matches, not only the determinant or the solution.
+// Note [LU of the transpose]: for a contiguous A, ATen's det and slogdet
+// factor A^T instead of A (its memory is A^T in LAPACK's column-major layout:
+// no copy), and return that LU and those pivots; these rows do the same so
+// every output matches, not only the determinant. (solve and inv factor A
+// itself in PyTorch 2.15; 1.13's solve took A^T too.)
 #include <algorithm>
 #include <cctype>
 
@@ -223,15 +224,14 @@ absl::Status CpuSolveEx(absl::Span<const Tensor> in,
                         absl::Span<const Tensor> out, const Attrs& attrs,
                         const OpContext& ctx) {
   const bool left = attrs.Bool("left");
-  const bool of_transpose = in[0].is_contiguous();  // Note [LU of the transpose]
   TD_ASSIGN_OR_RETURN(Tensor a, Contiguous(in[0], ctx));
-  TD_RETURN_IF_ERROR(cpu::LuFactor(a.view(), of_transpose, out[1].view(),
+  TD_RETURN_IF_ERROR(cpu::LuFactor(a.view(), false, out[1].view(),
                                    out[2].view(), out[3].view()));
   const Tensor b = RhsMatrix(in[0], in[1]);
   TD_ASSIGN_OR_RETURN(Shape batch, SolveBatch(in[0], b));
   const Tensor x = Reshaped(out[0], With(batch, {Rows(b), Cols(b)}));
   TD_RETURN_IF_ERROR(
-      SolveInto(out[1], out[2], b, left, of_transpose, x, ctx));
+      SolveInto(out[1], out[2], b, left, false, x, ctx));
   if (!attrs.Bool("check_errors")) return absl::OkStatus();
   return CheckInfo(out[3],
                    "torch.linalg.solve: the solver failed because the input "
@@ -403,7 +403,7 @@ std::vector<OpDef> LapackOps() {
   ops.push_back(Row(
       "_linalg_solve_ex", 2, 4, {Flag("left", true), Flag("check_errors", false)},
       "(result, LU, pivots, info) of solving A X = B (left) or X A = B; a "
-      "vector B as ATen's; LU of A^T for contiguous A (as ATen's).",
+      "vector B as ATen's.",
       InferSolveEx, CpuSolveEx,
       {Example({{3, 3}, {3, 2}}), Example({{2, 3, 3}, {3}}),
        Example({{3, 3}, {2, 3}}, {{"left", false}})}));
