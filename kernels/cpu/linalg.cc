@@ -5,12 +5,15 @@
 // pays (large matrices).
 #include "kernels/cpu/linalg.h"
 
+#include <cblas-openblas.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -54,13 +57,15 @@ absl::StatusOr<Mats> AsMats(const StridedView& v, const char* what) {
 template <typename T>
 void ToColMajor(const T* row, int rows, int cols, T* col) {
   for (int i = 0; i < rows; ++i) {
-    for (int j = 0; j < cols; ++j) col[i + int64_t{j} * rows] = row[int64_t{i} * cols + j];
+    for (int j = 0; j < cols; ++j)
+      col[i + int64_t{j} * rows] = row[int64_t{i} * cols + j];
   }
 }
 template <typename T>
 void FromColMajor(const T* col, int rows, int cols, T* row) {
   for (int i = 0; i < rows; ++i) {
-    for (int j = 0; j < cols; ++j) row[int64_t{i} * cols + j] = col[i + int64_t{j} * rows];
+    for (int j = 0; j < cols; ++j)
+      row[int64_t{i} * cols + j] = col[i + int64_t{j} * rows];
   }
 }
 
@@ -125,13 +130,41 @@ absl::Status LuSolveT(const StridedView& lu, const StridedView& pivots,
       std::copy(src, src + rhs.size(), x_work.data());
     }
     int status = 0;
-    lapack::Getrs(trans, n, k, lu_work.data(), n, piv.data(), x_work.data(),
-                  n, &status);
+    lapack::Getrs(trans, n, k, lu_work.data(), n, piv.data(), x_work.data(), n,
+                  &status);
     T* dst = x.ptr<T>() + i * rhs.size();
     if (left) {
       FromColMajor(x_work.data(), n, k, dst);
     } else {
       std::copy(x_work.begin(), x_work.end(), dst);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Row-major trsm straight on the operands: no column-major copies.
+template <typename T>
+absl::Status TriangularSolveT(const StridedView& a, const StridedView& b,
+                              bool upper, bool left, bool unitriangular,
+                              const StridedView& x) {
+  TD_ASSIGN_OR_RETURN(Mats m, AsMats(a, "linalg.solve_triangular"));
+  TD_ASSIGN_OR_RETURN(Mats rhs, AsMats(b, "linalg.solve_triangular"));
+  const int n = m.rows;
+  for (int64_t i = 0; i < m.batch; ++i) {
+    const T* src = b.ptr<T>() + i * rhs.size();
+    T* dst = x.ptr<T>() + i * rhs.size();
+    std::copy(src, src + rhs.size(), dst);
+    if (rhs.size() == 0) continue;
+    const auto side = left ? CblasLeft : CblasRight;
+    const auto uplo = upper ? CblasUpper : CblasLower;
+    const auto diag = unitriangular ? CblasUnit : CblasNonUnit;
+    const T* pa = a.ptr<T>() + i * m.size();
+    if constexpr (std::is_same_v<T, double>) {
+      cblas_dtrsm(CblasRowMajor, side, uplo, CblasNoTrans, diag, rhs.rows,
+                  rhs.cols, 1.0, pa, std::max(1, n), dst, rhs.cols);
+    } else {
+      cblas_strsm(CblasRowMajor, side, uplo, CblasNoTrans, diag, rhs.rows,
+                  rhs.cols, 1.0f, pa, std::max(1, n), dst, rhs.cols);
     }
   }
   return absl::OkStatus();
@@ -163,8 +196,8 @@ absl::Status InverseT(const StridedView& a, const StridedView& inv,
 }
 
 template <typename T>
-absl::Status CholeskyT(const StridedView& a, bool upper,
-                       const StridedView& out, const StridedView& info) {
+absl::Status CholeskyT(const StridedView& a, bool upper, const StridedView& out,
+                       const StridedView& info) {
   TD_ASSIGN_OR_RETURN(Mats m, AsMats(a, "linalg.cholesky"));
   const int n = m.rows;
   std::vector<T> work(m.size());
@@ -219,8 +252,8 @@ absl::Status EighT(const StridedView& a, bool upper, const StridedView& values,
   std::vector<T> work_a(m.size());
   T lwork_query = 0;
   int liwork_query = 0, status = 0;
-  lapack::Syevd(jobz, uplo, n, work_a.data(), n, values.ptr<T>(),
-                &lwork_query, -1, &liwork_query, -1, &status);
+  lapack::Syevd(jobz, uplo, n, work_a.data(), n, values.ptr<T>(), &lwork_query,
+                -1, &liwork_query, -1, &status);
   const int lwork = std::max(1, static_cast<int>(lwork_query));
   const int liwork = std::max(1, liwork_query);
   std::vector<T> work(lwork);
@@ -261,8 +294,10 @@ absl::Status SvdT(const StridedView& a, bool full_matrices,
       T* pv = vh->ptr<T>() + b * vh_size;
       std::fill(pu, pu + u_size, T(0));
       std::fill(pv, pv + vh_size, T(0));
-      for (int i = 0; i < std::min(m.rows, u_cols); ++i) pu[int64_t{i} * u_cols + i] = T(1);
-      for (int i = 0; i < std::min(vh_rows, m.cols); ++i) pv[int64_t{i} * m.cols + i] = T(1);
+      for (int i = 0; i < std::min(m.rows, u_cols); ++i)
+        pu[int64_t{i} * u_cols + i] = T(1);
+      for (int i = 0; i < std::min(vh_rows, m.cols); ++i)
+        pv[int64_t{i} * m.cols + i] = T(1);
     }
     return absl::OkStatus();
   }
@@ -280,9 +315,9 @@ absl::Status SvdT(const StridedView& a, bool full_matrices,
   std::vector<T> work(lwork);
   for (int64_t b = 0; b < m.batch; ++b) {
     ToColMajor(a.ptr<T>() + b * m.size(), m.rows, m.cols, work_a.data());
-    lapack::Gesdd(jobz, m.rows, m.cols, work_a.data(), ldu,
-                  s.ptr<T>() + b * k, work_u.data(), ldu, work_vt.data(),
-                  ldvt, work.data(), lwork, iwork.data(), &status);
+    lapack::Gesdd(jobz, m.rows, m.cols, work_a.data(), ldu, s.ptr<T>() + b * k,
+                  work_u.data(), ldu, work_vt.data(), ldvt, work.data(), lwork,
+                  iwork.data(), &status);
     if (status != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "linalg.svd: the algorithm failed to converge because the input "
@@ -292,8 +327,7 @@ absl::Status SvdT(const StridedView& a, bool full_matrices,
     }
     if (uv) {
       FromColMajor(work_u.data(), m.rows, u_cols, u->ptr<T>() + b * u_size);
-      FromColMajor(work_vt.data(), vh_rows, m.cols,
-                   vh->ptr<T>() + b * vh_size);
+      FromColMajor(work_vt.data(), vh_rows, m.cols, vh->ptr<T>() + b * vh_size);
     }
   }
   return absl::OkStatus();
@@ -317,6 +351,15 @@ absl::Status LuSolve(const StridedView& lu, const StridedView& pivots,
   return lu.dtype == DType::kFloat64
              ? LuSolveT<double>(lu, pivots, b, left, adjoint, x)
              : LuSolveT<float>(lu, pivots, b, left, adjoint, x);
+}
+
+absl::Status TriangularSolve(const StridedView& a, const StridedView& b,
+                             bool upper, bool left, bool unitriangular,
+                             const StridedView& x) {
+  TD_RETURN_IF_ERROR(RequireFloat(a, "linalg.solve_triangular"));
+  return a.dtype == DType::kFloat64
+             ? TriangularSolveT<double>(a, b, upper, left, unitriangular, x)
+             : TriangularSolveT<float>(a, b, upper, left, unitriangular, x);
 }
 
 absl::Status Inverse(const StridedView& a, const StridedView& inv,

@@ -1,6 +1,7 @@
-// Dense linear algebra on LAPACK (OpenBLAS): LU, triangular solves from an
-// LU, inverse, Cholesky, symmetric eigendecomposition and SVD, each batched
-// over the leading dims, with PyTorch's (ATen's) output conventions.
+// Dense linear algebra on LAPACK (OpenBLAS): LU, solves from an LU or a
+// triangular matrix, inverse, Cholesky, symmetric eigendecomposition and SVD,
+// each batched over the leading dims, with PyTorch's (ATen's) output
+// conventions.
 //
 // Contract: every view is C-contiguous (row-major), float32 or float64 for
 // the matrices, int32 for pivots and info; a matrix view is [..., rows,
@@ -35,6 +36,13 @@ absl::Status LuFactor(const StridedView& a, bool of_transpose,
 absl::Status LuSolve(const StridedView& lu, const StridedView& pivots,
                      const StridedView& b, bool left, bool adjoint,
                      const StridedView& x);
+
+// x = A^-1 b (left) or b A^-1 for triangular a [.., n, n] (its upper or
+// lower triangle read, a unit diagonal assumed with `unitriangular`); b and
+// x [.., n, k] (left) or [.., k, n], one batch with a (BLAS trsm).
+absl::Status TriangularSolve(const StridedView& a, const StridedView& b,
+                             bool upper, bool left, bool unitriangular,
+                             const StridedView& x);
 
 // inv = a^-1 for a [.., n, n], info [..] (of the LU of a, as ATen's); a
 // singular matrix leaves inv unspecified (inf/NaN, as ATen's).

@@ -25,7 +25,7 @@ const std::set<std::string>& KnownCpuOnly() {
       // LAPACK rows (lapack_ops.cc): CPU only for now.
       "_linalg_det", "_linalg_eigh", "_linalg_slogdet", "_linalg_solve_ex",
       "_linalg_svd", "linalg_cholesky_ex", "linalg_inv_ex",
-      "linalg_lu_factor_ex", "linalg_lu_solve"};
+      "linalg_lu_factor_ex", "linalg_lu_solve", "linalg_solve_triangular"};
   return *rows;
 }
 

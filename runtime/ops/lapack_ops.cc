@@ -1,7 +1,8 @@
 // LAPACK-backed linear algebra rows, named and shaped as ATen's ops so the
 // PyTorch device maps them one to one: linalg_lu_factor_ex,
-// linalg_lu_solve, _linalg_solve_ex, linalg_inv_ex, linalg_cholesky_ex,
-// _linalg_slogdet, _linalg_det, _linalg_eigh, _linalg_svd. Kernels in
+// linalg_lu_solve, linalg_solve_triangular, _linalg_solve_ex, linalg_inv_ex,
+// linalg_cholesky_ex, _linalg_slogdet, _linalg_det, _linalg_eigh and
+// _linalg_svd. Kernels in
 // kernels/cpu/linalg.h; CPU only (KnownCpuOnly in cuda_op_table_test.cc),
 // no native gradients: the PyTorch device differentiates them with
 // PyTorch's own autograd on the client.
@@ -135,10 +136,10 @@ absl::Status CheckSolveShapes(const Tensor& a, const Tensor& b, bool left,
                      DTypeName(a.dtype()), "), got ", DTypeName(b.dtype())));
   }
   if (b.ndim() < 2 || (left ? Rows(b) : Cols(b)) != Rows(a)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": incompatible shapes of A and B for the equation ",
-        left ? "AX = B (" : "XA = B (", ShapeToString(a.shape()), " and ",
-        ShapeToString(b.shape()), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": incompatible shapes of A and B for the equation ",
+                     left ? "AX = B (" : "XA = B (", ShapeToString(a.shape()),
+                     " and ", ShapeToString(b.shape()), ")"));
   }
   return absl::OkStatus();
 }
@@ -151,11 +152,11 @@ Specs InferLuSolve(absl::Span<const Tensor> in, const Attrs& attrs,
       CheckSolveShapes(lu, b, attrs.Bool("left"), "linalg.lu_solve"));
   if (piv.dtype() != DType::kInt32 ||
       piv.shape() != With(Batch(lu), {Rows(lu)})) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "linalg.lu_solve: expected int32 pivots of shape ",
-        ShapeToString(With(Batch(lu), {Rows(lu)})), " for LU of shape ",
-        ShapeToString(lu.shape()), ", got ", DTypeName(piv.dtype()), " ",
-        ShapeToString(piv.shape())));
+    return absl::InvalidArgumentError(
+        absl::StrCat("linalg.lu_solve: expected int32 pivots of shape ",
+                     ShapeToString(With(Batch(lu), {Rows(lu)})),
+                     " for LU of shape ", ShapeToString(lu.shape()), ", got ",
+                     DTypeName(piv.dtype()), " ", ShapeToString(piv.shape())));
   }
   TD_ASSIGN_OR_RETURN(Shape batch, SolveBatch(lu, b));
   return std::vector<TensorSpec>{
@@ -169,10 +170,12 @@ absl::Status SolveInto(const Tensor& lu, const Tensor& piv, const Tensor& b,
                        const OpContext& ctx) {
   TD_ASSIGN_OR_RETURN(Shape batch, SolveBatch(lu, b));
   const int64_t n = Rows(lu);
-  TD_ASSIGN_OR_RETURN(Tensor lu_e, ExpandContiguous(lu, With(batch, {n, n}), ctx));
-  TD_ASSIGN_OR_RETURN(Tensor piv_e, ExpandContiguous(piv, With(batch, {n}), ctx));
-  TD_ASSIGN_OR_RETURN(Tensor b_e,
-                      ExpandContiguous(b, With(batch, {Rows(b), Cols(b)}), ctx));
+  TD_ASSIGN_OR_RETURN(Tensor lu_e,
+                      ExpandContiguous(lu, With(batch, {n, n}), ctx));
+  TD_ASSIGN_OR_RETURN(Tensor piv_e,
+                      ExpandContiguous(piv, With(batch, {n}), ctx));
+  TD_ASSIGN_OR_RETURN(
+      Tensor b_e, ExpandContiguous(b, With(batch, {Rows(b), Cols(b)}), ctx));
   return cpu::LuSolve(lu_e.view(), piv_e.view(), b_e.view(), left, adjoint,
                       x.view());
 }
@@ -182,6 +185,32 @@ absl::Status CpuLuSolve(absl::Span<const Tensor> in,
                         const OpContext& ctx) {
   return SolveInto(in[0], in[1], in[2], attrs.Bool("left"),
                    attrs.Bool("adjoint"), out[0], ctx);
+}
+
+// linalg_solve_triangular(A, B, upper, left, unitriangular) -> X.
+Specs InferSolveTriangular(absl::Span<const Tensor> in, const Attrs& attrs,
+                           const OpContext&) {
+  const Tensor &a = in[0], &b = in[1];
+  TD_RETURN_IF_ERROR(
+      CheckSolveShapes(a, b, attrs.Bool("left"), "linalg.solve_triangular"));
+  TD_ASSIGN_OR_RETURN(Shape batch, SolveBatch(a, b));
+  return std::vector<TensorSpec>{
+      {b.dtype(), With(batch, {Rows(b), Cols(b)}), b.device()}};
+}
+
+absl::Status CpuSolveTriangular(absl::Span<const Tensor> in,
+                                absl::Span<const Tensor> out,
+                                const Attrs& attrs, const OpContext& ctx) {
+  const Tensor &a = in[0], &b = in[1];
+  TD_ASSIGN_OR_RETURN(Shape batch, SolveBatch(a, b));
+  const int64_t n = Rows(a);
+  TD_ASSIGN_OR_RETURN(Tensor a_e,
+                      ExpandContiguous(a, With(batch, {n, n}), ctx));
+  TD_ASSIGN_OR_RETURN(
+      Tensor b_e, ExpandContiguous(b, With(batch, {Rows(b), Cols(b)}), ctx));
+  return cpu::TriangularSolve(a_e.view(), b_e.view(), attrs.Bool("upper"),
+                              attrs.Bool("left"), attrs.Bool("unitriangular"),
+                              out[0].view());
 }
 
 // ATen's rule for a vector right-hand side: B of one dim, or A's shape
@@ -214,10 +243,11 @@ Specs InferSolveEx(absl::Span<const Tensor> in, const Attrs& attrs,
   Shape result = VectorRhs(a, in[1]) ? With(batch, {Rows(a)})
                                      : With(batch, {Rows(b), Cols(b)});
   const Shape ab = Batch(a);
-  return std::vector<TensorSpec>{{a.dtype(), result, a.device()},
-                                 {a.dtype(), a.shape(), a.device()},
-                                 {DType::kInt32, With(ab, {Rows(a)}), a.device()},
-                                 {DType::kInt32, ab, a.device()}};
+  return std::vector<TensorSpec>{
+      {a.dtype(), result, a.device()},
+      {a.dtype(), a.shape(), a.device()},
+      {DType::kInt32, With(ab, {Rows(a)}), a.device()},
+      {DType::kInt32, ab, a.device()}};
 }
 
 absl::Status CpuSolveEx(absl::Span<const Tensor> in,
@@ -230,8 +260,7 @@ absl::Status CpuSolveEx(absl::Span<const Tensor> in,
   const Tensor b = RhsMatrix(in[0], in[1]);
   TD_ASSIGN_OR_RETURN(Shape batch, SolveBatch(in[0], b));
   const Tensor x = Reshaped(out[0], With(batch, {Rows(b), Cols(b)}));
-  TD_RETURN_IF_ERROR(
-      SolveInto(out[1], out[2], b, left, false, x, ctx));
+  TD_RETURN_IF_ERROR(SolveInto(out[1], out[2], b, left, false, x, ctx));
   if (!attrs.Bool("check_errors")) return absl::OkStatus();
   return CheckInfo(out[3],
                    "torch.linalg.solve: the solver failed because the input "
@@ -262,8 +291,8 @@ absl::Status CpuCholeskyEx(absl::Span<const Tensor> in,
                            absl::Span<const Tensor> out, const Attrs& attrs,
                            const OpContext& ctx) {
   TD_ASSIGN_OR_RETURN(Tensor a, Contiguous(in[0], ctx));
-  TD_RETURN_IF_ERROR(cpu::Cholesky(a.view(), attrs.Bool("upper"),
-                                   out[0].view(), out[1].view()));
+  TD_RETURN_IF_ERROR(cpu::Cholesky(a.view(), attrs.Bool("upper"), out[0].view(),
+                                   out[1].view()));
   if (!attrs.Bool("check_errors")) return absl::OkStatus();
   return CheckInfo(out[1],
                    "linalg.cholesky: the factorization could not be completed "
@@ -298,21 +327,23 @@ Specs InferDet(absl::Span<const Tensor> in, const Attrs&, const OpContext&) {
 template <bool kLog>
 absl::Status CpuDet(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
                     const Attrs&, const OpContext& ctx) {
-  const bool of_transpose = in[0].is_contiguous();  // Note [LU of the transpose]
+  const bool of_transpose =
+      in[0].is_contiguous();  // Note [LU of the transpose]
   TD_ASSIGN_OR_RETURN(Tensor a, Contiguous(in[0], ctx));
   TD_ASSIGN_OR_RETURN(Tensor info, NewInt32(Batch(a), a, ctx));
   const Tensor &lu = out[kLog ? 2 : 1], &piv = out[kLog ? 3 : 2];
   TD_RETURN_IF_ERROR(cpu::LuFactor(a.view(), of_transpose, lu.view(),
                                    piv.view(), info.view()));
   StridedView sign = out[0].view();
-  return cpu::LuDeterminant(lu.view(), piv.view(), kLog,
-                            kLog ? &sign : nullptr, out[kLog ? 1 : 0].view());
+  return cpu::LuDeterminant(lu.view(), piv.view(), kLog, kLog ? &sign : nullptr,
+                            out[kLog ? 1 : 0].view());
 }
 
 // "L"/"U" (either case) of _linalg_eigh's UPLO; true for upper.
 absl::StatusOr<bool> Upper(const Attrs& attrs) {
   const std::string& s = attrs.String("UPLO");
-  if (s.size() == 1 && (std::toupper(s[0]) == 'L' || std::toupper(s[0]) == 'U')) {
+  if (s.size() == 1 &&
+      (std::toupper(s[0]) == 'L' || std::toupper(s[0]) == 'U')) {
     return std::toupper(s[0]) == 'U';
   }
   return absl::InvalidArgumentError(absl::StrCat(
@@ -384,29 +415,41 @@ OpDef Row(const char* name, int inputs, int outputs,
 
 std::vector<OpDef> LapackOps() {
   std::vector<OpDef> ops;
+  ops.push_back(
+      Row("linalg_lu_factor_ex", 1, 3,
+          {Flag("pivot", true), Flag("check_errors", false)},
+          "(LU, pivots, info): LU with partial pivoting of A [.., m, n] "
+          "(LAPACK getrf); pivots int32, 1-based; info int32 per matrix.",
+          InferLuFactor, CpuLuFactor,
+          {Example({{3, 3}}), Example({{2, 3, 4}}), Example({{4, 2}})}));
+  ops.push_back(
+      Row("linalg_lu_solve", 3, 1, {Flag("left", true), Flag("adjoint", false)},
+          "X with A X = B (left) or X A = B, A^H with adjoint, from "
+          "linalg_lu_factor_ex's LU and pivots; batches broadcast. A pivot "
+          "outside 1..n reads as no interchange.",
+          InferLuSolve, CpuLuSolve,
+          {Example({{3, 3}, {3}, {3, 2}}, {}, {DType::kFloat32, DType::kInt32}),
+           Example({{2, 3, 3}, {2, 3}, {4, 3}}, {{"left", false}},
+                   {DType::kFloat32, DType::kInt32})}));
   ops.push_back(Row(
-      "linalg_lu_factor_ex", 1, 3,
-      {Flag("pivot", true), Flag("check_errors", false)},
-      "(LU, pivots, info): LU with partial pivoting of A [.., m, n] "
-      "(LAPACK getrf); pivots int32, 1-based; info int32 per matrix.",
-      InferLuFactor, CpuLuFactor,
-      {Example({{3, 3}}), Example({{2, 3, 4}}), Example({{4, 2}})}));
-  ops.push_back(Row(
-      "linalg_lu_solve", 3, 1, {Flag("left", true), Flag("adjoint", false)},
-      "X with A X = B (left) or X A = B, A^H with adjoint, from "
-      "linalg_lu_factor_ex's LU and pivots; batches broadcast. A pivot "
-      "outside 1..n reads as no interchange.",
-      InferLuSolve, CpuLuSolve,
-      {Example({{3, 3}, {3}, {3, 2}}, {}, {DType::kFloat32, DType::kInt32}),
-       Example({{2, 3, 3}, {2, 3}, {4, 3}}, {{"left", false}},
-               {DType::kFloat32, DType::kInt32})}));
-  ops.push_back(Row(
-      "_linalg_solve_ex", 2, 4, {Flag("left", true), Flag("check_errors", false)},
-      "(result, LU, pivots, info) of solving A X = B (left) or X A = B; a "
-      "vector B as ATen's.",
-      InferSolveEx, CpuSolveEx,
-      {Example({{3, 3}, {3, 2}}), Example({{2, 3, 3}, {3}}),
-       Example({{3, 3}, {2, 3}}, {{"left", false}})}));
+      "linalg_solve_triangular", 2, 1,
+      {Required("upper", AttrType::kBool), Flag("left", true),
+       Flag("unitriangular", false)},
+      "X with A X = B (left) or X A = B for A triangular (its upper or lower "
+      "triangle read; unit diagonal with unitriangular); batches broadcast "
+      "(BLAS trsm).",
+      InferSolveTriangular, CpuSolveTriangular,
+      {Example({{3, 3}, {3, 2}}, {{"upper", true}}),
+       Example({{2, 3, 3}, {4, 3}},
+               {{"upper", false}, {"left", false}, {"unitriangular", true}})}));
+  ops.push_back(
+      Row("_linalg_solve_ex", 2, 4,
+          {Flag("left", true), Flag("check_errors", false)},
+          "(result, LU, pivots, info) of solving A X = B (left) or X A = B; a "
+          "vector B as ATen's.",
+          InferSolveEx, CpuSolveEx,
+          {Example({{3, 3}, {3, 2}}), Example({{2, 3, 3}, {3}}),
+           Example({{3, 3}, {2, 3}}, {{"left", false}})}));
   ops.push_back(Row("linalg_inv_ex", 1, 2, {Flag("check_errors", false)},
                     "(inverse, info) of square A [.., n, n].", InferInvEx,
                     CpuInvEx, {Example({{3, 3}}), Example({{2, 4, 4}})}));
@@ -418,10 +461,9 @@ std::vector<OpDef> LapackOps() {
       "definite.",
       InferCholeskyEx, CpuCholeskyEx,
       {Example({{3, 3}}), Example({{2, 3, 3}}, {{"upper", true}})}));
-  ops.push_back(Row("_linalg_slogdet", 1, 4, {},
-                    "(sign, logabsdet, LU, pivots) of square A.",
-                    InferDet<true>, CpuDet<true>,
-                    {Example({{3, 3}}), Example({{2, 4, 4}})}));
+  ops.push_back(Row(
+      "_linalg_slogdet", 1, 4, {}, "(sign, logabsdet, LU, pivots) of square A.",
+      InferDet<true>, CpuDet<true>, {Example({{3, 3}}), Example({{2, 4, 4}})}));
   ops.push_back(Row("_linalg_det", 1, 3, {}, "(det, LU, pivots) of square A.",
                     InferDet<false>, CpuDet<false>,
                     {Example({{3, 3}}), Example({{2, 4, 4}})}));
@@ -434,14 +476,14 @@ std::vector<OpDef> LapackOps() {
       InferEigh, CpuEigh,
       {Example({{3, 3}}), Example({{2, 4, 4}}, {{"UPLO", std::string("U")}}),
        Example({{3, 3}}, {{"compute_v", false}})}));
-  ops.push_back(Row(
-      "_linalg_svd", 1, 3,
-      {Flag("full_matrices", false), Flag("compute_uv", true)},
-      "(U, S, Vh) with A = U diag(S) Vh, S descending (LAPACK gesdd); "
-      "without compute_uv U and Vh are empty.",
-      InferSvd, CpuSvd,
-      {Example({{3, 5}}), Example({{2, 5, 3}}, {{"full_matrices", true}}),
-       Example({{4, 3}}, {{"compute_uv", false}})}));
+  ops.push_back(
+      Row("_linalg_svd", 1, 3,
+          {Flag("full_matrices", false), Flag("compute_uv", true)},
+          "(U, S, Vh) with A = U diag(S) Vh, S descending (LAPACK gesdd); "
+          "without compute_uv U and Vh are empty.",
+          InferSvd, CpuSvd,
+          {Example({{3, 5}}), Example({{2, 5, 3}}, {{"full_matrices", true}}),
+           Example({{4, 3}}, {{"compute_uv", false}})}));
   return ops;
 }
 

@@ -70,6 +70,14 @@ def linalg_cases() -> List[Case]:
              {"left": False, "adjoint": True}, ref=torch.linalg.lu_solve),
         Case("linalg_lu_solve", [lu, piv, NC(R(4, 5, dtype=F64))], {"adjoint": True},
              ref=torch.linalg.lu_solve),
+        Case("linalg_solve_triangular", [_square(2, 4, 4), R(4, 3, dtype=F64)], {"upper": True},
+             ref=torch.linalg.solve_triangular),
+        Case("linalg_solve_triangular", [NC(_square(3, 3)), R(2, 5, 3, dtype=F64)],
+             {"upper": False, "left": False, "unitriangular": True},
+             ref=torch.linalg.solve_triangular),
+        Case("linalg_solve_triangular", [_square(3, 3, dtype=torch.float32),
+                                         R(3, 2, dtype=torch.float32)], {"upper": False},
+             ref=torch.linalg.solve_triangular, rtol=1e-4),
         Case("_linalg_solve_ex", [_square(2, 4, 4), R(2, 4, 3, dtype=F64)],
              ref=aten._linalg_solve_ex),
         Case("_linalg_solve_ex", [_square(2, 4, 4), R(4, dtype=F64)], ref=aten._linalg_solve_ex),
@@ -100,6 +108,6 @@ def linalg_cases() -> List[Case]:
 
 
 # The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/cuda_op_table_test.cc).
-CPU_ONLY = {"linalg_lu_factor_ex", "linalg_lu_solve", "_linalg_solve_ex", "linalg_inv_ex",
-            "linalg_cholesky_ex", "_linalg_slogdet", "_linalg_det", "_linalg_eigh",
-            "_linalg_svd"}
+CPU_ONLY = {"linalg_lu_factor_ex", "linalg_lu_solve", "linalg_solve_triangular",
+            "_linalg_solve_ex", "linalg_inv_ex", "linalg_cholesky_ex", "_linalg_slogdet",
+            "_linalg_det", "_linalg_eigh", "_linalg_svd"}

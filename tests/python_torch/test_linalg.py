@@ -1,8 +1,9 @@
 """torch.linalg on the daemon's LAPACK rows (runtime/ops/lapack_ops.cc): lu_factor, lu_solve,
-solve, inv, cholesky, det, slogdet, eigh, svd and pinv run without the CPU fallback (conftest's
-``no_fallback``) and match CPU PyTorch: values where they are unique (LU, pivots, info,
-inverses, solutions, Cholesky factors, determinants, eigenvalues, singular values), invariants
-where PyTorch's are defined only up to sign (eigenvectors, singular vectors)."""
+solve_triangular, solve, inv, cholesky, det, slogdet, eigh, svd and pinv run without the CPU
+fallback (conftest's ``no_fallback``) and match CPU PyTorch: values where they are unique (LU,
+pivots, info, inverses, solutions, Cholesky factors, determinants, eigenvalues, singular
+values), invariants where PyTorch's are defined only up to sign (eigenvectors, singular
+vectors)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,21 @@ def test_lu_solve_every_side_and_adjoint(td: object, dtype: "torch.dtype") -> No
             b = torch.randn((3, 2, 4, 2) if left else (3, 2, 2, 4), generator=g).to(dtype)
             got = torch.linalg.lu_solve(lu.to(D), piv.to(D), b.to(D), left=left, adjoint=adjoint)
             close(got, torch.linalg.lu_solve(lu, piv, b, left=left, adjoint=adjoint), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_solve_triangular_every_side(td: object, dtype: "torch.dtype") -> None:
+    a = well_conditioned(2, 4, 4, dtype=dtype)  # a full matrix: only one triangle is read
+    g = torch.Generator().manual_seed(7)
+    for upper in (False, True):
+        for left in (True, False):
+            for unit in (False, True):
+                b = torch.randn((3, 1, 4, 2) if left else (2, 5, 4), generator=g).to(dtype)
+                got = torch.linalg.solve_triangular(a.to(D), b.to(D), upper=upper, left=left,
+                                                    unitriangular=unit)
+                want = torch.linalg.solve_triangular(a, b, upper=upper, left=left,
+                                                     unitriangular=unit)
+                close(got, want, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -35,7 +35,8 @@ def _native(*targs: Any) -> bool:
 
 @rule(aten.linalg_lu_factor_ex.default)
 @torch_args
-def _lu_factor_ex(targs: tuple, A: Any, pivot: bool = True, check_errors: bool = False) -> Any:  # noqa: N803
+def _lu_factor_ex(targs: tuple, A: Any, pivot: bool = True,  # noqa: N803
+                  check_errors: bool = False) -> Any:
     if not pivot or not _native(targs[0]):
         return NotImplemented
     return tuple(c("linalg_lu_factor_ex", [A], check_errors=bool(check_errors)))
@@ -48,6 +49,16 @@ def _lu_solve(targs: tuple, LU: Any, pivots: Any, B: Any, left: bool = True,  # 
     if not _native(targs[0], targs[2]) or targs[1].dtype != torch.int32:
         return NotImplemented
     return c("linalg_lu_solve", [LU, pivots, B], left=bool(left), adjoint=bool(adjoint))
+
+
+@rule(aten.linalg_solve_triangular.default)
+@torch_args
+def _solve_triangular(targs: tuple, A: Any, B: Any, upper: bool, left: bool = True,  # noqa: N803
+                      unitriangular: bool = False) -> Any:
+    if not _native(targs[0], targs[1]) or targs[0].dtype != targs[1].dtype:
+        return NotImplemented
+    return c("linalg_solve_triangular", [A, B], upper=bool(upper), left=bool(left),
+             unitriangular=bool(unitriangular))
 
 
 @rule(aten._linalg_solve_ex.default)
@@ -129,11 +140,14 @@ def pinv(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     x, atol, rtol = a["self"], a.get("atol"), a.get("rtol")
     hermitian = bool(a.get("hermitian", False))
     tols = [t for t in (atol, rtol) if isinstance(t, torch.Tensor)]
-    if not (_native(x) and x.dim() >= 2 and x.numel() > 0 and
+    if not (_native(x) and x.dim() >= 2 and
             all(t.device == x.device or (t.device.type == "cpu" and t.dim() == 0)
                 for t in tols)):
         from . import _fallback
         return _fallback.run(func, args, kwargs)
+    if x.numel() == 0:  # ATen's value for empty matrices: zeros of the transposed shape
+        return torch.zeros(*x.shape[:-2], x.shape[-1], x.shape[-2], dtype=x.dtype,
+                           device=x.device)
     atol_t, rtol_t = _pinv_tolerances(x, atol, rtol)
     zero = torch.zeros((), dtype=x.dtype, device=x.device)
     if not hermitian:
