@@ -55,6 +55,18 @@ def test_lu_factor_matches(td: object, dtype: "torch.dtype", shape: tuple) -> No
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(2, 4, 4), (3, 5), (2, 5, 3)])
+def test_lu_unpack_matches(td: object, dtype: "torch.dtype", shape: tuple) -> None:
+    a = well_conditioned(*shape, dtype=dtype, seed=8)
+    lu, piv = torch.linalg.lu_factor(a)
+    got = torch.lu_unpack(lu.to(D), piv.to(D))
+    for g, w in zip(got, torch.lu_unpack(lu, piv)):
+        close(g, w, dtype)
+    p, l, u = torch.linalg.lu(a.to(D))
+    torch.testing.assert_close((p @ l @ u).cpu(), a, **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_lu_solve_every_side_and_adjoint(td: object, dtype: "torch.dtype") -> None:
     a = well_conditioned(2, 4, 4, dtype=dtype)
     lu, piv = torch.linalg.lu_factor(a)
@@ -140,6 +152,20 @@ def test_cholesky_lower_upper_and_not_positive_definite(td: object, dtype: "torc
     assert info.cpu().tolist() == [2, 0]
     with pytest.raises(torch.linalg.LinAlgError):
         torch.linalg.cholesky(bad.to(D))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cholesky_solve_and_inverse(td: object, dtype: "torch.dtype") -> None:
+    m = well_conditioned(2, 4, 4, dtype=torch.float64, seed=9)
+    spd = (m @ m.mT + 4 * torch.eye(4, dtype=torch.float64)).to(dtype)
+    b = torch.randn(3, 1, 4, 2, dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(10)).to(dtype)
+    for upper in (False, True):
+        f = torch.linalg.cholesky(spd, upper=upper)
+        close(torch.cholesky_solve(b.to(D), f.to(D), upper=upper),
+              torch.cholesky_solve(b, f, upper=upper), dtype)
+        close(torch.cholesky_inverse(f.to(D), upper=upper), torch.cholesky_inverse(f, upper=upper),
+              dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

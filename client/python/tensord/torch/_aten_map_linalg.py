@@ -7,9 +7,15 @@ its own error), a rule declines and PyTorch's CPU kernel runs (a counted fallbac
 rows are needed: the device runs PyTorch's autograd on the client, whose formulas call these
 ops and ordinary ones.
 
-``linalg_pinv.atol_rtol_tensor`` (what ``torch.linalg.pinv`` reaches) has no kernel of its own
-in ATen; it is written here as ATen's ``linalg_pinv`` is: an SVD (an eigendecomposition with
-``hermitian``) with the singular values at or below ``max(atol, rtol * largest)`` dropped.
+Handlers written as other ops on the device (Note: they run below autograd, which PyTorch's
+formulas for these ops handle above them):
+
+- ``linalg_pinv.atol_rtol_tensor`` (what ``torch.linalg.pinv`` reaches), as ATen's: an SVD (an
+  eigendecomposition with ``hermitian``) with the singular values at or below
+  ``max(atol, rtol * largest)`` dropped.
+- ``lu_unpack`` and ``linalg_lu``: L and U as triangles of the LU; P from the pivots, read back.
+- ``cholesky_solve`` and ``cholesky_inverse``: two triangular solves.
+- ``_linalg_check_errors``: PyTorch's own check on the info tensor, read back.
 """
 
 from __future__ import annotations
@@ -172,3 +178,74 @@ def check_errors(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     info = info.cpu() if isinstance(info, torch.Tensor) else info
     func(info, a["api_name"], is_matrix=a["is_matrix"])
     return None
+
+
+@_handles(aten.lu_unpack.default)
+def lu_unpack(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """(P, L, U) of ``linalg.lu_factor``'s output (what its and ``lu_solve``'s gradients call):
+    L and U are triangles of LU on the device; P comes from the pivots read back (ATen's CPU
+    kernel reads them too: the row swaps are sequential) and is uploaded."""
+    names = ("LU_data", "LU_pivots", "unpack_data", "unpack_pivots")
+    a = dict(zip(names, args), **kwargs)
+    lu, piv = a["LU_data"], a["LU_pivots"]
+    unpack_data, unpack_pivots = a.get("unpack_data", True), a.get("unpack_pivots", True)
+    if not (_native(lu) and lu.dim() >= 2 and piv.dtype == torch.int32):
+        from . import _fallback
+        return _fallback.run(func, args, kwargs)
+    m, n = lu.shape[-2], lu.shape[-1]
+    k = min(m, n)
+    empty = torch.empty(0, dtype=lu.dtype, device=lu.device)
+    L = U = empty  # noqa: N806
+    if unpack_data:
+        eye = torch.eye(m, k, dtype=lu.dtype).to(lu.device)  # (eye on the device: eye.out)
+        L = lu[..., :, :k].tril(-1) + eye  # noqa: N806
+        U = lu[..., :k, :].triu()  # noqa: N806
+    P = empty  # noqa: N806
+    if unpack_pivots:
+        pv = piv.cpu().long() - 1
+        perm = torch.arange(m).expand(*pv.shape[:-1], m).clone()
+        for i in range(min(k, pv.shape[-1])):  # LAPACK's swaps, in order
+            j = pv[..., i].unsqueeze(-1)
+            row_i, row_j = perm[..., i].clone(), perm.gather(-1, j).squeeze(-1)
+            perm[..., i] = row_j
+            perm.scatter_(-1, j, row_i.unsqueeze(-1))
+        P = torch.eye(m, dtype=lu.dtype)[perm].mT.contiguous().to(lu.device)  # noqa: N806
+    return P, L, U
+
+
+@_handles(aten.linalg_lu.default)
+def linalg_lu(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """``torch.linalg.lu``: (P, L, U) as ``lu_unpack`` of ``linalg_lu_factor_ex``, as ATen's."""
+    a = dict(zip(("A", "pivot"), args), **kwargs)
+    if not (a.get("pivot", True) and _native(a["A"]) and a["A"].dim() >= 2):
+        from . import _fallback
+        return _fallback.run(func, args, kwargs)
+    lu, piv, _ = torch.linalg.lu_factor_ex(a["A"])
+    return lu_unpack(aten.lu_unpack.default, (lu, piv), {})
+
+
+def _cholesky_solve(b: torch.Tensor, factor: torch.Tensor, upper: bool) -> torch.Tensor:
+    """A^-1 B for A = L L^T (U^T U with ``upper``): two triangular solves on the device."""
+    lower = factor.mT if upper else factor
+    y = torch.linalg.solve_triangular(lower, b, upper=False)
+    return torch.linalg.solve_triangular(lower.mT, y, upper=True)
+
+
+@_handles(aten.cholesky_solve.default, aten.cholesky_inverse.default)
+def cholesky_solve(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """``cholesky_solve(B, L, upper)`` and ``cholesky_inverse(L, upper)`` (ATen's potrs/potri)
+    as triangular solves; the inverse solves for the identity, uploaded."""
+    inverse = func is aten.cholesky_inverse.default
+    names = ("self", "upper") if inverse else ("self", "input2", "upper")
+    a = dict(zip(names, args), **kwargs)
+    factor = a["self"] if inverse else a["input2"]
+    tensors = [factor] if inverse else [factor, a["self"]]
+    if not (_native(*tensors) and all(t.dim() >= 2 and t.dtype == factor.dtype for t in tensors)):
+        from . import _fallback
+        return _fallback.run(func, args, kwargs)
+    upper = bool(a.get("upper", False))
+    if inverse:
+        n = factor.shape[-1]
+        b = torch.eye(n, dtype=factor.dtype).to(factor.device).expand(factor.shape)
+        return _cholesky_solve(b, factor, upper)
+    return _cholesky_solve(a["self"], factor, upper)
