@@ -1,11 +1,11 @@
-// LAPACK-backed linear algebra rows, named and shaped as ATen's ops so the
-// PyTorch device maps them one to one: linalg_lu_factor_ex,
-// linalg_lu_solve, linalg_solve_triangular, _linalg_solve_ex, linalg_inv_ex,
-// linalg_cholesky_ex, _linalg_slogdet, _linalg_det, _linalg_eigh and
-// _linalg_svd. Kernels in
-// kernels/cpu/linalg.h; CPU only (KnownCpuOnly in cuda_op_table_test.cc),
-// no native gradients: the PyTorch device differentiates them with
-// PyTorch's own autograd on the client.
+// LAPACK-backed linear algebra rows of the LU family, named and shaped as
+// ATen's ops so the PyTorch device maps them one to one:
+// linalg_lu_factor_ex, linalg_lu_solve, linalg_solve_triangular,
+// _linalg_solve_ex, linalg_inv_ex, _linalg_slogdet and _linalg_det (the
+// Cholesky, eigen and singular value rows: lapack_spectral_ops.cc; shared
+// helpers: lapack_rows.h). Kernels in kernels/cpu/linalg.h; CPU only
+// (KnownCpuOnly in cuda_op_table_test.cc), no native gradients: the PyTorch
+// device differentiates them with PyTorch's own autograd on the client.
 //
 // Note [LU of the transpose]: for a contiguous A, ATen's det and slogdet
 // factor A^T instead of A (its memory is A^T in LAPACK's column-major layout:
@@ -13,19 +13,17 @@
 // every output matches, not only the determinant. (solve and inv factor A
 // itself in PyTorch 2.15; 1.13's solve took A^T too.)
 #include <algorithm>
-#include <cctype>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/linalg.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/dispatch.h"
+#include "runtime/ops/lapack_rows.h"
 #include "runtime/ops/op_helpers.h"
 #include "runtime/ops/op_table.h"
 
 namespace tensord {
-namespace {
-
-using Specs = absl::StatusOr<std::vector<TensorSpec>>;
+namespace lapack_rows {
 
 // OK for a float tensor of two or more dims (square with `square`).
 absl::Status RequireMatrices(const Tensor& t, const char* op, bool square) {
@@ -58,6 +56,42 @@ Shape With(Shape s, std::initializer_list<int64_t> tail) {
 int64_t Rows(const Tensor& t) { return t.shape()[t.ndim() - 2]; }
 int64_t Cols(const Tensor& t) { return t.shape().back(); }
 
+// INVALID_ARGUMENT naming the first failing matrix of `info` (int32), for
+// the check_errors=True calls (`what` ends where the info value goes).
+absl::Status CheckInfo(const Tensor& info, const std::string& what) {
+  const int32_t* p = info.view().ptr<int32_t>();
+  for (int64_t i = 0; i < info.numel(); ++i) {
+    if (p[i] == 0) continue;
+    std::string where =
+        info.ndim() > 0 ? absl::StrCat("(Batch element ", i, "): ") : "";
+    return absl::InvalidArgumentError(absl::StrCat(where, what, p[i], ")"));
+  }
+  return absl::OkStatus();
+}
+
+AttrSpec Flag(const char* name, bool value) {
+  return Optional(name, AttrType::kBool, value);
+}
+
+OpDef Row(const char* name, int inputs, int outputs,
+          std::vector<AttrSpec> attrs, const char* doc, InferFn infer,
+          KernelFn cpu, std::vector<OpExample> examples) {
+  OpDef op = MakeOp(name, inputs, inputs, std::move(attrs), doc);
+  op.num_outputs = outputs;
+  op.infer = infer;
+  op.cpu = cpu;
+  op.differentiable = false;  // the PyTorch device runs PyTorch's autograd
+  op.examples = std::move(examples);
+  return op;
+}
+
+}  // namespace lapack_rows
+
+namespace {
+
+using namespace lapack_rows;  // NOLINT: defined above
+using Specs = absl::StatusOr<std::vector<TensorSpec>>;
+
 // `t` broadcast to `shape` as a contiguous tensor (a copy unless it is one).
 absl::StatusOr<Tensor> ExpandContiguous(const Tensor& t, const Shape& shape,
                                         const OpContext& ctx) {
@@ -76,19 +110,6 @@ Tensor Reshaped(const Tensor& t, const Shape& shape) {
 absl::StatusOr<Tensor> NewInt32(const Shape& shape, const Tensor& like,
                                 const OpContext& ctx) {
   return Tensor::Empty(like.device(), DType::kInt32, shape, ctx.alloc);
-}
-
-// FAILED_PRECONDITION naming the first failing matrix of `info` (int32),
-// for the check_errors=True calls.
-absl::Status CheckInfo(const Tensor& info, const std::string& what) {
-  const int32_t* p = info.view().ptr<int32_t>();
-  for (int64_t i = 0; i < info.numel(); ++i) {
-    if (p[i] == 0) continue;
-    std::string where =
-        info.ndim() > 0 ? absl::StrCat("(Batch element ", i, "): ") : "";
-    return absl::InvalidArgumentError(absl::StrCat(where, what, p[i], ")"));
-  }
-  return absl::OkStatus();
 }
 
 // linalg_lu_factor_ex(A, pivot, check_errors) -> (LU, pivots, info).
@@ -286,28 +307,6 @@ absl::Status CpuInvEx(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
                    "input matrix is singular (element ");
 }
 
-// linalg_cholesky_ex(A, upper, check_errors) -> (L, info).
-absl::Status CpuCholeskyEx(absl::Span<const Tensor> in,
-                           absl::Span<const Tensor> out, const Attrs& attrs,
-                           const OpContext& ctx) {
-  TD_ASSIGN_OR_RETURN(Tensor a, Contiguous(in[0], ctx));
-  TD_RETURN_IF_ERROR(cpu::Cholesky(a.view(), attrs.Bool("upper"), out[0].view(),
-                                   out[1].view()));
-  if (!attrs.Bool("check_errors")) return absl::OkStatus();
-  return CheckInfo(out[1],
-                   "linalg.cholesky: the factorization could not be completed "
-                   "because the input is not positive-definite (the leading "
-                   "minor of order ");
-}
-
-Specs InferCholeskyEx(absl::Span<const Tensor> in, const Attrs&,
-                      const OpContext&) {
-  const Tensor& a = in[0];
-  TD_RETURN_IF_ERROR(RequireMatrices(a, "linalg.cholesky", true));
-  return std::vector<TensorSpec>{{a.dtype(), a.shape(), a.device()},
-                                 {DType::kInt32, Batch(a), a.device()}};
-}
-
 // _linalg_slogdet(A) -> (sign, logabsdet, LU, pivots) and
 // _linalg_det(A) -> (det, LU, pivots).
 template <bool kLog>
@@ -337,78 +336,6 @@ absl::Status CpuDet(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
   StridedView sign = out[0].view();
   return cpu::LuDeterminant(lu.view(), piv.view(), kLog, kLog ? &sign : nullptr,
                             out[kLog ? 1 : 0].view());
-}
-
-// "L"/"U" (either case) of _linalg_eigh's UPLO; true for upper.
-absl::StatusOr<bool> Upper(const Attrs& attrs) {
-  const std::string& s = attrs.String("UPLO");
-  if (s.size() == 1 &&
-      (std::toupper(s[0]) == 'L' || std::toupper(s[0]) == 'U')) {
-    return std::toupper(s[0]) == 'U';
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "linalg.eigh: UPLO should be 'L' or 'U', but got '", s, "'"));
-}
-
-// _linalg_eigh(A, UPLO, compute_v) -> (eigenvalues, eigenvectors); without
-// compute_v eigenvectors is empty ([0]), as ATen's.
-Specs InferEigh(absl::Span<const Tensor> in, const Attrs& attrs,
-                const OpContext&) {
-  const Tensor& a = in[0];
-  TD_RETURN_IF_ERROR(RequireMatrices(a, "linalg.eigh", true));
-  TD_RETURN_IF_ERROR(Upper(attrs).status());
-  return std::vector<TensorSpec>{
-      {a.dtype(), With(Batch(a), {Rows(a)}), a.device()},
-      {a.dtype(), attrs.Bool("compute_v") ? a.shape() : Shape{0}, a.device()}};
-}
-
-absl::Status CpuEigh(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
-                     const Attrs& attrs, const OpContext& ctx) {
-  TD_ASSIGN_OR_RETURN(bool upper, Upper(attrs));
-  TD_ASSIGN_OR_RETURN(Tensor a, Contiguous(in[0], ctx));
-  StridedView vectors = out[1].view();
-  return cpu::Eigh(a.view(), upper, out[0].view(),
-                   attrs.Bool("compute_v") ? &vectors : nullptr);
-}
-
-// _linalg_svd(A, full_matrices, compute_uv) -> (U, S, Vh); without
-// compute_uv U and Vh are empty ([0]), as ATen's.
-Specs InferSvd(absl::Span<const Tensor> in, const Attrs& attrs,
-               const OpContext&) {
-  const Tensor& a = in[0];
-  TD_RETURN_IF_ERROR(RequireMatrices(a, "linalg.svd", false));
-  const int64_t m = Rows(a), n = Cols(a), k = std::min(m, n);
-  const bool full = attrs.Bool("full_matrices"), uv = attrs.Bool("compute_uv");
-  const Shape batch = Batch(a);
-  return std::vector<TensorSpec>{
-      {a.dtype(), uv ? With(batch, {m, full ? m : k}) : Shape{0}, a.device()},
-      {a.dtype(), With(batch, {k}), a.device()},
-      {a.dtype(), uv ? With(batch, {full ? n : k, n}) : Shape{0}, a.device()}};
-}
-
-absl::Status CpuSvd(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
-                    const Attrs& attrs, const OpContext& ctx) {
-  TD_ASSIGN_OR_RETURN(Tensor a, Contiguous(in[0], ctx));
-  const bool uv = attrs.Bool("compute_uv");
-  StridedView u = out[0].view(), vh = out[2].view();
-  return cpu::Svd(a.view(), attrs.Bool("full_matrices"), uv ? &u : nullptr,
-                  out[1].view(), uv ? &vh : nullptr);
-}
-
-AttrSpec Flag(const char* name, bool value) {
-  return Optional(name, AttrType::kBool, value);
-}
-
-OpDef Row(const char* name, int inputs, int outputs,
-          std::vector<AttrSpec> attrs, const char* doc, InferFn infer,
-          KernelFn cpu, std::vector<OpExample> examples) {
-  OpDef op = MakeOp(name, inputs, inputs, std::move(attrs), doc);
-  op.num_outputs = outputs;
-  op.infer = infer;
-  op.cpu = cpu;
-  op.differentiable = false;  // the PyTorch device runs PyTorch's autograd
-  op.examples = std::move(examples);
-  return op;
 }
 
 }  // namespace
@@ -454,36 +381,11 @@ std::vector<OpDef> LapackOps() {
                     "(inverse, info) of square A [.., n, n].", InferInvEx,
                     CpuInvEx, {Example({{3, 3}}), Example({{2, 4, 4}})}));
   ops.push_back(Row(
-      "linalg_cholesky_ex", 1, 2,
-      {Flag("upper", false), Flag("check_errors", false)},
-      "(L, info): the Cholesky factor of A from its lower triangle (U = L^H "
-      "from the upper with upper); info k > 0: minor k not positive "
-      "definite.",
-      InferCholeskyEx, CpuCholeskyEx,
-      {Example({{3, 3}}), Example({{2, 3, 3}}, {{"upper", true}})}));
-  ops.push_back(Row(
       "_linalg_slogdet", 1, 4, {}, "(sign, logabsdet, LU, pivots) of square A.",
       InferDet<true>, CpuDet<true>, {Example({{3, 3}}), Example({{2, 4, 4}})}));
   ops.push_back(Row("_linalg_det", 1, 3, {}, "(det, LU, pivots) of square A.",
                     InferDet<false>, CpuDet<false>,
                     {Example({{3, 3}}), Example({{2, 4, 4}})}));
-  ops.push_back(Row(
-      "_linalg_eigh", 1, 2,
-      {Optional("UPLO", AttrType::kString, std::string("L")),
-       Flag("compute_v", true)},
-      "(eigenvalues ascending, eigenvectors as columns) of symmetric A read "
-      "from its lower (UPLO='L') or upper triangle (LAPACK syevd).",
-      InferEigh, CpuEigh,
-      {Example({{3, 3}}), Example({{2, 4, 4}}, {{"UPLO", std::string("U")}}),
-       Example({{3, 3}}, {{"compute_v", false}})}));
-  ops.push_back(
-      Row("_linalg_svd", 1, 3,
-          {Flag("full_matrices", false), Flag("compute_uv", true)},
-          "(U, S, Vh) with A = U diag(S) Vh, S descending (LAPACK gesdd); "
-          "without compute_uv U and Vh are empty.",
-          InferSvd, CpuSvd,
-          {Example({{3, 5}}), Example({{2, 5, 3}}, {{"full_matrices", true}}),
-           Example({{4, 3}}, {{"compute_uv", false}})}));
   return ops;
 }
 
