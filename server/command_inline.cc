@@ -11,11 +11,11 @@
 // goes to the executor as before. The check reads the handle table, so it
 // runs only while the caller holds the executor's role.
 //
-// Only a batch with a sync point (a Get or a Sync) runs inline: a client
-// waits for it. Others keep the pipeline in which the transport parses the
-// next frame while the executor runs this one (a tiny-op stream arrives as a
-// run of short batches when the client flushes on an idle stream, and lost
-// 15-25% of its throughput when they ran inline).
+// Only a batch with a sync point (a Get, a Sync or a GetMemoryStats) runs
+// inline: a client waits for it. Others keep the pipeline in which the
+// transport parses the next frame while the executor runs this one (a tiny-op
+// stream arrives as a run of short batches when the client flushes on an idle
+// stream, and lost 15-25% of its throughput when they ran inline).
 //
 // The bound is checked, not guessed: the batch is dry-run through shape
 // inference (Note [Infer before compute]: pure, no memory touched) on
@@ -32,7 +32,9 @@
 //    attach alike (a client that does not know a result's size yet asks for
 //    it through the region);
 //  - SetOptions does not change the default device; a Sync only on a
-//    daemon with only the CPU, where it waits for nothing.
+//    daemon with only the CPU, where it waits for nothing;
+//  - GetMemoryStats (one allocator lookup) and NoteFallbacks (counters
+//    bounded by the wire limits) always are.
 // A call that will fail (an unknown handle, bad attributes, a shape error)
 // is cheap: it only poisons its outputs. Replies of a cheap batch total a
 // few hundred KiB, so they never wait for the transport's flow control,
@@ -70,9 +72,11 @@ bool SmallCpu(const Tensor& t) {
 }  // namespace
 
 bool CommandRunner::HasSyncPoint(const v1::Batch& batch) {
-  return std::any_of(
-      batch.commands().begin(), batch.commands().end(),
-      [](const v1::Command& c) { return c.has_get() || c.has_sync(); });
+  return std::any_of(batch.commands().begin(), batch.commands().end(),
+                     [](const v1::Command& c) {
+                       return c.has_get() || c.has_sync() ||
+                              c.has_get_memory_stats();
+                     });
 }
 
 bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
@@ -222,6 +226,8 @@ bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
         if (cmd.options().has_default_device()) return false;
         break;
       case v1::Command::kRelease:
+      case v1::Command::kGetMemoryStats:
+      case v1::Command::kNoteFallbacks:
         break;
       default:
         return false;

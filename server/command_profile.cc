@@ -1,5 +1,6 @@
-// CommandRunner's profiling commands: SetOptions.profile, GetProfile, and the
-// timing wrapper around Call/Backward (server/session_profiler.h).
+// CommandRunner's profiling commands: SetOptions.profile, GetProfile, the
+// timing wrapper around Call/Backward (server/session_profiler.h), and the
+// client's fallbacks (NoteFallbacks; Note [Client fallbacks]).
 #include "proto/packed_commands.h"
 #include "runtime/ops/op_table.h"
 #include "server/command_runner.h"
@@ -84,6 +85,18 @@ void CommandRunner::RunGetProfile(const v1::GetProfile& get) {
   profile->set_request_id(get.request_id());
   profiler_.Fill(get.clear(), profile);
   sink_->Send(std::move(frame));
+}
+
+void CommandRunner::RunNoteFallbacks(const v1::NoteFallbacks& note) {
+  // CheckCommand bounded the entries and their names (Note [Wire limits]).
+  for (const v1::FallbackCount& f : note.fallbacks()) {
+    fallbacks_.Add(f.op(), f.count());
+    profiler_.RecordFallback(f.op(), f.count());
+    if (config_.user_counters != nullptr) {
+      config_.user_counters->fallbacks.fetch_add(f.count(),
+                                                 std::memory_order_relaxed);
+    }
+  }
 }
 
 }  // namespace tensord

@@ -144,6 +144,10 @@ void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
       return RunWaitEvent(cmd.wait_event());
     case v1::Command::kAllocateShared:
       return RunAllocateShared(cmd.allocate_shared());
+    case v1::Command::kGetMemoryStats:
+      return RunGetMemoryStats(cmd.get_memory_stats());
+    case v1::Command::kNoteFallbacks:
+      return RunNoteFallbacks(cmd.note_fallbacks());
     case v1::Command::KIND_NOT_SET:
       return ReportFrameError(
           absl::InvalidArgumentError(absl::StrCat(
@@ -154,6 +158,10 @@ void CommandRunner::Run(const v1::Command& cmd, v1::Ack* ack) {
 
 void CommandRunner::RejectCommand(const v1::Command& cmd,
                                   const absl::Status& status, v1::Ack* ack) {
+  if (cmd.has_get_memory_stats()) {  // its client waits for its answer
+    return ReplyError(cmd.get_memory_stats().request_id(), status,
+                      "memory_stats");
+  }
   if (!cmd.has_call() || cmd.call().outputs_size() > kMaxCallHandles) {
     return ReportFrameError(status, "frame", "");
   }

@@ -24,6 +24,7 @@
 #include "server/call_view.h"
 #include "server/cma.h"
 #include "server/daemon_counters.h"
+#include "server/fallback_counts.h"
 #include "server/frame_sink.h"
 #include "server/graph_replay/step_replay.h"
 #include "server/handle_table.h"
@@ -93,6 +94,8 @@ class CommandRunner {
   SharedBufferUsage shared_buffer_usage() const { return shared_.usage(); }
   // Thread-safe: Admin turns profiling on and fetches records from here.
   OpProfiler& profiler() { return profiler_; }
+  // Thread-safe: the client's fallbacks (Note [Client fallbacks]) so far.
+  const FallbackCounts& fallbacks() const { return fallbacks_; }
   // Note [Graph replay]: null unless RunnerConfig::graph_replay.
   const StepReplay* graph_replay() const { return replay_.get(); }
 
@@ -169,6 +172,16 @@ class CommandRunner {
   void RunProfiled(const CallView* call, const v1::Backward* backward,
                    v1::Ack* ack);
   void RunGetProfile(const v1::GetProfile& get);
+  // Note [Client fallbacks]: counted for the session, its profiler and its
+  // user (command_profile.cc).
+  void RunNoteFallbacks(const v1::NoteFallbacks& note);
+  // Note [Session stats]: this session's own memory on a device
+  // (command_memory.cc).
+  void RunGetMemoryStats(const v1::GetMemoryStats& get);
+  // Answers request `request_id` with Error{request_id} (a request the
+  // client waits for by id, whose failure poisons no handle).
+  void ReplyError(uint64_t request_id, const absl::Status& status,
+                  const std::string& what);
   // Streams and events (command_streams.cc; Note [Session streams]).
   void RunSetStream(uint32_t stream_id);
   void RunRecordEvent(const v1::RecordEvent& cmd);
@@ -243,6 +256,7 @@ class CommandRunner {
   absl::flat_hash_map<uint64_t, Device*> events_;
   GraphRecorder recorder_;  // Note [Recording]; used while grad mode is on
   OpProfiler profiler_;
+  FallbackCounts fallbacks_;  // Note [Client fallbacks]; thread-safe itself
   uint64_t batch_arrived_ns_ = 0;          // of the batch being run
   uint64_t applied_seq_ = 0;               // of the batch being run
   OpPhases* phases_ = nullptr;             // of the command being profiled

@@ -61,6 +61,8 @@ struct UserCounters {
   std::atomic<uint64_t> batches{0};
   // Admin calls with the user's token refused (not an admin).
   std::atomic<uint64_t> auth_failures{0};
+  // Ops its clients ran on their own CPU (Note [Client fallbacks]).
+  std::atomic<uint64_t> fallbacks{0};
 };
 
 // Where a transfer's bytes moved (docs/protocol.md): the gRPC stream, the

@@ -394,6 +394,9 @@ v1::SessionInfo Session::Info() const {
     (*info.mutable_memory_bytes())[device->name()] =
         device->allocator()->SessionBytes(params_.number);
   }
+  for (const auto& [op, count] : runner_.fallbacks().Counts()) {
+    (*info.mutable_fallbacks())[op] = count;
+  }
   return info;
 }
 

@@ -62,7 +62,7 @@ void SessionManager::ReaperLoop() {
                    absl::FormatDuration(limits_.resume_grace));
       session->Kill(absl::DeadlineExceededError("resume grace period over"));
       for (const auto& d : devices_->devices()) {
-        d->allocator()->LeaveAccount(session->params().number);
+        d->allocator()->EndSession(session->params().number);
       }
     }
     expired.clear();  // last references: executors finish and free memory
@@ -289,7 +289,7 @@ void SessionManager::Remove(const std::string& id) {
   // `session` may be the last reference: destroyed here, outside the lock.
   if (session) {
     for (const auto& d : devices_->devices()) {
-      d->allocator()->LeaveAccount(session->params().number);
+      d->allocator()->EndSession(session->params().number);
     }
   }
 }

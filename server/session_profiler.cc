@@ -24,8 +24,14 @@ void OpProfiler::Record(v1::OpRecord record, uint64_t generation) {
   records_.push_back(std::move(record));
 }
 
+void OpProfiler::RecordFallback(absl::string_view op, uint64_t count) {
+  if (enabled()) fallbacks_.Add(op, count);
+}
+
 void OpProfiler::Fill(bool clear, v1::Profile* out) {
   MutexLock lock(&mu_);
+  fallbacks_.AppendTo(out->mutable_fallbacks());
+  if (clear) fallbacks_.Clear();
   out->mutable_ops()->Reserve(static_cast<int>(records_.size()));
   for (auto& r : records_) {
     if (clear) {

@@ -8,7 +8,9 @@
 // kMaxRecordBytes of them on the wire, are kept (so that GetProfile's reply
 // fits the daemon's send limit, kMaxFrameBytes, and a session's records
 // hold a few MiB at most: Note [Wire limits] in server/wire_limits.h);
-// later ones are counted as dropped.
+// later ones are counted as dropped. The client's fallbacks reported while
+// it is enabled are counted too (Note [Client fallbacks],
+// server/fallback_counts.h), per op name.
 //
 // Thread-safe: the executor records, the client (through its own commands)
 // or an administrator (from an Admin RPC thread) enables and fetches. Both
@@ -20,8 +22,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "proto/tensord.pb.h"
 #include "runtime/core/mutex.h"
+#include "server/fallback_counts.h"
 
 namespace tensord {
 
@@ -39,7 +43,9 @@ class OpProfiler {
   // profiling was switched (a STOP racing with a running op) is not kept.
   uint64_t generation() const { return generation_.load(); }
   void Record(v1::OpRecord record, uint64_t generation);
-  // Moves (clear) or copies the records into `out`.
+  // Counts a client fallback while enabled (ignored while off).
+  void RecordFallback(absl::string_view op, uint64_t count);
+  // Moves (clear) or copies the records and fallbacks into `out`.
   void Fill(bool clear, v1::Profile* out);
 
  private:
@@ -50,6 +56,7 @@ class OpProfiler {
   std::vector<v1::OpRecord> records_ ABSL_GUARDED_BY(mu_);
   size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;  // records_' wire size
   uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  FallbackCounts fallbacks_;  // thread-safe itself
 };
 
 }  // namespace tensord

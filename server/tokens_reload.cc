@@ -32,7 +32,7 @@ void ApplyTokens(SessionManager* sessions) {
   }
   for (const auto& s : gone.detached) {
     for (const auto& d : devices->devices()) {
-      d->allocator()->LeaveAccount(s->params().number);
+      d->allocator()->EndSession(s->params().number);
     }
   }
 }

@@ -15,6 +15,7 @@ std::vector<v1::UserInfo> SumUsers(const std::vector<v1::SessionInfo>& sessions,
     u.set_ops(c->ops.load(std::memory_order_relaxed));
     u.set_commands(c->commands.load(std::memory_order_relaxed));
     u.set_auth_failures(c->auth_failures.load(std::memory_order_relaxed));
+    u.set_fallbacks(c->fallbacks.load(std::memory_order_relaxed));
   }
   for (const v1::SessionInfo& s : sessions) {
     v1::UserInfo& u = users[s.user()];

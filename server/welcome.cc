@@ -78,6 +78,8 @@ v1::Welcome MakeWelcome(const Session& session, const User& user,
     if (w.cma()) w.set_cma_socket(cma_socket);
   }
   w.set_packed_commands(true);
+  w.set_memory_stats(true);
+  w.set_note_fallbacks(true);
   if (session.bulk() != nullptr) {
     w.set_bulk_port(static_cast<uint32_t>(bulk_port));
     w.set_bulk_token(session.params().bulk_token);

@@ -84,6 +84,21 @@ absl::Status CheckBackward(const v1::Backward& b) {
   return CheckList("Backward.outputs", b.outputs_size(), kMaxCallHandles);
 }
 
+absl::Status CheckFallbacks(const v1::NoteFallbacks& note) {
+  TD_RETURN_IF_ERROR(CheckList("NoteFallbacks.fallbacks", note.fallbacks_size(),
+                               kMaxFallbacksPerCommand));
+  for (const v1::FallbackCount& f : note.fallbacks()) {
+    if (f.op().empty()) {
+      return absl::InvalidArgumentError(
+          "NoteFallbacks.fallbacks.op is empty; name the op that ran on the "
+          "client (e.g. aten.cummax.default)");
+    }
+    TD_RETURN_IF_ERROR(
+        CheckText("NoteFallbacks.fallbacks.op", f.op(), kMaxNameBytes));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckHello(const v1::Hello& hello) {
@@ -132,6 +147,11 @@ absl::Status CheckCommand(const v1::Command& cmd) {
     case v1::Command::kWaitEvent:
       return CheckText("WaitEvent.device", cmd.wait_event().device(),
                        kMaxNameBytes);
+    case v1::Command::kGetMemoryStats:
+      return CheckText("GetMemoryStats.device", cmd.get_memory_stats().device(),
+                       kMaxNameBytes);
+    case v1::Command::kNoteFallbacks:
+      return CheckFallbacks(cmd.note_fallbacks());
     default:
       // Packed runs are checked entry by entry as they are read (their
       // entries carry no text); Release lists are not kept.

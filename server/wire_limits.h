@@ -36,6 +36,9 @@ inline constexpr size_t kMaxCallAttrs = 64;
 inline constexpr size_t kMaxCallAttrBytes = 64 << 10;
 inline constexpr size_t kMaxCallHandles = 1 << 16;  // inputs, and outputs
 inline constexpr size_t kMaxShapeDims = 64;  // Put.shape (kMaxDims is lower)
+// NoteFallbacks (Note [Client fallbacks]): entries per command; each op
+// name is 1 to kMaxNameBytes bytes.
+inline constexpr size_t kMaxFallbacksPerCommand = 64;
 // Bound call sites (Note [Site ids]): per session, at most this many ids and
 // this many bytes of text in all; each text is kept once (shared by every
 // record, node and error that names it).

@@ -57,6 +57,33 @@ TEST(WireLimitsTest, OtherCommandsTextAndLists) {
   EXPECT_FALSE(CheckCommand(backward).ok());
 }
 
+TEST(WireLimitsTest, MemoryStatsDeviceAndFallbackNames) {
+  v1::Command stats;
+  stats.mutable_get_memory_stats()->set_device(std::string(kMaxNameBytes, 'd'));
+  EXPECT_TRUE(CheckCommand(stats).ok());
+  stats.mutable_get_memory_stats()->set_device(
+      std::string(kMaxNameBytes + 1, 'd'));
+  EXPECT_NE(CheckCommand(stats).message().find("GetMemoryStats.device"),
+            absl::string_view::npos);
+  // Note [Client fallbacks]: names of 1 to kMaxNameBytes bytes, and at most
+  // kMaxFallbacksPerCommand entries a command.
+  v1::Command note;
+  v1::FallbackCount* f = note.mutable_note_fallbacks()->add_fallbacks();
+  f->set_op(std::string(kMaxNameBytes, 'o'));
+  EXPECT_TRUE(CheckCommand(note).ok());
+  f->set_op(std::string(kMaxNameBytes + 1, 'o'));
+  EXPECT_NE(CheckCommand(note).message().find("NoteFallbacks.fallbacks.op"),
+            absl::string_view::npos);
+  f->set_op("");
+  EXPECT_EQ(CheckCommand(note).code(), absl::StatusCode::kInvalidArgument);
+  f->set_op("aten.cummax.default");
+  for (size_t i = 1; i <= kMaxFallbacksPerCommand; ++i) {
+    note.mutable_note_fallbacks()->add_fallbacks()->set_op("x");
+  }
+  EXPECT_NE(CheckCommand(note).message().find("NoteFallbacks.fallbacks has"),
+            absl::string_view::npos);
+}
+
 TEST(WireLimitsTest, HelloClientName) {
   v1::Hello hello;
   hello.set_client_name(std::string(kMaxClientNameBytes, 'c'));

@@ -79,6 +79,18 @@ std::string SharedBufferCell(const v1::SessionInfo& s) {
                       HumanBytes(s.shared_buffer_bytes()), ")");
 }
 
+// Note [Client fallbacks]: the ops its client ran on its own CPU, by name.
+std::map<std::string, uint64_t> SortedFallbacks(const v1::SessionInfo& s) {
+  return {s.fallbacks().begin(), s.fallbacks().end()};
+}
+
+// "5": every fallback its client reported; "-": none.
+std::string FallbacksCell(const v1::SessionInfo& s) {
+  uint64_t total = 0;
+  for (const auto& [op, count] : s.fallbacks()) total += count;
+  return total == 0 ? "-" : absl::StrCat(total);
+}
+
 }  // namespace
 
 std::unique_ptr<grpc::ClientContext> Ctl::NewContext() const {
@@ -184,6 +196,10 @@ absl::Status RunSessions(Ctl& ctl, Args) {
       std::map<std::string, uint64_t> sorted(s.memory_bytes().begin(),
                                              s.memory_bytes().end());
       for (const auto& [device, bytes] : sorted) memory.Add(device, bytes);
+      JsonObject fallbacks;
+      for (const auto& [op, count] : SortedFallbacks(s)) {
+        fallbacks.Add(op, count);
+      }
       items.push_back(JsonObject()
                           .Add("session_id", s.session_id())
                           .Add("user", s.user())
@@ -199,6 +215,7 @@ absl::Status RunSessions(Ctl& ctl, Args) {
                           .Add("shared_buffer_bytes", s.shared_buffer_bytes())
                           .AddRaw("paths", JsonArray(paths))
                           .Add("bulk_lanes", uint64_t{s.bulk_lanes()})
+                          .AddRaw("fallbacks", fallbacks.ToString())
                           .ToString());
     }
     *ctl.out << JsonObject().AddRaw("sessions", JsonArray(items)).ToString()
@@ -210,14 +227,14 @@ absl::Status RunSessions(Ctl& ctl, Args) {
     return absl::OkStatus();
   }
   Table table({"SESSION", "USER", "CLIENT", "PEER", ">AGE", "STATE", ">HANDLES",
-               ">OPS", ">QUEUE", "MEMORY", "SHARED", "PATHS"});
+               ">OPS", ">QUEUE", "MEMORY", "SHARED", "PATHS", ">FALLBACKS"});
   for (const v1::SessionInfo& s : response.sessions()) {
     table.AddRow({s.session_id(), s.user().empty() ? "-" : s.user(),
                   s.client_name().empty() ? "-" : s.client_name(), s.peer(),
                   HumanDuration(s.age_seconds()), s.state(),
                   absl::StrCat(s.live_handles()), absl::StrCat(s.ops_run()),
                   absl::StrCat(s.queue_depth()), DeviceMemory(s),
-                  SharedBufferCell(s), PathsCell(s)});
+                  SharedBufferCell(s), PathsCell(s), FallbacksCell(s)});
   }
   *ctl.out << table.ToString();
   return absl::OkStatus();

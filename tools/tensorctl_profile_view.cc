@@ -33,6 +33,21 @@ std::string TraceEvent(const std::string& name, const std::string& cat,
   return event + "}";
 }
 
+// Note [Client fallbacks]: the ops the session's client ran on its own CPU
+// while profiling, as it reported them (the daemon never saw them run).
+std::string FormatFallbacks(const v1::Profile& profile) {
+  if (profile.fallbacks().empty()) return "";
+  Table table({"CLIENT CPU FALLBACK", ">CALLS"});
+  uint64_t total = 0;
+  for (const v1::FallbackCount& f : profile.fallbacks()) {
+    table.AddRow({f.op(), absl::StrCat(f.count())});
+    total += f.count();
+  }
+  return absl::StrCat("\n", table.ToString(), total,
+                      " op call(s) ran on the client's CPU instead of the "
+                      "daemon (reported by the client)\n");
+}
+
 }  // namespace
 
 uint64_t OpSummary::other_ns() const {
@@ -87,7 +102,9 @@ std::vector<NodeSummary> SummarizeNodes(const v1::Profile& profile) {
 std::string FormatProfile(const v1::Profile& profile, int limit) {
   const std::vector<OpSummary> ops = SummarizeProfile(profile);
   if (ops.empty()) {
-    return "no ops recorded (did the session run anything meanwhile?)\n";
+    return absl::StrCat(
+        "no ops recorded (did the session run anything meanwhile?)\n",
+        FormatFallbacks(profile));
   }
   Table table({"OP", "DEVICE", ">CALLS", ">TOTAL", ">AVG", ">WAIT", ">DECODE",
                ">INFER", ">ALLOC", ">KERNEL", ">OTHER", ">ALLOCATED"});
@@ -140,7 +157,7 @@ std::string FormatProfile(const v1::Profile& profile, int limit) {
     }
     absl::StrAppend(&text, "\n", node_table.ToString());
   }
-  return text;
+  return text + FormatFallbacks(profile);
 }
 
 std::string ProfileJson(const v1::Profile& profile) {
@@ -160,9 +177,14 @@ std::string ProfileJson(const v1::Profile& profile) {
                       .Add("bytes_allocated", s.bytes_allocated)
                       .ToString());
   }
+  JsonObject fallbacks;  // sorted by name, as the daemon sends them
+  for (const v1::FallbackCount& f : profile.fallbacks()) {
+    fallbacks.Add(f.op(), f.count());
+  }
   return JsonObject()
       .AddRaw("ops", JsonArray(ops))
       .Add("dropped", profile.dropped())
+      .AddRaw("fallbacks", fallbacks.ToString())
       .ToString();
 }
 

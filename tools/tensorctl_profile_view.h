@@ -42,11 +42,13 @@ std::vector<NodeSummary> SummarizeNodes(const v1::Profile& profile);
 
 // The table: per op, calls, total and average wall time and the share of
 // each phase (average per call), then a total line, a note on dropped
-// records, and a table of the backward passes' graph nodes. At most `limit`
-// rows per table (0: all).
+// records, a table of the backward passes' graph nodes, and one of the
+// client's CPU fallbacks (Note [Client fallbacks]). At most `limit` rows per
+// op and node table (0: all).
 std::string FormatProfile(const v1::Profile& profile, int limit);
 
-// {"ops":[{"op":..,"device":..,"calls":..,"wall_ns":..,...}],"dropped":N}
+// {"ops":[{"op":..,"device":..,"calls":..,"wall_ns":..,...}],"dropped":N,
+//  "fallbacks":{"aten.cummax.default":2,...}}
 std::string ProfileJson(const v1::Profile& profile);
 
 // Chrome trace JSON (chrome://tracing, ui.perfetto.dev): one complete ("X")

@@ -87,6 +87,31 @@ TEST(ProfileJsonTest, SummedPhases) {
   EXPECT_THAT(json, HasSubstr("\"dropped\":0"));
 }
 
+// Note [Client fallbacks]: the ops the client reported running on its CPU,
+// client text, escaped in the table and the JSON alike.
+TEST(ProfileFallbacksTest, TableAndJsonShowTheClientsFallbacks) {
+  v1::Profile p = Sample();
+  v1::FallbackCount* f = p.add_fallbacks();
+  f->set_op("aten.cummax.default");
+  f->set_count(3);
+  f = p.add_fallbacks();
+  f->set_op("evil\x1b[2J");
+  f->set_count(1);
+  const std::string text = FormatProfile(p, 0);
+  EXPECT_THAT(text, HasSubstr("CLIENT CPU FALLBACK"));
+  EXPECT_THAT(text, HasSubstr("aten.cummax.default  "));
+  EXPECT_THAT(text, HasSubstr("4 op call(s) ran on the client's CPU"));
+  EXPECT_THAT(text, Not(HasSubstr("\x1b[2J")));
+  const std::string json = ProfileJson(p);
+  EXPECT_THAT(json, HasSubstr("\"fallbacks\":{\"aten.cummax.default\":3,"
+                              "\"evil\\u001b[2J\":1}"));
+  // Fallbacks alone (a session whose only work ran on the client) show too.
+  v1::Profile only;
+  *only.add_fallbacks() = p.fallbacks(0);
+  EXPECT_THAT(FormatProfile(only, 0), HasSubstr("aten.cummax.default"));
+  EXPECT_THAT(ProfileJson(Sample()), HasSubstr("\"fallbacks\":{}"));
+}
+
 TEST(ProfileTraceJsonTest, PhasesNestInsideTheOp) {
   v1::Profile p;
   *p.add_ops() = Record("add", 1000, 5000, 1000, 500, 500, 2000, 300);

@@ -53,7 +53,7 @@ std::string FormatUsers(const std::vector<UserRow>& rows,
                         const v1::ListUsersResponse& after) {
   if (rows.empty()) return "no users\n";
   Table table({"USER", ">SESSIONS", "MEMORY", ">QUOTA", ">USED", ">OPS/S",
-               ">OPS", ">AUTH FAILURES", "ADMIN"});
+               ">OPS", ">FALLBACKS", ">AUTH FAILURES", "ADMIN"});
   for (const UserRow& row : rows) {
     const v1::UserInfo& u = row.user;
     std::vector<std::string> memory;
@@ -66,8 +66,8 @@ std::string FormatUsers(const std::vector<UserRow>& rows,
                   u.quota_bytes() > 0 ? HumanBytes(u.quota_bytes()) : "-",
                   u.quota_bytes() > 0 ? Percent(row.quota_used) : "-",
                   absl::StrFormat("%.1f", row.ops_per_second),
-                  absl::StrCat(u.ops()), absl::StrCat(u.auth_failures()),
-                  u.admin() ? "yes" : "no"});
+                  absl::StrCat(u.ops()), absl::StrCat(u.fallbacks()),
+                  absl::StrCat(u.auth_failures()), u.admin() ? "yes" : "no"});
   }
   std::string text = table.ToString();
   if (after.unknown_token_failures() != 0) {
@@ -97,6 +97,7 @@ std::string UsersJson(const std::vector<UserRow>& rows,
                         .Add("ops_per_second", row.ops_per_second)
                         .Add("ops_total", u.ops())
                         .Add("commands_total", u.commands())
+                        .Add("fallbacks_total", u.fallbacks())
                         .Add("auth_failures", u.auth_failures())
                         .Add("admin", u.admin())
                         .Add("in_tokens_file", u.in_tokens_file())

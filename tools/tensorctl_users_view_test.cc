@@ -42,9 +42,26 @@ TEST(UsersViewTest, RatesOverTheDaemonsClockAndQuotaOfTheFullestDevice) {
       "\"ops_per_second\":25,"))
       << json;
   EXPECT_TRUE(absl::StrContains(json, "\"window_seconds\":2")) << json;
+  EXPECT_TRUE(absl::StrContains(json, "\"fallbacks_total\":0,")) << json;
   const std::string table = FormatUsers(rows, after);
   EXPECT_TRUE(absl::StrContains(table, "50.0%")) << table;
   EXPECT_TRUE(absl::StrContains(table, "100.0")) << table;
+}
+
+// Note [Client fallbacks]: the ops a user's clients ran on their own CPU.
+TEST(UsersViewTest, FallbacksAreCountedPerUser) {
+  v1::ListUsersResponse sample;
+  v1::UserInfo dave = User("dave", 9);
+  dave.set_fallbacks(12);
+  *sample.add_users() = dave;
+  const std::vector<UserRow> rows = UserRows(sample, sample);
+  const std::string json = UsersJson(rows, sample, sample);
+  EXPECT_TRUE(
+      absl::StrContains(json, "\"commands_total\":0,\"fallbacks_total\":12,"))
+      << json;
+  const std::string table = FormatUsers(rows, sample);
+  EXPECT_TRUE(absl::StrContains(table, "FALLBACKS")) << table;
+  EXPECT_TRUE(absl::StrContains(table, "  12  ")) << table;
 }
 
 TEST(UsersViewTest, NoWindowNoRateAndUnknownTokensShown) {

@@ -286,8 +286,9 @@ absl::Status Binary(BinaryOp op, const StridedView& a, const StridedView& b,
   absl::Status status = DispatchAll(out.dtype, "binary op", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
-      // bool arithmetic: add/max/or is logical or, mul/min/and is and;
-      // add's alpha gates the other operand (PyTorch: x || (alpha && y)).
+      // bool arithmetic: add/max/fmax/or is logical or, mul/min/fmin/and is
+      // and; add's alpha gates the other operand (PyTorch: x || (alpha &&
+      // y)).
       switch (op) {
         case BinaryOp::kAdd:
           if (alpha == 0) {
@@ -297,6 +298,7 @@ absl::Status Binary(BinaryOp op, const StridedView& a, const StridedView& b,
           }
           break;
         case BinaryOp::kMax:
+        case BinaryOp::kFmax:
         case BinaryOp::kBitOr:
           Map2<T, T>(a, b, out, [](T x, T y) { return x || y; });
           break;

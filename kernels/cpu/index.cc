@@ -1,7 +1,10 @@
 #include "kernels/cpu/index.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/dispatch.h"
@@ -11,14 +14,23 @@ namespace tensord {
 namespace cpu {
 namespace {
 
+// Negative indices count from the end, except where `dim` >= 0 is given
+// (scatter_reduce, as PyTorch): then they are refused and the message names
+// the dim.
 absl::Status CheckIndices(const StridedView& index, int64_t size,
-                          const char* what) {
+                          const char* what, int dim = -1) {
   const int64_t* idx = index.ptr<const int64_t>();
+  const int64_t low = dim >= 0 ? 0 : -size;
   for (int64_t i = 0; i < index.numel(); ++i) {
-    if (idx[i] < -size || idx[i] >= size) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": index ", idx[i],
-                       " is out of bounds for dimension with size ", size));
+    if (idx[i] < low || idx[i] >= size) {
+      if (dim < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": index ", idx[i],
+                         " is out of bounds for dimension with size ", size));
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, "(): index ", idx[i], " is out of bounds for dimension ", dim,
+          " with size ", size, " (indices must be in [0, ", size, "))"));
     }
   }
   return absl::OkStatus();
@@ -96,39 +108,156 @@ absl::Status Gather(const StridedView& in, int dim, const StridedView& index,
   return absl::OkStatus();
 }
 
-absl::Status Scatter(const StridedView& out, int dim, const StridedView& index,
-                     const StridedView& src, bool add) {
+namespace {
+
+// Calls fn(offset in out, offset in src) for each position p of index's
+// shape, in row-major order: out's offset has p[dim] replaced by index[p]
+// (already checked, negatives wrapped), src's is p in src's contiguous
+// strides (src may be larger than index).
+template <typename Fn>
+void ForEachScatter(const StridedView& out, int dim, const StridedView& index,
+                    const StridedView& src, Fn&& fn) {
   const int64_t size = out.ndim == 0 ? 1 : out.sizes[dim];
-  auto status = CheckIndices(index, size, add ? "scatter_add" : "scatter");
-  if (!status.ok()) return status;
   const int64_t* idx = index.ptr<const int64_t>();
-  // src may be larger than index: walk index's coordinates in src too.
   int64_t src_strides[kMaxDims];
   int64_t s = 1;
   for (int d = src.ndim - 1; d >= 0; --d) {
     src_strides[d] = s;
     s *= src.sizes[d];
   }
+  int64_t coord[kMaxDims] = {};
+  ForEachCoord(index, out, dim, [&](int64_t p, int64_t off, int64_t stride) {
+    int64_t soff = 0;
+    for (int d = 0; d < index.ndim; ++d) soff += coord[d] * src_strides[d];
+    const int64_t k = idx[p] < 0 ? idx[p] + size : idx[p];
+    fn(off + k * stride, soff);
+    for (int d = index.ndim - 1; d >= 0; --d) {
+      if (++coord[d] < index.sizes[d]) break;
+      coord[d] = 0;
+    }
+  });
+}
+
+// Integer arithmetic wraps, as PyTorch's (unsigned: no signed overflow).
+template <typename T>
+T WrapAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  } else {
+    return a + b;
+  }
+}
+template <typename T>
+T WrapMul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  } else {
+    return a * b;
+  }
+}
+
+template <typename T>
+T ReduceIdentity(ReduceOp op) {
+  using L = std::numeric_limits<T>;
+  switch (op) {
+    case ReduceOp::kProd:
+      return T(1);
+    case ReduceOp::kMax:
+      return L::has_infinity ? T(-L::infinity()) : L::lowest();
+    case ReduceOp::kMin:
+      return L::has_infinity ? L::infinity() : L::max();
+    default:
+      return T(0);
+  }
+}
+
+// amax/amin as PyTorch's CPU kernel: a NaN src wins, a NaN target stays.
+template <typename T>
+void Combine(ReduceOp op, T& t, T v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    t = (op == ReduceOp::kProd || op == ReduceOp::kMin) ? (t && v) : (t || v);
+  } else {
+    switch (op) {
+      case ReduceOp::kProd:
+        t = WrapMul(t, v);
+        break;
+      case ReduceOp::kMax:
+        if (v != v || v > t) t = v;
+        break;
+      case ReduceOp::kMin:
+        if (v != v || v < t) t = v;
+        break;
+      default:  // kSum, kMean
+        t = WrapAdd(t, v);
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status Scatter(const StridedView& out, int dim, const StridedView& index,
+                     const StridedView& src, bool add) {
+  const int64_t size = out.ndim == 0 ? 1 : out.sizes[dim];
+  auto status = CheckIndices(index, size, add ? "scatter_add" : "scatter");
+  if (!status.ok()) return status;
   return DispatchAll(out.dtype, "scatter", [&](auto tag) {
     using T = decltype(tag);
     T* o = out.ptr<T>();
     const T* sv = src.ptr<const T>();
-    int64_t coord[kMaxDims] = {};
-    ForEachCoord(index, out, dim, [&](int64_t p, int64_t off, int64_t stride) {
-      int64_t soff = 0;
-      for (int d = 0; d < index.ndim; ++d) soff += coord[d] * src_strides[d];
-      const int64_t k = idx[p] < 0 ? idx[p] + size : idx[p];
-      T& target = o[off + k * stride];
-      if constexpr (std::is_same_v<T, bool>) {
-        target = add ? (target || sv[soff]) : sv[soff];
+    ForEachScatter(out, dim, index, src, [&](int64_t t, int64_t s) {
+      if (add) {
+        Combine(ReduceOp::kSum, o[t], sv[s]);
       } else {
-        target = add ? T(target + sv[soff]) : sv[soff];
-      }
-      for (int d = index.ndim - 1; d >= 0; --d) {
-        if (++coord[d] < index.sizes[d]) break;
-        coord[d] = 0;
+        o[t] = sv[s];
       }
     });
+  });
+}
+
+absl::Status ScatterReduce(const StridedView& out, int dim,
+                           const StridedView& index, const StridedView& src,
+                           ReduceOp op, bool include_self, const char* what) {
+  const int64_t size = out.ndim == 0 ? 1 : out.sizes[dim];
+  auto status = CheckIndices(index, size, what, dim);
+  if (!status.ok()) return status;
+  if (op == ReduceOp::kMean && out.dtype == DType::kBool) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, "(): reduce='mean' does not support dtype bool"));
+  }
+  return DispatchAll(out.dtype, what, [&](auto tag) {
+    using T = decltype(tag);
+    T* o = out.ptr<T>();
+    const T* sv = src.ptr<const T>();
+    if (!include_self) {
+      const T init = ReduceIdentity<T>(op);
+      ForEachScatter(out, dim, index, src,
+                     [&](int64_t t, int64_t) { o[t] = init; });
+    }
+    if (op != ReduceOp::kMean) {
+      ForEachScatter(out, dim, index, src,
+                     [&](int64_t t, int64_t s) { Combine(op, o[t], sv[s]); });
+      return;
+    }
+    if constexpr (!std::is_same_v<T, bool>) {
+      std::vector<int64_t> count(out.numel(), include_self ? 1 : 0);
+      ForEachScatter(out, dim, index, src, [&](int64_t t, int64_t s) {
+        o[t] = WrapAdd(o[t], sv[s]);
+        ++count[t];
+      });
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        if (count[i] <= 1) continue;  // untouched (0) or one value: as is
+        const T c = static_cast<T>(count[i]);
+        if constexpr (std::is_integral_v<T>) {
+          T q = o[i] / c;
+          if constexpr (std::is_signed_v<T>) {
+            if (o[i] % c != 0 && o[i] < 0) --q;  // floor: c > 0
+          }
+          o[i] = q;
+        } else {
+          o[i] = o[i] / c;
+        }
+      }
+    }
   });
 }
 

@@ -1,4 +1,5 @@
-// Indexing kernels on contiguous tensors: index_select, gather, scatter.
+// Indexing kernels on contiguous tensors: index_select, gather, scatter,
+// scatter_reduce.
 //
 // Contract: every view is C-contiguous; index tensors are int64. Index
 // values are data, so they are checked here (before anything is written):
@@ -7,6 +8,7 @@
 #define TENSORD_KERNELS_CPU_INDEX_H_
 
 #include "absl/status/status.h"
+#include "runtime/core/kernel_ops.h"
 #include "runtime/core/strided.h"
 
 namespace tensord {
@@ -24,6 +26,19 @@ absl::Status Gather(const StridedView& in, int dim, const StridedView& index,
 // already holds the values of self.
 absl::Status Scatter(const StridedView& out, int dim, const StridedView& index,
                      const StridedView& src, bool add);
+
+// torch.scatter_reduce on `out`, which already holds self's values: for p
+// over index's shape, out[p with p[dim] = index[p]] is reduced with src[p]
+// by op (kSum, kProd, kMean, kMax = amax, kMin = amin); without include_self
+// the positions some index names start from the reduction's identity (mean:
+// their count excludes self), and positions no index names keep self. amax/
+// amin propagate NaN; integer means divide with floor, as PyTorch; bool
+// sums/amax are `or`, prods/amin `and` (no bool mean). Negative indices are
+// refused (INVALID_ARGUMENT naming `what`, dim and the index). Serial in
+// index order: deterministic.
+absl::Status ScatterReduce(const StridedView& out, int dim,
+                           const StridedView& index, const StridedView& src,
+                           ReduceOp op, bool include_self, const char* what);
 
 }  // namespace cpu
 }  // namespace tensord

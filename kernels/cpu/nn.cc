@@ -110,8 +110,11 @@ absl::Status AvgPool2d(const StridedView& in, const Window2d& w,
                        bool count_include_pad, const StridedView& out) {
   const int64_t planes = in.sizes[0] * in.sizes[1], h = in.sizes[2],
                 wd = in.sizes[3];
-  return DispatchFloat(in.dtype, "avg_pool2d", [&](auto tag) {
+  auto pool = [&](auto tag) {
     using T = decltype(tag);
+    // Floats sum in double; int64 in int64 (wrapping) and divides with C's
+    // truncation, as PyTorch's CPU kernel.
+    using Acc = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
     ParallelFor(planes, w.oh * w.ow * w.kh * w.kw, [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; ++p) {
         const T* x = in.ptr<const T>() + p * h * wd;
@@ -126,18 +129,23 @@ absl::Status AvgPool2d(const StridedView& in, const Window2d& w,
             c0 = std::max<int64_t>(c0, 0);
             r1 = std::min(r1, h);
             c1 = std::min(c1, wd);
-            double s = 0;
+            Acc s = 0;
             for (int64_t r = r0; r < r1; ++r) {
               for (int64_t q = c0; q < c1; ++q) s += x[r * wd + q];
             }
             const int64_t count =
                 count_include_pad ? padded : (r1 - r0) * (c1 - c0);
-            y[i * w.ow + j] = static_cast<T>(s / static_cast<double>(count));
+            y[i * w.ow + j] = static_cast<T>(s / static_cast<Acc>(count));
           }
         }
       }
     });
-  });
+  };
+  if (in.dtype == DType::kInt64) {
+    pool(int64_t{});
+    return absl::OkStatus();
+  }
+  return DispatchFloat(in.dtype, "avg_pool2d", pool);
 }
 
 absl::Status AdaptiveAvgPool2d(const StridedView& in, const StridedView& out) {

@@ -101,8 +101,8 @@ void UnaryTyped(UnaryOp op, const StridedView& in, const StridedView& out) {
       });
     case UnaryOp::kDigamma:
       return map([](T x) { return T(special::Digamma(double(x))); });
-    // torch.special's Bessel and normal-distribution functions, through the
-    // map CUDA uses too (Note [Special function ops]).
+    // torch.special's Bessel, Airy and normal-distribution functions, through
+    // the map CUDA uses too (Note [Special function ops]).
     case UnaryOp::kI0:
     case UnaryOp::kI0e:
     case UnaryOp::kI1:
@@ -119,6 +119,7 @@ void UnaryTyped(UnaryOp op, const StridedView& in, const StridedView& out) {
     case UnaryOp::kScaledBesselK0:
     case UnaryOp::kScaledBesselK1:
     case UnaryOp::kSphericalBesselJ0:
+    case UnaryOp::kAiryAi:
       return map([op](T x) { return T(special::SpecialUnary(op, double(x))); });
     case UnaryOp::kFloor:
       if constexpr (kInt)

@@ -88,6 +88,62 @@ TEST_F(CudaKernelsTest, BroadcastBinaryMatchesCpu) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(y[i], a[i] - 0.5f * b[i % 3]);
 }
 
+// Bool operands: max/fmax are or, min/fmin and, sign is the identity (as
+// PyTorch and the CPU kernels).
+TEST_F(CudaKernelsTest, BoolMapsAreLogicalOps) {
+  StridedView a = Upload({1, 1, 0, 0}, {4}, DType::kBool);
+  StridedView b = Upload({1, 0, 1, 0}, {4}, DType::kBool);
+  const std::vector<float> kOr = {1, 1, 1, 0}, kAnd = {1, 0, 0, 0};
+  for (auto [op, want] : {std::pair{cuda::BinaryOp::kMax, kOr},
+                          std::pair{cuda::BinaryOp::kFmax, kOr},
+                          std::pair{cuda::BinaryOp::kMin, kAnd},
+                          std::pair{cuda::BinaryOp::kFmin, kAnd}}) {
+    StridedView out = Empty({4}, DType::kBool);
+    ASSERT_TRUE(cuda::Binary(op, a, b, 1, out, stream_).ok());
+    EXPECT_EQ(Download(out), want) << static_cast<int>(op);
+  }
+  StridedView out = Empty({4}, DType::kBool);
+  ASSERT_TRUE(cuda::Unary(cuda::UnaryOp::kSign, a, out, stream_).ok());
+  EXPECT_EQ(Download(out), (std::vector<float>{1, 1, 0, 0}));
+}
+
+// Ai (runtime/core/airy_math.h) on each of its three branches, their edges
+// (+-2.09), far out (-1e4, 100) and the special values, in float64 against
+// the CPU kernel: libdevice's sin/cos/exp/sqrt against glibc's.
+TEST_F(CudaKernelsTest, AiryMatchesCpuOnEveryBranch) {
+  std::vector<double> x = {-10000, -1234.5, -100,    -30.25,   -9.5,      -5,
+                           -2.5,   -2.09,   -2.0899, -1,       -0.25,     0,
+                           0.5,    1.75,    2.0899,  2.09,     3,         8.5,
+                           20,     100,     104,     INFINITY, -INFINITY, NAN};
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<double> want(n), got(n);
+  const StridedView in =
+      cuda_testing::ContiguousView(x.data(), {n}, DType::kFloat64);
+  ASSERT_TRUE(cpu::Unary(cpu::UnaryOp::kAiryAi, in,
+                         cuda_testing::ContiguousView(want.data(), {n},
+                                                      DType::kFloat64))
+                  .ok());
+  StridedView dx = Empty({n}, DType::kFloat64);
+  ASSERT_EQ(cudaMemcpy(dx.data, x.data(), n * 8, cudaMemcpyHostToDevice),
+            cudaSuccess);
+  StridedView dy = Empty({n}, DType::kFloat64);
+  ASSERT_TRUE(cuda::Unary(cuda::UnaryOp::kAiryAi, dx, dy, stream_).ok());
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(got.data(), dy.data, n * 8, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << x[i];
+    } else {
+      // Relative where Ai decays; against its envelope |x|^-1/4 / sqrt(pi)
+      // where it oscillates (the phase 2/3 |x|^3/2 carries |x|^3/2 ulps).
+      const double scale = x[i] < -1 ? std::pow(-x[i], 1.25) * 1e-15
+                                     : std::fabs(want[i]) * 1e-14;
+      EXPECT_NEAR(got[i], want[i], scale) << x[i];
+    }
+  }
+}
+
 TEST_F(CudaKernelsTest, ReductionsMatchCpu) {
   std::vector<float> x(3 * 1000);
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.01 * i);

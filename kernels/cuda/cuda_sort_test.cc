@@ -1,10 +1,11 @@
 // kernels/cuda/sort.h against kernels/cpu/sort.h on random inputs (apart
 // from cuda_kernels_test.cc to keep both files short). Sort: several
 // shapes and dims, ties, NaN, -0.0 and infinities, both orders, integer
-// dtypes, empty and 0-d, a row long enough for the device-wide sort. Scans:
-// int64 sums that overflow, bool, floats. Multinomial: the same draws as
-// the CPU from the same uniforms, distinct draws without replacement, and
-// the CPU's errors for invalid weights. Skips without a GPU.
+// and bool dtypes, empty and 0-d, a row long enough for the device-wide
+// sort. Scans: int64 sums that overflow, bool, floats. Multinomial: the
+// same draws as the CPU from the same uniforms, distinct draws without
+// replacement, and the CPU's errors for invalid weights. Skips without a
+// GPU.
 #include "gtest/gtest.h"
 
 #if TENSORD_WITH_CUDA
@@ -79,7 +80,9 @@ class CudaSortTest : public ::testing::Test {
     std::vector<S> x(n);
     for (S& v : x) {
       const int r = static_cast<int>((*rng)() % 16);
-      if constexpr (std::is_floating_point_v<S>) {
+      if (d == DType::kBool) {  // S = uint8_t holding 0 or 1
+        v = static_cast<S>(r & 1);
+      } else if constexpr (std::is_floating_point_v<S>) {
         v = r == 0   ? std::numeric_limits<S>::quiet_NaN()
             : r == 1 ? -std::numeric_limits<S>::quiet_NaN()
             : r == 2 ? S(-0.0)
@@ -133,6 +136,7 @@ TEST_F(CudaSortTest, SortMatchesCpu) {
     CheckSort<int32_t>(DType::kInt32, shape, &rng);
     CheckSort<int8_t>(DType::kInt8, shape, &rng);
     CheckSort<uint8_t>(DType::kUInt8, shape, &rng);
+    CheckSort<uint8_t>(DType::kBool, shape, &rng);
   }
 }
 

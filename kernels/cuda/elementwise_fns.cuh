@@ -166,6 +166,7 @@ struct BinaryFn {
       switch (op) {
         case BinaryOp::kMul:
         case BinaryOp::kMin:
+        case BinaryOp::kFmin:
         case BinaryOp::kBitAnd:
           return x && y;
         case BinaryOp::kBitXor:
@@ -173,7 +174,7 @@ struct BinaryFn {
         case BinaryOp::kAdd:  // PyTorch: x || (alpha && y)
           return x || (alpha != 0 && y);
         default:
-          return x || y;  // max, or
+          return x || y;  // max, fmax, or
       }
     } else if constexpr (std::is_integral_v<T>) {
       switch (op) {

@@ -1,9 +1,13 @@
 // CUDA indexing kernels (index.h). Bytes move as elements of the view's
 // item size (index_select, gather, scatter without add work for every
-// dtype); scatter_add uses atomics of the element type.
+// dtype); scatter_add uses atomics of the element type; scatter_reduce
+// atomic adds (sum, mean) or compare-and-swap loops (prod, amax, amin).
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_check.h"
@@ -122,6 +126,118 @@ __global__ void ScatterKernel(T* out, Dims d, int dim, int64_t size,
   }
 }
 
+// scatter_reduce: kernels/cpu/index.cc's Combine is the reference (the
+// NaN rules and integer wrap-around are the same).
+template <typename T>
+__device__ T CombineValue(ReduceOp op, T t, T v) {
+  switch (op) {
+    case ReduceOp::kProd:
+      if constexpr (std::is_integral_v<T>) {
+        return static_cast<T>(static_cast<unsigned long long>(t) *
+                              static_cast<unsigned long long>(v));
+      } else {
+        return t * v;
+      }
+    case ReduceOp::kMax:
+      return (v != v || v > t) ? v : t;
+    case ReduceOp::kMin:
+      return (v != v || v < t) ? v : t;
+    default:
+      return t + v;
+  }
+}
+
+// *p = CombineValue(op, *p, v) atomically: a compare-and-swap loop on the
+// element's bits (4- or 8-byte types).
+template <typename T>
+__device__ void AtomicCombine(T* p, T v, ReduceOp op) {
+  using Word =
+      std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
+  static_assert(sizeof(T) == sizeof(Word), "4- or 8-byte types only");
+  Word* word = reinterpret_cast<Word*>(p);
+  Word old = *word;
+  while (true) {
+    T cur;
+    memcpy(&cur, &old, sizeof(T));
+    const T next = CombineValue(op, cur, v);
+    Word next_bits;
+    memcpy(&next_bits, &next, sizeof(T));
+    if (next_bits == old) return;  // nothing to change
+    const Word seen = atomicCAS(word, old, next_bits);
+    if (seen == old) return;
+    old = seen;
+  }
+}
+
+// include_self=False: every position an index names starts from `value`,
+// the reduction's identity (bad indices are noted by the reduce kernel).
+template <typename T>
+__global__ void ScatterFillKernel(T* out, Dims d, int dim, int64_t size,
+                                  const int64_t* index, int64_t total,
+                                  T value) {
+  TD_GRID_STRIDE(i, total) {
+    const int64_t idx = index[i];
+    if (idx < 0 || idx >= size) continue;
+    out[IndexedOffset(d, dim, i, idx, nullptr, nullptr)] = value;
+  }
+}
+
+template <typename T>
+__global__ void ScatterReduceKernel(T* out, Dims d, int dim, int64_t size,
+                                    const int64_t* index, const T* src,
+                                    Dims src_dims, int64_t total, ReduceOp op,
+                                    int64_t* count, int64_t* bad) {
+  TD_GRID_STRIDE(i, total) {
+    const int64_t idx = index[i];
+    if (idx < 0 || idx >= size) {  // negative indices are refused
+      NoteBad(bad, idx);
+      continue;
+    }
+    int64_t src_off;
+    const int64_t off =
+        IndexedOffset(d, dim, i, idx, src_dims.strides, &src_off);
+    if (op == ReduceOp::kSum || op == ReduceOp::kMean) {
+      AtomicAdd(out + off, src[src_off]);
+      if (count != nullptr) AtomicAdd(count + off, int64_t{1});
+    } else {
+      AtomicCombine(out + off, src[src_off], op);
+    }
+  }
+}
+
+// mean: divide by the count (+1 for self); integers divide with floor.
+template <typename T>
+__global__ void ScatterMeanKernel(T* out, const int64_t* count, int64_t n,
+                                  bool include_self) {
+  TD_GRID_STRIDE(i, n) {
+    const int64_t c = count[i] + (include_self ? 1 : 0);
+    if (c <= 1) continue;  // untouched, or one value: as is
+    const T ct = static_cast<T>(c);
+    if constexpr (std::is_integral_v<T>) {
+      T q = out[i] / ct;
+      if (out[i] % ct != 0 && out[i] < 0) --q;
+      out[i] = q;
+    } else {
+      out[i] = out[i] / ct;
+    }
+  }
+}
+
+template <typename T>
+T ReduceIdentity(ReduceOp op) {
+  using L = std::numeric_limits<T>;
+  switch (op) {
+    case ReduceOp::kProd:
+      return T(1);
+    case ReduceOp::kMax:
+      return L::has_infinity ? T(-L::infinity()) : L::lowest();
+    case ReduceOp::kMin:
+      return L::has_infinity ? L::infinity() : L::max();
+    default:
+      return T(0);
+  }
+}
+
 }  // namespace
 
 absl::Status ResetBadIndex(int64_t* bad, StreamHandle stream) {
@@ -213,6 +329,55 @@ absl::Status Scatter(const StridedView& out, int dim, const StridedView& index,
       }
   }
   return LaunchStatus("scatter kernel");
+}
+
+absl::Status ScatterReduce(const StridedView& out, int dim,
+                           const StridedView& index, const StridedView& src,
+                           ReduceOp op, bool include_self, int64_t* count,
+                           int64_t* bad, StreamHandle stream) {
+  const int64_t total = index.numel();
+  if (total == 0) return absl::OkStatus();
+  const int64_t size = out.ndim == 0 ? 1 : out.sizes[dim];
+  const int64_t n = out.numel();
+  const Dims d = MakeDims(index, out), sd = MakeDims(index, src);
+  auto s = static_cast<cudaStream_t>(stream);
+  if (op == ReduceOp::kMean) {
+    TD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(count, 0, n * sizeof(int64_t), s));
+  }
+  auto launch = [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t* idx = index.ptr<const int64_t>();
+    if (!include_self) {
+      ScatterFillKernel<T><<<BlocksFor(total), kThreads, 0, s>>>(
+          out.ptr<T>(), d, dim, size, idx, total, ReduceIdentity<T>(op));
+    }
+    ScatterReduceKernel<T><<<BlocksFor(total), kThreads, 0, s>>>(
+        out.ptr<T>(), d, dim, size, idx, src.ptr<const T>(), sd, total, op,
+        op == ReduceOp::kMean ? count : nullptr, bad);
+    if (op == ReduceOp::kMean) {
+      ScatterMeanKernel<T><<<BlocksFor(n), kThreads, 0, s>>>(
+          out.ptr<T>(), count, n, include_self);
+    }
+  };
+  switch (out.dtype) {
+    case DType::kFloat32:
+      launch(float{});
+      break;
+    case DType::kFloat64:
+      launch(double{});
+      break;
+    case DType::kInt64:
+      launch(int64_t{});
+      break;
+    case DType::kInt32:
+      launch(int32_t{});
+      break;
+    default:
+      return absl::UnimplementedError(absl::StrCat(
+          "scatter_reduce on cuda: unsupported dtype ", DTypeName(out.dtype),
+          " (float32, float64, int32, int64; half types compute in float32)"));
+  }
+  return LaunchStatus("scatter_reduce kernel");
 }
 
 }  // namespace cuda

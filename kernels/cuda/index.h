@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "runtime/core/kernel_ops.h"
 #include "runtime/core/strided.h"
 
 namespace tensord {
@@ -27,6 +28,15 @@ absl::Status Gather(const StridedView& in, int dim, const StridedView& index,
 absl::Status Scatter(const StridedView& out, int dim, const StridedView& index,
                      const StridedView& src, bool add, int64_t* bad,
                      StreamHandle stream);
+// kernels/cpu/index.h's ScatterReduce (float32/float64/int32/int64):
+// kSum/kMean atomic adds (float results are not deterministic), kProd/kMax/
+// kMin compare-and-swap loops, NaN propagating as on the CPU. A negative
+// index is bad. kMean needs `count`, out.numel() int64 of scratch (zeroed
+// here); other ops take nullptr.
+absl::Status ScatterReduce(const StridedView& out, int dim,
+                           const StridedView& index, const StridedView& src,
+                           ReduceOp op, bool include_self, int64_t* count,
+                           int64_t* bad, StreamHandle stream);
 
 }  // namespace cuda
 }  // namespace tensord

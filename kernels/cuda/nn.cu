@@ -114,6 +114,32 @@ absl::Status Softmax(const StridedView& in, int64_t outer, int64_t dim,
 
 namespace {
 
+// The input window [r0, r1) x [c0, c1) of output (i, j) and its divisor:
+// `kind` 1 avg (clipped to the padded input; count_include_pad as PyTorch),
+// 2 adaptive avg.
+struct AvgWindow {
+  int64_t r0, r1, c0, c1, count;
+};
+__device__ __forceinline__ AvgWindow AvgWindowAt(int64_t i, int64_t j,
+                                                 int64_t h, int64_t wd,
+                                                 const PoolWindow& w, int kind,
+                                                 bool count_include_pad) {
+  AvgWindow a;
+  if (kind == 1) {
+    a.r0 = i * w.sh - w.ph, a.c0 = j * w.sw - w.pw;
+    a.r1 = min(a.r0 + w.kh, h + w.ph), a.c1 = min(a.c0 + w.kw, wd + w.pw);
+    const int64_t padded = (a.r1 - a.r0) * (a.c1 - a.c0);
+    a.r0 = max(a.r0, int64_t{0}), a.c0 = max(a.c0, int64_t{0});
+    a.r1 = min(a.r1, h), a.c1 = min(a.c1, wd);
+    a.count = count_include_pad ? padded : (a.r1 - a.r0) * (a.c1 - a.c0);
+  } else {
+    a.r0 = i * h / w.oh, a.r1 = ((i + 1) * h + w.oh - 1) / w.oh;
+    a.c0 = j * wd / w.ow, a.c1 = ((j + 1) * wd + w.ow - 1) / w.ow;
+    a.count = (a.r1 - a.r0) * (a.c1 - a.c0);
+  }
+  return a;
+}
+
 // One thread per output element (plane, i, j). `kind`: 0 max, 1 avg,
 // 2 adaptive avg. Backward: `grad` given, adds into `gin`.
 template <typename T>
@@ -148,31 +174,40 @@ __global__ void PoolKernel(const T* __restrict__ x, T* __restrict__ y,
       }
       continue;
     }
-    int64_t r0, r1, c0, c1, count;
-    if (kind == 1) {
-      r0 = i * w.sh - w.ph, c0 = j * w.sw - w.pw;
-      r1 = min(r0 + w.kh, h + w.ph), c1 = min(c0 + w.kw, wd + w.pw);
-      const int64_t padded = (r1 - r0) * (c1 - c0);
-      r0 = max(r0, int64_t{0}), c0 = max(c0, int64_t{0});
-      r1 = min(r1, h), c1 = min(c1, wd);
-      count = count_include_pad ? padded : (r1 - r0) * (c1 - c0);
-    } else {
-      r0 = i * h / w.oh, r1 = ((i + 1) * h + w.oh - 1) / w.oh;
-      c0 = j * wd / w.ow, c1 = ((j + 1) * wd + w.ow - 1) / w.ow;
-      count = (r1 - r0) * (c1 - c0);
-    }
+    const AvgWindow a = AvgWindowAt(i, j, h, wd, w, kind, count_include_pad);
     if (grad == nullptr) {
       double s = 0;
-      for (int64_t r = r0; r < r1; ++r) {
-        for (int64_t c = c0; c < c1; ++c) s += xp[r * wd + c];
+      for (int64_t r = a.r0; r < a.r1; ++r) {
+        for (int64_t c = a.c0; c < a.c1; ++c) s += xp[r * wd + c];
       }
-      y[e] = static_cast<T>(s / static_cast<double>(count));
+      y[e] = static_cast<T>(s / static_cast<double>(a.count));
     } else {
-      const T g = grad[e] / static_cast<T>(count);
-      for (int64_t r = r0; r < r1; ++r) {
-        for (int64_t c = c0; c < c1; ++c) atomicAdd(gp + r * wd + c, g);
+      const T g = grad[e] / static_cast<T>(a.count);
+      for (int64_t r = a.r0; r < a.r1; ++r) {
+        for (int64_t c = a.c0; c < a.c1; ++c) atomicAdd(gp + r * wd + c, g);
       }
     }
+  }
+}
+
+// int64 avg_pool2d (forward only: integers have no gradient): an int64 sum
+// (wrapping) divided by the count with C's truncation, as the CPU kernel
+// and PyTorch's CPU one.
+__global__ void AvgPoolInt64Kernel(const int64_t* __restrict__ x,
+                                   int64_t* __restrict__ y, int64_t planes,
+                                   int64_t h, int64_t wd, PoolWindow w,
+                                   bool count_include_pad) {
+  TD_GRID_STRIDE(e, planes * w.oh * w.ow) {
+    const int64_t j = e % w.ow, i = (e / w.ow) % w.oh, p = e / (w.oh * w.ow);
+    const int64_t* xp = x + p * h * wd;
+    const AvgWindow a = AvgWindowAt(i, j, h, wd, w, 1, count_include_pad);
+    uint64_t s = 0;
+    for (int64_t r = a.r0; r < a.r1; ++r) {
+      for (int64_t c = a.c0; c < a.c1; ++c) {
+        s += static_cast<uint64_t>(xp[r * wd + c]);
+      }
+    }
+    y[e] = static_cast<int64_t>(s) / a.count;
   }
 }
 
@@ -219,8 +254,18 @@ absl::Status MaxPool2d(const StridedView& in, const PoolWindow& w,
 absl::Status AvgPool2d(const StridedView& in, const PoolWindow& w,
                        bool count_include_pad, const StridedView& out,
                        StreamHandle stream) {
-  return LaunchPool(&in, &out, nullptr, nullptr, w, 1, count_include_pad,
-                    stream);
+  if (in.dtype != DType::kInt64) {
+    return LaunchPool(&in, &out, nullptr, nullptr, w, 1, count_include_pad,
+                      stream);
+  }
+  const int64_t planes = in.sizes[0] * in.sizes[1];
+  const int64_t n = planes * w.oh * w.ow;
+  if (n == 0) return absl::OkStatus();
+  AvgPoolInt64Kernel<<<BlocksFor(n), kThreads, 0,
+                       static_cast<cudaStream_t>(stream)>>>(
+      in.ptr<const int64_t>(), out.ptr<int64_t>(), planes, in.sizes[2],
+      in.sizes[3], w, count_include_pad);
+  return LaunchStatus("pooling kernel");
 }
 absl::Status AdaptiveAvgPool2d(const StridedView& in, const StridedView& out,
                                StreamHandle stream) {

@@ -18,11 +18,12 @@ absl::Status Softmax(const StridedView& in, int64_t outer, int64_t dim,
                      int64_t inner, bool log, const StridedView& out,
                      StreamHandle stream);
 
-// 2-d pooling on contiguous [N, C, H, W] float32/float64 views, with the
-// semantics of kernels/cpu (NaN propagates in max; avg divisors clip the
-// window to the padded input, count_include_pad as PyTorch; max backward
-// sends the gradient to the last NaN, else the first maximum). Backward
-// kernels overwrite grad_input (zero, then atomic adds).
+// 2-d pooling on contiguous [N, C, H, W] float32/float64 views (AvgPool2d
+// int64 too: an int64 sum divided with truncation), with the semantics of
+// kernels/cpu (NaN propagates in max; avg divisors clip the window to the
+// padded input, count_include_pad as PyTorch; max backward sends the
+// gradient to the last NaN, else the first maximum). Backward kernels
+// overwrite grad_input (zero, then atomic adds).
 struct PoolWindow {
   int64_t kh, kw, sh, sw, ph, pw, dh, dw;
   int64_t oh, ow;

@@ -52,8 +52,9 @@ enum class UnaryOp {
   kErfinv,
   kLgamma,
   kDigamma,
-  // torch.special's normal-distribution and Bessel functions (Note [Special
-  // function ops] in runtime/core/special_ops.h): floating results only.
+  // torch.special's normal-distribution, Bessel and Airy functions (Note
+  // [Special function ops] in runtime/core/special_ops.h): floating results
+  // only; kI0..kAiryAi is one range (IsSpecialUnary).
   kI0,  // i0 and modified_bessel_i0
   kI0e,
   kI1,  // i1 and modified_bessel_i1
@@ -70,6 +71,7 @@ enum class UnaryOp {
   kScaledBesselK0,
   kScaledBesselK1,
   kSphericalBesselJ0,
+  kAiryAi,  // runtime/core/airy_math.h
 };
 enum class BinaryOp {
   kAdd,

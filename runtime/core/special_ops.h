@@ -3,16 +3,17 @@
 // elementwise.cc) and the CUDA ones (kernels/cuda/elementwise.cu).
 //
 // Note [Special function ops]: each op is one double-precision scalar
-// function (special_math.h, bessel_math.h, polynomial_math.h) and both
-// devices call it through SpecialUnary/SpecialBinary, so the enum-to-math
-// map exists once and CPU and CUDA compute the same thing. The kernels
-// compute the unary ones in double for every floating dtype and round once,
-// the polynomials in the dtype itself as PyTorch does (float16/bfloat16
+// function (special_math.h, bessel_math.h, airy_math.h, polynomial_math.h)
+// and both devices call it through SpecialUnary/SpecialBinary, so the
+// enum-to-math map exists once and CPU and CUDA compute the same thing. The
+// kernels compute the unary ones in double for every floating dtype and round
+// once, the polynomials in the dtype itself as PyTorch does (float16/bfloat16
 // reach them as float32, Note [Half compute]); CUDA launches them through
 // their own functor so the common unary/binary kernels stay small.
 #ifndef TENSORD_RUNTIME_CORE_SPECIAL_OPS_H_
 #define TENSORD_RUNTIME_CORE_SPECIAL_OPS_H_
 
+#include "runtime/core/airy_math.h"
 #include "runtime/core/bessel_math.h"
 #include "runtime/core/kernel_ops.h"
 #include "runtime/core/polynomial_math.h"
@@ -22,7 +23,7 @@ namespace tensord {
 namespace special {
 
 TD_HOST_DEVICE constexpr bool IsSpecialUnary(UnaryOp op) {
-  return op >= UnaryOp::kI0 && op <= UnaryOp::kSphericalBesselJ0;
+  return op >= UnaryOp::kI0 && op <= UnaryOp::kAiryAi;
 }
 TD_HOST_DEVICE constexpr bool IsSpecialBinary(BinaryOp op) {
   return op >= BinaryOp::kChebyshevT && op <= BinaryOp::kLegendreP;
@@ -62,6 +63,8 @@ TD_HOST_DEVICE inline double SpecialUnary(UnaryOp op, double x) {
       return BesselK(1, x, true);
     case UnaryOp::kSphericalBesselJ0:
       return SphericalBesselJ0(x);
+    case UnaryOp::kAiryAi:
+      return AiryAi(x);
     default:
       return Nan();  // not a special op (IsSpecialUnary)
   }

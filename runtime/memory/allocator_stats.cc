@@ -25,6 +25,16 @@ void AddArray(std::map<std::string, int64_t>& out, const char* name,
 
 }  // namespace
 
+std::map<std::string, int64_t> SessionStatsToMap(const SessionStats& stats) {
+  std::map<std::string, int64_t> out;
+  AddArray(out, "allocation", stats.allocation);
+  AddArray(out, "allocated_bytes", stats.allocated_bytes);
+  AddArray(out, "requested_bytes", stats.requested_bytes);
+  out["num_ooms"] = stats.num_ooms;
+  out["num_quota_rejections"] = stats.num_quota_rejections;
+  return out;
+}
+
 std::map<std::string, int64_t> StatsToMap(const MemoryStats& stats) {
   std::map<std::string, int64_t> out;
   const DeviceStats& d = stats.device;

@@ -85,6 +85,28 @@ struct MemoryStats {
   int64_t quota_rejections = 0;  // Allocate calls refused by a quota
 };
 
+// Note [Session stats]: the part of DeviceStats that belongs to one session
+// alone, kept per session by the allocator (CachingAllocator::
+// SessionStatsOf) for the session protocol's GetMemoryStats, which a tenant
+// without admin rights may call. Nothing here depends on another session's
+// use of the device: segments, reserved and cached bytes, inactive splits
+// and retries are the shared cache's (the Admin service's, MemoryStats), and
+// pending frees wait on streams, so they are left out.
+//  allocation / allocated_bytes / requested_bytes: the session's blocks
+//    handed out and not yet freed (requested: the sizes it asked for).
+//  num_ooms: its requests the device could not hold; num_quota_rejections:
+//    its requests its user's quota refused.
+struct SessionStats {
+  StatArray allocation, allocated_bytes, requested_bytes;
+  int64_t num_ooms = 0;
+  int64_t num_quota_rejections = 0;
+};
+
+// Flattens to torch-style keys, as StatsToMap: "allocation.<pool>.<field>",
+// "allocated_bytes...", "requested_bytes...", "num_ooms",
+// "num_quota_rejections".
+std::map<std::string, int64_t> SessionStatsToMap(const SessionStats& stats);
+
 // Flattens to torch-style keys. Additions beyond torch's: "session.<id>.
 // allocated_bytes", "stream.<0x..>.allocated_bytes", "cached_free_bytes",
 // "largest_free_block_bytes", "fragmentation_ppm" (fragmentation × 1e6),

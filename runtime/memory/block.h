@@ -66,6 +66,7 @@ inline uint64_t MergeOwners(uint64_t a, uint64_t b) {
 }
 
 struct Block;
+struct SessionStats;  // allocator_stats.h
 
 struct BlockComparator {
   bool operator()(const Block* a, const Block* b) const;
@@ -90,9 +91,9 @@ struct Block {
   // Freed by its owner but used on other streams whose events have not all
   // completed; neither allocated nor reusable.
   bool pending_free = false;
-  int event_count = 0;               // outstanding events while pending_free
-  uint64_t session = 0;              // owner while active
-  int64_t* session_bytes = nullptr;  // its counters while allocated
+  int event_count = 0;   // outstanding events while pending_free
+  uint64_t session = 0;  // owner while active
+  SessionStats* session_stats = nullptr;  // its counters while allocated
   int64_t* account_bytes = nullptr;
   int64_t* stream_bytes = nullptr;
   uint64_t last_owner = kFreshMemory;     // whose bytes it holds; Note [Scrub]

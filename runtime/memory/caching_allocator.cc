@@ -40,10 +40,13 @@
 // cache. Other backend errors pass through unchanged.
 //
 // Sessions. Every active block records its owning session; SessionBytes is
-// the exact sum of the sizes of blocks a session holds. A quota is checked
-// before anything else happens; if the block found is larger than the request
-// and would push the session over its quota, it is split even where it
-// normally would not be, so quota enforcement is exact.
+// the exact sum of the sizes of blocks a session holds, and SessionStatsOf
+// the torch-style counters of those blocks alone (Note [Session stats] in
+// allocator_stats.h), kept until the session ended and freed its last
+// block. A quota is checked before anything else happens; if the block found
+// is larger than the request and would push the session over its quota, it
+// is split even where it normally would not be, so quota enforcement is
+// exact.
 //
 // Note [Scrub]: no session ever reads bytes another session wrote. Backends
 // return zeroed memory from Malloc. A block remembers whose bytes it holds
@@ -103,7 +106,10 @@ absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes,
     const uint64_t account = AccountOf(ctx.session);
     if (!quotas_.empty()) {
       absl::Status quota = CheckQuota(rounded, account);
-      if (!quota.ok()) return quota;
+      if (!quota.ok()) {
+        ++session_stats_.Get(ctx.session)->num_quota_rejections;
+        return quota;
+      }
     }
     BlockPool& pool = IsSmallSize(rounded) ? small_pool_ : large_pool_;
     block = TakeCachedBlock(pool, rounded, ctx.stream);
@@ -136,9 +142,12 @@ absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes,
     IncreaseStat(stats_.active, p, 1);
     IncreaseStat(stats_.active_bytes, p, size);
     IncreaseStat(stats_.requested_bytes, p, static_cast<int64_t>(bytes));
-    block->session_bytes = session_bytes_.Get(ctx.session);
+    SessionStats* mine = block->session_stats =
+        session_stats_.Get(ctx.session);  // Note [Session stats]
+    IncreaseStat(mine->allocation, p, 1);
+    IncreaseStat(mine->allocated_bytes, p, size);
+    IncreaseStat(mine->requested_bytes, p, static_cast<int64_t>(bytes));
     block->stream_bytes = stream_bytes_.Get(ctx.stream);
-    *block->session_bytes += size;
     *block->stream_bytes += size;
     block->account_bytes = account_bytes_.Get(account);
     *block->account_bytes += size;
@@ -217,6 +226,7 @@ absl::StatusOr<Block*> CachingAllocator::AllocateSegment(
   if (!ptr.ok()) {
     if (!absl::IsResourceExhausted(ptr.status())) return ptr.status();
     ++stats_.num_ooms;
+    ++session_stats_.Get(ctx.session)->num_ooms;
     if (history_.enabled()) {
       const size_t capacity = backend_->Capacity();
       const auto reserved =
@@ -280,10 +290,19 @@ void CachingAllocator::FreeLocked(Block* block, bool unscrubbed) {
   const auto size = static_cast<int64_t>(block->size);
   DecreaseStat(stats_.allocation, p, 1);
   DecreaseStat(stats_.allocated_bytes, p, size);
-  *block->session_bytes -= size;
+  SessionStats* mine = block->session_stats;
+  DecreaseStat(mine->allocation, p, 1);
+  DecreaseStat(mine->allocated_bytes, p, size);
+  DecreaseStat(mine->requested_bytes, p,
+               static_cast<int64_t>(block->requested));
+  if (mine->allocated_bytes[kAllPools].current == 0 &&
+      !ended_sessions_.empty() && ended_sessions_.erase(block->session) != 0) {
+    session_stats_.Erase(block->session);  // its last block: it ended
+  }
   *block->stream_bytes -= size;
   *block->account_bytes -= size;
-  block->session_bytes = block->stream_bytes = block->account_bytes = nullptr;
+  block->session_stats = nullptr;
+  block->stream_bytes = block->account_bytes = nullptr;
   block->allocated = false;
   if (unscrubbed) block->last_owner = kMixedOwners;
   if (history_.enabled()) {

@@ -27,6 +27,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -80,6 +81,9 @@ class CachingAllocator : public Allocator {
   // quota). `name` appears in over-quota messages ("user 'alice'").
   void JoinAccount(uint64_t session, uint64_t account, std::string name);
   void LeaveAccount(uint64_t session);
+  // The session ended (SessionManager calls it then): it leaves its account,
+  // and its SessionStatsOf counters go once it holds no block.
+  void EndSession(uint64_t session);
 
   // Memory a session holds outside the allocator (its shared host buffers,
   // server/shared_buffers.h) that its quota covers all the same: checked
@@ -92,6 +96,11 @@ class CachingAllocator : public Allocator {
   void UnchargeExternal(uint64_t account, size_t bytes);
 
   MemoryStats GetStats() const;
+  // Note [Session stats]: `session`'s own counters (zero for a session that
+  // holds nothing and never did here); ResetSessionPeaks sets its peaks to
+  // their current values (torch.cuda.reset_peak_memory_stats for a tenant).
+  SessionStats SessionStatsOf(uint64_t session) const;
+  void ResetSessionPeaks(uint64_t session);
   // Torch-style flat keys, e.g. "allocated_bytes.all.current".
   std::map<std::string, int64_t> Stats() const {
     return StatsToMap(GetStats());
@@ -115,26 +124,32 @@ class CachingAllocator : public Allocator {
   int device_index() const { return device_index_; }
 
  private:
-  // Byte counters per session or stream. Entries have stable addresses, so
-  // an allocated block points at its own (Free needs no lookup), and a
-  // one-entry cache serves the usual run of requests from one session.
-  // Zero entries stay until EmptyCache prunes them.
-  template <typename Key>
+  // Counters per session, account or stream (bytes, or a session's
+  // SessionStats). Entries have stable addresses, so an allocated block
+  // points at its own (Free needs no lookup), and a one-entry cache serves
+  // the usual run of requests from one session. Zero byte counts stay until
+  // EmptyCache prunes them; a session's stats until it ended and holds
+  // nothing (EndSession, FreeLocked).
+  template <typename Key, typename Value = int64_t>
   struct ByteCounters {
-    std::unordered_map<Key, int64_t> map;
+    std::unordered_map<Key, Value> map;
     Key last_key{};
-    int64_t* last = nullptr;
+    Value* last = nullptr;
 
-    int64_t* Get(Key key) {
+    Value* Get(Key key) {
       if (last == nullptr || last_key != key) {
         last = &map[key];
         last_key = key;
       }
       return last;
     }
-    int64_t Find(Key key) const {
+    Value Find(Key key) const {
       auto it = map.find(key);
-      return it == map.end() ? 0 : it->second;
+      return it == map.end() ? Value{} : it->second;
+    }
+    void Erase(Key key) {
+      if (last_key == key) last = nullptr;
+      map.erase(key);
     }
     void PruneZeros() {
       for (auto it = map.begin(); it != map.end();) {
@@ -152,6 +167,8 @@ class CachingAllocator : public Allocator {
   // Allocation steps (caching_allocator.cc).
   absl::Status CheckQuota(size_t rounded, uint64_t account)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t SessionBytesLocked(uint64_t session) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   uint64_t AccountOf(uint64_t session) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     if (account_of_.empty()) return session;
     auto it = account_of_.find(session);
@@ -206,7 +223,12 @@ class CachingAllocator : public Allocator {
   std::vector<PendingEvent> pending_events_ ABSL_GUARDED_BY(mu_);
   DeviceStats stats_ ABSL_GUARDED_BY(mu_);
   int64_t quota_rejections_ ABSL_GUARDED_BY(mu_) = 0;
-  ByteCounters<uint64_t> session_bytes_ ABSL_GUARDED_BY(mu_);
+  // Note [Session stats]; allocated_bytes[kAllPools].current is what
+  // SessionBytes returns.
+  ByteCounters<uint64_t, SessionStats> session_stats_ ABSL_GUARDED_BY(mu_);
+  // Sessions that ended (EndSession) while holding blocks: their stats go
+  // when the last block is freed.
+  absl::flat_hash_set<uint64_t> ended_sessions_ ABSL_GUARDED_BY(mu_);
   ByteCounters<uint64_t> account_bytes_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, uint64_t> account_of_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, std::string> account_names_

@@ -36,7 +36,29 @@ int DeviceIndexFromName(const std::string& device_name) {
 
 int64_t CachingAllocator::SessionBytes(uint64_t session) const {
   MutexLock lock(&mu_);
-  return session_bytes_.Find(session);
+  return SessionBytesLocked(session);
+}
+
+int64_t CachingAllocator::SessionBytesLocked(uint64_t session) const {
+  auto it = session_stats_.map.find(session);
+  return it == session_stats_.map.end()
+             ? 0
+             : it->second.allocated_bytes[kAllPools].current;
+}
+
+SessionStats CachingAllocator::SessionStatsOf(uint64_t session) const {
+  MutexLock lock(&mu_);
+  return session_stats_.Find(session);
+}
+
+void CachingAllocator::ResetSessionPeaks(uint64_t session) {
+  MutexLock lock(&mu_);
+  auto it = session_stats_.map.find(session);
+  if (it == session_stats_.map.end()) return;
+  SessionStats& s = it->second;
+  for (StatArray* a : {&s.allocation, &s.allocated_bytes, &s.requested_bytes}) {
+    for (Stat& stat : *a) stat.ResetPeak();
+  }
 }
 
 size_t CachingAllocator::AllocationSize(const void* ptr) const {
@@ -64,6 +86,18 @@ void CachingAllocator::JoinAccount(uint64_t session, uint64_t account,
 void CachingAllocator::LeaveAccount(uint64_t session) {
   MutexLock lock(&mu_);
   account_of_.erase(session);
+}
+
+void CachingAllocator::EndSession(uint64_t session) {
+  MutexLock lock(&mu_);
+  account_of_.erase(session);
+  auto it = session_stats_.map.find(session);
+  if (it == session_stats_.map.end()) return;
+  if (it->second.allocated_bytes[kAllPools].current == 0) {
+    session_stats_.Erase(session);
+  } else {
+    ended_sessions_.insert(session);  // FreeLocked drops them with its last
+  }
 }
 
 absl::StatusOr<uint64_t> CachingAllocator::ChargeExternal(uint64_t session,
@@ -94,7 +128,8 @@ MemoryStats CachingAllocator::GetStats() const {
   MutexLock lock(&mu_);
   MemoryStats out;
   out.device = stats_;
-  for (const auto& [session, bytes] : session_bytes_.map) {
+  for (const auto& [session, mine] : session_stats_.map) {
+    const int64_t bytes = mine.allocated_bytes[kAllPools].current;
     if (bytes != 0) out.session_bytes[session] = bytes;
   }
   for (const auto& [stream, bytes] : stream_bytes_.map) {
@@ -223,7 +258,7 @@ absl::Status CachingAllocator::OutOfMemoryError(
       " is not reserved by this allocator; ", FormatBytes(allocated),
       " is allocated by tensors and ", FormatBytes(reserved - allocated),
       " is reserved but unallocated; session ", ctx.session, " holds ",
-      FormatBytes(session_bytes_.Find(ctx.session)), quota,
+      FormatBytes(SessionBytesLocked(ctx.session)), quota,
       ". Free tensors you no longer need; if reserved but unallocated memory "
       "is large, the cache is fragmented (device said: ",
       backend_status.message(), ")."));

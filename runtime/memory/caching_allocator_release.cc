@@ -64,7 +64,6 @@ int64_t CachingAllocator::ReleaseCachedSegments() {
 int64_t CachingAllocator::EmptyCache() {
   MutexLock lock(&mu_);
   const int64_t released = ReleaseCachedSegments();
-  session_bytes_.PruneZeros();
   account_bytes_.PruneZeros();
   stream_bytes_.PruneZeros();
   if (history_.enabled()) {

@@ -1,7 +1,9 @@
 // Sessions: exact accounting, quotas checked before allocating, and Note
 // [Scrub] (bytes written by one session are zero when another receives them).
 #include <cstring>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -200,6 +202,69 @@ TEST_F(SessionTest, ExternalChargesShareTheAccountsQuota) {
   // Without a quota a charge always succeeds.
   EXPECT_TRUE(alloc_->ChargeExternal(7, 100 * kMiB).ok());
   alloc_->UnchargeExternal(7, 100 * kMiB);
+}
+
+// Note [Session stats]: a session's counters hold its own blocks alone.
+TEST_F(SessionTest, SessionStatsCountOnlyTheSessionsOwnBlocks) {
+  void* a = Alloc(1000, 1);      // small pool: 1024 bytes
+  void* b = Alloc(3 * kMiB, 1);  // large pool
+  void* other = Alloc(5 * kMiB, 2);
+  SessionStats one = alloc_->SessionStatsOf(1);
+  EXPECT_EQ(one.allocated_bytes[kAllPools].current, int64_t(1024 + 3 * kMiB));
+  EXPECT_EQ(one.allocated_bytes[kSmallPool].current, 1024);
+  EXPECT_EQ(one.allocated_bytes[kLargePool].current, int64_t(3 * kMiB));
+  EXPECT_EQ(one.requested_bytes[kAllPools].current, int64_t(1000 + 3 * kMiB));
+  EXPECT_EQ(one.allocation[kAllPools].current, 2);
+  alloc_->Free(b);
+  one = alloc_->SessionStatsOf(1);
+  EXPECT_EQ(one.allocated_bytes[kAllPools].current, 1024);
+  EXPECT_EQ(one.allocated_bytes[kAllPools].peak, int64_t(1024 + 3 * kMiB));
+  EXPECT_EQ(one.allocated_bytes[kAllPools].freed, int64_t(3 * kMiB));
+  EXPECT_EQ(one.allocation[kAllPools].current, 1);
+  EXPECT_EQ(one.allocated_bytes[kAllPools].current, alloc_->SessionBytes(1));
+  EXPECT_EQ(alloc_->SessionStatsOf(2).allocated_bytes[kAllPools].current,
+            int64_t(5 * kMiB));
+  alloc_->ResetSessionPeaks(1);
+  EXPECT_EQ(alloc_->SessionStatsOf(1).allocated_bytes[kAllPools].peak, 1024);
+  EXPECT_EQ(alloc_->SessionStatsOf(2).allocated_bytes[kAllPools].peak,
+            int64_t(5 * kMiB));  // another session's peak is its own
+  // The flat form has torch's keys and nothing of the shared cache.
+  const std::map<std::string, int64_t> keys =
+      SessionStatsToMap(alloc_->SessionStatsOf(1));
+  EXPECT_EQ(keys.at("allocated_bytes.all.current"), 1024);
+  EXPECT_EQ(keys.at("allocation.small_pool.peak"), 1);
+  EXPECT_EQ(keys.count("reserved_bytes.all.current"), 0u);
+  EXPECT_EQ(keys.count("session.2.allocated_bytes"), 0u);
+  alloc_->Free(a);
+  alloc_->Free(other);
+}
+
+TEST_F(SessionTest, SessionStatsCountTheSessionsOomsAndQuotaRejections) {
+  alloc_->SetSessionQuota(3, kMiB);
+  EXPECT_FALSE(alloc_->Allocate(2 * kMiB, AllocContext{3}).ok());
+  EXPECT_FALSE(alloc_->Allocate(512 * kMiB, AllocContext{4}).ok());
+  EXPECT_EQ(alloc_->SessionStatsOf(3).num_quota_rejections, 1);
+  EXPECT_EQ(alloc_->SessionStatsOf(3).num_ooms, 0);
+  EXPECT_EQ(alloc_->SessionStatsOf(4).num_ooms, 1);
+  EXPECT_EQ(alloc_->SessionStatsOf(4).num_quota_rejections, 0);
+  EXPECT_EQ(alloc_->SessionStatsOf(5).num_ooms, 0);
+}
+
+TEST_F(SessionTest, AnEndedSessionsStatsGoWithItsLastBlock) {
+  void* a = Alloc(4 * kKiB, 1);
+  alloc_->EndSession(1);
+  EXPECT_EQ(alloc_->SessionStatsOf(1).allocated_bytes[kAllPools].peak,
+            int64_t(4 * kKiB));  // it still holds `a`
+  alloc_->Free(a);
+  EXPECT_EQ(alloc_->SessionStatsOf(1).allocated_bytes[kAllPools].peak, 0);
+  // A live session keeps its counters while it holds nothing, even across
+  // an empty_cache; once ended and empty they go at once.
+  alloc_->Free(Alloc(4 * kKiB, 2));
+  alloc_->EmptyCache();
+  EXPECT_EQ(alloc_->SessionStatsOf(2).allocated_bytes[kAllPools].peak,
+            int64_t(4 * kKiB));
+  alloc_->EndSession(2);
+  EXPECT_EQ(alloc_->SessionStatsOf(2).allocated_bytes[kAllPools].peak, 0);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
 #include "runtime/ops/op_table.h"
+#include "runtime/ops/pool_geometry.h"  // As4d
 
 namespace tensord {
 namespace {
@@ -175,19 +176,6 @@ Specs InferPoolGrad(absl::Span<const Tensor> in, const Attrs&,
   }
   return std::vector<TensorSpec>{
       {in[1].dtype(), in[1].shape(), in[1].device()}};
-}
-
-// The [N, C, H, W] view of a contiguous 3-d or 4-d tensor.
-StridedView As4d(const Tensor& t) {
-  StridedView v = t.view();
-  if (v.ndim == 3) {
-    for (int i = 3; i > 0; --i)
-      v.sizes[i] = v.sizes[i - 1], v.strides[i] = v.strides[i - 1];
-    v.ndim = 4;
-    v.sizes[0] = 1;
-    v.strides[0] = v.sizes[1] * v.strides[1];
-  }
-  return v;
 }
 
 template <Pool kPool>

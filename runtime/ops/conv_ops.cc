@@ -11,32 +11,12 @@
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
 #include "runtime/ops/op_table.h"
+#include "runtime/ops/pool_geometry.h"
 
 namespace tensord {
 namespace {
 
 using Specs = absl::StatusOr<std::vector<TensorSpec>>;
-
-// An ints attribute of 1 or 2 values as a pair (`fallback` when empty).
-absl::StatusOr<std::pair<int64_t, int64_t>> Pair(
-    const Attrs& attrs, const char* name, std::pair<int64_t, int64_t> fallback,
-    int64_t min_value) {
-  const auto& v = attrs.Ints(name);
-  std::pair<int64_t, int64_t> p = fallback;
-  if (v.size() == 1)
-    p = {v[0], v[0]};
-  else if (v.size() == 2)
-    p = {v[0], v[1]};
-  else if (!v.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, " must be one int or a pair, got ", ShapeToString(v)));
-  }
-  if (p.first < min_value || p.second < min_value) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, " must be >= ", min_value, ", got ", ShapeToString(v)));
-  }
-  return p;
-}
 
 struct ConvPlan {
   cpu::Window2d w;
@@ -77,9 +57,9 @@ absl::StatusOr<ConvPlan> PlanConv(absl::Span<const Tensor> in,
         absl::StrCat("conv2d: bias must have shape [", p.o, "], got ",
                      ShapeToString(in[2].shape())));
   }
-  TD_ASSIGN_OR_RETURN(auto s, Pair(attrs, "stride", {1, 1}, 1));
-  TD_ASSIGN_OR_RETURN(auto pad, Pair(attrs, "padding", {0, 0}, 0));
-  TD_ASSIGN_OR_RETURN(auto d, Pair(attrs, "dilation", {1, 1}, 1));
+  TD_ASSIGN_OR_RETURN(auto s, IntPairAttr(attrs, "stride", {1, 1}, 1));
+  TD_ASSIGN_OR_RETURN(auto pad, IntPairAttr(attrs, "padding", {0, 0}, 0));
+  TD_ASSIGN_OR_RETURN(auto d, IntPairAttr(attrs, "dilation", {1, 1}, 1));
   p.w = {weight.shape()[2], weight.shape()[3], s.first,  s.second, pad.first,
          pad.second,        d.first,           d.second, 0,        0};
   const int64_t eh = d.first * (p.w.kh - 1) + 1,
@@ -130,80 +110,11 @@ absl::Status CpuConv(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
   return absl::OkStatus();
 }
 
-// Pools: input [N, C, H, W] or [C, H, W].
-absl::Status CheckPoolInput(const Tensor& x, const char* what) {
-  TD_RETURN_IF_ERROR(RequireFloating(x, what));
-  if (x.ndim() != 3 && x.ndim() != 4) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": expected 3D or 4D input, got shape ",
-                     ShapeToString(x.shape())));
-  }
-  return absl::OkStatus();
-}
-
-int64_t PoolOut(int64_t size, int64_t k, int64_t s, int64_t p, int64_t d,
-                bool ceil) {
-  const int64_t span = size + 2 * p - d * (k - 1) - 1;
-  int64_t out = (ceil ? (span + s - 1) / s : span / s) + 1;
-  if (ceil && (out - 1) * s >= size + p) --out;
-  return out;
-}
-
+// Pools: input [N, C, H, W] or [C, H, W] (pool_geometry.h).
 template <bool kMax>
 absl::StatusOr<cpu::Window2d> PlanPool(const Tensor& x, const Attrs& attrs) {
-  const char* what = kMax ? "max_pool2d" : "avg_pool2d";
-  TD_RETURN_IF_ERROR(CheckPoolInput(x, what));
-  TD_ASSIGN_OR_RETURN(auto k, Pair(attrs, "kernel_size", {0, 0}, 1));
-  TD_ASSIGN_OR_RETURN(auto s, Pair(attrs, "stride", k, 1));
-  TD_ASSIGN_OR_RETURN(auto pad, Pair(attrs, "padding", {0, 0}, 0));
-  std::pair<int64_t, int64_t> d{1, 1};
-  if (kMax) {
-    TD_ASSIGN_OR_RETURN(d, Pair(attrs, "dilation", {1, 1}, 1));
-  }
-  if (pad.first > k.first / 2 || pad.second > k.second / 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what,
-        ": pad should be at most half of effective kernel size, but got pad=",
-        pad.first, ", kernel_size=", k.first));
-  }
-  const int64_t h = x.shape()[x.ndim() - 2], w = x.shape()[x.ndim() - 1];
-  const bool ceil = attrs.Bool("ceil_mode");
-  cpu::Window2d win{k.first,
-                    k.second,
-                    s.first,
-                    s.second,
-                    pad.first,
-                    pad.second,
-                    d.first,
-                    d.second,
-                    PoolOut(h, k.first, s.first, pad.first, d.first, ceil),
-                    PoolOut(w, k.second, s.second, pad.second, d.second, ceil)};
-  if (win.oh <= 0 || win.ow <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": output size is too small for input ",
-                     ShapeToString(x.shape())));
-  }
-  return win;
-}
-
-Shape PoolShape(const Tensor& x, int64_t oh, int64_t ow) {
-  Shape s = x.shape();
-  s[s.size() - 2] = oh;
-  s[s.size() - 1] = ow;
-  return s;
-}
-
-// The [N, C, H, W] view of a (contiguous) 3-d or 4-d tensor.
-StridedView As4d(const Tensor& t) {
-  StridedView v = t.view();
-  if (v.ndim == 3) {
-    for (int i = 3; i > 0; --i)
-      v.sizes[i] = v.sizes[i - 1], v.strides[i] = v.strides[i - 1];
-    v.ndim = 4;
-    v.sizes[0] = 1;
-    v.strides[0] = v.sizes[1] * v.strides[1];
-  }
-  return v;
+  return PlanPool2d(x, attrs, /*max_pool=*/kMax,
+                    kMax ? "max_pool2d" : "avg_pool2d");
 }
 
 template <bool kMax>
@@ -227,7 +138,7 @@ absl::Status CpuPool(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
 Specs InferAdaptive(absl::Span<const Tensor> in, const Attrs& attrs,
                     const OpContext&) {
   TD_RETURN_IF_ERROR(CheckPoolInput(in[0], "adaptive_avg_pool2d"));
-  TD_ASSIGN_OR_RETURN(auto o, Pair(attrs, "output_size", {0, 0}, 0));
+  TD_ASSIGN_OR_RETURN(auto o, IntPairAttr(attrs, "output_size", {0, 0}, 0));
   if (attrs.Ints("output_size").empty()) {
     return absl::InvalidArgumentError(
         "adaptive_avg_pool2d: output_size is required");
@@ -266,10 +177,10 @@ absl::StatusOr<std::vector<Tensor>> ConvTranspose2d(absl::Span<const Tensor> in,
         ShapeToString(w.shape()), " with groups=", groups,
         ": input channels must equal weight.shape[0], a multiple of groups"));
   }
-  TD_ASSIGN_OR_RETURN(auto st, Pair(attrs, "stride", {1, 1}, 1));
-  TD_ASSIGN_OR_RETURN(auto pad, Pair(attrs, "padding", {0, 0}, 0));
-  TD_ASSIGN_OR_RETURN(auto dil, Pair(attrs, "dilation", {1, 1}, 1));
-  TD_ASSIGN_OR_RETURN(auto op, Pair(attrs, "output_padding", {0, 0}, 0));
+  TD_ASSIGN_OR_RETURN(auto st, IntPairAttr(attrs, "stride", {1, 1}, 1));
+  TD_ASSIGN_OR_RETURN(auto pad, IntPairAttr(attrs, "padding", {0, 0}, 0));
+  TD_ASSIGN_OR_RETURN(auto dil, IntPairAttr(attrs, "dilation", {1, 1}, 1));
+  TD_ASSIGN_OR_RETURN(auto op, IntPairAttr(attrs, "output_padding", {0, 0}, 0));
   if ((op.first >= st.first && op.first >= dil.first) ||
       (op.second >= st.second && op.second >= dil.second)) {
     return absl::InvalidArgumentError(
@@ -341,12 +252,9 @@ std::vector<OpDef> ConvOps() {
                                                   {"groups", int64_t{2}}}),
       Example({{1, 2, 4, 5}, {2, 3, 2, 2}})};
   ops.push_back(std::move(convt));
-  OpDef maxp =
-      MakeOp("max_pool2d", 1, 1,
-             {Required("kernel_size", AttrType::kInts), Ints("stride", {}),
-              Ints("padding", {0}), Ints("dilation", {1}),
-              Optional("ceil_mode", AttrType::kBool, false)},
-             "2-d max pooling (stride defaults to kernel_size).");
+  OpDef maxp = MakeOp("max_pool2d", 1, 1, MaxPoolAttrs(),
+                      "2-d max pooling (stride defaults to kernel_size); "
+                      "max_pool2d_with_indices adds the indices.");
   maxp.infer = InferPool<true>;
   maxp.cpu = CpuPool<true>;
   maxp.examples = {
@@ -357,12 +265,16 @@ std::vector<OpDef> ConvOps() {
       {Required("kernel_size", AttrType::kInts), Ints("stride", {}),
        Ints("padding", {0}), Optional("ceil_mode", AttrType::kBool, false),
        Optional("count_include_pad", AttrType::kBool, true)},
-      "2-d average pooling (stride defaults to kernel_size).");
+      "2-d average pooling (stride defaults to kernel_size); int64 input "
+      "averages in int64, truncating, as PyTorch's CPU kernel.");
   avgp.infer = InferPool<false>;
   avgp.cpu = CpuPool<false>;
   avgp.examples = {
       Example({{1, 2, 5, 5}},
-              {{"kernel_size", I{3}}, {"padding", I{1}}, {"stride", I{2}}})};
+              {{"kernel_size", I{3}}, {"padding", I{1}}, {"stride", I{2}}}),
+      Example({{1, 2, 5, 5}},
+              {{"kernel_size", I{3}}, {"padding", I{1}}, {"stride", I{2}}},
+              {DType::kInt64})};
   ops.push_back(std::move(avgp));
   OpDef ada = MakeOp("adaptive_avg_pool2d", 1, 1,
                      {Required("output_size", AttrType::kInts)},

@@ -1,9 +1,9 @@
 // CUDA wrappers for conv2d and its gradient rows through cuDNN
 // (kernels/cuda/conv.h) and for the 2-d pools and their gradients
-// (kernels/cuda/nn.h), attached by name. The rows' infer functions have
-// validated the call and sized the output; the geometry is read back from
-// the attributes and the tensors' shapes here. Workspace comes from the
-// device's caching allocator on the session's stream.
+// (kernels/cuda/nn.h, max_pool.h), attached by name. The rows' infer
+// functions have validated the call and sized the output; the geometry is
+// read back from the attributes and the tensors' shapes here. Workspace
+// comes from the device's caching allocator on the session's stream.
 #include "runtime/ops/cuda_kernels.h"
 
 #if TENSORD_WITH_CUDA
@@ -11,9 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/conv.h"
+#include "kernels/cuda/max_pool.h"
 #include "kernels/cuda/nn.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/dispatch.h"
+#include "runtime/ops/pool_geometry.h"
 #endif
 
 namespace tensord {
@@ -100,20 +102,6 @@ absl::Status CudaConvBackwardWeight(Ins in, Ins out, const Attrs& attrs,
       ctx.alloc.stream);
 }
 
-// A 3-d [C, H, W] or 4-d view as 4-d (contiguous tensors only).
-StridedView As4d(const Tensor& t) {
-  StridedView v = t.view();
-  if (v.ndim == 3) {
-    for (int i = 3; i > 0; --i) {
-      v.sizes[i] = v.sizes[i - 1], v.strides[i] = v.strides[i - 1];
-    }
-    v.ndim = 4;
-    v.sizes[0] = 1;
-    v.strides[0] = v.sizes[1] * v.strides[1];
-  }
-  return v;
-}
-
 // The window of a pool row; oh/ow from the pooled tensor's shape.
 cuda::PoolWindow Window(const Attrs& attrs, bool is_max, const Shape& pooled) {
   cuda::PoolWindow w;
@@ -159,6 +147,30 @@ absl::Status CudaPoolBackward(Ins in, Ins out, const Attrs& attrs,
                                  As4d(out[0]), s);
 }
 
+// max_pool2d_with_indices(self): the window checked and sized as on the CPU
+// (max_pool_ops.cc); out: values, indices.
+absl::Status CudaMaxPoolWithIndices(Ins in, Ins out, const Attrs& attrs,
+                                    const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(
+      cpu::Window2d w,
+      PlanPool2d(in[0], attrs, /*max_pool=*/true, "max_pool2d_with_indices"));
+  TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
+  const cuda::PoolWindow cw{w.kh, w.kw, w.sh, w.sw, w.ph,
+                            w.pw, w.dh, w.dw, w.oh, w.ow};
+  return cuda::MaxPool2dWithIndices(As4d(x), cw, As4d(out[0]), As4d(out[1]),
+                                    ctx.alloc.stream);
+}
+
+// max_pool2d_with_indices_backward(grad_output, self, indices): out is the
+// input gradient; self gave its shape only.
+absl::Status CudaMaxPoolWithIndicesBackward(Ins in, Ins out, const Attrs&,
+                                            const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(Tensor grad, Contiguous(in[0], ctx));
+  TD_ASSIGN_OR_RETURN(Tensor indices, Contiguous(in[2], ctx));
+  return cuda::MaxPool2dWithIndicesBackward(As4d(grad), As4d(indices),
+                                            As4d(out[0]), ctx.alloc.stream);
+}
+
 }  // namespace
 
 void AddCudaConvKernels(CudaKernelMap* map) {
@@ -171,6 +183,8 @@ void AddCudaConvKernels(CudaKernelMap* map) {
   (*map)["max_pool2d_backward"] = CudaPoolBackward<0>;
   (*map)["avg_pool2d_backward"] = CudaPoolBackward<1>;
   (*map)["adaptive_avg_pool2d_backward"] = CudaPoolBackward<2>;
+  (*map)["max_pool2d_with_indices"] = CudaMaxPoolWithIndices;
+  (*map)["max_pool2d_with_indices_backward"] = CudaMaxPoolWithIndicesBackward;
 }
 
 #else

@@ -16,10 +16,12 @@ namespace tensord {
 namespace {
 
 #if TENSORD_WITH_CUDA
-// Runs `launch(bad)` with a fresh device flag, then reports a bad index.
+// Runs `launch(bad)` with a fresh device flag, then reports a bad index
+// (prefixed with `what`, the op, when given).
 template <typename F>
 absl::Status WithBadIndexCheck(const Tensor& out, const OpContext& ctx,
-                               int64_t size, int dim, F launch) {
+                               int64_t size, int dim, F launch,
+                               const char* what = nullptr) {
   Device* device = out.device();
   TD_ASSIGN_OR_RETURN(
       Tensor flag, Tensor::Empty(device, DType::kInt64, Shape{1}, ctx.alloc));
@@ -30,9 +32,9 @@ absl::Status WithBadIndexCheck(const Tensor& out, const OpContext& ctx,
   TD_RETURN_IF_ERROR(
       device->CopyToHost(&host, bad, sizeof(host), ctx.alloc.stream));
   if (host != -1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("index ", host, " is out of bounds for dimension ", dim,
-                     " with size ", size));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what == nullptr ? "" : what, what == nullptr ? "" : "(): ", "index ",
+        host, " is out of bounds for dimension ", dim, " with size ", size));
   }
   return absl::OkStatus();
 }
@@ -97,6 +99,40 @@ absl::Status DeviceScatter(const Tensor& out, const OpContext& ctx,
                            });
 #else
   (void)ctx;
+  return NoCuda(out);
+#endif
+}
+
+absl::Status DeviceScatterReduce(const Tensor& out, const OpContext& ctx,
+                                 const StridedView& out_view, int dim,
+                                 const StridedView& index,
+                                 const StridedView& src, ReduceOp op,
+                                 bool include_self, const char* what) {
+  if (out.device()->kind() == DeviceKind::kCpu) {
+    return cpu::ScatterReduce(out_view, dim, index, src, op, include_self,
+                              what);
+  }
+#if TENSORD_WITH_CUDA
+  // The count scratch lives until the work is enqueued (the caching
+  // allocator's reuse is ordered on the session's stream).
+  Tensor count;
+  if (op == ReduceOp::kMean) {
+    TD_ASSIGN_OR_RETURN(count,
+                        Tensor::Empty(out.device(), DType::kInt64,
+                                      Shape{out_view.numel()}, ctx.alloc));
+  }
+  auto* count_data =
+      op == ReduceOp::kMean ? static_cast<int64_t*>(count.data()) : nullptr;
+  return WithBadIndexCheck(
+      out, ctx, out_view.sizes[dim], dim,
+      [&](int64_t* bad) {
+        return cuda::ScatterReduce(out_view, dim, index, src, op, include_self,
+                                   count_data, bad, ctx.alloc.stream);
+      },
+      what);
+#else
+  (void)ctx;
+  (void)what;
   return NoCuda(out);
 #endif
 }

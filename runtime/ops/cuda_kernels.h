@@ -69,6 +69,15 @@ absl::Status DeviceScatter(const Tensor& out, const OpContext& ctx,
                            const StridedView& out_view, int dim,
                            const StridedView& index, const StridedView& src,
                            bool add);
+// scatter_reduce's switch (kernels/cpu/index.h's ScatterReduce): on CUDA
+// sums and means are atomic adds (float results vary in their last bits from
+// run to run), prod/amax/amin compare-and-swap loops; means count in an int64
+// scratch tensor from the caching allocator. `what` names the op in errors.
+absl::Status DeviceScatterReduce(const Tensor& out, const OpContext& ctx,
+                                 const StridedView& out_view, int dim,
+                                 const StridedView& index,
+                                 const StridedView& src, ReduceOp op,
+                                 bool include_self, const char* what);
 // nonzero_static's switch: `in` is C-contiguous; on CUDA the count stays on
 // the GPU (no wait), the scratch memory comes from the caching allocator.
 absl::Status DeviceNonzeroStatic(const Tensor& out, const OpContext& ctx,

@@ -4,7 +4,11 @@
 // and say why; RowsWithoutCudaKernels runs everywhere and keeps the list of
 // rows still missing a CUDA kernel from growing.
 #include <cmath>
+#include <map>
 #include <set>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/elementwise.h"
@@ -308,6 +312,75 @@ TEST_F(CudaOpTableTest, HalfElementwiseRowsMatchCpu) {
     }
   }
   EXPECT_GT(rows, 40);  // the unary, binary, compare and creation rows
+}
+
+// The rows on the bool and int64 operands PyTorch takes for them
+// (dtype_support_test.cc has their hand-computed values): patterned bools
+// (MakeInput's are all true), mixed with int64, int64 avg_pool2d,
+// contiguous and transposed, equal to the CPU's results exactly.
+TEST_F(CudaOpTableTest, BoolAndIntegerRowsMatchCpu) {
+  Tensor a = *Tensor::Empty(devices_->cpu(), DType::kBool, {5, 6}, ctx_.alloc);
+  Tensor b = *Tensor::Empty(devices_->cpu(), DType::kBool, {5, 6}, ctx_.alloc);
+  Tensor n = *Tensor::Empty(devices_->cpu(), DType::kInt64, {6}, ctx_.alloc);
+  Tensor img =
+      *Tensor::Empty(devices_->cpu(), DType::kInt64, {2, 3, 7, 7}, ctx_.alloc);
+  for (int64_t i = 0; i < 30; ++i) {
+    a.view().ptr<bool>()[i] = (i * 7) % 3 == 0;
+    b.view().ptr<bool>()[i] = (i * 5) % 4 < 2;
+  }
+  for (int64_t i = 0; i < 6; ++i) n.view().ptr<int64_t>()[i] = 2 * i - 5;
+  for (int64_t i = 0; i < img.numel(); ++i) {
+    img.view().ptr<int64_t>()[i] = (i * 37) % 19 - 9;
+  }
+  const AttrValue three = std::vector<int64_t>{3},
+                  two = std::vector<int64_t>{2}, one = std::vector<int64_t>{1};
+  using AttrMap = std::map<std::string, AttrValue>;
+  const std::vector<std::tuple<std::string, std::vector<Tensor>, AttrMap>>
+      cases = {
+          {"sign", {a}, {}},
+          {"fmax", {a, b}, {}},
+          {"fmin", {a, b}, {}},
+          {"maximum", {a, b}, {}},
+          {"minimum", {a, b}, {}},
+          {"clamp_min", {a, b}, {}},
+          {"clamp_max", {a, b}, {}},
+          {"fmax", {a, n}, {}},
+          {"fmin", {n, b}, {}},
+          {"clamp_min", {n, a}, {}},
+          {"sort", {a}, {}},
+          {"sort", {b}, {{"dim", int64_t{0}}, {"descending", true}}},
+          {"argsort", {a}, {{"dim", int64_t{0}}}},
+          {"clamp", {a}, {{"min", 0.0}, {"max", 1.0}}},
+          {"avg_pool2d",
+           {img},
+           {{"kernel_size", three}, {"stride", two}, {"padding", one}}},
+          {"avg_pool2d",
+           {img},
+           {{"kernel_size", three},
+            {"padding", one},
+            {"ceil_mode", true},
+            {"count_include_pad", false}}},
+      };
+  for (const auto& [name, cpu_in, attrs] : cases) {
+    for (bool strided : {false, true}) {
+      std::vector<Tensor> cuda_in;
+      for (const Tensor& t : cpu_in) {
+        auto g = ToDevice(t, cuda_, t.dtype(), ctx_);
+        ASSERT_TRUE(g.ok()) << name << ": " << g.status();
+        cuda_in.push_back(strided && g->ndim() >= 2 ? Transposed(*g) : *g);
+      }
+      const std::string what = name + (strided ? " (strided)" : "");
+      auto want = Run(*FindOp(name), cpu_in, attrs, devices_->cpu(), 0);
+      auto got = Run(*FindOp(name), cuda_in, attrs, cuda_, 0);
+      ASSERT_TRUE(want.ok()) << what << ": " << want.status();
+      ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+      ASSERT_EQ(want->size(), got->size()) << what;
+      for (size_t k = 0; k < want->size(); ++k) {
+        EXPECT_EQ((*got)[k].dtype(), (*want)[k].dtype()) << what;
+        EXPECT_EQ(Values((*got)[k]), Values((*want)[k])) << what << " " << k;
+      }
+    }
+  }
 }
 
 // Seeded draws match the CPU's: the same Philox counters.

@@ -251,6 +251,7 @@ void AddCudaPointwiseKernels(CudaKernelMap* map) {
   m["scaled_modified_bessel_k0"] = CudaUnary<U::kScaledBesselK0>;
   m["scaled_modified_bessel_k1"] = CudaUnary<U::kScaledBesselK1>;
   m["spherical_bessel_j0"] = CudaUnary<U::kSphericalBesselJ0>;
+  m["airy_ai"] = CudaUnary<U::kAiryAi>;
   m["chebyshev_polynomial_t"] = CudaBinary<B::kChebyshevT>;
   m["chebyshev_polynomial_u"] = CudaBinary<B::kChebyshevU>;
   m["chebyshev_polynomial_v"] = CudaBinary<B::kChebyshevV>;

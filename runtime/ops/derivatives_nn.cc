@@ -228,6 +228,34 @@ std::map<std::string, AttrValue> SameAttrs(GradCtx& g,
   return a;
 }
 
+// derivatives.yaml's max_pool2d_with_indices: self's gradient is the
+// backward row at the saved indices; the indices have none.
+Grads MaxPoolWithIndicesGrad(GradCtx& g) {
+  return {g.Op("max_pool2d_with_indices_backward", {G(g), g.in(0), g.out(1)},
+               SameAttrs(g, {"kernel_size", "stride", "padding", "dilation",
+                             "ceil_mode"}))};
+}
+
+// derivatives.yaml's max_pool2d_with_indices_backward (the second order):
+// grad_output's gradient is max_pool_double_backward, the gradient gathered
+// at the indices (an index outside the plane, which the row skipped, is a
+// gather error); self's is zeros (zeros_like(self)), the indices' none.
+Grads MaxPoolWithIndicesBackwardGrad(GradCtx& g) {
+  Grads r(g.num_inputs());
+  if (g.needs(0)) {
+    const Shape& pooled = g.in_shape(0);
+    const std::map<std::string, AttrValue> planes = {
+        {"start_dim", int64_t{-2}}};
+    GradValue flat = g.Op("flatten", {G(g)}, planes);
+    GradValue at = g.Op("flatten", {g.in(2)}, planes);
+    r[0] = g.Op("reshape",
+                {g.Op("gather", {flat, at}, {{"dim", int64_t{-1}}})},
+                {{"shape", Ints(pooled.begin(), pooled.end())}});
+  }
+  if (g.needs(1)) r[1] = g.ZerosOfInput(1);
+  return r;
+}
+
 }  // namespace
 
 std::vector<GradRow> NnGrads() {
@@ -269,6 +297,9 @@ std::vector<GradRow> NnGrads() {
                                     "dilation", "ceil_mode"}))};
        },
        /*optional_outputs=*/true},
+      {"max_pool2d_with_indices", {0}, {1}, MaxPoolWithIndicesGrad},
+      {"max_pool2d_with_indices_backward", {2}, {},
+       MaxPoolWithIndicesBackwardGrad},
       {"avg_pool2d",
        {0},
        {},

@@ -1,6 +1,7 @@
 // Indexing: index_select, gather, scatter, scatter_add, embedding, index_put,
-// nonzero_static. Index tensors are int64; their values are checked by the
-// kernels before any write (they are data, not shapes).
+// nonzero_static (scatter_reduce, index_reduce: scatter_reduce_ops.cc). Index
+// tensors are int64; their values are checked by the kernels before any write
+// (they are data, not shapes).
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -10,20 +11,53 @@
 #include "runtime/ops/compose.h"
 #include "runtime/ops/cuda_kernels.h"
 #include "runtime/ops/dispatch.h"
+#include "runtime/ops/index_checks.h"
 #include "runtime/ops/op_helpers.h"
 #include "runtime/ops/op_table.h"
 
 namespace tensord {
-namespace {
-
-using Specs = absl::StatusOr<std::vector<TensorSpec>>;
-using Outs = absl::StatusOr<std::vector<Tensor>>;
 
 absl::Status RequireInt64(const Tensor& t, const char* what) {
   if (t.dtype() == DType::kInt64) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       what, "(): Expected dtype int64 for index, got ", DTypeName(t.dtype())));
 }
+
+absl::Status CheckIndexShape(const Tensor& self, const Tensor& index, int d,
+                             const char* what) {
+  if (index.numel() == 0) return absl::OkStatus();
+  if (index.ndim() != self.ndim() && !(index.ndim() <= 1 && self.ndim() <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what,
+        "(): Index tensor must have the same number of dimensions as "
+        "input tensor (",
+        ShapeToString(index.shape()), " vs ", ShapeToString(self.shape()),
+        ")"));
+  }
+  for (int k = 0; k < index.ndim() && k < self.ndim(); ++k) {
+    if (k != d && index.shape()[k] > self.shape()[k]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, "(): Size does not match at dimension ", k, " expected index ",
+          ShapeToString(index.shape()), " to be smaller than self ",
+          ShapeToString(self.shape()), " apart from dimension ", d));
+    }
+  }
+  return absl::OkStatus();
+}
+
+StridedView AtLeast1d(StridedView v) {
+  if (v.ndim == 0) {
+    v.ndim = 1;
+    v.sizes[0] = 1;
+    v.strides[0] = 1;
+  }
+  return v;
+}
+
+namespace {
+
+using Specs = absl::StatusOr<std::vector<TensorSpec>>;
+using Outs = absl::StatusOr<std::vector<Tensor>>;
 
 Specs InferIndexSelect(absl::Span<const Tensor> in, const Attrs& attrs,
                        const OpContext&) {
@@ -47,31 +81,6 @@ absl::Status CpuIndexSelect(absl::Span<const Tensor> in,
   return DeviceIndexSelect(out[0], ctx, x.view(), d, idx.view(), out[0].view());
 }
 
-// gather/scatter: index has input's rank and fits it outside dim. An empty
-// index is not checked (as ATen's gather_shape_check/scatter_shape_check):
-// gather's result is then empty in the index's shape, scatter's the input.
-absl::Status CheckIndexShape(const Tensor& self, const Tensor& index, int d,
-                             const char* what) {
-  if (index.numel() == 0) return absl::OkStatus();
-  if (index.ndim() != self.ndim() && !(index.ndim() <= 1 && self.ndim() <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what,
-        "(): Index tensor must have the same number of dimensions as "
-        "input tensor (",
-        ShapeToString(index.shape()), " vs ", ShapeToString(self.shape()),
-        ")"));
-  }
-  for (int k = 0; k < index.ndim() && k < self.ndim(); ++k) {
-    if (k != d && index.shape()[k] > self.shape()[k]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, "(): Size does not match at dimension ", k, " expected index ",
-          ShapeToString(index.shape()), " to be smaller than self ",
-          ShapeToString(self.shape()), " apart from dimension ", d));
-    }
-  }
-  return absl::OkStatus();
-}
-
 Specs InferGather(absl::Span<const Tensor> in, const Attrs& attrs,
                   const OpContext&) {
   TD_RETURN_IF_ERROR(RequireInt64(in[1], "gather"));
@@ -79,15 +88,6 @@ Specs InferGather(absl::Span<const Tensor> in, const Attrs& attrs,
   TD_RETURN_IF_ERROR(CheckIndexShape(in[0], in[1], d, "gather"));
   return std::vector<TensorSpec>{
       {in[0].dtype(), in[1].shape(), in[0].device()}};
-}
-
-StridedView AtLeast1d(StridedView v) {
-  if (v.ndim == 0) {
-    v.ndim = 1;
-    v.sizes[0] = 1;
-    v.strides[0] = 1;
-  }
-  return v;
 }
 
 absl::Status CpuGather(absl::Span<const Tensor> in,

@@ -29,9 +29,11 @@ std::vector<OpDef> LapackSpectralOps();  // cholesky, eigh, svd
 std::vector<OpDef> ViewOps();
 std::vector<OpDef> ShapeOps();
 std::vector<OpDef> IndexOps();
+std::vector<OpDef> ScatterReduceOps();
 std::vector<OpDef> NnOps();
 std::vector<OpDef> ConvOps();
 std::vector<OpDef> ConvGradOps();   // conv_grad_ops.cc: internal to autograd
+std::vector<OpDef> MaxPoolOps();    // max_pool_ops.cc: max_pool2d_with_indices
 std::vector<OpDef> BatchNormOps();  // batch_norm_ops.cc: fused, CPU
 std::vector<OpDef> OptimOps();      // optim_ops.cc: detach, sgd/adam steps, ...
 std::vector<OpDef> SortOps();    // sort_ops.cc: sort, topk, cumsum, flip, ...

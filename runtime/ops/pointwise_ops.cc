@@ -149,12 +149,18 @@ std::vector<OpDef> PointwiseOps() {
   ops.push_back(BinaryRow("atan2", InferFloating, CpuBinary<B::kAtan2>,
                           "atan2(input, other): the angle of the point "
                           "(other, input), in [-pi, pi], broadcasting."));
-  ops.push_back(BinaryRow("fmax", InferArith, CpuBinary<B::kFmax>,
-                          "Elementwise maximum ignoring NaN (NaN only where "
-                          "both are)."));
-  ops.push_back(BinaryRow("fmin", InferArith, CpuBinary<B::kFmin>,
-                          "Elementwise minimum ignoring NaN (NaN only where "
-                          "both are)."));
+  // fmax/fmin of bools are or/and, as PyTorch's (its maximum/minimum).
+  for (bool max : {true, false}) {
+    OpDef def = BinaryRow(max ? "fmax" : "fmin", InferBinary,
+                          max ? CpuBinary<B::kFmax> : CpuBinary<B::kFmin>,
+                          max ? "Elementwise maximum ignoring NaN (NaN only "
+                                "where both are; bool: or)."
+                              : "Elementwise minimum ignoring NaN (NaN only "
+                                "where both are; bool: and).");
+    def.examples.push_back(
+        Example({{2, 3}, {3}}, {}, {DType::kBool, DType::kBool}));
+    ops.push_back(std::move(def));
+  }
   ops.push_back(BinaryRow("fmod", InferArith, CpuBinary<B::kFmod>,
                           "C's remainder: the sign of input."));
   ops.push_back(BinaryRow("hypot", InferFloating, CpuBinary<B::kHypot>,

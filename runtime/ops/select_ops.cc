@@ -51,16 +51,13 @@ Outs Triangle(absl::Span<const Tensor> in, const Attrs& attrs,
 }
 
 // clamp_min(input, min) / clamp_max(input, max) with tensor bounds
-// (broadcast); a NaN bound gives NaN, as in PyTorch.
+// (broadcast, promoted together); a NaN bound gives NaN, as in PyTorch. Bool
+// operands too, as PyTorch's maximum/minimum: clamp_min of bools is or,
+// clamp_max and.
 template <bool kMin>
 Outs ClampBound(absl::Span<const Tensor> in, const Attrs&,
                 const OpContext& ctx) {
   const Tensor &x = in[0], &bound = in[1];
-  if (x.dtype() == DType::kBool || bound.dtype() == DType::kBool) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        kMin ? "clamp_min" : "clamp_max",
-        "(): bool tensors are not supported (use .to(torch.uint8))"));
-  }
   TD_ASSIGN_OR_RETURN(Tensor past,
                       Call1(kMin ? "lt" : "gt", {x, bound}, {}, ctx));
   if (IsFloating(bound.dtype())) {
@@ -104,10 +101,13 @@ std::vector<OpDef> SelectOps() {
   }
   for (bool min : {true, false}) {
     OpDef def = MakeOp(min ? "clamp_min" : "clamp_max", 2, 2, {},
-                       min ? "max(input, min) with a tensor min (broadcast)."
-                           : "min(input, max) with a tensor max (broadcast).");
+                       min ? "max(input, min) with a tensor min (broadcast; "
+                             "bool: or)."
+                           : "min(input, max) with a tensor max (broadcast; "
+                             "bool: and).");
     def.composite = min ? ClampBound<true> : ClampBound<false>;
-    def.examples = {Example({{2, 3}, {3}})};
+    def.examples = {Example({{2, 3}, {3}}),
+                    Example({{2, 3}, {3}}, {}, {DType::kBool, DType::kBool})};
     ops.push_back(std::move(def));
   }
   OpDef leaky = MakeOp("leaky_relu", 1, 1,

@@ -24,16 +24,9 @@ absl::StatusOr<int> OneDim(const Tensor& t, const Attrs& attrs) {
   return WrapDim(attrs.Int("dim"), std::max(t.ndim(), 1));
 }
 
-absl::Status NoBoolSort(const Tensor& t, const char* what) {
-  if (t.dtype() != DType::kBool) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(what, "(): bool tensors are not supported (use .to(int8))"));
-}
-
 Specs InferSort(absl::Span<const Tensor> in, const Attrs& attrs,
                 const OpContext&) {
   TD_RETURN_IF_ERROR(OneDim(in[0], attrs).status());
-  TD_RETURN_IF_ERROR(NoBoolSort(in[0], "sort"));
   return std::vector<TensorSpec>{
       {in[0].dtype(), in[0].shape(), in[0].device()},
       {DType::kInt64, in[0].shape(), in[0].device()}};
@@ -48,9 +41,15 @@ absl::Status CpuSort(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
 }
 
 // topk as the first k of a stable sort: PyTorch's values, and its indices
-// wherever the k-th value is not tied.
+// wherever the k-th value is not tied. Bool input is refused as PyTorch
+// refuses it ("topk_cpu" not implemented for 'Bool'), though sort takes it.
 Outs TopK(absl::Span<const Tensor> in, const Attrs& attrs,
           const OpContext& ctx) {
+  if (in[0].dtype() == DType::kBool) {
+    return absl::InvalidArgumentError(
+        "topk(): bool tensors are not supported, as in PyTorch (use "
+        ".to(torch.uint8) first)");
+  }
   TD_ASSIGN_OR_RETURN(int d, OneDim(in[0], attrs));
   const int64_t k = attrs.Int("k");
   const int64_t size = in[0].ndim() == 0 ? 1 : in[0].shape()[d];

@@ -1,13 +1,14 @@
 // torch.special's pointwise functions: the normal-distribution ones (ndtri,
 // log_ndtr, erfcx), the Bessel functions (i0, i0e, i1, i1e, bessel_j0/j1/
 // y0/y1, modified_bessel_i0/i1/k0/k1, scaled_modified_bessel_k0/k1,
-// spherical_bessel_j0) and the orthogonal polynomials p_n(x) (chebyshev_
-// polynomial_t/u/v/w, their shifted forms, hermite_polynomial_h/he,
-// laguerre_polynomial_l, legendre_polynomial_p). Rows are named as PyTorch's
-// torch.special functions without the prefix (as zeta); the scalar math is
-// runtime/core/special_ops.h, shared by the CPU and CUDA kernels (Note
-// [Special function ops]). Integer and bool inputs give float32; float16
-// and bfloat16 compute in float32 (Note [Half compute]).
+// spherical_bessel_j0), the Airy function airy_ai and the orthogonal
+// polynomials p_n(x) (chebyshev_polynomial_t/u/v/w, their shifted forms,
+// hermite_polynomial_h/he, laguerre_polynomial_l, legendre_polynomial_p).
+// Rows are named as PyTorch's torch.special functions without the prefix
+// (as zeta); the scalar math is runtime/core/special_ops.h, shared by the
+// CPU and CUDA kernels (Note [Special function ops]). Integer and bool
+// inputs give float32; float16 and bfloat16 compute in float32 (Note [Half
+// compute]).
 #include "kernels/cpu/elementwise.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/dispatch.h"
@@ -136,6 +137,10 @@ std::vector<OpDef> SpecialOps() {
   unary("spherical_bessel_j0", CpuSpecialUnary<U::kSphericalBesselJ0>,
         "The spherical Bessel function of the first kind of order 0, "
         "sin(input) / input (1 at 0).",
+        false);
+  unary("airy_ai", CpuSpecialUnary<U::kAiryAi>,
+        "The Airy function Ai (Cephes' algorithm, as PyTorch's, computed in "
+        "double); NaN at +-inf, 0 above 103.892, as PyTorch.",
         false);
   auto polynomial = [&](const char* name, KernelFn fn, const char* what) {
     OpDef def =

@@ -14,14 +14,20 @@ namespace {
 
 using Specs = absl::StatusOr<std::vector<TensorSpec>>;
 
+// Same dtype, bool included (sign of a bool is itself, as in PyTorch).
+Specs InferSame(absl::Span<const Tensor> in, const Attrs&, const OpContext&) {
+  return std::vector<TensorSpec>{
+      {in[0].dtype(), in[0].shape(), in[0].device()}};
+}
+
 // Same dtype; bool rejected (neg/abs/relu/... of bool are errors in PyTorch).
-Specs InferKeep(absl::Span<const Tensor> in, const Attrs&, const OpContext&) {
+Specs InferKeep(absl::Span<const Tensor> in, const Attrs& attrs,
+                const OpContext& ctx) {
   if (in[0].dtype() == DType::kBool) {
     return absl::InvalidArgumentError(
         "this op is not defined for bool tensors; convert with .to() first");
   }
-  return std::vector<TensorSpec>{
-      {in[0].dtype(), in[0].shape(), in[0].device()}};
+  return InferSame(in, attrs, ctx);
 }
 
 // Floating result: integer and bool inputs give float32.
@@ -84,18 +90,18 @@ absl::Status CpuPolygamma(absl::Span<const Tensor> in,
 bool Integral(double v) { return std::floor(v) == v; }
 
 // clamp: bounds are attributes (None = unbounded); an integer tensor with a
-// fractional bound gives float32, as PyTorch's scalar promotion does.
+// fractional bound gives float32, as PyTorch's scalar promotion does, and a
+// bool tensor int64 (or float32 for a fractional bound): PyTorch promotes it
+// with the number bound and clamps in that dtype, so clamp_ of a bool tensor
+// fails as its in-place cast does. (PyTorch refuses a bool bound, which the
+// float attributes cannot tell from 0 and 1.)
 Specs InferClamp(absl::Span<const Tensor> in, const Attrs& attrs,
                  const OpContext&) {
   if (!attrs.Has("min") && !attrs.Has("max")) {
     return absl::InvalidArgumentError(
         "At least one of 'min' or 'max' must not be None");
   }
-  if (in[0].dtype() == DType::kBool) {
-    return absl::InvalidArgumentError(
-        "clamp is not supported for bool tensors");
-  }
-  DType d = in[0].dtype();
+  DType d = in[0].dtype() == DType::kBool ? DType::kInt64 : in[0].dtype();
   for (const char* name : {"min", "max"}) {
     if (attrs.Has(name) && !IsFloating(d) && !Integral(attrs.Float(name))) {
       d = kDefaultFloat;
@@ -132,7 +138,11 @@ std::vector<OpDef> UnaryOps() {
   };
   keep("neg", CpuUnary<U::kNeg>, "-input.");
   keep("abs", CpuUnary<U::kAbs>, "|input|.");
-  keep("sign", CpuUnary<U::kSign>, "-1, 0 or 1 by the sign of input.");
+  OpDef sign = UnaryRow("sign", InferSame, CpuUnary<U::kSign>,
+                        "-1, 0 or 1 by the sign of input (a bool input is "
+                        "its own sign).");
+  sign.examples = {Example({{2, 3}}), Example({{2, 3}}, {}, {DType::kBool})};
+  ops.push_back(std::move(sign));
   keep("relu", CpuUnary<U::kRelu>, "max(input, 0).");
   keep("floor", CpuUnary<U::kFloor>, "Largest integer <= input.");
   keep("ceil", CpuUnary<U::kCeil>, "Smallest integer >= input.");

@@ -202,7 +202,11 @@ void StepSignatureBuilder::Add(const v1::Command& cmd) {
       Role(cmd.set_grad().handle());
       Role(cmd.set_grad().grad());
       return;
+    case v1::Command::kNoteFallbacks:
+      // Counters only (Note [Client fallbacks]): nothing a step computes.
+      return;
     case v1::Command::kGetProfile:
+    case v1::Command::kGetMemoryStats:
     case v1::Command::kRecordEvent:
     case v1::Command::kWaitEvent:
     case v1::Command::kAllocateShared:

@@ -86,9 +86,10 @@ def test_users_shows_sessions_memory_quota_rate_and_auth_failures(daemon_with_us
     assert alice["commands_total"] >= alice["ops_total"] // 51
     assert alice["auth_failures"] == 1
     assert alice["admin"] is False and alice["in_tokens_file"] is True
+    assert alice["fallbacks_total"] == 0  # the native client runs every op on the daemon
     assert set(alice) == {"user", "sessions", "memory_bytes", "quota_bytes", "quota_used",
-                          "ops_per_second", "ops_total", "commands_total", "auth_failures",
-                          "admin", "in_tokens_file"}
+                          "ops_per_second", "ops_total", "commands_total", "fallbacks_total",
+                          "auth_failures", "admin", "in_tokens_file"}
     assert "alice" in table.stdout and "unknown tokens refused" in table.stdout
 
 

@@ -28,6 +28,16 @@ COMPARE = ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "log
 SHAPES = [((3, 4), (3, 4)), ((2, 1, 4), (3, 1)), ((), (3,)), ((2, 3), ()), ((0, 3), (3,))]
 
 
+def _scatter_reduce(x: torch.Tensor, i: torch.Tensor, s: torch.Tensor, dim: int, reduce: str,
+                    include_self: bool = True) -> torch.Tensor:
+    return torch.scatter_reduce(x, dim, i, s, reduce, include_self=include_self)
+
+
+def _index_reduce(x: torch.Tensor, i: torch.Tensor, s: torch.Tensor, dim: int, reduce: str,
+                  include_self: bool = True) -> torch.Tensor:
+    return x.index_reduce(dim, i, s, reduce, include_self=include_self)
+
+
 def _random_check(mean: float, std: float) -> Callable[[Any, Any], None]:
     def check(got: Any, want: Any) -> None:
         g = torch.from_numpy(got.numpy()).double()
@@ -89,6 +99,16 @@ def _selection_and_loss_cases() -> List[Case]:
         Case("clamp_max", [NC(R(3, 4)), R(3, 4, seed=1)], ref=lambda x, m: torch.clamp(x, max=m)),
         Case("clamp_max", [R(2, 3, dtype=torch.float64), R(3, dtype=torch.float64, seed=2)],
              ref=lambda x, m: torch.clamp(x, max=m)),
+        # bool bounds: PyTorch's clamp_min/clamp_max are its maximum/minimum (or/and), which take
+        # bool and promote with int64 (its clamp(min=tensor) refuses bool).
+        Case("clamp_min", [R(3, 4, dtype=torch.bool), R(4, dtype=torch.bool, seed=1)],
+             ref=torch.clamp_min),
+        Case("clamp_max", [NC(R(3, 4, dtype=torch.bool)), R(3, 1, dtype=torch.bool, seed=2)],
+             ref=torch.clamp_max),
+        Case("clamp_min", [R(6, dtype=torch.int64), R(6, dtype=torch.bool, seed=3)],
+             ref=torch.clamp_min),
+        Case("clamp_max", [R(6, dtype=torch.bool, seed=4), R(6, dtype=torch.int64)],
+             ref=torch.clamp_max),
         Case("leaky_relu", [R(3, 4)], ref=F.leaky_relu),
         Case("leaky_relu", [NC(R(3, 4, dtype=torch.float64))], {"negative_slope": 0.2}, ref=F.leaky_relu),
         Case("binary_cross_entropy", [p(3, 4), p(3, 4, seed=1)], ref=F.binary_cross_entropy),
@@ -171,6 +191,10 @@ def _math_cases() -> List[Case]:
           Case("fmin", [torch.tensor([1.0, nan, nan]), torch.tensor([nan, 2.0, nan])],
                check=same_nans),
           Case("fmax", [R(6, dtype=torch.int64), R(6, dtype=torch.int64, seed=1)]),
+          # bool: or / and, as PyTorch's maximum / minimum; with int64 they promote.
+          Case("fmax", [R(3, 4, dtype=torch.bool), R(4, dtype=torch.bool, seed=1)]),
+          Case("fmin", [NC(R(3, 4, dtype=torch.bool)), R(3, 1, dtype=torch.bool, seed=1)]),
+          Case("fmin", [R(6, dtype=torch.int64), R(6, dtype=torch.bool, seed=2)]),
           Case("copysign", [R(5, dtype=torch.int64), torch.tensor([-0.5, 0.5, -1.0, 1.0, -2.0])]),
           Case("fmod", [R(3, 4), R(4, lo=0.5)]), Case("fmod", [NC(R(3, 4)), 0.7]),
           Case("fmod", [R(5, dtype=f64), R(5, lo=0.5, seed=1, dtype=f64)]),
@@ -193,6 +217,7 @@ def cases() -> List[Case]:
         c.append(Case(op, [R(6, dtype=torch.int64).abs()]))  # integer input: float32 result
     for op in ["neg", "abs", "sign", "floor"]:
         c.append(Case(op, [R(6, dtype=torch.int32)]))
+    c += [Case("sign", [R(6, dtype=torch.bool)]), Case("sign", [NC(R(3, 4, dtype=torch.bool))])]
     c += [Case("gelu", [R(3, 4)]), Case("silu", [R(3, 4)]), Case("exp", [R(3, 4, dtype=torch.float16)], ref=lambda x: x.float().exp().half()),
           Case("tanh", [R(3, 4, dtype=torch.bfloat16)]),
           Case("bitwise_not", [R(3, 4, dtype=torch.int64)]), Case("bitwise_not", [R(4, dtype=torch.bool)]),
@@ -201,7 +226,10 @@ def cases() -> List[Case]:
           Case("clamp", [NC(R(3, 4))], {"min": 0.1}),
           Case("clamp", [R(3, 4, dtype=torch.int64)], {"max": 2}),
           Case("clamp", [R(5, dtype=torch.int64)], {"min": 0.5}),
-          Case("clamp", [R(5)], {"min": 1.0, "max": -1.0})]
+          Case("clamp", [R(5)], {"min": 1.0, "max": -1.0}),
+          # bool: promoted with the bound as PyTorch does (int64, or float32 if fractional)
+          Case("clamp", [R(6, dtype=torch.bool)], {"min": 0, "max": 1}),
+          Case("clamp", [NC(R(3, 4, dtype=torch.bool))], {"min": 0.5})]
     # --------------------------------------------------------------- binary
     for op in BINARY + COMPARE:
         for a, b in SHAPES:
@@ -337,11 +365,29 @@ def cases() -> List[Case]:
                ref=lambda x, i, s, dim: torch.scatter(x, dim, i, s)),
           Case("scatter_add", [R(3, 4), I(5, 4, high=3), R(5, 4)], {"dim": 0},
                ref=lambda x, i, s, dim: torch.scatter_add(x, dim, i, s), rtol=1e-5),
+          Case("scatter_reduce", [R(3, 4), I(5, 4, high=3), R(5, 4)], {"dim": 0, "reduce": "amax"},
+               ref=_scatter_reduce),
+          Case("scatter_reduce", [NC(R(4, 3)), I(3, 5, high=3, seed=1), R(3, 6)],
+               {"dim": 1, "reduce": "mean", "include_self": False}, ref=_scatter_reduce, rtol=1e-5),
+          Case("scatter_reduce", [R(4, dtype=torch.int64), I(7, high=4), R(7, dtype=torch.int64)],
+               {"dim": 0, "reduce": "prod"}, ref=_scatter_reduce),
+          Case("index_reduce", [R(3, 4), I(6, high=4, seed=2), R(3, 6)],
+               {"dim": 1, "reduce": "amin", "include_self": False}, ref=_index_reduce),
+          Case("index_reduce", [R(3, 4, dtype=torch.float64), I(5, high=3, seed=3),
+                                R(5, 4, dtype=torch.float64)],
+               {"dim": 0, "reduce": "mean"}, ref=_index_reduce),
           Case("embedding", [R(10, 3), I(2, 4, high=10)])]
     c += nn_cases()
     # ------------------------------------------------------- along one dim
     c += [Case("sort", [R(3, 5)], nout=2), Case("sort", [NC(R(4, 3))], {"dim": 0, "descending": True}, nout=2),
           Case("sort", [R(7, dtype=torch.int64)], {"stable": True}, nout=2),
+          # bool: false before true; stable, so the indices of ties are PyTorch's too.
+          Case("sort", [R(3, 9, dtype=torch.bool)], {"stable": True}, nout=2),
+          Case("sort", [NC(R(5, 4, dtype=torch.bool))], {"dim": 0, "descending": True, "stable": True},
+               nout=2),
+          Case("argsort", [R(4, 7, dtype=torch.bool)], {"stable": True}),
+          Case("argsort", [R(4, 7, dtype=torch.bool, seed=1)], {"dim": 0, "descending": True,
+                                                                "stable": True}),
           Case("topk", [R(3, 5)], {"k": 2}, nout=2),
           Case("topk", [NC(R(4, 6))], {"k": 3, "dim": 0, "largest": False}, nout=2),
           Case("topk", [R(2, 3, dtype=torch.float64)], {"k": 0}, nout=2),

@@ -87,6 +87,46 @@ def _pool_grad(fn: Callable[..., Any], g: torch.Tensor, x: torch.Tensor, **kw: A
     return x.grad
 
 
+def _pooled_with_indices(x: torch.Tensor, **kw: Any) -> tuple:
+    """(values, indices) of torch's max_pool2d: the reference of max_pool2d_with_indices."""
+    return F.max_pool2d(x, return_indices=True, **kw)
+
+
+def _exact(got: Any, want: Any) -> None:
+    """Values (NaN where torch's are) and indices exactly torch's: ties and NaNs, where a
+    gradient is not defined (no gradient or finite-difference check: ``check`` cases)."""
+    assert isinstance(got, tuple) and len(got) == len(want)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(torch.from_numpy(g.numpy()), w.detach(), rtol=0, atol=0,
+                                   equal_nan=True)
+
+
+def _ties(*shape: int, nans: bool = False) -> torch.Tensor:
+    """Values from {-2, ..., 2} (ties in every window), every seventh NaN when ``nans``."""
+    t = R(*shape).mul(1.2).round().clamp(-2, 2)
+    if nans:
+        t.view(-1)[3::7] = float("nan")
+    return t
+
+
+def _pair(v: Any) -> List[int]:
+    return [v, v] if isinstance(v, int) else list(v)
+
+
+def _max_pool_backward_args(x: torch.Tensor, **kw: Any) -> list:
+    """max_pool2d_with_indices_backward's (grad_output, self, indices) with torch's indices."""
+    idx = F.max_pool2d(x, return_indices=True, **kw)[1]
+    return [R(*idx.shape, seed=1, dtype=x.dtype), x, idx]
+
+
+def _max_pool_backward(g: torch.Tensor, x: torch.Tensor, idx: torch.Tensor, kernel_size: Any,
+                       stride: Any = (), padding: Any = 0, dilation: Any = 1,
+                       ceil_mode: bool = False) -> torch.Tensor:
+    return torch.ops.aten.max_pool2d_with_indices_backward(
+        g, x, _pair(kernel_size), _pair(stride) if stride else [], _pair(padding),
+        _pair(dilation), ceil_mode, idx)
+
+
 def nn_cases() -> List[Case]:
     c: List[Case] = []
     # ------------------------------------------------------------------- nn
@@ -121,9 +161,33 @@ def nn_cases() -> List[Case]:
           Case("max_pool2d", [R(2, 3, 7, 7)], {"kernel_size": 3, "stride": 2, "padding": 1}, ref=F.max_pool2d),
           Case("max_pool2d", [R(3, 6, 5)], {"kernel_size": (2, 3), "ceil_mode": True, "dilation": 1},
                ref=F.max_pool2d),
+          # PyTorch's indices: the first maximum of a window, its last NaN; padded, dilated,
+          # ceil-mode windows; 3-d input.
+          Case("max_pool2d_with_indices", [R(2, 3, 7, 7)],
+               {"kernel_size": 3, "stride": 2, "padding": 1}, ref=_pooled_with_indices, nout=2),
+          Case("max_pool2d_with_indices", [NC(R(3, 6, 5))],
+               {"kernel_size": (2, 3), "ceil_mode": True, "dilation": (1, 2)},
+               ref=_pooled_with_indices, nout=2),
+          Case("max_pool2d_with_indices", [R(2, 3, 7, 6, dtype=torch.float64)],
+               {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 1), "dilation": (1, 2),
+                "ceil_mode": True}, ref=_pooled_with_indices, nout=2),
+          Case("max_pool2d_with_indices", [_ties(2, 3, 8, 7)], {"kernel_size": 2, "stride": 1},
+               ref=_pooled_with_indices, nout=2, check=_exact),
+          Case("max_pool2d_with_indices", [_ties(2, 3, 9, 8, nans=True)],
+               {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
+               ref=_pooled_with_indices, nout=2, check=_exact),
+          Case("max_pool2d_with_indices", [_ties(3, 7, 6, nans=True).double()],
+               {"kernel_size": 2, "dilation": 2, "padding": 1}, ref=_pooled_with_indices,
+               nout=2, check=_exact),
           Case("avg_pool2d", [R(2, 3, 7, 7)], {"kernel_size": 3, "stride": 2, "padding": 1}, ref=F.avg_pool2d),
           Case("avg_pool2d", [R(1, 2, 5, 5)], {"kernel_size": 2, "ceil_mode": True,
                                                "count_include_pad": False}, ref=F.avg_pool2d),
+          # int64, as PyTorch's CPU kernel: an int64 sum divided with truncation
+          Case("avg_pool2d", [R(2, 3, 7, 7, dtype=torch.int64)], {"kernel_size": 3, "stride": 2,
+                                                                 "padding": 1}, ref=F.avg_pool2d),
+          Case("avg_pool2d", [R(1, 2, 5, 5, dtype=torch.int64)], {"kernel_size": 2, "ceil_mode": True,
+                                                                 "count_include_pad": False},
+               ref=F.avg_pool2d),
           Case("adaptive_avg_pool2d", [R(2, 3, 7, 5)], {"output_size": (3, 2)}, ref=F.adaptive_avg_pool2d),
           Case("batch_norm", [R(4, 3, 2, 2), R(3), R(3, lo=0.5), R(3), R(3)], {"training": False},
                ref=F.batch_norm),
@@ -219,6 +283,16 @@ def autograd_support_cases() -> List[Case]:
           Case("max_pool2d_backward", [R(2, 3, 4, 4), R(2, 3, 7, 7)],
                {"kernel_size": (3,), "stride": (2,), "padding": (1,)},
                ref=lambda g, x, **k: _pool_grad(F.max_pool2d, g, x, **k)),
+          # At torch's indices: overlapping windows (an element the maximum of several);
+          # 3-d, dilated, ceil mode.
+          Case("max_pool2d_with_indices_backward",
+               _max_pool_backward_args(R(2, 3, 7, 7), kernel_size=3, stride=2, padding=1),
+               {"kernel_size": 3, "stride": 2, "padding": 1}, ref=_max_pool_backward),
+          Case("max_pool2d_with_indices_backward",
+               _max_pool_backward_args(R(3, 6, 7, dtype=torch.float64), kernel_size=(2, 3),
+                                       stride=1, dilation=(2, 1), ceil_mode=True),
+               {"kernel_size": (2, 3), "stride": 1, "dilation": (2, 1), "ceil_mode": True},
+               ref=_max_pool_backward),
           Case("avg_pool2d_backward", [R(1, 2, 3, 3), R(1, 2, 5, 5)],
                {"kernel_size": (2,), "ceil_mode": True, "count_include_pad": False},
                ref=lambda g, x, **k: _pool_grad(F.avg_pool2d, g, x, **k)),

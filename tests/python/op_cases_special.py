@@ -1,5 +1,5 @@
-"""Reference cases of torch.special's rows (Bessel, normal-distribution and orthogonal-polynomial
-functions) and of nonzero_static, for test_ops_reference.py (values) and
+"""Reference cases of torch.special's rows (Bessel, Airy, normal-distribution and
+orthogonal-polynomial functions) and of nonzero_static, for test_ops_reference.py (values) and
 test_autograd_reference.py (gradients of the differentiable ones: i0, i0e, i1, i1e, ndtri,
 log_ndtr, erfcx)."""
 
@@ -33,7 +33,13 @@ UNARY = [
     ("scaled_modified_bessel_k0", torch.special.scaled_modified_bessel_k0, _POSITIVE),
     ("scaled_modified_bessel_k1", torch.special.scaled_modified_bessel_k1, _POSITIVE),
     ("spherical_bessel_j0", torch.special.spherical_bessel_j0, _ANY),
+    ("airy_ai", torch.special.airy_ai, _ANY),
 ]
+# PyTorch's own float64 errors (against mpmath) where tensord's are ~1e-15: its J0/J1 ~3e-6
+# (relative) for 5 < |x| < 9; its airy_ai up to 6.4e-6 of Ai's envelope for -10 < x < -2.09 (its
+# port of Cephes evaluates two p1evl denominators as polevl; Note [Airy sources] in
+# runtime/core/airy_math.h): 4e-8 relative on these inputs.
+_F64_RTOL = {"bessel_j0": 1e-5, "bessel_j1": 1e-5, "airy_ai": 1e-6}
 POLYNOMIALS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
                "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
                "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
@@ -52,11 +58,19 @@ def _nonzero_static(x: torch.Tensor, size: int, fill_value: int = -1) -> torch.T
 def special_cases() -> List[Case]:
     c: List[Case] = []
     for name, ref, make in UNARY:
-        # PyTorch's J0/J1 are accurate to ~3e-6 (relative) for 5 < |x| < 9 (against mpmath);
-        # tensord's to ~1e-15
-        rtol = 1e-5 if name in ("bessel_j0", "bessel_j1") else None
         c += [Case(name, [make(3, 4)], ref=ref), Case(name, [NC(make(4, 5))], ref=ref),
-              Case(name, [make(6, dtype=F64)], ref=ref, rtol=rtol)]
+              Case(name, [make(6, dtype=F64)], ref=ref, rtol=_F64_RTOL.get(name))]
+    # Ai far out on both sides: float32 over [-100, 100] (PyTorch computes it in float32,
+    # tensord in double and rounds: they agree within float32's tolerance there), float64 on
+    # either side of PyTorch's error band (-10, -2.09), PyTorch's special values, an int64 input.
+    inf, nan = float("inf"), float("nan")
+    ai = torch.special.airy_ai
+    c += [Case("airy_ai", [torch.linspace(-100, 100, 401)], ref=ai),
+          Case("airy_ai", [torch.linspace(-100, -10, 181, dtype=F64)], ref=ai),
+          Case("airy_ai", [torch.linspace(-2.05, 100, 203, dtype=F64)], ref=ai),
+          Case("airy_ai", [torch.tensor([inf, -inf, nan, 103.5, 103.9, 200.0, -0.0], dtype=F64)],
+               ref=ai),
+          Case("airy_ai", [torch.tensor([-3, -1, 0, 1, 2, 7])], ref=ai)]
     x = torch.tanh(R(4, 5, dtype=F64)) * 0.95  # inside [-1, 1]; [0, 1] for the shifted ones
     n = torch.arange(20, dtype=F64).reshape(4, 5) % 7 - 1  # degrees -1..5 (-1 gives 0)
     for name in POLYNOMIALS:

@@ -11,7 +11,9 @@ import threading
 from typing import Any, Callable, List, Tuple
 
 from tensord import _wire
+from tensord._handle_table import HandleTable
 from tensord._proto import tensord_pb2 as pb
+from tensord._replay_log import ReplayLog
 from tensord._session import Session
 
 
@@ -101,12 +103,11 @@ def detached_session(packed: bool, max_cmds: int = 1024, max_bytes: int = 1 << 2
         _lock=lock, _replies=threading.Condition(lock), _wake_flusher=threading.Condition(lock),
         _flusher_idle=False, _entries=[], _open=None, _frame_bytes=0, _packed=packed,
         _site_ids={}, _run=None, _run_index=0, _run_seq=0, _run_last=0, _seq=0, _sent_seq=0,
-        _acked_seq=0, _next_handle=1, _acked_handle=0, _meta={}, _dropped=set(),
-        _batch_handles=collections.deque(), _batch_first_handle=1,
+        _acked_seq=0, _next_handle=1, _handles=HandleTable(),
         _released=collections.deque(), _released_events=collections.deque(),
         _released_shared=collections.deque(), _broken=None, _closing=False, _busy=None,
         _grad_sent=True, _max_cmds=max_cmds, _max_bytes=max_bytes, _resume_enabled=True,
-        _unacked=collections.deque(), _resuming=False, _shm=None, frames=[])
+        _replay=ReplayLog(), _resuming=False, _shm=None, frames=[])
     s._put_frame = s.frames.append
     return s
 

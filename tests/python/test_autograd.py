@@ -286,6 +286,24 @@ def test_max_pool2d_grad_matches_torch_on_ties_and_nans(geometry, data, dtype):
     np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-6, atol=0)
 
 
+@pytest.mark.parametrize("geometry", POOL_GEOMETRIES, ids=repr)
+def test_max_pool2d_return_indices_matches_torch(geometry):
+    # The native client's return_indices=True: max_pool2d_with_indices, PyTorch's indices (its
+    # first maximum, last NaN) and its backward at them (3-d input: the indices of each plane).
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 4, size=(3, 9, 8)).astype(np.float32)
+    x[rng.random(x.shape) < 0.08] = np.nan
+    a, ta = pair(x)
+    y, i = td.nn.MaxPool2d(**geometry, return_indices=True)(a)
+    ty, ti = torch.nn.MaxPool2d(**geometry, return_indices=True)(ta)
+    np.testing.assert_array_equal(y.numpy(), ty.detach().numpy())
+    np.testing.assert_array_equal(i.numpy(), ti.numpy())
+    w = rng.standard_normal(ty.shape).astype(np.float32)
+    (y * td.tensor(w)).sum().backward()
+    (ty * torch.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), ta.grad.numpy())
+
+
 def test_max_pool2d_grad_after_the_output_is_modified_in_place():
     # relu_ on the pooled output (nn.ReLU(inplace=True) after a pool): the backward recomputes
     # the maxima instead of reading the modified output, as PyTorch (which saves indices) allows.

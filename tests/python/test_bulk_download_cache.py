@@ -12,7 +12,7 @@ import pytest
 
 import tensord as td
 from tensord import _download_cache
-from tensord._session import Session
+from tensord._bulk import BulkLanes
 
 BIG = 3 << 20  # bytes: over _download_cache.MIN_BYTES
 
@@ -75,10 +75,10 @@ def test_a_failed_download_gives_its_buffer_back(daemon: str,
         x = _random(BIG // 4, 4)
         tx = _known(td.tensor(x))
 
-        def broken(self, what, n, lanes, move):
+        def broken(self, what, n, lanes, move, lock):
             raise td.ConnectionLost(f"{what}: broken for the test")
 
-        monkeypatch.setattr(Session, "_bulk_io", broken)
+        monkeypatch.setattr(BulkLanes, "io", broken)
         with pytest.raises(td.ConnectionLost, match="broken for the test"):
             tx.numpy()
         assert s._download_cache.idle_bytes() == _download_cache.size_class(BIG)

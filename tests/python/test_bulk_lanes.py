@@ -1,6 +1,6 @@
 """The bulk socket's lanes (docs/protocol.md "Bulk socket", proto/bulk_socket.h; ``_bulk.py``)
 against the real daemon over TCP loopback, without a shared-memory region: the session connects
-``min(Welcome.bulk_lanes, TENSORD_BULK_LANES)`` lanes, stripes transfers of 8 MiB or more over
+``min(Welcome.bulk_lanes, connect(bulk_lanes=))`` lanes, stripes transfers of 8 MiB or more over
 them in both directions with the bytes arriving as sent, keeps the lanes from 0 up to the first
 one refused, and falls back to the stream for good when a lane breaks mid-transfer. The daemon
 admits each lane of a token once and only the lanes it offered."""
@@ -17,7 +17,7 @@ import pytest
 import tensord as td
 from conftest import running_daemon
 from tensord import _bulk
-from tensord._session import Session
+from tensord._bulk import BulkLanes
 
 MiB = 1 << 20
 
@@ -38,13 +38,13 @@ def daemon_3_lanes() -> Iterator[str]:
 def lane_io(monkeypatch: pytest.MonkeyPatch) -> List[Tuple[str, int, int]]:
     """("upload" or "download", bytes, lanes) of each transfer on the bulk socket."""
     seen: List[Tuple[str, int, int]] = []
-    real = Session._bulk_io
+    real = BulkLanes.io
 
-    def spy(self, what, n, lanes, move):
+    def spy(self, what, n, lanes, move, lock):
         seen.append((what.split()[0], n, lanes))
-        return real(self, what, n, lanes, move)
+        return real(self, what, n, lanes, move, lock)
 
-    monkeypatch.setattr(Session, "_bulk_io", spy)
+    monkeypatch.setattr(BulkLanes, "io", spy)
     return seen
 
 
@@ -72,26 +72,21 @@ def _lane_hello(w, lane: int) -> bytes:
     return b"TDBULK01" + token if lane == 0 else b"TDBULK02" + token + bytes([lane])
 
 
-# (daemon fixture, TENSORD_BULK_LANES, lanes the daemon offers, lanes the session connects)
-CONFIGS = [("daemon", None, 4, 4), ("daemon", "1", 4, 1), ("daemon", "2", 4, 2),
-           ("daemon", "8", 4, 4), ("daemon_1_lane", None, 1, 1),
-           ("daemon_3_lanes", None, 3, 3), ("daemon_3_lanes", "2", 3, 2)]
+# (daemon fixture, connect(bulk_lanes=), lanes the daemon offers, lanes the session connects)
+CONFIGS = [("daemon", None, 4, 4), ("daemon", 1, 4, 1), ("daemon", 2, 4, 2),
+           ("daemon", 8, 4, 4), ("daemon_1_lane", None, 1, 1),
+           ("daemon_3_lanes", None, 3, 3), ("daemon_3_lanes", 2, 3, 2)]
 
 
-@pytest.mark.parametrize("which, env, offered, connected", CONFIGS,
-                         ids=[f"{w}-env{e}" for w, e, _, _ in CONFIGS])
+@pytest.mark.parametrize("which, cap, offered, connected", CONFIGS,
+                         ids=[f"{w}-cap{c}" for w, c, _, _ in CONFIGS])
 def test_transfers_are_striped_and_arrive_as_sent(
-        request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
-        lane_io: List[Tuple[str, int, int]], which: str, env: Optional[str], offered: int,
-        connected: int) -> None:
-    if env is None:
-        monkeypatch.delenv("TENSORD_BULK_LANES", raising=False)
-    else:
-        monkeypatch.setenv("TENSORD_BULK_LANES", env)
+        request: pytest.FixtureRequest, lane_io: List[Tuple[str, int, int]], which: str,
+        cap: Optional[int], offered: int, connected: int) -> None:
     address = request.getfixturevalue(which)
-    with td.connect(address, shm=False) as s:
+    with td.connect(address, shm=False, bulk_lanes=cap) as s:
         assert s.welcome.bulk_lanes == offered
-        assert s._bulk_lanes_connected == 0  # not before the first big transfer
+        assert s._bulk.connected == 0  # not before the first big transfer
         # 8 MiB + 12345 and 33 MiB + 12: spans that are not multiples of 64 KiB (a split
         # unlike the daemon's leaves a lane waiting for bytes that never come)
         for seed, (nbytes, dtype) in enumerate([(MiB, np.float32), (8 * MiB + 12345, np.uint8),
@@ -99,7 +94,7 @@ def test_transfers_are_striped_and_arrive_as_sent(
                                                 (33 * MiB + 12, np.float32)]):
             a = _random(nbytes, seed, dtype)
             x = td.tensor(a)
-            assert s._bulk_lanes_connected == connected
+            assert s._bulk.connected == connected
             back = x.numpy()  # the size known: asked on the socket
             assert back.tobytes() == a.tobytes()
             out = np.empty_like(a)
@@ -113,7 +108,7 @@ def test_transfers_are_striped_and_arrive_as_sent(
                 want.append(("download", nbytes, lanes))
             assert lane_io == want
             lane_io.clear()
-        assert s._bulk_state is True
+        assert s._bulk.state is True
 
 
 def test_threads_share_the_lanes(daemon: str, lane_io: List[Tuple[str, int, int]]) -> None:
@@ -134,7 +129,7 @@ def test_threads_share_the_lanes(daemon: str, lane_io: List[Tuple[str, int, int]
         for t in threads:
             t.join(120)
         assert not failures, failures
-        assert s._bulk_lanes_connected == 4 and s._bulk_state is True
+        assert s._bulk.connected == 4 and s._bulk.state is True
     assert len(lane_io) == 24 and all(lanes == 2 for _, _, lanes in lane_io)
 
 
@@ -154,7 +149,7 @@ def test_lanes_not_offered_or_used_are_refused(daemon: str) -> None:
             # The session's own lane 0 is taken: its transfers take the stream.
             a = _random(9 * MiB, 1)
             np.testing.assert_array_equal((td.tensor(a) + 2).numpy(), a + 2)
-            assert s._bulk_state is False and s._bulk_lanes_connected == 0
+            assert s._bulk.state is False and s._bulk.connected == 0
         finally:
             for sock in held:
                 sock.close()
@@ -170,7 +165,7 @@ def test_lanes_up_to_the_first_refused(daemon: str,
             assert answer == b"Y"
             a = _random(33 * MiB, 2)
             x = td.tensor(a)
-            assert s._bulk_lanes_connected == 2
+            assert s._bulk.connected == 2
             np.testing.assert_array_equal(x.numpy(), a)
             np.testing.assert_array_equal((x * 3).numpy(), a * 3)
             assert lane_io == [("upload", 33 * MiB, 2), ("download", 33 * MiB, 2),
@@ -185,9 +180,9 @@ def test_a_broken_lane_fails_one_transfer_then_the_stream_serves(
     with td.connect(daemon, shm=False) as s:
         a = _random(33 * MiB, 3)
         x = td.tensor(a)  # connects 4 lanes, striped over them
-        assert s._bulk_lanes_connected == 4
+        assert s._bulk.connected == 4
         lane = 2 if direction == "upload" else 1
-        s._bulk_socks[lane].shutdown(socket.SHUT_RDWR)  # as if the network dropped it
+        s._bulk.socks[lane].shutdown(socket.SHUT_RDWR)  # as if the network dropped it
         # The daemon's lane fails too and shuts its other lanes down, so whichever lane this
         # end finds broken first is named.
         with pytest.raises(td.Error, match=rf"{direction} of handle \d+: lane \d of the "
@@ -196,7 +191,7 @@ def test_a_broken_lane_fails_one_transfer_then_the_stream_serves(
                 td.tensor(a)
             else:
                 x.numpy()
-        assert s._bulk_state is False and s._bulk_lanes_connected == 0
+        assert s._bulk.state is False and s._bulk.connected == 0
         b = _random(33 * MiB, 4)
         y = td.tensor(b)  # the stream now
         np.testing.assert_array_equal((x + y).numpy(), a + b)

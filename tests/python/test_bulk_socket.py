@@ -55,7 +55,7 @@ def test_big_transfers_go_on_the_socket(remote: td.Session, bulk_calls: List[str
     a = _random(BIG // 4 + 3, 1)  # an odd tail
     x = td.tensor(a)
     assert bulk_calls == ["put"]
-    assert remote._bulk_state is True
+    assert remote._bulk.state is True
     np.testing.assert_array_equal(x.numpy(), a)  # size known: asked on the socket
     y = x * 2 + 1  # a fresh result: its size is not known yet, the daemon decides
     want = (torch.from_numpy(a) * 2 + 1).numpy()
@@ -100,7 +100,7 @@ def test_small_transfers_stay_on_the_stream(remote: td.Session, bulk_calls: List
     np.testing.assert_array_equal(x.numpy(out=out), a)
     assert abs((x * 1).sum().item() - float(a.astype(np.float64).sum())) < 1e-3
     assert bulk_calls == []
-    assert remote._bulk_state is None  # never connected
+    assert remote._bulk.state is None  # never connected
 
 
 def test_a_fresh_small_result_is_answered_on_the_stream(remote: td.Session,
@@ -122,7 +122,7 @@ def test_turned_off_the_stream_carries_them(daemon: str, bulk_calls: List[str], 
         a = _random(BIG // 4, 9)
         np.testing.assert_array_equal((td.tensor(a) - 1).numpy(), a - 1)
         assert bulk_calls == []
-        assert not s._bulk_state
+        assert not s._bulk.state
 
 
 def test_a_daemon_without_bulk_sockets(bulk_calls: List[str]) -> None:
@@ -138,10 +138,10 @@ def test_a_broken_socket_fails_one_transfer_then_the_stream_serves(
         remote: td.Session) -> None:
     a = _random(BIG // 4, 11)
     x = td.tensor(a)  # connects
-    remote._bulk_sock.shutdown(socket.SHUT_RDWR)  # as if the network dropped it
+    remote._bulk.socks[0].shutdown(socket.SHUT_RDWR)  # as if the network dropped it
     with pytest.raises(td.Error, match="upload of handle .*: the bulk socket to tensord broke"):
         td.tensor(a)
-    assert remote._bulk_state is False
+    assert remote._bulk.state is False
     b = _random(BIG // 4, 12)
     y = td.tensor(b)  # the stream now
     np.testing.assert_array_equal((x + y).numpy(), a + b)

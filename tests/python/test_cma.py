@@ -101,7 +101,7 @@ def test_daemon_without_cross_memory_attach(cma_puts: list) -> None:
 
 def test_a_ticket_binds_once(daemon: str) -> None:
     with td.connect(daemon) as s:
-        assert s.welcome.cma and s._cma_bound
+        assert s.welcome.cma and s._cma.bound
         assert s.welcome.cma_socket.startswith("@tensord-cma-")
         assert not _cma.bind(s.welcome)  # spent: the daemon answers "refused"
 

@@ -15,10 +15,9 @@ import tensord as td
 from conftest import running_daemon
 from tensord import _command_ring
 
-pytestmark = pytest.mark.skipif(not _command_ring.use_ring,
+pytestmark = pytest.mark.skipif(not _command_ring.available,
                                 reason="the _ring C module is not built "
-                                       "(tools/build_python_ext.sh), or TENSORD_PURE_PYTHON=1 "
-                                       "or TENSORD_RING=0")
+                                       "(tools/build_python_ext.sh), or TENSORD_PURE_PYTHON=1")
 
 
 def _ring(s: td.Session) -> _command_ring.CommandRing:

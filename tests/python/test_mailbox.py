@@ -21,14 +21,8 @@ pytestmark = pytest.mark.skipif(_shm._mailbox is None,
                                        "(tools/build_python_ext.sh), or TENSORD_PURE_PYTHON=1")
 
 
-@pytest.fixture(autouse=True)
-def mailbox_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Sessions opened by a test use the mailbox whatever the host's CPU count."""
-    monkeypatch.setattr(_shm, "use_mailbox", True)
-
-
 def test_item_values_come_from_the_mailbox(daemon: str) -> None:
-    with td.connect(daemon, shm=True) as s:
+    with td.connect(daemon, shm=True, mailbox=True) as s:
         assert s._shm is not None and s._shm.word != 0
         x = td.tensor(np.arange(5, dtype=np.float32))
         for i in range(20):
@@ -37,11 +31,11 @@ def test_item_values_come_from_the_mailbox(daemon: str) -> None:
         assert (td.ones(3, dtype=td.bfloat16) * 3).sum().item() == 9.0
         # Most answers win the race with the stream's copy (which the reader then drops).
         assert s._mailbox_answers > 0
-        assert s._notify_rid == 0 and not s._pending
+        assert s._notify_rid == 0 and len(s._requests) == 0
 
 
 def test_an_error_is_answered_on_the_stream_and_the_session_goes_on(daemon: str) -> None:
-    with td.connect(daemon, shm=True) as s:
+    with td.connect(daemon, shm=True, mailbox=True) as s:
         bad = td.tensor(np.ones(3, np.float32)) + td.tensor(np.ones(4, np.float32))
         with pytest.raises(td.Error, match="broadcast"):
             bad.sum().item()
@@ -50,7 +44,7 @@ def test_an_error_is_answered_on_the_stream_and_the_session_goes_on(daemon: str)
 
 
 def test_threads_taking_turns_each_get_their_own_answer(daemon: str) -> None:
-    with td.connect(daemon, shm=True) as s:
+    with td.connect(daemon, shm=True, mailbox=True) as s:
         base = td.tensor(np.arange(4, dtype=np.float32))  # its shape: read by 4 threads at once
         wrong = []
 

@@ -350,6 +350,17 @@ def test_gather_scatter_index_select():
     assert_same(td.index_select(from_torch(x), 0, from_torch(sel)),
                 torch.index_select(x, 0, sel))
     assert_same(from_torch(x).index_select(1, from_torch(sel)), x.index_select(1, sel))
+    dup = torch.tensor([[0, 2], [0, 0], [3, 3]])  # repeated targets in rows 1 and 2
+    for reduce in ("sum", "prod", "mean", "amax", "amin"):
+        assert_same(td.scatter_reduce(from_torch(x), 1, from_torch(dup), from_torch(src), reduce,
+                                      include_self=False),
+                    torch.scatter_reduce(x, 1, dup, src, reduce, include_self=False))
+        assert_same(from_torch(x).scatter_reduce(1, from_torch(dup), from_torch(src), reduce),
+                    x.scatter_reduce(1, dup, src, reduce))
+    rows = torch.tensor([2, 0, 2])
+    assert_same(from_torch(x).index_reduce(0, from_torch(rows), from_torch(x), "mean",
+                                           include_self=False),
+                x.index_reduce(0, rows, x, "mean", include_self=False))
 
 
 def test_layer_norm_positional_signature():

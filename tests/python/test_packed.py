@@ -61,12 +61,10 @@ def test_loop_values_match_torch(daemon, packed):
         assert sum(r.packed.count for r in packed_runs) > 2000 * 4
 
 
-def test_packed_is_off_with_the_environment(daemon, monkeypatch):
-    monkeypatch.setenv("TENSORD_PACKED", "0")
-    with td.connect(daemon) as s:
+def test_packed_is_off_with_the_keyword(daemon):
+    with td.connect(daemon, packed=False) as s:
         assert not s._packed
         assert (td.tensor([1.0]) + td.tensor([2.0])).item() == 3.0
-    monkeypatch.delenv("TENSORD_PACKED")
     with td.connect(daemon) as s:
         assert s._packed and s.welcome.packed_commands
 
@@ -126,11 +124,11 @@ def made(lib, devices):
 def test_results_are_described_alike_packed_or_not(daemon, monkeypatch):
     # Note [Packed metas]: plain results come as packed entries, the rest as TensorMetas; the
     # client's metadata of every result is the same either way, and PyTorch's
-    from tensord import _receiver
+    from tensord import _handle_table
 
     decoded = []
-    store = _receiver.store_packed
-    monkeypatch.setattr(_receiver, "store_packed", lambda *a: decoded.append(store(*a))
+    store = _handle_table.store_packed
+    monkeypatch.setattr(_handle_table, "store_packed", lambda *a: decoded.append(store(*a))
                         or decoded[-1])
     infos = []
     for packed in (True, False):

@@ -135,7 +135,7 @@ def check_binds_again(proxy: Proxy, puts: list) -> None:
             proxy.cut()
             np.testing.assert_array_equal((td.tensor(big) * 2.0).numpy(), big * 2.0)
             assert len(puts) == i + 2, "the upload left cross-memory attach"
-        assert s.resumes == 2 and s._cma_bound
+        assert s.resumes == 2 and s._cma.bound
 
 
 def test_cuts_at_many_points_of_the_reply_stream(proxy: Proxy) -> None:
@@ -205,7 +205,7 @@ def test_pending_reads_in_other_threads_complete_across_a_cut(proxy: Proxy, daem
             assert isinstance(r, np.ndarray), r
             np.testing.assert_array_equal(r, expect + k)
         assert s.resumes >= 1
-        assert bool(s._bulk_state) == bulk
+        assert bool(s._bulk.state) == bulk
         assert session_state(daemon_address, s.session_id) == "active"
 
 

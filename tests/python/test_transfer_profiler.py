@@ -58,9 +58,9 @@ def test_fallback_when_disabled(daemon: str, monkeypatch: pytest.MonkeyPatch) ->
 def test_fallback_when_region_unreachable(daemon: str, monkeypatch: pytest.MonkeyPatch) -> None:
     real_open = _shm.Region.open
 
-    def wrong_nonce(desc):  # as if the path named another host's file
+    def wrong_nonce(desc, options):  # as if the path named another host's file
         desc.nonce = b"x" * 16
-        return real_open(desc)
+        return real_open(desc, options)
 
     monkeypatch.setattr(_shm.Region, "open", staticmethod(wrong_nonce))
     with td.connect(daemon, shm=True) as s:

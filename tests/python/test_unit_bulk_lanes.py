@@ -1,6 +1,6 @@
 """The bulk socket's lanes without a daemon (``tensord._bulk``, docs/protocol.md "Bulk socket"):
 the split of a transfer over lanes against hand-computed cases and against proto/bulk_socket.h
-itself (compiled here when a C++ compiler is at hand), the ``TENSORD_BULK_LANES`` cap, the
+itself (compiled here when a C++ compiler is at hand), the lanes a session connects, the
 striping of I/O over socket pairs, and ``Data.bulk_lanes`` in the hand decoder."""
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from conftest import REPO
+import tensord as td
 from tensord import _bulk, _data_frame
+from tensord._options import TransportOptions
 from tensord._proto import tensord_pb2 as pb
 
 KiB, MiB = 1 << 10, 1 << 20
@@ -101,23 +103,6 @@ def test_mirrors_proto_bulk_socket_h(tmp_path):
         assert _bulk.lanes_for(n, lanes) == count, (n, lanes)
 
 
-@pytest.mark.parametrize("value, cap", [(None, _bulk.MAX_LANES), ("", _bulk.MAX_LANES),
-                                        ("1", 1), ("2", 2), (" 3 ", 3), ("100", 100)])
-def test_lanes_cap(monkeypatch, value, cap):
-    if value is None:
-        monkeypatch.delenv("TENSORD_BULK_LANES", raising=False)
-    else:
-        monkeypatch.setenv("TENSORD_BULK_LANES", value)
-    assert _bulk.lanes_cap() == cap
-
-
-@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
-def test_lanes_cap_refuses_nonsense(monkeypatch, value):
-    monkeypatch.setenv("TENSORD_BULK_LANES", value)
-    with pytest.raises(ValueError, match="TENSORD_BULK_LANES"):
-        _bulk.lanes_cap()
-
-
 def _pairs(k):
     return [socket.socketpair() for _ in range(k)]
 
@@ -132,9 +117,9 @@ def test_stripe_moves_each_span_on_its_lane(lanes):
     dst = np.zeros(n, dtype=np.uint8)
     got = []
     receiver = threading.Thread(target=lambda: got.append(
-        _bulk._stripe([b for _, b in pairs], n, _bulk._receive(dst, n))))
+        _bulk._stripe([b for _, b in pairs], n, _bulk.receive(dst, n))))
     receiver.start()
-    assert _bulk._stripe([a for a, _ in pairs], n, _bulk._send(data)) is None
+    assert _bulk._stripe([a for a, _ in pairs], n, _bulk.send(data)) is None
     receiver.join(30)
     assert got == [None]
     assert dst.tobytes() == bytes(data)
@@ -151,7 +136,7 @@ def test_stripe_names_the_failing_lane_and_wakes_the_others():
     pairs[2][0].sendall(bytes(1000))
     pairs[2][0].close()  # lane 2's sender goes after 1000 bytes; lanes 0 and 1 send nothing
     dst = np.zeros(n, dtype=np.uint8)
-    failed = _bulk._stripe([b for _, b in pairs], n, _bulk._receive(dst, n))
+    failed = _bulk._stripe([b for _, b in pairs], n, _bulk.receive(dst, n))
     assert failed is not None
     lane, e = failed
     assert lane == 2 and isinstance(e, OSError)
@@ -213,20 +198,14 @@ class _FakeListener:
             c.close()
 
 
-class _Stub(_bulk.BulkSocket):
-    """What ``_bulk_connect`` reads of a Session."""
-
-    def __init__(self, port: int, token: str, offered: int, cap: int):
-        self.welcome = pb.Welcome(bulk_port=port, bulk_token=token, bulk_lanes=offered)
-        self.address = "127.0.0.1:1"
-        self._bulk_wanted, self._shm, self._bulk_cap = True, None, cap
-        self._bulk_socks = []
+def _lanes(cap: int = _bulk.MAX_LANES, address: str = "127.0.0.1:1") -> _bulk.BulkLanes:
+    return _bulk.BulkLanes(address, TransportOptions(bulk_lanes=cap))
 
 
 @pytest.mark.parametrize("offered, cap, admit, hellos", [
     (4, 8, range(8), [0, 1, 2, 3]),  # as many as offered
-    (4, 2, range(8), [0, 1]),  # TENSORD_BULK_LANES=2
-    (4, 1, range(8), [0]),  # TENSORD_BULK_LANES=1
+    (4, 2, range(8), [0, 1]),  # connect(bulk_lanes=2)
+    (4, 1, range(8), [0]),  # connect(bulk_lanes=1)
     (0, 8, range(8), [0]),  # a daemon from before lanes: Welcome.bulk_lanes 0
     (20, 20, range(20), list(range(8))),  # never past kBulkMaxLanes
     (4, 8, [0, 1, 3], [0, 1, 2]),  # lane 2 refused: 0 and 1 kept, 3 not tried
@@ -236,14 +215,48 @@ def test_connect_lanes(offered, cap, admit, hellos):
     token = "t" * 32
     fake = _FakeListener(token.encode(), admit)
     try:
-        stub = _Stub(fake.port, token, offered, cap)
-        socks = stub._bulk_connect()
-        assert fake.hellos == hellos
+        lanes = _lanes(cap)
+        welcome = pb.Welcome(bulk_port=fake.port, bulk_token=token, bulk_lanes=offered)
         want = len(hellos) if hellos[-1] in admit else len(hellos) - 1
-        assert len(socks) == want
-        stub._bulk_socks = socks
-        assert stub._bulk_lanes_connected == want
-        stub._bulk_drop()
-        assert stub._bulk_lanes_connected == 0 and stub._bulk_sock is None
+        assert lanes.state is None and lanes.connected == 0
+        assert lanes.usable(welcome) is (want > 0)
+        assert fake.hellos == hellos
+        assert lanes.connected == want and lanes.state is (want > 0)
+        assert lanes.usable(welcome) is (want > 0) and fake.hellos == hellos  # connects once
+        lanes.close()
+        assert lanes.connected == 0 and lanes.state is False and not lanes.usable(welcome)
     finally:
         fake.close()
+
+
+@pytest.mark.parametrize("address, bulk, wanted", [
+    ("127.0.0.1:5", True, True), ("localhost:5", True, True), ("[::1]:5", True, True),
+    ("unix:/tmp/x.sock", True, False), ("127.0.0.1:5", False, False)])
+def test_wanted_only_on_tcp_when_allowed(address, bulk, wanted):
+    lanes = _bulk.BulkLanes(address, TransportOptions(bulk=bulk))
+    assert lanes.wanted is wanted
+    if not wanted:  # never connects
+        assert not lanes.usable(pb.Welcome(bulk_port=1, bulk_token="t" * 32, bulk_lanes=4))
+
+
+def test_io_releases_the_lock_and_a_failed_lane_drops_every_lane():
+    lanes = _lanes()
+    pairs = _pairs(2)
+    lanes.socks, lanes.state = [a for a, _ in pairs], True
+    lock = threading.Lock()
+    lock.acquire()
+    held = []
+
+    def move(sock, begin, end):
+        held.append(lock.locked())
+        if begin > 0:
+            raise OSError("reset")
+
+    with pytest.raises(td.ConnectionLost, match="upload of handle 7: lane 1 of the bulk "
+                                                "socket to tensord broke"):
+        lanes.io("upload of handle 7", 16 * MiB, 2, move, lock)
+    assert lock.locked()  # given back to the caller
+    assert held == [False, False]  # the I/O ran without it
+    assert lanes.state is False and lanes.connected == 0
+    for _, b in pairs:
+        b.close()

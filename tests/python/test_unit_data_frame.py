@@ -91,7 +91,7 @@ def test_upload_window_bounds_unacknowledged_chunks(monkeypatch):
 
     def counting_flush(self):
         flush(self)
-        most[0] = max(most[0], len(self._unacked))
+        most[0] = max(most[0], len(self._replay))
 
     monkeypatch.setattr(_batch.Batcher, "_flush_locked", counting_flush)
     try:

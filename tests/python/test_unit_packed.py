@@ -7,7 +7,6 @@ test_speedups.py."""
 import pytest
 
 from tensord import _wire
-from tensord._connection import pending_resend
 from tensord._proto import tensord_pb2 as pb
 from tensord._session import Session
 
@@ -49,11 +48,11 @@ def test_resend_bookkeeping_uses_the_last_seq_of_a_run():
     # the first Call binds the site (a message); the rest and the Release are one run
     assert [c.WhichOneof("kind") for c in cmds] == ["call", "packed"]
     assert (cmds[1].seq, cmds[1].packed.count) == (2, 5)
-    assert s._unacked[-1][0] == s._sent_seq == 6  # the run's last seq
-    assert s._batch_handles[-1] == (6, 1, 6)
+    assert s._replay.last_seq() == s._sent_seq == 6  # the run's last seq
+    assert s._handles.batches[-1] == (6, 1, 6)
     # a run straddling the daemon's applied seq is resent whole; one applied whole is not
-    assert pending_resend(s._unacked, 3) == [frame]
-    assert pending_resend(s._unacked, 6) == []
+    assert s._replay.resend_after(3) == [frame]
+    assert s._replay.resend_after(6) == []
 
 
 def test_sites_bind_once_and_stop_at_the_limit(monkeypatch):

@@ -151,14 +151,10 @@ def test_c_decoder_checks_its_arguments():
 # ------------------------------------------------------------ a session on the fake daemon
 
 
-def test_packed_acks_follow_the_packed_switch(fake, monkeypatch):
+def test_packed_acks_follow_the_packed_switch(fake):
     fake.packed_metas = bytes
     with td.connect(fake.address, packed=False) as s:
         assert (td.tensor([1.0]) + td.tensor([2.0])).tolist() == [3.0]
-    monkeypatch.setenv("TENSORD_PACKED", "0")
-    with td.connect(fake.address) as s:
-        assert s.devices == ["cpu"]
-    monkeypatch.delenv("TENSORD_PACKED")
     with td.connect(fake.address) as s:
         a = td.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
         b = (a + a).sum(dim=[1])
@@ -167,7 +163,7 @@ def test_packed_acks_follow_the_packed_switch(fake, monkeypatch):
         assert b.tolist() == [6.0, 24.0] and not b.requires_grad and not b.is_leaf
         with pytest.raises(td.ShapeError):
             bad.shape
-    assert [h.packed_acks for h in fake.hellos] == [False, False, True]
+    assert [h.packed_acks for h in fake.hellos] == [False, True]
 
 
 def test_a_spoiled_entry_leaves_its_handles_with_a_clear_error(fake):

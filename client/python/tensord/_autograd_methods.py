@@ -17,10 +17,13 @@ commands. What costs a round trip, and why:
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from . import _grad, _tensor
+from . import _calls, _grad
 from ._site import call_site
+
+if TYPE_CHECKING:
+    from ._tensor import Tensor
 
 
 class GradFn:
@@ -89,27 +92,27 @@ class AutogradMethods:
         return GradFn(name) if name else None
 
     @property
-    def grad(self) -> Optional["_tensor.Tensor"]:
+    def grad(self) -> Optional["Tensor"]:
         """The gradient accumulated by ``backward()``, or None. Waits for the daemon's answer
         (one round trip)."""
         s = self._session  # type: ignore[attr-defined]
         handle, seq = s.get_grad(self._handle)  # type: ignore[attr-defined]
-        g = _tensor.Tensor._make(s, handle, seq, self._dev)  # type: ignore[attr-defined]
+        g = _calls.Tensor._make(s, handle, seq, self._dev)  # type: ignore[attr-defined]
         return None if g._meta().is_none else g
 
     @grad.setter
-    def grad(self, value: Optional["_tensor.Tensor"]) -> None:
+    def grad(self, value: Optional["Tensor"]) -> None:
         if value is None:
             self._session.set_grad(self._handle, 0)  # type: ignore[attr-defined]
             return
-        if not isinstance(value, _tensor.Tensor):
+        if not isinstance(value, _calls.Tensor):
             raise TypeError(f"assigned grad expected to be a Tensor or None but got "
                             f"{type(value).__name__}")
         if value._session is not self._session:  # type: ignore[attr-defined]
             raise ValueError("assigned grad belongs to a different tensord session")
         self._session.set_grad(self._handle, value._handle)  # type: ignore[attr-defined]
 
-    def backward(self, gradient: Optional["_tensor.Tensor"] = None,
+    def backward(self, gradient: Optional["Tensor"] = None,
                  retain_graph: Optional[bool] = None, create_graph: bool = False,
                  inputs: Any = None) -> None:
         """Accumulates the gradient of this tensor into the ``.grad`` of the leaves: one
@@ -119,14 +122,14 @@ class AutogradMethods:
         backward([self], None if gradient is None else [gradient], retain_graph,  # type: ignore
                  create_graph, inputs=inputs)
 
-    def detach(self) -> "_tensor.Tensor":
+    def detach(self) -> "Tensor":
         """A new tensor sharing this one's storage, outside the graph (a leaf without grad)."""
         if "detach" in self._session.catalog:  # type: ignore[attr-defined]
-            return _tensor.call("detach", [self])
+            return _calls.call("detach", [self])
         with _grad.no_grad():  # an alias made with grad off is out of the graph too
-            return _tensor.call("view", [self], {"shape": list(self.shape)})  # type: ignore
+            return _calls.call("view", [self], {"shape": list(self.shape)})  # type: ignore
 
     @property
-    def data(self) -> "_tensor.Tensor":
+    def data(self) -> "Tensor":
         """``detach()``: the values outside the graph (shares storage)."""
         return self.detach()

@@ -1,71 +1,23 @@
 """The open batch of a session: commands being appended, flushed as one frame, kept until
 acknowledged (part of ``Session``; see ``_session`` for the threads and the lock).
 
-Every frame sent is also kept in ``_unacked`` (last command seq, encoded frame; a packed run's
-commands have a seq each, so a frame ending in a run ends at the run's last) until its Ack
+Every frame sent is also kept in the session's ``ReplayLog`` (``_replay``) until its Ack
 arrives, so that after a resume (``_receiver``) the batches the daemon has not applied can be
-sent again on the new stream. While a resume is under way, flushed frames are only kept there.
+sent again on the new stream; while a resume is under way, flushed frames are only kept there.
+The handles each frame allocated go to the ``HandleTable`` (``_handles``), which matches them
+against its Ack.
 """
 
 from __future__ import annotations
 
-import collections
 import threading
 from typing import Any, List, Optional, Tuple
 
 from . import _errors, _wire
 from ._fast import run_release
-from ._errors import ConnectionLost, Error
+from ._errors import ConnectionLost
 from ._proto import tensord_pb2 as pb
-
-
-class Pending:
-    """A reply someone waits for: a Get's data, a SyncDone, a Profile or a SharedBuffer.
-
-    Its waiter sleeps on its own lock (``wait``), released once by the receiver when the reply
-    is complete (``finish``) or the session is over (``wake``): one futex hand-off, without the
-    shared Condition's Python-level bookkeeping, on the critical path of every value read."""
-
-    __slots__ = ("done", "error", "meta", "buf", "total", "shm_size", "lanes", "seq", "_wake",
-                 "_woken")
-
-    def __init__(self) -> None:
-        self.done = False
-        self.seq = 0  # the request's command seq (0: not recorded)
-        self.error: Optional[Error] = None
-        self.meta: Any = None
-        self.buf = bytearray()
-        self.total = 0  # shared-memory Data: the tensor's bytes and this chunk's
-        self.shm_size = 0
-        self.lanes = 0  # bulk socket Data: the lanes its bytes are striped over (0, 1: lane 0)
-        self._wake = threading.Lock()
-        self._wake.acquire()
-        self._woken = False
-
-    def finish(self) -> None:
-        """The reply is complete (under the session's lock)."""
-        self.done = True
-        self.wake()
-
-    def finish_in_place(self, meta: Any, total: int, size: int, lanes: int = 0) -> None:
-        """Answered by one ranged chunk already in place (the region, a shared buffer, the
-        client's memory) or on the bulk socket's ``lanes``: its meta (first chunk only), the
-        tensor's bytes and this chunk's."""
-        self.meta = meta
-        self.total = total
-        self.shm_size = size
-        self.lanes = lanes
-        self.finish()
-
-    def wake(self) -> None:
-        """Lets the waiter go (under the session's lock; once)."""
-        if not self._woken:
-            self._woken = True
-            self._wake.release()
-
-    def wait(self) -> None:
-        """Sleeps until ``wake`` (without the session's lock)."""
-        self._wake.acquire()
+from ._requests import Pending
 
 
 class Replies(threading.Condition):
@@ -92,8 +44,6 @@ class Batcher:
     _wake_flusher: threading.Condition
     _entries: List[Any]
     _open: Optional[pb.Command]
-    _unacked: "collections.deque[Tuple[int, bytes]]"
-    _batch_handles: "collections.deque[Tuple[int, int, int]]"
 
     def release(self, handle: int) -> None:
         """Queues ``handle`` for a batched Release. Safe from finalizers in any thread."""
@@ -200,11 +150,7 @@ class Batcher:
 
     def _request_locked(self) -> Tuple[int, Pending]:
         self._check_open_locked()
-        rid = self._next_request
-        self._next_request += 1
-        p = Pending()
-        self._pending[rid] = p
-        return rid, p
+        return self._requests.new()
 
     def _queue_check_locked(self) -> None:
         """Note [Deferred backward errors]: queues a host-only Sync after a Backward that no
@@ -216,16 +162,16 @@ class Batcher:
         p.seq = cmd.seq
         cmd.sync.request_id = rid
         cmd.sync.host_only = True
-        self._checks.append((rid, p))
+        self._requests.checks.append((rid, p))
 
     def raise_checked(self) -> None:
         """``_raise_checked_locked`` for value reads, after their own value came back. The
         daemon answered the checks queued before the read first, but a same-host read may come
         back on another path (the region) than their answers (the stream): wait for those."""
-        if not self._checks:
+        if not self._requests.checks:
             return
         with self._lock:
-            for _, p in list(self._checks):
+            for _, p in list(self._requests.checks):
                 if not p.done and self._broken is None:
                     self._replies.waits += 1
                     self._lock.release()
@@ -246,19 +192,7 @@ class Batcher:
         # followed by a host-only Sync nobody waits for; its answer, the same report the wait
         # got, is raised by the next value read, synchronize() or backward(): like CUDA's
         # asynchronous errors in PyTorch, it names the backward's call site.
-        error = None
-        while self._checks and self._checks[0][1].done:
-            rid, p = self._checks.popleft()
-            self._pending.pop(rid, None)
-            if p.seq > self._answered_seq:
-                self._answered_seq = p.seq
-            frame_errors, self._frame_errors = self._frame_errors, []
-            raised, self._raised_errors = self._raised_errors, set()
-            if error is None:
-                if p.error is not None and _errors.identity(p.error) not in raised:
-                    error = p.error
-                elif frame_errors:
-                    error = frame_errors[0]
+        error = self._requests.answered_checks()
         if error is not None:
             raise _errors.fresh(error)
 
@@ -272,11 +206,7 @@ class Batcher:
                 p.wait()
             finally:
                 self._lock.acquire()
-        self._pending.pop(rid, None)
-        if not p.done:
-            p.error = self._broken
-        elif p.seq > self._answered_seq:  # the daemon ran everything up to it
-            self._answered_seq = p.seq
+        self._requests.finished(rid, p, self._broken)
 
     def _drain_released_locked(self) -> None:
         if self._released_events:  # dropped Events (_streams.py): the daemon forgets them
@@ -293,12 +223,7 @@ class Batcher:
         # meanwhile: take what is there now.
         popleft = self._released.popleft
         handles = [popleft() for _ in range(len(self._released))]
-        acked, meta, dropped = self._acked_handle, self._meta, self._dropped
-        for h in handles:
-            if h > acked:
-                dropped.add(h)  # its Ack is still to come: don't keep that meta
-            else:
-                meta.pop(h, None)
+        self._handles.released(handles)
         if self._packed:  # Note [Python packed runs]
             self._append_packed_locked(run_release(handles))
         else:
@@ -316,10 +241,8 @@ class Batcher:
         frame = _wire.frame(self._entries, self._acked_seq)
         self._sent_seq = self._seq
         if self._resume_enabled:
-            self._unacked.append((self._seq, frame))
-        # the handles this batch created, for its Ack (Receiver._on_ack)
-        self._batch_handles.append((self._seq, self._batch_first_handle, self._next_handle))
-        self._batch_first_handle = self._next_handle
+            self._replay.sent(self._seq, frame)
+        self._handles.batch_sent(self._seq, self._next_handle)  # for its Ack (HandleTable)
         self._entries = []
         self._frame_bytes = 0
         self._put_frame(frame)
@@ -334,7 +257,7 @@ class Batcher:
     def _put_frame(self, frame: Optional[bytes]) -> None:
         """Queues ``frame`` (None: end the stream) on the current stream. Bounded queue:
         backpressure on huge uploads; gRPC's sender never takes our lock. A frame that cannot be
-        sent (the stream failed, a resume is under way) stays in ``_unacked`` for the resume."""
+        sent (the stream failed, a resume is under way) stays in ``_replay`` for the resume."""
         if self._resuming:
             return
         r = self._shm

@@ -1,11 +1,11 @@
-"""The bulk socket (docs/protocol.md "Bulk socket"; part of ``Session``): without a shared-memory
+"""The bulk socket (docs/protocol.md "Bulk socket"): without a shared-memory
 region (another host, or ``shm=False``), uploads and downloads of ``MIN_BYTES`` or more move
 their bytes on plain TCP connections beside the stream, when the daemon offers them
 (``Welcome.bulk_port``): ``sendall`` or ``recv_into`` straight between the array and the
 kernel, instead of 1-4 MiB gRPC messages that grpcio copies several times under the GIL.
 
 A session's socket has up to ``Welcome.bulk_lanes`` connections ("lanes", proto/bulk_socket.h),
-all connected at the first big transfer (``TENSORD_BULK_LANES`` caps how many; 1: lane 0
+all connected at the first big transfer (``connect(bulk_lanes=)`` caps how many; 1: lane 0
 alone). A transfer of 8 MiB or more is striped over them (``lanes_for``, ``lane_span``): lane 0
 moves its span on the calling thread, the others on threads of their own, all at once; the
 socket calls release the GIL, so both ends' cores share the copies and the TCP work that one
@@ -13,12 +13,13 @@ loopback stream leaves to a single core.
 
 The command still goes on the stream; its bytes follow on the lanes in command order. A bulk
 transfer is exclusive (``_exclusive_locked``: no other thread's command gets between), and the
-session lock is released only around the socket I/O itself, so the receiver thread goes on
-applying Acks meanwhile. ``TENSORD_BULK=0`` or ``connect(bulk=False)`` turns it off."""
+session lock is released only around the socket I/O itself (``BulkLanes.io``), so the receiver
+thread goes on applying Acks meanwhile. The commands are the session's (``_transfer``:
+``_put_bulk_locked``, ``_get_bulk_locked``); the connections are ``BulkLanes``'.
+``TENSORD_BULK=0`` or ``connect(bulk=False)`` turns it off (``_options``)."""
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 from typing import Any, Callable, List, Optional, Tuple
@@ -26,6 +27,7 @@ from typing import Any, Callable, List, Optional, Tuple
 import numpy as np
 
 from . import _errors
+from ._options import MAX_BULK_LANES, TransportOptions
 
 MIN_BYTES = 1 << 20
 # The hellos and the lanes' split, as proto/bulk_socket.h has them.
@@ -33,7 +35,7 @@ _MAGIC = b"TDBULK01"  # lane 0: the magic and the token
 _LANE_MAGIC = b"TDBULK02"  # lane i > 0: the lane magic, the token and the byte i
 _TOKEN_BYTES = 32
 _ACCEPTED = b"Y"
-MAX_LANES = 8  # kBulkMaxLanes
+MAX_LANES = MAX_BULK_LANES  # kBulkMaxLanes
 LANE_ALIGN = 64 << 10  # kBulkLaneAlign: lanes' spans start at multiples of this
 MIN_LANE_BYTES = 4 << 20  # kBulkMinLaneBytes
 
@@ -69,28 +71,6 @@ def tcp_host(address: str) -> Optional[str]:
         return None
     host = address.rsplit(":", 1)[0]
     return host[1:-1] if host.startswith("[") and host.endswith("]") else host
-
-
-def wanted(address: str, bulk: Optional[bool]) -> bool:
-    """Whether to ask for one (``Hello.bulk``)."""
-    if bulk is None:
-        bulk = os.environ.get("TENSORD_BULK", "1") != "0"
-    return bulk and tcp_host(address) is not None
-
-
-def lanes_cap() -> int:
-    """The most lanes to connect: ``TENSORD_BULK_LANES`` (an integer >= 1), else as many as the
-    daemon offers."""
-    value = os.environ.get("TENSORD_BULK_LANES", "").strip()
-    if not value:
-        return MAX_LANES
-    try:
-        cap = int(value)
-    except ValueError:
-        cap = 0
-    if cap < 1:
-        raise ValueError(f"TENSORD_BULK_LANES={value!r}: must be an integer >= 1")
-    return cap
 
 
 def _hello(host: str, port: int, hello: bytes) -> Optional[socket.socket]:
@@ -158,13 +138,15 @@ def _stripe(socks: List[socket.socket], n: int,
     return failed[0] if failed else None
 
 
-def _send(raw: memoryview) -> Move:
+def send(raw: memoryview) -> Move:
+    """A lane's I/O of an upload: its span of ``raw``, sent."""
     def send(sock: socket.socket, begin: int, end: int) -> None:
         sock.sendall(raw[begin:end])
     return send
 
 
-def _receive(dst: np.ndarray, n: int) -> Move:
+def receive(dst: np.ndarray, n: int) -> Move:
+    """A lane's I/O of a download: its span of the ``n`` bytes, received into ``dst``."""
     view = memoryview(dst).cast("B")
 
     def receive(sock: socket.socket, begin: int, end: int) -> None:
@@ -178,63 +160,79 @@ def _receive(dst: np.ndarray, n: int) -> Move:
     return receive
 
 
-class BulkSocket:
-    """The bulk socket methods of ``Session``."""
+class BulkLanes:
+    """The lanes of one session's bulk socket: connected at the first big transfer, dropped
+    for good after a failure (the session's transfers then take the stream). Thread-safe:
+    ``usable`` connects under a lock of its own; ``io`` runs with the session's lock, which it
+    releases around the socket calls (other threads' transfers wait for the session's
+    exclusive transfer, not for it)."""
+
+    def __init__(self, address: str, options: TransportOptions) -> None:
+        #: the daemon's host when the session asks for a socket (``Hello.bulk``), else None
+        self.host = tcp_host(address) if options.bulk else None
+        self.cap = options.bulk_lanes  # the most lanes to connect
+        #: None until the first big transfer tries; then whether the lanes work
+        self.state: Optional[bool] = None
+        self.socks: List[socket.socket] = []  # lanes 0..L-1
+        self._lock = threading.Lock()
 
     @property
-    def _bulk_sock(self) -> Optional[socket.socket]:
-        """Lane 0 (None: not connected, or dropped)."""
-        socks = self._bulk_socks
-        return socks[0] if socks else None
+    def wanted(self) -> bool:
+        """Whether the session asks for a bulk socket (``Hello.bulk``)."""
+        return self.host is not None
 
     @property
-    def _bulk_lanes_connected(self) -> int:
+    def connected(self) -> int:
         """How many lanes are connected (0: none, or dropped)."""
-        return len(self._bulk_socks)
+        return len(self.socks)
 
-    def _bulk_usable(self) -> bool:
+    def usable(self, welcome: Any) -> bool:
         """Whether transfers may use it; connects the first time (once: a refusal or a failed
         transfer leaves them on the stream for the session's life)."""
-        if self._bulk_state is None:
-            with self._bulk_lock:
-                if self._bulk_state is None:
-                    self._bulk_socks = self._bulk_connect()
-                    self._bulk_state = bool(self._bulk_socks)
-        return bool(self._bulk_state)
+        if self.state is None:
+            with self._lock:
+                if self.state is None:
+                    self.socks = self.connect(welcome)
+                    self.state = bool(self.socks)
+        return bool(self.state)
 
-    def _bulk_connect(self) -> List[socket.socket]:
+    def connect(self, welcome: Any) -> List[socket.socket]:
         """Lane 0, then lanes 1.. up to the first the daemon refuses (the lanes used are always
-        0..L-1), at most ``Welcome.bulk_lanes`` and ``TENSORD_BULK_LANES``; [] if lane 0 fails."""
-        w = self.welcome
-        host = tcp_host(self.address)
-        if (not self._bulk_wanted or self._shm is not None or not w.bulk_port
-                or len(w.bulk_token) != _TOKEN_BYTES or host is None):
+        0..L-1), at most ``Welcome.bulk_lanes`` and ``cap``; [] if lane 0 fails."""
+        w = welcome
+        if self.host is None or not w.bulk_port or len(w.bulk_token) != _TOKEN_BYTES:
             return []
         token = w.bulk_token.encode()
-        first = _hello(host, w.bulk_port, _MAGIC + token)
+        first = _hello(self.host, w.bulk_port, _MAGIC + token)
         if first is None:
             return []
         socks = [first]
-        for lane in range(1, min(max(w.bulk_lanes, 1), self._bulk_cap, MAX_LANES)):
-            sock = _hello(host, w.bulk_port, _LANE_MAGIC + token + bytes([lane]))
+        for lane in range(1, min(max(w.bulk_lanes, 1), self.cap, MAX_LANES)):
+            sock = _hello(self.host, w.bulk_port, _LANE_MAGIC + token + bytes([lane]))
             if sock is None:
                 break
             socks.append(sock)
         return socks
 
-    def _bulk_drop(self) -> None:
+    def drop(self) -> None:
         """After a failed transfer (or at close): the lanes are closed and not used again."""
-        self._bulk_state = False
-        socks, self._bulk_socks = self._bulk_socks, []
+        self.state = False
+        socks, self.socks = self.socks, []
         _wake(socks)  # a lane's thread still in a call returns at once
         for sock in socks:
             sock.close()
 
-    def _bulk_io(self, what: str, n: int, lanes: int, move: Move) -> None:
+    def close(self) -> None:
+        """At the session's end."""
+        with self._lock:
+            self.drop()
+
+    def io(self, what: str, n: int, lanes: int, move: Move, lock: Any) -> None:
         """Runs ``move`` (the socket I/O) for the spans of lanes 0..``lanes``-1 of the ``n``
-        bytes, at once, with the session lock released. A failing lane drops them all."""
-        socks = self._bulk_socks[:lanes]
-        self._lock.release()
+        bytes, at once, with ``lock`` (the session's, held) released meanwhile. A failing lane
+        drops them all."""
+        socks = self.socks[:lanes]
+        lock.release()
         try:
             failed = (_stripe(socks, n, move) if len(socks) == lanes  # else: closed meanwhile
                       else (len(socks), OSError("not connected")))
@@ -247,74 +245,7 @@ class BulkSocket:
                                              code=_errors.UNAVAILABLE,
                                              op=what.split()[0]) from None
         except BaseException:
-            self._bulk_drop()  # part of the bytes moved: the lanes no longer match commands
+            self.drop()  # part of the bytes moved: the lanes no longer match commands
             raise
         finally:
-            self._lock.acquire()
-
-    def _put_bulk_locked(self, raw: memoryview, fields: Any) -> int:
-        """One Put (``fields(put)`` fills it) whose ``raw`` bytes follow on the lanes; returns
-        its seq once they are sent (then the kernel's: the caller may reuse the array). A
-        failure poisons the handle on the daemon too. Lock held, transfer exclusive."""
-        n = raw.nbytes
-        lanes = lanes_for(n, len(self._bulk_socks))
-        cmd = self._add_locked()
-        p = cmd.put
-        fields(p)
-        p.last = True
-        p.bulk_size = n
-        if lanes > 1:
-            p.bulk_lanes = lanes
-        seq = cmd.seq
-        handle = p.handle
-        self._flush_locked()  # the Put first; resent after a resume, it finds the same bytes
-        self._bulk_io(f"upload of handle {handle}", n, lanes, _send(raw))
-        return seq
-
-    def _get_bulk_locked(self, handle: int, site: str, nbytes: Optional[int],
-                         out: Optional[np.ndarray]) -> Tuple[Any, Any]:
-        """(TensorMeta, bytes) of ``handle``'s ``nbytes`` (None: not known yet), read from the
-        lanes into ``out`` (a uint8 array of ``nbytes``) or a new array; raises the handle's
-        error. The daemon may answer on the stream instead (under 1 MiB, or a device tensor).
-        Lock held, transfer exclusive."""
-        connected = len(self._bulk_socks)
-        rid, p = self._request_locked()
-        cmd = self._add_locked()
-        p.seq = cmd.seq
-        g = cmd.get
-        g.handle, g.request_id, g.site, g.bulk = handle, rid, site, True
-        if connected > 1:
-            g.bulk_lanes = connected
-        self._flush_locked()
-        self._wait_locked(p, rid)
-        if p.error is not None or p.shm_size == 0:  # an error, or answered on the stream
-            return self._stream_answer(p, handle, out)
-        lanes = max(p.lanes, 1)
-        if (p.shm_size != p.total or (nbytes is not None and p.total != nbytes)
-                or lanes > connected):
-            self._bulk_drop()  # its bytes can no longer be matched to requests
-            raise _errors.ProtocolError(f"the daemon answered the bulk Get of handle {handle} "
-                                        f"with {p.shm_size} of {p.total} bytes on {lanes} "
-                                        f"lanes; {nbytes} were asked on {connected}", op="get")
-        nbytes = p.total
-        # Note [Download cache]: a new result goes into a kept buffer, leased to the array.
-        cache = self._download_cache if out is None else None
-        buffer = cache.take(nbytes) if cache is not None else None
-        dst = (out if out is not None else cache.view(buffer, nbytes) if buffer is not None
-               else np.empty(nbytes, dtype=np.uint8))
-        try:
-            self._bulk_io(f"download of handle {handle}", nbytes, lanes, _receive(dst, nbytes))
-        except BaseException:
-            if buffer is not None:
-                cache.give_back(buffer)
-            raise
-        return p.meta, (cache.lease(buffer, nbytes) if buffer is not None else dst)
-
-
-def init(session: Any, bulk: Optional[bool]) -> None:
-    """The ``Session`` fields of this mixin (before the Hello: it says ``wanted``)."""
-    session._bulk_wanted = wanted(session.address, bulk)
-    session._bulk_cap = lanes_cap() if session._bulk_wanted else 1
-    session._bulk_state = None  # unknown until the first big transfer connects
-    session._bulk_socks = []  # lanes 0..L-1
-    session._bulk_lock = threading.Lock()
+            lock.acquire()

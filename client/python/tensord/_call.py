@@ -10,7 +10,7 @@ but entries of a packed run (Note [Packed commands] in proto/tensord.proto; ``_w
 command extends it when its seq follows ``_run_last`` (nothing else was queued since), else
 starts a new run, and the run it leaves is then encoded in place (``_wire.run_entry``), as the
 open run is at the flush. Seqs are allocated per command as before, so every seq the batch
-bookkeeping keeps (``_sent_seq``, ``_unacked``, ``_batch_handles``) is already a run's last seq
+bookkeeping keeps (``_sent_seq``, the ``ReplayLog``, the ``HandleTable``) is already a run's last seq
 where a run ends a batch, and a resend after a resume resends whole frames: a run straddling
 the daemon's applied seq goes again whole, and the daemon skips its applied entries.
 

@@ -2,7 +2,7 @@
 
 Note [Python command ring]: on a same-host session whose daemon offers a ring
 (``Welcome.shm.ring_bytes``, asked for by ``Hello.command_ring`` when the C module ``_ring`` is
-built and ``$TENSORD_RING`` is not ``0``), a flushed batch is written into the ring and the
+built and the session's ``ring`` option is on, ``_options``), a flushed batch is written into the ring and the
 daemon's reader thread is woken by a futex, instead of going through gRPC Python's send path
 (its own thread, the GIL hand-offs, 60-150 us a frame on 2 vCPUs). Replies still come on the
 stream, except the answers the mailbox brings (``_shm.py``), and the daemon holds back the Acks
@@ -22,18 +22,19 @@ without the ring (the receiver marks the connection dead before it takes the ses
 
 from __future__ import annotations
 
-import os
 from typing import Any, Optional
+
+from . import _options
 
 try:  # Note [Python command ring]
     from . import _ring  # type: ignore[attr-defined]
 except ImportError:
     _ring = None
-if os.environ.get("TENSORD_PURE_PYTHON", "0") not in ("", "0"):
+if _options.pure_python():
     _ring = None
 
-#: Whether new sessions ask for a ring (with the C module): ``$TENSORD_RING`` (default 1).
-use_ring = _ring is not None and os.environ.get("TENSORD_RING", "1") != "0"
+#: Whether this client can write a ring (its C module is built and allowed).
+available = _ring is not None
 
 _CONTROL_BYTES = 4096
 _WAIT_US = 20000  # the longest one wait lasts before the caller looks at its session again
@@ -55,7 +56,7 @@ class CommandRing:
     def open(cls, desc: Any, base: int, data_offset: int) -> "Optional[CommandRing]":
         """The ring ``desc`` (a ``ShmRegion``) describes in the mapping at ``base``, or None
         (no C module, none offered, or a layout that does not fit before the payload area)."""
-        if _ring is None or not use_ring or desc.ring_bytes == 0:
+        if _ring is None or desc.ring_bytes == 0:
             return None
         size, offset = desc.ring_bytes, desc.ring_offset
         if (size & (size - 1) or size < 4096 or offset % 4096 or offset < 4096

@@ -6,18 +6,10 @@ its own bounded queue of encoded frames (gRPC's sender thread drains it through 
 iterator), so a dead stream's queue is simply dropped: whatever it held is still in the
 session's unacknowledged batches and is resent on the next stream.
 
-Note [Direct send]: gRPC's synchronous API sends a stream's requests from its own thread, which
-pulls them from the request iterator: every frame costs a thread hand-off (and another when
-gRPC reports the write done), and a value read pays for it on its critical path. Where the
-installed grpcio exposes the call's state as grpc 1.4x-1.6x do (``_DirectSender.attach``
-checks; ``TENSORD_DIRECT_SEND=0`` turns it off), a frame flushed while the stream is idle (no
-write in flight, nothing queued) is written from the flushing thread instead, exactly as
-gRPC's sender thread would write it (same state, same operation, same event handler). A frame
-flushed while a write is in flight is queued as usual: waiting for that write to complete
-would mean waiting for gRPC's polling thread to get the GIL, which a busy caller holds for up
-to the interpreter's switch interval. Order is kept because a direct write happens only when
-everything queued before it was written (``_put_count == _done_count``), and the request
-iterator waits for a direct write to complete before it hands gRPC the next queued frame.
+Frames go out through the call's request iterator, which gRPC's own sender thread drains: the
+public API of grpcio's synchronous stream. (An earlier "direct send" wrote a frame from the
+flushing thread through grpcio's private call state; the command ring replaced it on the same
+host, docs/transport.md.)
 
 The queue is a ``SimpleQueue`` (C: a put wakes the sender without Python-level Condition work)
 bounded by two counters, each written by one side only: frames queued (by the session, under
@@ -29,21 +21,15 @@ someone waits for it.
 from __future__ import annotations
 
 import collections
-import os
 import queue
 import threading
-from _queue import SimpleQueue
-from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
+from queue import SimpleQueue
+from typing import Any, Iterable, Iterator, Optional, Sequence, Tuple
 
 import grpc
 
-try:  # Note [Direct send]
-    from grpc import _channel as _grpc_channel
-    from grpc._cython import cygrpc as _cygrpc
-except ImportError:  # pragma: no cover (another grpcio layout: the queue path)
-    _grpc_channel = _cygrpc = None
-
 from . import _command_ring, _data_frame, _errors
+from ._options import TransportOptions
 from ._proto import tensord_pb2 as pb
 
 PROTOCOL_VERSION = 1
@@ -58,20 +44,20 @@ class AttemptTimeout(Exception):
     """No Welcome arrived within the attempt's time limit."""
 
 
-def hello_frame(token: Optional[str], client_name: str, shm: bool,
-                resume: Optional[Tuple[str, str, int]] = None,
-                bulk: bool = False, packed_acks: bool = False) -> pb.ClientFrame:
-    """``ClientFrame{hello}``; ``resume`` is (session id, secret, last acknowledged seq),
-    ``packed_acks`` asks for packed metas (``_packed_meta.py``)."""
+def hello_frame(token: Optional[str], client_name: str, options: TransportOptions,
+                bulk: bool, resume: Optional[Tuple[str, str, int]] = None) -> pb.ClientFrame:
+    """``ClientFrame{hello}`` of a session with ``options``; ``bulk``: it asks for a bulk
+    socket (``BulkLanes.wanted``); ``resume`` is (session id, secret, last acknowledged seq)."""
     frame = pb.ClientFrame()
     h = frame.hello
     h.protocol_version = PROTOCOL_VERSION
     h.token = token or ""
     h.client_name = client_name
-    h.shm_transfer = shm
-    h.command_ring = shm and _command_ring.use_ring  # Note [Python command ring]
+    h.shm_transfer = options.shm
+    # Note [Python command ring]
+    h.command_ring = options.shm and options.ring and _command_ring.available
     h.bulk = bulk  # _bulk.py
-    h.packed_acks = packed_acks  # Note [Packed metas]
+    h.packed_acks = options.packed  # Note [Packed metas]: one switch with packed runs
     if resume is not None:
         h.resume_session_id, h.resume_secret, h.resume_received_seq = resume
     return frame
@@ -117,11 +103,8 @@ class Connection:
         rpc = self._channel.stream_stream(
             "/tensord.v1.Tensord/Session", request_serializer=_serialize,
             response_deserializer=_data_frame.deserialize)
-        self._direct: Optional[_DirectSender] = None
         self.responses = rpc(self._requests(hello), metadata=list(metadata),
                              wait_for_ready=wait_for_ready)
-        if os.environ.get("TENSORD_DIRECT_SEND", "1") != "0":
-            self._direct = _DirectSender.attach(self.responses)
 
     def welcome(self, timeout: float) -> Any:
         """Waits for the first frame (the Welcome). Raises ``grpc.RpcError``, ``StopIteration``
@@ -149,7 +132,7 @@ class Connection:
         """Lets the request iterator go on: first ``resend`` (batches the daemon may not have
         applied), then whatever is queued. Called under the session's lock, after Welcome."""
         self._resend.extend(resend)
-        self._put_count += len(self._resend)  # no direct write before they are written
+        self._put_count += len(self._resend)  # the sender counts them written as the rest
         self._ready.set()
 
     def frames(self) -> Iterator[Any]:
@@ -157,14 +140,11 @@ class Connection:
         return self.responses
 
     def put(self, frame: Optional[bytes], timeout: float) -> bool:
-        """Sends or queues ``frame`` (None: end the stream). Called under the session's lock.
-        False when the queue stayed full for ``timeout`` seconds."""
+        """Queues ``frame`` for gRPC's sender (None: end the stream). Called under the
+        session's lock. False when the queue stayed full for ``timeout`` seconds."""
         if frame is not None:
             if self.dead:
                 return True  # never sent: the session's unacknowledged batches keep it
-            if (self._direct is not None and self._put_count == self._done_count
-                    and self._direct.try_send(frame)):
-                return True
             if self._put_count - self._done_count >= _MAX_QUEUED:
                 self._space_wanted = True
                 self._space.clear()
@@ -209,67 +189,13 @@ class Connection:
         while True:
             frame = get()
             if frame is None:
-                if self._direct is not None:
-                    self._direct.wait_idle()  # half-close after the last direct write
                 return
-            if self._direct is not None:
-                self._direct.wait_idle()  # a direct write may be in flight (Note [Direct send])
             yield frame
             self._done_count += 1
             if self._space_wanted:
                 self._space.set()
 
 
-class _DirectSender:
-    """Writes frames on a call from the calling thread (Note [Direct send]): from the
-    session's threads (under its lock) and, for queued frames, gRPC's sender thread."""
-
-    def __init__(self, rendezvous: Any) -> None:
-        self._state = rendezvous._state
-        self._call = rendezvous._call
-        self._handler = _grpc_channel._event_handler(self._state, _data_frame.deserialize)
-        self._send_op = _cygrpc.OperationType.send_message
-
-    @classmethod
-    def attach(cls, rendezvous: Any) -> "Optional[_DirectSender]":
-        """A sender for ``rendezvous``, or None if this grpcio does not look as expected."""
-        try:
-            state = rendezvous._state
-            ok = (callable(getattr(_grpc_channel, "_event_handler", None))
-                  and callable(getattr(rendezvous._call, "operate", None))
-                  and isinstance(state.due, set) and hasattr(state, "code")
-                  and hasattr(state, "cancelled") and hasattr(state.condition, "wait")
-                  and callable(getattr(_cygrpc, "SendMessageOperation", None)))
-            return cls(rendezvous) if ok else None
-        except Exception:  # an unknown grpcio layout: the queue path
-            return None
-
-    def try_send(self, frame: bytes) -> bool:
-        """Starts writing ``frame`` if no write is in flight and the call goes on: True;
-        else False (the caller queues it)."""
-        state = self._state
-        with state.condition:
-            if self._send_op in state.due or state.code is not None or state.cancelled:
-                return False
-            state.due.add(self._send_op)
-            if self._call.operate((_cygrpc.SendMessageOperation(frame, 0),), self._handler):
-                return True
-            state.due.discard(self._send_op)
-            return False
-
-    def wait_idle(self) -> None:
-        """Waits until no write is in flight (before the stream is half-closed)."""
-        state = self._state
-        with state.condition:
-            while self._send_op in state.due and state.code is None and not state.cancelled:
-                state.condition.wait(0.1)
-
-
 def _serialize(frame: Any) -> bytes:
     """gRPC request serializer: batches arrive encoded, Hello as a message."""
     return frame if isinstance(frame, bytes) else frame.SerializeToString()
-
-
-def pending_resend(unacked: Iterable[Tuple[int, bytes]], applied: int) -> List[bytes]:
-    """The encoded batches whose last command the daemon has not applied."""
-    return [frame for last_seq, frame in unacked if last_seq > applied]

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import threading
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from ._errors import ConnectionLost
-from ._session import Session
+
+if TYPE_CHECKING:  # sessions import this module (the default session of a SharedBuffer)
+    from ._session import Session
 
 _lock = threading.Lock()
-_stack: List[Session] = []  # connect() pushes; closing a session pops it wherever it is
+_stack: "List[Session]" = []  # connect() pushes; closing a session pops it wherever it is
 
 
 def current() -> Optional[Session]:

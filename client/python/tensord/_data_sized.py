@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Tuple, Union
 
 import numpy as np
 
-from . import _dtype, _tensor
+from . import _calls, _dtype
 
 if TYPE_CHECKING:
     from ._tensor import Tensor
@@ -22,17 +22,17 @@ __all__ = ["nonzero", "argwhere", "masked_select"]
 
 def _count(t: Tensor) -> int:
     """How many elements of ``t`` are nonzero (NaN counts): the one wait."""
-    return int(_tensor.call("sum", [_tensor.call("ne", [t, 0])], {"dtype": _dtype.int64}).item())
+    return int(_calls.call("sum", [_calls.call("ne", [t, 0])], {"dtype": _dtype.int64}).item())
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Union[Tensor, Tuple[Tensor, ...]]:  # noqa: A002
     """``torch.nonzero``: the [n, input.dim()] int64 coordinates of the nonzero elements, in
     row-major order; ``as_tuple=True``: one 1-d tensor per dimension."""
-    coords = _tensor.call("nonzero_static", [input], {"size": _count(input)})
+    coords = _calls.call("nonzero_static", [input], {"size": _count(input)})
     if not as_tuple:
         return coords
     if input.dim() == 0:  # PyTorch treats a 0-d input as 1-d here
-        return (_tensor.call("reshape", [coords], {"shape": [-1, 1]})[:, 0],)
+        return (_calls.call("reshape", [coords], {"shape": [-1, 1]})[:, 0],)
     return tuple(coords[:, d] for d in range(input.dim()))
 
 
@@ -51,10 +51,10 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
     except ValueError:
         raise ValueError(f"masked_select: the shape of the mask {list(mask.shape)} does not "
                          f"broadcast with the input's {list(input.shape)}") from None
-    flat_x = _tensor.call("reshape", [_tensor.call("expand", [input], {"size": shape})], {"shape": [-1]})
-    flat_mask = _tensor.call("reshape", [_tensor.call("expand", [mask], {"size": shape})], {"shape": [-1]})
-    rows = _tensor.call("nonzero_static", [flat_mask], {"size": _count(flat_mask)})
-    return _tensor.call("index_select", [flat_x, _tensor.call("reshape", [rows], {"shape": [-1]})], {"dim": 0})
+    flat_x = _calls.call("reshape", [_calls.call("expand", [input], {"size": shape})], {"shape": [-1]})
+    flat_mask = _calls.call("reshape", [_calls.call("expand", [mask], {"size": shape})], {"shape": [-1]})
+    rows = _calls.call("nonzero_static", [flat_mask], {"size": _count(flat_mask)})
+    return _calls.call("index_select", [flat_x, _calls.call("reshape", [rows], {"shape": [-1]})], {"dim": 0})
 
 
 class DataSizedMethods:

@@ -26,8 +26,8 @@ Rules:
 - Idle buffers are memory the user's quota counts, and a tensor allocation cannot reclaim
   them: so for a user with a quota (``Welcome.quota_bytes``) the cache is off unless the
   program sizes it itself (``connect(download_cache_bytes=...)``). Otherwise at most
-  ``max_idle_bytes`` are kept (``TENSORD_DOWNLOAD_CACHE_MB``, 1024 by default; 0 turns the
-  cache off), the oldest freed first. When the daemon refuses a new buffer (over quota or its
+  ``max_idle_bytes`` are kept (``connect(download_cache_bytes=)``, 1 GiB by default; 0 turns
+  the cache off), the oldest freed first. When the daemon refuses a new buffer (over quota or its
   caps), the idle ones are freed and it is asked again; a second refusal makes that download
   take the region's slots as before. ``Session.empty_download_cache()`` frees them on demand.
 - The daemon allows a session 64 shared buffers (and `--shared_buffer_bytes` of them); the
@@ -40,13 +40,13 @@ Rules:
 from __future__ import annotations
 
 import collections
-import os
 import threading
 from typing import Any, List, Optional
 
 import numpy as np
 
 from . import _errors
+from ._options import DEFAULT_DOWNLOAD_CACHE_BYTES
 
 MIN_BYTES = 1 << 20
 MAX_BUFFERS = 32
@@ -66,12 +66,12 @@ def for_session(session: Any, max_idle_bytes: Optional[int],
     """The cache of a session, or None (turned off; shared buffers: no shared memory with the
     daemon, or a quota and no explicit size; local buffers: no bulk socket wanted)."""
     local = session._shm is None
-    if local and not session._bulk_wanted:
+    if local and not session._bulk.wanted:
         return None
     if max_idle_bytes is None:
         if quota_bytes and not local:
             return None
-        max_idle_bytes = int(os.environ.get("TENSORD_DOWNLOAD_CACHE_MB", "1024")) << 20
+        max_idle_bytes = DEFAULT_DOWNLOAD_CACHE_BYTES
     if max_idle_bytes <= 0:
         return None
     return (LocalDownloadCache if local else DownloadCache)(session, max_idle_bytes)

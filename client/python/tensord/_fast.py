@@ -3,20 +3,19 @@
 entry of a packed run, and an Ack's packed metas (``_packed_meta`` uses ``speedups`` directly).
 
 Built from the checkout by ``tools/build_python_ext.sh`` (and by ``pip install`` when a compiler
-is there); absent, or with ``TENSORD_PURE_PYTHON=1``, the client runs the same path in Python,
+is there); absent, or with ``TENSORD_PURE_PYTHON=1`` (``_options``), the client runs the same path in Python,
 which stays the reference (tests/python/test_speedups.py compares the two).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable, Optional
 
-from . import _grad, _site, _wire
+from . import _grad, _options, _site, _wire
 
 
 def _load() -> Optional[Any]:
-    if os.environ.get("TENSORD_PURE_PYTHON", "0") not in ("", "0"):
+    if _options.pure_python():
         return None
     try:
         from . import _speedups  # type: ignore[attr-defined]

@@ -21,7 +21,7 @@ from . import _tensor
 from ._tensor import Tensor, call
 
 __all__ = ["max", "min", "split", "chunk", "unbind", "gather", "scatter", "scatter_add",
-           "index_select", "layer_norm", "return_types"]
+           "scatter_reduce", "index_select", "layer_norm", "return_types"]
 
 
 class _ValuesIndices(NamedTuple):
@@ -147,6 +147,15 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *,
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """``input`` with ``src`` added at ``index`` along ``dim``."""
     return call("scatter_add", [input, index, src], {"dim": dim})
+
+
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """``input`` with ``src`` reduced (``"sum"``, ``"prod"``, ``"mean"``, ``"amax"``,
+    ``"amin"``) into the positions ``index`` names along ``dim``, as ``torch.scatter_reduce``;
+    without ``include_self`` input's own value is left out of those positions."""
+    return call("scatter_reduce", [input, index, src],
+                {"dim": dim, "reduce": reduce, "include_self": include_self})
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:

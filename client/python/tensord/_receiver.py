@@ -1,8 +1,8 @@
 """The receiver thread of a session: applies replies and resumes a stream that failed in transit
 (part of ``Session``; docs/protocol.md, and the daemon's server/session_outbox.h Note [Resume]).
 
-Replies: Ack metadata, Data chunks, SyncDone, Profile, SharedBuffer and Error frames, applied
-under the session's lock; waiters are woken through ``_replies``.
+Replies: Ack metadata, Data chunks, SyncDone, Profile, SharedBuffer, SessionMemoryStats and Error
+frames, applied under the session's lock; waiters are woken through ``_replies``.
 
 Resume: when the stream fails with a transport error (UNAVAILABLE, a reset connection; never a
 status the daemon chose, such as a bad token, a killed session or a shutdown), the receiver
@@ -19,7 +19,6 @@ time, the session ends with ``ConnectionLost("the tensord session could not be r
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import Any, Optional, Tuple
@@ -27,12 +26,10 @@ from typing import Any, Optional, Tuple
 import grpc
 import numpy as np
 
-from . import _cma, _data_frame, _errors, _shm
-from ._connection import (AttemptTimeout, Connection, hello_frame, is_transport_failure,
-                          pending_resend, rpc_code)
+from . import _data_frame, _errors, _shm
+from ._connection import AttemptTimeout, Connection, is_transport_failure, rpc_code
 from ._data_frame import DataChunk
 from ._errors import ConnectionLost, Error, ProtocolError
-from ._packed_meta import store_packed
 
 _BIG_DOWNLOAD = 1 << 20
 _FIRST_BACKOFF = 0.02
@@ -84,7 +81,7 @@ class Receiver:
                                      op="session")
             self._broken = err
             self._resuming = False
-            for p in self._pending.values():
+            for p in self._requests:
                 p.wake()
             _shm.wake_mailbox(self)
             self._replies.notify_all()
@@ -116,22 +113,27 @@ class Receiver:
         elif kind == "data":  # one the decoder left to protobuf
             self._on_data(_data_frame.from_message(frame))
         elif kind == "sync_done":
-            p = self._pending.get(frame.sync_done.request_id)
-            if p is not None and not p.done:
+            p = self._requests.open(frame.sync_done.request_id)
+            if p is not None:
                 if frame.sync_done.error.code:
                     p.error = _errors.from_status(frame.sync_done.error)
                 p.finish()
         elif kind == "error":
             self._on_error(frame.seq, frame.error)
         elif kind == "profile":
-            p = self._pending.get(frame.profile.request_id)
-            if p is not None and not p.done:
+            p = self._requests.open(frame.profile.request_id)
+            if p is not None:
                 p.meta = frame.profile
                 p.finish()
         elif kind == "shared_buffer":
-            p = self._pending.get(frame.shared_buffer.request_id)
-            if p is not None and not p.done:
+            p = self._requests.open(frame.shared_buffer.request_id)
+            if p is not None:
                 p.meta = frame.shared_buffer
+                p.finish()
+        elif kind == "session_memory_stats":
+            p = self._requests.open(frame.session_memory_stats.request_id)
+            if p is not None:
+                p.meta = frame.session_memory_stats
                 p.finish()
 
     def _on_ack(self, ack: Any) -> None:
@@ -140,91 +142,15 @@ class Receiver:
         if last <= after:
             return  # replayed after a resume: already applied
         self._acked_seq = last
-        unacked = self._unacked
-        while unacked and unacked[0][0] <= last:
-            unacked.popleft()
-        if self._frame_error_keys:
-            self._frame_error_keys = {k for k in self._frame_error_keys if k[0] > last}
-        lo = hi = 0
-        batches = self._batch_handles
-        while batches and batches[0][0] <= last:
-            _, first, hi = batches.popleft()
-            lo = lo or first
-        created = ack.created
-        packed = ack.packed_created  # Note [Packed metas]
-        if packed:
-            self._on_packed_ack(created, packed, lo, hi, after, last)
-            return
-        n = len(created)
-        if n == 0 and hi == lo:
-            return  # a batch that created nothing (reads, releases, options)
-        if n and n == hi - lo and created[0].handle == lo and created[n - 1].handle == hi - 1:
-            # Usual case: the batch created exactly the handles [lo, hi) that it allocated.
-            # Most of them are often released already (temporaries): those cost a set lookup,
-            # not a TensorMeta.
-            if hi - 1 > self._acked_handle:
-                self._acked_handle = hi - 1
-            dropped, meta = self._dropped, self._meta
-            if dropped:
-                for h in range(lo, hi):
-                    if h not in dropped:
-                        meta[h] = created[h - lo]
-                dropped.difference_update(range(lo, hi))
-            else:
-                for i, m in enumerate(created):
-                    meta[lo + i] = m
-            return
-        for m in created:
-            h = m.handle
-            if h > self._acked_handle:
-                self._acked_handle = h
-            if self._dropped and h in self._dropped:
-                self._dropped.discard(h)
-            else:
-                self._meta[h] = m
-        if self._dropped:
-            self._dropped = {h for h in self._dropped if h > self._acked_handle}
-
-    def _on_packed_ack(self, created: Any, packed: bytes, lo: int, hi: int, after: int,
-                       last: int) -> None:
-        """``_on_ack`` with packed metas (``_packed_meta.py``): ``created`` and the entries of
-        ``packed`` are the handles the commands ``after + 1 .. last`` created, where the batches
-        acknowledged allocated ``[lo, hi)``."""
-        dropped, meta = self._dropped, self._meta
-        count, low, high, why = store_packed(packed, self._device_names, dropped, meta)
-        if why is not None:  # the handles left undescribed get this reason (_missing_meta)
-            self._bad_packed = (after, last, why)
-        handles = [m.handle for m in created]  # poisoned, None, with a grad_fn
-        for h, m in zip(handles, created):
-            if h in dropped:
-                dropped.discard(h)
-            else:
-                meta[h] = m
-        if handles:
-            low = min(handles) if count == 0 else min(low, *handles)
-            high = max(high, *handles)
-            count += len(handles)
-        if high > self._acked_handle:
-            self._acked_handle = high
-        # Every handle the batches allocated came once, so none of them is left in ``dropped``:
-        # no need to look for the others there (the usual case).
-        if dropped and (why is not None or count != hi - lo or low < lo or high >= hi):
-            self._dropped = {h for h in dropped if h > self._acked_handle}
-
-    def _missing_meta(self, handle: int, seq: int) -> ProtocolError:
-        """What ``Session.meta`` raises for ``handle`` (created by command ``seq``) when the
-        Ack of ``seq`` came without its metadata."""
-        bad = self._bad_packed
-        why = (f": its Ack's packed_created did not decode ({bad[2]})"
-               if bad is not None and bad[0] < seq <= bad[1] else "")
-        return ProtocolError(f"the daemon acknowledged command {seq} without metadata for "
-                             f"handle {handle}{why}", op="ack")
+        self._replay.acked(last)
+        self._requests.acked(last)
+        self._handles.on_ack(ack, after)
 
     def _on_data(self, d: DataChunk) -> None:
         if d.request_id == self._notify_rid:
             _shm.wake_mailbox(self)
-        p = self._pending.get(d.request_id)
-        if p is None or p.done:
+        p = self._requests.open(d.request_id)
+        if p is None:
             return  # not ours to wait for, or a replayed chunk of a finished Get
         if d.shm or d.cma or d.bulk_size:  # one chunk in the region, in place or on the socket
             p.finish_in_place(d.meta, d.total_bytes,
@@ -249,15 +175,12 @@ class Receiver:
         if e.request_id == self._notify_rid:
             _shm.wake_mailbox(self)
         if e.request_id:
-            p = self._pending.get(e.request_id)
-            if p is not None and not p.done:
+            p = self._requests.open(e.request_id)
+            if p is not None:
                 p.error = err
                 p.finish()
             return  # else: a replayed answer to a finished request
-        key = (seq, e.status.code, e.status.message)
-        if key not in self._frame_error_keys:  # a malformed batch, reported once
-            self._frame_error_keys.add(key)
-            self._frame_errors.append(err)
+        self._requests.frame_error(seq, err, e.status.code, e.status.message)  # malformed batch
 
     # ------------------------------------------------------------------ resume
 
@@ -274,10 +197,7 @@ class Receiver:
             with self._lock:
                 resume = (self.session_id, self._secret, self._acked_seq)
             conn = Connection(self.address, self._credentials, self._metadata,
-                              hello_frame(*self._hello_args, resume=resume,
-                                          bulk=self._bulk_wanted,
-                                          packed_acks=self._packed_acks),
-                              wait_for_ready=False)
+                              self._hello_frame(resume), wait_for_ready=False)
             with self._lock:
                 self._attempt = conn
             if self._stop.is_set():
@@ -316,8 +236,7 @@ class Receiver:
         applied = w.resumed_applied_seq
         # The daemon dropped the binding (the resumer might have been another process): bound
         # again before the resend, which may hold a Put by cross-memory attach (_cma.py).
-        if self._cma_bound and os.getpid() == self._cma_pid:
-            self._cma_bound = _cma.bind(w)
+        self._cma.rebind(w)
         with self._lock:
             self._attempt = None
             if self._closing:
@@ -326,7 +245,7 @@ class Receiver:
             problem = self._adopt_shm_locked(w)
             if problem:
                 return resume_failed(problem, _errors.DATA_LOSS)
-            resend = pending_resend(self._unacked, applied)
+            resend = self._replay.resend_after(applied)
             if resend and self._shm is not None and self._shm.ring is not None:
                 self._shm.ring.after_resend(self._sent_seq)  # Note [Python command ring]
             conn.start(resend)
@@ -348,5 +267,5 @@ class Receiver:
                                 or max(old.slot_seq) > w.resumed_applied_seq):
             return ("the daemon's shared-memory region changed while a transfer through it "
                     "was in flight")
-        self._shm = _shm.Region.open(desc) if desc is not None else None
+        self._shm = _shm.Region.open(desc, self._options) if desc is not None else None
         return ""

@@ -9,17 +9,29 @@ Threads (see docs/protocol.md for the wire semantics):
 - a flusher thread sends the open batch at most ``flush_interval`` (2 ms) after its first
   command, unless a value read, a sync, or the size/count threshold sent it first; it is woken
   only from its idle sleep, never per batch (``Batcher._flush_loop``);
-- the flushing thread writes a frame onto an idle stream itself; frames flushed while a write
-  is in flight are queued for gRPC's own sender thread (``_connection``, Note [Direct send]);
+- a flushed frame goes into the session region's command ring on the same host (Note [Python
+  command ring]), else into the stream's queue, which gRPC's own sender thread drains
+  (``_connection``);
 - a receiver thread (``_receiver``) applies replies and wakes waiters through ``_replies``;
   waiting is always on that condition, never a sleep. When the stream fails in transit it
   resumes the session on a new stream, transparently for the waiters.
 
-The class is split by concern: ``_call.CallPath`` (``call``, packed runs), ``_batch.Batcher``
-(the open batch, flushing, requests), ``_receiver.Receiver`` (replies, resume),
-``_transfer.Transfers`` (Put/Get, shared memory), ``_shared.SharedBuffers`` (shared buffers),
+Parts that own their state, each with a unit test of its own (tests/python/test_unit_*.py):
+``_options.TransportOptions`` (which paths the session may take), ``_handle_table.HandleTable``
+(handles' metadata from the Acks), ``_requests.RequestTable`` (requests by id, errors owed to
+``synchronize``), ``_replay_log.ReplayLog`` (what a resume resends), ``_bulk.BulkLanes`` (the
+bulk socket), ``_cma.CmaBinding`` (cross-memory attach), ``_shm.Region`` (the shared-memory
+region, its command ring and mailbox), ``_connection.Connection`` (one gRPC stream).
+
+The methods that drive them are split by concern: ``_call.CallPath`` (``call``, packed runs),
+``_batch.Batcher`` (the open batch, flushing, waiting), ``_receiver.Receiver`` (replies,
+resume), ``_transfer.Transfers`` (Put/Get), ``_shared.SharedBuffers`` (shared buffers),
 ``_stream_commands.StreamCommands`` (streams, events, TF32), ``_grad_commands.GradCommands``
-(Backward, requires_grad and .grad commands); ``_handshake`` opens the stream (Hello, Welcome).
+(Backward, requires_grad and .grad commands), ``_usage_commands.UsageCommands`` (the session's
+own memory statistics, fallback reports); ``_handshake`` opens the stream. The open batch
+(``_entries``, ``_run``, ``_seq``, ``_next_handle`` ...) stays in the session's own attributes:
+the C per-op path (``_speedups_call.h``) reads and writes them in the session's ``__dict__``
+(Note [GIL as the lock] in ``_speedups.c``).
 
 Releases come from ``Tensor.__del__``, which may run inside any thread at any allocation,
 including one holding ``_lock``: they only append to a deque (atomic under the GIL), and are
@@ -30,42 +42,45 @@ Per-op cost matters (a Python op should cost microseconds, not tens of them): ``
 hot path (``_call.py``), with the Call entry encoded inline from parts the caller precomputed
 (op id field, the inputs' cached varints, the cached call-site field), and most Calls a few
 varints in a packed run (Note [Python packed runs]); Acks are matched to the handle range
-each batch allocated (``_batch_handles``), so released temporaries cost no TensorMeta.
+each batch allocated (``_handle_table``), so released temporaries cost no TensorMeta.
 """
 
 from __future__ import annotations
 
 import atexit
 import collections
-import os
 import threading
 import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
 import grpc
 
-from . import _bulk, _catalog, _cma, _download_cache, _errors, _malloc, _shm
-from ._batch import Batcher, Pending, Replies
-from ._bulk import BulkSocket
+from . import _catalog, _cma, _download_cache, _errors, _malloc, _options, _shm
+from ._batch import Batcher, Replies
+from ._bulk import BulkLanes
 from ._call import CallPath
 from ._connection import Connection, hello_frame
 from ._errors import Error
 from ._grad_commands import GradCommands
+from ._handle_table import HandleTable
 from ._handshake import open_stream
 from ._meta import _Meta, _meta_from_proto
 from ._proto import tensord_pb2 as pb
 from ._receiver import Receiver
+from ._replay_log import ReplayLog
+from ._requests import RequestTable
 from ._shared import SharedBuffers
 from ._stream_commands import StreamCommands
 from ._transfer import Transfers
+from ._usage_commands import UsageCommands
 from ._version import __version__
 
 DEFAULT_ADDRESS = "127.0.0.1:50051"
 _MiB = 1 << 20
 
 
-class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamCommands, GradCommands,
-              BulkSocket):
+class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamCommands,
+              GradCommands, UsageCommands):
     """One connection to a tensord daemon. Thread-safe.
 
     Most programs never touch this class: ``tensord.connect()`` creates one and makes it the
@@ -76,27 +91,28 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
     seconds, without losing or repeating a command; the daemon keeps a detached session for its
     ``--resume_grace``. ``resumes`` counts the resumes so far.
 
-    ``tune_malloc``: see ``_malloc`` (keeps chunk-sized transfer buffers mapped).
+    How commands and bytes travel (docs/transport.md; ``_options.TransportOptions`` resolves
+    these, and reads the only environment toggles, ``TENSORD_SHM`` and ``TENSORD_BULK``):
 
-    ``download_cache_bytes``: idle shared buffers kept for big ``numpy()`` results on a
-    same-host session, or host buffers for those on the bulk socket (``_download_cache``;
-    default ``TENSORD_DOWNLOAD_CACHE_MB``, 1024 MiB, or off for a same-host user with a quota;
-    0: off). ``empty_download_cache()`` frees them.
-
-    ``cma``: on a same-host session, uploads of 1 MiB or more from arrays go by cross-memory
-    attach when the daemon offers it, binds the session to this process and a probe works (the
-    daemon copies the bytes once, out of this process's memory; docs/protocol.md "Cross-memory
-    attach"); default ``TENSORD_CMA`` != "0". False keeps them in the shared-memory region
-    (two copies).
-
-    ``bulk``: without a region, transfers of 1 MiB or more move their bytes on a plain TCP
-    socket beside the stream when the daemon offers one (``_bulk.py``; big ones striped over
-    up to ``TENSORD_BULK_LANES`` of its connections); default ``TENSORD_BULK`` != "0".
-
-    ``packed``: Calls without attributes and Releases travel as entries of packed runs, a few
-    varints each, when the daemon allows them (Note [Python packed runs], ``_call.py``), and
-    the Acks describe plain results in a few varints too (``_packed_meta.py``); default
-    ``TENSORD_PACKED`` != "0". False: a message per command, a ``TensorMeta`` per result.
+    - ``shm``: ask for the same-host shared-memory region (default: ``TENSORD_SHM`` != "0").
+    - ``ring``: with a region, batches go through its command ring (Note [Python command ring]).
+    - ``mailbox``: with a region, ``item()`` answers come through its mailbox (Note [Python
+      mailbox]; None: with the ring, or on hosts of 4 or more CPUs); ``sync_spin_us``: how long
+      its waiter spins before it sleeps (200).
+    - ``cma``: with a region, uploads of 1 MiB or more from arrays go by cross-memory attach
+      when the daemon offers it, binds the session to this process and a probe works (one copy,
+      the daemon's; docs/protocol.md "Cross-memory attach"). False: the region's slots.
+    - ``bulk``: without a region, transfers of 1 MiB or more move their bytes on a plain TCP
+      socket beside the stream when the daemon offers one (``_bulk.py``; default:
+      ``TENSORD_BULK`` != "0"); ``bulk_lanes``: the most of its connections to use (8).
+    - ``packed``: Calls without attributes and Releases travel as entries of packed runs, and
+      the Acks describe plain results in a few varints (Note [Python packed runs],
+      ``_packed_meta.py``). False: a message per command, a ``TensorMeta`` per result.
+    - ``download_cache_bytes``: idle shared buffers kept for big ``numpy()`` results on a
+      same-host session, or host buffers for those on the bulk socket (``_download_cache``;
+      default 1 GiB, or off for a same-host user with a quota; 0: off).
+      ``empty_download_cache()`` frees them.
+    - ``tune_malloc``: see ``_malloc`` (keeps chunk-sized transfer buffers mapped).
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, token: Optional[str] = None, *,
@@ -107,8 +123,14 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
                  resume_timeout: float = 20.0, tune_malloc: bool = True,
                  download_cache_bytes: Optional[int] = None,
                  cma: Optional[bool] = None, bulk: Optional[bool] = None,
-                 packed: Optional[bool] = None) -> None:
+                 packed: Optional[bool] = None, ring: bool = True,
+                 mailbox: Optional[bool] = None, sync_spin_us: int = 200,
+                 bulk_lanes: Optional[int] = None) -> None:
         self.address = address
+        self._options = options = _options.resolve(
+            shm, bulk, ring=ring, mailbox=mailbox, sync_spin_us=sync_spin_us, cma=cma,
+            bulk_lanes=bulk_lanes, packed=packed, download_cache_bytes=download_cache_bytes,
+            tune_malloc=tune_malloc)
         self._lock = threading.Lock()
         self._replies = Replies(self._lock)  # receiver → waiters
         self._wake_flusher = threading.Condition(self._lock)  # first command → flusher
@@ -126,30 +148,14 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._seq = 0  # last seq allocated
         self._sent_seq = 0  # last seq handed to the stream
         self._acked_seq = 0  # last_seq of the last Ack received
-        self._answered_seq = 0  # highest command seq of an answered request (_wait_locked)
         self._notify_rid = 0  # the Get announced in the region's mailbox, if any (_shm.py)
         self._mailbox_answers = 0  # answers taken from the mailbox so far
         self._next_handle = 1
-        self._acked_handle = 0  # highest handle seen in an Ack
-        self._next_request = 1
-        # handle -> TensorMeta (or the _Meta of a packed one), until its Tensor takes it
-        self._meta: Dict[int, Any] = {}
-        self._bad_packed: Optional[Tuple[int, int, str]] = None  # Receiver._missing_meta
-        self._dropped: set = set()  # released before their Ack arrived
-        # (last seq, first handle, end handle) of each batch sent and not yet acknowledged:
-        # the handles the batch allocated, which its Ack lists (``created``, ``packed_created``)
-        self._batch_handles: "collections.deque[Tuple[int, int, int]]" = collections.deque()
-        self._batch_first_handle = 1
+        # the acknowledged handles' metadata until their Tensors take it, matched against the
+        # handles each batch allocated (the device names come with the Welcome)
+        self._handles = HandleTable()
         self._released: "collections.deque[int]" = collections.deque()
-        self._pending: Dict[int, Pending] = {}  # request_id -> Get/Sync waiting for replies
-        # (request id, answer) of the Syncs queued after backward(), oldest first (Note
-        # [Deferred backward errors], _batch.py)
-        self._checks: "collections.deque[Tuple[int, Pending]]" = collections.deque()
-        self._frame_errors: List[Error] = []  # Error{request_id=0}: malformed batches
-        self._frame_error_keys: set = set()  # (seq, code, message) of those not yet acked
-        # _errors.identity of the errors a touch of a spoiled value raised since the last
-        # synchronize: that synchronize does not raise them again (DESIGN.md "Errors").
-        self._raised_errors: set = set()
+        self._requests = RequestTable()  # Get/Sync/... waiting for replies; errors owed
         self._grad_sent = True  # the daemon starts with grad mode on
         # Streams and events (_streams.py): the current stream id (0: the session's default
         # stream), the next client-chosen stream and event ids, and the TF32 option as sent.
@@ -170,7 +176,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         # Resume (_receiver): sent batches until acknowledged, the attempt under way.
         self._resume_enabled = resume
         self._resume_timeout = resume_timeout
-        self._unacked: "collections.deque[Tuple[int, bytes]]" = collections.deque()
+        self._replay = ReplayLog()
         self._resuming = False
         self._attempt: Optional[Connection] = None
         self._stop = threading.Event()  # close(): stop resuming
@@ -179,28 +185,15 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
 
         self._credentials = credentials
         self._metadata = [("authorization", f"Bearer {token}")] if token else []
-        # same-host shared-memory transfer (_shm.py); TENSORD_SHM=0 turns it off
-        want_shm = shm if shm is not None else os.environ.get("TENSORD_SHM", "1") != "0"
-        if cma is None:
-            cma = os.environ.get("TENSORD_CMA", "1") != "0"
         # Cross-memory attach (_cma.py, _shared.py): once the region is mapped this process
-        # binds the session to itself; a forked child must not use the path (the daemon would
-        # read and write this process).
-        self._cma_wanted = bool(want_shm and cma)
-        self._cma_bound = False
-        self._cma_pid = os.getpid()
-        self._cma_state: Optional[bool] = None  # unknown until the first big upload probes
-        self._cma_lock = threading.Lock()
-        self._hello_args = (token, client_name, want_shm)
-        if packed is None:
-            packed = os.environ.get("TENSORD_PACKED", "1") != "0"
-        self._packed_acks = bool(packed)  # Note [Packed metas]: one switch with packed runs
-        _bulk.init(self, bulk)
+        # binds the session to itself
+        self._cma = _cma.CmaBinding(options.shm and options.cma)
+        self._token = token
+        self._client_name = client_name
+        self._bulk = BulkLanes(address, options)  # big transfers without a region (_bulk.py)
         conn, w = open_stream(address, credentials, self._metadata,
-                              hello_frame(*self._hello_args, bulk=self._bulk_wanted,
-                                          packed_acks=self._packed_acks),
-                              connect_timeout)
-        self._packed = bool(packed and w.packed_commands)
+                              self._hello_frame(), connect_timeout)
+        self._packed = options.packed and w.packed_commands
         conn.start(())
         self._conn = conn
         self.welcome = w
@@ -208,7 +201,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._secret: str = w.resume_secret
         self.server_version: str = w.server_version
         self.devices: List[str] = [d.name for d in w.devices]
-        self._device_names: Tuple[str, ...] = tuple(self.devices)  # for packed metas
+        self._handles.device_names = tuple(self.devices)  # packed metas index them
         self.default_device: str = w.default_device or "cpu"
         #: op name -> OpInfo, from the daemon's catalog
         self.catalog: Dict[str, _catalog.OpInfo] = _catalog.build(w.ops)
@@ -219,13 +212,13 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self.chunk_bytes = min(self.chunk_bytes, max_frame // 2)
         self._max_upload_frame = max(self._max_bytes, max_frame // 2 - 4096)
         #: the mapped shared-memory region, or None (the stream carries every byte)
-        self._shm = _shm.Region.open(w.shm) if w.HasField("shm") else None
-        if self._shm is not None and self._cma_wanted:
-            self._cma_bound = _cma.bind(w)
-        if tune_malloc and self._shm is None:  # the stream carries the bytes
+        self._shm = _shm.Region.open(w.shm, options) if w.HasField("shm") else None
+        if self._shm is not None:
+            self._cma.bind(w)
+        if options.tune_malloc and self._shm is None:  # the stream carries the bytes
             _malloc.keep_transfer_buffers_mapped()
-        self._download_cache = _download_cache.for_session(self, download_cache_bytes,
-                                                           w.quota_bytes)
+        self._download_cache = _download_cache.for_session(
+            self, options.download_cache_bytes, w.quota_bytes)
         self._busy: Optional[int] = None  # thread running a multi-command transfer
 
         self._receiver = threading.Thread(target=self._receive, name="tensord-receiver",
@@ -276,8 +269,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._put_frame(None)
         self._receiver.join(timeout)
         self._conn.close()
-        with self._bulk_lock:
-            self._bulk_drop()
+        self._bulk.close()
         _open_sessions.discard(self)
 
     def profile_fetch(self, clear: bool = True) -> Any:
@@ -310,18 +302,15 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
             self._flush_locked()
             self._wait_locked(p, rid)
             self._raise_checked_locked()  # answered by now: they precede this Sync
-            frame_errors, self._frame_errors = self._frame_errors, []
-            raised, self._raised_errors = self._raised_errors, set()
-        if p.error is not None and _errors.identity(p.error) not in raised:
-            raise _errors.fresh(p.error)
-        if frame_errors:
-            raise _errors.fresh(frame_errors[0])
+            error = self._requests.sync_error(p.error)
+        if error is not None:
+            raise _errors.fresh(error)
 
     def raised(self, err: Error) -> Error:
         """Notes that ``err``, a spoiled value's error, is being raised to the program (which
         may catch it): the next ``synchronize`` reports only errors not raised yet. The error
         stays with the value: touching it again raises it again. Returns a copy to raise."""
-        self._raised_errors.add(_errors.identity(err))
+        self._requests.note_raised(err)
         return _errors.fresh(err)
 
     def set_options(self, *, grad_enabled: Optional[bool] = None,
@@ -358,6 +347,12 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
 
     # ------------------------------------------------------ used by tensors and ops
 
+    def _hello_frame(self, resume: Optional[Tuple[str, str, int]] = None) -> Any:
+        """The Hello of this session's first stream, or of a resume (``resume``: id, secret,
+        last acknowledged seq)."""
+        return hello_frame(self._token, self._client_name, self._options, self._bulk.wanted,
+                           resume)
+
     def meta(self, handle: int, seq: int, tensor: Any) -> Any:
         """``tensor._info``: made once from the TensorMeta the daemon acknowledged for ``handle``
         (created by command ``seq``), waiting for the Ack if needed. Each handle's meta is handed
@@ -365,7 +360,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         ``_info`` set under the lock."""
         def take() -> Any:  # this thread's, or another's made meanwhile
             if tensor._info is None:
-                m = self._meta.pop(handle, None)
+                m = self._handles.take(handle)
                 if m is not None:
                     tensor._info = m if type(m) is _Meta else _meta_from_proto(m)
             return tensor._info
@@ -381,9 +376,9 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
                     if seq > self._sent_seq:
                         self._flush_locked()
                     self._want_ack_locked(seq)
-                    self._replies.wait_for(lambda: handle in self._meta
+                    self._replies.wait_for(lambda: self._handles.has(handle)
                                            or self._acked_seq >= seq or self._broken is not None)
-        raise self._missing_meta(handle, seq)
+        raise self._handles.missing(handle, seq)
 
 
 _open_sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()

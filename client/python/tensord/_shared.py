@@ -26,7 +26,6 @@ buffers when it ends. Arrays made before ``free()`` stay valid memory, no longer
 from __future__ import annotations
 
 import mmap
-import os
 import threading
 from typing import Any, Optional, Sequence, Tuple, Union
 
@@ -222,21 +221,14 @@ class SharedBuffers:
         """Whether uploads may go by cross-memory attach: the daemon offered it (Welcome.cma),
         bound the session to this process (``_cma.py``; it refuses another user or a pid it
         cannot see), this is that process, and a 4-byte probe read back by it is right (tried
-        once: the kernel may still refuse the daemon's copies, e.g. Yama's ptrace_scope or a
-        seccomp policy)."""
-        if os.getpid() != self._cma_pid or not self._cma_bound:
-            return False  # a forked child: the daemon would read the parent
-        if self._cma_state is None:
-            with self._cma_lock:
-                if self._cma_state is None:
-                    self._cma_state = self._cma_probe_works()
-        return self._cma_state
+        once)."""
+        return self._cma.usable(self._cma_probe_works)
 
     def _cma_probe_works(self) -> bool:
         """A 4-byte tensor uploaded on the stream, read back by cross-memory attach: a Get's
         failure is its own answer (a refused Put would poison its handle and be the next
         synchronize's error)."""
-        if not self.welcome.cma or self._shm is None or not self._cma_bound:
+        if not self.welcome.cma or self._shm is None or not self._cma.bound:
             return False
         sent = np.array([1.25], dtype=np.float32)
         back = np.zeros(1, dtype=np.float32)

@@ -12,10 +12,10 @@ acknowledged (uploads) or answered (downloads).
 
 Note [Python mailbox]: the first Get of a download through the region asks the daemon to
 announce its answer in the region's mailbox (docs/protocol.md "Mailbox", proto/mailbox.h) when
-the C module ``_mailbox`` is built, ``use_mailbox`` holds and no other Get of the session holds
-the mailbox. The
-waiting thread then waits on the mailbox word without the GIL (``_mailbox.wait``: a spin of
-``$TENSORD_SYNC_SPIN_US``, 200 us by default, then a futex sleep) instead of for the receiver
+the C module ``_mailbox`` is built, the session wants it (``TransportOptions.mailbox_wanted``:
+with the command ring, or on hosts of 4 or more CPUs) and no other Get of the session holds the
+mailbox. The waiting thread then waits on the mailbox word without the GIL (``_mailbox.wait``:
+a spin of ``connect(sync_spin_us=)``, 200 us by default, then a futex sleep) instead of for the receiver
 thread, which saves gRPC's threads and two thread hand-offs on every ``item()``. The stream
 still brings the answer: the receiver drops it when the waiter took it from the mailbox, and
 wakes the word itself when the stream answered first (``wake_mailbox``), so either side may
@@ -30,24 +30,18 @@ from typing import Any, List, Optional
 
 import numpy as np
 
-from . import _errors
+from . import _errors, _options
 from ._command_ring import CommandRing
 from ._errors import ProtocolError
+from ._options import TransportOptions
 from ._proto import tensord_pb2 as pb
 
 try:  # Note [Python mailbox]
     from . import _mailbox  # type: ignore[attr-defined]
 except ImportError:
     _mailbox = None
-if os.environ.get("TENSORD_PURE_PYTHON", "0") not in ("", "0"):
+if _options.pure_python():
     _mailbox = None  # no C module at all: the stream's answer
-#: Whether new sessions use the mailbox (with the C module): ``$TENSORD_MAILBOX`` (1 or 0), else
-#: on hosts of 4 or more CPUs, and on any with the command ring (Note [Python command ring]).
-#: Without the ring, on 2 vCPUs, gRPC Python's send path, not the answer's way back, dominates a
-#: round trip (BENCHMARKS.md "Python item() and the mailbox"), and the waiter's spin takes the
-#: CPU that gRPC and the daemon need.
-_MAILBOX_ENV = os.environ.get("TENSORD_MAILBOX", "")
-use_mailbox = _MAILBOX_ENV != "0" if _MAILBOX_ENV else (os.cpu_count() or 1) >= 4
 
 SLOTS = 4
 MAX_SLOT = 32 << 20
@@ -58,13 +52,12 @@ MIN_BYTES = 256 << 10  # smaller transfers go through the stream (no gain, one m
 _WORD, _REQUEST, _LENGTH, _PAYLOAD, _PAGE = 64, 72, 80, 128, 4096
 _ID_MASK, _LOCAL = 0x7FFFFFFF, 0x80000000
 _SLEEP_US = 20000  # the longest a waiter sleeps before it looks at its request again
-_SPIN_US = int(os.environ.get("TENSORD_SYNC_SPIN_US", "200"))  # as the C++ client's sync_spin
 
 
 class Region:
     """The client's mapping of a session's region."""
 
-    def __init__(self, mm: mmap.mmap, desc: Any) -> None:
+    def __init__(self, mm: mmap.mmap, desc: Any, options: TransportOptions) -> None:
         self.mm = mm
         self.view = np.frombuffer(mm, dtype=np.uint8)
         data_offset = desc.data_offset
@@ -77,25 +70,26 @@ class Region:
         self.nonce = bytes(desc.nonce)
         base = self.view.ctypes.data
         # Note [Python command ring]
-        self.ring: Optional[CommandRing] = CommandRing.open(desc, base, data_offset)
+        self.ring: Optional[CommandRing] = (CommandRing.open(desc, base, data_offset)
+                                            if options.ring else None)
         # Note [Python mailbox]: the word's address, 0 without the C module, the page or the wish
-        wanted = use_mailbox or (self.ring is not None and not _MAILBOX_ENV)
+        wanted = options.mailbox_wanted(self.ring is not None)
         self.word = base + _WORD if (
             _mailbox is not None and wanted and data_offset >= _PAGE) else 0
+        self.spin_us = options.sync_spin_us
 
     def matches(self, desc: Any) -> bool:
         """True when ``desc`` (a resumed session's ``Welcome.shm``) is this same region."""
         return desc.path == self.path and desc.nonce == self.nonce and desc.size == len(self.mm)
 
     @classmethod
-    def open(cls, desc: Any) -> Optional["Region"]:
-        """Maps ``Welcome.shm``; None when it is not reachable from here."""
-        if os.environ.get("TENSORD_SHM", "1") == "0":
-            return None
+    def open(cls, desc: Any, options: TransportOptions) -> Optional["Region"]:
+        """Maps ``Welcome.shm`` for a session with ``options``; None when it is not reachable
+        from here."""
         mm = map_region(desc)
         if mm is None:
             return None
-        r = cls(mm, desc)
+        r = cls(mm, desc, options)
         return r if r.slots else None
 
     def write(self, offset: int, src: np.ndarray) -> None:
@@ -239,7 +233,7 @@ def _await_notified(s: Any, r: Region, p: Any, rid: int, slot_offset: int) -> No
         while not p.done and s._broken is None:
             s._lock.release()
             try:
-                word = _mailbox.wait(r.word, mine, _SPIN_US, _SLEEP_US)
+                word = _mailbox.wait(r.word, mine, r.spin_us, _SLEEP_US)
             finally:
                 s._lock.acquire()
             if word == mine and not p.done:  # announced by the daemon

@@ -1,6 +1,6 @@
 """Tensor methods and operators with PyTorch's names and signatures.
 
-Each one maps onto catalog ops through ``_tensor.call``; ops the catalog lacks raise
+Each one maps onto catalog ops through ``_calls.call``; ops the catalog lacks raise
 NotImplementedError naming the missing op. Any other catalog op is reachable as a method through
 ``__getattr__`` (``x.exp()`` once the daemon has ``exp``).
 """
@@ -12,13 +12,13 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _dtype, _tensor
+from . import _calls, _dtype
 
 _SCALARS = (int, float, bool, np.number, np.bool_)
 
 
 def _operand(v: Any) -> bool:
-    return isinstance(v, (_tensor.Tensor, _SCALARS))
+    return isinstance(v, (_calls.Tensor, _SCALARS))
 
 
 def _shape_args(shape: Sequence[Any]) -> list:
@@ -45,106 +45,106 @@ class TensorMethods:
 
     def add(self, other: Any, *, alpha: Any = 1) -> Any:
         """``self + alpha * other``."""
-        return _tensor.call("add", [self, other], {"alpha": None if alpha == 1 else alpha})
+        return _calls.call("add", [self, other], {"alpha": None if alpha == 1 else alpha})
 
     def sub(self, other: Any, *, alpha: Any = 1) -> Any:
         """``self - alpha * other``."""
-        return _tensor.call("sub", [self, other], {"alpha": None if alpha == 1 else alpha})
+        return _calls.call("sub", [self, other], {"alpha": None if alpha == 1 else alpha})
 
     def mul(self, other: Any) -> Any:
         """Elementwise product, with broadcasting."""
-        return _tensor.call("mul", [self, other])
+        return _calls.call("mul", [self, other])
 
     def div(self, other: Any, *, rounding_mode: Optional[str] = None) -> Any:
         """Elementwise true division, with broadcasting."""
-        return _tensor.call("div", [self, other], {"rounding_mode": rounding_mode})
+        return _calls.call("div", [self, other], {"rounding_mode": rounding_mode})
 
     def matmul(self, other: Any) -> Any:
         """Matrix product (PyTorch's ``matmul`` rules)."""
-        return _tensor.call("matmul", [self, other])
+        return _calls.call("matmul", [self, other])
 
     def neg(self) -> Any:
         """``-self``."""
-        return _tensor.call("neg", [self])
+        return _calls.call("neg", [self])
 
     def relu(self) -> Any:
         """``max(self, 0)`` elementwise."""
-        return _tensor.call("relu", [self])
+        return _calls.call("relu", [self])
 
     def pow(self, exponent: Any) -> Any:
         """``self ** exponent`` elementwise."""
-        return _tensor.call("pow", [self, exponent])
+        return _calls.call("pow", [self, exponent])
 
     multiply, subtract, divide, negative, true_divide = mul, sub, div, neg, div
 
-    __add__ = _tensor.binary_method("add")
+    __add__ = _calls.binary_method("add")
 
     def __radd__(self, other: Any) -> Any:
-        return _tensor.binary("add", other, self)
+        return _calls.binary("add", other, self)
 
-    __sub__ = _tensor.binary_method("sub")
+    __sub__ = _calls.binary_method("sub")
 
     def __rsub__(self, other: Any) -> Any:
-        return _tensor.binary("sub", other, self)
+        return _calls.binary("sub", other, self)
 
-    __mul__ = _tensor.binary_method("mul")
+    __mul__ = _calls.binary_method("mul")
 
     def __rmul__(self, other: Any) -> Any:
-        return _tensor.binary("mul", other, self)
+        return _calls.binary("mul", other, self)
 
-    __truediv__ = _tensor.binary_method("div")
+    __truediv__ = _calls.binary_method("div")
 
     def __rtruediv__(self, other: Any) -> Any:
-        return _tensor.binary("div", other, self)
+        return _calls.binary("div", other, self)
 
     def __floordiv__(self, other: Any) -> Any:
-        return _tensor.call("div", [self, other], {"rounding_mode": "floor"}) \
+        return _calls.call("div", [self, other], {"rounding_mode": "floor"}) \
             if _operand(other) else NotImplemented
 
-    __mod__ = _tensor.binary_method("remainder")
+    __mod__ = _calls.binary_method("remainder")
 
-    __matmul__ = _tensor.binary_method("matmul")
+    __matmul__ = _calls.binary_method("matmul")
 
     def __rmatmul__(self, other: Any) -> Any:
-        return _tensor.binary("matmul", other, self)
+        return _calls.binary("matmul", other, self)
 
-    __pow__ = _tensor.binary_method("pow")
+    __pow__ = _calls.binary_method("pow")
 
     def __rpow__(self, other: Any) -> Any:
-        return _tensor.binary("pow", other, self)
+        return _calls.binary("pow", other, self)
 
     def __neg__(self) -> Any:
-        return _tensor.call("neg", [self])
+        return _calls.call("neg", [self])
 
     def __pos__(self) -> Any:
         return self
 
     def __abs__(self) -> Any:
-        return _tensor.call("abs", [self])
+        return _calls.call("abs", [self])
 
     def __invert__(self) -> Any:
-        return _tensor.call("bitwise_not", [self])
+        return _calls.call("bitwise_not", [self])
 
-    __and__ = _tensor.binary_method("bitwise_and")
+    __and__ = _calls.binary_method("bitwise_and")
 
-    __or__ = _tensor.binary_method("bitwise_or")
+    __or__ = _calls.binary_method("bitwise_or")
 
-    __xor__ = _tensor.binary_method("bitwise_xor")
+    __xor__ = _calls.binary_method("bitwise_xor")
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     # comparisons: elementwise bool tensors, as in PyTorch
-    __eq__ = _tensor.binary_method("eq")
+    __eq__ = _calls.binary_method("eq")
 
-    __ne__ = _tensor.binary_method("ne")
+    __ne__ = _calls.binary_method("ne")
 
-    __lt__ = _tensor.binary_method("lt")
+    __lt__ = _calls.binary_method("lt")
 
-    __le__ = _tensor.binary_method("le")
+    __le__ = _calls.binary_method("le")
 
-    __gt__ = _tensor.binary_method("gt")
+    __gt__ = _calls.binary_method("gt")
 
-    __ge__ = _tensor.binary_method("ge")
+    __ge__ = _calls.binary_method("ge")
 
     # in place: the catalog's in-place op when it has one; otherwise the name is rebound to a
     # new tensor (other references to the old one keep the old value)
@@ -152,9 +152,9 @@ class TensorMethods:
         if not _operand(other):
             return NotImplemented
         if name + "_" in self._session.catalog:
-            _tensor.call(name + "_", [self, other])
+            _calls.call(name + "_", [self, other])
             return self
-        return _tensor.call(name, [self, other])
+        return _calls.call(name, [self, other])
 
     def __iadd__(self, other: Any) -> Any:
         return self._inplace("add", other)
@@ -172,12 +172,12 @@ class TensorMethods:
 
     def sum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
         """Sum over ``dim`` (an int or a tuple; None: every dimension)."""
-        return _tensor.call("sum", [self], {"dim": _dims(dim), "keepdim": keepdim or None,
+        return _calls.call("sum", [self], {"dim": _dims(dim), "keepdim": keepdim or None,
                                             "dtype": dtype})
 
     def mean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
         """Mean over ``dim`` (an int or a tuple; None: every dimension)."""
-        return _tensor.call("mean", [self], {"dim": _dims(dim), "keepdim": keepdim or None,
+        return _calls.call("mean", [self], {"dim": _dims(dim), "keepdim": keepdim or None,
                                              "dtype": dtype})
 
     def max(self, dim: Any = None, keepdim: bool = False) -> Any:
@@ -211,7 +211,7 @@ class TensorMethods:
 
     def gather(self, dim: int, index: Any) -> Any:
         """``torch.gather(self, dim, index)``."""
-        return _tensor.call("gather", [self, index], {"dim": dim})
+        return _calls.call("gather", [self, index], {"dim": dim})
 
     def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Any:
         """``torch.scatter(self, dim, index, src)``."""
@@ -220,33 +220,46 @@ class TensorMethods:
 
     def scatter_add(self, dim: int, index: Any, src: Any) -> Any:
         """``torch.scatter_add(self, dim, index, src)``."""
-        return _tensor.call("scatter_add", [self, index, src], {"dim": dim})
+        return _calls.call("scatter_add", [self, index, src], {"dim": dim})
+
+    def scatter_reduce(self, dim: int, index: Any, src: Any, reduce: str, *,
+                       include_self: bool = True) -> Any:
+        """``torch.scatter_reduce(self, dim, index, src, reduce, include_self=...)``."""
+        return _tensor.call("scatter_reduce", [self, index, src],
+                            {"dim": dim, "reduce": reduce, "include_self": include_self})
+
+    def index_reduce(self, dim: int, index: Any, source: Any, reduce: str, *,
+                     include_self: bool = True) -> Any:
+        """``Tensor.index_reduce``: ``source``'s slices along ``dim`` reduced (``"prod"``,
+        ``"mean"``, ``"amax"``, ``"amin"``) into the slices of self that ``index`` names."""
+        return _tensor.call("index_reduce", [self, index, source],
+                            {"dim": dim, "reduce": reduce, "include_self": include_self})
 
     def index_select(self, dim: int, index: Any) -> Any:
         """Entries at ``index`` along ``dim``."""
-        return _tensor.call("index_select", [self, index], {"dim": dim})
+        return _calls.call("index_select", [self, index], {"dim": dim})
 
     # ---------------------------------------------------------- shape and views
 
     def reshape(self, *shape: Any) -> Any:
         """The same values with a new shape (one dimension may be -1)."""
-        return _tensor.call("reshape", [self], {"shape": _shape_args(shape)})
+        return _calls.call("reshape", [self], {"shape": _shape_args(shape)})
 
     def view(self, *shape: Any) -> Any:
         """A view with a new shape (``reshape`` where the daemon has no ``view`` op)."""
         name = "view" if "view" in self._session.catalog else "reshape"
-        return _tensor.call(name, [self], {"shape": _shape_args(shape)})
+        return _calls.call(name, [self], {"shape": _shape_args(shape)})
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
         """Flattens dimensions ``start_dim..end_dim`` into one: the daemon's ``flatten`` when it
         has one (the client need not wait for the shape of a result still being computed)."""
         if "flatten" in self._session.catalog:
-            return _tensor.call("flatten", [self], {"start_dim": start_dim, "end_dim": end_dim})
+            return _calls.call("flatten", [self], {"start_dim": start_dim, "end_dim": end_dim})
         shape = list(self.shape)
         if not shape:
             return self.reshape(1)
-        s = _tensor._wrap_dim(start_dim, len(shape))
-        e = _tensor._wrap_dim(end_dim, len(shape))
+        s = _calls._wrap_dim(start_dim, len(shape))
+        e = _calls._wrap_dim(end_dim, len(shape))
         if s > e:
             raise ValueError("flatten() has invalid args: start_dim cannot come after end_dim")
         n = 1
@@ -256,7 +269,7 @@ class TensorMethods:
 
     def transpose(self, dim0: int, dim1: int) -> Any:
         """Swaps dimensions ``dim0`` and ``dim1``."""
-        return _tensor.call("transpose", [self], {"dim0": dim0, "dim1": dim1})
+        return _calls.call("transpose", [self], {"dim0": dim0, "dim1": dim1})
 
     swapaxes = swapdims = transpose
 
@@ -273,7 +286,7 @@ class TensorMethods:
         n = self.dim()
         if n <= 2:
             return self.t()
-        return _tensor.call("permute", [self], {"dims": list(range(n - 1, -1, -1))})
+        return _calls.call("permute", [self], {"dims": list(range(n - 1, -1, -1))})
 
     @property
     def mT(self) -> Any:  # noqa: N802
@@ -284,7 +297,7 @@ class TensorMethods:
         """A contiguous tensor with the same values (this tensor when the daemon has no
         ``contiguous`` op: it makes operands contiguous where a kernel needs it)."""
         if "contiguous" in self._session.catalog:
-            return _tensor.call("contiguous", [self])
+            return _calls.call("contiguous", [self])
         return self
 
     def __getitem__(self, index: Any) -> Any:
@@ -304,7 +317,7 @@ class TensorMethods:
         for a in args:
             if isinstance(a, _dtype.dtype):
                 dtype = a
-            elif isinstance(a, _tensor.Tensor):
+            elif isinstance(a, _calls.Tensor):
                 device, dtype = a.device, a.dtype
             elif isinstance(a, (str, _dtype.device, int)):
                 device = a
@@ -316,9 +329,9 @@ class TensorMethods:
         if dev == info.device and dt is info.dtype and not copy:
             return self
         if "to" in self._session.catalog:
-            return _tensor.call("to", [self], {"dtype": dt, "device": dev})
+            return _calls.call("to", [self], {"dtype": dt, "device": dev})
         # No conversion op yet: through the client (a download and an upload; values only).
-        return _tensor.upload(self._session, self.numpy(), dt, dev)
+        return _calls.upload(self._session, self.numpy(), dt, dev)
 
     def cpu(self) -> Any:
         """This tensor on the CPU."""

@@ -13,11 +13,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _bulk, _download_cache, _errors, _shm, _wire
-from ._meta import _Meta
-from ._proto import tensord_pb2 as pb
 
-_ITEMSIZE = {pb.FLOAT32: 4, pb.FLOAT64: 8, pb.FLOAT16: 2, pb.BFLOAT16: 2, pb.INT64: 8,
-             pb.INT32: 4, pb.INT8: 1, pb.UINT8: 1, pb.BOOL: 1}
 _BIG_CHUNK = 64 << 10  # Put chunks at least this big are sent without an extra copy
 _CMA_MIN_BYTES = 1 << 20  # from here an upload goes by cross-memory attach when it works
 _UPLOAD_WINDOW = 16 << 20  # Put bytes of an upload sent, not yet acknowledged: Note [Upload window]
@@ -46,11 +42,11 @@ class Transfers:
         # It returns once the daemon has read the bytes, i.e. after everything queued before
         # it: only when the daemon has caught up (else the region's slots return at once).
         cma = (total >= _CMA_MIN_BYTES and where is None and flat is not None
-               and self._cma_bound
-               and max(self._acked_seq, self._answered_seq) >= self._seq
+               and self._cma.bound
+               and max(self._acked_seq, self._requests.answered_seq) >= self._seq
                and self._cma_usable())
         bulk = (self._shm is None and flat is not None and total >= _bulk.MIN_BYTES
-                and self._bulk_usable())
+                and self._bulk.usable(self.welcome))
         with self._lock:
             self._check_open_locked()
             # Another thread's exclusive transfer ends before this handle is allocated: from
@@ -60,7 +56,7 @@ class Transfers:
             self._wait_not_busy_locked()
             handle = self._next_handle
             self._next_handle += 1
-            if where is not None or cma or (bulk and self._bulk_state):
+            if where is not None or cma or (bulk and self._bulk.state):
                 def first(p: Any) -> None:
                     p.handle = handle
                     p.dtype = dtype_proto
@@ -165,6 +161,65 @@ class Transfers:
         self._replies.wait_for(lambda: self._acked_seq >= wait_seq or self._broken is not None)
         return inflight_bytes
 
+    def _put_bulk_locked(self, raw: memoryview, fields: Any) -> int:
+        """One Put (``fields(put)`` fills it) whose ``raw`` bytes follow on the lanes; returns
+        its seq once they are sent (then the kernel's: the caller may reuse the array). A
+        failure poisons the handle on the daemon too. Lock held, transfer exclusive."""
+        n = raw.nbytes
+        lanes = _bulk.lanes_for(n, self._bulk.connected)
+        cmd = self._add_locked()
+        p = cmd.put
+        fields(p)
+        p.last = True
+        p.bulk_size = n
+        if lanes > 1:
+            p.bulk_lanes = lanes
+        seq = cmd.seq
+        handle = p.handle
+        self._flush_locked()  # the Put first; resent after a resume, it finds the same bytes
+        self._bulk.io(f"upload of handle {handle}", n, lanes, _bulk.send(raw), self._lock)
+        return seq
+
+    def _get_bulk_locked(self, handle: int, site: str, nbytes: Optional[int],
+                         out: Optional[np.ndarray]) -> Tuple[Any, Any]:
+        """(TensorMeta, bytes) of ``handle``'s ``nbytes`` (None: not known yet), read from the
+        lanes into ``out`` (a uint8 array of ``nbytes``) or a new array; raises the handle's
+        error. The daemon may answer on the stream instead (under 1 MiB, or a device tensor).
+        Lock held, transfer exclusive."""
+        connected = self._bulk.connected
+        rid, p = self._request_locked()
+        cmd = self._add_locked()
+        p.seq = cmd.seq
+        g = cmd.get
+        g.handle, g.request_id, g.site, g.bulk = handle, rid, site, True
+        if connected > 1:
+            g.bulk_lanes = connected
+        self._flush_locked()
+        self._wait_locked(p, rid)
+        if p.error is not None or p.shm_size == 0:  # an error, or answered on the stream
+            return self._stream_answer(p, handle, out)
+        lanes = max(p.lanes, 1)
+        if (p.shm_size != p.total or (nbytes is not None and p.total != nbytes)
+                or lanes > connected):
+            self._bulk.drop()  # its bytes can no longer be matched to requests
+            raise _errors.ProtocolError(f"the daemon answered the bulk Get of handle {handle} "
+                                        f"with {p.shm_size} of {p.total} bytes on {lanes} "
+                                        f"lanes; {nbytes} were asked on {connected}", op="get")
+        nbytes = p.total
+        # Note [Download cache]: a new result goes into a kept buffer, leased to the array.
+        cache = self._download_cache if out is None else None
+        buffer = cache.take(nbytes) if cache is not None else None
+        dst = (out if out is not None else cache.view(buffer, nbytes) if buffer is not None
+               else np.empty(nbytes, dtype=np.uint8))
+        try:
+            self._bulk.io(f"download of handle {handle}", nbytes, lanes,
+                          _bulk.receive(dst, nbytes), self._lock)
+        except BaseException:
+            if buffer is not None:
+                cache.give_back(buffer)
+            raise
+        return p.meta, (cache.lease(buffer, nbytes) if buffer is not None else dst)
+
     def get(self, handle: int, site: str, nbytes: Optional[int] = None,
             out: Optional[np.ndarray] = None, maybe_big: bool = False) -> Tuple[Any, Any]:
         """Downloads a handle's values: (TensorMeta, little-endian bytes). Raises its error.
@@ -200,10 +255,10 @@ class Transfers:
         # The bulk socket: for a size not known yet the daemon decides (big ones on the socket,
         # small ones on the stream), so numpy() of a fresh result costs no wait for its Ack.
         if self._shm is None and (nbytes >= _bulk.MIN_BYTES if nbytes is not None
-                                  else maybe_big and out is None) and self._bulk_usable():
+                                  else maybe_big and out is None) and self._bulk.usable(self.welcome):
             with self._lock:
                 self._check_open_locked()
-                if self._bulk_state:  # not broken meanwhile
+                if self._bulk.state:  # not broken meanwhile
                     return self._exclusive_locked(
                         lambda: self._get_bulk_locked(handle, site, nbytes, out))
         if out is None and self._shm is not None and self._shm.word:
@@ -264,12 +319,4 @@ class Transfers:
 
     def peek_nbytes(self, handle: int) -> Optional[int]:
         """The byte size of ``handle`` if its Ack already arrived (no waiting)."""
-        m = self._meta.get(handle)
-        if type(m) is _Meta:  # a packed one (_packed_meta.py): never an error
-            return m.shape.numel() * (m.dtype.itemsize if m.dtype is not None else 0)
-        if m is None or m.HasField("error"):
-            return None
-        n = _ITEMSIZE.get(m.dtype, 0)
-        for d in m.shape:
-            n *= d
-        return n
+        return self._handles.nbytes(handle)

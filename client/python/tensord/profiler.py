@@ -12,6 +12,10 @@ each: ``wait`` (queued in the daemon before it ran), then within the wall time `
 (on CUDA: the launch); the rest (``other``) is autograd recording and the acknowledgement.
 Leaving the block fetches the records (``GetProfile``). ``tensorctl profile SESSION`` reads the
 same profiler from outside the client.
+
+The ops the client ran itself while profiling (the PyTorch device's CPU fallback reports each
+one: Note [Client fallbacks]) come back counted by name: ``prof.fallbacks``, and a table of them
+under ``key_averages().table()``.
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ class OpAverage(NamedTuple):
 
 
 class _Averages(list):
+    fallbacks: Dict[str, int] = {}  # Note [Client fallbacks]: op name -> calls
+
     def table(self, sort_by: str = "total_time", row_limit: int = 100) -> str:
         """A text table, as ``torch.profiler``'s ``key_averages().table()``."""
         keys = {"total_time": lambda a: a.total_us, "count": lambda a: a.count,
@@ -89,6 +95,11 @@ class _Averages(list):
                                   for i, (c, w) in enumerate(zip(r, widths)))
         lines = [sep, fmt(head), sep] + [fmt(r) for r in body] + [sep]
         lines.append(f"Self time total: {_us(total)}")
+        if self.fallbacks:
+            width = max(len(n) for n in self.fallbacks)
+            lines.append(f"Ran on the client's CPU instead of the daemon (fallbacks): "
+                         f"{sum(self.fallbacks.values())} call(s)")
+            lines += [f"  {n.ljust(width)}  {c}" for n, c in sorted(self.fallbacks.items())]
         return "\n".join(lines)
 
 
@@ -110,6 +121,7 @@ class profile:  # noqa: N801 (torch.profiler's name)
         self._session = session
         self.events: List[OpEvent] = []
         self.dropped = 0
+        self.fallbacks: Dict[str, int] = {}  # op name -> calls the client ran itself
 
     def __enter__(self) -> "profile":
         s = self._session = self._session or _context.default_session()
@@ -122,6 +134,7 @@ class profile:  # noqa: N801 (torch.profiler's name)
         s.set_options(profile=False)
         p = s.profile_fetch(clear=True)
         self.dropped = p.dropped
+        self.fallbacks = {f.op: f.count for f in p.fallbacks}
         self.events = [OpEvent(r.op, r.device, r.start_ns / 1e3, r.wall_ns / 1e3,
                                r.bytes_allocated, r.site, r.wait_ns / 1e3, r.decode_ns / 1e3,
                                r.infer_ns / 1e3, r.alloc_ns / 1e3, r.kernel_ns / 1e3,
@@ -130,14 +143,17 @@ class profile:  # noqa: N801 (torch.profiler's name)
                        for r in p.ops]
 
     def key_averages(self) -> _Averages:
-        """Events grouped by (op, device)."""
+        """Events grouped by (op, device); its ``table()`` lists the client's fallbacks too."""
         groups: Dict[tuple, List[OpEvent]] = {}
         for e in self.events:
             groups.setdefault((e.name, e.device), []).append(e)
-        return _Averages(OpAverage(n, d, len(es), sum(e.wall_us for e in es),
-                                   sum(e.bytes_allocated for e in es),
-                                   {p: sum(getattr(e, p + "_us") for e in es) for p in _PHASES})
-                         for (n, d), es in groups.items())
+        averages = _Averages(OpAverage(n, d, len(es), sum(e.wall_us for e in es),
+                                       sum(e.bytes_allocated for e in es),
+                                       {p: sum(getattr(e, p + "_us") for e in es)
+                                        for p in _PHASES})
+                             for (n, d), es in groups.items())
+        averages.fallbacks = dict(self.fallbacks)
+        return averages
 
     def backward_nodes(self) -> _Averages:
         """The graph nodes the backward passes ran, grouped by name (their wall time counts

@@ -164,11 +164,10 @@ def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
 
 def max_pool2d(input: Tensor, kernel_size: _IntOrPair, stride: Optional[_IntOrPair] = None,
                padding: _IntOrPair = 0, dilation: _IntOrPair = 1, ceil_mode: bool = False,
-               return_indices: bool = False) -> Tensor:
-    """2-d max pooling (``stride`` defaults to ``kernel_size``)."""
-    if return_indices:
-        raise NotImplementedError("max_pool2d(return_indices=True) is not in the daemon yet")
-    return call("max_pool2d", [input], {
+               return_indices: bool = False) -> Any:
+    """2-d max pooling (``stride`` defaults to ``kernel_size``); with ``return_indices``,
+    ``(values, indices)``: each maximum's int64 index into its input plane, as PyTorch's."""
+    return call("max_pool2d_with_indices" if return_indices else "max_pool2d", [input], {
         "kernel_size": _pair(kernel_size, "kernel_size"),
         "stride": _pair(stride, "stride") if stride is not None and stride != [] else [],
         "padding": _pair(padding, "padding"), "dilation": _pair(dilation, "dilation"),

@@ -18,10 +18,11 @@ class MaxPool2d(Module):
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
         self.dilation, self.ceil_mode = dilation, ceil_mode
+        self.return_indices = return_indices
 
-    def forward(self, input: Tensor) -> Tensor:
+    def forward(self, input: Tensor) -> Any:
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode)
+                            self.ceil_mode, self.return_indices)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from .lr_scheduler import LRScheduler
+from ._scheduler import LRScheduler
 from .optimizer import Optimizer
 
 _Floats = Union[float, Sequence[float]]

@@ -32,7 +32,8 @@ from ._connection import close, connect, current, manual_seed, session  # noqa: 
 from ._fallback import FallbackWarning  # noqa: E402
 from ._fallback import counts as fallback_counts  # noqa: E402
 from ._fallback import reset_counts as reset_fallback_counts  # noqa: E402
-from ._memory import memory_allocated, memory_reserved, memory_stats  # noqa: E402
+from ._memory import (max_memory_allocated, max_memory_reserved, memory_allocated,  # noqa: E402
+                      memory_reserved, memory_stats, reset_peak_memory_stats)
 from ._tensor import DEVICE, TensordTensor  # noqa: E402
 
 
@@ -44,11 +45,12 @@ def synchronize() -> None:
 
 
 def mapped_ops() -> list:
-    """The ATen overloads that map straight onto the daemon's catalog (``_aten_map``)."""
-    from . import _aten_map
-    return sorted(str(op) for op in _aten_map.RULES)
+    """The ATen overloads that map straight onto the daemon's catalog (``_aten_table``)."""
+    from . import _aten_table
+    return sorted(str(op) for op in _aten_table.RULES)
 
 
 __all__ = ["DEVICE", "FallbackWarning", "TensordTensor", "close", "connect", "current",
-           "fallback_counts", "manual_seed", "mapped_ops", "memory_allocated", "memory_reserved",
-           "memory_stats", "reset_fallback_counts", "session", "synchronize"]
+           "fallback_counts", "manual_seed", "mapped_ops", "max_memory_allocated",
+           "max_memory_reserved", "memory_allocated", "memory_reserved", "memory_stats",
+           "reset_fallback_counts", "reset_peak_memory_stats", "session", "synchronize"]

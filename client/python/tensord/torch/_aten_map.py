@@ -4,7 +4,8 @@ A rule receives the op's arguments with tensord tensors replaced by the native c
 (``_dispatch.unwrap``) and returns the daemon results; it only queues commands. Output metadata
 is not its business (``_meta``). What is not here goes to ``torch._decomp``'s decompositions,
 then to the CPU fallback (``_dispatch.dispatch``): backward ops without a rule here run as
-their decompositions.
+their decompositions. This module holds the table (``RULES``, ``rule``, ``c``) and the core
+rows; other modules add theirs, and ``_aten_table`` imports them all.
 """
 
 from __future__ import annotations
@@ -359,10 +360,3 @@ def _stack(tensors: Any, dim: int = 0) -> Any:
 def _clone(self: Any, memory_format: Any = None) -> Any:
     return c("clone", [self])
 
-
-# The rules of indexing, nn and backward ops (they register into RULES on import).
-from . import _aten_map_backward, _aten_map_math, _aten_map_nn  # noqa: E402,F401
-from . import _composites, _indexing, _pooling, _strided  # noqa: E402,F401
-from . import _aten_map_select, _data_sized  # noqa: E402,F401
-from . import _aten_map_linalg  # noqa: E402,F401
-from . import _conv1d  # noqa: E402,F401 (after _aten_map_nn: its rules replace the 2-d ones)

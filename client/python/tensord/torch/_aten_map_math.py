@@ -43,7 +43,7 @@ same_name("copysign", aten.copysign.Tensor, aten.copysign.Scalar)
 same_name("zeta", aten.special_zeta.default, aten.special_zeta.other_scalar,
           aten.special_zeta.self_scalar, prims.zeta.default)
 
-# torch.special's Bessel and normal-distribution functions: the daemon's rows drop the
+# torch.special's Bessel, Airy and normal-distribution functions: the daemon's rows drop the
 # "special_" prefix (as zeta); prims spell the Bessel ones bessel_*.
 same_name("i0", aten.i0.default, prims.bessel_i0.default)
 for _n in ["i0e", "i1", "i1e"]:
@@ -52,7 +52,7 @@ for _n in ["bessel_j0", "bessel_j1", "spherical_bessel_j0"]:
     same_name(_n, getattr(aten, "special_" + _n).default, getattr(prims, _n).default)
 for _n in ["ndtri", "log_ndtr", "erfcx", "bessel_y0", "bessel_y1", "modified_bessel_i0",
            "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
-           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1"]:
+           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "airy_ai"]:
     same_name(_n, getattr(aten, "special_" + _n).default)
 # The orthogonal polynomials p_n(x): x and n each a tensor or a number.
 for _n in ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",

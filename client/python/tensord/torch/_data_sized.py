@@ -12,12 +12,24 @@ import torch
 
 from . import _transfer
 from ._aten_map import c, rule
-from ._pooling import bind
 from ._special import _handles
 from ._tensor import TensordTensor, contiguous_strides
 
 aten = torch.ops.aten
 _INT64 = _transfer.native_dtype(torch.int64)
+
+
+def bind(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The op's arguments by name, defaults filled in."""
+    out = {}
+    for i, a in enumerate(func._schema.arguments):
+        if i < len(args) and not a.kwarg_only:
+            out[a.name] = args[i]
+        elif a.name in kwargs:
+            out[a.name] = kwargs[a.name]
+        else:
+            out[a.name] = a.default_value if a.has_default_value() else None
+    return out
 
 
 def _payload(t: TensordTensor) -> Any:

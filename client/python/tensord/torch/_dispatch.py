@@ -1,7 +1,7 @@
 """Where every ATen op on a tensord tensor goes (``TensordTensor.__torch_dispatch__``).
 
 In order: the device's own handlers (copies, reads, factories' fills; ``_special``), a rule
-mapping the op onto the daemon's catalog (``_aten_map.RULES``), a ``_foreach_`` op as its
+mapping the op onto the daemon's catalog (``_aten_table.RULES``), a ``_foreach_`` op as its
 per-tensor op in a loop, an ``out=`` or in-place op as its functional twin plus ``copy_``
 (``_twins``), PyTorch's decomposition into ops that map (``torch._decomp``), and last the
 counted CPU fallback (``_fallback``). Rules queue commands and
@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 import torch
 from torch._decomp import decomposition_table
 
-from . import _aten_map, _connection, _fallback, _meta, _special, _twins, _transfer
+from . import _aten_table, _connection, _fallback, _meta, _special, _twins, _transfer
 from .. import _errors
 from .._tensor import Tensor as NativeTensor
 from .._tensor import call as native_call
@@ -80,7 +80,7 @@ def dispatch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     handler = _special.HANDLERS.get(func)
     if handler is not None:
         return handler(func, args, kwargs)
-    rule = _aten_map.RULES.get(func)
+    rule = _aten_table.RULES.get(func)
     if rule is not None:
         out = run_rule(func, rule, args, kwargs)
         if out is not NotImplemented:  # a rule declines arguments the daemon's op lacks

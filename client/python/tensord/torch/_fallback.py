@@ -5,6 +5,12 @@ CPU, uploads its outputs, and writes mutated inputs back. Each op warns once and
 ``tensord.torch.fallback_counts()`` says which ops left the daemon and how often, so a program
 meant to run on the daemon alone can assert that none did (the tests do). Under
 ``torch.profiler`` each fallback is a ``tensord_fallback::<op>`` range covering its round trip.
+
+Each fallback is also reported to the daemon (Note [Client fallbacks]: ``Session.note_fallback``,
+a ``NoteFallbacks`` command that travels with the fallback's own uploads, no extra round trip),
+which counts it for the session: ``tensorctl sessions`` and ``users`` show the counts, and the
+session's profiler (``tensord.profiler``, ``tensorctl profile``) lists the fallbacks of its
+window.
 """
 
 from __future__ import annotations
@@ -73,6 +79,7 @@ def run(func: Any, args: Any, kwargs: Any) -> Any:
     """``func`` run on CPU copies of the tensord tensors among ``args``/``kwargs``."""
     from . import _dispatch
     _note(str(func))
+    _connection.session().note_fallback(str(func))
     originals: Dict[int, TensordTensor] = {}
 
     def to_cpu(x: Any) -> Any:

@@ -58,12 +58,12 @@ def _device_module() -> types.ModuleType:
     m.get_rng_state = get_rng_state
     m.set_rng_state = set_rng_state
 
-    from ._memory import memory_allocated, memory_reserved, memory_stats
+    from . import _memory
 
     m.synchronize = synchronize
-    m.memory_stats = memory_stats
-    m.memory_allocated = memory_allocated
-    m.memory_reserved = memory_reserved
+    for name in ("memory_stats", "memory_allocated", "max_memory_allocated", "memory_reserved",
+                 "max_memory_reserved", "reset_peak_memory_stats"):
+        setattr(m, name, getattr(_memory, name))
     m.manual_seed = manual_seed
     m.manual_seed_all = manual_seed
     m.is_available = lambda: True

@@ -1,0 +1,14 @@
+"""The whole table of ATen rules (``RULES``): ``_aten_map``'s rows and those of every module
+that adds its own (they register into ``_aten_map.RULES`` when imported), imported here in
+order, so that the rule modules import ``_aten_map`` and nothing imports them back."""
+
+from __future__ import annotations
+
+from . import _aten_map
+from . import _aten_map_backward, _aten_map_math, _aten_map_nn  # noqa: F401
+from . import _composites, _indexing, _pooling, _strided  # noqa: F401
+from . import _aten_map_select, _data_sized  # noqa: F401
+from . import _aten_map_linalg  # noqa: F401
+from . import _conv1d  # noqa: F401 (after _aten_map_nn: its rules replace the 2-d ones)
+
+RULES = _aten_map.RULES

@@ -1,0 +1,135 @@
+#include "runtime/ops/pool_geometry.h"
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/ops/op_helpers.h"
+
+namespace tensord {
+namespace {
+
+// a / b rounded toward -infinity (b > 0): PyTorch's div_rtn, so an input
+// smaller than the kernel gives an output size of 0, an error, not 1.
+int64_t FloorDiv(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+int64_t PoolOut(int64_t size, int64_t k, int64_t s, int64_t p, int64_t d,
+                bool ceil) {
+  const int64_t span = size + 2 * p - d * (k - 1) - 1;
+  int64_t out = FloorDiv(ceil ? span + s - 1 : span, s) + 1;
+  if (ceil && (out - 1) * s >= size + p) --out;
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::pair<int64_t, int64_t>> IntPairAttr(
+    const Attrs& attrs, const char* name, std::pair<int64_t, int64_t> fallback,
+    int64_t min_value) {
+  const auto& v = attrs.Ints(name);
+  std::pair<int64_t, int64_t> p = fallback;
+  if (v.size() == 1) {
+    p = {v[0], v[0]};
+  } else if (v.size() == 2) {
+    p = {v[0], v[1]};
+  } else if (!v.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, " must be one int or a pair, got ", ShapeToString(v)));
+  }
+  if (p.first < min_value || p.second < min_value) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, " must be >= ", min_value, ", got ", ShapeToString(v)));
+  }
+  return p;
+}
+
+absl::Status CheckPoolInput(const Tensor& x, const char* what,
+                            bool int64_ok) {
+  if (!(int64_ok && x.dtype() == DType::kInt64)) {
+    TD_RETURN_IF_ERROR(RequireFloating(x, what));
+  }
+  if (x.ndim() != 3 && x.ndim() != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": expected 3D or 4D input, got shape ",
+                     ShapeToString(x.shape())));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<AttrSpec> MaxPoolAttrs() {
+  using I = std::vector<int64_t>;
+  return {Required("kernel_size", AttrType::kInts),
+          Optional("stride", AttrType::kInts, I{}),
+          Optional("padding", AttrType::kInts, I{0}),
+          Optional("dilation", AttrType::kInts, I{1}),
+          Optional("ceil_mode", AttrType::kBool, false)};
+}
+
+absl::StatusOr<cpu::Window2d> PlanPool2d(const Tensor& x, const Attrs& attrs,
+                                         bool max_pool, const char* what) {
+  TD_RETURN_IF_ERROR(CheckPoolInput(x, what, /*int64_ok=*/!max_pool));
+  for (int d = x.ndim() - 3; d < x.ndim(); ++d) {
+    if (x.shape()[d] == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what,
+          ": expected a 3D or 4D input with non-zero sizes after the "
+          "optional batch dim, got shape ",
+          ShapeToString(x.shape())));
+    }
+  }
+  TD_ASSIGN_OR_RETURN(auto k, IntPairAttr(attrs, "kernel_size", {0, 0}, 1));
+  TD_ASSIGN_OR_RETURN(auto s, IntPairAttr(attrs, "stride", k, 1));
+  TD_ASSIGN_OR_RETURN(auto pad, IntPairAttr(attrs, "padding", {0, 0}, 0));
+  std::pair<int64_t, int64_t> d{1, 1};
+  if (max_pool) {
+    TD_ASSIGN_OR_RETURN(d, IntPairAttr(attrs, "dilation", {1, 1}, 1));
+  }
+  if (pad.first > k.first / 2 || pad.second > k.second / 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": pad should be at most half of kernel size, but got pad=(",
+        pad.first, ", ", pad.second, "), kernel_size=(", k.first, ", ",
+        k.second, ")"));
+  }
+  const int64_t h = x.shape()[x.ndim() - 2], w = x.shape()[x.ndim() - 1];
+  const bool ceil = attrs.Bool("ceil_mode");
+  cpu::Window2d win{k.first,
+                    k.second,
+                    s.first,
+                    s.second,
+                    pad.first,
+                    pad.second,
+                    d.first,
+                    d.second,
+                    PoolOut(h, k.first, s.first, pad.first, d.first, ceil),
+                    PoolOut(w, k.second, s.second, pad.second, d.second, ceil)};
+  if (win.oh <= 0 || win.ow <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": output size ", win.oh, "x", win.ow, " is too small for input ",
+        ShapeToString(x.shape()), " (kernel_size=(", k.first, ", ", k.second,
+        "), dilation=(", d.first, ", ", d.second, "), padding=(", pad.first,
+        ", ", pad.second, "))"));
+  }
+  return win;
+}
+
+Shape PoolShape(const Tensor& x, int64_t oh, int64_t ow) {
+  Shape s = x.shape();
+  s[s.size() - 2] = oh;
+  s[s.size() - 1] = ow;
+  return s;
+}
+
+StridedView As4d(const Tensor& t) {
+  StridedView v = t.view();
+  if (v.ndim == 3) {
+    for (int i = 3; i > 0; --i) {
+      v.sizes[i] = v.sizes[i - 1], v.strides[i] = v.strides[i - 1];
+    }
+    v.ndim = 4;
+    v.sizes[0] = 1;
+    v.strides[0] = v.sizes[1] * v.strides[1];
+  }
+  return v;
+}
+
+}  // namespace tensord
