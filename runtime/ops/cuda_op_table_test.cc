@@ -25,7 +25,11 @@ namespace {
 // Rows that run on the CPU only (a new row without a CUDA kernel must be
 // listed here, which makes the gap visible in review): none today.
 const std::set<std::string>& KnownCpuOnly() {
-  static const auto* rows = new std::set<std::string>{};
+  static const auto* rows = new std::set<std::string>{
+      // LAPACK rows (lapack_ops.cc): CPU only for now.
+      "_linalg_det", "_linalg_eigh", "_linalg_slogdet", "_linalg_solve_ex",
+      "_linalg_svd", "linalg_cholesky_ex", "linalg_inv_ex",
+      "linalg_lu_factor_ex", "linalg_lu_solve", "linalg_solve_triangular"};
   return *rows;
 }
 

@@ -24,6 +24,8 @@ std::vector<OpDef> CompareOps();
 std::vector<OpDef> InPlaceOps();
 std::vector<OpDef> ReductionOps();
 std::vector<OpDef> LinalgOps();
+std::vector<OpDef> LapackOps();  // lapack_ops.cc: LU, solves, inv, det, ...
+std::vector<OpDef> LapackSpectralOps();  // cholesky, eigh, svd
 std::vector<OpDef> ViewOps();
 std::vector<OpDef> ShapeOps();
 std::vector<OpDef> IndexOps();
