@@ -225,15 +225,15 @@ class TensorMethods:
     def scatter_reduce(self, dim: int, index: Any, src: Any, reduce: str, *,
                        include_self: bool = True) -> Any:
         """``torch.scatter_reduce(self, dim, index, src, reduce, include_self=...)``."""
-        return _tensor.call("scatter_reduce", [self, index, src],
-                            {"dim": dim, "reduce": reduce, "include_self": include_self})
+        return _calls.call("scatter_reduce", [self, index, src],
+                           {"dim": dim, "reduce": reduce, "include_self": include_self})
 
     def index_reduce(self, dim: int, index: Any, source: Any, reduce: str, *,
                      include_self: bool = True) -> Any:
         """``Tensor.index_reduce``: ``source``'s slices along ``dim`` reduced (``"prod"``,
         ``"mean"``, ``"amax"``, ``"amin"``) into the slices of self that ``index`` names."""
-        return _tensor.call("index_reduce", [self, index, source],
-                            {"dim": dim, "reduce": reduce, "include_self": include_self})
+        return _calls.call("index_reduce", [self, index, source],
+                           {"dim": dim, "reduce": reduce, "include_self": include_self})
 
     def index_select(self, dim: int, index: Any) -> Any:
         """Entries at ``index`` along ``dim``."""
