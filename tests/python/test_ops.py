@@ -325,5 +325,6 @@ def test_every_catalog_op_is_reachable():
     for name, op in s.catalog.items():
         fn = getattr(td, name)
         assert callable(fn) and name in dir(td)
-        if op.max_inputs != 0:
+        # ATen's underscore ops (_linalg_det ...) are functions only, as in PyTorch.
+        if op.max_inputs != 0 and not name.startswith("_"):
             assert callable(getattr(td.ones(1), name))
