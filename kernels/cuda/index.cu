@@ -277,6 +277,28 @@ absl::Status Gather(const StridedView& in, int dim, const StridedView& index,
   return LaunchStatus("gather kernel");
 }
 
+// Calls f(T{}) for the dtypes scatter_add's and scatter_reduce's atomics take
+// (float32, float64, int64, int32); false for any other.
+template <typename F>
+bool WithAccumulatingType(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32:
+      f(float{});
+      return true;
+    case DType::kFloat64:
+      f(double{});
+      return true;
+    case DType::kInt64:
+      f(int64_t{});
+      return true;
+    case DType::kInt32:
+      f(int32_t{});
+      return true;
+    default:
+      return false;
+  }
+}
+
 absl::Status Scatter(const StridedView& out, int dim, const StridedView& index,
                      const StridedView& src, bool add, int64_t* bad,
                      StreamHandle stream) {
@@ -298,35 +320,22 @@ absl::Status Scatter(const StridedView& out, int dim, const StridedView& index,
         src.ptr<const T>(), sd, total, bad);
   };
   auto launch = [&](auto tag) { add ? accumulate(tag) : set(tag); };
-  switch (out.dtype) {
-    case DType::kFloat32:
-      launch(float{});
-      break;
-    case DType::kFloat64:
-      launch(double{});
-      break;
-    case DType::kInt64:
-      launch(int64_t{});
-      break;
-    case DType::kInt32:
-      launch(int32_t{});
-      break;
-    default:
-      if (add) {
+  if (!WithAccumulatingType(out.dtype, launch)) {
+    if (add) {
+      return absl::UnimplementedError(absl::StrCat(
+          "scatter_add on cuda: unsupported dtype ", DTypeName(out.dtype)));
+    }
+    switch (ItemSize(out.dtype)) {
+      case 1:
+        set(uint8_t{});
+        break;
+      case 2:
+        set(uint16_t{});
+        break;
+      default:
         return absl::UnimplementedError(absl::StrCat(
-            "scatter_add on cuda: unsupported dtype ", DTypeName(out.dtype)));
-      }
-      switch (ItemSize(out.dtype)) {
-        case 1:
-          set(uint8_t{});
-          break;
-        case 2:
-          set(uint16_t{});
-          break;
-        default:
-          return absl::UnimplementedError(absl::StrCat(
-              "scatter on cuda: unsupported dtype ", DTypeName(out.dtype)));
-      }
+            "scatter on cuda: unsupported dtype ", DTypeName(out.dtype)));
+    }
   }
   return LaunchStatus("scatter kernel");
 }
@@ -359,23 +368,10 @@ absl::Status ScatterReduce(const StridedView& out, int dim,
           out.ptr<T>(), count, n, include_self);
     }
   };
-  switch (out.dtype) {
-    case DType::kFloat32:
-      launch(float{});
-      break;
-    case DType::kFloat64:
-      launch(double{});
-      break;
-    case DType::kInt64:
-      launch(int64_t{});
-      break;
-    case DType::kInt32:
-      launch(int32_t{});
-      break;
-    default:
-      return absl::UnimplementedError(absl::StrCat(
-          "scatter_reduce on cuda: unsupported dtype ", DTypeName(out.dtype),
-          " (float32, float64, int32, int64; half types compute in float32)"));
+  if (!WithAccumulatingType(out.dtype, launch)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "scatter_reduce on cuda: unsupported dtype ", DTypeName(out.dtype),
+        " (float32, float64, int32, int64; half types compute in float32)"));
   }
   return LaunchStatus("scatter_reduce kernel");
 }
