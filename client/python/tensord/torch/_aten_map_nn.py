@@ -21,76 +21,10 @@ def torch_args(fn: Any) -> Any:
     return fn
 
 
-@rule(aten.index_select.default)
-def _index_select(self: Any, dim: int, index: Any) -> Any:
-    return c("index_select", [self, index], dim=dim)
-
-
 def _int64_index(targs: tuple, i: int, index: Any) -> Any:
     """PyTorch also takes int32 (and uint8) indices; the daemon's index kernels read int64."""
     return c("to", [index], dtype=native_dtype(torch.int64)) \
         if targs[i].dtype in (torch.int32, torch.int16, torch.int8, torch.uint8) else index
-
-
-@rule(aten.scatter.src)
-@torch_args
-def _scatter(targs: tuple, self: Any, dim: int, index: Any, src: Any) -> Any:
-    return c("scatter", [self, _int64_index(targs, 2, index), src], dim=dim)
-
-
-@rule(aten.scatter_add.default)
-@torch_args
-def _scatter_add(targs: tuple, self: Any, dim: int, index: Any, src: Any) -> Any:
-    return c("scatter_add", [self, _int64_index(targs, 2, index), src], dim=dim)
-
-
-@rule(aten.scatter_reduce.two)
-@torch_args
-def _scatter_reduce(targs: tuple, self: Any, dim: int, index: Any, src: Any, reduce: str, *,
-                    include_self: bool = True) -> Any:
-    """``reduce`` sum, prod, mean, amax or amin; without ``include_self`` self's value is left
-    out of the positions the index names (the daemon's ``scatter_reduce`` row)."""
-    return c("scatter_reduce", [self, _int64_index(targs, 2, index), src], dim=dim,
-             reduce=reduce, include_self=include_self)
-
-
-@rule(aten.index_reduce.default)
-@torch_args
-def _index_reduce(targs: tuple, self: Any, dim: int, index: Any, source: Any, reduce: str, *,
-                  include_self: bool = True) -> Any:
-    return c("index_reduce", [self, _int64_index(targs, 2, index), source], dim=dim,
-             reduce=reduce, include_self=include_self)
-
-
-_SCATTER_REDUCE = {"add": "sum", "multiply": "prod"}  # scatter(..., reduce=) names
-
-
-@rule(aten.scatter.reduce)
-@torch_args
-def _scatter_src_reduce(targs: tuple, self: Any, dim: int, index: Any, src: Any, *,
-                        reduce: str) -> Any:
-    if reduce not in _SCATTER_REDUCE:
-        return NotImplemented
-    return c("scatter_reduce", [self, _int64_index(targs, 2, index), src], dim=dim,
-             reduce=_SCATTER_REDUCE[reduce])
-
-
-@rule(aten.scatter.value_reduce)
-@torch_args
-def _scatter_value_reduce(targs: tuple, self: Any, dim: int, index: Any, value: Any, *,
-                          reduce: str) -> Any:
-    if reduce not in _SCATTER_REDUCE:
-        return NotImplemented
-    src = c("full", [], shape=list(targs[2].shape), fill_value=float(value),
-            dtype=native_dtype(targs[0].dtype))
-    return c("scatter_reduce", [self, _int64_index(targs, 2, index), src], dim=dim,
-             reduce=_SCATTER_REDUCE[reduce])
-
-
-@rule(aten.gather.default)
-@torch_args
-def _gather(targs: tuple, self: Any, dim: int, index: Any, sparse_grad: bool = False) -> Any:
-    return c("gather", [self, _int64_index(targs, 2, index)], dim=dim)
 
 
 @rule(aten.embedding.default)
