@@ -333,70 +333,73 @@ absl::Status SvdT(const StridedView& a, bool full_matrices,
   return absl::OkStatus();
 }
 
+// Runs f(T{}) with T the float type of `a` (float32 or float64; else the
+// error RequireFloat gives, naming `what`).
+template <typename F>
+absl::Status ForFloat(const StridedView& a, const char* what, F f) {
+  TD_RETURN_IF_ERROR(RequireFloat(a, what));
+  return a.dtype == DType::kFloat64 ? f(double{}) : f(float{});
+}
+
 }  // namespace
 
 absl::Status LuFactor(const StridedView& a, bool of_transpose,
                       const StridedView& lu, const StridedView& pivots,
                       const StridedView& info) {
-  TD_RETURN_IF_ERROR(RequireFloat(a, "linalg.lu_factor"));
-  return a.dtype == DType::kFloat64
-             ? LuFactorT<double>(a, of_transpose, lu, pivots, info)
-             : LuFactorT<float>(a, of_transpose, lu, pivots, info);
+  return ForFloat(a, "linalg.lu_factor", [&](auto t) {
+    return LuFactorT<decltype(t)>(a, of_transpose, lu, pivots, info);
+  });
 }
 
 absl::Status LuSolve(const StridedView& lu, const StridedView& pivots,
                      const StridedView& b, bool left, bool adjoint,
                      const StridedView& x) {
-  TD_RETURN_IF_ERROR(RequireFloat(lu, "linalg.lu_solve"));
-  return lu.dtype == DType::kFloat64
-             ? LuSolveT<double>(lu, pivots, b, left, adjoint, x)
-             : LuSolveT<float>(lu, pivots, b, left, adjoint, x);
+  return ForFloat(lu, "linalg.lu_solve", [&](auto t) {
+    return LuSolveT<decltype(t)>(lu, pivots, b, left, adjoint, x);
+  });
 }
 
 absl::Status TriangularSolve(const StridedView& a, const StridedView& b,
                              bool upper, bool left, bool unitriangular,
                              const StridedView& x) {
-  TD_RETURN_IF_ERROR(RequireFloat(a, "linalg.solve_triangular"));
-  return a.dtype == DType::kFloat64
-             ? TriangularSolveT<double>(a, b, upper, left, unitriangular, x)
-             : TriangularSolveT<float>(a, b, upper, left, unitriangular, x);
+  return ForFloat(a, "linalg.solve_triangular", [&](auto t) {
+    return TriangularSolveT<decltype(t)>(a, b, upper, left, unitriangular, x);
+  });
 }
 
 absl::Status Inverse(const StridedView& a, const StridedView& inv,
                      const StridedView& info) {
-  TD_RETURN_IF_ERROR(RequireFloat(a, "linalg.inv"));
-  return a.dtype == DType::kFloat64 ? InverseT<double>(a, inv, info)
-                                    : InverseT<float>(a, inv, info);
+  return ForFloat(a, "linalg.inv",
+                  [&](auto t) { return InverseT<decltype(t)>(a, inv, info); });
 }
 
 absl::Status Cholesky(const StridedView& a, bool upper, const StridedView& out,
                       const StridedView& info) {
-  TD_RETURN_IF_ERROR(RequireFloat(a, "linalg.cholesky"));
-  return a.dtype == DType::kFloat64 ? CholeskyT<double>(a, upper, out, info)
-                                    : CholeskyT<float>(a, upper, out, info);
+  return ForFloat(a, "linalg.cholesky", [&](auto t) {
+    return CholeskyT<decltype(t)>(a, upper, out, info);
+  });
 }
 
 absl::Status LuDeterminant(const StridedView& lu, const StridedView& pivots,
                            bool log, const StridedView* sign,
                            const StridedView& value) {
-  TD_RETURN_IF_ERROR(RequireFloat(lu, "linalg.det"));
-  return lu.dtype == DType::kFloat64
-             ? LuDeterminantT<double>(lu, pivots, log, sign, value)
-             : LuDeterminantT<float>(lu, pivots, log, sign, value);
+  return ForFloat(lu, "linalg.det", [&](auto t) {
+    return LuDeterminantT<decltype(t)>(lu, pivots, log, sign, value);
+  });
 }
 
 absl::Status Eigh(const StridedView& a, bool upper, const StridedView& values,
                   const StridedView* vectors) {
-  TD_RETURN_IF_ERROR(RequireFloat(a, "linalg.eigh"));
-  return a.dtype == DType::kFloat64 ? EighT<double>(a, upper, values, vectors)
-                                    : EighT<float>(a, upper, values, vectors);
+  return ForFloat(a, "linalg.eigh", [&](auto t) {
+    return EighT<decltype(t)>(a, upper, values, vectors);
+  });
 }
 
 absl::Status Svd(const StridedView& a, bool full_matrices, const StridedView* u,
                  const StridedView& s, const StridedView* vh) {
-  TD_RETURN_IF_ERROR(RequireFloat(a, "linalg.svd"));
-  return a.dtype == DType::kFloat64 ? SvdT<double>(a, full_matrices, u, s, vh)
-                                    : SvdT<float>(a, full_matrices, u, s, vh);
+  return ForFloat(a, "linalg.svd", [&](auto t) {
+    return SvdT<decltype(t)>(a, full_matrices, u, s, vh);
+  });
 }
 
 }  // namespace cpu
