@@ -11,8 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/elementwise.h"
-#include "runtime/ops/dispatch.h"
-#include "runtime/ops/op_table.h"
+#include "runtime/ops/cpu_op_test.h"
 
 namespace tensord {
 namespace {
@@ -20,34 +19,14 @@ namespace {
 using B = std::vector<bool>;
 using I = std::vector<int64_t>;
 
-class DTypeSupportTest : public ::testing::Test {
+class DTypeSupportTest : public CpuOpTest {
  protected:
-  void SetUp() override {
-    devices_ = DeviceRegistry::Create();
-    ctx_.device = devices_->cpu();
-    ctx_.devices = devices_.get();
-    ctx_.alloc.session = 1;
-  }
   Tensor Bools(const B& v, Shape shape) {
-    Tensor t = *Tensor::Empty(devices_->cpu(), DType::kBool, shape, ctx_.alloc);
+    Tensor t = Empty(DType::kBool, shape);
     for (size_t i = 0; i < v.size(); ++i) t.view().ptr<bool>()[i] = v[i];
     return t;
   }
-  Tensor Ints(const I& v, Shape shape) {
-    Tensor t =
-        *Tensor::Empty(devices_->cpu(), DType::kInt64, shape, ctx_.alloc);
-    std::memcpy(t.data(), v.data(), v.size() * sizeof(int64_t));
-    return t;
-  }
-  absl::StatusOr<std::vector<Tensor>> Run(
-      const std::string& name, std::vector<Tensor> in,
-      std::map<std::string, AttrValue> attrs = {}) {
-    const OpDef* op = FindOp(name);
-    EXPECT_NE(op, nullptr) << name;
-    auto built = Attrs::Build(name, op->attrs, std::move(attrs));
-    if (!built.ok()) return built.status();
-    return RunOp(*op, in, *built, ctx_);
-  }
+  Tensor Ints(const I& v, Shape shape) { return From(v, DType::kInt64, shape); }
   // The first output's dtype and values (row-major, as int64).
   std::pair<DType, I> Out(const std::string& name, std::vector<Tensor> in,
                           std::map<std::string, AttrValue> attrs = {},
@@ -62,9 +41,6 @@ class DTypeSupportTest : public ::testing::Test {
     const int64_t* p = flat.view().ptr<int64_t>();
     return {t.dtype(), I(p, p + flat.numel())};
   }
-
-  std::unique_ptr<DeviceRegistry> devices_;
-  OpContext ctx_;
 };
 
 TEST_F(DTypeSupportTest, BoolMapsAreLogicalOps) {

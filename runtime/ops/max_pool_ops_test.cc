@@ -15,8 +15,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/ops/dispatch.h"
-#include "runtime/ops/op_table.h"
+#include "runtime/ops/cpu_op_test.h"
 
 namespace tensord {
 namespace {
@@ -24,36 +23,8 @@ namespace {
 using I = std::vector<int64_t>;
 using AttrMap = std::map<std::string, AttrValue>;
 
-class MaxPoolOpsTest : public ::testing::Test {
+class MaxPoolOpsTest : public CpuOpTest {
  protected:
-  void SetUp() override {
-    devices_ = DeviceRegistry::Create();
-    ctx_.device = devices_->cpu();
-    ctx_.devices = devices_.get();
-    ctx_.generator = &generator_;
-    ctx_.alloc.session = 1;
-  }
-  Tensor Empty(DType dtype, const Shape& shape) {
-    auto t = Tensor::Empty(devices_->cpu(), dtype, shape, ctx_.alloc);
-    EXPECT_TRUE(t.ok()) << t.status();
-    return *t;
-  }
-  template <typename T>
-  Tensor From(const std::vector<T>& v, DType dtype, const Shape& shape) {
-    Tensor t = Empty(dtype, shape);
-    EXPECT_EQ(t.nbytes(), v.size() * sizeof(T));
-    if (!v.empty()) std::memcpy(t.data(), v.data(), t.nbytes());  // no null src
-    return t;
-  }
-  absl::StatusOr<std::vector<Tensor>> Run(const std::string& name,
-                                          std::vector<Tensor> in,
-                                          AttrMap attrs = {}) {
-    const OpDef* op = FindOp(name);
-    EXPECT_NE(op, nullptr) << name;
-    auto built = Attrs::Build(name, op->attrs, std::move(attrs));
-    if (!built.ok()) return built.status();
-    return RunOp(*op, in, *built, ctx_);
-  }
   Tensor Run1(const std::string& name, std::vector<Tensor> in,
               AttrMap attrs = {}, int output = 0) {
     auto r = Run(name, std::move(in), std::move(attrs));
@@ -74,10 +45,6 @@ class MaxPoolOpsTest : public ::testing::Test {
     std::memcpy(v.data(), t.data(), t.nbytes());
     return v;
   }
-
-  std::unique_ptr<DeviceRegistry> devices_;
-  Generator generator_;
-  OpContext ctx_;
 };
 
 bool SameOrBothNaN(double a, double b) {

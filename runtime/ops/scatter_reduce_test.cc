@@ -10,43 +10,25 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/ops/dispatch.h"
-#include "runtime/ops/op_table.h"
+#include "runtime/ops/cpu_op_test.h"
 
 namespace tensord {
 namespace {
 
-class ScatterReduceTest : public ::testing::Test {
+class ScatterReduceTest : public CpuOpTest {
  protected:
-  void SetUp() override {
-    devices_ = DeviceRegistry::Create();
-    ctx_.device = devices_->cpu();
-    ctx_.devices = devices_.get();
-    ctx_.alloc.session = 1;
+  Tensor F(const std::vector<float>& v, Shape shape) {
+    return From(v, DType::kFloat32, shape);
   }
-  template <typename T>
-  Tensor Make(std::vector<T> v, Shape shape, DType dtype) {
-    Tensor t = *Tensor::Empty(devices_->cpu(), dtype, shape, ctx_.alloc);
-    EXPECT_EQ(static_cast<int64_t>(v.size()), t.numel());
-    std::memcpy(t.data(), v.data(), v.size() * sizeof(T));
-    return t;
-  }
-  Tensor F(std::vector<float> v, Shape shape) {
-    return Make(std::move(v), shape, DType::kFloat32);
-  }
-  Tensor I(std::vector<int64_t> v, Shape shape) {
-    return Make(std::move(v), shape, DType::kInt64);
+  Tensor I(const std::vector<int64_t>& v, Shape shape) {
+    return From(v, DType::kInt64, shape);
   }
   absl::StatusOr<Tensor> Run(const std::string& name, std::vector<Tensor> in,
                              int64_t dim, const std::string& reduce,
                              bool include_self = true) {
-    const OpDef* op = FindOp(name);
-    EXPECT_NE(op, nullptr) << name;
-    auto attrs = Attrs::Build(
-        name, op->attrs,
+    auto out = CpuOpTest::Run(
+        name, std::move(in),
         {{"dim", dim}, {"reduce", reduce}, {"include_self", include_self}});
-    if (!attrs.ok()) return attrs.status();
-    auto out = RunOp(*op, in, *attrs, ctx_);
     if (!out.ok()) return out.status();
     return (*out)[0];
   }
@@ -57,8 +39,6 @@ class ScatterReduceTest : public ::testing::Test {
     const T* p = t.view().ptr<const T>();
     return std::vector<T>(p, p + t.numel());
   }
-  std::unique_ptr<DeviceRegistry> devices_;
-  OpContext ctx_;
 };
 
 TEST_F(ScatterReduceTest, EveryReduceWithAndWithoutSelf) {
