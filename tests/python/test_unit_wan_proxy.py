@@ -13,7 +13,7 @@ from typing import Iterator
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools", "bench"))
-from wan_proxy import WanProxy  # noqa: E402
+from wan_proxy import Line, WanProxy  # noqa: E402
 
 
 @pytest.fixture
@@ -68,11 +68,25 @@ def echo_time(address: str, payload: bytes) -> float:
     return dt
 
 
+def test_line_serialises_its_bytes_then_delays_them() -> None:
+    """The link model itself, on explicit times (no clock): a busy line queues what arrives."""
+    line = Line(delay=0.010, rate=1000.0)
+    assert line.due(500, now=0.0) == pytest.approx(0.5 + 0.010)
+    assert line.due(500, now=0.1) == pytest.approx(1.0 + 0.010)  # behind the first 500
+    assert line.due(100, now=5.0) == pytest.approx(5.1 + 0.010)  # idle again: starts at once
+    assert line.carried == 1100
+    unlimited = Line(delay=0.020, rate=None)
+    assert unlimited.due(1 << 30, now=3.0) == pytest.approx(3.020)
+    assert unlimited.carried == 1 << 30
+
+
 def test_round_trip_is_the_sum_of_both_delays(echo: str) -> None:
     direct = min(echo_time(echo, b"x") for _ in range(5))
     with WanProxy(echo, up_delay=0.030, down_delay=0.010) as p:
         rtts = [echo_time(p.address, b"ping %d" % i) for i in range(5)]
-    assert 0.040 <= min(rtts) < 0.040 + direct + 0.015, rtts
+    # The lower bound is exact; the upper one only catches a delay applied twice (a loaded
+    # machine adds scheduling latency, never removes any).
+    assert 0.040 <= min(rtts) < 0.080 + direct, rtts
 
 
 def test_rate_limits_each_direction_and_keeps_bytes(echo: str) -> None:
@@ -80,16 +94,20 @@ def test_rate_limits_each_direction_and_keeps_bytes(echo: str) -> None:
     rate = 10e6  # bytes/s
     with WanProxy(echo, rtt=0.002, rate=rate) as p:
         dt = echo_time(p.address, payload)
-    # Echoed, the two lines overlap: the whole takes about one line's time (plus the first
-    # chunk's), not two, and never less than one.
-    assert len(payload) / rate <= dt < 1.6 * len(payload) / rate, dt
+        # Each direction is a line of its own, charged with its own bytes only (one line shared
+        # by both would carry twice the payload and halve the echo's rate); that the two overlap
+        # in time is the model's (test_line_serialises_its_bytes_then_delays_them), not measured
+        # here, where a loaded machine only ever adds time.
+        assert (p.up.carried, p.down.carried) == (len(payload), len(payload))
+    assert dt >= len(payload) / rate, dt
 
 
 def test_rate_of_one_direction_only(echo: str) -> None:
     payload = os.urandom(1 << 20)
     with WanProxy(echo, up_rate=5e6, down_rate=None) as p:
+        assert (p.up.rate, p.down.rate) == (5e6, None)
         dt = echo_time(p.address, payload)
-    assert len(payload) / 5e6 <= dt < 1.6 * len(payload) / 5e6, dt
+    assert dt >= len(payload) / 5e6, dt
 
 
 def test_stall_holds_delivery_and_loses_nothing(echo: str) -> None:

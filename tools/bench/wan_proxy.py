@@ -37,12 +37,14 @@ class Line:
         self.rate = rate
         self._lock = threading.Lock()
         self._free_at = 0.0
+        self.carried = 0  # bytes that have crossed this line, every connection together
 
     def due(self, nbytes: int, now: float) -> float:
         """When ``nbytes`` read at ``now`` reach the far side."""
-        if not self.rate:
-            return now + self.delay
         with self._lock:
+            self.carried += nbytes
+            if not self.rate:
+                return now + self.delay
             self._free_at = max(now, self._free_at) + nbytes / self.rate
             return self._free_at + self.delay
 
