@@ -2,7 +2,17 @@
 # Installs, with apt, whatever tensord's build and tests need and this Debian 12
 # machine lacks. Idempotent; quiet when everything is present. Needs root (or
 # sudo) only when something is missing.
+#
+#   tools/install_deps.sh               # both parts
+#   tools/install_deps.sh packages      # Debian's packages only (what the build needs)
+#   tools/install_deps.sh torch-venv    # the PyTorch venv only (tools/test.sh runs it
+#                                       # alongside the build: it waits on PyPI, not a core)
 set -euo pipefail
+part="${1:-all}"
+case "$part" in
+  all | packages | torch-venv) ;;
+  *) echo "usage: $0 [packages|torch-venv]" >&2; exit 2 ;;
+esac
 
 PACKAGES=(
   bazel-bootstrap g++ pkg-config
@@ -27,6 +37,7 @@ PACKAGES=(
 )
 
 missing=()
+[ "$part" = torch-venv ] && PACKAGES=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
@@ -43,7 +54,7 @@ fi
 # PyTorch (>= 2.4; Debian's is 1.13): PyPI's newest, in the project's own venv at .venv-torch
 # (git-ignored), built on Debian's interpreter. ~5 GB with its CUDA libraries. Skipped when the
 # venv already imports torch; TENSORD_SKIP_TORCH_VENV=1 skips it altogether.
-if [ -z "${TENSORD_SKIP_TORCH_VENV:-}" ]; then
+if [ -z "${TENSORD_SKIP_TORCH_VENV:-}" ] && [ "$part" != packages ]; then
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   venv="$root/.venv-torch"
   if ! "$venv/bin/python" -c "import torch, grpc, google.protobuf, numpy, pytest, xdist, transformers, expecttest" \

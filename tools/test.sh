@@ -29,7 +29,13 @@ PYTHON=/usr/bin/python3
 # Each section's header carries the time since the start: where a cold run spends it.
 section() { printf '== %s  [%dm%02ds]\n' "$1" $((SECONDS / 60)) $((SECONDS % 60)); }
 
-tools/install_deps.sh
+tools/install_deps.sh packages
+# The PyTorch venv (PyPI's torch, ~5 GB: network and disk more than CPU) is made alongside the
+# build; the suites that need it wait for it.
+venv_log="$(mktemp -t tensord-venv.XXXXXX)"
+tools/install_deps.sh torch-venv >"$venv_log" 2>&1 &
+venv_pid=$!
+trap 'kill -TERM "$venv_pid" 2>/dev/null; true' EXIT
 jobs_flag=()
 [ -n "${TENSORD_BAZEL_JOBS:-}" ] && jobs_flag=(--jobs="$TENSORD_BAZEL_JOBS")
 # pytest-xdist workers per Python suite, each with a daemon of its own: one test keeps about one
@@ -88,7 +94,7 @@ sanitizer_pid=$!
 # If a Python suite fails, the script stops here: stop the background builds with it (the
 # bazel client cancels its command on SIGTERM).
 # Children first: once the subshell is gone they belong to init and -P finds none.
-trap 'pkill -TERM -P "$sanitizer_pid" 2>/dev/null; kill -TERM "$sanitizer_pid" 2>/dev/null; true' EXIT
+trap 'kill -TERM "$venv_pid" 2>/dev/null; pkill -TERM -P "$sanitizer_pid" 2>/dev/null; kill -TERM "$sanitizer_pid" 2>/dev/null; true' EXIT
 
 # The client's C speedups run once, built with AddressSanitizer + UBSan in the sanitized run (the
 # same source as the plain build users get, with its memory errors and undefined behaviour
@@ -116,6 +122,14 @@ TENSORD_PURE_PYTHON=1 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q "$
 # function (TENSORD_TORCH_CHECK, the default in tests), once on the production path. The example
 # programs (test_examples.py: each a subprocess run twice, 40% of the suite's time) run only on
 # the production path, as users run them; the OpInfo conformance suite only with the check.
+venv_status=0
+wait "$venv_pid" || venv_status=$?
+cat "$venv_log"
+rm -f "$venv_log"
+if [ "$venv_status" -ne 0 ]; then
+  section "FAILED: making .venv-torch (tools/install_deps.sh torch-venv; its output is above)"
+  exit "$venv_status"
+fi
 section "PyTorch device tests (tensord.torch, .venv-torch's PyTorch, real daemon; meta check per op)"
 TORCH_PYTHON="$root/.venv-torch/bin/python"
 [ -x "$TORCH_PYTHON" ] || TORCH_PYTHON="$PYTHON"

@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "kernels/cpu/parallel.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/op_helpers.h"
 #include "runtime/ops/op_table.h"
@@ -176,21 +175,18 @@ Outs AdamStep(absl::Span<const Tensor> in, const Attrs& attrs,
     }));
   }
 #endif
-  cpu::ParallelFor(n, 1 << 12, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const Tensor& p = in[i];
-      if (!Fast(in, n, i, 4) || !OnCpu(p)) continue;
-      if (p.dtype() == DType::kFloat64) {
-        AdamKernel(config(i), static_cast<double*>(p.data()),
-                   static_cast<const double*>(in[n + i].data()),
-                   static_cast<double*>(in[2 * n + i].data()),
-                   static_cast<double*>(in[3 * n + i].data()), p.numel());
-      } else {
-        AdamKernel(config(i), static_cast<float*>(p.data()),
-                   static_cast<const float*>(in[n + i].data()),
-                   static_cast<float*>(in[2 * n + i].data()),
-                   static_cast<float*>(in[3 * n + i].data()), p.numel());
-      }
+  optim_step::ForEachCpuChunk(in, n, 4, [&](int64_t i, int64_t b, int64_t e) {
+    const Tensor& p = in[i];
+    if (p.dtype() == DType::kFloat64) {
+      AdamKernel(config(i), static_cast<double*>(p.data()) + b,
+                 static_cast<const double*>(in[n + i].data()) + b,
+                 static_cast<double*>(in[2 * n + i].data()) + b,
+                 static_cast<double*>(in[3 * n + i].data()) + b, e - b);
+    } else {
+      AdamKernel(config(i), static_cast<float*>(p.data()) + b,
+                 static_cast<const float*>(in[n + i].data()) + b,
+                 static_cast<float*>(in[2 * n + i].data()) + b,
+                 static_cast<float*>(in[3 * n + i].data()) + b, e - b);
     }
   });
   for (int64_t i = 0; i < n; ++i) {

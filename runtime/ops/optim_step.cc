@@ -1,7 +1,10 @@
 // The optimizer step rows' shared checks and gradient lists (optim_step.h).
 #include "runtime/ops/optim_step.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/parallel.h"
 
 namespace tensord {
 namespace optim_step {
@@ -49,6 +52,28 @@ bool Fast(absl::Span<const Tensor> in, int64_t n, int64_t i, int groups) {
 }
 
 bool OnCpu(const Tensor& t) { return t.device()->kind() == DeviceKind::kCpu; }
+
+void ForEachCpuChunk(absl::Span<const Tensor> in, int64_t n, int groups,
+                     absl::FunctionRef<void(int64_t, int64_t, int64_t)> fn) {
+  constexpr int64_t kChunk = 1 << 14;  // elements: 64 KiB of float32 per list
+  struct Chunk {
+    int64_t param, begin, end;
+  };
+  std::vector<Chunk> chunks;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!Fast(in, n, i, groups) || !OnCpu(in[i])) continue;
+    const int64_t numel = in[i].numel();
+    for (int64_t b = 0; b < numel; b += kChunk) {
+      chunks.push_back({i, b, std::min(numel, b + kChunk)});
+    }
+  }
+  cpu::ParallelFor(static_cast<int64_t>(chunks.size()), kChunk,
+                   [&](int64_t first, int64_t last) {
+                     for (int64_t c = first; c < last; ++c) {
+                       fn(chunks[c].param, chunks[c].begin, chunks[c].end);
+                     }
+                   });
+}
 
 absl::StatusOr<std::vector<Tensor>> WithGrads(const char* op,
                                               absl::Span<const Tensor> in,

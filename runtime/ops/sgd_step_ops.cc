@@ -4,7 +4,6 @@
 // params and momentum buffers in place and bumps their versions; no outputs,
 // not differentiable.
 #include "absl/strings/str_cat.h"
-#include "kernels/cpu/parallel.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/op_helpers.h"
 #include "runtime/ops/op_table.h"
@@ -107,22 +106,20 @@ Outs SgdStep(absl::Span<const Tensor> in, const Attrs& attrs,
         }));
   }
 #endif
-  cpu::ParallelFor(n, 1 << 12, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const Tensor& p = in[i];
-      if (!Fast(in, n, i, groups) || !OnCpu(p)) continue;
-      void* buf = c.momentum != 0 ? in[2 * n + i].data() : nullptr;
-      if (p.dtype() == DType::kFloat64) {
-        SgdKernel(c, static_cast<double*>(p.data()),
-                  static_cast<const double*>(in[n + i].data()),
-                  static_cast<double*>(buf), p.numel());
-      } else {
-        SgdKernel(c, static_cast<float*>(p.data()),
-                  static_cast<const float*>(in[n + i].data()),
-                  static_cast<float*>(buf), p.numel());
-      }
-    }
-  });
+  optim_step::ForEachCpuChunk(
+      in, n, groups, [&](int64_t i, int64_t b, int64_t e) {
+        const Tensor& p = in[i];
+        void* buf = c.momentum != 0 ? in[2 * n + i].data() : nullptr;
+        if (p.dtype() == DType::kFloat64) {
+          SgdKernel(c, static_cast<double*>(p.data()) + b,
+                    static_cast<const double*>(in[n + i].data()) + b,
+                    buf ? static_cast<double*>(buf) + b : nullptr, e - b);
+        } else {
+          SgdKernel(c, static_cast<float*>(p.data()) + b,
+                    static_cast<const float*>(in[n + i].data()) + b,
+                    buf ? static_cast<float*>(buf) + b : nullptr, e - b);
+        }
+      });
   for (int64_t i = 0; i < n; ++i) {
     if (!Fast(in, n, i, groups)) continue;  // bumped by the in-place ops
     in[i].storage()->BumpVersion();

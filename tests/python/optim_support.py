@@ -8,10 +8,11 @@ import torch
 import tensord as td
 
 
-def models(seed: int = 0):
+def models(seed: int = 0, hidden: int = 8):
     torch.manual_seed(seed)
-    tnet = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
-    net = td.nn.Sequential(td.nn.Linear(5, 8), td.nn.Tanh(), td.nn.Linear(8, 3))
+    tnet = torch.nn.Sequential(torch.nn.Linear(5, hidden), torch.nn.Tanh(),
+                               torch.nn.Linear(hidden, 3))
+    net = td.nn.Sequential(td.nn.Linear(5, hidden), td.nn.Tanh(), td.nn.Linear(hidden, 3))
     net.load_state_dict({k: v.detach().numpy() for k, v in tnet.state_dict().items()})
     return net, tnet
 
