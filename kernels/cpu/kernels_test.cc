@@ -115,6 +115,43 @@ TEST(ReduceTest, IntegerSumsAndProductsWrapAround) {
   EXPECT_EQ(sum[0], -(int64_t{1} << 16));
 }
 
+// Note [Outer sums]: reduced dims outside a kept stride-1 run (a bias
+// gradient). Each output is its terms added in double in row-major order of
+// the reduced dims, exactly as this reference does, so equality is exact;
+// widths past one 256-column block and a strided output included.
+TEST(ReduceTest, OuterSumsAddRowsInTheColumnWalksOrder) {
+  std::mt19937 gen(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> in(5 * 3 * 300);  // [5, 3, 300]
+  for (float& v : in) v = normal(gen);
+  bool outer[] = {true, true, false}, first[] = {true, false, false};
+  std::vector<float> sums(300), means(2 * 3 * 300);
+  ASSERT_TRUE(Reduce(ReduceOp::kSum,
+                     View(in, DType::kFloat32, {5, 3, 300}, {900, 300, 1}),
+                     outer, View(sums, DType::kFloat32, {1, 1, 300}, {0, 0, 1}))
+                  .ok());
+  for (int c = 0; c < 300; ++c) {
+    double acc = 0;
+    for (int r = 0; r < 15; ++r) acc += in[r * 300 + c];
+    ASSERT_EQ(sums[c], static_cast<float>(acc)) << c;
+  }
+  // Mean over dim 0 into every other element of a [3, 300] output.
+  ASSERT_TRUE(
+      Reduce(ReduceOp::kMean,
+             View(in, DType::kFloat32, {5, 3, 300}, {900, 300, 1}), first,
+             View(means, DType::kFloat32, {1, 3, 300}, {0, 600, 2}))
+          .ok());
+  for (int k = 0; k < 3; ++k) {
+    for (int c = 0; c < 300; ++c) {
+      double acc = 0;
+      for (int r = 0; r < 5; ++r) acc += in[r * 900 + k * 300 + c];
+      ASSERT_EQ(means[k * 600 + c * 2], static_cast<float>(acc / 5))
+          << k << "," << c;
+      ASSERT_EQ(means[k * 600 + c * 2 + 1], 0.0f);
+    }
+  }
+}
+
 TEST(ReduceTest, MeanAndMax) {
   std::vector<float> in = {1, 8, 3, 4};
   bool all[] = {true};

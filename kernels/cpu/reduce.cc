@@ -151,6 +151,57 @@ template <typename Out, typename In>
 constexpr bool kFloatLanesFor = (std::is_same_v<Out, float> &&
                                  std::is_same_v<In, float>);
 
+// Note [Outer sums]: a sum whose kept dims end in a stride-1 run (a bias
+// gradient: (N, C) summed over N) walked each output element's column down
+// the rows, one cache line per element added. This adds whole row segments
+// into a block of accumulators instead, each element's terms in the same
+// order as the column walk, so the result is bit for bit the same.
+bool IsOuterSum(ReduceOp op, const ReducePlan& p) {
+  constexpr int64_t kMinRun = 8;
+  const int last = p.kept_ndim - 1;
+  return (op == ReduceOp::kSum || op == ReduceOp::kMean) && last >= 0 &&
+         p.kept_in_strides[last] == 1 && p.kept_sizes[last] >= kMinRun &&
+         p.red_count > 0;
+}
+
+template <typename Acc, typename Out, typename In>
+void OuterSum(ReduceOp op, const In* in, Out* out, const ReducePlan& p) {
+  constexpr int64_t kBlock = 256;
+  const int last = p.kept_ndim - 1, inner = p.red_ndim - 1;
+  const int64_t len = p.kept_sizes[last], out_stride = p.kept_out_strides[last];
+  const int64_t blocks = (len + kBlock - 1) / kBlock;
+  ParallelFor(p.kept_count / len * blocks, p.red_count * kBlock,
+              [&](int64_t b, int64_t e) {
+    for (int64_t item = b; item < e; ++item) {
+      int64_t rem = item / blocks, in_off = 0, out_off = 0;
+      for (int d = last - 1; d >= 0; --d) {
+        const int64_t idx = rem % p.kept_sizes[d];
+        rem /= p.kept_sizes[d];
+        in_off += idx * p.kept_in_strides[d];
+        out_off += idx * p.kept_out_strides[d];
+      }
+      const int64_t first = item % blocks * kBlock;
+      const int64_t width = std::min(kBlock, len - first);
+      Acc acc[kBlock] = {};
+      int64_t counter[kMaxDims] = {};
+      for (int64_t r = 0; r < p.red_count; ++r) {
+        int64_t off = in_off + first;
+        for (int d = 0; d <= inner; ++d) off += counter[d] * p.red_strides[d];
+        const In* row = in + off;
+        for (int64_t j = 0; j < width; ++j) acc[j] += static_cast<Acc>(row[j]);
+        for (int d = inner; d >= 0; --d) {
+          if (++counter[d] < p.red_sizes[d]) break;
+          counter[d] = 0;
+        }
+      }
+      for (int64_t j = 0; j < width; ++j) {
+        if (op == ReduceOp::kMean) acc[j] /= static_cast<Acc>(p.red_count);
+        out[out_off + (first + j) * out_stride] = static_cast<Out>(acc[j]);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 absl::Status Reduce(ReduceOp op, const StridedView& in, const bool* reduced,
@@ -199,6 +250,10 @@ absl::Status Reduce(ReduceOp op, const StridedView& in, const bool* reduced,
       using In = decltype(in_tag);
       const In* in_data = in.ptr<const In>();
       Out* out_data = out.ptr<Out>();
+      if (IsOuterSum(op, plan)) {
+        OuterSum<Acc>(op, in_data, out_data, plan);
+        return;
+      }
       ParallelFor(plan.kept_count, plan.red_count, [&](int64_t b, int64_t e) {
         for (int64_t k = b; k < e; ++k) {
           int64_t rem = k, in_off = 0, out_off = 0;
