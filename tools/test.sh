@@ -26,8 +26,20 @@ cd "$root"
 # Debian's interpreter: it owns python3-torch, -grpcio, -numpy (see README).
 PYTHON=/usr/bin/python3
 
-# Each section's header carries the time since the start: where a cold run spends it.
-section() { printf '== %s  [%dm%02ds]\n' "$1" $((SECONDS / 60)) $((SECONDS % 60)); }
+# Each section's header carries the time since the start: where a cold run spends it. The
+# headers are repeated together as the run's last lines (a CI log's tail shows them all).
+timeline="$(mktemp -t tensord-timeline.XXXXXX)"
+section() {
+  local line
+  line="$(printf '== %s  [%dm%02ds]' "$1" $((SECONDS / 60)) $((SECONDS % 60)))"
+  echo "$line"
+  echo "$line" >>"$timeline"
+}
+print_timeline() {
+  echo "== the run's sections as they started (the C++, TSan and fuzz ones beside the Python suites):"
+  sed 's/^== /   /' "$timeline"
+  rm -f "$timeline"
+}
 
 tools/install_deps.sh packages
 # The PyTorch venv (PyPI's torch, ~5 GB: network and disk more than CPU) is made alongside the
@@ -35,7 +47,7 @@ tools/install_deps.sh packages
 venv_log="$(mktemp -t tensord-venv.XXXXXX)"
 tools/install_deps.sh torch-venv >"$venv_log" 2>&1 &
 venv_pid=$!
-trap 'kill -TERM "$venv_pid" 2>/dev/null; true' EXIT
+trap 'kill -TERM "$venv_pid" 2>/dev/null; print_timeline' EXIT
 jobs_flag=()
 [ -n "${TENSORD_BAZEL_JOBS:-}" ] && jobs_flag=(--jobs="$TENSORD_BAZEL_JOBS")
 # pytest-xdist workers per Python suite, each with a daemon of its own: one test keeps about one
@@ -94,7 +106,7 @@ sanitizer_pid=$!
 # If a Python suite fails, the script stops here: stop the background builds with it (the
 # bazel client cancels its command on SIGTERM).
 # Children first: once the subshell is gone they belong to init and -P finds none.
-trap 'kill -TERM "$venv_pid" 2>/dev/null; pkill -TERM -P "$sanitizer_pid" 2>/dev/null; kill -TERM "$sanitizer_pid" 2>/dev/null; true' EXIT
+trap 'kill -TERM "$venv_pid" 2>/dev/null; pkill -TERM -P "$sanitizer_pid" 2>/dev/null; kill -TERM "$sanitizer_pid" 2>/dev/null; print_timeline' EXIT
 
 # The client's C speedups run once, built with AddressSanitizer + UBSan in the sanitized run (the
 # same source as the plain build users get, with its memory errors and undefined behaviour
@@ -152,7 +164,7 @@ fi
 section "waiting for the C++ tests, the TSan suites and the fuzzers"
 sanitizer_status=0
 wait "$sanitizer_pid" || sanitizer_status=$?
-trap - EXIT
+trap print_timeline EXIT
 grep -v 'linux-sandbox' "$sanitizer_log"
 rm -f "$sanitizer_log"
 if [ "$sanitizer_status" -ne 0 ]; then
