@@ -1,6 +1,6 @@
-// Backward formulas of softmax, conv and pooling rows (derivatives.h). The
-// losses, norms, dropout, linear/addmm, stack and embedding are composite
-// rows differentiated through the rows they call (Note [Recording]).
+// Backward formulas of softmax, linear, conv and pooling rows (derivatives.h).
+// The losses, norms, dropout, addmm, stack and embedding are composite rows
+// differentiated through the rows they call (Note [Recording]).
 #include "runtime/device.h"
 #include "runtime/ops/derivatives.h"
 #include "runtime/ops/op_helpers.h"
@@ -32,6 +32,34 @@ Grads ConvGrad(GradCtx& g) {
   if (g.num_inputs() == 3 && g.needs(2)) {
     r[2] = g.Op("sum", {G(g)}, {{"dim", Ints{0, 2, 3}}});
   }
+  return r;
+}
+
+// linear(x [..., K], w [N, K] or [K], b?) (Note [Fused linear]): one node
+// whatever path the forward took. The weight's gradient is one [N, M] x
+// [M, K] product over x's rows flattened, contiguous as AccumulateGrad wants
+// it; the bias's is the output gradient, summed to its shape by Apply.
+Grads LinearGrad(GradCtx& g) {
+  Grads r(g.num_inputs());
+  const bool vector_w = g.in_shape(1).size() == 1;
+  const int64_t k = g.in_shape(0).back();
+  GradValue gy = G(g);
+  if (g.needs(0)) {
+    r[0] = vector_w ? g.Op("unsqueeze", {gy}, {{"dim", int64_t{-1}}}) * g.in(1)
+                    : g.Op("matmul", {gy, g.in(1)});
+  }
+  if (g.needs(1)) {
+    GradValue x2 = g.Op("reshape", {g.in(0)}, {{"shape", Ints{-1, k}}});
+    if (vector_w) {
+      r[1] = g.Op("matmul",
+                  {g.Op("reshape", {gy}, {{"shape", Ints{-1}}}), x2});
+    } else {
+      const int64_t n = g.in_shape(1)[0];
+      GradValue g2 = g.Op("reshape", {gy}, {{"shape", Ints{-1, n}}});
+      r[1] = g.Op("matmul", {g.Op("t", {g2}), x2});
+    }
+  }
+  if (g.num_inputs() == 3 && g.needs(2)) r[2] = gy;
   return r;
 }
 
@@ -278,6 +306,7 @@ std::vector<GradRow> NnGrads() {
              g.Op("sum", {G(g)}, {{"dim", Ints{d}}, {"keepdim", true}});
          return {G(g) - g.Op("exp", {g.out()}) * s};
        }},
+      {"linear", {0, 1}, {}, LinearGrad},
       {"conv2d", {0, 1}, {}, ConvGrad},
       {"native_batch_norm", {0, 1}, {1, 2}, BatchNormGrad},
       {"native_layer_norm", {0, 1}, {1, 2}, LayerNormGrad},

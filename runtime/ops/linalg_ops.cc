@@ -1,7 +1,12 @@
 // Linear algebra: matmul with PyTorch's rules for 1-d, 2-d and batched
-// (broadcast) operands, on OpenBLAS.
+// (broadcast) operands, on the CPU GEMMs of kernels/cpu/gemm.h; addmm and
+// linear.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/parallel.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/compose.h"
 #include "runtime/ops/cuda_kernels.h"
@@ -186,6 +191,65 @@ absl::StatusOr<std::vector<Tensor>> Addmm(absl::Span<const Tensor> in,
   return std::vector<Tensor>{out};
 }
 
+// Note [Fused linear]: on the CPU, contiguous float32/float64 operands with a
+// 2-d weight (nn.Linear's case) take one GEMM whose output starts as the
+// bias, broadcast down the rows (beta = 1), instead of t, matmul and a
+// broadcast add: no second pass over the output, no temporary, one row and
+// one graph node (the formula in derivatives_nn.cc) where there were three.
+bool FusedLinearApplies(absl::Span<const Tensor> in) {
+  const Tensor &x = in[0], &w = in[1];
+  if (x.device()->kind() != DeviceKind::kCpu ||
+      (x.dtype() != DType::kFloat32 && x.dtype() != DType::kFloat64) ||
+      x.ndim() == 0 || w.ndim() != 2 || !x.is_contiguous() ||
+      !w.is_contiguous() || w.dtype() != x.dtype() ||
+      w.device() != x.device() || w.shape()[1] != x.shape().back() ||
+      x.numel() == 0 || w.numel() == 0) {
+    return false;
+  }
+  if (in.size() == 3) {
+    const Tensor& b = in[2];
+    if (b.ndim() != 1 || b.shape()[0] != w.shape()[0] ||
+        b.dtype() != x.dtype() || b.device() != x.device() ||
+        !b.is_contiguous()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+template <typename T>
+void LinearInto(absl::Span<const Tensor> in, int64_t m, int64_t n, int64_t k,
+                T* out) {
+  T beta = 0;
+  if (in.size() == 3) {
+    const T* bias = static_cast<const T*>(in[2].data());
+    cpu::ParallelFor(m, n, [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        std::copy(bias, bias + n, out + r * n);
+      }
+    });
+    beta = 1;
+  }
+  cpu::Gemm<T>(false, true, m, n, k, static_cast<const T*>(in[0].data()), k,
+               static_cast<const T*>(in[1].data()), k, beta, out, n);
+}
+
+absl::StatusOr<std::vector<Tensor>> FusedLinear(absl::Span<const Tensor> in,
+                                                const OpContext& ctx) {
+  Shape shape = in[0].shape();
+  const int64_t k = shape.back(), n = in[1].shape()[0];
+  const int64_t m = in[0].numel() / k;
+  shape.back() = n;
+  TD_ASSIGN_OR_RETURN(
+      Tensor out, Tensor::Empty(in[0].device(), in[0].dtype(), shape, ctx.alloc));
+  if (in[0].dtype() == DType::kFloat64) {
+    LinearInto(in, m, n, k, static_cast<double*>(out.data()));
+  } else {
+    LinearInto(in, m, n, k, static_cast<float*>(out.data()));
+  }
+  return std::vector<Tensor>{out};
+}
+
 // linear(input, weight, bias?): input @ weight.T + bias.
 absl::StatusOr<std::vector<Tensor>> Linear(absl::Span<const Tensor> in,
                                            const Attrs&, const OpContext& ctx) {
@@ -194,6 +258,7 @@ absl::StatusOr<std::vector<Tensor>> Linear(absl::Span<const Tensor> in,
         absl::StrCat("linear: weight must be 1-d or 2-d, got shape ",
                      ShapeToString(in[1].shape())));
   }
+  if (FusedLinearApplies(in)) return FusedLinear(in, ctx);
   TD_ASSIGN_OR_RETURN(Tensor wt, Call1("t", {in[1]}, {}, ctx));
   TD_ASSIGN_OR_RETURN(Tensor out, Call1("matmul", {in[0], wt}, {}, ctx));
   if (in.size() == 3) {

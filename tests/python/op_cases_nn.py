@@ -301,5 +301,9 @@ def autograd_support_cases() -> List[Case]:
           Case("sgd_step", [R(3)], {"n": 1, "lr": 0.1}, ref=lambda *a, **k: ()),
           Case("adam_step", [R(3), R(3, seed=2), R(3, lo=0.1), R()],
                {"n": 1}, ref=lambda *a, **k: ()),
-          Case("zero_grads", [R(3)], {}, ref=lambda *a, **k: ())]
+          Case("zero_grads", [R(3)], {}, ref=lambda *a, **k: ()),
+          # Without .grad (the reference cases' inputs have none) the total is 0, as
+          # PyTorch's; the clipping itself: tests/python/test_clip_grad.py.
+          Case("clip_grad_norm_", [R(3), R(2, 2)], {"max_norm": 1.0},
+               ref=lambda *a, **k: torch.tensor(0.0))]
     return c
