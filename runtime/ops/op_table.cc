@@ -13,10 +13,10 @@ const std::vector<OpDef>& OpTable() {
          {CreationOps,  UnaryOps,        PointwiseOps,     CompareOps,
           InPlaceOps,   ReductionOps,    LinalgOps,        ViewOps,
           ShapeOps,     IndexOps,        ScatterReduceOps, NnOps,
-          ConvOps,      ConvGradOps,     MaxPoolOps,       BatchNormOps,
-          OptimOps,     SortOps,         SelectOps,        LossOps,
-          LayerNormOps, CrossEntropyOps, GeluOps,          StridedOps,
-          SpecialOps,   LapackOps,       LapackSpectralOps}) {
+          ConvOps,      ConvGradOps,     MaxPoolOps,       AdaptiveMaxPoolOps,
+          BatchNormOps, OptimOps,        SortOps,          SelectOps,
+          LossOps,      LayerNormOps,    CrossEntropyOps,  GeluOps,
+          StridedOps,   SpecialOps,      LapackOps,        LapackSpectralOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);

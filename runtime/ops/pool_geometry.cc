@@ -21,6 +21,21 @@ int64_t PoolOut(int64_t size, int64_t k, int64_t s, int64_t p, int64_t d,
   return out;
 }
 
+// A contiguous view [sizes[0], ..., sizes[3]] of t's data.
+StridedView Contiguous4d(const Tensor& t, int64_t a, int64_t b, int64_t c,
+                         int64_t d) {
+  StridedView v = t.view();
+  v.ndim = 4;
+  const int64_t sizes[4] = {a, b, c, d};
+  int64_t stride = 1;
+  for (int i = 3; i >= 0; --i) {
+    v.sizes[i] = sizes[i];
+    v.strides[i] = stride;
+    stride *= sizes[i];
+  }
+  return v;
+}
+
 }  // namespace
 
 absl::StatusOr<std::pair<int64_t, int64_t>> IntPairAttr(
@@ -130,6 +145,61 @@ StridedView As4d(const Tensor& t) {
     v.strides[0] = v.sizes[1] * v.strides[1];
   }
   return v;
+}
+
+absl::StatusOr<Shape> PlanAdaptivePool(const Tensor& x, const Attrs& attrs,
+                                       int spatial, const char* what) {
+  TD_RETURN_IF_ERROR(RequireFloating(x, what));
+  if (x.ndim() != spatial + 1 && x.ndim() != spatial + 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": expected ", spatial + 1, "D or ", spatial + 2,
+        "D input, got shape ", ShapeToString(x.shape())));
+  }
+  // As PyTorch: every size after the first (an unbatched input's channels
+  // may be 0).
+  for (int d = 1; d < x.ndim(); ++d) {
+    if (x.shape()[d] == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what,
+          ": expected input to have non-zero size for non-batch dimensions, "
+          "got shape ",
+          ShapeToString(x.shape())));
+    }
+  }
+  std::vector<int64_t> size = attrs.Ints("output_size");
+  if (size.size() == 1) size.assign(spatial, size[0]);
+  if (static_cast<int>(size.size()) != spatial) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": output_size must have ", spatial,
+                     " elements, got ", ShapeToString(attrs.Ints("output_size"))));
+  }
+  Shape shape = x.shape();
+  for (int i = 0; i < spatial; ++i) {
+    if (size[i] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": elements of output_size must be >= 0, got ",
+          ShapeToString(size)));
+    }
+    shape[x.ndim() - spatial + i] = size[i];
+  }
+  return shape;
+}
+
+StridedView AsVolumes(const Tensor& t, int spatial) {
+  const Shape& s = t.shape();
+  const int n = static_cast<int>(s.size());
+  int64_t planes = 1;
+  for (int i = 0; i < n - spatial; ++i) planes *= s[i];
+  const int64_t d = spatial == 3 ? s[n - 3] : 1;
+  return Contiguous4d(t, planes, d, s[n - 2], s[n - 1]);
+}
+
+StridedView AsFlatPlanes(const Tensor& t, int spatial) {
+  const Shape& s = t.shape();
+  const int n = static_cast<int>(s.size());
+  int64_t planes = 1, plane = 1;
+  for (int i = 0; i < n; ++i) (i < n - spatial ? planes : plane) *= s[i];
+  return Contiguous4d(t, planes, 1, 1, plane);
 }
 
 }  // namespace tensord

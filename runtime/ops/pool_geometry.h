@@ -49,6 +49,23 @@ Shape PoolShape(const Tensor& x, int64_t oh, int64_t ow);
 // The [N, C, H, W] view of a contiguous 3-d or 4-d tensor.
 StridedView As4d(const Tensor& t);
 
+// An adaptive pool's output shape: `x` floating, with `spatial` (2 or 3)
+// pooled dims after an optional batch dim and the channels, every size
+// but the first non-zero (PyTorch's checks); output_size one int or
+// `spatial` of them, each >= 0, in place of x's last `spatial` sizes.
+absl::StatusOr<Shape> PlanAdaptivePool(const Tensor& x, const Attrs& attrs,
+                                       int spatial, const char* what);
+
+// The [P, D, H, W] view of a contiguous tensor whose last `spatial` (2 or
+// 3) dims are pooled: D = 1 for 2, P the product of the other sizes.
+StridedView AsVolumes(const Tensor& t, int spatial);
+
+// The [P, 1, 1, S] view of a contiguous tensor, S the product of its last
+// `spatial` sizes: the planes that indices into flattened planes address
+// (cpu::MaxPool2dWithIndicesBackward's views for the 3-d and adaptive
+// pools).
+StridedView AsFlatPlanes(const Tensor& t, int spatial);
+
 }  // namespace tensord
 
 #endif  // TENSORD_RUNTIME_OPS_POOL_GEOMETRY_H_
