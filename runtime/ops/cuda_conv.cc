@@ -1,7 +1,8 @@
 // CUDA wrappers for conv2d and its gradient rows through cuDNN
 // (kernels/cuda/conv.h) and for the 2-d pools and their gradients
-// (kernels/cuda/nn.h, max_pool.h; the adaptive max pools and the 3-d
-// indices backward too), attached by name. The rows' infer
+// (kernels/cuda/nn.h, max_pool.h; the adaptive max pools, the 3-d
+// indices backward and the 3-d average pools, avg_pool3d.h, too), attached
+// by name. The rows' infer
 // functions have validated the call and sized the output; the geometry is
 // read back from the attributes and the tensors' shapes here. Workspace
 // comes from the device's caching allocator on the session's stream.
@@ -11,6 +12,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cuda/avg_pool3d.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/max_pool.h"
 #include "kernels/cuda/nn.h"
@@ -197,6 +199,50 @@ absl::Status CudaIndicesBackward(Ins in, Ins out, const Attrs&,
       AsFlatPlanes(out[0], kSpatial), ctx.alloc.stream);
 }
 
+cuda::AvgWindow3d CudaWindow(const cpu::AvgWindow3d& w) {
+  cuda::AvgWindow3d c;
+  c.adaptive = w.adaptive;
+  for (int d = 0; d < 3; ++d) {
+    c.kernel[d] = w.kernel[d], c.stride[d] = w.stride[d], c.pad[d] = w.pad[d];
+  }
+  c.count_include_pad = w.count_include_pad;
+  c.divisor_override = w.divisor_override;
+  return c;
+}
+
+// avg_pool3d / adaptive_avg_pool3d(self): the window as on the CPU
+// (avg_pool3d_ops.cc).
+template <bool kAdaptive>
+absl::Status CudaAvgPool3d(Ins in, Ins out, const Attrs& attrs,
+                           const OpContext& ctx) {
+  cpu::AvgWindow3d w;
+  w.adaptive = kAdaptive;
+  if (!kAdaptive) {
+    TD_ASSIGN_OR_RETURN(AvgPool3dPlan plan,
+                        PlanAvgPool3d(in[0], attrs, "avg_pool3d"));
+    w = plan.window;
+  }
+  TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
+  return cuda::AvgPool3d(AsVolumes(x, 3), CudaWindow(w), AsVolumes(out[0], 3),
+                         ctx.alloc.stream);
+}
+
+// avg_pool3d_backward / adaptive_avg_pool3d_backward(grad_output, self).
+template <bool kAdaptive>
+absl::Status CudaAvgPool3dBackward(Ins in, Ins out, const Attrs& attrs,
+                                   const OpContext& ctx) {
+  cpu::AvgWindow3d w;
+  w.adaptive = kAdaptive;
+  if (!kAdaptive) {
+    TD_ASSIGN_OR_RETURN(AvgPool3dPlan plan,
+                        PlanAvgPool3d(in[1], attrs, "avg_pool3d_backward"));
+    w = plan.window;
+  }
+  TD_ASSIGN_OR_RETURN(Tensor grad, Contiguous(in[0], ctx));
+  return cuda::AvgPool3dBackward(AsVolumes(grad, 3), CudaWindow(w),
+                                 AsVolumes(out[0], 3), ctx.alloc.stream);
+}
+
 }  // namespace
 
 void AddCudaConvKernels(CudaKernelMap* map) {
@@ -216,6 +262,10 @@ void AddCudaConvKernels(CudaKernelMap* map) {
   (*map)["adaptive_max_pool2d_backward"] = CudaIndicesBackward<2>;
   (*map)["adaptive_max_pool3d_backward"] = CudaIndicesBackward<3>;
   (*map)["max_pool3d_with_indices_backward"] = CudaIndicesBackward<3>;
+  (*map)["avg_pool3d"] = CudaAvgPool3d<false>;
+  (*map)["adaptive_avg_pool3d"] = CudaAvgPool3d<true>;
+  (*map)["avg_pool3d_backward"] = CudaAvgPool3dBackward<false>;
+  (*map)["adaptive_avg_pool3d_backward"] = CudaAvgPool3dBackward<true>;
 }
 
 #else

@@ -337,6 +337,21 @@ std::vector<GradRow> NnGrads() {
        [](GradCtx& g) -> Grads {
          return {g.Op("adaptive_avg_pool2d_backward", {G(g), g.in(0)})};
        }},
+      {"avg_pool3d",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {g.Op("avg_pool3d_backward", {G(g), g.in(0)},
+                      SameAttrs(g, {"kernel_size", "stride", "padding",
+                                    "ceil_mode", "count_include_pad",
+                                    "divisor_override"}))};
+       }},
+      {"adaptive_avg_pool3d",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {g.Op("adaptive_avg_pool3d_backward", {G(g), g.in(0)})};
+       }},
   };
 }
 

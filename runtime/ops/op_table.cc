@@ -14,9 +14,10 @@ const std::vector<OpDef>& OpTable() {
           InPlaceOps,   ReductionOps,    LinalgOps,        ViewOps,
           ShapeOps,     IndexOps,        ScatterReduceOps, NnOps,
           ConvOps,      ConvGradOps,     MaxPoolOps,       AdaptiveMaxPoolOps,
-          BatchNormOps, OptimOps,        SortOps,          SelectOps,
-          LossOps,      LayerNormOps,    CrossEntropyOps,  GeluOps,
-          StridedOps,   SpecialOps,      LapackOps,        LapackSpectralOps}) {
+          AvgPool3dOps, BatchNormOps,    OptimOps,         SortOps,
+          SelectOps,    LossOps,         LayerNormOps,     CrossEntropyOps,
+          GeluOps,      StridedOps,      SpecialOps,       LapackOps,
+          LapackSpectralOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);

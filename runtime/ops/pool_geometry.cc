@@ -185,6 +185,90 @@ absl::StatusOr<Shape> PlanAdaptivePool(const Tensor& x, const Attrs& attrs,
   return shape;
 }
 
+std::vector<AttrSpec> AvgPool3dAttrs() {
+  using I = std::vector<int64_t>;
+  return {Required("kernel_size", AttrType::kInts),
+          Optional("stride", AttrType::kInts, I{}),
+          Optional("padding", AttrType::kInts, I{0}),
+          Optional("ceil_mode", AttrType::kBool, false),
+          Optional("count_include_pad", AttrType::kBool, true),
+          Optional("divisor_override", AttrType::kInt, int64_t{0})};
+}
+
+absl::StatusOr<AvgPool3dPlan> PlanAvgPool3d(const Tensor& x,
+                                            const Attrs& attrs,
+                                            const char* what) {
+  if (x.dtype() != DType::kInt64) TD_RETURN_IF_ERROR(RequireFloating(x, what));
+  if (x.ndim() != 4 && x.ndim() != 5) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": expected 4D or 5D input, got shape ",
+                     ShapeToString(x.shape())));
+  }
+  for (int d = 1; d < x.ndim(); ++d) {
+    if (x.shape()[d] == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what,
+          ": expected input to have non-zero size for non-batch dimensions, "
+          "got shape ",
+          ShapeToString(x.shape())));
+    }
+  }
+  // kernel_size, stride, padding: one value or three (an empty stride:
+  // kernel_size's), each at least its minimum.
+  auto triple = [&](const char* name, const int64_t* fallback,
+                    int64_t min_value, int64_t* out) -> absl::Status {
+    const std::vector<int64_t>& v = attrs.Ints(name);
+    if (v.size() != 0 && v.size() != 1 && v.size() != 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": ", name, " must be one int or three, got ",
+          ShapeToString(v)));
+    }
+    for (int d = 0; d < 3; ++d) {
+      out[d] = v.empty() ? fallback[d] : v[v.size() == 1 ? 0 : d];
+      if (out[d] < min_value) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": ", name, " must be >= ", min_value, ", got ",
+            ShapeToString(v)));
+      }
+    }
+    return absl::OkStatus();
+  };
+  AvgPool3dPlan plan;
+  cpu::AvgWindow3d& w = plan.window;
+  const int64_t zeros[3] = {0, 0, 0};
+  if (attrs.Ints("kernel_size").empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": kernel_size must be one int or three"));
+  }
+  TD_RETURN_IF_ERROR(triple("kernel_size", zeros, 1, w.kernel));
+  TD_RETURN_IF_ERROR(triple("stride", w.kernel, 1, w.stride));
+  TD_RETURN_IF_ERROR(triple("padding", zeros, 0, w.pad));
+  w.count_include_pad = attrs.Bool("count_include_pad");
+  w.divisor_override = attrs.Int("divisor_override");
+  const bool ceil = attrs.Bool("ceil_mode");
+  plan.shape = x.shape();
+  for (int d = 0; d < 3; ++d) {
+    if (w.pad[d] > w.kernel[d] / 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": pad should be at most half of kernel size, but got pad=",
+          ShapeToString(attrs.Ints("padding")), ", kernel_size=",
+          ShapeToString(attrs.Ints("kernel_size"))));
+    }
+    const int64_t size = x.shape()[x.ndim() - 3 + d];
+    const int64_t out =
+        PoolOut(size, w.kernel[d], w.stride[d], w.pad[d], 1, ceil);
+    if (out <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": output size is too small for input ",
+          ShapeToString(x.shape()), " (kernel_size=",
+          ShapeToString(attrs.Ints("kernel_size")), ", padding=",
+          ShapeToString(attrs.Ints("padding")), ")"));
+    }
+    plan.shape[x.ndim() - 3 + d] = out;
+  }
+  return plan;
+}
+
 StridedView AsVolumes(const Tensor& t, int spatial) {
   const Shape& s = t.shape();
   const int n = static_cast<int>(s.size());

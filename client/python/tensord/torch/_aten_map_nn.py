@@ -278,7 +278,7 @@ def _unbind(targs: tuple, self: Any, dim: int = 0) -> Any:
     return [c("select", [self], dim=dim, index=i) for i in range(targs[0].shape[dim])]
 
 
-# ---------------------------------------------------------------- transposed conv, avg pooling
+# ---------------------------------------------------------------- transposed conv, adaptive avg pooling
 def _transposed(targs: tuple, stride: Any, padding: Any, dilation: Any, groups: int) -> Any:
     return dict(stride=list(stride), padding=list(padding), dilation=list(dilation),
                 groups=groups)
@@ -328,40 +328,6 @@ def _convolution_backward_any(targs: tuple, grad: Any, input: Any, weight: Any, 
           if output_mask[1] else None)
     gb = c("sum", [grad], dim=[0, 2, 3]) if output_mask[2] else None
     return gi, gw, gb
-
-
-def _ints(v: Any) -> list:
-    return [v] if isinstance(v, int) else list(v)
-
-
-def _avg_window(kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
-                count_include_pad: bool, divisor_override: Any) -> Any:
-    """avg_pool2d's attributes (the row's divisor_override 0 means none); None for a
-    divisor_override of 0, which PyTorch refuses: the CPU fallback raises its error."""
-    if divisor_override == 0:
-        return None
-    return dict(kernel_size=_ints(kernel_size), stride=_ints(stride or []),
-                padding=_ints(padding), ceil_mode=bool(ceil_mode),
-                count_include_pad=bool(count_include_pad), divisor_override=divisor_override)
-
-
-@rule(aten.avg_pool2d.default)
-def _avg_pool2d(self: Any, kernel_size: Any, stride: Any = (), padding: Any = 0,
-                ceil_mode: bool = False, count_include_pad: bool = True,
-                divisor_override: Any = None) -> Any:
-    attrs = _avg_window(kernel_size, stride, padding, ceil_mode, count_include_pad,
-                        divisor_override)
-    return NotImplemented if attrs is None else c("avg_pool2d", [self], **attrs)
-
-
-@rule(aten.avg_pool2d_backward.default)
-def _avg_pool2d_backward(grad_output: Any, self: Any, kernel_size: Any, stride: Any,
-                         padding: Any, ceil_mode: bool, count_include_pad: bool,
-                         divisor_override: Any) -> Any:
-    attrs = _avg_window(kernel_size, stride, padding, ceil_mode, count_include_pad,
-                        divisor_override)
-    return (NotImplemented if attrs is None
-            else c("avg_pool2d_backward", [grad_output, self], **attrs))
 
 
 @rule(aten._adaptive_avg_pool2d.default)
