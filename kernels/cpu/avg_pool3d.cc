@@ -25,10 +25,10 @@ Box BoxOf(const AvgWindow3d& w, const int64_t o[3], const int64_t in[3],
     padded *= b.r[d].padded;
     inside *= std::max<int64_t>(b.r[d].hi - b.r[d].lo, 0);
   }
-  b.divisor = inside == 0                 ? 0
-              : w.divisor_override != 0   ? w.divisor_override
-              : w.count_include_pad       ? padded
-                                          : inside;
+  b.divisor = inside == 0               ? 0
+              : w.divisor_override != 0 ? w.divisor_override
+              : w.count_include_pad     ? padded
+                                        : inside;
   return b;
 }
 
@@ -82,9 +82,8 @@ absl::Status AvgPool3d(const StridedView& in, const AvgWindow3d& w,
     pool(int64_t{});
     return absl::OkStatus();
   }
-  return DispatchFloat(in.dtype, w.adaptive ? "adaptive_avg_pool3d"
-                                            : "avg_pool3d",
-                       pool);
+  return DispatchFloat(in.dtype,
+                       w.adaptive ? "adaptive_avg_pool3d" : "avg_pool3d", pool);
 }
 
 absl::Status AvgPool3dBackward(const StridedView& grad, const AvgWindow3d& w,

@@ -43,8 +43,8 @@ inline BoxRange AvgRange(const AvgWindow3d& w, int d, int64_t o, int64_t in,
     return {lo, hi, hi - lo};
   }
   int64_t lo = o * w.stride[d] - w.pad[d];
-  int64_t hi = lo + w.kernel[d] < in + w.pad[d] ? lo + w.kernel[d]
-                                                : in + w.pad[d];
+  int64_t hi =
+      lo + w.kernel[d] < in + w.pad[d] ? lo + w.kernel[d] : in + w.pad[d];
   const int64_t padded = hi - lo;
   lo = lo < 0 ? 0 : lo;
   hi = hi > in ? in : hi;

@@ -106,7 +106,8 @@ absl::Status AdaptiveMaxPool3d(const StridedView& in, const StridedView& out,
         T* y = out.ptr<T>() + p * ovol;
         int64_t* arg = indices.ptr<int64_t>() + p * ovol;
         for (int64_t t = 0; t < od; ++t) {
-          const int64_t t0 = AdaptiveStart(t, d, od), t1 = AdaptiveEnd(t, d, od);
+          const int64_t t0 = AdaptiveStart(t, d, od),
+                        t1 = AdaptiveEnd(t, d, od);
           for (int64_t i = 0; i < oh; ++i) {
             const int64_t r0 = AdaptiveStart(i, h, oh),
                           r1 = AdaptiveEnd(i, h, oh);

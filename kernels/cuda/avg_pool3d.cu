@@ -45,10 +45,10 @@ __device__ Box BoxAt(int64_t e, const Sizes& s, const AvgWindow3d& w) {
     b.lo[d] = lo;
     b.hi[d] = hi;
   }
-  b.divisor = inside == 0                 ? 0
-              : w.divisor_override != 0   ? w.divisor_override
-              : w.count_include_pad       ? padded
-                                          : inside;
+  b.divisor = inside == 0               ? 0
+              : w.divisor_override != 0 ? w.divisor_override
+              : w.count_include_pad     ? padded
+                                        : inside;
   return b;
 }
 

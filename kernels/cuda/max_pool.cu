@@ -129,9 +129,9 @@ absl::Status AdaptiveMaxPool3d(const StridedView& in, const StridedView& out,
           absl::StrCat("adaptive_max_pool on cuda: unsupported dtype ",
                        DTypeName(in.dtype))),
       AdaptiveMaxPoolKernel<scalar_t><<<BlocksFor(n), kThreads, 0, s>>>(
-          in.ptr<const scalar_t>(), out.ptr<scalar_t>(),
-          indices.ptr<int64_t>(), in.sizes[0], in.sizes[1], in.sizes[2],
-          in.sizes[3], out.sizes[1], out.sizes[2], out.sizes[3]));
+          in.ptr<const scalar_t>(), out.ptr<scalar_t>(), indices.ptr<int64_t>(),
+          in.sizes[0], in.sizes[1], in.sizes[2], in.sizes[3], out.sizes[1],
+          out.sizes[2], out.sizes[3]));
   return LaunchStatus("adaptive_max_pool kernel");
 }
 

@@ -132,7 +132,7 @@ __device__ __forceinline__ AvgWindow AvgWindowAt(int64_t i, int64_t j,
     const int64_t padded = (a.r1 - a.r0) * (a.c1 - a.c0);
     a.r0 = max(a.r0, int64_t{0}), a.c0 = max(a.c0, int64_t{0});
     a.r1 = min(a.r1, h), a.c1 = min(a.c1, wd);
-    a.count = divisor != 0         ? divisor
+    a.count = divisor != 0        ? divisor
               : count_include_pad ? padded
                                   : (a.r1 - a.r0) * (a.c1 - a.c0);
   } else {
@@ -149,8 +149,7 @@ template <typename T>
 __global__ void PoolKernel(const T* __restrict__ x, T* __restrict__ y,
                            const T* __restrict__ grad, T* __restrict__ gin,
                            int64_t planes, int64_t h, int64_t wd, PoolWindow w,
-                           int kind, bool count_include_pad,
-                           int64_t divisor) {
+                           int kind, bool count_include_pad, int64_t divisor) {
   TD_GRID_STRIDE(e, planes * w.oh * w.ow) {
     const int64_t j = e % w.ow, i = (e / w.ow) % w.oh, p = e / (w.oh * w.ow);
     const T* xp = x == nullptr ? nullptr : x + p * h * wd;

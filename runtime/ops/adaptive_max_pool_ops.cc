@@ -33,9 +33,8 @@ constexpr const char* AdaptiveName() {
 template <int kSpatial>
 Specs InferAdaptive(absl::Span<const Tensor> in, const Attrs& attrs,
                     const OpContext&) {
-  TD_ASSIGN_OR_RETURN(
-      Shape shape,
-      PlanAdaptivePool(in[0], attrs, kSpatial, AdaptiveName<kSpatial>()));
+  TD_ASSIGN_OR_RETURN(Shape shape, PlanAdaptivePool(in[0], attrs, kSpatial,
+                                                    AdaptiveName<kSpatial>()));
   return std::vector<TensorSpec>{{in[0].dtype(), shape, in[0].device()},
                                  {DType::kInt64, shape, in[0].device()}};
 }
@@ -60,9 +59,9 @@ Specs InferIndicesBackward(absl::Span<const Tensor> in, int spatial,
   const Tensor &grad = in[0], &self = in[1], &indices = in[2];
   TD_RETURN_IF_ERROR(RequireFloating(self, what));
   if (self.ndim() != spatial + 1 && self.ndim() != spatial + 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": expected a ", spatial + 1, "D or ", spatial + 2,
-        "D self, got shape ", ShapeToString(self.shape())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": expected a ", spatial + 1, "D or ", spatial + 2,
+                     "D self, got shape ", ShapeToString(self.shape())));
   }
   bool same_batch = grad.ndim() == self.ndim();
   for (int d = 0; same_batch && d < self.ndim() - spatial; ++d) {
@@ -94,8 +93,7 @@ constexpr const char* BackwardName(bool adaptive) {
 template <int kSpatial, bool kAdaptive>
 Specs InferBackward(absl::Span<const Tensor> in, const Attrs&,
                     const OpContext&) {
-  return InferIndicesBackward(in, kSpatial,
-                              BackwardName<kSpatial>(kAdaptive));
+  return InferIndicesBackward(in, kSpatial, BackwardName<kSpatial>(kAdaptive));
 }
 
 template <int kSpatial>

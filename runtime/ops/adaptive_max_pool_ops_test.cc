@@ -65,8 +65,8 @@ struct Pooled {
 
 // PyTorch's adaptive max pooling of row-major planes [planes, D, H, W] to
 // [od, oh, ow]: the scan order and rule of its CPU kernels.
-Pooled Reference(const std::vector<double>& x, int64_t planes,
-                 const I& in, const I& out) {
+Pooled Reference(const std::vector<double>& x, int64_t planes, const I& in,
+                 const I& out) {
   auto start = [](int64_t i, int64_t n, int64_t o) { return i * n / o; };
   auto end = [](int64_t i, int64_t n, int64_t o) {
     return ((i + 1) * n + o - 1) / o;
@@ -112,8 +112,8 @@ TEST_F(AdaptiveMaxPoolOpsTest, ValuesIndicesAndGradientsArePyTorchs) {
   };
   const std::vector<Case> cases = {
       {2, {2, 3, 7, 11}, {4, 5}, {1, 4, 5}},
-      {2, {3, 4, 10}, {8, 5}, {1, 8, 5}},  // output taller than the input
-      {2, {2, 3, 5, 6}, {3}, {1, 3, 3}},   // one int for both
+      {2, {3, 4, 10}, {8, 5}, {1, 8, 5}},    // output taller than the input
+      {2, {2, 3, 5, 6}, {3}, {1, 3, 3}},     // one int for both
       {2, {2, 3, 4, 3}, {4, 3}, {1, 4, 3}},  // the identity
       {2, {1, 2, 6, 5}, {1, 1}, {1, 1, 1}},  // global
       {3, {3, 3, 4, 4, 6}, {2, 3, 4}, {2, 3, 4}},
@@ -169,8 +169,8 @@ TEST_F(AdaptiveMaxPoolOpsTest, ValuesIndicesAndGradientsArePyTorchs) {
 }
 
 TEST_F(AdaptiveMaxPoolOpsTest, ARowOfMinusInfinityKeepsItsFirstPosition) {
-  const Tensor x = From(std::vector<float>(12, -INFINITY), DType::kFloat32,
-                        {1, 3, 4});
+  const Tensor x =
+      From(std::vector<float>(12, -INFINITY), DType::kFloat32, {1, 3, 4});
   auto r = Run("adaptive_max_pool2d", {x}, {{"output_size", I{2, 2}}});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(Ints64((*r)[1]), (I{0, 2, 4, 6}));
@@ -179,8 +179,8 @@ TEST_F(AdaptiveMaxPoolOpsTest, ARowOfMinusInfinityKeepsItsFirstPosition) {
 TEST_F(AdaptiveMaxPoolOpsTest, BackwardsSkipIndicesOutsideThePlane) {
   const Tensor x =
       From(std::vector<float>(2 * 8, 1), DType::kFloat32, {1, 2, 2, 2, 2});
-  const Tensor g = From(std::vector<float>{1, 2, 3, 4}, DType::kFloat32,
-                        {1, 2, 1, 1, 2});
+  const Tensor g =
+      From(std::vector<float>{1, 2, 3, 4}, DType::kFloat32, {1, 2, 1, 1, 2});
   const Tensor at =
       From(std::vector<int64_t>{7, 8, -1, 3}, DType::kInt64, {1, 2, 1, 1, 2});
   std::vector<double> want(16, 0);
@@ -215,15 +215,15 @@ TEST_F(AdaptiveMaxPoolOpsTest, RefusesWhatPyTorchRefuses) {
   EXPECT_EQ(code("adaptive_max_pool3d", {1, 2, 3, 3, 3}, {0, 2, 2}),
             absl::StatusCode::kOk);
   // Backward: grad_output and indices must agree with self and each other.
-  const Tensor x = From(std::vector<float>(16, 0), DType::kFloat32,
-                        {1, 2, 2, 2, 2});
-  const Tensor g = From(std::vector<float>(4, 0), DType::kFloat32,
-                        {1, 2, 1, 1, 2});
-  const Tensor at = From(std::vector<int64_t>(4, 0), DType::kInt64,
-                         {1, 2, 1, 1, 2});
+  const Tensor x =
+      From(std::vector<float>(16, 0), DType::kFloat32, {1, 2, 2, 2, 2});
+  const Tensor g =
+      From(std::vector<float>(4, 0), DType::kFloat32, {1, 2, 1, 1, 2});
+  const Tensor at =
+      From(std::vector<int64_t>(4, 0), DType::kInt64, {1, 2, 1, 1, 2});
   const Tensor at3 = From(std::vector<int64_t>(4, 0), DType::kInt64, {1, 2, 2});
-  const Tensor g_other = From(std::vector<float>(4, 0), DType::kFloat32,
-                              {1, 4, 1, 1, 1});
+  const Tensor g_other =
+      From(std::vector<float>(4, 0), DType::kFloat32, {1, 4, 1, 1, 1});
   for (const auto& in : std::vector<std::vector<Tensor>>{
            {g, x, g}, {g, x, at3}, {g_other, x, at}, {at, x, at}}) {
     EXPECT_EQ(Run("adaptive_max_pool3d_backward", in).status().code(),
@@ -263,8 +263,8 @@ TEST_F(AdaptiveMaxPoolOpsTest, AvgPoolDivisorOverride) {
           }
         }
       }
-      const Tensor g = From(std::vector<float>(18, 1), DType::kFloat32,
-                            {2, 3, 3});
+      const Tensor g =
+          From(std::vector<float>(18, 1), DType::kFloat32, {2, 3, 3});
       const std::vector<double> gi =
           Doubles(Run1("avg_pool2d_backward", {g, x}, attrs));
       ASSERT_EQ(gi.size(), gi_want.size());

@@ -145,9 +145,10 @@ std::vector<OpDef> AvgPool3dOps() {
                                {"ceil_mode", true},
                                {"divisor_override", int64_t{3}}})};
   ops.push_back(std::move(avg_bwd));
-  OpDef ada = MakeOp(kAdaptive, 1, 1, {Required("output_size", AttrType::kInts)},
-                     "3-d average pooling to output_size (one int or three; "
-                     "PyTorch's windows).");
+  OpDef ada =
+      MakeOp(kAdaptive, 1, 1, {Required("output_size", AttrType::kInts)},
+             "3-d average pooling to output_size (one int or three; "
+             "PyTorch's windows).");
   ada.infer = InferAdaptive;
   ada.cpu = CpuAdaptive;
   ada.examples = {Example({{2, 3, 5, 4, 7}}, {{"output_size", I{3, 2, 4}}}),

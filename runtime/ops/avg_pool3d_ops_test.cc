@@ -39,7 +39,8 @@ class AvgPool3dOpsTest : public CpuOpTest {
   }
 };
 
-void ExpectNear(const std::vector<double>& got, const std::vector<double>& want) {
+void ExpectNear(const std::vector<double>& got,
+                const std::vector<double>& want) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < got.size(); ++k) {
     EXPECT_NEAR(got[k], want[k], 1e-12 * (1 + std::fabs(want[k]))) << k;
@@ -52,10 +53,11 @@ TEST_F(AvgPool3dOpsTest, UnitDepthIsAvgPool2d) {
     bool ceil, include_pad;
     int64_t divisor;
   };
-  const std::vector<Form> forms = {
-      {{3}, {1}, {1}, true, false, 2},     {{4, 4}, {2, 3}, {1}, true, false, 2},
-      {{2, 2}, {}, {0}, false, true, -2},  {{4, 4}, {2, 2}, {2}, true, true, 0},
-      {{3, 2}, {2, 1}, {1, 1}, false, false, 0}};
+  const std::vector<Form> forms = {{{3}, {1}, {1}, true, false, 2},
+                                   {{4, 4}, {2, 3}, {1}, true, false, 2},
+                                   {{2, 2}, {}, {0}, false, true, -2},
+                                   {{4, 4}, {2, 2}, {2}, true, true, 0},
+                                   {{3, 2}, {2, 1}, {1, 1}, false, false, 0}};
   for (const Shape& shape : {Shape{2, 3, 9, 8}, Shape{3, 7, 9}}) {
     int64_t n = 1;
     for (int64_t s : shape) n *= s;
@@ -64,8 +66,8 @@ TEST_F(AvgPool3dOpsTest, UnitDepthIsAvgPool2d) {
     const Tensor x = From(v, DType::kFloat64, shape);
     const int64_t depth_dim = static_cast<int64_t>(shape.size()) - 2;
     for (const Form& f : forms) {
-      SCOPED_TRACE(testing::Message() << ShapeToString(shape) << " k="
-                                      << ShapeToString(f.kernel));
+      SCOPED_TRACE(testing::Message()
+                   << ShapeToString(shape) << " k=" << ShapeToString(f.kernel));
       auto with_depth = [](const I& v, int64_t depth) {
         I r = {depth};
         if (v.empty()) return I{};
@@ -73,8 +75,10 @@ TEST_F(AvgPool3dOpsTest, UnitDepthIsAvgPool2d) {
         r.push_back(v.size() == 2 ? v[1] : v[0]);
         return r;
       };
-      const AttrMap a2 = {{"kernel_size", f.kernel},     {"stride", f.stride},
-                          {"padding", f.padding},        {"ceil_mode", f.ceil},
+      const AttrMap a2 = {{"kernel_size", f.kernel},
+                          {"stride", f.stride},
+                          {"padding", f.padding},
+                          {"ceil_mode", f.ceil},
                           {"count_include_pad", f.include_pad},
                           {"divisor_override", f.divisor}};
       const AttrMap a3 = {{"kernel_size", with_depth(f.kernel, 1)},
@@ -134,9 +138,9 @@ TEST_F(AvgPool3dOpsTest, BoxesAlongTheDepth) {
   EXPECT_EQ(Doubles(Run1("avg_pool3d", {x}, divided)),
             (std::vector<double>{-5.5, -55.5 * 2, -155.5 * 2, -205.5}));
   // adaptive, depth 3 -> 2: [0, 2) and [1, 3).
-  EXPECT_EQ(Doubles(Run1("adaptive_avg_pool3d", {x},
-                         {{"output_size", I{2, 1, 1}}})),
-            (std::vector<double>{55.5, 155.5}));
+  EXPECT_EQ(
+      Doubles(Run1("adaptive_avg_pool3d", {x}, {{"output_size", I{2, 1, 1}}})),
+      (std::vector<double>{55.5, 155.5}));
 }
 
 TEST_F(AvgPool3dOpsTest, RefusesWhatPyTorchRefuses) {
@@ -164,16 +168,16 @@ TEST_F(AvgPool3dOpsTest, RefusesWhatPyTorchRefuses) {
             absl::StatusCode::kOk);
   EXPECT_EQ(code("adaptive_avg_pool3d", {1, 4, 4}, {{"output_size", I{2}}}),
             kInvalid);
-  EXPECT_EQ(code("adaptive_avg_pool3d", {1, 2, 4, 4, 4},
-                 {{"output_size", I{2, 2}}}),
-            kInvalid);
+  EXPECT_EQ(
+      code("adaptive_avg_pool3d", {1, 2, 4, 4, 4}, {{"output_size", I{2, 2}}}),
+      kInvalid);
   // The backward: grad_output must be self pooled.
-  const Tensor x = From(std::vector<float>(64, 0), DType::kFloat32,
-                        {1, 1, 4, 4, 4});
-  const Tensor g = From(std::vector<float>(8, 0), DType::kFloat32,
-                        {1, 1, 2, 2, 2});
-  const Tensor g_bad = From(std::vector<float>(4, 0), DType::kFloat32,
-                            {1, 1, 1, 2, 2});
+  const Tensor x =
+      From(std::vector<float>(64, 0), DType::kFloat32, {1, 1, 4, 4, 4});
+  const Tensor g =
+      From(std::vector<float>(8, 0), DType::kFloat32, {1, 1, 2, 2, 2});
+  const Tensor g_bad =
+      From(std::vector<float>(4, 0), DType::kFloat32, {1, 1, 1, 2, 2});
   EXPECT_TRUE(Run("avg_pool3d_backward", {g, x}, {{"kernel_size", I{2}}}).ok());
   EXPECT_EQ(Run("avg_pool3d_backward", {g_bad, x}, {{"kernel_size", I{2}}})
                 .status()
@@ -181,10 +185,9 @@ TEST_F(AvgPool3dOpsTest, RefusesWhatPyTorchRefuses) {
             kInvalid);
   EXPECT_EQ(Run("adaptive_avg_pool3d_backward", {g_bad, g_bad}).status().code(),
             absl::StatusCode::kOk);
-  EXPECT_EQ(Run("adaptive_avg_pool3d_backward", {Unsqueeze(g, 0), x})
-                .status()
-                .code(),
-            kInvalid);
+  EXPECT_EQ(
+      Run("adaptive_avg_pool3d_backward", {Unsqueeze(g, 0), x}).status().code(),
+      kInvalid);
 }
 
 }  // namespace

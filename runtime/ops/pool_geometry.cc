@@ -151,9 +151,9 @@ absl::StatusOr<Shape> PlanAdaptivePool(const Tensor& x, const Attrs& attrs,
                                        int spatial, const char* what) {
   TD_RETURN_IF_ERROR(RequireFloating(x, what));
   if (x.ndim() != spatial + 1 && x.ndim() != spatial + 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": expected ", spatial + 1, "D or ", spatial + 2,
-        "D input, got shape ", ShapeToString(x.shape())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": expected ", spatial + 1, "D or ", spatial + 2,
+                     "D input, got shape ", ShapeToString(x.shape())));
   }
   // As PyTorch: every size after the first (an unbatched input's channels
   // may be 0).
@@ -169,16 +169,16 @@ absl::StatusOr<Shape> PlanAdaptivePool(const Tensor& x, const Attrs& attrs,
   std::vector<int64_t> size = attrs.Ints("output_size");
   if (size.size() == 1) size.assign(spatial, size[0]);
   if (static_cast<int>(size.size()) != spatial) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": output_size must have ", spatial,
-                     " elements, got ", ShapeToString(attrs.Ints("output_size"))));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": output_size must have ", spatial, " elements, got ",
+        ShapeToString(attrs.Ints("output_size"))));
   }
   Shape shape = x.shape();
   for (int i = 0; i < spatial; ++i) {
     if (size[i] < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": elements of output_size must be >= 0, got ",
-          ShapeToString(size)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": elements of output_size must be >= 0, got ",
+                       ShapeToString(size)));
     }
     shape[x.ndim() - spatial + i] = size[i];
   }
@@ -195,8 +195,7 @@ std::vector<AttrSpec> AvgPool3dAttrs() {
           Optional("divisor_override", AttrType::kInt, int64_t{0})};
 }
 
-absl::StatusOr<AvgPool3dPlan> PlanAvgPool3d(const Tensor& x,
-                                            const Attrs& attrs,
+absl::StatusOr<AvgPool3dPlan> PlanAvgPool3d(const Tensor& x, const Attrs& attrs,
                                             const char* what) {
   if (x.dtype() != DType::kInt64) TD_RETURN_IF_ERROR(RequireFloating(x, what));
   if (x.ndim() != 4 && x.ndim() != 5) {
@@ -219,16 +218,16 @@ absl::StatusOr<AvgPool3dPlan> PlanAvgPool3d(const Tensor& x,
                     int64_t min_value, int64_t* out) -> absl::Status {
     const std::vector<int64_t>& v = attrs.Ints(name);
     if (v.size() != 0 && v.size() != 1 && v.size() != 3) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": ", name, " must be one int or three, got ",
-          ShapeToString(v)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": ", name, " must be one int or three, got ",
+                       ShapeToString(v)));
     }
     for (int d = 0; d < 3; ++d) {
       out[d] = v.empty() ? fallback[d] : v[v.size() == 1 ? 0 : d];
       if (out[d] < min_value) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": ", name, " must be >= ", min_value, ", got ",
-            ShapeToString(v)));
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": ", name, " must be >= ", min_value, ", got ",
+                         ShapeToString(v)));
       }
     }
     return absl::OkStatus();
@@ -251,8 +250,8 @@ absl::StatusOr<AvgPool3dPlan> PlanAvgPool3d(const Tensor& x,
     if (w.pad[d] > w.kernel[d] / 2) {
       return absl::InvalidArgumentError(absl::StrCat(
           what, ": pad should be at most half of kernel size, but got pad=",
-          ShapeToString(attrs.Ints("padding")), ", kernel_size=",
-          ShapeToString(attrs.Ints("kernel_size"))));
+          ShapeToString(attrs.Ints("padding")),
+          ", kernel_size=", ShapeToString(attrs.Ints("kernel_size"))));
     }
     const int64_t size = x.shape()[x.ndim() - 3 + d];
     const int64_t out =
@@ -260,9 +259,9 @@ absl::StatusOr<AvgPool3dPlan> PlanAvgPool3d(const Tensor& x,
     if (out <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           what, ": output size is too small for input ",
-          ShapeToString(x.shape()), " (kernel_size=",
-          ShapeToString(attrs.Ints("kernel_size")), ", padding=",
-          ShapeToString(attrs.Ints("padding")), ")"));
+          ShapeToString(x.shape()),
+          " (kernel_size=", ShapeToString(attrs.Ints("kernel_size")),
+          ", padding=", ShapeToString(attrs.Ints("padding")), ")"));
     }
     plan.shape[x.ndim() - 3 + d] = out;
   }

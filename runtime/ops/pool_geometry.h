@@ -68,8 +68,7 @@ struct AvgPool3dPlan {
   cpu::AvgWindow3d window;
   Shape shape;
 };
-absl::StatusOr<AvgPool3dPlan> PlanAvgPool3d(const Tensor& x,
-                                            const Attrs& attrs,
+absl::StatusOr<AvgPool3dPlan> PlanAvgPool3d(const Tensor& x, const Attrs& attrs,
                                             const char* what);
 
 // avg_pool3d's attributes (its backward row takes them too).
