@@ -4,7 +4,11 @@
 // adaptive windows), on [N, C, D, H, W] or [C, D, H, W] input. The backward
 // rows serve autograd (derivatives_nn.cc) and the PyTorch device's
 // avg_pool3d_backward / _adaptive_avg_pool3d_backward. CUDA: cuda_conv.cc
-// attaches kernels/cuda/avg_pool3d.h's.
+// attaches kernels/cuda/avg_pool3d.h's. bfloat16 computes in float32 (Note
+// [Half compute]); CPU PyTorch sums adaptive_avg_pool3d's bfloat16 windows
+// in bfloat16 and divides dim by dim, so last bits differ there (its OpInfo
+// bfloat16 cases are not in opinfo_passing.txt), and it has no bfloat16
+// avg_pool3d at all.
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/avg_pool3d.h"
 #include "runtime/core/status_macros.h"
