@@ -222,6 +222,8 @@ std::map<std::string, AttrValue> SameAttrs(GradCtx& g,
   for (const char* n : names) {
     if (std::string(n) == "ceil_mode" || std::string(n) == "count_include_pad")
       a[n] = g.attrs().Bool(n);
+    else if (std::string(n) == "divisor_override")
+      a[n] = g.attrs().Int(n);
     else
       a[n] = g.attrs().Ints(n);
   }
@@ -236,16 +238,28 @@ Grads MaxPoolWithIndicesGrad(GradCtx& g) {
                              "ceil_mode"}))};
 }
 
-// derivatives.yaml's max_pool2d_with_indices_backward (the second order):
-// grad_output's gradient is max_pool_double_backward, the gradient gathered
-// at the indices (an index outside the plane, which the row skipped, is a
-// gather error); self's is zeros (zeros_like(self)), the indices' none.
+// derivatives.yaml's adaptive_max_pool{2,3}d: as max_pool2d_with_indices',
+// the backward row at the saved indices.
+template <int kSpatial>
+Grads AdaptiveMaxPoolGrad(GradCtx& g) {
+  return {g.Op(kSpatial == 2 ? "adaptive_max_pool2d_backward"
+                             : "adaptive_max_pool3d_backward",
+               {G(g), g.in(0), g.out(1)})};
+}
+
+// derivatives.yaml's max_pool2d_with_indices_backward (the second order;
+// adaptive_max_pool{2,3}d_backward's and max_pool3d_with_indices_backward's
+// the same with kSpatial pooled dims): grad_output's gradient is
+// max_pool_double_backward, the gradient gathered at the indices (an index
+// outside the plane, which the row skipped, is a gather error); self's is
+// zeros (zeros_like(self)), the indices' none.
+template <int kSpatial>
 Grads MaxPoolWithIndicesBackwardGrad(GradCtx& g) {
   Grads r(g.num_inputs());
   if (g.needs(0)) {
     const Shape& pooled = g.in_shape(0);
     const std::map<std::string, AttrValue> planes = {
-        {"start_dim", int64_t{-2}}};
+        {"start_dim", int64_t{-kSpatial}}};
     GradValue flat = g.Op("flatten", {G(g)}, planes);
     GradValue at = g.Op("flatten", {g.in(2)}, planes);
     r[0] = g.Op("reshape",
@@ -298,21 +312,53 @@ std::vector<GradRow> NnGrads() {
        },
        /*optional_outputs=*/true},
       {"max_pool2d_with_indices", {0}, {1}, MaxPoolWithIndicesGrad},
-      {"max_pool2d_with_indices_backward", {2}, {},
-       MaxPoolWithIndicesBackwardGrad},
+      {"max_pool2d_with_indices_backward",
+       {2},
+       {},
+       MaxPoolWithIndicesBackwardGrad<2>},
+      {"adaptive_max_pool2d", {0}, {1}, AdaptiveMaxPoolGrad<2>},
+      {"adaptive_max_pool3d", {0}, {1}, AdaptiveMaxPoolGrad<3>},
+      {"adaptive_max_pool2d_backward",
+       {2},
+       {},
+       MaxPoolWithIndicesBackwardGrad<2>},
+      {"adaptive_max_pool3d_backward",
+       {2},
+       {},
+       MaxPoolWithIndicesBackwardGrad<3>},
+      {"max_pool3d_with_indices_backward",
+       {2},
+       {},
+       MaxPoolWithIndicesBackwardGrad<3>},
       {"avg_pool2d",
        {0},
        {},
        [](GradCtx& g) -> Grads {
-         return {g.Op("avg_pool2d_backward", {G(g), g.in(0)},
-                      SameAttrs(g, {"kernel_size", "stride", "padding",
-                                    "ceil_mode", "count_include_pad"}))};
+         return {
+             g.Op("avg_pool2d_backward", {G(g), g.in(0)},
+                  SameAttrs(g, {"kernel_size", "stride", "padding", "ceil_mode",
+                                "count_include_pad", "divisor_override"}))};
        }},
       {"adaptive_avg_pool2d",
        {0},
        {},
        [](GradCtx& g) -> Grads {
          return {g.Op("adaptive_avg_pool2d_backward", {G(g), g.in(0)})};
+       }},
+      {"avg_pool3d",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {
+             g.Op("avg_pool3d_backward", {G(g), g.in(0)},
+                  SameAttrs(g, {"kernel_size", "stride", "padding", "ceil_mode",
+                                "count_include_pad", "divisor_override"}))};
+       }},
+      {"adaptive_avg_pool3d",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {g.Op("adaptive_avg_pool3d_backward", {G(g), g.in(0)})};
        }},
   };
 }
