@@ -12,7 +12,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/ops/compose.h"
 #include "runtime/ops/cuda_kernels.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
@@ -183,22 +182,24 @@ absl::Status SearchSorted(absl::Span<const Tensor> in,
   const DType common = ResultType(in.subspan(0, 2));
   TD_ASSIGN_OR_RETURN(Tensor bd, CastTo(in[0], common, ctx));
   TD_ASSIGN_OR_RETURN(Tensor x, CastTo(in[1], common, ctx));
-  if (in.size() == 3 && bd.numel() > 0) {
-    // The row in its sorted order: the boundaries gathered by the sorter
-    // (gather checks the sorter's values), then searched as it is. Not
-    // recorded: a kernel's own work.
-    OpContext plain = ctx;
-    plain.recorder = nullptr;
-    auto sorted = Call1("gather", {bd, in[2]}, {{"dim", int64_t{-1}}}, plain);
-    if (!sorted.ok()) {
-      return absl::Status(
-          sorted.status().code(),
-          absl::StrCat("torch.searchsorted(): sorter index out of range (",
-                       sorted.status().message(), ")"));
-    }
-    bd = *std::move(sorted);
-  }
   TD_ASSIGN_OR_RETURN(bd, Contiguous(bd, ctx));
+  if (in.size() == 3 && bd.numel() > 0) {
+    // Each row in its sorted order: the boundaries gathered by the sorter
+    // (the index rows' gather, which checks the sorter's values), then
+    // searched as they are.
+    TD_ASSIGN_OR_RETURN(Tensor sorter, Contiguous(in[2], ctx));
+    TD_ASSIGN_OR_RETURN(Tensor sorted, Tensor::Empty(bd.device(), bd.dtype(),
+                                                     bd.shape(), ctx.alloc));
+    absl::Status gathered = DeviceGather(sorted, ctx, bd.view(), bd.ndim() - 1,
+                                         sorter.view(), sorted.view());
+    if (!gathered.ok()) {
+      return absl::Status(
+          gathered.code(),
+          absl::StrCat("torch.searchsorted(): sorter index out of range (",
+                       gathered.message(), ")"));
+    }
+    bd = std::move(sorted);
+  }
   TD_ASSIGN_OR_RETURN(x, Contiguous(x, ctx));
   const bool right = attrs.Bool("right") || attrs.String("side") == "right";
   return DeviceSearchSorted(out[0], ctx, bd.view(), x.view(), right,
