@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -152,22 +153,38 @@ absl::Status LogCumSumExp(const StridedView& in, int dim,
   });
 }
 
-absl::Status ModeOfSorted(const StridedView& sorted,
-                          const StridedView& positions, int dim,
-                          const StridedView& values,
-                          const StridedView& indices) {
-  const Layout l = Around(sorted, dim);
-  return DispatchAll(sorted.dtype, "mode", [&](auto tag) {
+// Note [Mode ties]: PyTorch's CPU mode sorts each row's (value, position)
+// pairs by value with std::sort, which is not stable, and reports the
+// position of the last pair of the winning run. For rows of up to 16
+// elements libstdc++ sorts by insertion (stable), so that is the value's
+// last occurrence; longer rows put tied positions in the order introsort
+// leaves them. Doing the same here (the same algorithm, comparator and
+// library) gives PyTorch's indices everywhere, NaN rows included (NaN
+// compares unordered in the sort and equal to nothing in the scan). The
+// CUDA kernel finds runs in a stable sort instead: the last occurrence, as
+// here for short rows (PyTorch's CUDA mode differs from its CPU one too).
+absl::Status Mode(const StridedView& in, int dim, const StridedView& values,
+                  const StridedView& indices) {
+  const Layout l = Around(in, dim);
+  return DispatchAll(in.dtype, "mode", [&](auto tag) {
     using T = decltype(tag);
-    const T* s = sorted.ptr<T>();
-    const int64_t* p = positions.ptr<int64_t>();
+    const T* x = in.ptr<T>();
     T* v = values.ptr<T>();
     int64_t* idx = indices.ptr<int64_t>();
     if (l.size == 0) return;
-    ForEachRow(l, [&](int64_t base, int64_t slice) {
-      auto at = [&](int64_t k) { return s[base + k * l.inner]; };
-      auto pos = [&](int64_t k) { return p[base + k * l.inner]; };
-      scan::ModeOfSortedRow<T>(l.size, at, pos, &v[slice], &idx[slice]);
+    ParallelFor(l.outer * l.inner, l.size, [&](int64_t begin, int64_t end) {
+      std::vector<std::pair<T, int64_t>> row(l.size);
+      for (int64_t slice = begin; slice < end; ++slice) {
+        const int64_t o = slice / l.inner, i = slice % l.inner;
+        const int64_t base = o * l.size * l.inner + i;
+        for (int64_t k = 0; k < l.size; ++k) row[k] = {x[base + k * l.inner], k};
+        std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) {
+          return a.first < b.first;
+        });
+        scan::ModeOfSortedRow<T>(
+            l.size, [&](int64_t k) { return row[k].first; },
+            [&](int64_t k) { return row[k].second; }, &v[slice], &idx[slice]);
+      }
     });
   });
 }

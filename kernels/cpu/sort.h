@@ -1,5 +1,5 @@
 // Kernels along one dim: sort (values and indices), cumulative sums and
-// products, cummax/cummin, logcumsumexp, mode (from a sorted row),
+// products, cummax/cummin, logcumsumexp, mode,
 // searchsorted, and multinomial sampling. The per-element rules they share
 // with the CUDA kernels are runtime/core/scan_math.h's.
 //
@@ -37,14 +37,12 @@ absl::Status CumExtreme(const StridedView& in, int dim, bool max,
 absl::Status LogCumSumExp(const StridedView& in, int dim,
                           const StridedView& out);
 
-// The mode of each row along dim: `sorted` and `positions` are Sort's
-// ascending values and indices of the input (so of its shape), values and
-// indices have the input's shape with dim's size 1 (keepdim). Rows are not
-// empty. scan::ModeOfSortedRow's rule: PyTorch's CPU mode.
-absl::Status ModeOfSorted(const StridedView& sorted,
-                          const StridedView& positions, int dim,
-                          const StridedView& values,
-                          const StridedView& indices);
+// The mode of each row along dim: values and indices have in's shape with
+// dim's size 1 (keepdim); rows are not empty. PyTorch's CPU algorithm
+// exactly (Note [Mode ties]): the row's (value, position) pairs sorted by
+// value with std::sort, then scan::ModeOfSortedRow's rule.
+absl::Status Mode(const StridedView& in, int dim, const StridedView& values,
+                  const StridedView& indices);
 
 // out (int64 or int32, values' shape) = where each of `values` goes in the
 // matching row of `boundaries` ([..., n]: the row of the value's leading

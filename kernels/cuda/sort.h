@@ -47,7 +47,12 @@ absl::Status CumExtreme(const StridedView& in, int dim, bool max,
 absl::Status LogCumSumExp(const StridedView& in, int dim,
                           const StridedView& out, StreamHandle stream);
 
-// cpu::ModeOfSorted: `sorted` and `positions` are Sort's ascending output.
+// The mode of each row along dim from Sort's ascending (stable) output
+// `sorted` and `positions` (the input's shape): values and indices have
+// that shape with dim's size 1. scan::ModeOfSortedRow's rule: the smallest
+// most frequent value at its last occurrence, which is cpu::Mode's (that
+// is, PyTorch's CPU) index for rows of up to 16 elements (Note [Mode ties]
+// in kernels/cpu/sort.cc).
 absl::Status ModeOfSorted(const StridedView& sorted,
                           const StridedView& positions, int dim,
                           const StridedView& values, const StridedView& indices,

@@ -52,12 +52,13 @@ TD_HOST_DEVICE inline C LogAddExp(C x, C acc) {
   return x;
 }
 
-// Mode of one row sorted ascending by a stable sort: `at(k)` is its k-th
-// value, `pos(k)` the input position it came from. PyTorch's CPU rule: the
+// Mode of one row sorted ascending by value: `at(k)` is its k-th value,
+// `pos(k)` the input position it came from. PyTorch's CPU rule: the
 // longest run of equal values wins, the first (smallest value) among equally
-// long runs; its index is the last position of the run, which a stable sort
-// makes the value's last occurrence. NaN equals no value, so each NaN is a
-// run of one. `size` >= 1.
+// long runs; its index is the position of the run's last element (after a
+// stable sort: the value's last occurrence; Note [Mode ties] in
+// kernels/cpu/sort.cc). NaN equals no value, so each NaN is a run of one.
+// `size` >= 1.
 template <typename T, typename At, typename Pos>
 TD_HOST_DEVICE inline void ModeOfSortedRow(int64_t size, At at, Pos pos,
                                            T* value, int64_t* index) {

@@ -88,9 +88,10 @@ absl::Status DeviceCumExtreme(const Tensor& out, const OpContext& ctx,
 absl::Status DeviceLogCumSumExp(const Tensor& out, const OpContext& ctx,
                                 const StridedView& in, int dim,
                                 const StridedView& out_view);
-// mode: `in` sorted (stable, ascending) into scratch tensors from the
-// caching allocator, then each row's mode; values/indices are laid out as
-// [outer, 1, inner] around dim.
+// mode: values/indices are laid out as [outer, 1, inner] around dim. On the
+// CPU PyTorch's CPU algorithm (Note [Mode ties] in kernels/cpu/sort.cc); on
+// CUDA `in` sorted stably into scratch tensors from the caching allocator,
+// then each row's runs (a tie within a value: its last occurrence).
 absl::Status DeviceMode(const Tensor& out, const OpContext& ctx,
                         const StridedView& in, int dim,
                         const StridedView& values, const StridedView& indices);

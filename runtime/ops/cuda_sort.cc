@@ -152,19 +152,16 @@ absl::Status DeviceMode(const Tensor& out, const OpContext& ctx,
                         const StridedView& in, int dim,
                         const StridedView& values,
                         const StridedView& indices) {
+  if (OnCpu(out)) return cpu::Mode(in, dim, values, indices);
+#if TENSORD_WITH_CUDA
+  // The sorted copies and cub's scratch live until the work is enqueued
+  // (the caching allocator's reuse is ordered on the session's stream).
   Device* device = out.device();
   const Shape shape(in.sizes, in.sizes + in.ndim);
   TD_ASSIGN_OR_RETURN(Tensor sorted,
                       Tensor::Empty(device, in.dtype, shape, ctx.alloc));
   TD_ASSIGN_OR_RETURN(Tensor pos,
                       Tensor::Empty(device, DType::kInt64, shape, ctx.alloc));
-  if (OnCpu(out)) {
-    TD_RETURN_IF_ERROR(cpu::Sort(in, dim, false, sorted.view(), pos.view()));
-    return cpu::ModeOfSorted(sorted.view(), pos.view(), dim, values, indices);
-  }
-#if TENSORD_WITH_CUDA
-  // The scratch lives until the work is enqueued (the caching allocator's
-  // reuse is ordered on the session's stream).
   Tensor keep;
   TD_RETURN_IF_ERROR(cuda::Sort(in, dim, false, sorted.view(), pos.view(),
                                 Workspace(device, ctx, &keep),
@@ -172,6 +169,7 @@ absl::Status DeviceMode(const Tensor& out, const OpContext& ctx,
   return cuda::ModeOfSorted(sorted.view(), pos.view(), dim, values, indices,
                             ctx.alloc.stream);
 #else
+  (void)ctx;
   return NoCuda(out);
 #endif
 }
