@@ -177,7 +177,8 @@ absl::Status Mode(const StridedView& in, int dim, const StridedView& values,
       for (int64_t slice = begin; slice < end; ++slice) {
         const int64_t o = slice / l.inner, i = slice % l.inner;
         const int64_t base = o * l.size * l.inner + i;
-        for (int64_t k = 0; k < l.size; ++k) row[k] = {x[base + k * l.inner], k};
+        for (int64_t k = 0; k < l.size; ++k)
+          row[k] = {x[base + k * l.inner], k};
         std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) {
           return a.first < b.first;
         });

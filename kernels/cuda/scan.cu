@@ -64,9 +64,9 @@ __global__ void ModeKernel(const T* sorted, const int64_t* positions, Layout l,
 }
 
 template <typename T, typename O>
-__global__ void SearchKernel(const T* bd, int64_t n, bool one_row,
-                             const T* val, int64_t row_len, int64_t count,
-                             bool right, O* out) {
+__global__ void SearchKernel(const T* bd, int64_t n, bool one_row, const T* val,
+                             int64_t row_len, int64_t count, bool right,
+                             O* out) {
   TD_GRID_STRIDE(e, count) {
     const T* row = bd + (one_row ? 0 : e / row_len * n);
     out[e] = static_cast<O>(scan::SearchRow<T>(
@@ -108,11 +108,10 @@ absl::Status LogCumSumExp(const StridedView& in, int dim,
   const Layout l = Around(in, dim);
   if (in.numel() == 0) return absl::OkStatus();
   auto s = static_cast<cudaStream_t>(stream);
-  TD_CUDA_DISPATCH_FLOAT(
-      in.dtype, return Unsupported("logcumsumexp", in.dtype),
-      LogCumSumExpKernel<scalar_t>
-      <<<BlocksFor(l.outer * l.inner), kThreads, 0, s>>>(
-          in.ptr<const scalar_t>(), l, out.ptr<scalar_t>()));
+  TD_CUDA_DISPATCH_FLOAT(in.dtype, return Unsupported("logcumsumexp", in.dtype),
+                         LogCumSumExpKernel<scalar_t>
+                         <<<BlocksFor(l.outer * l.inner), kThreads, 0, s>>>(
+                             in.ptr<const scalar_t>(), l, out.ptr<scalar_t>()));
   return LaunchStatus("logcumsumexp kernel");
 }
 
@@ -123,12 +122,11 @@ absl::Status ModeOfSorted(const StridedView& sorted,
   const Layout l = Around(sorted, dim);
   if (sorted.numel() == 0) return absl::OkStatus();
   auto s = static_cast<cudaStream_t>(stream);
-  TD_CUDA_DISPATCH(sorted.dtype, return Unsupported("mode", sorted.dtype),
-                   ModeKernel<scalar_t>
-                   <<<BlocksFor(l.outer * l.inner), kThreads, 0, s>>>(
-                       sorted.ptr<const scalar_t>(),
-                       positions.ptr<const int64_t>(), l,
-                       values.ptr<scalar_t>(), indices.ptr<int64_t>()));
+  TD_CUDA_DISPATCH(
+      sorted.dtype, return Unsupported("mode", sorted.dtype),
+      ModeKernel<scalar_t><<<BlocksFor(l.outer * l.inner), kThreads, 0, s>>>(
+          sorted.ptr<const scalar_t>(), positions.ptr<const int64_t>(), l,
+          values.ptr<scalar_t>(), indices.ptr<int64_t>()));
   return LaunchStatus("mode kernel");
 }
 

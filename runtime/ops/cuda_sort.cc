@@ -6,11 +6,10 @@
 // these. Then the device switches of scan_ops.cc's rows (cummax/cummin,
 // logcumsumexp, mode, searchsorted), which serve both devices. Scratch
 // memory comes from the device's caching allocator on the session's stream.
-#include "runtime/ops/cuda_kernels.h"
-
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/sort.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/ops/cuda_kernels.h"
 
 #if TENSORD_WITH_CUDA
 #include <algorithm>
@@ -116,9 +115,8 @@ bool OnCpu(const Tensor& out) {
 // A row's switch reaches CUDA only from a CUDA build (the rows attach no
 // CUDA kernel otherwise).
 [[maybe_unused]] absl::Status NoCuda(const Tensor& out) {
-  return absl::UnimplementedError(
-      absl::StrCat("the one-dim scans on ", out.device()->name(),
-                   " need a CUDA build"));
+  return absl::UnimplementedError(absl::StrCat(
+      "the one-dim scans on ", out.device()->name(), " need a CUDA build"));
 }
 
 }  // namespace
@@ -150,8 +148,7 @@ absl::Status DeviceLogCumSumExp(const Tensor& out, const OpContext& ctx,
 
 absl::Status DeviceMode(const Tensor& out, const OpContext& ctx,
                         const StridedView& in, int dim,
-                        const StridedView& values,
-                        const StridedView& indices) {
+                        const StridedView& values, const StridedView& indices) {
   if (OnCpu(out)) return cpu::Mode(in, dim, values, indices);
 #if TENSORD_WITH_CUDA
   // The sorted copies and cub's scratch live until the work is enqueued

@@ -185,9 +185,8 @@ Grads LogCumSumExpGrad(GradCtx& g) {
     return g.Op("flip", {r}, {{"dims", dims}});
   };
   GradValue grad = G(g), x = g.in(0), out = g.out();
-  GradValue lowest = g.Num(g.in_dtype(0) == DType::kFloat64 ? -DBL_MAX
-                                                            : -FLT_MAX,
-                           grad);
+  GradValue lowest =
+      g.Num(g.in_dtype(0) == DType::kFloat64 ? -DBL_MAX : -FLT_MAX, grad);
   GradValue zero = Zero(g, grad);
   GradValue log_abs = g.Op("log", {g.Op("abs", {grad})});
   GradValue pos = Where(g, Cmp(g, "gt", grad, zero), log_abs, lowest);

@@ -75,10 +75,9 @@ Specs InferMode(absl::Span<const Tensor> in, const Attrs& attrs,
                                    {DType::kInt64, x.shape(), x.device()}};
   }
   if (x.shape()[d] == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("mode(): Expected reduction dim ", d,
-                     " to have non-zero size (input shape ",
-                     ShapeToString(x.shape()), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mode(): Expected reduction dim ", d,
+        " to have non-zero size (input shape ", ShapeToString(x.shape()), ")"));
   }
   Shape shape = x.shape();
   if (attrs.Bool("keepdim")) {
@@ -234,8 +233,7 @@ std::vector<OpDef> ScanOps() {
                     Example({{2, 3, 4}}, {{"dim", int64_t{-3}}})};
     ops.push_back(std::move(def));
   }
-  OpDef lcse = Row("logcumsumexp", 1, 1, {dim}, InferLogCumSumExp,
-                   LogCumSumExp,
+  OpDef lcse = Row("logcumsumexp", 1, 1, {dim}, InferLogCumSumExp, LogCumSumExp,
                    "log(cumsum(exp(input))) along dim, computed stably "
                    "(accumulated in double; -inf entries add nothing).");
   lcse.examples = {Example({{3, 4}}, {{"dim", int64_t{1}}}),
@@ -263,8 +261,8 @@ std::vector<OpDef> ScanOps() {
                  "places it after equal boundaries. int64 (int32 with "
                  "out_int32).");
   ss.differentiable = false;
-  ss.examples = {Example({{6}, {3, 4}}), Example({{3, 5}, {3, 2}},
-                                                 {{"right", true}})};
+  ss.examples = {Example({{6}, {3, 4}}),
+                 Example({{3, 5}, {3, 2}}, {{"right", true}})};
   ops.push_back(std::move(ss));
   return ops;
 }

@@ -64,7 +64,8 @@ TEST_F(ScanOpsTest, CummaxAndCumminTakeTheLaterTieAndKeepNan) {
 TEST_F(ScanOpsTest, CummaxAlongTheFirstDimOfANonContiguousInput) {
   // [[4, 1], [2, 5], [4, 0]] seen transposed from a [2, 3] tensor.
   Tensor base = F({4, 2, 4, 1, 5, 0}, {2, 3});
-  auto t = Run("transpose", {base}, {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}});
+  auto t =
+      Run("transpose", {base}, {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}});
   ASSERT_TRUE(t.ok()) << t.status();
   auto out = Run("cummax", {(*t)[0]}, {{"dim", int64_t{-2}}});
   ASSERT_TRUE(out.ok()) << out.status();
@@ -86,9 +87,9 @@ TEST_F(ScanOpsTest, CumExtremeOfZeroDimAndEmptyInputs) {
 }
 
 TEST_F(ScanOpsTest, LogCumSumExpIsStableForInfinities) {
-  auto out = Run("logcumsumexp", {F({-kInf, -kInf, 0, std::log(3.0f), kInf, 1},
-                                    {6})},
-                 {{"dim", int64_t{0}}});
+  auto out =
+      Run("logcumsumexp", {F({-kInf, -kInf, 0, std::log(3.0f), kInf, 1}, {6})},
+          {{"dim", int64_t{0}}});
   ASSERT_TRUE(out.ok()) << out.status();
   const std::vector<float> v = Values<float>((*out)[0]);
   EXPECT_EQ(v[0], -kInf);
@@ -118,8 +119,7 @@ TEST_F(ScanOpsTest, ModeTakesTheSmallestMostFrequentValueAndItsLastIndex) {
   EXPECT_EQ((*kept)[0].shape(), (Shape{1, 5}));
   // Every column has two distinct values: the smaller, at its only index.
   EXPECT_EQ(Values<float>((*kept)[0]), (std::vector<float>{1, 3, 1, 3, 1}));
-  EXPECT_EQ(Values<int64_t>((*kept)[1]),
-            (std::vector<int64_t>{0, 0, 1, 0, 1}));
+  EXPECT_EQ(Values<int64_t>((*kept)[1]), (std::vector<int64_t>{0, 0, 1, 0, 1}));
 }
 
 TEST_F(ScanOpsTest, ModeOfZeroDimEmptyAndIntegerInputs) {
@@ -146,8 +146,8 @@ TEST_F(ScanOpsTest, SearchSortedLeftRightAndInt32) {
   EXPECT_EQ((*left)[0].dtype(), DType::kInt64);
   EXPECT_EQ(Values<int64_t>((*left)[0]),
             (std::vector<int64_t>{1, 3, 4, 0, 5, 5}));
-  for (auto attrs : {AttrMap{{"right", true}},
-                     AttrMap{{"side", std::string("right")}}}) {
+  for (auto attrs :
+       {AttrMap{{"right", true}}, AttrMap{{"side", std::string("right")}}}) {
     auto right = Run("searchsorted", {bd, v}, attrs);
     ASSERT_TRUE(right.ok()) << right.status();
     EXPECT_EQ(Values<int64_t>((*right)[0]),
@@ -185,15 +185,14 @@ TEST_F(ScanOpsTest, SearchSortedErrorsAreWordedAsPyTorch) {
                           const std::string& text) {
     ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument)
         << r.status();
-    EXPECT_NE(r.status().message().find(text), std::string::npos)
-        << r.status();
+    EXPECT_NE(r.status().message().find(text), std::string::npos) << r.status();
   };
   expect_error(Run("searchsorted", {bd, F({1}, {1})},
                    {{"right", true}, {"side", std::string("left")}}),
                "side and right can't be set to opposites");
-  expect_error(Run("searchsorted", {bd, F({1}, {1})},
-                   {{"side", std::string("middle")}}),
-               "side can only be 'left' or 'right'");
+  expect_error(
+      Run("searchsorted", {bd, F({1}, {1})}, {{"side", std::string("middle")}}),
+      "side can only be 'left' or 'right'");
   expect_error(Run("searchsorted", {bd, F({1}, {1}), I({0, 1, 3}, {3})}),
                "sorter index out of range");
   expect_error(Run("searchsorted", {bd, F({1}, {1}), I({0, 1}, {2})}),
@@ -201,8 +200,9 @@ TEST_F(ScanOpsTest, SearchSortedErrorsAreWordedAsPyTorch) {
   expect_error(Run("searchsorted", {F({1, 2, 3, 4}, {2, 2}), F({1}, {})}),
                "input value can be a scalar only when boundaries tensor "
                "dimension is 1");
-  expect_error(Run("searchsorted", {F({1, 2, 3, 4}, {2, 2}), F({1, 2}, {1, 2})}),
-               "first N-1 dimensions of boundaries tensor");
+  expect_error(
+      Run("searchsorted", {F({1, 2, 3, 4}, {2, 2}), F({1, 2}, {1, 2})}),
+      "first N-1 dimensions of boundaries tensor");
   expect_error(Run("searchsorted", {F({1}, {}), F({1}, {1})}),
                "boundaries tensor should have positive dimension");
 }
