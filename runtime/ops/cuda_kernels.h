@@ -78,6 +78,27 @@ absl::Status DeviceScatterReduce(const Tensor& out, const OpContext& ctx,
                                  const StridedView& index,
                                  const StridedView& src, ReduceOp op,
                                  bool include_self, const char* what);
+// The switches of scan_ops.cc's rows (cuda_sort.cc): kernels/cpu/sort.h's
+// kernels or kernels/cuda/sort.h's by `out`'s device; every view
+// C-contiguous, `dim` the kernels' (0 for a 0-d input).
+absl::Status DeviceCumExtreme(const Tensor& out, const OpContext& ctx,
+                              const StridedView& in, int dim, bool max,
+                              const StridedView& values,
+                              const StridedView& indices);
+absl::Status DeviceLogCumSumExp(const Tensor& out, const OpContext& ctx,
+                                const StridedView& in, int dim,
+                                const StridedView& out_view);
+// mode: values/indices are laid out as [outer, 1, inner] around dim. On the
+// CPU PyTorch's CPU algorithm (Note [Mode ties] in kernels/cpu/sort.cc); on
+// CUDA `in` sorted stably into scratch tensors from the caching allocator,
+// then each row's runs (a tie within a value: its last occurrence).
+absl::Status DeviceMode(const Tensor& out, const OpContext& ctx,
+                        const StridedView& in, int dim,
+                        const StridedView& values, const StridedView& indices);
+absl::Status DeviceSearchSorted(const Tensor& out, const OpContext& ctx,
+                                const StridedView& boundaries,
+                                const StridedView& values, bool right,
+                                const StridedView& out_view);
 // nonzero_static's switch: `in` is C-contiguous; on CUDA the count stays on
 // the GPU (no wait), the scratch memory comes from the caching allocator.
 absl::Status DeviceNonzeroStatic(const Tensor& out, const OpContext& ctx,

@@ -15,9 +15,9 @@ const std::vector<OpDef>& OpTable() {
           ShapeOps,         IndexOps,     ScatterReduceOps, NnOps,
           ConvOps,          ConvGradOps,  MaxPoolOps,       AdaptiveMaxPoolOps,
           AvgPool3dOps,     BatchNormOps, OptimOps,         SortOps,
-          SelectOps,        LossOps,      LayerNormOps,     CrossEntropyOps,
-          GeluOps,          StridedOps,   SpecialOps,       LapackOps,
-          LapackSpectralOps}) {
+          ScanOps,          SelectOps,    LossOps,          LayerNormOps,
+          CrossEntropyOps,  GeluOps,      StridedOps,       SpecialOps,
+          LapackOps,        LapackSpectralOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);

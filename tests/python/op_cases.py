@@ -20,6 +20,7 @@ from op_case_inputs import NC, Case, I, R  # noqa: F401 (NC, Case: the tests' na
 from op_cases_linalg import linalg_cases
 from op_cases_nn import autograd_support_cases, nn_cases
 from op_cases_pool import pool_cases
+from op_cases_scan import scan_cases
 from op_cases_special import special_cases
 
 UNARY = ["neg", "abs", "sign", "exp", "sin", "cos", "tanh", "sigmoid", "relu", "erf", "floor",
@@ -430,5 +431,6 @@ def cases() -> List[Case]:
           Case("full_like", [R(2, 3)], {"fill_value": 2.5}),
           Case("rand_like", [R(200, 100)], check=_random_check(0.5, (1 / 12) ** 0.5)),
           Case("randn_like", [R(200, 100, dtype=torch.float64)], check=_random_check(0, 1))]
-    c += autograd_support_cases() + pool_cases() + special_cases() + linalg_cases()
+    c += (autograd_support_cases() + pool_cases() + special_cases() + linalg_cases() +
+          scan_cases())
     return c

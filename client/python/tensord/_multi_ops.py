@@ -38,6 +38,15 @@ class return_types:  # noqa: N801 (torch.return_types)
     class min(_ValuesIndices):  # noqa: N801
         """``(values, indices)`` of ``min(input, dim)``."""
 
+    class cummax(_ValuesIndices):  # noqa: N801
+        """``(values, indices)`` of ``cummax(input, dim)``."""
+
+    class cummin(_ValuesIndices):  # noqa: N801
+        """``(values, indices)`` of ``cummin(input, dim)``."""
+
+    class mode(_ValuesIndices):  # noqa: N801
+        """``(values, indices)`` of ``mode(input, dim, keepdim)``."""
+
 
 def _minmax(name: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any:
     if isinstance(dim, Tensor):  # max(a, b): the elementwise form
