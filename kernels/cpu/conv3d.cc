@@ -146,8 +146,8 @@ absl::Status CheckDType(DType dtype, const char* what) {
   if (dtype == DType::kFloat32 || dtype == DType::kFloat64) {
     return absl::OkStatus();
   }
-  return absl::InternalError(
-      std::string(what) + ": expected float32 or float64 data");
+  return absl::InternalError(std::string(what) +
+                             ": expected float32 or float64 data");
 }
 
 }  // namespace

@@ -86,12 +86,12 @@ TEST_P(Conv3dTest, OnednnMatchesDirectLoops) {
              ys = Sizes(g.n, g.o, g.out);
   std::vector<double> want_y(dy.size()), want_dx(x.size()), want_dw(w.size());
   ASSERT_TRUE(Conv3d(View(xd, xs), View(wd, ws), g, View(want_y, ys)).ok());
-  ASSERT_TRUE(Conv3dBackwardInput(View(dyd, ys), View(wd, ws), g,
-                                  View(want_dx, xs))
-                  .ok());
-  ASSERT_TRUE(Conv3dBackwardWeight(View(dyd, ys), View(xd, xs), g,
-                                   View(want_dw, ws))
-                  .ok());
+  ASSERT_TRUE(
+      Conv3dBackwardInput(View(dyd, ys), View(wd, ws), g, View(want_dx, xs))
+          .ok());
+  ASSERT_TRUE(
+      Conv3dBackwardWeight(View(dyd, ys), View(xd, xs), g, View(want_dw, ws))
+          .ok());
   std::vector<float> y(dy.size(), 9), dx(x.size(), 9), dw(w.size(), 9);
   std::vector<float> scratch(OnednnConvGradWorkspace(g));
   ASSERT_TRUE(OnednnConv3d(View(x, xs), View(w, ws), g, View(y, ys)).ok());
@@ -117,10 +117,10 @@ TEST_P(Conv3dTest, OnednnMatchesDirectLoops) {
 
 INSTANTIATE_TEST_SUITE_P(
     Geometries, Conv3dTest,
-    ::testing::Values(Case{2, 4, 6, 2, 4, 3, 2, 1, 1},   // strided, grouped
-                      Case{1, 3, 2, 1, 3, 1, 1, 0, 1},   // 1x1x1
-                      Case{3, 2, 4, 1, 5, 2, 1, 2, 2},   // dilated, padded
-                      Case{8, 8, 8, 1, 8, 3, 1, 1, 1},   // split into blocks
+    ::testing::Values(Case{2, 4, 6, 2, 4, 3, 2, 1, 1},    // strided, grouped
+                      Case{1, 3, 2, 1, 3, 1, 1, 0, 1},    // 1x1x1
+                      Case{3, 2, 4, 1, 5, 2, 1, 2, 2},    // dilated, padded
+                      Case{8, 8, 8, 1, 8, 3, 1, 1, 1},    // split into blocks
                       Case{2, 6, 6, 6, 4, 3, 3, 1, 1}));  // depthwise
 
 }  // namespace

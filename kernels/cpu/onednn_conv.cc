@@ -42,9 +42,17 @@ struct Geo {
 
 Geo From2d(const ConvGeometry& g) {
   const Window2d& w = g.win;
-  return {2,      g.n,        g.c,        g.o,        g.groups,
-          {g.h, g.w, 1},      {w.kh, w.kw, 1},        {w.sh, w.sw, 1},
-          {w.ph, w.pw, 0},    {w.dh, w.dw, 1},        {w.oh, w.ow, 1}};
+  return {2,
+          g.n,
+          g.c,
+          g.o,
+          g.groups,
+          {g.h, g.w, 1},
+          {w.kh, w.kw, 1},
+          {w.sh, w.sw, 1},
+          {w.ph, w.pw, 0},
+          {w.dh, w.dw, 1},
+          {w.oh, w.ow, 1}};
 }
 
 Geo From3d(const ConvGeometry3d& g) {
@@ -131,9 +139,8 @@ std::unique_ptr<Entry> Build(ThreadState& st, Kind kind, const Geo& g,
   const memory::dims src = Dims(g, {n, g.c}, g.in),
                      dst = Dims(g, {n, g.o}, g.out);
   const memory::dims wei =
-      g.groups == 1
-          ? Dims(g, {g.o, g.c}, g.k)
-          : Dims(g, {g.groups, g.o / g.groups, g.c / g.groups}, g.k);
+      g.groups == 1 ? Dims(g, {g.o, g.c}, g.k)
+                    : Dims(g, {g.groups, g.o / g.groups, g.c / g.groups}, g.k);
   const Tag wtag = g.groups == 1 ? (three ? Tag::oidhw : Tag::oihw)
                                  : (three ? Tag::goidhw : Tag::goihw);
   const Tag act = three ? Tag::ncdhw : Tag::nchw;
@@ -182,8 +189,8 @@ std::unique_ptr<Entry> Build(ThreadState& st, Kind kind, const Geo& g,
 // Runs `kind` for a block of `n` images: ptrs[0], ptrs[1] in, ptrs[2] out,
 // all plain. On the calling thread, with one OpenMP thread (Note [oneDNN
 // threads]).
-void RunBlock(Kind kind, const Geo& g, int64_t n,
-              const float* const in0, const float* const in1, float* out) {
+void RunBlock(Kind kind, const Geo& g, int64_t n, const float* const in0,
+              const float* const in1, float* out) {
   ThreadState& st = State();
   omp_set_num_threads(1);
   const Key key = KeyOf(kind, g, n);
@@ -212,7 +219,9 @@ void RunBlock(Kind kind, const Geo& g, int64_t n,
   st.stream.wait();
 }
 
-int64_t WeightSize(const Geo& g) { return g.o * (g.c / g.groups) * Prod(g, g.k); }
+int64_t WeightSize(const Geo& g) {
+  return g.o * (g.c / g.groups) * Prod(g, g.k);
+}
 
 int64_t Work(const Geo& g) { return g.n * Prod(g, g.out) * WeightSize(g); }
 
@@ -252,7 +261,8 @@ absl::Status ForBlocks(const Geo& g, const char* what, Fn fn) {
 
 absl::Status Forward(const Geo& g, const char* what, const float* x,
                      const float* w, float* y) {
-  const int64_t in_image = g.c * Prod(g, g.in), out_image = g.o * Prod(g, g.out);
+  const int64_t in_image = g.c * Prod(g, g.in),
+                out_image = g.o * Prod(g, g.out);
   return ForBlocks(g, what, [&](int64_t, int64_t first, int64_t n) {
     RunBlock(Kind::kForward, g, n, x + first * in_image, w,
              y + first * out_image);
@@ -261,7 +271,8 @@ absl::Status Forward(const Geo& g, const char* what, const float* x,
 
 absl::Status BackwardInput(const Geo& g, const char* what, const float* dy,
                            const float* w, float* dx) {
-  const int64_t in_image = g.c * Prod(g, g.in), out_image = g.o * Prod(g, g.out);
+  const int64_t in_image = g.c * Prod(g, g.in),
+                out_image = g.o * Prod(g, g.out);
   return ForBlocks(g, what, [&](int64_t, int64_t first, int64_t n) {
     RunBlock(Kind::kBackwardData, g, n, dy + first * out_image, w,
              dx + first * in_image);
@@ -274,16 +285,16 @@ absl::Status BackwardWeight(const Geo& g, const char* what, const float* dy,
   const int64_t size = WeightSize(g);
   const int64_t blocks = Blocks(g);
   if (workspace.numel() < (blocks - 1) * size) {
-    return absl::InternalError(absl::StrCat(
-        what, ": workspace smaller than the partial sums"));
+    return absl::InternalError(
+        absl::StrCat(what, ": workspace smaller than the partial sums"));
   }
   float* partial = workspace.ptr<float>();
-  const int64_t in_image = g.c * Prod(g, g.in), out_image = g.o * Prod(g, g.out);
-  absl::Status s =
-      ForBlocks(g, what, [&](int64_t b, int64_t first, int64_t n) {
-        RunBlock(Kind::kBackwardWeights, g, n, dy + first * out_image,
-                 x + first * in_image, b == 0 ? dw : partial + (b - 1) * size);
-      });
+  const int64_t in_image = g.c * Prod(g, g.in),
+                out_image = g.o * Prod(g, g.out);
+  absl::Status s = ForBlocks(g, what, [&](int64_t b, int64_t first, int64_t n) {
+    RunBlock(Kind::kBackwardWeights, g, n, dy + first * out_image,
+             x + first * in_image, b == 0 ? dw : partial + (b - 1) * size);
+  });
   if (!s.ok()) return s;
   for (int64_t b = 1; b < blocks; ++b) {  // in block order: no timing in it
     const float* p = partial + (b - 1) * size;

@@ -40,9 +40,9 @@ absl::StatusOr<Triple> TripleAttr(const Attrs& attrs, const char* name,
   }
   for (int64_t x : t) {
     if (x < min_value) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "conv3d: ", name, " must be >= ", min_value, ", got ",
-          ShapeToString(v)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("conv3d: ", name, " must be >= ", min_value, ", got ",
+                       ShapeToString(v)));
     }
   }
   return t;
@@ -54,13 +54,14 @@ absl::StatusOr<cpu::ConvGeometry3d> Plan(const Shape& image,
                                          const Shape& weight,
                                          const Attrs& attrs) {
   if (image.size() != 5 || weight.size() != 5) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "conv3d: expected 5-d input and weight, got ", ShapeToString(image),
-        " and ", ShapeToString(weight),
-        " (unbatched input: unsqueeze(0) first)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv3d: expected 5-d input and weight, got ",
+                     ShapeToString(image), " and ", ShapeToString(weight),
+                     " (unbatched input: unsqueeze(0) first)"));
   }
   cpu::ConvGeometry3d g{image[0], image[1], weight[0], attrs.Int("groups"),
-                        {}, {}, {}, {}, {}, {}};
+                        {},       {},       {},        {},
+                        {},       {}};
   if (g.groups < 1 || g.c % g.groups != 0 || g.o % g.groups != 0 ||
       weight[1] * g.groups != g.c) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -80,7 +81,8 @@ absl::StatusOr<cpu::ConvGeometry3d> Plan(const Shape& image,
       return absl::InvalidArgumentError(absl::StrCat(
           "conv3d: kernel size ", ShapeToString(weight),
           " (dilated) can't be greater than the padded input size ",
-          ShapeToString(image), " with padding ", ShapeToString(I{p[0], p[1], p[2]})));
+          ShapeToString(image), " with padding ",
+          ShapeToString(I{p[0], p[1], p[2]})));
     }
     g.out[a] = (g.in[a] + 2 * p[a] - span) / s[a] + 1;
   }
@@ -127,9 +129,8 @@ absl::Status CpuConv3d(absl::Span<const Tensor> in,
     TD_RETURN_IF_ERROR(cpu::Conv3d(x.view(), w.view(), g, out[0].view()));
   }
   if (in.size() == 3) {
-    const Tensor b = in[2].AsStrided({1, g.o, 1, 1, 1},
-                                     {0, in[2].strides()[0], 0, 0, 0},
-                                     in[2].offset());
+    const Tensor b = in[2].AsStrided(
+        {1, g.o, 1, 1, 1}, {0, in[2].strides()[0], 0, 0, 0}, in[2].offset());
     const StridedView o = out[0].view();
     TD_RETURN_IF_ERROR(cpu::Binary(cpu::BinaryOp::kAdd, o,
                                    b.BroadcastView(out[0].shape()), 1.0, o));
@@ -155,10 +156,10 @@ absl::StatusOr<cpu::ConvGeometry3d> PlanGrad(absl::Span<const Tensor> in,
   TD_ASSIGN_OR_RETURN(cpu::ConvGeometry3d g, Plan(image, weight, attrs));
   const Shape& grad = in[0].shape();
   if (grad.size() != 5 || grad[0] != g.n || grad[1] != g.o) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": the output gradient ", ShapeToString(grad),
-        " does not match input ", ShapeToString(image), " and weight ",
-        ShapeToString(weight)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": the output gradient ", ShapeToString(grad),
+                     " does not match input ", ShapeToString(image),
+                     " and weight ", ShapeToString(weight)));
   }
   for (int a = 0; a < 3; ++a) g.out[a] = grad[2 + a];
   return g;
@@ -239,18 +240,18 @@ std::vector<OpDef> Conv3dOps() {
   std::map<std::string, AttrValue> gi = geo, gw = geo;
   gi["input_size"] = I{2, 4, 5, 6, 5};
   gw["weight_size"] = I{6, 2, 3, 2, 3};
-  OpDef ci = Internal(MakeOp("conv3d_backward_input", 2, 2,
-                             GradAttrs("input_size"),
-                             "The gradient of conv3d's input from its output "
-                             "gradient and weight (used by autograd)."));
+  OpDef ci =
+      Internal(MakeOp("conv3d_backward_input", 2, 2, GradAttrs("input_size"),
+                      "The gradient of conv3d's input from its output "
+                      "gradient and weight (used by autograd)."));
   ci.infer = InferGrad<false>;
   ci.cpu = CpuGrad<false>;
   ci.examples = {Example({{2, 6, 3, 4, 5}, {6, 2, 3, 2, 3}}, gi)};
   ops.push_back(std::move(ci));
-  OpDef cw = Internal(MakeOp("conv3d_backward_weight", 2, 2,
-                             GradAttrs("weight_size"),
-                             "The gradient of conv3d's weight from its output "
-                             "gradient and input (used by autograd)."));
+  OpDef cw =
+      Internal(MakeOp("conv3d_backward_weight", 2, 2, GradAttrs("weight_size"),
+                      "The gradient of conv3d's weight from its output "
+                      "gradient and input (used by autograd)."));
   cw.infer = InferGrad<true>;
   cw.cpu = CpuGrad<true>;
   cw.examples = {Example({{2, 6, 3, 4, 5}, {2, 4, 5, 6, 5}}, gw)};

@@ -37,9 +37,9 @@ class Conv3dOpsTest : public CpuOpTest {
     std::vector<double> d(n);
     for (double& x : d) x = u(rng_);
     std::vector<float> f(d.begin(), d.end());
-    return {From(f, DType::kFloat32, shape),
-            From(std::vector<double>(f.begin(), f.end()), DType::kFloat64,
-                 shape)};
+    return {
+        From(f, DType::kFloat32, shape),
+        From(std::vector<double>(f.begin(), f.end()), DType::kFloat64, shape)};
   }
   std::vector<double> Doubles(const Tensor& t) {
     Tensor d =
@@ -66,7 +66,8 @@ TEST_F(Conv3dOpsTest, Float32MatchesFloat64WithGradients) {
   auto [x, xd] = Random({2, 4, 5, 6, 5});
   auto [w, wd] = Random({6, 2, 3, 2, 3});
   auto [b, bd] = Random({6});
-  Tensor y = Run1("conv3d", {x, w, b}, geo), yd = Run1("conv3d", {xd, wd, bd}, geo);
+  Tensor y = Run1("conv3d", {x, w, b}, geo),
+         yd = Run1("conv3d", {xd, wd, bd}, geo);
   EXPECT_EQ(y.shape(), (Shape{2, 6, 3, 4, 5}));
   ExpectClose(y, yd, "output");
   auto [dy, dyd] = Random({2, 6, 3, 4, 5});
@@ -83,12 +84,14 @@ TEST_F(Conv3dOpsTest, NonContiguousInput) {
   auto [x, xd] = Random({3, 2, 4, 5, 6});
   auto [w, wd] = Random({3, 3, 2, 2, 2});
   // [3, 2, 4, 5, 6] -> channels first: [2, 3, 4, 5, 6] strided.
-  Tensor xt = Run1("transpose", {x}, {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}});
+  Tensor xt =
+      Run1("transpose", {x}, {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}});
   Tensor xdt =
       Run1("transpose", {xd}, {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}});
-  ExpectClose(Run1("conv3d", {xt, w}, {{"padding", I{1}}}),
-              Run1("conv3d", {Run1("contiguous", {xdt}), wd}, {{"padding", I{1}}}),
-              "output");
+  ExpectClose(
+      Run1("conv3d", {xt, w}, {{"padding", I{1}}}),
+      Run1("conv3d", {Run1("contiguous", {xdt}), wd}, {{"padding", I{1}}}),
+      "output");
 }
 
 // conv_transpose3d(dilation 2, output_padding 1 >= stride 1) of a
@@ -98,8 +101,7 @@ TEST_F(Conv3dOpsTest, NonContiguousInput) {
 TEST_F(Conv3dOpsTest, GradientSizedByOutputPadding) {
   auto [dy, dyd] = Random({1, 2, 3, 3, 3});
   auto [w, wd] = Random({2, 1, 3, 3, 3});
-  const AttrMap a = {{"input_size", I{1, 1, 8, 8, 8}},
-                     {"dilation", I{2}}};
+  const AttrMap a = {{"input_size", I{1, 1, 8, 8, 8}}, {"dilation", I{2}}};
   Tensor gi = Run1("conv3d_backward_input", {dy, w}, a);
   EXPECT_EQ(gi.shape(), (Shape{1, 1, 8, 8, 8}));
   ExpectClose(gi, Run1("conv3d_backward_input", {dyd, wd}, a), "input grad");
@@ -114,17 +116,17 @@ TEST_F(Conv3dOpsTest, RefusesWhatPyTorchRefuses) {
     return Run("conv3d", std::move(in), std::move(attrs)).status().code();
   };
   const auto kInvalid = absl::StatusCode::kInvalidArgument;
-  EXPECT_EQ(code({x, w4}, {}), kInvalid);                    // 4-d weight
+  EXPECT_EQ(code({x, w4}, {}), kInvalid);                       // 4-d weight
   EXPECT_EQ(code({x, w}, {{"groups", int64_t{2}}}), kInvalid);  // channels
   EXPECT_EQ(code({x, w, bad_bias}, {}), kInvalid);
-  EXPECT_EQ(code({x, w}, {{"dilation", I{2}}}), kInvalid);  // window > input
+  EXPECT_EQ(code({x, w}, {{"dilation", I{2}}}), kInvalid);   // window > input
   EXPECT_EQ(code({x, w}, {{"stride", I{1, 1}}}), kInvalid);  // 2 values
   EXPECT_EQ(code({x, wd}, {}), kInvalid);                    // dtypes differ
-  EXPECT_EQ(Run("conv3d_backward_weight", {x, x},
-                {{"weight_size", I{2, 4, 3, 3, 3}}})
-                .status()
-                .code(),
-            kInvalid);  // gradient channels != weight_size[0]
+  EXPECT_EQ(
+      Run("conv3d_backward_weight", {x, x}, {{"weight_size", I{2, 4, 3, 3, 3}}})
+          .status()
+          .code(),
+      kInvalid);  // gradient channels != weight_size[0]
 }
 
 }  // namespace
