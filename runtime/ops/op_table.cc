@@ -16,7 +16,8 @@ const std::vector<OpDef>& OpTable() {
           ConvOps,      ConvGradOps,     MaxPoolOps,        BatchNormOps,
           OptimOps,     SortOps,         SelectOps,         LossOps,
           LayerNormOps, CrossEntropyOps, GeluOps,           StridedOps,
-          SpecialOps,   LapackOps,       LapackSpectralOps, Conv3dOps}) {
+          SpecialOps,   LapackOps,       LapackSpectralOps, Conv3dOps,
+          GridSampleOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);

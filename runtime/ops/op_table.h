@@ -34,6 +34,7 @@ std::vector<OpDef> NnOps();
 std::vector<OpDef> ConvOps();
 std::vector<OpDef> ConvGradOps();   // conv_grad_ops.cc: internal to autograd
 std::vector<OpDef> Conv3dOps();     // conv3d_ops.cc: conv3d and its gradients
+std::vector<OpDef> GridSampleOps();  // grid_sample_ops.cc: grid_sampler_2d's backward
 std::vector<OpDef> MaxPoolOps();    // max_pool_ops.cc: max_pool2d_with_indices
 std::vector<OpDef> BatchNormOps();  // batch_norm_ops.cc: fused, CPU
 std::vector<OpDef> OptimOps();      // optim_ops.cc: detach, sgd/adam steps, ...

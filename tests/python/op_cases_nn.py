@@ -212,10 +212,28 @@ def nn_cases() -> List[Case]:
     return c
 
 
+def _grid_sampler_2d_backward(g: torch.Tensor, x: torch.Tensor, grid: torch.Tensor,
+                              interpolation_mode: int = 0, padding_mode: int = 0,
+                              align_corners: bool = False) -> tuple:
+    return torch.ops.aten.grid_sampler_2d_backward(g, x, grid, interpolation_mode, padding_mode,
+                                                   align_corners, [True, True])
+
+
 def autograd_support_cases() -> List[Case]:
     c: List[Case] = []
     # ------------------------------------------- autograd support (gradients: test_autograd_*)
     c += [Case("detach", [R(3, 4)], ref=lambda x: x.detach()),
+          # grid_sampler_2d_backward: grad_output, input, grid (some points outside [-1, 1]).
+          Case("grid_sampler_2d_backward", [R(2, 3, 4, 5), R(2, 3, 5, 6), R(2, 4, 5, 2) * 0.8],
+               ref=_grid_sampler_2d_backward, nout=2),
+          Case("grid_sampler_2d_backward",
+               [R(1, 2, 3, 3, dtype=torch.float64), NC(R(1, 2, 4, 4, dtype=torch.float64)),
+                R(1, 3, 3, 2, dtype=torch.float64) * 0.8],
+               {"interpolation_mode": 2, "padding_mode": 2, "align_corners": True},
+               ref=_grid_sampler_2d_backward, nout=2),
+          Case("grid_sampler_2d_backward", [R(1, 2, 3, 3), R(1, 2, 4, 4), R(1, 3, 3, 2) * 0.8],
+               {"interpolation_mode": 1, "padding_mode": 1}, ref=_grid_sampler_2d_backward,
+               nout=2),
           Case("conv3d_backward_input", [R(2, 6, 3, 4, 5), R(6, 2, 3, 2, 3)],
                {"input_size": (2, 4, 5, 6, 5), "stride": (2, 1, 1), "padding": (1, 0, 1),
                 "dilation": (1, 2, 1), "groups": 2},
