@@ -54,8 +54,9 @@ T Reflect(T in, int64_t twice_low, int64_t twice_high, T* grad) {
     in = -in;
   }
   const T extra = std::fmod(in, span);
-  const int64_t flips = static_cast<int64_t>(std::floor(in / span));
-  if (flips % 2 == 0) {
+  // (the parity of the flips without an integer conversion: a grid far out
+  // of range must not overflow it)
+  if (std::fmod(std::floor(in / span), T(2)) == 0) {
     *grad = sign;
     return extra + min;
   }
@@ -90,6 +91,13 @@ T SourceIndex(T coord, int64_t size, GridPadding padding, bool align_corners,
   coord = Pad(coord, size, padding, align_corners, &g_pad);
   *grad = g_unnorm * g_pad;
   return coord;
+}
+
+// A pixel coordinate as an index; far outside any image (or NaN, from a
+// user's grid) as -2, out of bounds without an undefined conversion.
+template <typename T>
+int64_t ToIndex(T v) {
+  return v >= T(-2) && v <= T(int64_t{1} << 40) ? static_cast<int64_t>(v) : -2;
 }
 
 inline bool InBounds(int64_t h, int64_t w, int64_t H, int64_t W) {
@@ -141,8 +149,7 @@ void BackwardImage(const T* go, const T* in, const T* grid, const Dims& d,
       const T iy = SourceIndex(y, d.H, padding, align, &gy_mult);
       const T x0 = std::floor(ix), y0 = std::floor(iy), x1 = x0 + 1,
               y1 = y0 + 1;
-      const int64_t ix0 = static_cast<int64_t>(x0),
-                    iy0 = static_cast<int64_t>(y0);
+      const int64_t ix0 = ToIndex(x0), iy0 = ToIndex(y0);
       const T nw = (x1 - ix) * (y1 - iy), ne = (ix - x0) * (y1 - iy),
               sw = (x1 - ix) * (iy - y0), se = (ix - x0) * (iy - y0);
       const bool b_nw = InBounds(iy0, ix0, d.H, d.W),
@@ -180,8 +187,8 @@ void BackwardImage(const T* go, const T* in, const T* grid, const Dims& d,
     } else if (mode == GridInterpolation::kNearest) {
       const T ix = SourceIndex(x, d.W, padding, align, &gx_mult);
       const T iy = SourceIndex(y, d.H, padding, align, &gy_mult);
-      const int64_t xn = static_cast<int64_t>(std::nearbyint(ix)),
-                    yn = static_cast<int64_t>(std::nearbyint(iy));
+      const int64_t xn = ToIndex(std::nearbyint(ix)),
+                    yn = ToIndex(std::nearbyint(iy));
       if (gi != nullptr && InBounds(yn, xn, d.H, d.W)) {
         for (int64_t c = 0; c < d.C; ++c) {
           gi[c * plane + yn * d.W + xn] += go[c * out_plane + p];
@@ -204,8 +211,7 @@ void BackwardImage(const T* go, const T* in, const T* grid, const Dims& d,
           T unused;
           const T px = Pad(x0 - 1 + i, d.W, padding, align, &unused);
           const T py = Pad(y0 - 1 + j, d.H, padding, align, &unused);
-          const int64_t tx = static_cast<int64_t>(px),
-                        ty = static_cast<int64_t>(py);
+          const int64_t tx = ToIndex(px), ty = ToIndex(py);
           tap[i][j] = InBounds(ty, tx, d.H, d.W) ? ty * d.W + tx : -1;
         }
       }
