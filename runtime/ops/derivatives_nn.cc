@@ -19,18 +19,23 @@ std::map<std::string, AttrValue> ConvAttrs(GradCtx& g, const char* size_name,
           {"groups", g.attrs().Int("groups")}};
 }
 
+// conv2d (kRank 2) and conv3d (3): the rows' gradient ops, the bias
+// gradient a sum over all but the channels.
+template <int kRank>
 Grads ConvGrad(GradCtx& g) {
+  const bool three = kRank == 3;
   Grads r(g.num_inputs());
   if (g.needs(0)) {
-    r[0] = g.Op("conv2d_backward_input", {G(g), g.in(1)},
-                ConvAttrs(g, "input_size", g.in_shape(0)));
+    r[0] = g.Op(three ? "conv3d_backward_input" : "conv2d_backward_input",
+                {G(g), g.in(1)}, ConvAttrs(g, "input_size", g.in_shape(0)));
   }
   if (g.needs(1)) {
-    r[1] = g.Op("conv2d_backward_weight", {G(g), g.in(0)},
-                ConvAttrs(g, "weight_size", g.in_shape(1)));
+    r[1] = g.Op(three ? "conv3d_backward_weight" : "conv2d_backward_weight",
+                {G(g), g.in(0)}, ConvAttrs(g, "weight_size", g.in_shape(1)));
   }
   if (g.num_inputs() == 3 && g.needs(2)) {
-    r[2] = g.Op("sum", {G(g)}, {{"dim", Ints{0, 2, 3}}});
+    r[2] = g.Op("sum", {G(g)},
+                {{"dim", three ? Ints{0, 2, 3, 4} : Ints{0, 2, 3}}});
   }
   return r;
 }
@@ -292,7 +297,8 @@ std::vector<GradRow> NnGrads() {
              g.Op("sum", {G(g)}, {{"dim", Ints{d}}, {"keepdim", true}});
          return {G(g) - g.Op("exp", {g.out()}) * s};
        }},
-      {"conv2d", {0, 1}, {}, ConvGrad},
+      {"conv2d", {0, 1}, {}, ConvGrad<2>},
+      {"conv3d", {0, 1}, {}, ConvGrad<3>},
       {"native_batch_norm", {0, 1}, {1, 2}, BatchNormGrad},
       {"native_layer_norm", {0, 1}, {1, 2}, LayerNormGrad},
       {"fused_cross_entropy", {0, 1, 2}, {1, 2}, CrossEntropyGrad},

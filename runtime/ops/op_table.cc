@@ -17,7 +17,7 @@ const std::vector<OpDef>& OpTable() {
           AvgPool3dOps,     BatchNormOps, OptimOps,         SortOps,
           ScanOps,          SelectOps,    LossOps,          LayerNormOps,
           CrossEntropyOps,  GeluOps,      StridedOps,       SpecialOps,
-          LapackOps,        LapackSpectralOps}) {
+          LapackOps,        LapackSpectralOps, Conv3dOps,   GridSampleOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);
