@@ -9,9 +9,10 @@ tensord.
 Token and position embeddings, pre-LayerNorm blocks (causal self-attention through
 ``F.scaled_dot_product_attention(is_causal=True)``, a 4x GELU MLP), a final LayerNorm and a
 head tied to the token embedding, cross-entropy over the next tokens, AdamW with nanoGPT's
-weight-decay groups (matrices and embeddings decay, biases and norms do not). Written once over ``lib`` (``tensord`` or ``torch``) like the
-other examples, so tests train it in both from the same weights (``copy_weights``) and
-``tools/bench/py_bench.py --bench train --model gpt`` times it in both.
+weight-decay groups (matrices and embeddings decay, biases and norms do not). Written once
+over ``lib`` (``tensord`` or ``torch``) like the other examples, so tests train it in both
+from the same weights (``copy_weights``) and ``tools/bench/py_bench.py --bench train --model
+gpt`` times it in both.
 
 Configs: ``tiny`` (4 layers, 4 heads, d=128, 64 tokens, vocab 512, batch 8: a CPU step of tens
 of milliseconds) and ``gpt2-small`` (12 layers, 12 heads, d=768, 1024 tokens, vocab 50257,
@@ -37,6 +38,8 @@ from mnist_mlp import copy_weights  # noqa: F401 (re-exported: the tests use it)
 
 
 class GPTConfig(NamedTuple):
+    """A model's shape and its training batch."""
+
     vocab_size: int
     block_size: int  # tokens per sequence
     n_layer: int
