@@ -84,7 +84,9 @@ def build_model(lib: Any, config: GPTConfig = TINY) -> Any:
             self.c_proj = nn.Linear(c.n_embd, c.n_embd)
 
         def forward(self, x: Any, b: int, t: int) -> Any:
-            q, k, v = self.c_attn(x).split(c.n_embd, dim=2)
+            # Sections, not split(n_embd): their count needs no shape, so tensord need not
+            # wait for this fresh tensor's (Note [Attention without shape waits]).
+            q, k, v = self.c_attn(x).split([c.n_embd] * 3, dim=2)
             q, k, v = (z.reshape(b, t, c.n_head, head_dim).transpose(1, 2) for z in (q, k, v))
             y = causal_attention(lib, q, k, v)
             return self.c_proj(y.transpose(1, 2).reshape(b, t, c.n_embd))
