@@ -10,12 +10,12 @@ the scores in both.
 Note [Attention without shape waits]: the shape of a tensor an op just made is known to the
 client only once the daemon acknowledged the batch that made it, i.e. once that batch ran. A
 shape read in a model's forward therefore drains the queue: the client stops until the daemon
-has caught up, then the daemon idles while the client queues the rest (a 4-layer GPT step on
-2 CPUs went from ~70 to ~140+ ms with the 8 such waits its attention made). So the causal
-mask and the default scale are made by the daemon from the operands themselves
-(``causal_blocked``, ``default_scale``), and the operands' shapes are checked here only when
-the client already has them; otherwise a mismatch is the daemon's ``matmul`` error, raised at
-the next read like any op's.
+has caught up, then the daemon idles while the client queues the rest (on a loaded 2-CPU VM
+the tiny GPT step of examples/python/gpt_lm.py took 140-270 ms with the 8 waits its attention
+made, 65-85 ms without). So the causal mask and the default scale are made by the daemon
+from the operands themselves (``causal_blocked``, ``default_scale``), and the operands' shapes
+are checked here only when the client already has them; otherwise a mismatch is the daemon's
+``matmul`` error, raised at the next read like any op's.
 """
 
 from __future__ import annotations
