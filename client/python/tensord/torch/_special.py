@@ -81,18 +81,21 @@ def copy(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
 
 
 @_handles(aten.linspace.Tensor_Tensor, aten.linspace.Tensor_Scalar,
-          aten.linspace.Scalar_Tensor)
-def linspace_tensor(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
-    """``linspace`` with tensor ends: on the device, PyTorch's decomposition (no wait); for
-    another device (``device="cpu"``, or none given: PyTorch's default), PyTorch's own rule,
-    the ends' values (``item()``, one wait) given to the number overload there."""
+          aten.linspace.Scalar_Tensor, aten.logspace.Tensor_Tensor,
+          aten.logspace.Tensor_Scalar, aten.logspace.Scalar_Tensor)
+def space_tensor(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """``linspace``/``logspace`` with tensor ends: on the device, PyTorch's decomposition (no
+    wait); for another device (``device="cpu"``, or none given: PyTorch's default), PyTorch's
+    own rule, the ends' values (``item()``, one wait) given to the number overload there."""
     device = kwargs.get("device")
     if device is not None and _is_tensord(device):
         from torch._decomp import decomposition_table
         return decomposition_table[func](*args, **kwargs)
-    a = dict(zip(("start", "end", "steps"), args), **kwargs)
-    ends = [v.item() if isinstance(v, torch.Tensor) else v for v in (a.pop("start"), a.pop("end"))]
-    return torch.linspace(*ends, **a)
+    a = dict(zip(("start", "end", "steps", "base"), args), **kwargs)
+    ends = [v.item() if isinstance(v, torch.Tensor) else v for v in (a.pop("start"),
+                                                                        a.pop("end"))]
+    numbers = getattr(torch, func._schema.name.split("::")[-1])
+    return numbers(*ends, **a)
 
 
 @_handles(aten._to_copy.default)
