@@ -30,6 +30,7 @@ import torch
 
 from . import _transfer
 from ._aten_map import c
+from ._meta import to_meta
 from ._special import _handles
 from ._tensor import DEVICE, TensordTensor, contiguous_strides
 
@@ -80,10 +81,15 @@ def _view_of(storage: Any, t: TensordTensor, size: Sequence[int], stride: Sequen
 def resize(x: TensordTensor, size: Sequence[int],
            memory_format: Optional[torch.memory_format] = None) -> TensordTensor:
     """``x.resize_(size, memory_format=...)`` (Note [Resize keeps the storage])."""
-    from ._dispatch import payload
-    from ._meta import to_meta
     meta = to_meta(x)
     meta.resize_([int(s) for s in size], memory_format=memory_format)  # PyTorch's checks
+    return _resize_like(x, meta)
+
+
+def _resize_like(x: TensordTensor, meta: torch.Tensor) -> TensordTensor:
+    """``x`` given ``meta``'s sizes and strides: ``x`` resized on the meta device by PyTorch's
+    own ``resize_``/``resize_as_``, which chose them (and raised for a bad call)."""
+    from ._dispatch import payload
     size, stride = tuple(meta.shape), meta.stride()
     if size == tuple(x.shape) and stride == x.stride():
         return x
@@ -129,11 +135,10 @@ def resize_functional(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
 
 @_handles(aten.resize_as_.default)
 def resize_as_(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
-    """``self.resize_(the_template.shape)``, then restrided to ``memory_format`` if given
-    (``preserve``: the template's suggested format), as PyTorch's ``resize_as_``."""
+    """``self.resize_(the_template.shape)``, restrided to ``memory_format`` if given
+    (``preserve``: the template's suggested format): the strides PyTorch's meta
+    ``resize_as_`` chooses."""
     a = _bind(("self", "the_template"), args, kwargs)
-    x, template = a["self"], a["the_template"]
-    fmt = a.get("memory_format")
-    if fmt is torch.preserve_format:
-        fmt = template.suggest_memory_format()
-    return resize(x, template.shape, fmt)
+    meta = to_meta(a["self"])
+    meta.resize_as_(to_meta(a["the_template"]), memory_format=a.get("memory_format"))
+    return _resize_like(a["self"], meta)
