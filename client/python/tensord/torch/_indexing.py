@@ -8,7 +8,7 @@ so ``aten.index.Tensor`` is ``index_select`` along dim 0 and ``aten.index_put`` 
 place of the indexed dims when they are adjacent, else it comes first. Boolean masks have a
 data-dependent result size: ``index`` turns them into integer indices with ``nonzero`` first
 (one wait, as PyTorch does on CUDA); ``index_put`` keeps the daemon's mask rule
-(``_aten_map_nn._index_put``). What PyTorch's autograd asks for ``index``'s gradient is
+(``_aten_map_nn._index_put``) where it applies, and expands the masks the same way elsewhere. What PyTorch's autograd asks for ``index``'s gradient is
 ``index_put`` with ``accumulate=True``, so both directions run on the daemon.
 """
 
@@ -133,7 +133,10 @@ def index_put(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
         functional = aten.index_put.default
         out = _dispatch.run_rule(functional, _aten_map.RULES[functional],
                                  (x, indices, values, accumulate), {})
-        if out is NotImplemented:
+        if out is NotImplemented and isinstance(values, type(x)):  # a value per true element
+            expanded = _expand_masks(x, list(indices))
+            out = _index_put_int(x, expanded, values, bool(accumulate)) if expanded else None
+        if out is NotImplemented or out is None:
             from ._fallback import run
             return run(func, args, kwargs)
     if inplace:
