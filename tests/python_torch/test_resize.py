@@ -155,3 +155,12 @@ def test_resize_of_a_tensor_requiring_grad_is_refused(td: object) -> None:
     x = torch.ones(3, device=D, requires_grad=True)
     with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
         x.resize_(4)
+
+
+def test_the_functional_resize_leaves_its_input(td: object) -> None:
+    def program(dev: str) -> list:
+        x = torch.arange(6.0, device=dev)
+        y = torch.ops.aten.resize.default(x, [2, 2])
+        return [x, y]
+
+    _both(program)

@@ -16,10 +16,13 @@ view is its base's): a fit is an ``as_strided`` view of the daemon tensor, a gro
 new geometry (which keeps the tensor's identity, ``_base`` and version counter).
 
 A growth rebinds the tensor and its ``_base`` to the new storage, as PyTorch's shared
-``StorageImpl`` does for both; other views of that base (which the device cannot enumerate: its
-wrappers share no storage object) keep the old daemon storage, where in PyTorch they would see
-the new one. A payload-less tensor (Note [Lazy payload]) that grows stays payload-less: its
-old elements were never written.
+``StorageImpl`` does for both. Other tensors sharing the old storage (the base's other views,
+``detach()``-ed copies), which the device cannot enumerate since its wrappers share no storage
+object, keep the old daemon storage, where in PyTorch they would see the new one: the one
+difference, and only after a growth. A payload-less tensor (Note [Lazy payload]) that grows
+into a contiguous geometry at offset 0 stays payload-less: its old elements were never written.
+The daemon bounds-checks every ``as_strided`` here (Note [as_strided bounds]), so a storage
+smaller than PyTorch believes raises at the read, never touches another tensor's memory.
 """
 
 from __future__ import annotations
