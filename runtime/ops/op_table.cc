@@ -16,7 +16,7 @@ const std::vector<OpDef>& OpTable() {
           ConvOps,      ConvGradOps,     MaxPoolOps,       BatchNormOps,
           OptimOps,     SortOps,         SelectOps,        LossOps,
           LayerNormOps, CrossEntropyOps, GeluOps,          StridedOps,
-          SpecialOps,   LapackOps,       LapackSpectralOps}) {
+          SpecialOps,   LapackOps,       LapackSpectralOps, DistanceOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);
