@@ -11,12 +11,19 @@ namespace tensord {
 namespace cpu {
 namespace {
 
+// a - b rounded to T, as PyTorch computes it: the max norm's gradient
+// compares |a - b| with the distance the forward rounded to T.
+template <typename T>
+double Diff(T a, T b) {
+  return static_cast<double>(static_cast<T>(a - b));
+}
+
 // The distance of rows a and b of length m.
 template <DistanceNorm K, typename T>
 T RowDistance(const T* a, const T* b, int64_t m, double p) {
   double acc = 0;
   for (int64_t k = 0; k < m; ++k) {
-    acc = DistanceAdd<K>(acc, static_cast<double>(a[k]) - b[k], p);
+    acc = DistanceAdd<K>(acc, Diff(a[k], b[k]), p);
   }
   return static_cast<T>(DistanceFinish<K>(acc, p));
 }
@@ -26,7 +33,7 @@ template <DistanceNorm K, typename T>
 void AddRowGrad(const T* a, const T* b, int64_t m, double g, double dist,
                 double p, double* acc) {
   for (int64_t k = 0; k < m; ++k) {
-    acc[k] += DistanceGrad<K>(static_cast<double>(a[k]) - b[k], g, dist, p);
+    acc[k] += DistanceGrad<K>(Diff(a[k], b[k]), g, dist, p);
   }
 }
 

@@ -1,8 +1,7 @@
 // cdist/pdist and their gradients, and histc, on CUDA (distance.h): the CPU
 // kernels' loops (kernels/cpu/distance.cc, histogram.cc) with one thread per
-// output element, summing in double as the CPU does, so both devices give
-// the same values up to the order of nothing: each output's sum runs in the
-// CPU's order.
+// output element, summing in double in the CPU's order, so both devices
+// give the same values (up to the device's pow and sqrt).
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -33,6 +32,12 @@ Dims DimsOf(const StridedView& x1, const StridedView& x2) {
   return d;
 }
 
+// a - b rounded to T, as the CPU (kernels/cpu/distance.cc's Diff).
+template <typename T>
+__device__ __forceinline__ double Diff(T a, T b) {
+  return static_cast<double>(static_cast<T>(a - b));
+}
+
 template <typename T, DistanceNorm K>
 __global__ void CdistKernel(const T* __restrict__ x1, const T* __restrict__ x2,
                             T* __restrict__ out, Dims d, double p) {
@@ -42,7 +47,7 @@ __global__ void CdistKernel(const T* __restrict__ x1, const T* __restrict__ x2,
     const T* c = x2 + (b * d.rows2 + j) * d.cols;
     double acc = 0;
     for (int64_t k = 0; k < d.cols; ++k) {
-      acc = DistanceAdd<K>(acc, static_cast<double>(a[k]) - c[k], p);
+      acc = DistanceAdd<K>(acc, Diff(a[k], c[k]), p);
     }
     out[t] = static_cast<T>(DistanceFinish<K>(acc, p));
   }
@@ -57,11 +62,11 @@ __global__ void CdistBackwardKernel(const T* __restrict__ grad,
                                     T* __restrict__ out, Dims d, double p) {
   TD_GRID_STRIDE(t, d.batch * d.rows1 * d.cols) {
     const int64_t r = t / d.cols, k = t % d.cols, b = r / d.rows1;
-    const double a = x1[t];
+    const T a = x1[t];
     double acc = 0;
     for (int64_t j = 0; j < d.rows2; ++j) {
-      const double c = x2[(b * d.rows2 + j) * d.cols + k];
-      acc += DistanceGrad<K>(a - c, grad[r * d.rows2 + j],
+      const T c = x2[(b * d.rows2 + j) * d.cols + k];
+      acc += DistanceGrad<K>(Diff(a, c), grad[r * d.rows2 + j],
                              dist[r * d.rows2 + j], p);
     }
     out[t] = static_cast<T>(acc);
@@ -88,8 +93,7 @@ __global__ void PdistKernel(const T* __restrict__ x, T* __restrict__ out,
     PairAt(t, n, &i, &j);
     double acc = 0;
     for (int64_t k = 0; k < m; ++k) {
-      acc = DistanceAdd<K>(acc, static_cast<double>(x[i * m + k]) - x[j * m + k],
-                           p);
+      acc = DistanceAdd<K>(acc, Diff(x[i * m + k], x[j * m + k]), p);
     }
     out[t] = static_cast<T>(DistanceFinish<K>(acc, p));
   }
@@ -105,13 +109,13 @@ __global__ void PdistBackwardKernel(const T* __restrict__ grad,
                                     double p) {
   TD_GRID_STRIDE(t, n * m) {
     const int64_t i = t / m, k = t % m;
-    const double a = x[t];
+    const T a = x[t];
     double acc = 0;
     for (int64_t j = 0; j < n; ++j) {
       if (j == i) continue;
       const int64_t q =
           i < j ? PairStart(i, n) + (j - i - 1) : PairStart(j, n) + (i - j - 1);
-      acc += DistanceGrad<K>(a - x[j * m + k], grad[q], dist[q], p);
+      acc += DistanceGrad<K>(Diff(a, x[j * m + k]), grad[q], dist[q], p);
     }
     out[t] = static_cast<T>(acc);
   }

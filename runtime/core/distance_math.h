@@ -20,7 +20,9 @@
 //   p > 2:    0 where dist = 0, else g d_k |d_k|^(p-2) / dist^(p-1).
 // Every gradient is odd in d_k (computed through sign(d) or d, so exactly),
 // which lets pdist's backward take each pair from either end.
-// The CPU and CUDA kernels sum in double and round once.
+// The kernels take each difference in the element type (as PyTorch: the
+// max norm's gradient compares |d_k| with the distance rounded to it), sum
+// in double and round the result once.
 #ifndef TENSORD_RUNTIME_CORE_DISTANCE_MATH_H_
 #define TENSORD_RUNTIME_CORE_DISTANCE_MATH_H_
 
@@ -47,17 +49,17 @@ inline DistanceNorm DistanceNormFor(double p) {
 // acc combined with the term of one difference d.
 template <DistanceNorm K>
 TD_HOST_DEVICE inline double DistanceAdd(double acc, double d, double p) {
-  const double a = d < 0 ? -d : d;
   if constexpr (K == DistanceNorm::kZero) {
     return acc + (d != 0 ? 1.0 : 0.0);
   } else if constexpr (K == DistanceNorm::kOne) {
-    return acc + a;
+    return acc + fabs(d);
   } else if constexpr (K == DistanceNorm::kTwo) {
     return acc + d * d;
   } else if constexpr (K == DistanceNorm::kInf) {
+    const double a = fabs(d);
     return (a > acc || a != a) ? a : acc;  // a NaN acc stays NaN
   } else {
-    return acc + pow(a, p);
+    return acc + pow(fabs(d), p);
   }
 }
 
@@ -88,16 +90,13 @@ TD_HOST_DEVICE inline double DistanceGrad(double d, double g, double dist,
   } else if constexpr (K == DistanceNorm::kTwo) {
     return dist == 0 ? 0.0 : g * d / dist;
   } else if constexpr (K == DistanceNorm::kInf) {
-    const double a = d < 0 ? -d : d;
-    return a == dist ? g * DistanceSign(d) : 0.0;
+    return fabs(d) == dist ? g * DistanceSign(d) : 0.0;
   } else if constexpr (K == DistanceNorm::kBelowTwo) {
     if (dist == 0 || (d == 0 && p < 1)) return 0;
-    const double a = d < 0 ? -d : d;
-    return DistanceSign(d) * pow(a, p - 1) * g / pow(dist, p - 1);
+    return DistanceSign(d) * pow(fabs(d), p - 1) * g / pow(dist, p - 1);
   } else {
     if (dist == 0) return 0;
-    const double a = d < 0 ? -d : d;
-    return d * pow(a, p - 2) * g / pow(dist, p - 1);
+    return d * pow(fabs(d), p - 2) * g / pow(dist, p - 1);
   }
 }
 
