@@ -69,9 +69,11 @@ def _native(input: Tensor, sort: bool, return_inverse: bool, return_counts: bool
     if dim is not None:
         raise NotImplementedError(f"{what}: dim={dim} is not supported on the daemon yet "
                                   "(only dim=None: all elements)")
-    s = input._session
+    s, dev = input._session, input.device
 
     def call(name: str, inputs: list, attrs: dict) -> Any:
+        if not inputs:  # zeros/ones: on the input's device, not the session's default
+            attrs = dict(attrs, device=dev)
         return _calls.call(name, inputs, attrs or None, session=s)
 
     def count(t: Any) -> int:
