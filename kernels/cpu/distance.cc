@@ -18,12 +18,12 @@ double Diff(T a, T b) {
   return static_cast<double>(static_cast<T>(a - b));
 }
 
-// The distance of rows a and b of length m.
-template <DistanceNorm K, typename T>
+// The distance of rows a and b of length m (kNanInMax: distance_math.h).
+template <DistanceNorm K, bool kNanInMax, typename T>
 T RowDistance(const T* a, const T* b, int64_t m, double p) {
   double acc = 0;
   for (int64_t k = 0; k < m; ++k) {
-    acc = DistanceAdd<K>(acc, Diff(a[k], b[k]), p);
+    acc = DistanceAdd<K, kNanInMax>(acc, Diff(a[k], b[k]), p);
   }
   return static_cast<T>(DistanceFinish<K>(acc, p));
 }
@@ -70,7 +70,7 @@ absl::Status Cdist(const StridedView& x1, const StridedView& x2, double p,
                       const T* other = v + (r / a.rows) * b.rows * m;
                       for (int64_t j = 0; j < b.rows; ++j) {
                         o[r * b.rows + j] =
-                            RowDistance<K>(row, other + j * m, m, p);
+                            RowDistance<K, false>(row, other + j * m, m, p);
                       }
                     }
                   });
@@ -126,8 +126,8 @@ absl::Status Pdist(const StridedView& x, double p, const StridedView& out) {
                     for (int64_t i = lo; i < hi; ++i) {
                       T* dst = o + PairStart(i, n);
                       for (int64_t j = i + 1; j < n; ++j) {
-                        dst[j - i - 1] = RowDistance<K>(u + i * m, u + j * m,
-                                                        m, p);
+                        dst[j - i - 1] = RowDistance<K, true>(
+                            u + i * m, u + j * m, m, p);
                       }
                     }
                   });

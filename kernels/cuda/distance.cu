@@ -13,6 +13,7 @@
 #include "kernels/cuda/loops.cuh"
 #include "runtime/core/distance_math.h"
 #include "runtime/core/histogram_math.h"
+#include "runtime/core/status_macros.h"
 
 namespace tensord {
 namespace cuda {
@@ -47,7 +48,7 @@ __global__ void CdistKernel(const T* __restrict__ x1, const T* __restrict__ x2,
     const T* c = x2 + (b * d.rows2 + j) * d.cols;
     double acc = 0;
     for (int64_t k = 0; k < d.cols; ++k) {
-      acc = DistanceAdd<K>(acc, Diff(a[k], c[k]), p);
+      acc = DistanceAdd<K, false>(acc, Diff(a[k], c[k]), p);
     }
     out[t] = static_cast<T>(DistanceFinish<K>(acc, p));
   }
@@ -93,7 +94,7 @@ __global__ void PdistKernel(const T* __restrict__ x, T* __restrict__ out,
     PairAt(t, n, &i, &j);
     double acc = 0;
     for (int64_t k = 0; k < m; ++k) {
-      acc = DistanceAdd<K>(acc, Diff(x[i * m + k], x[j * m + k]), p);
+      acc = DistanceAdd<K, true>(acc, Diff(x[i * m + k], x[j * m + k]), p);
     }
     out[t] = static_cast<T>(DistanceFinish<K>(acc, p));
   }
@@ -162,7 +163,7 @@ template <typename T>
 __global__ void CountsKernel(const unsigned long long* __restrict__ counts,
                              int64_t bins, T* __restrict__ out) {
   TD_GRID_STRIDE(b, bins) {
-    out[b] = Stored<T>(static_cast<decltype(Computed(out[b]))>(counts[b]));
+    out[b] = Stored<T>(static_cast<typename Acc<T>::type>(counts[b]));
   }
 }
 
@@ -170,7 +171,7 @@ template <typename T>
 absl::Status LaunchHistc(const StridedView& in, double lo, double hi,
                          const StridedView& out, uint64_t* counts,
                          cudaStream_t s) {
-  using C = decltype(Computed(T{}));
+  using C = typename Acc<T>::type;
   const int64_t n = in.numel(), bins = out.numel();
   auto* words = reinterpret_cast<unsigned long long*>(counts);
   TD_CUDA_RETURN_IF_ERROR(
@@ -197,16 +198,14 @@ absl::Status Cdist(const StridedView& x1, const StridedView& x2, double p,
   const int64_t n = d.batch * d.rows1 * d.rows2;
   if (n == 0) return absl::OkStatus();
   auto s = static_cast<cudaStream_t>(stream);
-  absl::Status status = absl::OkStatus();
   TD_CUDA_DISPATCH_FLOAT(
-      out.dtype, status = absl::UnimplementedError("cdist: float32/64 only"),
+      out.dtype, return absl::UnimplementedError("cdist: float32/64 only"),
       WithDistanceNorm(p, [&](auto norm) {
         CdistKernel<scalar_t, decltype(norm)::value>
             <<<BlocksFor(n), kThreads, 0, s>>>(x1.ptr<const scalar_t>(),
                                                x2.ptr<const scalar_t>(),
                                                out.ptr<scalar_t>(), d, p);
       }));
-  TD_RETURN_IF_ERROR(status);
   return LaunchStatus("cdist");
 }
 
@@ -218,10 +217,9 @@ absl::Status CdistBackward(const StridedView& grad, const StridedView& x1,
   const int64_t n = d.batch * d.rows1 * d.cols;
   if (n == 0) return absl::OkStatus();
   auto s = static_cast<cudaStream_t>(stream);
-  absl::Status status = absl::OkStatus();
   TD_CUDA_DISPATCH_FLOAT(
       out.dtype,
-      status = absl::UnimplementedError("_cdist_backward: float32/64 only"),
+      return absl::UnimplementedError("_cdist_backward: float32/64 only"),
       WithDistanceNorm(p, [&](auto norm) {
         CdistBackwardKernel<scalar_t, decltype(norm)::value>
             <<<BlocksFor(n), kThreads, 0, s>>>(
@@ -229,7 +227,6 @@ absl::Status CdistBackward(const StridedView& grad, const StridedView& x1,
                 x2.ptr<const scalar_t>(), dist.ptr<const scalar_t>(),
                 out.ptr<scalar_t>(), d, p);
       }));
-  TD_RETURN_IF_ERROR(status);
   return LaunchStatus("_cdist_backward");
 }
 
@@ -238,15 +235,13 @@ absl::Status Pdist(const StridedView& x, double p, const StridedView& out,
   const int64_t n = x.sizes[0], m = x.sizes[1];
   if (n < 2) return absl::OkStatus();
   auto s = static_cast<cudaStream_t>(stream);
-  absl::Status status = absl::OkStatus();
   TD_CUDA_DISPATCH_FLOAT(
-      out.dtype, status = absl::UnimplementedError("pdist: float32/64 only"),
+      out.dtype, return absl::UnimplementedError("pdist: float32/64 only"),
       WithDistanceNorm(p, [&](auto norm) {
         PdistKernel<scalar_t, decltype(norm)::value>
             <<<BlocksFor(n * (n - 1) / 2), kThreads, 0, s>>>(
                 x.ptr<const scalar_t>(), out.ptr<scalar_t>(), n, m, p);
       }));
-  TD_RETURN_IF_ERROR(status);
   return LaunchStatus("pdist");
 }
 
@@ -256,17 +251,15 @@ absl::Status PdistBackward(const StridedView& grad, const StridedView& x,
   const int64_t n = x.sizes[0], m = x.sizes[1];
   if (n * m == 0) return absl::OkStatus();
   auto s = static_cast<cudaStream_t>(stream);
-  absl::Status status = absl::OkStatus();
   TD_CUDA_DISPATCH_FLOAT(
       out.dtype,
-      status = absl::UnimplementedError("_pdist_backward: float32/64 only"),
+      return absl::UnimplementedError("_pdist_backward: float32/64 only"),
       WithDistanceNorm(p, [&](auto norm) {
         PdistBackwardKernel<scalar_t, decltype(norm)::value>
             <<<BlocksFor(n * m), kThreads, 0, s>>>(
                 grad.ptr<const scalar_t>(), x.ptr<const scalar_t>(),
                 dist.ptr<const scalar_t>(), out.ptr<scalar_t>(), n, m, p);
       }));
-  TD_RETURN_IF_ERROR(status);
   return LaunchStatus("_pdist_backward");
 }
 

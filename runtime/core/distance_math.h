@@ -5,9 +5,11 @@
 //
 // Note [Distance norms]: as ATen's Distance kernels, the distance of two rows
 // a, b with differences d_k = a_k - b_k is, for
-//   p = 0:    the number of k with d_k != 0 (a NaN difference counts);
+//   p = 0:    the number of k with d_k != 0 (NaN if a difference is NaN);
 //   p = 1:    sum |d_k|;          p = 2: sqrt(sum d_k^2);
-//   p = inf:  max |d_k| (NaN propagates);
+//   p = inf:  max |d_k|: NaN propagates in pdist, while cdist skips NaN
+//             differences (its CPU kernel's std::max; both PyTorch 1.13's
+//             and 2.x's CPU results, kept: kNanInMax);
 //   other p:  (sum |d_k|^p)^(1/p).
 // Its gradient with respect to a_k, for an upstream gradient g and the
 // distance `dist` the forward returned, is
@@ -46,18 +48,23 @@ inline DistanceNorm DistanceNormFor(double p) {
   return p < 2 ? DistanceNorm::kBelowTwo : DistanceNorm::kGeneral;
 }
 
-// acc combined with the term of one difference d.
-template <DistanceNorm K>
+// acc combined with the term of one difference d (kNanInMax: whether the
+// max norm propagates a NaN difference).
+template <DistanceNorm K, bool kNanInMax = true>
 TD_HOST_DEVICE inline double DistanceAdd(double acc, double d, double p) {
   if constexpr (K == DistanceNorm::kZero) {
-    return acc + (d != 0 ? 1.0 : 0.0);
+    return acc + (d != d ? d : (d != 0 ? 1.0 : 0.0));
   } else if constexpr (K == DistanceNorm::kOne) {
     return acc + fabs(d);
   } else if constexpr (K == DistanceNorm::kTwo) {
     return acc + d * d;
   } else if constexpr (K == DistanceNorm::kInf) {
     const double a = fabs(d);
-    return (a > acc || a != a) ? a : acc;  // a NaN acc stays NaN
+    if constexpr (kNanInMax) {
+      return (a > acc || a != a) ? a : acc;  // a NaN acc stays NaN
+    } else {
+      return a > acc ? a : acc;
+    }
   } else {
     return acc + pow(fabs(d), p);
   }
