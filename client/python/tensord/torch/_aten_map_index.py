@@ -85,7 +85,8 @@ def _gather(targs: tuple, self: Any, dim: int, index: Any, sparse_grad: bool = F
 def _put(targs: tuple, self: Any, index: Any, source: Any, accumulate: bool = False) -> Any:
     """``self`` with ``source``'s elements written (added, with ``accumulate``) at the flat
     positions ``index`` names, negative ones counted from the end: ``scatter`` or
-    ``scatter_add`` on the flattened tensor, whose index check refuses positions out of range.
+    ``scatter_add`` on the flattened tensor, whose index check refuses positions out of range
+    (naming the index as given).
     Repeated positions: the last write wins without ``accumulate`` (PyTorch's CPU order)."""
     x, idx_t, src_t = targs[0], targs[1], targs[2]
     if idx_t.dtype != torch.int64:
@@ -102,7 +103,8 @@ def _put(targs: tuple, self: Any, index: Any, source: Any, accumulate: bool = Fa
     n = x.numel()
     flat = c("reshape", [c("contiguous", [self])], shape=[-1])
     idx = c("reshape", [index], shape=[-1])
-    idx = c("where", [c("lt", [idx, 0]), c("add", [idx, n]), idx])
+    wraps = c("logical_and", [c("lt", [idx, 0]), c("ge", [idx, -n])])  # below -n: refused
+    idx = c("where", [wraps, c("add", [idx, n]), idx])
     out = c("scatter_add" if accumulate else "scatter",
             [flat, idx, c("reshape", [source], shape=[-1])], dim=0)
     return c("reshape", [out], shape=list(x.shape))
