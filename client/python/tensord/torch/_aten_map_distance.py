@@ -21,8 +21,8 @@ def _cdist_forward(x1: Any, x2: Any, p: float, compute_mode: Optional[int] = Non
 
 
 @rule(aten._cdist_backward.default)
-def _cdist_backward(grad: Any, x1: Any, x2: Any, p: float, cdist: Any) -> Any:
-    return c("_cdist_backward", [grad, x1, x2, cdist], p=float(p))
+def _cdist_backward(grad_output: Any, x1: Any, x2: Any, p: float, cdist: Any) -> Any:
+    return c("_cdist_backward", [grad_output, x1, x2, cdist], p=float(p))
 
 
 @rule(aten._pdist_forward.default)
@@ -31,8 +31,8 @@ def _pdist_forward(self: Any, p: float = 2.0) -> Any:
 
 
 @rule(aten._pdist_backward.default)
-def _pdist_backward(grad: Any, self: Any, p: float, pdist: Any) -> Any:
-    return c("_pdist_backward", [grad, self, pdist], p=float(p))
+def _pdist_backward(grad_output: Any, self: Any, p: float, pdist: Any) -> Any:
+    return c("_pdist_backward", [grad_output, self, pdist], p=float(p))
 
 
 @rule(aten.histc.default)
