@@ -100,9 +100,8 @@ absl::Status CdistBackward(const StridedView& grad, const StridedView& x1,
                       const T* row = u + r * m;
                       const T* other = v + (r / a.rows) * b.rows * m;
                       for (int64_t j = 0; j < b.rows; ++j) {
-                        AddRowGrad<K>(row, other + j * m, m,
-                                      g[r * b.rows + j], dv[r * b.rows + j],
-                                      p, acc.data());
+                        AddRowGrad<K>(row, other + j * m, m, g[r * b.rows + j],
+                                      dv[r * b.rows + j], p, acc.data());
                       }
                       std::copy(acc.begin(), acc.end(), o + r * m);
                     }
@@ -126,8 +125,8 @@ absl::Status Pdist(const StridedView& x, double p, const StridedView& out) {
                     for (int64_t i = lo; i < hi; ++i) {
                       T* dst = o + PairStart(i, n);
                       for (int64_t j = i + 1; j < n; ++j) {
-                        dst[j - i - 1] = RowDistance<K, true>(
-                            u + i * m, u + j * m, m, p);
+                        dst[j - i - 1] =
+                            RowDistance<K, true>(u + i * m, u + j * m, m, p);
                       }
                     }
                   });
@@ -158,8 +157,7 @@ absl::Status PdistBackward(const StridedView& grad, const StridedView& x,
             if (j == i) continue;
             const int64_t k = i < j ? PairStart(i, n) + (j - i - 1)
                                     : PairStart(j, n) + (i - j - 1);
-            AddRowGrad<K>(u + i * m, u + j * m, m, g[k], dv[k], p,
-                          acc.data());
+            AddRowGrad<K>(u + i * m, u + j * m, m, g[k], dv[k], p, acc.data());
           }
           std::copy(acc.begin(), acc.end(), o + i * m);
         }

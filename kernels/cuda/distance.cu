@@ -149,12 +149,12 @@ struct RoundTo<double> {
 };
 
 template <typename T, typename C>
-__global__ void HistcKernel(const T* __restrict__ x, int64_t n, C left,
-                            C right, int64_t bins,
+__global__ void HistcKernel(const T* __restrict__ x, int64_t n, C left, C right,
+                            int64_t bins,
                             unsigned long long* __restrict__ counts) {
   TD_GRID_STRIDE(i, n) {
-    const int64_t pos =
-        HistcBin(static_cast<C>(Computed(x[i])), left, right, bins, RoundTo<T>{});
+    const int64_t pos = HistcBin(static_cast<C>(Computed(x[i])), left, right,
+                                 bins, RoundTo<T>{});
     if (pos >= 0) atomicAdd(counts + pos, 1ULL);
   }
 }
@@ -185,8 +185,8 @@ absl::Status LaunchHistc(const StridedView& in, double lo, double hi,
         in.ptr<const T>(), n, left, right, bins, words);
     TD_RETURN_IF_ERROR(LaunchStatus("histc"));
   }
-  CountsKernel<T><<<BlocksFor(bins), kThreads, 0, s>>>(words, bins,
-                                                       out.ptr<T>());
+  CountsKernel<T>
+      <<<BlocksFor(bins), kThreads, 0, s>>>(words, bins, out.ptr<T>());
   return LaunchStatus("histc");
 }
 
@@ -277,9 +277,9 @@ absl::Status Histc(const StridedView& in, double lo, double hi,
     case DType::kBFloat16:
       return LaunchHistc<__nv_bfloat16>(in, lo, hi, out, counts, s);
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "histc(): expected a floating-point input, got ",
-          DTypeName(in.dtype)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("histc(): expected a floating-point input, got ",
+                       DTypeName(in.dtype)));
   }
 }
 

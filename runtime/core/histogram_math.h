@@ -32,8 +32,7 @@ TD_HOST_DEVICE inline int64_t HistcBin(C x, C left, C right, int64_t bins,
                                        Round round) {
   if (!(x >= left && x <= right)) return -1;
   const C width = round(right - left);
-  const C scaled =
-      round(round(x - left) * round(static_cast<C>(bins)));
+  const C scaled = round(round(x - left) * round(static_cast<C>(bins)));
   int64_t pos = static_cast<int64_t>(round(scaled / width));
   if (pos >= bins) pos = bins - 1;  // x == right; rounding cannot go past it
   if (pos < 0) pos = 0;

@@ -40,9 +40,9 @@ absl::Status DeviceCdist(const Tensor& out, const OpContext& ctx,
 }
 
 absl::Status DeviceCdistBackward(const Tensor& out, const OpContext& ctx,
-                                 const StridedView& grad,
-                                 const StridedView& x1, const StridedView& x2,
-                                 const StridedView& dist, double p) {
+                                 const StridedView& grad, const StridedView& x1,
+                                 const StridedView& x2, const StridedView& dist,
+                                 double p) {
   if (OnCpu(out)) return cpu::CdistBackward(grad, x1, x2, dist, p, out.view());
 #if TENSORD_WITH_CUDA
   return cuda::CdistBackward(grad, x1, x2, dist, p, out.view(),

@@ -89,9 +89,9 @@ absl::Status DeviceCdist(const Tensor& out, const OpContext& ctx,
                          const StridedView& x1, const StridedView& x2,
                          double p);
 absl::Status DeviceCdistBackward(const Tensor& out, const OpContext& ctx,
-                                 const StridedView& grad,
-                                 const StridedView& x1, const StridedView& x2,
-                                 const StridedView& dist, double p);
+                                 const StridedView& grad, const StridedView& x1,
+                                 const StridedView& x2, const StridedView& dist,
+                                 double p);
 absl::Status DevicePdist(const Tensor& out, const OpContext& ctx,
                          const StridedView& x, double p);
 absl::Status DevicePdistBackward(const Tensor& out, const OpContext& ctx,

@@ -33,8 +33,7 @@ absl::Status CheckP(double p, const char* what) {
       absl::StrCat(what, " only supports non-negative p values, got ", p));
 }
 
-absl::Status CheckFloating(const Tensor& t, const char* what,
-                           const char* arg) {
+absl::Status CheckFloating(const Tensor& t, const char* what, const char* arg) {
   if (IsFloating(t.dtype())) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat(what, " only supports floating-point dtypes, ", arg,
@@ -74,9 +73,9 @@ absl::StatusOr<Shape> CdistBatch(const Tensor& x1, const Tensor& x2) {
     }
   }
   if (x1.shape().back() != x2.shape().back()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "X1 and X2 must have the same number of columns. X1: ",
-        x1.shape().back(), " X2: ", x2.shape().back()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("X1 and X2 must have the same number of columns. X1: ",
+                     x1.shape().back(), " X2: ", x2.shape().back()));
   }
   if (x1.dtype() != x2.dtype()) {
     return absl::InvalidArgumentError(
@@ -100,11 +99,11 @@ absl::Status Cdist(Ins in, Ins out, const Attrs& attrs, const OpContext& ctx) {
   const Shape batch = Batch(out[0]);
   const int64_t m = in[0].shape().back();
   TD_ASSIGN_OR_RETURN(
-      Tensor x1, ContiguousAs(in[0], With(batch, in[0].shape().end()[-2], m),
-                              ctx));
+      Tensor x1,
+      ContiguousAs(in[0], With(batch, in[0].shape().end()[-2], m), ctx));
   TD_ASSIGN_OR_RETURN(
-      Tensor x2, ContiguousAs(in[1], With(batch, in[1].shape().end()[-2], m),
-                              ctx));
+      Tensor x2,
+      ContiguousAs(in[1], With(batch, in[1].shape().end()[-2], m), ctx));
   return DeviceCdist(out[0], ctx, x1.view(), x2.view(), attrs.Float("p"));
 }
 
@@ -129,10 +128,10 @@ Specs InferCdistBackward(Ins in, const Attrs& attrs, const OpContext&) {
           DTypeName(in[i].dtype()), " ", ShapeToString(in[i].shape())));
     }
   }
-  const Shape shape = CdistBackwardEmpty(in, batch)
-                          ? in[1].shape()
-                          : With(batch, in[1].shape().end()[-2],
-                                 in[1].shape().back());
+  const Shape shape =
+      CdistBackwardEmpty(in, batch)
+          ? in[1].shape()
+          : With(batch, in[1].shape().end()[-2], in[1].shape().back());
   return std::vector<TensorSpec>{{in[1].dtype(), shape, in[1].device()}};
 }
 
@@ -146,11 +145,11 @@ absl::Status CdistBackward(Ins in, Ins out, const Attrs& attrs,
   TD_ASSIGN_OR_RETURN(Tensor grad, Contiguous(in[0], ctx));
   TD_ASSIGN_OR_RETURN(Tensor dist, Contiguous(in[3], ctx));
   TD_ASSIGN_OR_RETURN(
-      Tensor x1, ContiguousAs(in[1], With(batch, in[1].shape().end()[-2], m),
-                              ctx));
+      Tensor x1,
+      ContiguousAs(in[1], With(batch, in[1].shape().end()[-2], m), ctx));
   TD_ASSIGN_OR_RETURN(
-      Tensor x2, ContiguousAs(in[2], With(batch, in[2].shape().end()[-2], m),
-                              ctx));
+      Tensor x2,
+      ContiguousAs(in[2], With(batch, in[2].shape().end()[-2], m), ctx));
   return DeviceCdistBackward(out[0], ctx, grad.view(), x1.view(), x2.view(),
                              dist.view(), attrs.Float("p"));
 }
@@ -159,8 +158,8 @@ absl::Status CdistBackward(Ins in, Ins out, const Attrs& attrs,
 absl::Status CheckPdist(const Tensor& x, double p, const char* what) {
   TD_RETURN_IF_ERROR(CheckP(p, what));
   if (x.ndim() != 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " only supports 2D tensors, got: ", x.ndim(), "D"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " only supports 2D tensors, got: ", x.ndim(), "D"));
   }
   return CheckFloating(x, what, "input");
 }
@@ -180,8 +179,7 @@ absl::Status Pdist(Ins in, Ins out, const Attrs& attrs, const OpContext& ctx) {
 
 // _pdist_backward(grad, x, pdist; p) -> x's shape.
 Specs InferPdistBackward(Ins in, const Attrs& attrs, const OpContext&) {
-  TD_RETURN_IF_ERROR(
-      CheckPdist(in[1], attrs.Float("p"), "_pdist_backward"));
+  TD_RETURN_IF_ERROR(CheckPdist(in[1], attrs.Float("p"), "_pdist_backward"));
   const int64_t n = in[1].shape()[0];
   const Shape want{n * (n - 1) / 2};
   for (int i : {0, 2}) {
@@ -200,8 +198,8 @@ absl::Status PdistBackward(Ins in, Ins out, const Attrs& attrs,
                            const OpContext& ctx) {
   if (out[0].numel() == 0) return absl::OkStatus();
   TD_ASSIGN_OR_RETURN(std::vector<Tensor> c, ContiguousAll(in, ctx));
-  return DevicePdistBackward(out[0], ctx, c[0].view(), c[1].view(),
-                             c[2].view(), attrs.Float("p"));
+  return DevicePdistBackward(out[0], ctx, c[0].view(), c[1].view(), c[2].view(),
+                             attrs.Float("p"));
 }
 
 // histc(input; bins, min, max) -> [bins] in input's dtype.
@@ -219,8 +217,7 @@ Specs InferHistc(Ins in, const Attrs& attrs, const OpContext&) {
   if (attrs.Float("max") < attrs.Float("min")) {
     return absl::InvalidArgumentError("histc(): max must be larger than min");
   }
-  return std::vector<TensorSpec>{
-      {in[0].dtype(), Shape{bins}, in[0].device()}};
+  return std::vector<TensorSpec>{{in[0].dtype(), Shape{bins}, in[0].device()}};
 }
 
 // A 0-d tensor's value on the host (a value read: the op waits for it).
@@ -262,7 +259,8 @@ absl::Status Histc(Ins in, Ins out, const Attrs& attrs, const OpContext& ctx) {
 Grads CdistGrad(GradCtx& g) {
   const std::map<std::string, AttrValue> p = {{"p", g.attrs().Float("p")}};
   auto mt = [&](const GradValue& v) {
-    return g.Op("transpose", {v}, {{"dim0", int64_t{-1}}, {"dim1", int64_t{-2}}});
+    return g.Op("transpose", {v},
+                {{"dim0", int64_t{-1}}, {"dim1", int64_t{-2}}});
   };
   return {g.needs(0) ? g.Op("_cdist_backward",
                             {g.grad(), g.in(0), g.in(1), g.out()}, p)
@@ -306,8 +304,7 @@ std::vector<OpDef> DistanceOps() {
       Example({{3, 5}, {3, 4}, {5, 4}, {3, 5}}, {{"p", 2.0}}),
       "(grad, x1, x2, cdist): x1's gradient of cdist, x1's shape with the "
       "batch dims broadcast (zeros of x1's shape when anything is empty).");
-  row("pdist", 1, {p}, InferPdist, Pdist, true,
-      Example({{5, 3}}, {{"p", 3.0}}),
+  row("pdist", 1, {p}, InferPdist, Pdist, true, Example({{5, 3}}, {{"p", 3.0}}),
       "torch.nn.functional.pdist (ATen's _pdist_forward): the distances of "
       "a 2-d input's rows i < j, in row-major order of the pairs.");
   row("_pdist_backward", 3, {p}, InferPdistBackward, PdistBackward, false,

@@ -53,10 +53,12 @@ TEST_F(DistanceOpsTest, CdistEveryNorm) {
       {0, {0, 2, 2, 2, 2, 0}},
       {1, {0, 2, 7, 7, 7, 0}},
       {2, {0, std::sqrt(2.0), 5, 5, std::sqrt(29.0), 0}},
-      {3, {0, std::cbrt(2.0), std::cbrt(91.0), std::cbrt(91.0),
-           std::cbrt(133.0), 0}},
-      {0.5, {0, 4, std::pow(std::sqrt(3.0) + 2, 2), std::pow(std::sqrt(3.0) + 2, 2),
-             std::pow(std::sqrt(2.0) + std::sqrt(5.0), 2), 0}},
+      {3,
+       {0, std::cbrt(2.0), std::cbrt(91.0), std::cbrt(91.0), std::cbrt(133.0),
+        0}},
+      {0.5,
+       {0, 4, std::pow(std::sqrt(3.0) + 2, 2), std::pow(std::sqrt(3.0) + 2, 2),
+        std::pow(std::sqrt(2.0) + std::sqrt(5.0), 2), 0}},
       {kInf, {0, 1, 4, 4, 5, 0}}};
   for (const Want& w : wants) {
     SCOPED_TRACE(testing::Message() << "p=" << w.p);
@@ -96,9 +98,9 @@ TEST_F(DistanceOpsTest, CdistEmptyAndErrors) {
   EXPECT_FALSE(
       Run1("cdist", {D({1, 2}, {1, 2}), D({1, 2}, {1, 2})}, {{"p", -1.0}})
           .ok());
-  auto ints = Run1("cdist", {From(std::vector<int64_t>{1, 2}, DType::kInt64,
-                                  {1, 2}),
-                             D({1, 2}, {1, 2})});
+  auto ints =
+      Run1("cdist", {From(std::vector<int64_t>{1, 2}, DType::kInt64, {1, 2}),
+                     D({1, 2}, {1, 2})});
   ASSERT_FALSE(ints.ok());
   EXPECT_NE(ints.status().message().find("floating-point"), std::string::npos);
 }
@@ -156,11 +158,11 @@ TEST_F(DistanceOpsTest, PdistAndItsBackward) {
 }
 
 TEST_F(DistanceOpsTest, HistcRanges) {
-  const Tensor x = From(std::vector<float>{1, 2, 1, 3, -1, NAN},
-                        DType::kFloat32, {6});
+  const Tensor x =
+      From(std::vector<float>{1, 2, 1, 3, -1, NAN}, DType::kFloat32, {6});
   // [0, 3] in 4 bins: 3 (== max) counts in the last bin; -1 and NaN nowhere.
-  auto out = Run1("histc", {x},
-                  {{"bins", int64_t{4}}, {"min", 0.0}, {"max", 3.0}});
+  auto out =
+      Run1("histc", {x}, {{"bins", int64_t{4}}, {"min", 0.0}, {"max", 3.0}});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->dtype(), DType::kFloat32);
   EXPECT_EQ(Values<float>(*out), (std::vector<float>{0, 2, 1, 1}));
@@ -168,8 +170,8 @@ TEST_F(DistanceOpsTest, HistcRanges) {
   auto bad = Run1("histc", {x}, {{"bins", int64_t{4}}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("not finite"), std::string::npos);
-  const Tensor y = From(std::vector<float>{1, 2, 1, 3, -1}, DType::kFloat32,
-                        {5});
+  const Tensor y =
+      From(std::vector<float>{1, 2, 1, 3, -1}, DType::kFloat32, {5});
   out = Run1("histc", {y}, {{"bins", int64_t{4}}});  // [-1, 3]
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(Values<float>(*out), (std::vector<float>{1, 0, 2, 2}));

@@ -10,12 +10,12 @@ const std::vector<OpDef>& OpTable() {
   static const std::vector<OpDef>* table = [] {
     auto* t = new std::vector<OpDef>();
     for (auto family :
-         {CreationOps,  UnaryOps,        PointwiseOps,     CompareOps,
-          InPlaceOps,   ReductionOps,    LinalgOps,        ViewOps,
-          ShapeOps,     IndexOps,        ScatterReduceOps, NnOps,
-          ConvOps,      ConvGradOps,     MaxPoolOps,       BatchNormOps,
-          OptimOps,     SortOps,         SelectOps,        LossOps,
-          LayerNormOps, CrossEntropyOps, GeluOps,          StridedOps,
+         {CreationOps,  UnaryOps,        PointwiseOps,      CompareOps,
+          InPlaceOps,   ReductionOps,    LinalgOps,         ViewOps,
+          ShapeOps,     IndexOps,        ScatterReduceOps,  NnOps,
+          ConvOps,      ConvGradOps,     MaxPoolOps,        BatchNormOps,
+          OptimOps,     SortOps,         SelectOps,         LossOps,
+          LayerNormOps, CrossEntropyOps, GeluOps,           StridedOps,
           SpecialOps,   LapackOps,       LapackSpectralOps, DistanceOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }

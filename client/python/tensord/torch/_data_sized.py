@@ -1,9 +1,10 @@
 """Ops whose output size is data: ``nonzero`` (``argwhere`` and boolean-mask indexing are built
 on it by PyTorch), ``masked_select``, ``repeat_interleave`` with a tensor of repeats, and
-``unique``/``unique_consecutive`` over all elements (``tensord._unique``'s commands). The daemon answers fixed-size questions only
-(``nonzero_static``, whose shape is known before its data: Note [Infer before compute] in
-runtime/ops/op_def.h), so these read the count first, one round trip (PyTorch's CUDA
-``nonzero`` waits for the GPU the same way), then ask for exactly that many coordinates."""
+``unique``/``unique_consecutive`` over all elements (``tensord._unique``'s commands). The daemon
+answers fixed-size questions only (``nonzero_static``, whose shape is known before its data:
+Note [Infer before compute] in runtime/ops/op_def.h), so these read the count first, one round
+trip (PyTorch's CUDA ``nonzero`` waits for the GPU the same way), then ask for exactly that many
+coordinates."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The ATen ops the device handles itself rather than by a catalog rule: copies between the
-client and the daemon, reads (the only waits; ``allclose`` among them), fills and random fills of whole tensors (which
-bind a lazy payload: Note [Lazy payload]), factories ``*_like``, and views that need no daemon
-command (``detach``, ``alias``: the same handle)."""
+client and the daemon, reads (the only waits; ``allclose`` among them), fills and random fills
+of whole tensors (which bind a lazy payload: Note [Lazy payload]), factories ``*_like``, and
+views that need no daemon command (``detach``, ``alias``: the same handle)."""
 
 from __future__ import annotations
 
