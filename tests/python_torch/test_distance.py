@@ -153,3 +153,39 @@ def test_histc_nan_and_errors(td: object) -> None:
     out = torch.empty(3, device=D)
     torch.histc(x.to(D), bins=3, min=0, max=3, out=out)
     _close(out, torch.histc(x, bins=3, min=0, max=3))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_histogram_matches_pytorch(td: object, dtype: "torch.dtype") -> None:
+    """torch.histogram with a bin count (the data's range, a given one, an empty one) or a
+    tensor of edges, with and without weights and density; values on the edges and outside."""
+    g = torch.Generator().manual_seed(6)
+    x = (torch.randn(9, 11, generator=g, dtype=torch.float64) * 3).to(dtype)
+    w = torch.rand(9, 11, generator=g, dtype=torch.float64).to(dtype)
+    edges = torch.linspace(-2, 2, 9, dtype=dtype)
+    on_edges = torch.cat([edges, edges[1:-1] + 1e-3, torch.tensor([-9.0, 9.0, math.nan],
+                                                                   dtype=dtype)])
+    cases = [(x, dict(bins=7)), (x, dict(bins=1)), (x, dict(bins=20, range=(-1.0, 2.5))),
+             (x, dict(bins=4, range=(0.5, 0.5))), (on_edges, dict(bins=8, range=(-2.0, 2.0))),
+             (torch.full((5,), 2.0, dtype=dtype), dict(bins=3)), (torch.zeros(0, dtype=dtype),
+                                                                  dict(bins=3)),
+             (torch.tensor(1.5, dtype=dtype), dict(bins=2))]
+    for t, kw in cases:
+        for weighted, density in ((False, False), (True, False), (False, True), (True, True)):
+            wt = w.reshape(-1)[:t.numel()].reshape(t.shape) if weighted else None
+            want = torch.histogram(t, weight=wt, density=density, **kw)
+            got = torch.histogram(t.to(D), weight=None if wt is None else wt.to(D),
+                                  density=density, **kw)
+            _close(got.bin_edges, want.bin_edges, rtol=0, atol=0)
+            _close(got.hist, want.hist)
+    bins = torch.tensor([-3.0, -1.0, 0.0, 0.5, 4.0], dtype=dtype)
+    for t in (x, on_edges):
+        for weighted, density in ((False, False), (True, True)):
+            wt = w.reshape(-1)[:t.numel()].reshape(t.shape) if weighted else None
+            want = torch.histogram(t, bins, weight=wt, density=density)
+            got = torch.histogram(t.to(D), bins.to(D), weight=None if wt is None else wt.to(D),
+                                  density=density)
+            _close(got.bin_edges, want.bin_edges, rtol=0, atol=0)
+            _close(got.hist, want.hist)
+    with pytest.raises(RuntimeError, match="not finite"):
+        torch.histogram(on_edges.to(D), bins=3)  # the data's range holds NaN
