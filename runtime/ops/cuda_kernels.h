@@ -104,6 +104,25 @@ absl::Status DeviceSearchSorted(const Tensor& out, const OpContext& ctx,
 absl::Status DeviceNonzeroStatic(const Tensor& out, const OpContext& ctx,
                                  const StridedView& in, int64_t fill_value);
 
+// The distance rows' switch (cuda_distance.cc; kernels/cpu/distance.h and
+// histogram.h): C-contiguous operands, out's device picks the kernels.
+absl::Status DeviceCdist(const Tensor& out, const OpContext& ctx,
+                         const StridedView& x1, const StridedView& x2,
+                         double p);
+absl::Status DeviceCdistBackward(const Tensor& out, const OpContext& ctx,
+                                 const StridedView& grad, const StridedView& x1,
+                                 const StridedView& x2, const StridedView& dist,
+                                 double p);
+absl::Status DevicePdist(const Tensor& out, const OpContext& ctx,
+                         const StridedView& x, double p);
+absl::Status DevicePdistBackward(const Tensor& out, const OpContext& ctx,
+                                 const StridedView& grad, const StridedView& x,
+                                 const StridedView& dist, double p);
+// histc over [lo, hi] (finite, lo < hi); on CUDA the counts go through an
+// int64 scratch tensor from the caching allocator.
+absl::Status DeviceHistc(const Tensor& out, const OpContext& ctx,
+                         const StridedView& in, double lo, double hi);
+
 }  // namespace tensord
 
 #endif  // TENSORD_RUNTIME_OPS_CUDA_KERNELS_H_

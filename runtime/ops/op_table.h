@@ -30,6 +30,7 @@ std::vector<OpDef> ViewOps();
 std::vector<OpDef> ShapeOps();
 std::vector<OpDef> IndexOps();
 std::vector<OpDef> ScatterReduceOps();
+std::vector<OpDef> DistanceOps();  // cdist, pdist, histc
 std::vector<OpDef> NnOps();
 std::vector<OpDef> ConvOps();
 std::vector<OpDef> ConvGradOps();   // conv_grad_ops.cc: internal to autograd

@@ -1,7 +1,7 @@
 """The ATen ops the device handles itself rather than by a catalog rule: copies between the
-client and the daemon, reads (the only waits), fills and random fills of whole tensors (which
-bind a lazy payload: Note [Lazy payload]), factories ``*_like``, and views that need no daemon
-command (``detach``, ``alias``: the same handle)."""
+client and the daemon, reads (the only waits; ``allclose`` among them), fills and random fills
+of whole tensors (which bind a lazy payload: Note [Lazy payload]), factories ``*_like``, and
+views that need no daemon command (``detach``, ``alias``: the same handle)."""
 
 from __future__ import annotations
 
@@ -115,6 +115,15 @@ def to_copy(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
 def local_scalar_dense(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     x = args[0]
     return _transfer.download(_d().payload(x), x.dtype).item()
+
+
+@_handles(aten.allclose.default)
+def allclose(func: Any, args: tuple, kwargs: Dict[str, Any]) -> bool:
+    """``isclose`` and ``all`` on the daemon, then one read of the answer."""
+    a = dict(zip(("self", "other", "rtol", "atol", "equal_nan"), args), **kwargs)
+    close = torch.isclose(a["self"], a["other"], rtol=a.get("rtol", 1e-05),
+                          atol=a.get("atol", 1e-08), equal_nan=a.get("equal_nan", False))
+    return bool(close.all().item())
 
 
 @_handles(aten.detach.default, aten.alias.default)
