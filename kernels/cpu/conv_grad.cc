@@ -223,7 +223,7 @@ absl::Status MaxPool2dBackward(const StridedView& grad,
 }
 
 absl::Status AvgPool2dBackward(const StridedView& grad, const Window2d& w,
-                               bool count_include_pad,
+                               bool count_include_pad, int64_t divisor_override,
                                const StridedView& grad_input) {
   const int64_t h = grad_input.sizes[2], wd = grad_input.sizes[3];
   return DispatchFloat(grad.dtype, "avg_pool2d_backward", [&](auto tag) {
@@ -236,9 +236,10 @@ absl::Status AvgPool2dBackward(const StridedView& grad, const Window2d& w,
           const int64_t w0 = j * w.sw - w.pw,
                         w1 = std::min(w0 + w.kw, wd + w.pw);
           const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w1, wd);
-          const int64_t count =
-              count_include_pad ? (h1 - h0) * (w1 - w0) : (he - hs) * (we - ws);
-          if (count <= 0) continue;
+          const int64_t count = divisor_override != 0 ? divisor_override
+                                : count_include_pad   ? (h1 - h0) * (w1 - w0)
+                                                      : (he - hs) * (we - ws);
+          if (count == 0) continue;
           const T share = g[i * w.ow + j] / static_cast<T>(count);
           for (int64_t r = hs; r < he; ++r) {
             for (int64_t q = ws; q < we; ++q) gi[r * wd + q] += share;

@@ -53,7 +53,7 @@ absl::Status MaxPool2dBackward(const StridedView& grad,
                                const StridedView& output, const Window2d& w,
                                const StridedView& grad_input);
 absl::Status AvgPool2dBackward(const StridedView& grad, const Window2d& w,
-                               bool count_include_pad,
+                               bool count_include_pad, int64_t divisor_override,
                                const StridedView& grad_input);
 absl::Status AdaptiveAvgPool2dBackward(const StridedView& grad,
                                        const StridedView& grad_input);

@@ -90,6 +90,51 @@ absl::Status MaxPool2dWithIndices(const StridedView& in, const Window2d& w,
   });
 }
 
+absl::Status AdaptiveMaxPool3d(const StridedView& in, const StridedView& out,
+                               const StridedView& indices) {
+  const int64_t planes = in.sizes[0], d = in.sizes[1], h = in.sizes[2],
+                wd = in.sizes[3];
+  const int64_t od = out.sizes[1], oh = out.sizes[2], ow = out.sizes[3];
+  const int64_t vol = d * h * wd, ovol = od * oh * ow;
+  return DispatchFloat(in.dtype, "adaptive_max_pool", [&](auto tag) {
+    using T = decltype(tag);
+    // Each output reads its window: about max(vol, ovol) taps per plane
+    // (windows overlap by at most one tap per dim).
+    ParallelFor(planes, std::max(vol, ovol), [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) {
+        const T* x = in.ptr<const T>() + p * vol;
+        T* y = out.ptr<T>() + p * ovol;
+        int64_t* arg = indices.ptr<int64_t>() + p * ovol;
+        for (int64_t t = 0; t < od; ++t) {
+          const int64_t t0 = AdaptiveStart(t, d, od),
+                        t1 = AdaptiveEnd(t, d, od);
+          for (int64_t i = 0; i < oh; ++i) {
+            const int64_t r0 = AdaptiveStart(i, h, oh),
+                          r1 = AdaptiveEnd(i, h, oh);
+            for (int64_t j = 0; j < ow; ++j) {
+              const int64_t c0 = AdaptiveStart(j, wd, ow),
+                            c1 = AdaptiveEnd(j, wd, ow);
+              T best = -std::numeric_limits<T>::infinity();
+              int64_t at = (t0 * h + r0) * wd + c0;
+              for (int64_t u = t0; u < t1; ++u) {
+                for (int64_t r = r0; r < r1; ++r) {
+                  const int64_t row = (u * h + r) * wd;
+                  for (int64_t c = c0; c < c1; ++c) {
+                    const T v = x[row + c];
+                    if (v > best || v != v) best = v, at = row + c;
+                  }
+                }
+              }
+              *y++ = best;
+              *arg++ = at;
+            }
+          }
+        }
+      }
+    });
+  });
+}
+
 absl::Status MaxPool2dWithIndicesBackward(const StridedView& grad,
                                           const StridedView& indices,
                                           const StridedView& grad_input) {

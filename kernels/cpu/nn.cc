@@ -107,7 +107,8 @@ absl::Status MaxPool2d(const StridedView& in, const Window2d& w,
 }
 
 absl::Status AvgPool2d(const StridedView& in, const Window2d& w,
-                       bool count_include_pad, const StridedView& out) {
+                       bool count_include_pad, int64_t divisor_override,
+                       const StridedView& out) {
   const int64_t planes = in.sizes[0] * in.sizes[1], h = in.sizes[2],
                 wd = in.sizes[3];
   auto pool = [&](auto tag) {
@@ -133,8 +134,9 @@ absl::Status AvgPool2d(const StridedView& in, const Window2d& w,
             for (int64_t r = r0; r < r1; ++r) {
               for (int64_t q = c0; q < c1; ++q) s += x[r * wd + q];
             }
-            const int64_t count =
-                count_include_pad ? padded : (r1 - r0) * (c1 - c0);
+            const int64_t count = divisor_override != 0 ? divisor_override
+                                  : count_include_pad   ? padded
+                                                        : (r1 - r0) * (c1 - c0);
             y[i * w.ow + j] = static_cast<T>(s / static_cast<Acc>(count));
           }
         }

@@ -27,10 +27,13 @@ struct Window2d {
 absl::Status MaxPool2d(const StridedView& in, const Window2d& w,
                        const StridedView& out);
 // count_include_pad: divide by the window clipped to the padded input
-// (PyTorch's rule), else by the in-bounds count. Floating dtypes and int64
-// (an int64 sum divided with truncation, as PyTorch's CPU kernel).
+// (PyTorch's rule), else by the in-bounds count; a non-zero
+// divisor_override (PyTorch's divisor_override, any sign) divides instead.
+// Floating dtypes and int64 (an int64 sum divided with truncation, as
+// PyTorch's CPU kernel).
 absl::Status AvgPool2d(const StridedView& in, const Window2d& w,
-                       bool count_include_pad, const StridedView& out);
+                       bool count_include_pad, int64_t divisor_override,
+                       const StridedView& out);
 // PyTorch's adaptive windows: [floor(i*H/oh), ceil((i+1)*H/oh)).
 absl::Status AdaptiveAvgPool2d(const StridedView& in, const StridedView& out);
 

@@ -3,10 +3,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <dnnl.hpp>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -31,27 +31,54 @@ constexpr size_t kMaxCached = 256;
 
 enum class Kind { kForward, kBackwardData, kBackwardWeights };
 
-using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t>;
+// Note [oneDNN conv geometry]: conv2d's and conv3d's geometries as one,
+// rank 2 or 3 spatial axes (ConvGeometry, ConvGeometry3d): every primitive,
+// key and block split below reads only this.
+struct Geo {
+  int rank;
+  int64_t n, c, o, groups;
+  int64_t in[3], k[3], s[3], p[3], d[3], out[3];
+};
 
-Key KeyOf(Kind kind, const ConvGeometry& g, int64_t n) {
+Geo From2d(const ConvGeometry& g) {
   const Window2d& w = g.win;
-  return {static_cast<int>(kind),
-          n,
+  return {2,
+          g.n,
           g.c,
-          g.h,
-          g.w,
           g.o,
           g.groups,
-          w.kh,
-          w.kw,
-          w.sh,
-          w.sw,
-          w.ph,
-          w.pw,
-          w.dh,
-          w.dw};
+          {g.h, g.w, 1},
+          {w.kh, w.kw, 1},
+          {w.sh, w.sw, 1},
+          {w.ph, w.pw, 0},
+          {w.dh, w.dw, 1},
+          {w.oh, w.ow, 1}};
+}
+
+Geo From3d(const ConvGeometry3d& g) {
+  Geo r{3, g.n, g.c, g.o, g.groups, {}, {}, {}, {}, {}, {}};
+  for (int a = 0; a < 3; ++a) {
+    r.in[a] = g.in[a], r.k[a] = g.k[a], r.s[a] = g.stride[a];
+    r.p[a] = g.pad[a], r.d[a] = g.dil[a], r.out[a] = g.out[a];
+  }
+  return r;
+}
+
+int64_t Prod(const Geo& g, const int64_t* v) {
+  int64_t r = 1;
+  for (int a = 0; a < g.rank; ++a) r *= v[a];
+  return r;
+}
+
+using Key = std::array<int64_t, 24>;
+
+Key KeyOf(Kind kind, const Geo& g, int64_t n) {
+  Key key{static_cast<int64_t>(kind), g.rank, n, g.c, g.o, g.groups};
+  for (int a = 0; a < 3; ++a) {
+    key[6 + a] = g.in[a], key[9 + a] = g.k[a], key[12 + a] = g.s[a];
+    key[15 + a] = g.p[a], key[18 + a] = g.d[a];
+  }
+  return key;  // out[] follows from the rest
 }
 
 // A plain tensor handed to a primitive in its own layout, through `buffer`
@@ -83,10 +110,6 @@ ThreadState& State() {
   return state;
 }
 
-memory::dims Dims(std::initializer_list<int64_t> v) {
-  return memory::dims(v.begin(), v.end());
-}
-
 void SetArg(ThreadState& st, Arg& a, const memory::desc& plain,
             const memory::desc& want, bool is_output) {
   a.plain = plain;
@@ -102,22 +125,31 @@ void SetArg(ThreadState& st, Arg& a, const memory::desc& plain,
   }
 }
 
-std::unique_ptr<Entry> Build(ThreadState& st, Kind kind, const ConvGeometry& g,
+// The spatial entries of `v` after `head`.
+memory::dims Dims(const Geo& g, std::initializer_list<int64_t> head,
+                  const int64_t* v, int64_t minus = 0) {
+  memory::dims r(head.begin(), head.end());
+  for (int a = 0; a < g.rank; ++a) r.push_back(v[a] - minus);
+  return r;
+}
+
+std::unique_ptr<Entry> Build(ThreadState& st, Kind kind, const Geo& g,
                              int64_t n) {
-  const Window2d& w = g.win;
-  const memory::dims src = Dims({n, g.c, g.h, g.w}),
-                     dst = Dims({n, g.o, w.oh, w.ow});
+  const bool three = g.rank == 3;
+  const memory::dims src = Dims(g, {n, g.c}, g.in),
+                     dst = Dims(g, {n, g.o}, g.out);
   const memory::dims wei =
-      g.groups == 1
-          ? Dims({g.o, g.c, w.kh, w.kw})
-          : Dims({g.groups, g.o / g.groups, g.c / g.groups, w.kh, w.kw});
-  const Tag wtag = g.groups == 1 ? Tag::oihw : Tag::goihw;
-  const memory::desc src_p(src, kF32, Tag::nchw), dst_p(dst, kF32, Tag::nchw),
+      g.groups == 1 ? Dims(g, {g.o, g.c}, g.k)
+                    : Dims(g, {g.groups, g.o / g.groups, g.c / g.groups}, g.k);
+  const Tag wtag = g.groups == 1 ? (three ? Tag::oidhw : Tag::oihw)
+                                 : (three ? Tag::goidhw : Tag::goihw);
+  const Tag act = three ? Tag::ncdhw : Tag::nchw;
+  const memory::desc src_p(src, kF32, act), dst_p(dst, kF32, act),
       wei_p(wei, kF32, wtag);
   const memory::desc src_a(src, kF32, Tag::any), dst_a(dst, kF32, Tag::any),
       wei_a(wei, kF32, Tag::any);
-  const memory::dims stride = Dims({w.sh, w.sw}),
-                     dil = Dims({w.dh - 1, w.dw - 1}), pad = Dims({w.ph, w.pw});
+  const memory::dims stride = Dims(g, {}, g.s), dil = Dims(g, {}, g.d, 1),
+                     pad = Dims(g, {}, g.p);
   const auto algo = dnnl::algorithm::convolution_direct;
   // The forward's descriptor hints the backward ones.
   const dnnl::convolution_forward::primitive_desc fwd(
@@ -157,8 +189,8 @@ std::unique_ptr<Entry> Build(ThreadState& st, Kind kind, const ConvGeometry& g,
 // Runs `kind` for a block of `n` images: ptrs[0], ptrs[1] in, ptrs[2] out,
 // all plain. On the calling thread, with one OpenMP thread (Note [oneDNN
 // threads]).
-void RunBlock(Kind kind, const ConvGeometry& g, int64_t n,
-              const float* const in0, const float* const in1, float* out) {
+void RunBlock(Kind kind, const Geo& g, int64_t n, const float* const in0,
+              const float* const in1, float* out) {
   ThreadState& st = State();
   omp_set_num_threads(1);
   const Key key = KeyOf(kind, g, n);
@@ -187,24 +219,25 @@ void RunBlock(Kind kind, const ConvGeometry& g, int64_t n,
   st.stream.wait();
 }
 
-int64_t Work(const ConvGeometry& g) {
-  return g.n * g.o * g.win.oh * g.win.ow * (g.c / g.groups) * g.win.kh *
-         g.win.kw;
+int64_t WeightSize(const Geo& g) {
+  return g.o * (g.c / g.groups) * Prod(g, g.k);
 }
 
+int64_t Work(const Geo& g) { return g.n * Prod(g, g.out) * WeightSize(g); }
+
 // Blocks of images: one per pool thread, or one when the conv is small.
-int64_t Blocks(const ConvGeometry& g) {
+int64_t Blocks(const Geo& g) {
   if (Work(g) < kSplitWork) return 1;
   return std::min<int64_t>(g.n, NumThreads());
 }
 
-int64_t BlockBegin(const ConvGeometry& g, int64_t blocks, int64_t b) {
+int64_t BlockBegin(const Geo& g, int64_t blocks, int64_t b) {
   return g.n * b / blocks;
 }
 
 // fn(block, first image, images) for every block, blocks split over the pool.
 template <typename Fn>
-absl::Status ForBlocks(const ConvGeometry& g, const char* what, Fn fn) {
+absl::Status ForBlocks(const Geo& g, const char* what, Fn fn) {
   const int64_t blocks = Blocks(g);
   std::vector<std::string> errors(blocks);
   ParallelFor(blocks, kParallelGrain, [&](int64_t first, int64_t last) {
@@ -226,43 +259,90 @@ absl::Status ForBlocks(const ConvGeometry& g, const char* what, Fn fn) {
   return absl::OkStatus();
 }
 
+absl::Status Forward(const Geo& g, const char* what, const float* x,
+                     const float* w, float* y) {
+  const int64_t in_image = g.c * Prod(g, g.in),
+                out_image = g.o * Prod(g, g.out);
+  return ForBlocks(g, what, [&](int64_t, int64_t first, int64_t n) {
+    RunBlock(Kind::kForward, g, n, x + first * in_image, w,
+             y + first * out_image);
+  });
+}
+
+absl::Status BackwardInput(const Geo& g, const char* what, const float* dy,
+                           const float* w, float* dx) {
+  const int64_t in_image = g.c * Prod(g, g.in),
+                out_image = g.o * Prod(g, g.out);
+  return ForBlocks(g, what, [&](int64_t, int64_t first, int64_t n) {
+    RunBlock(Kind::kBackwardData, g, n, dy + first * out_image, w,
+             dx + first * in_image);
+  });
+}
+
+absl::Status BackwardWeight(const Geo& g, const char* what, const float* dy,
+                            const float* x, const StridedView& workspace,
+                            float* dw) {
+  const int64_t size = WeightSize(g);
+  const int64_t blocks = Blocks(g);
+  if (workspace.numel() < (blocks - 1) * size) {
+    return absl::InternalError(
+        absl::StrCat(what, ": workspace smaller than the partial sums"));
+  }
+  float* partial = workspace.ptr<float>();
+  const int64_t in_image = g.c * Prod(g, g.in),
+                out_image = g.o * Prod(g, g.out);
+  absl::Status s = ForBlocks(g, what, [&](int64_t b, int64_t first, int64_t n) {
+    RunBlock(Kind::kBackwardWeights, g, n, dy + first * out_image,
+             x + first * in_image, b == 0 ? dw : partial + (b - 1) * size);
+  });
+  if (!s.ok()) return s;
+  for (int64_t b = 1; b < blocks; ++b) {  // in block order: no timing in it
+    const float* p = partial + (b - 1) * size;
+    for (int64_t i = 0; i < size; ++i) dw[i] += p[i];
+  }
+  return absl::OkStatus();
+}
+
+bool Applies(DType dtype, const Geo& g) {
+  return dtype == DType::kFloat32 && g.n > 0 && g.c > 0 && g.o > 0 &&
+         Prod(g, g.out) > 0;
+}
+
+int64_t GradWorkspace(const Geo& g) {
+  return std::max<int64_t>(1, (Blocks(g) - 1) * WeightSize(g));
+}
+
 }  // namespace
 
 bool OnednnConvApplies(DType dtype, const ConvGeometry& g) {
-  return dtype == DType::kFloat32 && g.n > 0 && g.c > 0 && g.o > 0 &&
-         g.win.oh > 0 && g.win.ow > 0;
+  return Applies(dtype, From2d(g));
+}
+
+bool OnednnConvApplies(DType dtype, const ConvGeometry3d& g) {
+  return Applies(dtype, From3d(g));
 }
 
 int64_t OnednnConvGradWorkspace(const ConvGeometry& g) {
-  const int64_t size = g.o * (g.c / g.groups) * g.win.kh * g.win.kw;
-  return std::max<int64_t>(1, (Blocks(g) - 1) * size);
+  return GradWorkspace(From2d(g));
+}
+
+int64_t OnednnConvGradWorkspace(const ConvGeometry3d& g) {
+  return GradWorkspace(From3d(g));
 }
 
 absl::Status OnednnConv2d(const StridedView& input, const StridedView& weight,
                           const ConvGeometry& g, const StridedView& out) {
-  const float* x = input.ptr<const float>();
-  float* y = out.ptr<float>();
-  const int64_t in_image = g.c * g.h * g.w,
-                out_image = g.o * g.win.oh * g.win.ow;
-  return ForBlocks(g, "conv2d", [&](int64_t, int64_t first, int64_t n) {
-    RunBlock(Kind::kForward, g, n, x + first * in_image,
-             weight.ptr<const float>(), y + first * out_image);
-  });
+  return Forward(From2d(g), "conv2d", input.ptr<const float>(),
+                 weight.ptr<const float>(), out.ptr<float>());
 }
 
 absl::Status OnednnConv2dBackwardInput(const StridedView& grad,
                                        const StridedView& weight,
                                        const ConvGeometry& g,
                                        const StridedView& grad_input) {
-  const float* dy = grad.ptr<const float>();
-  float* dx = grad_input.ptr<float>();
-  const int64_t in_image = g.c * g.h * g.w,
-                out_image = g.o * g.win.oh * g.win.ow;
-  return ForBlocks(g, "conv2d_backward_input",
-                   [&](int64_t, int64_t first, int64_t n) {
-                     RunBlock(Kind::kBackwardData, g, n, dy + first * out_image,
-                              weight.ptr<const float>(), dx + first * in_image);
-                   });
+  return BackwardInput(From2d(g), "conv2d_backward_input",
+                       grad.ptr<const float>(), weight.ptr<const float>(),
+                       grad_input.ptr<float>());
 }
 
 absl::Status OnednnConv2dBackwardWeight(const StridedView& grad,
@@ -270,29 +350,34 @@ absl::Status OnednnConv2dBackwardWeight(const StridedView& grad,
                                         const ConvGeometry& g,
                                         const StridedView& workspace,
                                         const StridedView& grad_weight) {
-  const int64_t size = g.o * (g.c / g.groups) * g.win.kh * g.win.kw;
-  const int64_t blocks = Blocks(g);
-  if (workspace.numel() < (blocks - 1) * size) {
-    return absl::InternalError(
-        "conv2d_backward_weight: workspace smaller than the partial sums");
-  }
-  const float* dy = grad.ptr<const float>();
-  const float* x = input.ptr<const float>();
-  float* dw = grad_weight.ptr<float>();
-  float* partial = workspace.ptr<float>();
-  const int64_t in_image = g.c * g.h * g.w,
-                out_image = g.o * g.win.oh * g.win.ow;
-  absl::Status s = ForBlocks(
-      g, "conv2d_backward_weight", [&](int64_t b, int64_t first, int64_t n) {
-        RunBlock(Kind::kBackwardWeights, g, n, dy + first * out_image,
-                 x + first * in_image, b == 0 ? dw : partial + (b - 1) * size);
-      });
-  if (!s.ok()) return s;
-  for (int64_t b = 1; b < blocks; ++b) {  // in block order: no timing in it
-    const float* p = partial + (b - 1) * size;
-    for (int64_t i = 0; i < size; ++i) dw[i] += p[i];
-  }
-  return absl::OkStatus();
+  return BackwardWeight(From2d(g), "conv2d_backward_weight",
+                        grad.ptr<const float>(), input.ptr<const float>(),
+                        workspace, grad_weight.ptr<float>());
+}
+
+absl::Status OnednnConv3d(const StridedView& input, const StridedView& weight,
+                          const ConvGeometry3d& g, const StridedView& out) {
+  return Forward(From3d(g), "conv3d", input.ptr<const float>(),
+                 weight.ptr<const float>(), out.ptr<float>());
+}
+
+absl::Status OnednnConv3dBackwardInput(const StridedView& grad,
+                                       const StridedView& weight,
+                                       const ConvGeometry3d& g,
+                                       const StridedView& grad_input) {
+  return BackwardInput(From3d(g), "conv3d_backward_input",
+                       grad.ptr<const float>(), weight.ptr<const float>(),
+                       grad_input.ptr<float>());
+}
+
+absl::Status OnednnConv3dBackwardWeight(const StridedView& grad,
+                                        const StridedView& input,
+                                        const ConvGeometry3d& g,
+                                        const StridedView& workspace,
+                                        const StridedView& grad_weight) {
+  return BackwardWeight(From3d(g), "conv3d_backward_weight",
+                        grad.ptr<const float>(), input.ptr<const float>(),
+                        workspace, grad_weight.ptr<float>());
 }
 
 }  // namespace cpu

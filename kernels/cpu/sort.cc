@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
+#include "runtime/core/scan_math.h"
 
 namespace tensord {
 namespace cpu {
@@ -27,13 +30,19 @@ Layout Around(const StridedView& v, int dim) {
   return l;
 }
 
-template <typename T>
-bool IsNan(T x) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return std::isnan(x);
-  } else {
-    return false;
-  }
+using scan::IsNan;
+
+// fn(base, slice) for each row along the dim of l (base: the offset of its
+// first element, its k-th at base + k * l.inner; slice: o * inner + i, the
+// row's number), rows split over the pool.
+template <typename Fn>
+void ForEachRow(const Layout& l, Fn&& fn) {
+  ParallelFor(l.outer * l.inner, l.size, [&](int64_t begin, int64_t end) {
+    for (int64_t slice = begin; slice < end; ++slice) {
+      const int64_t o = slice / l.inner, i = slice % l.inner;
+      fn(o * l.size * l.inner + i, slice);
+    }
+  });
 }
 
 }  // namespace
@@ -94,6 +103,115 @@ absl::Status CumScan(const StridedView& in, int dim, bool product,
             }
             y[at] = acc;
           }
+        }
+      }
+    });
+  });
+}
+
+absl::Status CumExtreme(const StridedView& in, int dim, bool max,
+                        const StridedView& values, const StridedView& indices) {
+  const Layout l = Around(in, dim);
+  return DispatchAll(in.dtype, max ? "cummax" : "cummin", [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = in.ptr<T>();
+    T* v = values.ptr<T>();
+    int64_t* idx = indices.ptr<int64_t>();
+    if (l.size == 0) return;
+    ForEachRow(l, [&](int64_t base, int64_t) {
+      T best = x[base];
+      int64_t at = 0;
+      for (int64_t k = 0; k < l.size; ++k) {
+        const T e = x[base + k * l.inner];
+        if (max ? scan::TakesOver<true>(e, best)
+                : scan::TakesOver<false>(e, best)) {
+          best = e;
+          at = k;
+        }
+        v[base + k * l.inner] = best;
+        idx[base + k * l.inner] = at;
+      }
+    });
+  });
+}
+
+absl::Status LogCumSumExp(const StridedView& in, int dim,
+                          const StridedView& out) {
+  const Layout l = Around(in, dim);
+  return DispatchFloat(in.dtype, "logcumsumexp", [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = in.ptr<T>();
+    T* y = out.ptr<T>();
+    ForEachRow(l, [&](int64_t base, int64_t) {
+      double acc = -std::numeric_limits<double>::infinity();
+      for (int64_t k = 0; k < l.size; ++k) {
+        const int64_t at = base + k * l.inner;
+        acc = scan::LogAddExp(static_cast<double>(x[at]), acc);
+        y[at] = static_cast<T>(acc);
+      }
+    });
+  });
+}
+
+// Note [Mode ties]: PyTorch's CPU mode sorts each row's (value, position)
+// pairs by value with std::sort, which is not stable, and reports the
+// position of the last pair of the winning run. For rows of up to 16
+// elements libstdc++ sorts by insertion (stable), so that is the value's
+// last occurrence; longer rows put tied positions in the order introsort
+// leaves them. Doing the same here (the same algorithm, comparator and
+// library) gives PyTorch's indices everywhere, NaN rows included (NaN
+// compares unordered in the sort and equal to nothing in the scan). The
+// CUDA kernel finds runs in a stable sort instead: the last occurrence, as
+// here for short rows (PyTorch's CUDA mode differs from its CPU one too).
+absl::Status Mode(const StridedView& in, int dim, const StridedView& values,
+                  const StridedView& indices) {
+  const Layout l = Around(in, dim);
+  return DispatchAll(in.dtype, "mode", [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = in.ptr<T>();
+    T* v = values.ptr<T>();
+    int64_t* idx = indices.ptr<int64_t>();
+    if (l.size == 0) return;
+    ParallelFor(l.outer * l.inner, l.size, [&](int64_t begin, int64_t end) {
+      std::vector<std::pair<T, int64_t>> row(l.size);
+      for (int64_t slice = begin; slice < end; ++slice) {
+        const int64_t o = slice / l.inner, i = slice % l.inner;
+        const int64_t base = o * l.size * l.inner + i;
+        for (int64_t k = 0; k < l.size; ++k)
+          row[k] = {x[base + k * l.inner], k};
+        std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) {
+          return a.first < b.first;
+        });
+        scan::ModeOfSortedRow<T>(
+            l.size, [&](int64_t k) { return row[k].first; },
+            [&](int64_t k) { return row[k].second; }, &v[slice], &idx[slice]);
+      }
+    });
+  });
+}
+
+absl::Status SearchSorted(const StridedView& boundaries,
+                          const StridedView& values, bool right,
+                          const StridedView& out) {
+  const int64_t n = boundaries.sizes[boundaries.ndim - 1];
+  const int64_t row_len = values.ndim == 0 ? 1 : values.sizes[values.ndim - 1];
+  const bool one_row = boundaries.ndim == 1;
+  const int64_t count = values.numel();
+  if (count == 0) return absl::OkStatus();
+  return DispatchAll(values.dtype, "searchsorted", [&](auto tag) {
+    using T = decltype(tag);
+    const T* bd = boundaries.ptr<T>();
+    const T* val = values.ptr<T>();
+    const bool wide = out.dtype == DType::kInt64;
+    ParallelFor(count, 256, [&](int64_t begin, int64_t end) {
+      for (int64_t e = begin; e < end; ++e) {
+        const T* row = bd + (one_row ? 0 : e / row_len * n);
+        const int64_t k = scan::SearchRow<T>(
+            n, [&](int64_t j) { return row[j]; }, val[e], right);
+        if (wide) {
+          out.ptr<int64_t>()[e] = k;
+        } else {
+          out.ptr<int32_t>()[e] = static_cast<int32_t>(k);
         }
       }
     });

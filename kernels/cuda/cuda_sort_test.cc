@@ -4,18 +4,20 @@
 // and bool dtypes, empty and 0-d, a row long enough for the device-wide
 // sort. Scans: int64 sums that overflow, bool, floats. Multinomial: the
 // same draws as the CPU from the same uniforms, distinct draws without
-// replacement, and the CPU's errors for invalid weights. Skips without a
-// GPU.
+// replacement, and the CPU's errors for invalid weights. cummax/cummin,
+// logcumsumexp, mode and searchsorted (scan.cu). Skips without a GPU.
 #include "gtest/gtest.h"
 
 #if TENSORD_WITH_CUDA
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/sort.h"
@@ -190,6 +192,121 @@ TEST_F(CudaSortTest, ScansMatchCpu) {
           EXPECT_NEAR(got_f[i], want_f[i], 1e-9 * (1 + std::fabs(want_f[i])))
               << what << " float64 [" << i << "]";
         }
+      }
+    }
+  }
+}
+
+// cummax/cummin (values bit for bit, indices), logcumsumexp, mode (rows of
+// at most 16 elements without NaN, where the CPU's std::sort is stable:
+// Note [Mode ties] in kernels/cpu/sort.cc) and searchsorted (per-row and
+// 1-d boundaries, both sides, int32 output) against the CPU kernels, on
+// values with ties, NaN and infinities.
+TEST_F(CudaSortTest, ScanRowsMatchCpu) {
+  std::mt19937 rng(4);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const Shape& shape :
+       std::vector<Shape>{{}, {0, 3}, {7}, {5, 12}, {3, 4, 5}, {2, 300}}) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    std::vector<double> x(n), plain(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const int r = static_cast<int>(rng() % 12);
+      x[i] = r == 0 ? nan : r == 1 ? inf : r == 2 ? -inf : (r - 6) / 2.0;
+      plain[i] = static_cast<double>(rng() % 4);
+    }
+    const Shape& s = shape;
+    const DType f64 = DType::kFloat64, i64 = DType::kInt64;
+    for (int dim = 0; dim < std::max<int>(shape.size(), 1); ++dim) {
+      const std::string what =
+          "numel " + std::to_string(n) + " dim " + std::to_string(dim);
+      for (bool max : {true, false}) {
+        std::vector<double> want_v(n);
+        std::vector<int64_t> want_i(n);
+        ASSERT_TRUE(cpu::CumExtreme(View(x.data(), s, f64), dim, max,
+                                    View(want_v.data(), s, f64),
+                                    View(want_i.data(), s, i64))
+                        .ok());
+        StridedView v = View(Malloc(n * 8), s, f64);
+        StridedView i = View(Malloc(n * 8), s, i64);
+        ASSERT_TRUE(
+            cuda::CumExtreme(Upload(x, s, f64), dim, max, v, i, stream_).ok());
+        const std::vector<double> got_v = Download<double>(v);
+        EXPECT_EQ(std::memcmp(want_v.data(), got_v.data(), n * 8), 0) << what;
+        EXPECT_EQ(want_i, Download<int64_t>(i)) << what;
+      }
+      std::vector<double> want_l(n);
+      ASSERT_TRUE(cpu::LogCumSumExp(View(x.data(), s, f64), dim,
+                                    View(want_l.data(), s, f64))
+                      .ok());
+      StridedView l = View(Malloc(n * 8), s, f64);
+      ASSERT_TRUE(cuda::LogCumSumExp(Upload(x, s, f64), dim, l, stream_).ok());
+      const std::vector<double> got_l = Download<double>(l);
+      for (int64_t k = 0; k < n; ++k) {
+        if (std::isnan(want_l[k]) || std::isinf(want_l[k])) {
+          EXPECT_EQ(std::isnan(got_l[k]), std::isnan(want_l[k])) << what;
+          if (!std::isnan(want_l[k])) EXPECT_EQ(got_l[k], want_l[k]) << what;
+        } else {
+          EXPECT_NEAR(got_l[k], want_l[k], 1e-12 * (1 + std::fabs(want_l[k])))
+              << what;
+        }
+      }
+      const int64_t size = shape.empty() ? 1 : shape[dim];
+      if (size == 0 || size > 16) continue;
+      Shape kept = shape;
+      if (!kept.empty()) kept[dim] = 1;
+      const int64_t m = n / size;
+      std::vector<double> want_mv(m);
+      std::vector<int64_t> want_mi(m);
+      ASSERT_TRUE(cpu::Mode(View(plain.data(), s, f64), dim,
+                            View(want_mv.data(), kept, f64),
+                            View(want_mi.data(), kept, i64))
+                      .ok());
+      StridedView sorted = View(Malloc(n * 8), s, f64);
+      StridedView pos = View(Malloc(n * 8), s, i64);
+      ASSERT_TRUE(cuda::Sort(Upload(plain, s, f64), dim, false, sorted, pos,
+                             Workspace(), stream_)
+                      .ok());
+      StridedView mv = View(Malloc(m * 8), kept, f64);
+      StridedView mi = View(Malloc(m * 8), kept, i64);
+      ASSERT_TRUE(cuda::ModeOfSorted(sorted, pos, dim, mv, mi, stream_).ok());
+      EXPECT_EQ(want_mv, Download<double>(mv)) << what << " mode";
+      EXPECT_EQ(want_mi, Download<int64_t>(mi)) << what << " mode";
+    }
+  }
+  // searchsorted: 3 rows of 9 sorted boundaries (ties, inf, NaN last) and
+  // 3 x 50 values; then the first row for all 150 values.
+  std::vector<double> bd(27), vals(150);
+  for (double& b : bd) b = static_cast<double>(rng() % 6) - 2;
+  for (int r = 0; r < 3; ++r) {
+    std::sort(bd.begin() + r * 9, bd.begin() + r * 9 + 8);
+    bd[r * 9 + 8] = nan;
+  }
+  bd[7] = inf;  // row 0's largest number
+  for (double& v : vals) {
+    const int r = static_cast<int>(rng() % 14);
+    v = r == 0 ? nan : r == 1 ? -inf : (r - 7) / 2.0;
+  }
+  for (const Shape& bshape : std::vector<Shape>{{3, 9}, {9}}) {
+    const Shape vshape = bshape.size() == 2 ? Shape{3, 50} : Shape{150};
+    for (bool right : {false, true}) {
+      for (DType out : {DType::kInt64, DType::kInt32}) {
+        std::vector<int64_t> want(150);  // int32 results use half of it
+        const StridedView bview = View(bd.data(), bshape, DType::kFloat64);
+        ASSERT_TRUE(
+            cpu::SearchSorted(bview, View(vals.data(), vshape, DType::kFloat64),
+                              right, View(want.data(), vshape, out))
+                .ok());
+        StridedView got = View(Malloc(150 * 8), vshape, out);
+        ASSERT_TRUE(cuda::SearchSorted(Upload(bd, bshape, DType::kFloat64),
+                                       Upload(vals, vshape, DType::kFloat64),
+                                       right, got, stream_)
+                        .ok());
+        const std::vector<int64_t> got_i = Download<int64_t>(got);
+        const size_t bytes = 150 * (out == DType::kInt64 ? 8 : 4);
+        EXPECT_EQ(std::memcmp(want.data(), got_i.data(), bytes), 0)
+            << "searchsorted rank " << bshape.size() << (right ? " right" : "");
       }
     }
   }

@@ -1,4 +1,5 @@
-// max_pool2d with indices and its backward on CUDA (max_pool.h).
+// max_pool2d and adaptive max pooling with indices and their backward on
+// CUDA (max_pool.h).
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -49,6 +50,41 @@ __global__ void MaxPoolIndicesKernel(const T* __restrict__ x, T* __restrict__ y,
   }
 }
 
+// One thread per output element (plane, t, i, j): its adaptive window
+// (kernels/cpu/max_pool.h's AdaptiveStart/End) in the CPU's scan order.
+template <typename T>
+__global__ void AdaptiveMaxPoolKernel(const T* __restrict__ x,
+                                      T* __restrict__ y,
+                                      int64_t* __restrict__ indices,
+                                      int64_t planes, int64_t d, int64_t h,
+                                      int64_t wd, int64_t od, int64_t oh,
+                                      int64_t ow) {
+  TD_GRID_STRIDE(e, planes * od * oh * ow) {
+    const int64_t j = e % ow, i = (e / ow) % oh, t = (e / (ow * oh)) % od,
+                  p = e / (ow * oh * od);
+    const T* xp = x + p * d * h * wd;
+    const int64_t t0 = t * d / od, t1 = ((t + 1) * d + od - 1) / od;
+    const int64_t r0 = i * h / oh, r1 = ((i + 1) * h + oh - 1) / oh;
+    const int64_t c0 = j * wd / ow, c1 = ((j + 1) * wd + ow - 1) / ow;
+    T best = -INFINITY;
+    int64_t at = (t0 * h + r0) * wd + c0;
+    for (int64_t u = t0; u < t1; ++u) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t row = (u * h + r) * wd;
+        for (int64_t c = c0; c < c1; ++c) {
+          const T v = xp[row + c];
+          if (v > best || v != v) {
+            best = v;
+            at = row + c;
+          }
+        }
+      }
+    }
+    y[e] = best;
+    indices[e] = at;
+  }
+}
+
 template <typename T>
 __global__ void MaxPoolIndicesBackwardKernel(const T* __restrict__ grad,
                                              const int64_t* __restrict__ at,
@@ -79,6 +115,24 @@ absl::Status MaxPool2dWithIndices(const StridedView& in, const PoolWindow& w,
           in.ptr<const scalar_t>(), out.ptr<scalar_t>(), indices.ptr<int64_t>(),
           planes, in.sizes[2], in.sizes[3], w));
   return LaunchStatus("max_pool2d_with_indices kernel");
+}
+
+absl::Status AdaptiveMaxPool3d(const StridedView& in, const StridedView& out,
+                               const StridedView& indices,
+                               StreamHandle stream) {
+  const int64_t n = out.numel();
+  if (n == 0) return absl::OkStatus();
+  auto s = static_cast<cudaStream_t>(stream);
+  TD_CUDA_DISPATCH_FLOAT(
+      in.dtype,
+      return absl::UnimplementedError(
+          absl::StrCat("adaptive_max_pool on cuda: unsupported dtype ",
+                       DTypeName(in.dtype))),
+      AdaptiveMaxPoolKernel<scalar_t><<<BlocksFor(n), kThreads, 0, s>>>(
+          in.ptr<const scalar_t>(), out.ptr<scalar_t>(), indices.ptr<int64_t>(),
+          in.sizes[0], in.sizes[1], in.sizes[2], in.sizes[3], out.sizes[1],
+          out.sizes[2], out.sizes[3]));
+  return LaunchStatus("adaptive_max_pool kernel");
 }
 
 absl::Status MaxPool2dWithIndicesBackward(const StridedView& grad,

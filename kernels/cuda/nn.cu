@@ -115,15 +115,16 @@ absl::Status Softmax(const StridedView& in, int64_t outer, int64_t dim,
 namespace {
 
 // The input window [r0, r1) x [c0, c1) of output (i, j) and its divisor:
-// `kind` 1 avg (clipped to the padded input; count_include_pad as PyTorch),
-// 2 adaptive avg.
+// `kind` 1 avg (clipped to the padded input; count_include_pad as PyTorch;
+// a non-zero `divisor` overrides the count), 2 adaptive avg.
 struct AvgWindow {
   int64_t r0, r1, c0, c1, count;
 };
 __device__ __forceinline__ AvgWindow AvgWindowAt(int64_t i, int64_t j,
                                                  int64_t h, int64_t wd,
                                                  const PoolWindow& w, int kind,
-                                                 bool count_include_pad) {
+                                                 bool count_include_pad,
+                                                 int64_t divisor) {
   AvgWindow a;
   if (kind == 1) {
     a.r0 = i * w.sh - w.ph, a.c0 = j * w.sw - w.pw;
@@ -131,7 +132,9 @@ __device__ __forceinline__ AvgWindow AvgWindowAt(int64_t i, int64_t j,
     const int64_t padded = (a.r1 - a.r0) * (a.c1 - a.c0);
     a.r0 = max(a.r0, int64_t{0}), a.c0 = max(a.c0, int64_t{0});
     a.r1 = min(a.r1, h), a.c1 = min(a.c1, wd);
-    a.count = count_include_pad ? padded : (a.r1 - a.r0) * (a.c1 - a.c0);
+    a.count = divisor != 0        ? divisor
+              : count_include_pad ? padded
+                                  : (a.r1 - a.r0) * (a.c1 - a.c0);
   } else {
     a.r0 = i * h / w.oh, a.r1 = ((i + 1) * h + w.oh - 1) / w.oh;
     a.c0 = j * wd / w.ow, a.c1 = ((j + 1) * wd + w.ow - 1) / w.ow;
@@ -146,7 +149,7 @@ template <typename T>
 __global__ void PoolKernel(const T* __restrict__ x, T* __restrict__ y,
                            const T* __restrict__ grad, T* __restrict__ gin,
                            int64_t planes, int64_t h, int64_t wd, PoolWindow w,
-                           int kind, bool count_include_pad) {
+                           int kind, bool count_include_pad, int64_t divisor) {
   TD_GRID_STRIDE(e, planes * w.oh * w.ow) {
     const int64_t j = e % w.ow, i = (e / w.ow) % w.oh, p = e / (w.oh * w.ow);
     const T* xp = x == nullptr ? nullptr : x + p * h * wd;
@@ -174,7 +177,8 @@ __global__ void PoolKernel(const T* __restrict__ x, T* __restrict__ y,
       }
       continue;
     }
-    const AvgWindow a = AvgWindowAt(i, j, h, wd, w, kind, count_include_pad);
+    const AvgWindow a =
+        AvgWindowAt(i, j, h, wd, w, kind, count_include_pad, divisor);
     if (grad == nullptr) {
       double s = 0;
       for (int64_t r = a.r0; r < a.r1; ++r) {
@@ -196,11 +200,12 @@ __global__ void PoolKernel(const T* __restrict__ x, T* __restrict__ y,
 __global__ void AvgPoolInt64Kernel(const int64_t* __restrict__ x,
                                    int64_t* __restrict__ y, int64_t planes,
                                    int64_t h, int64_t wd, PoolWindow w,
-                                   bool count_include_pad) {
+                                   bool count_include_pad, int64_t divisor) {
   TD_GRID_STRIDE(e, planes * w.oh * w.ow) {
     const int64_t j = e % w.ow, i = (e / w.ow) % w.oh, p = e / (w.oh * w.ow);
     const int64_t* xp = x + p * h * wd;
-    const AvgWindow a = AvgWindowAt(i, j, h, wd, w, 1, count_include_pad);
+    const AvgWindow a =
+        AvgWindowAt(i, j, h, wd, w, 1, count_include_pad, divisor);
     uint64_t s = 0;
     for (int64_t r = a.r0; r < a.r1; ++r) {
       for (int64_t c = a.c0; c < a.c1; ++c) {
@@ -214,7 +219,7 @@ __global__ void AvgPoolInt64Kernel(const int64_t* __restrict__ x,
 absl::Status LaunchPool(const StridedView* x, const StridedView* y,
                         const StridedView* grad, const StridedView* gin,
                         PoolWindow w, int kind, bool count_include_pad,
-                        StreamHandle stream) {
+                        int64_t divisor, StreamHandle stream) {
   const StridedView& image = gin != nullptr ? *gin : *x;
   const int64_t planes = image.sizes[0] * image.sizes[1];
   const int64_t h = image.sizes[2], wd = image.sizes[3];
@@ -234,7 +239,7 @@ absl::Status LaunchPool(const StridedView* x, const StridedView* y,
           y ? y->ptr<scalar_t>() : nullptr,
           grad ? grad->ptr<const scalar_t>() : nullptr,
           gin ? gin->ptr<scalar_t>() : nullptr, planes, h, wd, w, kind,
-          count_include_pad));
+          count_include_pad, divisor));
   return LaunchStatus("pooling kernel");
 }
 
@@ -249,14 +254,14 @@ PoolWindow AdaptiveWindow(const StridedView& out) {
 
 absl::Status MaxPool2d(const StridedView& in, const PoolWindow& w,
                        const StridedView& out, StreamHandle stream) {
-  return LaunchPool(&in, &out, nullptr, nullptr, w, 0, false, stream);
+  return LaunchPool(&in, &out, nullptr, nullptr, w, 0, false, 0, stream);
 }
 absl::Status AvgPool2d(const StridedView& in, const PoolWindow& w,
-                       bool count_include_pad, const StridedView& out,
-                       StreamHandle stream) {
+                       bool count_include_pad, int64_t divisor_override,
+                       const StridedView& out, StreamHandle stream) {
   if (in.dtype != DType::kInt64) {
     return LaunchPool(&in, &out, nullptr, nullptr, w, 1, count_include_pad,
-                      stream);
+                      divisor_override, stream);
   }
   const int64_t planes = in.sizes[0] * in.sizes[1];
   const int64_t n = planes * w.oh * w.ow;
@@ -264,32 +269,33 @@ absl::Status AvgPool2d(const StridedView& in, const PoolWindow& w,
   AvgPoolInt64Kernel<<<BlocksFor(n), kThreads, 0,
                        static_cast<cudaStream_t>(stream)>>>(
       in.ptr<const int64_t>(), out.ptr<int64_t>(), planes, in.sizes[2],
-      in.sizes[3], w, count_include_pad);
+      in.sizes[3], w, count_include_pad, divisor_override);
   return LaunchStatus("pooling kernel");
 }
 absl::Status AdaptiveAvgPool2d(const StridedView& in, const StridedView& out,
                                StreamHandle stream) {
   return LaunchPool(&in, &out, nullptr, nullptr, AdaptiveWindow(out), 2, false,
-                    stream);
+                    0, stream);
 }
 absl::Status MaxPool2dBackward(const StridedView& grad,
                                const StridedView& input, const PoolWindow& w,
                                const StridedView& grad_input,
                                StreamHandle stream) {
-  return LaunchPool(&input, nullptr, &grad, &grad_input, w, 0, false, stream);
+  return LaunchPool(&input, nullptr, &grad, &grad_input, w, 0, false, 0,
+                    stream);
 }
 absl::Status AvgPool2dBackward(const StridedView& grad, const PoolWindow& w,
-                               bool count_include_pad,
+                               bool count_include_pad, int64_t divisor_override,
                                const StridedView& grad_input,
                                StreamHandle stream) {
   return LaunchPool(nullptr, nullptr, &grad, &grad_input, w, 1,
-                    count_include_pad, stream);
+                    count_include_pad, divisor_override, stream);
 }
 absl::Status AdaptiveAvgPool2dBackward(const StridedView& grad,
                                        const StridedView& grad_input,
                                        StreamHandle stream) {
   return LaunchPool(nullptr, nullptr, &grad, &grad_input, AdaptiveWindow(grad),
-                    2, false, stream);
+                    2, false, 0, stream);
 }
 
 }  // namespace cuda

@@ -21,7 +21,8 @@ absl::Status Softmax(const StridedView& in, int64_t outer, int64_t dim,
 // 2-d pooling on contiguous [N, C, H, W] float32/float64 views (AvgPool2d
 // int64 too: an int64 sum divided with truncation), with the semantics of
 // kernels/cpu (NaN propagates in max; avg divisors clip the window to the
-// padded input, count_include_pad as PyTorch; max backward sends the
+// padded input, count_include_pad and divisor_override (0: none) as
+// PyTorch; max backward sends the
 // gradient to the last NaN, else the first maximum). Backward kernels
 // overwrite grad_input (zero, then atomic adds).
 struct PoolWindow {
@@ -31,8 +32,8 @@ struct PoolWindow {
 absl::Status MaxPool2d(const StridedView& in, const PoolWindow& w,
                        const StridedView& out, StreamHandle stream);
 absl::Status AvgPool2d(const StridedView& in, const PoolWindow& w,
-                       bool count_include_pad, const StridedView& out,
-                       StreamHandle stream);
+                       bool count_include_pad, int64_t divisor_override,
+                       const StridedView& out, StreamHandle stream);
 absl::Status AdaptiveAvgPool2d(const StridedView& in, const StridedView& out,
                                StreamHandle stream);
 absl::Status MaxPool2dBackward(const StridedView& grad,
@@ -40,7 +41,7 @@ absl::Status MaxPool2dBackward(const StridedView& grad,
                                const StridedView& grad_input,
                                StreamHandle stream);
 absl::Status AvgPool2dBackward(const StridedView& grad, const PoolWindow& w,
-                               bool count_include_pad,
+                               bool count_include_pad, int64_t divisor_override,
                                const StridedView& grad_input,
                                StreamHandle stream);
 absl::Status AdaptiveAvgPool2dBackward(const StridedView& grad,

@@ -6,7 +6,8 @@
 // sort, which is stable; values are then gathered from the input by the
 // sorted positions (NaN payloads and the sign of zero survive).
 // Scans: one block per row, a cub block scan per tile of kThreads elements
-// with the running total carried between tiles. Multinomial: multinomial.cu.
+// with the running total carried between tiles. Multinomial: multinomial.cu;
+// cummax/cummin, logcumsumexp, mode and searchsorted: scan.cu.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dim_layout.cuh"
 #include "kernels/cuda/loops.cuh"
 #include "kernels/cuda/sort.h"
 #include "runtime/core/status_macros.h"
@@ -26,27 +28,6 @@
 namespace tensord {
 namespace cuda {
 namespace {
-
-struct Layout {
-  int64_t outer = 1, size = 1, inner = 1;
-};
-
-Layout Around(const StridedView& v, int dim) {
-  Layout l;
-  if (v.ndim == 0) return l;
-  for (int i = 0; i < dim; ++i) l.outer *= v.sizes[i];
-  l.size = v.sizes[dim];
-  for (int i = dim + 1; i < v.ndim; ++i) l.inner *= v.sizes[i];
-  return l;
-}
-
-// Offset of element k of row `slice` (= o * inner + i) in [outer, size,
-// inner].
-__device__ __forceinline__ int64_t At(const Layout& l, int64_t slice,
-                                      int64_t k) {
-  const int64_t o = slice / l.inner, i = slice % l.inner;
-  return (o * l.size + k) * l.inner + i;
-}
 
 template <typename T>
 constexpr int KeyBits() {

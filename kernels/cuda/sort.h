@@ -1,6 +1,7 @@
 // CUDA kernels along one dim with the contracts of kernels/cpu/sort.h: sort
 // (values and int64 indices, stable, NaN above every number), cumulative
-// sums and products, multinomial sampling. Every view is C-contiguous and
+// sums and products, cummax/cummin, logcumsumexp, mode from a sorted row,
+// searchsorted, multinomial sampling. Every view is C-contiguous and
 // seen as [outer, size, inner] around `dim` (0-d views count as [1]).
 // Asynchronous on `stream`; scratch memory comes from `workspace` (called at
 // most once per call, with the total; the caller keeps the memory until the
@@ -34,6 +35,33 @@ absl::Status Sort(const StridedView& in, int dim, bool descending,
 // the CPU's left-to-right one: equal up to rounding).
 absl::Status CumScan(const StridedView& in, int dim, bool product,
                      const StridedView& out, StreamHandle stream);
+
+// cpu::CumExtreme's values and indices (cummax when max, else cummin), one
+// thread per row. Every dtype of TD_CUDA_DISPATCH.
+absl::Status CumExtreme(const StridedView& in, int dim, bool max,
+                        const StridedView& values, const StridedView& indices,
+                        StreamHandle stream);
+
+// cpu::LogCumSumExp (accumulated in double), one thread per row; float32 and
+// float64.
+absl::Status LogCumSumExp(const StridedView& in, int dim,
+                          const StridedView& out, StreamHandle stream);
+
+// The mode of each row along dim from Sort's ascending (stable) output
+// `sorted` and `positions` (the input's shape): values and indices have
+// that shape with dim's size 1. scan::ModeOfSortedRow's rule: the smallest
+// most frequent value at its last occurrence, which is cpu::Mode's (that
+// is, PyTorch's CPU) index for rows of up to 16 elements (Note [Mode ties]
+// in kernels/cpu/sort.cc).
+absl::Status ModeOfSorted(const StridedView& sorted,
+                          const StridedView& positions, int dim,
+                          const StridedView& values, const StridedView& indices,
+                          StreamHandle stream);
+
+// cpu::SearchSorted, one thread per value.
+absl::Status SearchSorted(const StridedView& boundaries,
+                          const StridedView& values, bool right,
+                          const StridedView& out, StreamHandle stream);
 
 // Multinomial's check words (two device int64s): Multinomial writes the
 // first invalid row's problem there, and the sampling kernels then write

@@ -190,7 +190,8 @@ absl::Status CpuPoolGrad(absl::Span<const Tensor> in,
   const cpu::Window2d win{w.kh, w.kw, w.sh, w.sw,        w.ph,
                           w.pw, w.dh, w.dw, gv.sizes[2], gv.sizes[3]};
   if (kPool == Pool::kAvg) {
-    return cpu::AvgPool2dBackward(gv, win, attrs.Bool("count_include_pad"), gi);
+    return cpu::AvgPool2dBackward(gv, win, attrs.Bool("count_include_pad"),
+                                  attrs.Int("divisor_override"), gi);
   }
   TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[1], ctx));
   if (in.size() < 3) {
@@ -266,7 +267,13 @@ std::vector<OpDef> ConvGradOps() {
   ab.cpu = CpuPoolGrad<Pool::kAvg>;
   ab.examples = {
       Example({{1, 2, 3, 3}, {1, 2, 5, 5}},
-              {{"kernel_size", I{3}}, {"padding", I{1}}, {"stride", I{2}}})};
+              {{"kernel_size", I{3}}, {"padding", I{1}}, {"stride", I{2}}}),
+      Example({{1, 2, 3, 3}, {1, 2, 5, 5}},
+              {{"kernel_size", I{3}},
+               {"padding", I{1}},
+               {"stride", I{2}},
+               {"ceil_mode", true},
+               {"divisor_override", int64_t{3}}})};
   ops.push_back(std::move(ab));
   OpDef aa = Internal(MakeOp("adaptive_avg_pool2d_backward", 2, 2, {},
                              "The gradient of adaptive_avg_pool2d's input "

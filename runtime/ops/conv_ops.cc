@@ -132,7 +132,7 @@ absl::Status CpuPool(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
   TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
   if (kMax) return cpu::MaxPool2d(As4d(x), w, As4d(out[0]));
   return cpu::AvgPool2d(As4d(x), w, attrs.Bool("count_include_pad"),
-                        As4d(out[0]));
+                        attrs.Int("divisor_override"), As4d(out[0]));
 }
 
 Specs InferAdaptive(absl::Span<const Tensor> in, const Attrs& attrs,
@@ -264,9 +264,12 @@ std::vector<OpDef> ConvOps() {
       "avg_pool2d", 1, 1,
       {Required("kernel_size", AttrType::kInts), Ints("stride", {}),
        Ints("padding", {0}), Optional("ceil_mode", AttrType::kBool, false),
-       Optional("count_include_pad", AttrType::kBool, true)},
-      "2-d average pooling (stride defaults to kernel_size); int64 input "
-      "averages in int64, truncating, as PyTorch's CPU kernel.");
+       Optional("count_include_pad", AttrType::kBool, true),
+       Optional("divisor_override", AttrType::kInt, int64_t{0})},
+      "2-d average pooling (stride defaults to kernel_size); a non-zero "
+      "divisor_override divides every window's sum instead of its count (0: "
+      "none; PyTorch refuses 0); int64 input averages in int64, truncating, "
+      "as PyTorch's CPU kernel.");
   avgp.infer = InferPool<false>;
   avgp.cpu = CpuPool<false>;
   avgp.examples = {
@@ -274,7 +277,12 @@ std::vector<OpDef> ConvOps() {
               {{"kernel_size", I{3}}, {"padding", I{1}}, {"stride", I{2}}}),
       Example({{1, 2, 5, 5}},
               {{"kernel_size", I{3}}, {"padding", I{1}}, {"stride", I{2}}},
-              {DType::kInt64})};
+              {DType::kInt64}),
+      Example({{2, 6, 5}}, {{"kernel_size", I{3, 2}},
+                            {"padding", I{1}},
+                            {"ceil_mode", true},
+                            {"count_include_pad", false},
+                            {"divisor_override", int64_t{-2}}})};
   ops.push_back(std::move(avgp));
   OpDef ada = MakeOp("adaptive_avg_pool2d", 1, 1,
                      {Required("output_size", AttrType::kInts)},

@@ -1,6 +1,8 @@
 // CUDA wrappers for conv2d and its gradient rows through cuDNN
 // (kernels/cuda/conv.h) and for the 2-d pools and their gradients
-// (kernels/cuda/nn.h, max_pool.h), attached by name. The rows' infer
+// (kernels/cuda/nn.h, max_pool.h; the adaptive max pools, the 3-d
+// indices backward and the 3-d average pools, avg_pool3d.h, too), attached
+// by name. The rows' infer
 // functions have validated the call and sized the output; the geometry is
 // read back from the attributes and the tensors' shapes here. Workspace
 // comes from the device's caching allocator on the session's stream.
@@ -10,6 +12,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cuda/avg_pool3d.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/max_pool.h"
 #include "kernels/cuda/nn.h"
@@ -126,7 +129,7 @@ absl::Status CudaPool(Ins in, Ins out, const Attrs& attrs,
   const cuda::PoolWindow w = Window(attrs, kKind == 0, out[0].shape());
   if (kKind == 0) return cuda::MaxPool2d(As4d(x), w, As4d(out[0]), s);
   return cuda::AvgPool2d(As4d(x), w, attrs.Bool("count_include_pad"),
-                         As4d(out[0]), s);
+                         attrs.Int("divisor_override"), As4d(out[0]), s);
 }
 
 // *_pool2d_backward(grad, input): out is the input gradient.
@@ -144,7 +147,8 @@ absl::Status CudaPoolBackward(Ins in, Ins out, const Attrs& attrs,
     return cuda::MaxPool2dBackward(As4d(grad), As4d(x), w, As4d(out[0]), s);
   }
   return cuda::AvgPool2dBackward(As4d(grad), w, attrs.Bool("count_include_pad"),
-                                 As4d(out[0]), s);
+                                 attrs.Int("divisor_override"), As4d(out[0]),
+                                 s);
 }
 
 // max_pool2d_with_indices(self): the window checked and sized as on the CPU
@@ -171,6 +175,74 @@ absl::Status CudaMaxPoolWithIndicesBackward(Ins in, Ins out, const Attrs&,
                                             As4d(out[0]), ctx.alloc.stream);
 }
 
+// adaptive_max_pool{2,3}d(self): out: values, indices (adaptive_max_pool_
+// ops.cc sized them).
+template <int kSpatial>
+absl::Status CudaAdaptiveMaxPool(Ins in, Ins out, const Attrs&,
+                                 const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
+  return cuda::AdaptiveMaxPool3d(AsVolumes(x, kSpatial),
+                                 AsVolumes(out[0], kSpatial),
+                                 AsVolumes(out[1], kSpatial), ctx.alloc.stream);
+}
+
+// adaptive_max_pool{2,3}d_backward and max_pool3d_with_indices_backward
+// (grad_output, self, indices): max_pool2d_with_indices_backward's kernel on
+// flattened planes.
+template <int kSpatial>
+absl::Status CudaIndicesBackward(Ins in, Ins out, const Attrs&,
+                                 const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(Tensor grad, Contiguous(in[0], ctx));
+  TD_ASSIGN_OR_RETURN(Tensor indices, Contiguous(in[2], ctx));
+  return cuda::MaxPool2dWithIndicesBackward(
+      AsFlatPlanes(grad, kSpatial), AsFlatPlanes(indices, kSpatial),
+      AsFlatPlanes(out[0], kSpatial), ctx.alloc.stream);
+}
+
+cuda::AvgWindow3d CudaWindow(const cpu::AvgWindow3d& w) {
+  cuda::AvgWindow3d c;
+  c.adaptive = w.adaptive;
+  for (int d = 0; d < 3; ++d) {
+    c.kernel[d] = w.kernel[d], c.stride[d] = w.stride[d], c.pad[d] = w.pad[d];
+  }
+  c.count_include_pad = w.count_include_pad;
+  c.divisor_override = w.divisor_override;
+  return c;
+}
+
+// avg_pool3d / adaptive_avg_pool3d(self): the window as on the CPU
+// (avg_pool3d_ops.cc).
+template <bool kAdaptive>
+absl::Status CudaAvgPool3d(Ins in, Ins out, const Attrs& attrs,
+                           const OpContext& ctx) {
+  cpu::AvgWindow3d w;
+  w.adaptive = kAdaptive;
+  if (!kAdaptive) {
+    TD_ASSIGN_OR_RETURN(AvgPool3dPlan plan,
+                        PlanAvgPool3d(in[0], attrs, "avg_pool3d"));
+    w = plan.window;
+  }
+  TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(in[0], ctx));
+  return cuda::AvgPool3d(AsVolumes(x, 3), CudaWindow(w), AsVolumes(out[0], 3),
+                         ctx.alloc.stream);
+}
+
+// avg_pool3d_backward / adaptive_avg_pool3d_backward(grad_output, self).
+template <bool kAdaptive>
+absl::Status CudaAvgPool3dBackward(Ins in, Ins out, const Attrs& attrs,
+                                   const OpContext& ctx) {
+  cpu::AvgWindow3d w;
+  w.adaptive = kAdaptive;
+  if (!kAdaptive) {
+    TD_ASSIGN_OR_RETURN(AvgPool3dPlan plan,
+                        PlanAvgPool3d(in[1], attrs, "avg_pool3d_backward"));
+    w = plan.window;
+  }
+  TD_ASSIGN_OR_RETURN(Tensor grad, Contiguous(in[0], ctx));
+  return cuda::AvgPool3dBackward(AsVolumes(grad, 3), CudaWindow(w),
+                                 AsVolumes(out[0], 3), ctx.alloc.stream);
+}
+
 }  // namespace
 
 void AddCudaConvKernels(CudaKernelMap* map) {
@@ -185,6 +257,15 @@ void AddCudaConvKernels(CudaKernelMap* map) {
   (*map)["adaptive_avg_pool2d_backward"] = CudaPoolBackward<2>;
   (*map)["max_pool2d_with_indices"] = CudaMaxPoolWithIndices;
   (*map)["max_pool2d_with_indices_backward"] = CudaMaxPoolWithIndicesBackward;
+  (*map)["adaptive_max_pool2d"] = CudaAdaptiveMaxPool<2>;
+  (*map)["adaptive_max_pool3d"] = CudaAdaptiveMaxPool<3>;
+  (*map)["adaptive_max_pool2d_backward"] = CudaIndicesBackward<2>;
+  (*map)["adaptive_max_pool3d_backward"] = CudaIndicesBackward<3>;
+  (*map)["max_pool3d_with_indices_backward"] = CudaIndicesBackward<3>;
+  (*map)["avg_pool3d"] = CudaAvgPool3d<false>;
+  (*map)["adaptive_avg_pool3d"] = CudaAvgPool3d<true>;
+  (*map)["avg_pool3d_backward"] = CudaAvgPool3dBackward<false>;
+  (*map)["adaptive_avg_pool3d_backward"] = CudaAvgPool3dBackward<true>;
 }
 
 #else

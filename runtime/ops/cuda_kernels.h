@@ -78,10 +78,50 @@ absl::Status DeviceScatterReduce(const Tensor& out, const OpContext& ctx,
                                  const StridedView& index,
                                  const StridedView& src, ReduceOp op,
                                  bool include_self, const char* what);
+// The switches of scan_ops.cc's rows (cuda_sort.cc): kernels/cpu/sort.h's
+// kernels or kernels/cuda/sort.h's by `out`'s device; every view
+// C-contiguous, `dim` the kernels' (0 for a 0-d input).
+absl::Status DeviceCumExtreme(const Tensor& out, const OpContext& ctx,
+                              const StridedView& in, int dim, bool max,
+                              const StridedView& values,
+                              const StridedView& indices);
+absl::Status DeviceLogCumSumExp(const Tensor& out, const OpContext& ctx,
+                                const StridedView& in, int dim,
+                                const StridedView& out_view);
+// mode: values/indices are laid out as [outer, 1, inner] around dim. On the
+// CPU PyTorch's CPU algorithm (Note [Mode ties] in kernels/cpu/sort.cc); on
+// CUDA `in` sorted stably into scratch tensors from the caching allocator,
+// then each row's runs (a tie within a value: its last occurrence).
+absl::Status DeviceMode(const Tensor& out, const OpContext& ctx,
+                        const StridedView& in, int dim,
+                        const StridedView& values, const StridedView& indices);
+absl::Status DeviceSearchSorted(const Tensor& out, const OpContext& ctx,
+                                const StridedView& boundaries,
+                                const StridedView& values, bool right,
+                                const StridedView& out_view);
 // nonzero_static's switch: `in` is C-contiguous; on CUDA the count stays on
 // the GPU (no wait), the scratch memory comes from the caching allocator.
 absl::Status DeviceNonzeroStatic(const Tensor& out, const OpContext& ctx,
                                  const StridedView& in, int64_t fill_value);
+
+// The distance rows' switch (cuda_distance.cc; kernels/cpu/distance.h and
+// histogram.h): C-contiguous operands, out's device picks the kernels.
+absl::Status DeviceCdist(const Tensor& out, const OpContext& ctx,
+                         const StridedView& x1, const StridedView& x2,
+                         double p);
+absl::Status DeviceCdistBackward(const Tensor& out, const OpContext& ctx,
+                                 const StridedView& grad, const StridedView& x1,
+                                 const StridedView& x2, const StridedView& dist,
+                                 double p);
+absl::Status DevicePdist(const Tensor& out, const OpContext& ctx,
+                         const StridedView& x, double p);
+absl::Status DevicePdistBackward(const Tensor& out, const OpContext& ctx,
+                                 const StridedView& grad, const StridedView& x,
+                                 const StridedView& dist, double p);
+// histc over [lo, hi] (finite, lo < hi); on CUDA the counts go through an
+// int64 scratch tensor from the caching allocator.
+absl::Status DeviceHistc(const Tensor& out, const OpContext& ctx,
+                         const StridedView& in, double lo, double hi);
 
 }  // namespace tensord
 

@@ -29,7 +29,13 @@ const std::set<std::string>& KnownCpuOnly() {
       // LAPACK rows (lapack_ops.cc): CPU only for now.
       "_linalg_det", "_linalg_eigh", "_linalg_slogdet", "_linalg_solve_ex",
       "_linalg_svd", "linalg_cholesky_ex", "linalg_inv_ex",
-      "linalg_lu_factor_ex", "linalg_lu_solve", "linalg_solve_triangular"};
+      "linalg_lu_factor_ex", "linalg_lu_solve", "linalg_solve_triangular",
+      // conv3d_ops.cc: kernels/cuda/conv.cc's cuDNN path is 2-d only (4-d
+      // descriptors, a 2-d ConvShape and algorithm cache key).
+      "conv3d", "conv3d_backward_input", "conv3d_backward_weight",
+      // grid_sample_ops.cc: the forward is PyTorch's decomposition, with no
+      // CUDA kernel of its own to add the backward beside.
+      "grid_sampler_2d_backward"};
   return *rows;
 }
 

@@ -3,8 +3,12 @@
 // rows' preparation (contiguous operands, the scan's cast to the output
 // dtype, the generator reservation). argsort, topk and randperm are
 // composites over sort, narrow, rand and to, so they run on CUDA through
-// these. Scratch memory comes from the device's caching allocator on the
-// session's stream.
+// these. Then the device switches of scan_ops.cc's rows (cummax/cummin,
+// logcumsumexp, mode, searchsorted), which serve both devices. Scratch
+// memory comes from the device's caching allocator on the session's stream.
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/sort.h"
+#include "runtime/core/status_macros.h"
 #include "runtime/ops/cuda_kernels.h"
 
 #if TENSORD_WITH_CUDA
@@ -12,7 +16,6 @@
 
 #include "kernels/cuda/random.h"
 #include "kernels/cuda/sort.h"
-#include "runtime/core/status_macros.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_helpers.h"
 #endif
@@ -102,5 +105,86 @@ void AddCudaSortKernels(CudaKernelMap* map) {
 #else
 void AddCudaSortKernels(CudaKernelMap*) {}
 #endif
+
+namespace {
+
+bool OnCpu(const Tensor& out) {
+  return out.device()->kind() == DeviceKind::kCpu;
+}
+
+// A row's switch reaches CUDA only from a CUDA build (the rows attach no
+// CUDA kernel otherwise).
+[[maybe_unused]] absl::Status NoCuda(const Tensor& out) {
+  return absl::UnimplementedError(absl::StrCat(
+      "the one-dim scans on ", out.device()->name(), " need a CUDA build"));
+}
+
+}  // namespace
+
+absl::Status DeviceCumExtreme(const Tensor& out, const OpContext& ctx,
+                              const StridedView& in, int dim, bool max,
+                              const StridedView& values,
+                              const StridedView& indices) {
+  if (OnCpu(out)) return cpu::CumExtreme(in, dim, max, values, indices);
+#if TENSORD_WITH_CUDA
+  return cuda::CumExtreme(in, dim, max, values, indices, ctx.alloc.stream);
+#else
+  (void)ctx;
+  return NoCuda(out);
+#endif
+}
+
+absl::Status DeviceLogCumSumExp(const Tensor& out, const OpContext& ctx,
+                                const StridedView& in, int dim,
+                                const StridedView& out_view) {
+  if (OnCpu(out)) return cpu::LogCumSumExp(in, dim, out_view);
+#if TENSORD_WITH_CUDA
+  return cuda::LogCumSumExp(in, dim, out_view, ctx.alloc.stream);
+#else
+  (void)ctx;
+  return NoCuda(out);
+#endif
+}
+
+absl::Status DeviceMode(const Tensor& out, const OpContext& ctx,
+                        const StridedView& in, int dim,
+                        const StridedView& values, const StridedView& indices) {
+  if (OnCpu(out)) return cpu::Mode(in, dim, values, indices);
+#if TENSORD_WITH_CUDA
+  // The sorted copies and cub's scratch live until the work is enqueued
+  // (the caching allocator's reuse is ordered on the session's stream).
+  Device* device = out.device();
+  const Shape shape(in.sizes, in.sizes + in.ndim);
+  TD_ASSIGN_OR_RETURN(Tensor sorted,
+                      Tensor::Empty(device, in.dtype, shape, ctx.alloc));
+  TD_ASSIGN_OR_RETURN(Tensor pos,
+                      Tensor::Empty(device, DType::kInt64, shape, ctx.alloc));
+  Tensor keep;
+  TD_RETURN_IF_ERROR(cuda::Sort(in, dim, false, sorted.view(), pos.view(),
+                                Workspace(device, ctx, &keep),
+                                ctx.alloc.stream));
+  return cuda::ModeOfSorted(sorted.view(), pos.view(), dim, values, indices,
+                            ctx.alloc.stream);
+#else
+  (void)ctx;
+  return NoCuda(out);
+#endif
+}
+
+absl::Status DeviceSearchSorted(const Tensor& out, const OpContext& ctx,
+                                const StridedView& boundaries,
+                                const StridedView& values, bool right,
+                                const StridedView& out_view) {
+  if (OnCpu(out)) {
+    return cpu::SearchSorted(boundaries, values, right, out_view);
+  }
+#if TENSORD_WITH_CUDA
+  return cuda::SearchSorted(boundaries, values, right, out_view,
+                            ctx.alloc.stream);
+#else
+  (void)ctx;
+  return NoCuda(out);
+#endif
+}
 
 }  // namespace tensord

@@ -29,6 +29,7 @@ std::vector<GradRow> ReductionGrads();  // derivatives_reduction.cc
 std::vector<GradRow> ShapeGrads();      // derivatives_shape.cc
 std::vector<GradRow> NnGrads();         // derivatives_nn.cc
 std::vector<GradRow> MathGrads();       // derivatives_math.cc
+std::vector<GradRow> DistanceGrads();   // distance_ops.cc
 
 void AttachGradients(std::vector<OpDef>* table);
 

@@ -19,18 +19,23 @@ std::map<std::string, AttrValue> ConvAttrs(GradCtx& g, const char* size_name,
           {"groups", g.attrs().Int("groups")}};
 }
 
+// conv2d (kRank 2) and conv3d (3): the rows' gradient ops, the bias
+// gradient a sum over all but the channels.
+template <int kRank>
 Grads ConvGrad(GradCtx& g) {
+  const bool three = kRank == 3;
   Grads r(g.num_inputs());
   if (g.needs(0)) {
-    r[0] = g.Op("conv2d_backward_input", {G(g), g.in(1)},
-                ConvAttrs(g, "input_size", g.in_shape(0)));
+    r[0] = g.Op(three ? "conv3d_backward_input" : "conv2d_backward_input",
+                {G(g), g.in(1)}, ConvAttrs(g, "input_size", g.in_shape(0)));
   }
   if (g.needs(1)) {
-    r[1] = g.Op("conv2d_backward_weight", {G(g), g.in(0)},
-                ConvAttrs(g, "weight_size", g.in_shape(1)));
+    r[1] = g.Op(three ? "conv3d_backward_weight" : "conv2d_backward_weight",
+                {G(g), g.in(0)}, ConvAttrs(g, "weight_size", g.in_shape(1)));
   }
   if (g.num_inputs() == 3 && g.needs(2)) {
-    r[2] = g.Op("sum", {G(g)}, {{"dim", Ints{0, 2, 3}}});
+    r[2] = g.Op("sum", {G(g)},
+                {{"dim", three ? Ints{0, 2, 3, 4} : Ints{0, 2, 3}}});
   }
   return r;
 }
@@ -250,6 +255,8 @@ std::map<std::string, AttrValue> SameAttrs(GradCtx& g,
   for (const char* n : names) {
     if (std::string(n) == "ceil_mode" || std::string(n) == "count_include_pad")
       a[n] = g.attrs().Bool(n);
+    else if (std::string(n) == "divisor_override")
+      a[n] = g.attrs().Int(n);
     else
       a[n] = g.attrs().Ints(n);
   }
@@ -264,16 +271,28 @@ Grads MaxPoolWithIndicesGrad(GradCtx& g) {
                              "ceil_mode"}))};
 }
 
-// derivatives.yaml's max_pool2d_with_indices_backward (the second order):
-// grad_output's gradient is max_pool_double_backward, the gradient gathered
-// at the indices (an index outside the plane, which the row skipped, is a
-// gather error); self's is zeros (zeros_like(self)), the indices' none.
+// derivatives.yaml's adaptive_max_pool{2,3}d: as max_pool2d_with_indices',
+// the backward row at the saved indices.
+template <int kSpatial>
+Grads AdaptiveMaxPoolGrad(GradCtx& g) {
+  return {g.Op(kSpatial == 2 ? "adaptive_max_pool2d_backward"
+                             : "adaptive_max_pool3d_backward",
+               {G(g), g.in(0), g.out(1)})};
+}
+
+// derivatives.yaml's max_pool2d_with_indices_backward (the second order;
+// adaptive_max_pool{2,3}d_backward's and max_pool3d_with_indices_backward's
+// the same with kSpatial pooled dims): grad_output's gradient is
+// max_pool_double_backward, the gradient gathered at the indices (an index
+// outside the plane, which the row skipped, is a gather error); self's is
+// zeros (zeros_like(self)), the indices' none.
+template <int kSpatial>
 Grads MaxPoolWithIndicesBackwardGrad(GradCtx& g) {
   Grads r(g.num_inputs());
   if (g.needs(0)) {
     const Shape& pooled = g.in_shape(0);
     const std::map<std::string, AttrValue> planes = {
-        {"start_dim", int64_t{-2}}};
+        {"start_dim", int64_t{-kSpatial}}};
     GradValue flat = g.Op("flatten", {G(g)}, planes);
     GradValue at = g.Op("flatten", {g.in(2)}, planes);
     r[0] = g.Op("reshape",
@@ -307,7 +326,8 @@ std::vector<GradRow> NnGrads() {
          return {G(g) - g.Op("exp", {g.out()}) * s};
        }},
       {"linear", {0, 1}, {}, LinearGrad},
-      {"conv2d", {0, 1}, {}, ConvGrad},
+      {"conv2d", {0, 1}, {}, ConvGrad<2>},
+      {"conv3d", {0, 1}, {}, ConvGrad<3>},
       {"native_batch_norm", {0, 1}, {1, 2}, BatchNormGrad},
       {"native_layer_norm", {0, 1}, {1, 2}, LayerNormGrad},
       {"fused_cross_entropy", {0, 1, 2}, {1, 2}, CrossEntropyGrad},
@@ -327,21 +347,53 @@ std::vector<GradRow> NnGrads() {
        },
        /*optional_outputs=*/true},
       {"max_pool2d_with_indices", {0}, {1}, MaxPoolWithIndicesGrad},
-      {"max_pool2d_with_indices_backward", {2}, {},
-       MaxPoolWithIndicesBackwardGrad},
+      {"max_pool2d_with_indices_backward",
+       {2},
+       {},
+       MaxPoolWithIndicesBackwardGrad<2>},
+      {"adaptive_max_pool2d", {0}, {1}, AdaptiveMaxPoolGrad<2>},
+      {"adaptive_max_pool3d", {0}, {1}, AdaptiveMaxPoolGrad<3>},
+      {"adaptive_max_pool2d_backward",
+       {2},
+       {},
+       MaxPoolWithIndicesBackwardGrad<2>},
+      {"adaptive_max_pool3d_backward",
+       {2},
+       {},
+       MaxPoolWithIndicesBackwardGrad<3>},
+      {"max_pool3d_with_indices_backward",
+       {2},
+       {},
+       MaxPoolWithIndicesBackwardGrad<3>},
       {"avg_pool2d",
        {0},
        {},
        [](GradCtx& g) -> Grads {
-         return {g.Op("avg_pool2d_backward", {G(g), g.in(0)},
-                      SameAttrs(g, {"kernel_size", "stride", "padding",
-                                    "ceil_mode", "count_include_pad"}))};
+         return {
+             g.Op("avg_pool2d_backward", {G(g), g.in(0)},
+                  SameAttrs(g, {"kernel_size", "stride", "padding", "ceil_mode",
+                                "count_include_pad", "divisor_override"}))};
        }},
       {"adaptive_avg_pool2d",
        {0},
        {},
        [](GradCtx& g) -> Grads {
          return {g.Op("adaptive_avg_pool2d_backward", {G(g), g.in(0)})};
+       }},
+      {"avg_pool3d",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {
+             g.Op("avg_pool3d_backward", {G(g), g.in(0)},
+                  SameAttrs(g, {"kernel_size", "stride", "padding", "ceil_mode",
+                                "count_include_pad", "divisor_override"}))};
+       }},
+      {"adaptive_avg_pool3d",
+       {0},
+       {},
+       [](GradCtx& g) -> Grads {
+         return {g.Op("adaptive_avg_pool3d_backward", {G(g), g.in(0)})};
        }},
   };
 }

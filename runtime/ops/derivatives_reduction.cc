@@ -1,4 +1,7 @@
-// Backward formulas of the reductions and linear algebra (derivatives.h).
+// Backward formulas of the reductions and linear algebra (derivatives.h),
+// and of the value-selecting scans of scan_ops.cc (cummax/cummin, mode,
+// logcumsumexp).
+#include <cfloat>
 #include <cmath>
 
 #include "runtime/ops/derivatives.h"
@@ -140,6 +143,58 @@ Grads MatmulGrad(GradCtx& g) {
   return {ga, gb};
 }
 
+// cummax/cummin (PyTorch's cummaxmin_backward): each running extreme's
+// gradient goes to the element it was taken from, summed there.
+Grads CumExtremeGrad(GradCtx& g) {
+  if (g.in_shape(0).empty()) return {G(g)};
+  if (NumElements(g.in_shape(0)) == 0) return {g.ZerosOfInput(0)};
+  return {g.Op("scatter_add", {g.ZerosOfInput(0), g.out(1), G(g)},
+               {{"dim", g.attrs().Int("dim")}})};
+}
+
+// mode (PyTorch's value_selecting_reduction_backward): the gradient goes to
+// the index each row chose.
+Grads ModeGrad(GradCtx& g) {
+  const Shape& in = g.in_shape(0);
+  if (in.empty()) return {G(g)};
+  if (NumElements(in) == 0) return {g.ZerosOfInput(0)};
+  const int64_t rank = static_cast<int64_t>(in.size());
+  const int64_t d = (g.attrs().Int("dim") % rank + rank) % rank;
+  GradValue grad = G(g), idx = g.out(1);
+  if (!g.attrs().Bool("keepdim")) {
+    Ints keep(in.begin(), in.end());
+    keep[d] = 1;
+    grad = g.Op("reshape", {grad}, {{"shape", keep}});
+    idx = g.Op("reshape", {idx}, {{"shape", keep}});
+  }
+  return {g.Op("scatter_add", {g.ZerosOfInput(0), idx, grad}, {{"dim", d}})};
+}
+
+// logcumsumexp, PyTorch's logcumsumexp_backward: x_i's gradient is
+// sum_{j >= i} g_j exp(x_i - out_j), summed in log space for the positive
+// and the negative g_j apart (log|g| where g has that sign, the dtype's
+// lowest value elsewhere) by a reversed logcumsumexp.
+Grads LogCumSumExpGrad(GradCtx& g) {
+  const Shape& in = g.in_shape(0);
+  if (in.empty() || NumElements(in) == 0) return {G(g)};
+  const int64_t dim = g.attrs().Int("dim");
+  const Ints dims = {dim};
+  auto reversed = [&](const GradValue& v) {
+    GradValue r = g.Op("flip", {v}, {{"dims", dims}});
+    r = g.Op("logcumsumexp", {r}, {{"dim", dim}});
+    return g.Op("flip", {r}, {{"dims", dims}});
+  };
+  GradValue grad = G(g), x = g.in(0), out = g.out();
+  GradValue lowest =
+      g.Num(g.in_dtype(0) == DType::kFloat64 ? -DBL_MAX : -FLT_MAX, grad);
+  GradValue zero = Zero(g, grad);
+  GradValue log_abs = g.Op("log", {g.Op("abs", {grad})});
+  GradValue pos = Where(g, Cmp(g, "gt", grad, zero), log_abs, lowest);
+  GradValue neg = Where(g, Cmp(g, "lt", grad, zero), log_abs, lowest);
+  return {g.Op("exp", {reversed(pos - out) + x}) -
+          g.Op("exp", {reversed(neg - out) + x})};
+}
+
 }  // namespace
 
 std::vector<GradRow> ReductionGrads() {
@@ -174,6 +229,10 @@ std::vector<GradRow> ReductionGrads() {
          return {Unreduce(g, G(g)) *
                  g.Op("exp", {g.in(0) - Unreduce(g, g.out())})};
        }},
+      {"cummax", {}, {1}, CumExtremeGrad},
+      {"cummin", {}, {1}, CumExtremeGrad},
+      {"mode", {}, {1}, ModeGrad},
+      {"logcumsumexp", {0}, {0}, LogCumSumExpGrad},
       {"matmul", {0, 1}, {}, MatmulGrad},
       {"mm", {0, 1}, {}, MatmulGrad},
       {"bmm", {0, 1}, {}, MatmulGrad},

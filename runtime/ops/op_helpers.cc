@@ -1,5 +1,6 @@
 #include "runtime/ops/op_helpers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -93,6 +94,10 @@ absl::Status RequireFloating(const Tensor& t, const std::string& what) {
   return absl::InvalidArgumentError(
       absl::StrCat(what, " needs a floating point tensor, got ",
                    DTypeName(t.dtype()), " (convert with .float() first)"));
+}
+
+absl::StatusOr<int> OneDim(const Tensor& t, const Attrs& attrs) {
+  return WrapDim(attrs.Int("dim"), std::max(t.ndim(), 1));
 }
 
 absl::Status RequireDim(const Tensor& t, int ndim, const std::string& what) {

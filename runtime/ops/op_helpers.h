@@ -60,6 +60,10 @@ absl::Status NotDifferentiable(const std::string& op, const std::string& arg,
 absl::Status RequireInput(const std::string& op, int index, const Tensor& t,
                           DType dtype, const Shape& shape);
 
+// The dim of a one-dim op (attribute "dim", wrapped): a 0-d tensor takes
+// dim 0 or -1, as in PyTorch.
+absl::StatusOr<int> OneDim(const Tensor& t, const Attrs& attrs);
+
 // Normalised, de-duplicated reduction dims from attribute "dim" ([] = all).
 absl::StatusOr<std::vector<bool>> ReducedDims(const Attrs& attrs, int rank);
 

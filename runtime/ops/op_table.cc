@@ -10,13 +10,15 @@ const std::vector<OpDef>& OpTable() {
   static const std::vector<OpDef>* table = [] {
     auto* t = new std::vector<OpDef>();
     for (auto family :
-         {CreationOps,  UnaryOps,        PointwiseOps,     CompareOps,
-          InPlaceOps,   ReductionOps,    LinalgOps,        ViewOps,
-          ShapeOps,     IndexOps,        ScatterReduceOps, NnOps,
-          ConvOps,      ConvGradOps,     MaxPoolOps,       BatchNormOps,
-          OptimOps,     SortOps,         SelectOps,        LossOps,
-          LayerNormOps, CrossEntropyOps, GeluOps,          StridedOps,
-          SpecialOps,   LapackOps,       LapackSpectralOps}) {
+         {CreationOps,     UnaryOps,          PointwiseOps,     CompareOps,
+          InPlaceOps,      ReductionOps,      LinalgOps,        ViewOps,
+          ShapeOps,        IndexOps,          ScatterReduceOps, NnOps,
+          ConvOps,         ConvGradOps,       MaxPoolOps,       AdaptiveMaxPoolOps,
+          AvgPool3dOps,    BatchNormOps,      OptimOps,         SortOps,
+          ScanOps,         SelectOps,         LossOps,          LayerNormOps,
+          CrossEntropyOps, GeluOps,           StridedOps,       SpecialOps,
+          LapackOps,       LapackSpectralOps, Conv3dOps,        GridSampleOps,
+          DistanceOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);

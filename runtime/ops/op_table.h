@@ -30,13 +30,23 @@ std::vector<OpDef> ViewOps();
 std::vector<OpDef> ShapeOps();
 std::vector<OpDef> IndexOps();
 std::vector<OpDef> ScatterReduceOps();
+std::vector<OpDef> DistanceOps();  // cdist, pdist, histc
 std::vector<OpDef> NnOps();
 std::vector<OpDef> ConvOps();
 std::vector<OpDef> ConvGradOps();   // conv_grad_ops.cc: internal to autograd
+std::vector<OpDef> Conv3dOps();     // conv3d_ops.cc: conv3d and its gradients
+std::vector<OpDef> GridSampleOps();  // grid_sample_ops.cc: grid_sampler_2d's backward
 std::vector<OpDef> MaxPoolOps();    // max_pool_ops.cc: max_pool2d_with_indices
+// adaptive_max_pool_ops.cc: adaptive_max_pool{2,3}d, their backward,
+// max_pool3d_with_indices_backward
+std::vector<OpDef> AdaptiveMaxPoolOps();
+// avg_pool3d_ops.cc: avg_pool3d, adaptive_avg_pool3d and their backward
+std::vector<OpDef> AvgPool3dOps();
 std::vector<OpDef> BatchNormOps();  // batch_norm_ops.cc: fused, CPU
 std::vector<OpDef> OptimOps();      // optim_ops.cc: detach, sgd/adam steps, ...
-std::vector<OpDef> SortOps();    // sort_ops.cc: sort, topk, cumsum, flip, ...
+std::vector<OpDef> SortOps();  // sort_ops.cc: sort, topk, cumsum, flip, ...
+// scan_ops.cc: cummax/cummin, logcumsumexp, mode, searchsorted
+std::vector<OpDef> ScanOps();
 std::vector<OpDef> SelectOps();  // select_ops.cc: tril, triu, leaky_relu, ...
 std::vector<OpDef> LossOps();    // loss_ops.cc: binary_cross_entropy, ...
 std::vector<OpDef> LayerNormOps();     // layer_norm_ops.cc: fused, CPU

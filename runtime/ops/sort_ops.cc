@@ -19,11 +19,6 @@ namespace {
 using Specs = absl::StatusOr<std::vector<TensorSpec>>;
 using Outs = absl::StatusOr<std::vector<Tensor>>;
 
-// The dim of a one-dim op; a 0-d tensor takes dim 0 or -1.
-absl::StatusOr<int> OneDim(const Tensor& t, const Attrs& attrs) {
-  return WrapDim(attrs.Int("dim"), std::max(t.ndim(), 1));
-}
-
 Specs InferSort(absl::Span<const Tensor> in, const Attrs& attrs,
                 const OpContext&) {
   TD_RETURN_IF_ERROR(OneDim(in[0], attrs).status());

@@ -1,5 +1,6 @@
 """The reference cases of test_ops_reference.py: one or more per catalog op (the neural-net
-and autograd-support rows' in op_cases_nn.py, torch.special's and nonzero_static's in
+and autograd-support rows' in op_cases_nn.py, the adaptive max pools', 3-d pools' and
+avg_pool2d divisor_override's in op_cases_pool.py, torch.special's and nonzero_static's in
 op_cases_special.py, the case type and input makers in
 op_case_inputs.py).
 
@@ -16,8 +17,11 @@ import torch
 import torch.nn.functional as F
 
 from op_case_inputs import NC, Case, I, R  # noqa: F401 (NC, Case: the tests' names)
+from op_cases_distance import distance_cases
 from op_cases_linalg import linalg_cases
 from op_cases_nn import autograd_support_cases, nn_cases
+from op_cases_pool import pool_cases
+from op_cases_scan import scan_cases
 from op_cases_special import special_cases
 
 UNARY = ["neg", "abs", "sign", "exp", "sin", "cos", "tanh", "sigmoid", "relu", "erf", "floor",
@@ -428,5 +432,6 @@ def cases() -> List[Case]:
           Case("full_like", [R(2, 3)], {"fill_value": 2.5}),
           Case("rand_like", [R(200, 100)], check=_random_check(0.5, (1 / 12) ** 0.5)),
           Case("randn_like", [R(200, 100, dtype=torch.float64)], check=_random_check(0, 1))]
-    c += autograd_support_cases() + special_cases() + linalg_cases()
+    c += (autograd_support_cases() + pool_cases() + special_cases() + linalg_cases() +
+          scan_cases() + distance_cases())
     return c

@@ -158,6 +158,16 @@ def nn_cases() -> List[Case]:
           # Big enough to run image by image on the intra-op pool.
           Case("conv2d", [R(6, 3, 16, 16), R(16, 3, 3, 3), R(16)], {"padding": (1,)}, ref=F.conv2d,
                rtol=1e-4),
+          # conv3d: oneDNN (float32), direct loops (float64); the last big enough to split
+          # into blocks of images over the pool.
+          Case("conv3d", [R(2, 4, 5, 6, 5), R(6, 2, 3, 2, 3), R(6)],
+               {"stride": (2, 1, 1), "padding": (1, 0, 1), "dilation": (1, 2, 1), "groups": 2},
+               ref=F.conv3d),
+          Case("conv3d",
+               [R(1, 3, 4, 4, 3, dtype=torch.float64), R(2, 3, 2, 1, 2, dtype=torch.float64)],
+               {"padding": (1,)}, ref=F.conv3d),
+          Case("conv3d", [R(4, 4, 8, 8, 8), R(8, 4, 3, 3, 3), R(8)], {"padding": (1,)},
+               ref=F.conv3d, rtol=1e-4),
           Case("max_pool2d", [R(2, 3, 7, 7)], {"kernel_size": 3, "stride": 2, "padding": 1}, ref=F.max_pool2d),
           Case("max_pool2d", [R(3, 6, 5)], {"kernel_size": (2, 3), "ceil_mode": True, "dilation": 1},
                ref=F.max_pool2d),
@@ -203,10 +213,38 @@ def nn_cases() -> List[Case]:
     return c
 
 
+def _grid_sampler_2d_backward(g: torch.Tensor, x: torch.Tensor, grid: torch.Tensor,
+                              interpolation_mode: int = 0, padding_mode: int = 0,
+                              align_corners: bool = False) -> tuple:
+    return torch.ops.aten.grid_sampler_2d_backward(g, x, grid, interpolation_mode, padding_mode,
+                                                   align_corners, [True, True])
+
+
 def autograd_support_cases() -> List[Case]:
     c: List[Case] = []
     # ------------------------------------------- autograd support (gradients: test_autograd_*)
     c += [Case("detach", [R(3, 4)], ref=lambda x: x.detach()),
+          # grid_sampler_2d_backward: grad_output, input, grid (some points outside [-1, 1]).
+          Case("grid_sampler_2d_backward", [R(2, 3, 4, 5), R(2, 3, 5, 6), R(2, 4, 5, 2) * 0.8],
+               ref=_grid_sampler_2d_backward, nout=2),
+          Case("grid_sampler_2d_backward",
+               [R(1, 2, 3, 3, dtype=torch.float64), NC(R(1, 2, 4, 4, dtype=torch.float64)),
+                R(1, 3, 3, 2, dtype=torch.float64) * 0.8],
+               {"interpolation_mode": 2, "padding_mode": 2, "align_corners": True},
+               ref=_grid_sampler_2d_backward, nout=2),
+          Case("grid_sampler_2d_backward", [R(1, 2, 3, 3), R(1, 2, 4, 4), R(1, 3, 3, 2) * 0.8],
+               {"interpolation_mode": 1, "padding_mode": 1}, ref=_grid_sampler_2d_backward,
+               nout=2),
+          Case("conv3d_backward_input", [R(2, 6, 3, 4, 5), R(6, 2, 3, 2, 3)],
+               {"input_size": (2, 4, 5, 6, 5), "stride": (2, 1, 1), "padding": (1, 0, 1),
+                "dilation": (1, 2, 1), "groups": 2},
+               ref=lambda g, w, input_size, **k: torch.nn.grad.conv3d_input(input_size, w, g, **k)),
+          Case("conv3d_backward_weight", [R(2, 6, 3, 4, 5), R(2, 4, 5, 6, 5)],
+               {"weight_size": (6, 2, 3, 2, 3), "stride": (2, 1, 1), "padding": (1, 0, 1),
+                "dilation": (1, 2, 1), "groups": 2},
+               ref=lambda g, x, weight_size, **k: torch.nn.grad.conv3d_weight(
+                   x, weight_size, g, **k),
+               rtol=1e-4),
           Case("conv2d_backward_input", [R(2, 6, 3, 5), R(6, 2, 3, 3)],
                {"input_size": (2, 4, 5, 5), "stride": (2, 1), "padding": (1,), "groups": 2},
                ref=lambda g, w, input_size, stride, padding, groups: torch.nn.grad.conv2d_input(

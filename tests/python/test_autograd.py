@@ -304,6 +304,38 @@ def test_max_pool2d_return_indices_matches_torch(geometry):
     np.testing.assert_array_equal(a.grad.numpy(), ta.grad.numpy())
 
 
+@pytest.mark.parametrize("output_size", [(4, 3), (7, 11), 1], ids=repr)
+def test_adaptive_max_pool2d_matches_torch_on_ties_and_nans(output_size):
+    # The native client's adaptive_max_pool2d: PyTorch's windows and indices (first maximum,
+    # last NaN) and the gradient at them, 3-d input, outputs smaller and larger than the input.
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, 4, size=(3, 9, 8)).astype(np.float32)
+    x[rng.random(x.shape) < 0.08] = np.nan
+    a, ta = pair(x)
+    y, i = td.nn.functional.adaptive_max_pool2d(a, output_size, return_indices=True)
+    ty, ti = torch.nn.functional.adaptive_max_pool2d(ta, output_size, return_indices=True)
+    np.testing.assert_array_equal(y.numpy(), ty.detach().numpy())
+    np.testing.assert_array_equal(i.numpy(), ti.numpy())
+    w = rng.standard_normal(ty.shape).astype(np.float32)
+    (y * td.tensor(w)).sum().backward()
+    (ty * torch.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), ta.grad.numpy())
+
+
+@pytest.mark.parametrize("divisor", [3, -2])
+def test_avg_pool2d_divisor_override_matches_torch(divisor):
+    x = rand(2, 3, 9, 8, seed=6)
+    a, ta = pair(x)
+    kw = dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, divisor_override=divisor)
+    y = td.nn.functional.avg_pool2d(a, **kw)
+    ty = torch.nn.functional.avg_pool2d(ta, **kw)
+    np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-6, atol=1e-6)
+    w = rand(*ty.shape, seed=7)
+    (y * td.tensor(w)).sum().backward()
+    (ty * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
 def test_max_pool2d_grad_after_the_output_is_modified_in_place():
     # relu_ on the pooled output (nn.ReLU(inplace=True) after a pool): the backward recomputes
     # the maxima instead of reading the modified output, as PyTorch (which saves indices) allows.

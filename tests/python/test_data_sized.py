@@ -107,3 +107,30 @@ def test_cumprod_gradient_along_a_dim_with_a_dtype():
     t = from_torch(x).requires_grad_()
     (td.cumprod(t, 1, dtype=td.float64) * from_torch(w)).sum().backward()
     assert_same(t.grad, xr.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.bool])
+def test_unique_and_unique_consecutive_match_pytorch(dtype):
+    """dim=None; no NaN here (PyTorch 1.13's CPU unique orders NaN by a hash table)."""
+    xs = [torch.randint(-3, 4, (5, 6), generator=_gen(3)).to(dtype),
+          torch.tensor(2).to(dtype), torch.zeros(0, 3, dtype=dtype), torch.ones(4, dtype=dtype)]
+    for x in xs:
+        for inverse in (False, True):
+            for counts in (False, True):
+                got = td.unique(from_torch(x), return_inverse=inverse, return_counts=counts)
+                want = torch.unique(x, sorted=True, return_inverse=inverse,
+                                    return_counts=counts)
+                for g, w in zip(got if isinstance(got, tuple) else (got,),
+                                want if isinstance(want, tuple) else (want,)):
+                    assert_same(g, w)
+                got = from_torch(x).unique_consecutive(return_inverse=inverse,
+                                                       return_counts=counts)
+                want = torch.unique_consecutive(x, return_inverse=inverse,
+                                                return_counts=counts)
+                for g, w in zip(got if isinstance(got, tuple) else (got,),
+                                want if isinstance(want, tuple) else (want,)):
+                    assert_same(g, w)
+    strided = torch.randint(0, 3, (4, 6), generator=_gen(5)).float()
+    assert_same(from_torch(strided).t().unique(), torch.unique(strided.t()))
+    with pytest.raises(NotImplementedError):
+        td.unique(from_torch(strided), dim=0)

@@ -323,6 +323,22 @@ def test_split(arg, dim):
     assert len(from_torch(t).split(arg, dim)) == len(want)
 
 
+def test_split_into_sections_waits_for_no_shape():
+    # Two or more sections give as many pieces whatever the shape: a tensor whose shape the
+    # client has not yet splits without waiting, and the daemon checks the sizes (raised at the
+    # next read). Note [Attention without shape waits].
+    t = torch.arange(30.0).reshape(5, 6)
+    x = from_torch(t)
+    waits = td.default_session().waits
+    got = x.split([1, 2, 3], -1)
+    assert td.default_session().waits == waits
+    for g, w in zip(got, t.split([1, 2, 3], -1)):
+        assert_same(g, w)
+    bad = from_torch(t).split([1, 2], 1)
+    with pytest.raises(RuntimeError, match=r"split_sizes to sum exactly to 6 .*dimension 1"):
+        bad[0].numpy()
+
+
 @pytest.mark.parametrize("n,size", [(2, 5), (3, 5), (5, 5), (6, 5), (4, 6), (3, 0)])
 def test_chunk_and_unbind(n, size):
     t = torch.arange(float(size * 2)).reshape(size, 2)

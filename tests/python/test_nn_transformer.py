@@ -46,6 +46,23 @@ def test_scaled_dot_product_attention(kw):
                      grad_inputs=[0, 1, 2], **kw)
 
 
+@pytest.mark.parametrize("shapes_on_client", [False, True])
+def test_sdpa_queues_without_waiting_for_shapes(shapes_on_client):
+    # Note [Attention without shape waits]: with fresh operands the daemon makes the causal
+    # mask and the scale and the call waits for nothing; with shapes the client has, the scale
+    # is a float. The same values either way, for 2-d and 4-d operands.
+    for shape_q, shape_kv in (((5, 4), (7, 4)), ((2, 3, 5, 4), (2, 3, 7, 4))):
+        arrays = [rand(*shape_q), rand(*shape_kv, seed=1), rand(*shape_kv, seed=2)]
+        want = torch_sdpa(*(torch.from_numpy(a) for a in arrays), is_causal=True)
+        q, k, v = (td.tensor(a) for a in arrays)
+        if shapes_on_client:
+            assert [t.dim() for t in (q, k, v)] == [len(shape_q)] + [len(shape_kv)] * 2
+        waits = td.default_session().waits
+        got = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        assert td.default_session().waits == waits
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_sdpa_dropout_drops_attention_weights():
     td.manual_seed(0)
     q, k = td.tensor(rand(4, 64, 8)), td.tensor(rand(4, 64, 8, seed=1))
@@ -64,8 +81,15 @@ def test_sdpa_rejects_bad_forms():
                                        is_causal=True)
     with pytest.raises(NotImplementedError, match=r"not supported yet: .*enable_gqa.*\(use"):
         F.scaled_dot_product_attention(q, q, q, enable_gqa=True)
+    k = td.tensor(rand(2, 3, 5))
+    assert (q.shape, k.shape) == ((2, 3, 4), (2, 3, 5))  # now the client has them: checked
     with pytest.raises(RuntimeError, match=r"query \[2, 3, 4\] and key \[2, 3, 5\]"):
-        F.scaled_dot_product_attention(q, td.tensor(rand(2, 3, 5)), td.tensor(rand(2, 3, 5)))
+        F.scaled_dot_product_attention(q, k, k)
+    # Shapes the client has not yet: the daemon's matmul rejects them, raised at the next read
+    # (Note [Attention without shape waits]).
+    y = F.scaled_dot_product_attention(q, td.tensor(rand(2, 3, 5)), td.tensor(rand(2, 3, 5)))
+    with pytest.raises(RuntimeError, match=r"matmul at .*shapes \[2, 3, 4\] and \[2, 5, 3\]"):
+        y.numpy()
 
 
 class SelfAttention(td.nn.Module):

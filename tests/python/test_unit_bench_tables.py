@@ -36,3 +36,13 @@ def test_the_table_of_a_runs_figures(capsys) -> None:
                                                                            "yes"]
     assert rows["train step on cuda, ResNet-style CIFAR b64, with graph replay"][2] == "2.20x"
     assert "train step on cuda, MLP 784-1024-1024-10 b256, with graph replay" not in rows
+
+
+def test_the_gpt_row_when_a_run_has_it(capsys) -> None:
+    # Figures made up for the check: 0.1234 / 0.0987 = 1.250 (over the 1.15x aim).
+    raw = dict(RAW, py_gpt={"step_s": 0.1234}, th_gpt={"step_s": 0.0987})
+    run_gpu.table(raw, "2.11.0+cu130").print()
+    rows = [line for line in capsys.readouterr().out.splitlines() if "GPT-2 small" in line]
+    assert len(rows) == 1
+    assert [c.strip() for c in rows[0].split("|")[2:7]] == ["123.40 ms", "98.70 ms", "1.25x",
+                                                            "<= 1.15x", "NO"]

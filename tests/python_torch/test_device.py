@@ -177,14 +177,10 @@ def test_integer_indexing_and_setitem(td: object) -> None:
     same(x.cpu(), base)
 
 
-@pytest.mark.allow_fallback
-def test_boolean_mask_falls_back(td: object) -> None:
-    import tensord.torch as tdt
+def test_boolean_mask_runs_on_the_daemon(td: object) -> None:
     x = torch.arange(5.0, device=D)
-    with pytest.warns(tdt.FallbackWarning):
-        picked = x[x > 2]
+    picked = x[x > 2]  # nonzero's count is the one wait (test_index_masks.py has the rest)
     assert picked.device.type == "tensord" and picked.tolist() == [3.0, 4.0]
-    assert tdt.fallback_counts() == {"aten.index.Tensor": 1}
 
 
 def test_daemon_errors_raise_at_the_read(td: object) -> None:

@@ -10,7 +10,9 @@ Usage (run_all.py and run_gpu.py drive it; each prints one JSON object):
                        PyTorch runs on torch.device("cuda") with torch.cuda.synchronize() around
                        its timings and TF32 off (as in tensord); tensord's session puts its
                        tensors on cuda:0. Exits 2, saying why, when the device is missing.
-    --model mlp|cnn|resnet (train), --dtype float32|bfloat16 and --n N (matmul).
+    --model mlp|cnn|resnet|gpt (train; gpt: --config tiny|gpt2-small, AdamW),
+    --autocast bf16|fp16 (train: the forward in mixed precision), --dtype float32|bfloat16
+    and --n N (matmul).
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ def median(values: List[float]) -> float:
 
 
 DEVICE = "cpu"  # --device, as the library spells it ("cpu", "cuda:0")
-OPTIM = "sgd"  # --optim: the training benchmarks' optimizer
+OPTIM = "sgd"  # --optim: the training benchmarks' optimizer (not GPT's: AdamW)
+GPT_CONFIG = "tiny"  # --config: examples/python/gpt_lm.py's CONFIGS key
+AUTOCAST = None  # --autocast: "bf16"/"fp16" mixed precision for the training forward
 
 
 def sync(lib: Any) -> None:
@@ -214,6 +218,9 @@ def matmul(lib: Any, n: int, dtype: str, reps: int) -> Dict[str, float]:
 
 
 def _model(lib: Any, kind: str) -> tuple:
+    """(model, optimizer, batches, loss(logits, targets)) of a training benchmark."""
+    if kind == "gpt":
+        return _gpt(lib)
     if kind == "mlp":
         import mnist_mlp as ex
         batch = 256
@@ -232,19 +239,35 @@ def _model(lib: Any, kind: str) -> tuple:
     else:
         opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     data = ex.synthetic_data(4, batch)
-    return model, opt, data
+    return model, opt, data, lib.nn.CrossEntropyLoss()
+
+
+def _gpt(lib: Any) -> tuple:
+    """examples/python/gpt_lm.py in GPT_CONFIG, trained with AdamW as GPT-2 is (PyTorch's
+    fused CUDA AdamW on cuda, as nanoGPT; tensord's adam_step is one fused command)."""
+    import gpt_lm as ex
+    config = ex.CONFIGS[GPT_CONFIG]
+    lib.manual_seed(0)
+    model = ex.build_model(lib, config)
+    if lib.__name__ != "tensord":
+        model.to(DEVICE)
+    fused = lib.__name__ != "tensord" and DEVICE != "cpu"
+    opt = ex.make_optimizer(lib, model, fused=fused)
+    data = ex.synthetic_data(4, config.batch_size, config=config)
+    return model, opt, data, lambda logits, targets: ex.loss_fn(lib, logits, targets)
 
 
 def _step_fn(lib: Any, kind: str) -> Tuple[Callable[[int], float], int]:
-    model, opt, data = _model(lib, kind)
-    loss_fn = lib.nn.CrossEntropyLoss()
+    from gpt_lm import autocast  # td.autocast or torch.autocast (--autocast), or none
+    model, opt, data, loss_fn = _model(lib, kind)
     model.train()
 
     def step(i: int) -> float:
         x, y = data[i % len(data)]
         xs, ys = lib.tensor(x, device=DEVICE), lib.tensor(y, device=DEVICE)
         opt.zero_grad()
-        loss = loss_fn(model(xs), ys)
+        with autocast(lib, DEVICE, AUTOCAST):
+            loss = loss_fn(model(xs), ys)
         loss.backward()
         opt.step()
         return loss.item()  # the one sync point per step, in both libraries
@@ -254,8 +277,8 @@ def _step_fn(lib: Any, kind: str) -> Tuple[Callable[[int], float], int]:
 
 
 def train(lib: Any, kind: str, steps: int, reps: int) -> Dict[str, float]:
-    """Median seconds per training step (upload batch, forward, loss, backward, SGD step,
-    loss.item())."""
+    """Median seconds per training step (upload batch, forward, loss, backward, optimizer
+    step, loss.item())."""
     step, batch_bytes = _step_fn(lib, kind)
     for i in range(3):
         step(i)
@@ -331,7 +354,11 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--mib", type=int, default=256)
-    ap.add_argument("--model", choices=["mlp", "cnn", "resnet"], default="mlp")
+    ap.add_argument("--model", choices=["mlp", "cnn", "resnet", "gpt"], default="mlp")
+    ap.add_argument("--config", choices=["tiny", "gpt2-small"], default="tiny",
+                    help="--model gpt: examples/python/gpt_lm.py's config")
+    ap.add_argument("--autocast", choices=["bf16", "fp16"], default=None,
+                    help="train: the forward and loss under td.autocast / torch.autocast")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (cuda:0)")
     ap.add_argument("--optim", choices=["sgd", "adam"], default="sgd",
                     help="the training benchmarks' optimizer (SGD momentum 0.9, or Adam)")
@@ -350,8 +377,8 @@ def main() -> None:
                          "the profiler's cost) and print where the daemon's time went: the "
                          "per-op phase table on stderr, phase totals in the JSON")
     args = ap.parse_args()
-    global OPTIM
-    OPTIM = args.optim
+    global OPTIM, GPT_CONFIG, AUTOCAST
+    OPTIM, GPT_CONFIG, AUTOCAST = args.optim, args.config, args.autocast
     if args.lib == "torch":
         import torch as lib
         lib.set_num_threads(args.threads)

@@ -115,6 +115,13 @@ def alloc(binary: str) -> Dict[str, float]:
     return res
 
 
+# The training-step rows: py_bench.py --model and the row's name. GPT: the "tiny" config of
+# examples/python/gpt_lm.py (py_bench.py's default) with AdamW; run_gpu.py runs GPT-2 small.
+TRAIN_ROWS = (("mlp", "MLP 784-1024-1024-10 b256"), ("cnn", "CNN CIFAR-shaped b64"),
+              ("resnet", "ResNet-style CIFAR b64"),
+              ("gpt", "GPT tiny (4 layers, d=128, 64 tokens, vocab 512) b8, AdamW"))
+
+
 class Table:
     """Rows against the reference PyTorch (TORCH_PY's); an optional last column against
     Debian's (--debian_torch), where a row has it."""
@@ -153,7 +160,7 @@ def main() -> None:
     ap.add_argument("--daemon_args", default="", help="extra tensord flags")
     ap.add_argument("--only", default="",
                     help="comma-separated subset of tiny,sync,transfer,train,sharing,alloc "
-                         "(default: all)")
+                         "(default: all); train_gpt: the GPT row alone (train has it too)")
     ap.add_argument("--debian_torch", action="store_true",
                     help="also time the training steps on Debian's PyTorch (1.13), a second "
                          "column")
@@ -206,14 +213,15 @@ def main() -> None:
             res["py_xfer_grpc"] = py(xfer + ["--shm", "off", "--bulk", "off"], address, t)
             res["memcpy"] = py(["--lib", "torch", "--bench", "transfer", "--mib", str(mib),
                                 "--reps", "5"], None, t)
-        if "train" in parts:
-            for model in ("mlp", "cnn", "resnet"):
-                log(f"training step: {model}")
-                a = ["--bench", "train", "--model", model, "--steps", str(steps), "--reps", "3"]
-                res[f"py_{model}"] = py(["--lib", "tensord"] + a, address, t)
-                res[f"th_{model}"] = py(["--lib", "torch"] + a, None, t)
-                if args.debian_torch:
-                    res[f"deb_{model}"] = py(["--lib", "torch"] + a, None, t, interpreter=PY)
+        models = (["mlp", "cnn", "resnet"] if "train" in parts else []) + (
+            ["gpt"] if parts & {"train", "train_gpt"} else [])
+        for model in models:
+            log(f"training step: {model}")
+            a = ["--bench", "train", "--model", model, "--steps", str(steps), "--reps", "3"]
+            res[f"py_{model}"] = py(["--lib", "tensord"] + a, address, t)
+            res[f"th_{model}"] = py(["--lib", "torch"] + a, None, t)
+            if args.debian_torch:
+                res[f"deb_{model}"] = py(["--lib", "torch"] + a, None, t, interpreter=PY)
         if "sharing" in parts:
             log("sharing: 1 client, then 4")
             res["share1"] = sharing(address, 1, dur, t)
@@ -295,8 +303,7 @@ def main() -> None:
             # The kernel's own ceiling for any TCP transport on this machine (no aim: a reference).
             table.add(f"{mib} MiB bare loopback TCP socket, one stream (GB/s)", f"{raw:.2f}",
                       f"{mc:.2f} (memcpy)", raw / mc, "-", None)
-    for model, name in (("mlp", "MLP 784-1024-1024-10 b256"), ("cnn", "CNN CIFAR-shaped b64"),
-                        ("resnet", "ResNet-style CIFAR b64")):
+    for model, name in TRAIN_ROWS:
         if f"py_{model}" not in res:
             continue
         a, b = res[f"py_{model}"]["step_s"], res[f"th_{model}"]["step_s"]

@@ -2,7 +2,8 @@
 # One command for every tensord benchmark, side by side with local PyTorch:
 #
 #   tools/bench/run_all.sh [--quick] [--threads N] [--daemon_args="..."]
-#                          [--only tiny,sync,transfer,train,sharing,alloc] [--debian_torch]
+#                          [--only tiny,sync,transfer,train,train_gpt,sharing,alloc]
+#                          [--debian_torch]
 #
 # Builds the daemon and the C++ bench binaries with `bazel build -c opt` (no
 # convenience symlinks, so bazel-bin/ keeps pointing at the default build),

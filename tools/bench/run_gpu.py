@@ -7,8 +7,9 @@ then starts its own daemon on 127.0.0.1:0 and runs ``py_bench.py --device cuda``
 Python client and for PyTorch on ``torch.device("cuda")``, each in its own process: tiny-op
 launch throughput, the ``item()`` round trip, matmul 8192² float32 (TF32 off on both sides) and
 bfloat16, and the MLP, CNN and ResNet-style training steps, also on a second daemon with
-``--cuda_graph_replay`` (the "with graph replay" rows). Without a GPU it prints why
-(``SKIP ...``) and exits 0; ``--require_gpu`` makes that exit 1.
+``--cuda_graph_replay`` (the "with graph replay" rows), and a GPT-2 small training step
+(examples/python/gpt_lm.py: 124M parameters, 8 x 1024 tokens, bfloat16 autocast, AdamW).
+Without a GPU it prints why (``SKIP ...``) and exits 0; ``--require_gpu`` makes that exit 1.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ import run_all  # noqa: E402  (start_daemon, Table, PY: one daemon start, one ta
 from run_all import Table  # noqa: E402
 
 NO_DEVICE = 2  # py_bench.py's exit status when the device is missing
+# py_bench.py --model gpt's arguments here (on the CPU, run_all.py runs the "tiny" config).
+GPT_ARGS = ["--config", "gpt2-small", "--autocast", "bf16"]
+GPT_ROW = "GPT-2 small (124M, 12 layers, d=768) 8 x 1024 tokens, bf16 autocast, AdamW"
 
 
 class Skip(Exception):
@@ -91,6 +95,11 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
             a = ["--bench", "train", "--model", model, "--steps", str(steps), "--reps", "3"]
             res[f"py_{model}"] = py(["--lib", "tensord"] + a, address, t)
             res[f"th_{model}"] = py(["--lib", "torch"] + a, None, t)
+        log("training step: GPT-2 small, bfloat16 autocast")
+        a = ["--bench", "train", "--model", "gpt"] + GPT_ARGS + ["--steps", str(steps),
+                                                                 "--reps", "3"]
+        res["py_gpt"] = py(["--lib", "tensord"] + a, address, t)
+        res["th_gpt"] = py(["--lib", "torch"] + a, None, t)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -144,6 +153,10 @@ def table(res: Dict[str, Any], torch_version: str) -> Table:
             a = r["step_s"]
             tab.add(f"train step on cuda, {name}, with graph replay", f"{a * 1e3:.2f} ms",
                     f"{b * 1e3:.2f} ms", a / b, "<= 0.7x", a / b <= 0.7)
+    if "py_gpt" in res:  # runs before this row existed have no GPT figures
+        a, b = res["py_gpt"]["step_s"], res["th_gpt"]["step_s"]
+        tab.add(f"train step on cuda, {GPT_ROW}", f"{a * 1e3:.2f} ms", f"{b * 1e3:.2f} ms",
+                a / b, "<= 1.15x", a / b <= 1.15)
     return tab
 
 

@@ -33,7 +33,10 @@ from ._ops import *  # noqa: F401,F403 (the PyTorch-named functions)
 from ._ops import __all__ as _ops_all
 from ._multi_ops import *  # noqa: F401,F403 (max/min/split/... with PyTorch signatures)
 from ._multi_ops import __all__ as _multi_all
+from ._scan_ops import *  # noqa: F401,F403 (cummax/cummin/mode/searchsorted)
+from ._scan_ops import __all__ as _scan_all
 from ._data_sized import argwhere, masked_select, nonzero
+from ._unique import unique, unique_consecutive
 from ._session import DEFAULT_ADDRESS, Session
 from ._shared import SharedBuffer, empty_shared
 from ._catalog_function import CatalogFunction
@@ -44,7 +47,8 @@ from . import autograd, backends, nn, optim, profiler  # noqa: E402  (need the n
 from ._serialization import load, save  # noqa: E402
 from ._version import __version__  # noqa: E402
 
-__all__ = sorted(set(_ops_all) | set(_multi_all) | {"argwhere", "masked_select", "nonzero",
+__all__ = sorted(set(_ops_all) | set(_multi_all) | set(_scan_all) | {"argwhere", "masked_select", "nonzero",
+    "unique", "unique_consecutive",
     "Size", "device", "dtype", "bfloat16", "bool_", "float16", "float32", "float64", "int8",
     "int32", "int64", "uint8", "bool", "float", "double", "half", "long", "int",
     "ConnectionLost", "DTypeError", "Error", "InvalidArgumentError", "NotFoundError",

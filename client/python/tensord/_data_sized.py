@@ -58,7 +58,8 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
 
 
 class DataSizedMethods:
-    """Mixed into ``Tensor``: ``x.nonzero()``, ``x.argwhere()``, ``x.masked_select(mask)``."""
+    """Mixed into ``Tensor``: ``x.nonzero()``, ``x.argwhere()``, ``x.masked_select(mask)``,
+    ``x.unique()``, ``x.unique_consecutive()``."""
 
     __slots__ = ()
 
@@ -70,3 +71,14 @@ class DataSizedMethods:
 
     def masked_select(self, mask: Any) -> Any:
         return masked_select(self, mask)  # type: ignore[arg-type]
+
+    def unique(self, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+               return_counts: bool = False, dim: Any = None) -> Any:
+        from ._unique import unique
+        return unique(self, sorted, return_inverse, return_counts, dim)  # type: ignore[arg-type]
+
+    def unique_consecutive(self, return_inverse: bool = False, return_counts: bool = False,
+                           dim: Any = None) -> Any:
+        from ._unique import unique_consecutive
+        return unique_consecutive(self, return_inverse, return_counts,  # type: ignore[arg-type]
+                                  dim)

@@ -38,6 +38,15 @@ class return_types:  # noqa: N801 (torch.return_types)
     class min(_ValuesIndices):  # noqa: N801
         """``(values, indices)`` of ``min(input, dim)``."""
 
+    class cummax(_ValuesIndices):  # noqa: N801
+        """``(values, indices)`` of ``cummax(input, dim)``."""
+
+    class cummin(_ValuesIndices):  # noqa: N801
+        """``(values, indices)`` of ``cummin(input, dim)``."""
+
+    class mode(_ValuesIndices):  # noqa: N801
+        """``(values, indices)`` of ``mode(input, dim, keepdim)``."""
+
 
 def _minmax(name: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any:
     if isinstance(dim, Tensor):  # max(a, b): the elementwise form
@@ -80,7 +89,14 @@ def _dim_size(t: Tensor, dim: int) -> Tuple[int, int]:
 def split(tensor: Tensor, split_size_or_sections: Union[int, Sequence[int]],
           dim: int = 0) -> Tuple[Tensor, ...]:
     """Views of pieces of ``dim``: of ``split_size`` each (the last may be smaller), or of the
-    given ``sections`` sizes."""
+    given ``sections`` sizes. Two or more sections make as many pieces whatever the shape: then
+    a tensor whose shape the client has not yet is split without waiting for it, and the daemon
+    checks the sizes (Note [Attention without shape waits] in nn/_functional_attention.py)."""
+    if (tensor._info is None and not isinstance(split_size_or_sections, (int, np.integer))
+            and len(split_size_or_sections) >= 2):
+        arg = [operator.index(s) for s in split_size_or_sections]
+        return call("split", [tensor], {"split_size_or_sections": arg,
+                                        "dim": operator.index(dim)}, num_outputs=len(arg))
     d, size = _dim_size(tensor, dim)
     if isinstance(split_size_or_sections, (int, np.integer)):
         step = operator.index(split_size_or_sections)

@@ -192,6 +192,21 @@ class TensorMethods:
         from ._multi_ops import min
         return min(self, dim, keepdim)  # type: ignore[arg-type]
 
+    def cummax(self, dim: int) -> Any:
+        """``(values, indices)`` of the running maximum along ``dim``."""
+        from ._scan_ops import cummax
+        return cummax(self, dim)  # type: ignore[arg-type]
+
+    def cummin(self, dim: int) -> Any:
+        """``(values, indices)`` of the running minimum along ``dim``."""
+        from ._scan_ops import cummin
+        return cummin(self, dim)  # type: ignore[arg-type]
+
+    def mode(self, dim: int = -1, keepdim: bool = False) -> Any:
+        """``(values, indices)``: the most frequent value along ``dim`` and its last index."""
+        from ._scan_ops import mode
+        return mode(self, dim, keepdim)  # type: ignore[arg-type]
+
     # ------------------------------------------------- several outputs, indexing
 
     def split(self, split_size: Any, dim: int = 0) -> Any:

@@ -6,23 +6,50 @@ Mask conventions differ between PyTorch's two APIs, and both are kept: for
 ``scaled_dot_product_attention`` a boolean ``attn_mask`` is True where a query MAY attend;
 for ``MultiheadAttention`` a boolean mask is True where it may NOT. A float mask is added to
 the scores in both.
+
+Note [Attention without shape waits]: the shape of a tensor an op just made is known to the
+client only once the daemon acknowledged the batch that made it, i.e. once that batch ran. A
+shape read in a model's forward therefore drains the queue: the client stops until the daemon
+has caught up, then the daemon idles while the client queues the rest (on a loaded 2-CPU VM
+the tiny GPT step of examples/python/gpt_lm.py took 140-270 ms with the 8 waits its attention
+made, 65-85 ms without). So the causal mask and the default scale are made by the daemon
+from the operands themselves (``causal_blocked``, ``default_scale``), and the operands' shapes
+are checked here only when the client already has them; otherwise a mismatch is the daemon's
+``matmul`` error, raised at the next read like any op's.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 from .. import _dtype
 from .._tensor import Tensor, call
 
 
-def causal_mask(q_len: int, k_len: int, like: Tensor) -> Tensor:
-    """Boolean ``(q_len, k_len)``: True on and below the diagonal (top-left aligned, as
-    PyTorch's ``is_causal``), on ``like``'s device."""
-    ones = call("ones", [], {"shape": [q_len, k_len], "dtype": _dtype.bool_,
-                             "device": like.device}, session=like._session)
-    return call("tril", [ones])
+def _plane(t: Tensor, keep: int) -> Tensor:
+    """A view of ``t``'s first ``keep``-dim slice (the last ``keep`` dims, index 0 in every
+    leading dim), whatever ``t``'s rank: no shape needed."""
+    flat = call("flatten", [call("unsqueeze", [t], {"dim": 0})],
+                {"start_dim": 0, "end_dim": -keep - 1})
+    return call("select", [flat], {"dim": 0, "index": 0})
+
+
+def causal_blocked(scores: Tensor) -> Tensor:
+    """Boolean ``(L, S)`` for ``(..., L, S)`` scores: True strictly above the diagonal (keys
+    after the query, top-left aligned as PyTorch's ``is_causal``), made by the daemon."""
+    ones = call("ones_like", [_plane(scores, 2)], {"dtype": _dtype.bool_})
+    return call("triu", [ones], {"diagonal": 1})
+
+
+def default_scale(query: Tensor) -> Union[float, Tensor]:
+    """``1 / sqrt(E)`` for ``(..., E)`` queries: a float when the client has the shape, else a
+    0-dim tensor the daemon computes (Note [Attention without shape waits])."""
+    if query._info is not None:
+        return 1.0 / math.sqrt(query.shape[-1])
+    # float64, as a Python float: a 0-dim tensor leaves the scores' dtype as it is.
+    e = call("sum", [call("ones_like", [_plane(query, 1)], {"dtype": _dtype.float64})])
+    return call("rsqrt", [e])
 
 
 def apply_mask(scores: Tensor, mask: Optional[Tensor], allowed_when_true: bool) -> Tensor:
@@ -43,10 +70,10 @@ def attention_weights(query: Tensor, key: Tensor, masks: Sequence[Optional[Tenso
                       allowed_when_true: bool) -> Tensor:
     """``dropout(softmax(query @ key^T * scale + masks))`` over the last dim; each mask is
     applied in turn (a boolean one as ``-inf``, a float one added)."""
-    s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    s = default_scale(query) if scale is None else float(scale)
     scores = call("matmul", [query, call("transpose", [key], {"dim0": -2, "dim1": -1})]) * s
     if is_causal:
-        scores = apply_mask(scores, causal_mask(query.shape[-2], key.shape[-2], query), True)
+        scores = call("masked_fill", [scores, causal_blocked(scores), float("-inf")])
     for m in masks:
         scores = apply_mask(scores, m, allowed_when_true)
     w = call("softmax", [scores], {"dim": -1})
@@ -74,7 +101,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got "
                          f"{dropout_p}")
-    _check_qkv(query, key, value)
+    if all(t._info is not None for t in (query, key, value)):  # else the daemon checks
+        _check_qkv(query, key, value)
     w = attention_weights(query, key, [attn_mask], dropout_p, is_causal, scale, True)
     return call("matmul", [w, value])
 

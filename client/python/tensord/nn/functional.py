@@ -178,14 +178,26 @@ def avg_pool2d(input: Tensor, kernel_size: _IntOrPair, stride: Optional[_IntOrPa
                padding: _IntOrPair = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: Optional[int] = None
                ) -> Tensor:
-    """2-d average pooling (``stride`` defaults to ``kernel_size``)."""
+    """2-d average pooling (``stride`` defaults to ``kernel_size``); ``divisor_override``
+    (a non-zero int) divides every window's sum instead of its size."""
+    if divisor_override == 0:
+        raise ValueError("avg_pool2d: divisor must be not zero")
+    attrs = {"kernel_size": _pair(kernel_size, "kernel_size"),
+             "stride": _pair(stride, "stride") if stride is not None and stride != [] else [],
+             "padding": _pair(padding, "padding"), "ceil_mode": ceil_mode,
+             "count_include_pad": count_include_pad}
     if divisor_override is not None:
-        raise NotImplementedError("avg_pool2d(divisor_override=) is not in the daemon yet")
-    return call("avg_pool2d", [input], {
-        "kernel_size": _pair(kernel_size, "kernel_size"),
-        "stride": _pair(stride, "stride") if stride is not None and stride != [] else [],
-        "padding": _pair(padding, "padding"), "ceil_mode": ceil_mode,
-        "count_include_pad": count_include_pad})
+        attrs["divisor_override"] = int(divisor_override)
+    return call("avg_pool2d", [input], attrs)
+
+
+def adaptive_max_pool2d(input: Tensor, output_size: _IntOrPair,
+                        return_indices: bool = False) -> Any:
+    """Max pooling to an ``output_size`` grid (PyTorch's windows); with ``return_indices``,
+    ``(values, indices)``: each maximum's int64 index into its input plane."""
+    values, indices = call("adaptive_max_pool2d", [input],
+                           {"output_size": _pair(output_size, "output_size")})
+    return (values, indices) if return_indices else values
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size: _IntOrPair) -> Tensor:

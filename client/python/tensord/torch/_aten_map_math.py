@@ -4,12 +4,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 
 from ._aten_map import c, rule, same_name
 from ._aten_map_nn import torch_args
+from ._transfer import native_dtype
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -74,3 +76,18 @@ def _polygamma(n: int, self: Any) -> Any:
 def _view_of(targs: tuple, a: Any) -> Any:
     return c("view", [a], shape=list(targs[0].shape))
 
+
+@rule(aten.angle.default)
+@torch_args
+def _angle(targs: tuple, self: Any) -> Any:
+    """Real inputs: pi where negative, 0 elsewhere (-0.0 included), NaN kept; integer and bool
+    inputs give the default float dtype (PyTorch's int-to-float promotion). Its gradient is
+    zero (PyTorch's angle_backward for real inputs: zeros_like, on the daemon)."""
+    x = targs[0]
+    if x.is_complex():
+        return NotImplemented
+    dtype = x.dtype if x.is_floating_point() else torch.get_default_dtype()
+    v = self if dtype == x.dtype else c("to", [self], dtype=native_dtype(dtype))
+    pi = c("full", [], shape=list(x.shape), fill_value=math.pi, dtype=native_dtype(dtype))
+    r = c("where", [c("lt", [v, 0]), pi, c("mul", [pi, 0])])
+    return c("where", [c("ne", [v, v]), v, r])

@@ -278,7 +278,7 @@ def _unbind(targs: tuple, self: Any, dim: int = 0) -> Any:
     return [c("select", [self], dim=dim, index=i) for i in range(targs[0].shape[dim])]
 
 
-# ---------------------------------------------------------------- transposed conv, avg pooling
+# ---------------------------------------------------------------- transposed conv, adaptive avg pooling
 def _transposed(targs: tuple, stride: Any, padding: Any, dilation: Any, groups: int) -> Any:
     return dict(stride=list(stride), padding=list(padding), dilation=list(dilation),
                 groups=groups)
@@ -328,28 +328,6 @@ def _convolution_backward_any(targs: tuple, grad: Any, input: Any, weight: Any, 
           if output_mask[1] else None)
     gb = c("sum", [grad], dim=[0, 2, 3]) if output_mask[2] else None
     return gi, gw, gb
-
-
-@rule(aten.avg_pool2d.default)
-def _avg_pool2d(self: Any, kernel_size: Any, stride: Any = (), padding: Any = 0,
-                ceil_mode: bool = False, count_include_pad: bool = True,
-                divisor_override: Any = None) -> Any:
-    if divisor_override is not None:
-        return NotImplemented
-    return c("avg_pool2d", [self], kernel_size=list(kernel_size), stride=list(stride),
-             padding=[padding] if isinstance(padding, int) else list(padding),
-             ceil_mode=ceil_mode, count_include_pad=count_include_pad)
-
-
-@rule(aten.avg_pool2d_backward.default)
-def _avg_pool2d_backward(grad_output: Any, self: Any, kernel_size: Any, stride: Any,
-                         padding: Any, ceil_mode: bool, count_include_pad: bool,
-                         divisor_override: Any) -> Any:
-    if divisor_override is not None:
-        return NotImplemented
-    return c("avg_pool2d_backward", [grad_output, self], kernel_size=list(kernel_size),
-             stride=list(stride), padding=list(padding), ceil_mode=ceil_mode,
-             count_include_pad=count_include_pad)
 
 
 @rule(aten._adaptive_avg_pool2d.default)

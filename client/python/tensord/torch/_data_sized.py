@@ -1,8 +1,10 @@
 """Ops whose output size is data: ``nonzero`` (``argwhere`` and boolean-mask indexing are built
-on it by PyTorch), ``masked_select`` and ``repeat_interleave`` with a tensor of repeats. The daemon answers fixed-size questions only
-(``nonzero_static``, whose shape is known before its data: Note [Infer before compute] in
-runtime/ops/op_def.h), so these read the count first, one round trip (PyTorch's CUDA
-``nonzero`` waits for the GPU the same way), then ask for exactly that many coordinates."""
+on it by PyTorch), ``masked_select``, ``repeat_interleave`` with a tensor of repeats, and
+``unique``/``unique_consecutive`` over all elements (``tensord._unique``'s commands). The daemon
+answers fixed-size questions only (``nonzero_static``, whose shape is known before its data:
+Note [Infer before compute] in runtime/ops/op_def.h), so these read the count first, one round
+trip (PyTorch's CUDA ``nonzero`` waits for the GPU the same way), then ask for exactly that many
+coordinates."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from typing import Any, Dict
 
 import torch
 
-from . import _transfer
+from .._unique import unique_parts
+from . import _fallback, _transfer
 from ._aten_map import c, rule
 from ._special import _handles
 from ._tensor import TensordTensor, contiguous_strides
@@ -100,3 +103,41 @@ def repeat_interleave(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
                               c("ones", [], shape=[n - 1], dtype=_INT64)], dim=0)
     index = c("narrow", [c("cumsum", [marks], dim=0)], dim=0, start=0, length=total)
     return _fresh(c("contiguous", [index]), (total,), torch.int64)
+
+
+def _unique(x: TensordTensor, sort: bool, want_inverse: bool, want_counts: bool) -> tuple:
+    """(values, inverse in x's shape, counts), empty int64 tensors for those not asked for (as
+    PyTorch's CPU kernels return them)."""
+    def call(name: str, inputs: list, attrs: dict) -> Any:
+        return c(name, inputs, **attrs)
+
+    n = x.numel()
+    flat = c("reshape", [_payload(x)], shape=[-1])
+    values, inverse, counts, k = unique_parts(call, _count, flat, n, sort, want_inverse,
+                                              want_counts)
+    empty = _fresh(c("zeros", [], shape=[0], dtype=_INT64), (0,), torch.int64)
+    return (_fresh(c("contiguous", [values]), (k,), x.dtype),
+            _fresh(c("reshape", [inverse], shape=list(x.shape)), tuple(x.shape), torch.int64)
+            if want_inverse else empty,
+            _fresh(counts, (k,), torch.int64) if want_counts else empty)
+
+
+@_handles(aten._unique2.default)
+def unique2(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """``sorted=False`` sorts too (PyTorch's CPU kernel does the same)."""
+    a = bind(func, args, kwargs)
+    return _unique(a["self"], True, a["return_inverse"], a["return_counts"])
+
+
+@_handles(aten._unique.default)
+def unique(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    a = bind(func, args, kwargs)
+    return _unique(a["self"], True, a["return_inverse"], False)[:2]
+
+
+@_handles(aten.unique_consecutive.default)
+def unique_consecutive(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    a = bind(func, args, kwargs)
+    if a["dim"] is not None:  # unique runs of slices: not on the daemon yet
+        return _fallback.run(func, args, kwargs)
+    return _unique(a["self"], False, a["return_inverse"], a["return_counts"])

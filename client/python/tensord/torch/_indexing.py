@@ -6,9 +6,10 @@ the index tensors (broadcast together, negative ones wrapped) become one linear 
 so ``aten.index.Tensor`` is ``index_select`` along dim 0 and ``aten.index_put`` the daemon's
 ``index_put`` along dim 0. PyTorch's result layout follows: the broadcast index shape takes the
 place of the indexed dims when they are adjacent, else it comes first. Boolean masks have a
-data-dependent result size (``nonzero``): they keep the mask rule (``_aten_map_nn._index_put``)
-or the CPU fallback. What PyTorch's autograd asks for ``index``'s gradient is ``index_put``
-with ``accumulate=True``, so both directions run on the daemon.
+data-dependent result size: ``index`` turns them into integer indices with ``nonzero`` first
+(one wait, as PyTorch does on CUDA); ``index_put`` keeps the daemon's mask rule
+(``_aten_map_nn._index_put``) where it applies, and expands the masks the same way elsewhere. What PyTorch's autograd asks for ``index``'s gradient is
+``index_put`` with ``accumulate=True``, so both directions run on the daemon.
 """
 
 from __future__ import annotations
@@ -50,10 +51,33 @@ def _prod(x: Any, dims: List[int]) -> int:
     return n
 
 
+def _expand_masks(x: Any, indices: List[Optional[Any]]) -> Optional[List[Optional[Any]]]:
+    """The indices with each boolean (or uint8) mask replaced by the integer indices of its
+    true elements, one per dim it covers (PyTorch's ``expandTensors``: ``nonzero``, the one
+    wait, as on CUDA); None for a 0-d mask (left to the fallback)."""
+    out: List[Optional[Any]] = []
+    for t in indices:
+        if t is None or t.dtype not in (torch.bool, torch.uint8):
+            out.append(t)
+            continue
+        if t.dim() == 0:
+            return None
+        d = len(out)
+        for j in range(t.dim()):
+            if d + j >= x.dim() or t.shape[j] != x.shape[d + j]:
+                raise IndexError(f"The shape of the mask {list(t.shape)} at index {j} does not "
+                                 f"match the shape of the indexed tensor {list(x.shape)} at "
+                                 f"index {d + j}")
+        nz = t.nonzero()
+        out.extend(nz.select(1, j) for j in range(t.dim()))
+    return out
+
+
 @_handles(aten.index.Tensor)
 def index(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     x, indices = args
-    plan = _plan(x, list(indices))
+    expanded = _expand_masks(x, list(indices))
+    plan = _plan(x, expanded) if expanded is not None else None
     if plan is None:
         from ._fallback import run
         return run(func, args, kwargs)
@@ -109,7 +133,10 @@ def index_put(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
         functional = aten.index_put.default
         out = _dispatch.run_rule(functional, _aten_map.RULES[functional],
                                  (x, indices, values, accumulate), {})
-        if out is NotImplemented:
+        if out is NotImplemented and isinstance(values, type(x)):  # a value per true element
+            expanded = _expand_masks(x, list(indices))
+            out = _index_put_int(x, expanded, values, bool(accumulate)) if expanded else None
+        if out is NotImplemented or out is None:
             from ._fallback import run
             return run(func, args, kwargs)
     if inplace:

@@ -1,7 +1,7 @@
 """The ATen ops the device handles itself rather than by a catalog rule: copies between the
-client and the daemon, reads (the only waits), fills and random fills of whole tensors (which
-bind a lazy payload: Note [Lazy payload]), factories ``*_like``, and views that need no daemon
-command (``detach``, ``alias``: the same handle)."""
+client and the daemon, reads (the only waits; ``allclose`` among them), fills and random fills
+of whole tensors (which bind a lazy payload: Note [Lazy payload]), factories ``*_like``, and
+views that need no daemon command (``detach``, ``alias``: the same handle)."""
 
 from __future__ import annotations
 
@@ -69,6 +69,35 @@ def copy_(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     return dst
 
 
+@_handles(aten.copy.default)
+def copy(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """The functional ``copy``: a new tensor of ``self``'s shape, dtype and device holding
+    ``src`` (broadcast and cast), as ``copy_`` into a fresh one (``linspace`` of one step)."""
+    dst, src = args[0], args[1]
+    if not isinstance(dst, TensordTensor):
+        out = torch.empty_like(dst)
+        return copy_(aten.copy_.default, (out, src), {})
+    return copy_(aten.copy_.default, (new_lazy(dst.shape, dst.dtype), src), {})
+
+
+@_handles(aten.linspace.Tensor_Tensor, aten.linspace.Tensor_Scalar,
+          aten.linspace.Scalar_Tensor, aten.logspace.Tensor_Tensor,
+          aten.logspace.Tensor_Scalar, aten.logspace.Scalar_Tensor)
+def space_tensor(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """``linspace``/``logspace`` with tensor ends: on the device, PyTorch's decomposition (no
+    wait); for another device (``device="cpu"``, or none given: PyTorch's default), PyTorch's
+    own rule, the ends' values (``item()``, one wait) given to the number overload there."""
+    device = kwargs.get("device")
+    if device is not None and _is_tensord(device):
+        from torch._decomp import decomposition_table
+        return decomposition_table[func](*args, **kwargs)
+    a = dict(zip(("start", "end", "steps", "base"), args), **kwargs)
+    ends = [v.item() if isinstance(v, torch.Tensor) else v for v in (a.pop("start"),
+                                                                        a.pop("end"))]
+    numbers = getattr(torch, func._schema.name.split("::")[-1])
+    return numbers(*ends, **a)
+
+
 @_handles(aten._to_copy.default)
 def to_copy(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     x = args[0]
@@ -86,6 +115,15 @@ def to_copy(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
 def local_scalar_dense(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     x = args[0]
     return _transfer.download(_d().payload(x), x.dtype).item()
+
+
+@_handles(aten.allclose.default)
+def allclose(func: Any, args: tuple, kwargs: Dict[str, Any]) -> bool:
+    """``isclose`` and ``all`` on the daemon, then one read of the answer."""
+    a = dict(zip(("self", "other", "rtol", "atol", "equal_nan"), args), **kwargs)
+    close = torch.isclose(a["self"], a["other"], rtol=a.get("rtol", 1e-05),
+                          atol=a.get("atol", 1e-08), equal_nan=a.get("equal_nan", False))
+    return bool(close.all().item())
 
 
 @_handles(aten.detach.default, aten.alias.default)

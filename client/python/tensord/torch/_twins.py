@@ -2,12 +2,13 @@
 tensors, as PyTorch's structured kernels do: the functional op is mapped (or decomposes into ops
 that are), where the decomposition of an ``out=`` or in-place op may reach prims the device has
 no rule for (``cat.out`` reaches ``prims.cat``, ``atan2_`` ``prims.atan2``). PyTorch's checks
-kept: no downcast into the written tensor, and an in-place result has its input's shape. An
-``out`` tensor of another shape is left to the decomposition or fallback (PyTorch resizes it).
+kept: no downcast into the written tensor, an in-place result has its input's shape, and an
+``out`` tensor of another shape is resized first (PyTorch's ``resize_output``; ``_resize``).
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Dict, Optional
 
 import torch
@@ -65,8 +66,8 @@ def inplace_twin(func: Any) -> Optional[Any]:
 
 
 def run(func: Any, twin: Any, args: tuple, kwargs: Dict[str, Any], dispatch: Any) -> Any:
-    """``func``'s ``out`` tensors, written with ``twin``'s results; NotImplemented where a
-    shape differs."""
+    """``func``'s ``out`` tensors, resized where their shape differs and written with ``twin``'s
+    results."""
     schema = func._schema.arguments
     outs, fargs, fkwargs = [], list(args), dict(kwargs)
     for i, a in enumerate(schema):
@@ -75,17 +76,35 @@ def run(func: Any, twin: Any, args: tuple, kwargs: Dict[str, Any], dispatch: Any
     fargs = fargs[:len([a for a in schema if not a.is_out and not a.kwarg_only])]
     res = dispatch(twin, tuple(fargs), fkwargs)
     results = [res] if len(outs) == 1 else list(res)
-    if any(tuple(o.shape) != tuple(r.shape) for o, r in zip(outs, results)):
-        return NotImplemented
     for o, r in zip(outs, results):
+        _check_cast(func, o, r)
+        if tuple(o.shape) != tuple(r.shape):
+            _resize_output(o, r.shape, dispatch)
         _write(func, o, r, dispatch)
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _write(func: Any, dst: Any, value: Any, dispatch: Any) -> None:
+def _resize_output(out: Any, shape: Any, dispatch: Any) -> None:
+    """PyTorch's ``resize_output``: an ``out`` tensor of another shape is resized (``_resize``),
+    with PyTorch's deprecation warning unless it was empty."""
+    if out.numel() != 0:
+        warnings.warn(f"An output with one or more elements was resized since it had shape "
+                      f"{list(out.shape)}, which does not match the required output shape "
+                      f"{list(shape)}. This behavior is deprecated, and in a future PyTorch "
+                      "release outputs will not be resized unless they have zero elements. You "
+                      "can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+                      "elements with t.resize_(0).", UserWarning, stacklevel=2)
+    dispatch(torch.ops.aten.resize_.default, (out, list(shape)), {})
+
+
+def _check_cast(func: Any, dst: Any, value: Any) -> None:
     if not torch.can_cast(value.dtype, dst.dtype):  # PyTorch's rule (no downcast)
         raise RuntimeError(f"{func}: result type {value.dtype} can't be cast to the desired "
                            f"output type {dst.dtype}")
+
+
+def _write(func: Any, dst: Any, value: Any, dispatch: Any) -> None:
+    _check_cast(func, dst, value)
     dispatch(torch.ops.aten.copy_.default, (dst, value), {})
 
 
