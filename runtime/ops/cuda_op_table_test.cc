@@ -23,7 +23,7 @@ namespace tensord {
 namespace {
 
 // Rows that run on the CPU only (a new row without a CUDA kernel must be
-// listed here, which makes the gap visible in review): none today.
+// listed here, which makes the gap visible in review).
 const std::set<std::string>& KnownCpuOnly() {
   static const auto* rows = new std::set<std::string>{
       // LAPACK rows (lapack_ops.cc): CPU only for now.
@@ -35,7 +35,11 @@ const std::set<std::string>& KnownCpuOnly() {
       "conv3d", "conv3d_backward_input", "conv3d_backward_weight",
       // grid_sample_ops.cc: the forward is PyTorch's decomposition, with no
       // CUDA kernel of its own to add the backward beside.
-      "grid_sampler_2d_backward"};
+      "grid_sampler_2d_backward",
+      // Fused attention (attention_ops.cc): CUDA composes
+      // scaled_dot_product_attention instead.
+      "scaled_dot_product_flash_attention",
+      "scaled_dot_product_flash_attention_backward"};
   return *rows;
 }
 

@@ -54,6 +54,8 @@ std::vector<OpDef> CrossEntropyOps();  // cross_entropy_ops.cc: fused, CPU
 std::vector<OpDef> GeluOps();          // gelu_ops.cc: gelu, gelu_backward
 std::vector<OpDef> StridedOps();       // strided_ops.cc: as_strided
 std::vector<OpDef> SpecialOps();       // special_ops.cc: torch.special's maps
+// attention_ops.cc: scaled_dot_product_attention, its fused CPU rows
+std::vector<OpDef> AttentionOps();
 // nll_loss and cross_entropy (nll_loss_ops.cc), in NnOps after mse_loss.
 std::vector<OpDef> NllLossOps(const AttrSpec& reduction);
 // narrow, select and slice (slice_view_ops.cc), last in ViewOps.
