@@ -80,15 +80,16 @@ def test_sdpa_rejects_bad_forms():
         F.scaled_dot_product_attention(q, q, q, attn_mask=td.tensor(bool_mask(3, 3)),
                                        is_causal=True)
     with pytest.raises(NotImplementedError, match=r"not supported yet: .*enable_gqa.*\(use"):
-        F.scaled_dot_product_attention(q, q, q, enable_gqa=True)
+        F.scaled_dot_product_attention(q, q, q, enable_gqa=True, dropout_p=0.5)
     k = td.tensor(rand(2, 3, 5))
     assert (q.shape, k.shape) == ((2, 3, 4), (2, 3, 5))  # now the client has them: checked
     with pytest.raises(RuntimeError, match=r"query \[2, 3, 4\] and key \[2, 3, 5\]"):
         F.scaled_dot_product_attention(q, k, k)
-    # Shapes the client has not yet: the daemon's matmul rejects them, raised at the next read
-    # (Note [Attention without shape waits]).
+    # Shapes the client has not yet: the daemon's scaled_dot_product_attention row rejects
+    # them, raised at the next read (Note [Attention without shape waits]).
     y = F.scaled_dot_product_attention(q, td.tensor(rand(2, 3, 5)), td.tensor(rand(2, 3, 5)))
-    with pytest.raises(RuntimeError, match=r"matmul at .*shapes \[2, 3, 4\] and \[2, 5, 3\]"):
+    with pytest.raises(RuntimeError, match=r"scaled_dot_product_attention.*query \[2, 3, 4\] "
+                                           r"and key \[2, 3, 5\] must share"):
         y.numpy()
 
 

@@ -1,6 +1,8 @@
-"""``scaled_dot_product_attention``, as ``torch.nn.functional`` has it, composed of the
-daemon's ``matmul``, ``masked_fill``, ``softmax`` and ``dropout`` (so the daemon's autograd
-differentiates it), plus the mask helpers that ``MultiheadAttention`` shares with it.
+"""``scaled_dot_product_attention``, as ``torch.nn.functional`` has it: the daemon's row of
+that name (one fused kernel each way on the CPU, composed on other devices), or, with dropout,
+composed here of the daemon's ``matmul``, ``masked_fill``, ``softmax`` and ``dropout`` (so the
+daemon's autograd differentiates it); plus the mask helpers that ``MultiheadAttention`` shares
+with it.
 
 Mask conventions differ between PyTorch's two APIs, and both are kept: for
 ``scaled_dot_product_attention`` a boolean ``attn_mask`` is True where a query MAY attend;
@@ -90,11 +92,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     ``(..., S, E)`` keys, ``(..., S, Ev)`` values. ``attn_mask`` broadcasts to ``(..., L, S)``:
     boolean True where a query may attend, or float added to the scores. ``is_causal``
     masks out keys after each query (no ``attn_mask`` with it). ``scale`` defaults to
-    ``1/sqrt(E)``. Dropout draws from the daemon's session generator."""
-    if enable_gqa:
-        raise NotImplementedError("not supported yet: scaled_dot_product_attention("
-                                  "enable_gqa=True) (use key and value with as many heads as "
-                                  "the query, e.g. repeated along the head dim)")
+    ``1/sqrt(E)``. ``enable_gqa`` lets key and value have fewer heads (dim -3) than the
+    query, each serving a group of query heads. Dropout draws from the daemon's session
+    generator."""
     if is_causal and attn_mask is not None:
         raise ValueError("scaled_dot_product_attention: pass either attn_mask or "
                          "is_causal=True, not both")
@@ -103,6 +103,19 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                          f"{dropout_p}")
     if all(t._info is not None for t in (query, key, value)):  # else the daemon checks
         _check_qkv(query, key, value)
+    if attn_mask is not None and attn_mask.dtype is not _dtype.bool_ and \
+            not attn_mask.dtype.is_floating_point:
+        raise TypeError(f"attention masks must be bool or floating point, got "
+                        f"{attn_mask.dtype}")
+    if dropout_p == 0.0:
+        ins = [query, key, value] + ([attn_mask] if attn_mask is not None else [])
+        return call("scaled_dot_product_attention", ins,
+                    {"is_causal": bool(is_causal), "enable_gqa": bool(enable_gqa),
+                     **({"scale": float(scale)} if scale is not None else {})})
+    if enable_gqa:
+        raise NotImplementedError("not supported yet: scaled_dot_product_attention("
+                                  "enable_gqa=True, dropout_p > 0) (use key and value with as "
+                                  "many heads as the query, e.g. repeated along the head dim)")
     w = attention_weights(query, key, [attn_mask], dropout_p, is_causal, scale, True)
     return call("matmul", [w, value])
 

@@ -110,9 +110,14 @@ def addc(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
 
 @_handles(aten._scaled_dot_product_flash_attention_for_cpu.default)
 def sdpa_flash_cpu(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
-    """(output, logsumexp) as PyTorch's CPU flash kernel returns them: the output by the math
-    path, the log-sum-exp of each query's scaled, masked scores (``[N, H, L]``). PyTorch's own
+    """(output, logsumexp) as PyTorch's CPU flash kernel returns them: on a CPU daemon the
+    fused rows (``_attention.flash_attention``); elsewhere the output by the math path, the
+    log-sum-exp of each query's scaled, masked scores (``[N, H, L]``). PyTorch's own
     decomposition returns the attention weights in the second place."""
+    from . import _attention, _dispatch
+    fused = _dispatch.run_rule(func, _attention.flash_attention, args, kwargs)
+    if fused is not NotImplemented:
+        return fused
     names = ("query", "key", "value", "dropout_p", "is_causal")
     a = dict(zip(names, args), **kwargs)
     q, k, v = a["query"], a["key"], a["value"]
