@@ -98,11 +98,9 @@ Shape WithTail(Shape batch, std::initializer_list<int64_t> tail) {
 
 namespace {
 
-using Outs = absl::StatusOr<std::vector<Tensor>>;
-using I = std::vector<int64_t>;
-
-// Element offsets of each problem's matrix in `t` seen with `batch` as its
-// leading dims (Note [Attention geometry]); `tail` its two last sizes.
+// Element offsets of each problem's [rows, cols] matrix in `t` seen with
+// `batch` as its leading dims (Note [Attention geometry]); `view` gets that
+// broadcast view (its data pointer and strides).
 std::vector<int64_t> BatchOffsets(const Tensor& t, const Shape& batch,
                                   int64_t rows, int64_t cols,
                                   StridedView* view) {
@@ -126,8 +124,9 @@ std::vector<int64_t> BatchOffsets(const Tensor& t, const Shape& batch,
   return off;
 }
 
-// The kernel's geometry over contiguous q, k, v (c[0..2]) and the mask;
-// `offsets` keeps the offset arrays alive; views[i] the data pointers.
+// The kernel's geometry over q, k, v (c[0..2], contiguous) and the mask,
+// with the offset arrays it points into and the views whose data the
+// kernel reads.
 struct Geometry {
   cpu::AttentionGeometry g;
   std::vector<int64_t> q_off, k_off, v_off, m_off;
