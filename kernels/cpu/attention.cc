@@ -126,7 +126,7 @@ void ForwardBlock(const AttentionGeometry& g, int64_t b, int64_t i0,
     const T* a = acc + r * g.ev;
     T* o = out + i * g.ev;
     for (int64_t c = 0; c < g.ev; ++c) o[c] = a[c] * inv;
-    lse[i] = sum[r] > 0 ? mx[r] + std::log(sum[r]) : ninf;
+    lse[i] = sum[r] > 0 ? mx[r] + std::log(sum[r]) : T(0);  // PyTorch's 0
   }
 }
 

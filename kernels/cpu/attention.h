@@ -45,7 +45,8 @@ struct AttentionGeometry {
   int64_t mask_row = 0, mask_col = 0;
 };
 
-// out [batch, L, Ev] and lse [batch, L] (a fully masked query: 0 and -inf).
+// out [batch, L, Ev] and lse [batch, L] (a fully masked query: 0 and 0, as
+// PyTorch's flash kernel; the backward reads its weights as 0 whatever lse).
 template <typename T>
 void AttentionForward(const AttentionGeometry& g, const T* q, const T* k,
                       const T* v, T* out, T* lse);
