@@ -1,6 +1,7 @@
-"""F.scaled_dot_product_attention on the tensord device against local PyTorch (its CPU flash
-kernel): values and the gradients of query, key and value, on the daemon's fused rows (no CPU
-fallback: conftest's ``no_fallback``, the backward included). Causal with L < S and L > S, bool
+"""F.scaled_dot_product_attention on the tensord device against local PyTorch: values and the
+gradients of query, key and value, on the daemon's fused rows where the call is one PyTorch's
+CPU flash op computes (Ev == E; PyTorch's composite otherwise), with no CPU fallback (conftest's
+``no_fallback``, the backward included). Causal with L < S and L > S, bool
 and float masks that broadcast, Ev != E, an explicit scale, grouped-query heads, a fully masked
 query (0, as PyTorch's flash kernel gives), float32/float64; ATen's flash op and its backward
 called directly (the log-sum-exp too)."""
@@ -64,6 +65,17 @@ def test_sdpa_matches_pytorch(td: object, case: tuple, dtype: "torch.dtype") -> 
         torch.testing.assert_close(d.grad.cpu(), c.grad, **tol, msg=f"grad of input {i}")
 
 
+def test_sdpa_takes_the_flash_op(td: object) -> None:
+    """4-d, one head size, no dropout: PyTorch's CPU flash op (the fused rows), whose backward
+    PyTorch's autograd records; other head sizes take PyTorch's composite."""
+    q, k, v = (x.to(D).requires_grad_() for x in _inputs(((1, 2, 3, 4),) * 3, torch.float32, 0))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert "FlashAttentionForCpu" in type(out.grad_fn).__name__, out.grad_fn
+    v6 = torch.randn(1, 2, 3, 6).to(D).requires_grad_()
+    out = F.scaled_dot_product_attention(q, k, v6)
+    assert "FlashAttention" not in type(out.grad_fn).__name__, out.grad_fn
+
+
 def test_fully_masked_query_is_zero_like_pytorch(td: object) -> None:
     q, k, v = _inputs(((1, 2, 3, 4), (1, 2, 3, 4), (1, 2, 3, 4)), torch.float32, seed=0)
     mask = torch.ones(3, 3, dtype=torch.bool)
@@ -76,8 +88,9 @@ def test_fully_masked_query_is_zero_like_pytorch(td: object) -> None:
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_flash_op_and_backward_directly(td: object, causal: bool) -> None:
-    """ATen's CPU flash op and its backward on the daemon: output, log-sum-exp, gradients."""
-    q, k, v = _inputs(((2, 2, 6, 4), (2, 2, 9, 4), (2, 2, 9, 3)), torch.float64, seed=3)
+    """ATen's CPU flash op and its backward on the daemon: output, log-sum-exp, gradients
+    (PyTorch's CPU kernel needs Ev == E)."""
+    q, k, v = _inputs(((2, 2, 6, 4), (2, 2, 9, 4), (2, 2, 9, 4)), torch.float64, seed=3)
     out, lse = aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal)
     dout, dlse = aten._scaled_dot_product_flash_attention_for_cpu(
         q.to(D), k.to(D), v.to(D), 0.0, causal)
