@@ -98,17 +98,15 @@ void ForwardBlock(const AttentionGeometry& g, int64_t b, int64_t i0,
     MaskScores(g, b, i0, rn, j0, jn, s, kKeyBlock);
     for (int64_t r = 0; r < rn; ++r) {
       T* row = s + r * kKeyBlock;
-      T m = mx[r];
-      for (int64_t c = 0; c < jn; ++c) m = std::max(m, row[c]);
+      const T bm = internal::RowMax(row, jn);  // NaN wins
+      const T m = (bm > mx[r] || bm != bm) ? bm : mx[r];
       if (m == ninf) {  // nothing to attend to yet: weights 0
         std::fill(row, row + jn, T(0));
         continue;
       }
-      T total = 0;
-      for (int64_t c = 0; c < jn; ++c) {
-        row[c] = Exp(row[c] - m);
-        total += row[c];
-      }
+      // Separate loops: the exp vectorises, the sum runs in lanes.
+      for (int64_t c = 0; c < jn; ++c) row[c] = Exp(row[c] - m);
+      const T total = static_cast<T>(internal::RowSum(row, jn));
       const T rescale = Exp(mx[r] - m);  // 0 while mx[r] is -inf
       sum[r] = sum[r] * rescale + total;
       mx[r] = m;
