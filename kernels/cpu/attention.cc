@@ -78,11 +78,11 @@ void MaskScores(const AttentionGeometry& g, int64_t b, int64_t i0, int64_t rn,
 // Queries [i0, i0 + rn) of problem b: out and lse by an online softmax over
 // key blocks. `scratch` holds kQueryBlock * (kKeyBlock + ev + 2) values.
 template <typename T>
-void ForwardBlock(const AttentionGeometry& g, int64_t b, int64_t i0,
-                  int64_t rn, const T* q, const T* k, const T* v, T* out,
-                  T* lse, T* scratch) {
+void ForwardBlock(const AttentionGeometry& g, int64_t b, int64_t i0, int64_t rn,
+                  const T* q, const T* k, const T* v, T* out, T* lse,
+                  T* scratch) {
   const T ninf = -std::numeric_limits<T>::infinity();
-  T* s = scratch;                   // [rn, kKeyBlock]
+  T* s = scratch;                        // [rn, kKeyBlock]
   T* acc = s + kQueryBlock * kKeyBlock;  // [rn, ev]
   T* mx = acc + kQueryBlock * g.ev;      // running max [rn]
   T* sum = mx + kQueryBlock;             // running sum [rn]
@@ -135,8 +135,8 @@ void BackwardProblem(const AttentionGeometry& g, int64_t b, const T* dout,
                      const T* lse, T* dq, T* dk, T* dv, T* scratch) {
   const T ninf = -std::numeric_limits<T>::infinity();
   const T scale = static_cast<T>(g.scale);
-  T* p = scratch;                      // [rn, kKeyBlock] weights
-  T* dp = p + kQueryBlock * kKeyBlock;  // [rn, kKeyBlock] their gradient
+  T* p = scratch;                           // [rn, kKeyBlock] weights
+  T* dp = p + kQueryBlock * kKeyBlock;      // [rn, kKeyBlock] their gradient
   T* delta = dp + kQueryBlock * kKeyBlock;  // [l]: rowsum(dout * out)
   const T* go = dout + b * g.l * g.ev;
   const T* o = out + b * g.l * g.ev;
@@ -171,8 +171,8 @@ void BackwardProblem(const AttentionGeometry& g, int64_t b, const T* dout,
         }
       }
       // dv_j += P^T dout_i; dP = dout_i V_j^T.
-      Product<T>(true, false, jn, g.ev, rn, p, kKeyBlock, go + i0 * g.ev,
-                 g.ev, T(1), dvb + j0 * g.ev, g.ev);
+      Product<T>(true, false, jn, g.ev, rn, p, kKeyBlock, go + i0 * g.ev, g.ev,
+                 T(1), dvb + j0 * g.ev, g.ev);
       Product<T>(false, true, rn, jn, g.ev, go + i0 * g.ev, g.ev,
                  vb + j0 * g.ev, g.ev, T(0), dp, kKeyBlock);
       // dS = P * (dP - delta) * scale, in dp.
@@ -229,18 +229,18 @@ void AttentionBackward(const AttentionGeometry& g, const T* grad_out,
 template void AttentionForward<float>(const AttentionGeometry&, const float*,
                                       const float*, const float*, float*,
                                       float*);
-template void AttentionForward<double>(const AttentionGeometry&,
-                                       const double*, const double*,
-                                       const double*, double*, double*);
+template void AttentionForward<double>(const AttentionGeometry&, const double*,
+                                       const double*, const double*, double*,
+                                       double*);
 template void AttentionBackward<float>(const AttentionGeometry&, const float*,
-                                       const float*, const float*,
-                                       const float*, const float*,
-                                       const float*, float*, float*, float*);
-template void AttentionBackward<double>(const AttentionGeometry&,
+                                       const float*, const float*, const float*,
+                                       const float*, const float*, float*,
+                                       float*, float*);
+template void AttentionBackward<double>(const AttentionGeometry&, const double*,
                                         const double*, const double*,
                                         const double*, const double*,
-                                        const double*, const double*,
-                                        double*, double*, double*);
+                                        const double*, double*, double*,
+                                        double*);
 
 }  // namespace cpu
 }  // namespace tensord

@@ -18,8 +18,8 @@ using Ints = std::vector<int64_t>;
 
 absl::StatusOr<Tensor> MaskedOut(const Tensor& scores, const Tensor& blocked,
                                  const ComposeOps& op) {
-  TD_ASSIGN_OR_RETURN(
-      Tensor ninf, op.Num(-std::numeric_limits<double>::infinity(), scores));
+  TD_ASSIGN_OR_RETURN(Tensor ninf,
+                      op.Num(-std::numeric_limits<double>::infinity(), scores));
   return op("masked_fill", {scores, blocked, ninf});
 }
 
@@ -45,8 +45,8 @@ absl::StatusOr<Grouped> Group(absl::Span<const Tensor> in,
   const int64_t hq = q.shape()[q.ndim() - 3], hk = k.shape()[k.ndim() - 3];
   if (hk == 0 || hq % hk != 0 || v.shape()[v.ndim() - 3] != hk) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "scaled_dot_product_attention: with enable_gqa the query's heads (",
-        hq, ") must be a multiple of the key's (", hk,
+        "scaled_dot_product_attention: with enable_gqa the query's heads (", hq,
+        ") must be a multiple of the key's (", hk,
         ") and the value must have as many as the key (",
         v.shape()[v.ndim() - 3], ")"));
   }
@@ -69,8 +69,8 @@ absl::StatusOr<Grouped> Group(absl::Span<const Tensor> in,
     TD_ASSIGN_OR_RETURN(full, BroadcastShapes(full, batch(v)));
     full.push_back(l);
     full.push_back(s);
-    TD_ASSIGN_OR_RETURN(
-        r.mask, op("expand", {r.mask}, {{"size", Ints(full.begin(), full.end())}}));
+    TD_ASSIGN_OR_RETURN(r.mask, op("expand", {r.mask},
+                                   {{"size", Ints(full.begin(), full.end())}}));
     Ints ms(full.begin(), full.end() - 3);
     for (int64_t n : {hk, hq / hk, l, s}) ms.push_back(n);
     TD_ASSIGN_OR_RETURN(r.mask, op("reshape", {r.mask}, {{"shape", ms}}));

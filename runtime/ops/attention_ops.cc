@@ -35,10 +35,10 @@ absl::StatusOr<AttentionDims> CheckAttention(const Tensor& q, const Tensor& k,
                                              const char* op) {
   TD_RETURN_IF_ERROR(RequireFloating(q, op));
   if (q.ndim() < 2 || k.ndim() < 2 || v.ndim() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": query, key and value need at least 2 dims, got ",
-        ShapeToString(q.shape()), ", ", ShapeToString(k.shape()), " and ",
-        ShapeToString(v.shape())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": query, key and value need at least 2 dims, got ",
+                     ShapeToString(q.shape()), ", ", ShapeToString(k.shape()),
+                     " and ", ShapeToString(v.shape())));
   }
   if (k.dtype() != q.dtype() || v.dtype() != q.dtype()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -86,9 +86,8 @@ absl::StatusOr<AttentionDims> CheckAttention(const Tensor& q, const Tensor& k,
 }
 
 DType AttentionLseType(DType dtype) {
-  return dtype == DType::kFloat16 || dtype == DType::kBFloat16
-             ? DType::kFloat32
-             : dtype;
+  return dtype == DType::kFloat16 || dtype == DType::kBFloat16 ? DType::kFloat32
+                                                               : dtype;
 }
 
 Shape WithTail(Shape batch, std::initializer_list<int64_t> tail) {
@@ -165,11 +164,10 @@ const Tensor* MaskOf(absl::Span<const Tensor> in, size_t at) {
 // (query, key, value[, attn_mask]) -> (output, logsumexp).
 absl::StatusOr<std::vector<TensorSpec>> InferForward(
     absl::Span<const Tensor> in, const Attrs& attrs, const OpContext&) {
-  TD_ASSIGN_OR_RETURN(
-      AttentionDims d,
-      CheckAttention(in[0], in[1], in[2], MaskOf(in, 3),
-                     attrs.Bool("is_causal"),
-                     "scaled_dot_product_flash_attention"));
+  TD_ASSIGN_OR_RETURN(AttentionDims d,
+                      CheckAttention(in[0], in[1], in[2], MaskOf(in, 3),
+                                     attrs.Bool("is_causal"),
+                                     "scaled_dot_product_flash_attention"));
   const Tensor& q = in[0];
   return std::vector<TensorSpec>{
       {q.dtype(), WithTail(d.batch, {d.l, d.ev}), q.device()},
@@ -190,14 +188,12 @@ absl::Status CpuForward(absl::Span<const Tensor> in,
   BuildGeometry(d, c, mask, attrs, &geo);
   if (in[0].dtype() == DType::kFloat64) {
     cpu::AttentionForward<double>(
-        geo.g, geo.qv.ptr<double>(), geo.kv.ptr<double>(),
-        geo.vv.ptr<double>(), out[0].view().ptr<double>(),
-        out[1].view().ptr<double>());
+        geo.g, geo.qv.ptr<double>(), geo.kv.ptr<double>(), geo.vv.ptr<double>(),
+        out[0].view().ptr<double>(), out[1].view().ptr<double>());
   } else {
-    cpu::AttentionForward<float>(geo.g, geo.qv.ptr<float>(),
-                                 geo.kv.ptr<float>(), geo.vv.ptr<float>(),
-                                 out[0].view().ptr<float>(),
-                                 out[1].view().ptr<float>());
+    cpu::AttentionForward<float>(
+        geo.g, geo.qv.ptr<float>(), geo.kv.ptr<float>(), geo.vv.ptr<float>(),
+        out[0].view().ptr<float>(), out[1].view().ptr<float>());
   }
   return absl::OkStatus();
 }
@@ -216,9 +212,8 @@ absl::StatusOr<std::vector<TensorSpec>> InferBackward(
   TD_RETURN_IF_ERROR(RequireInput(op, 4, in[4], q.dtype(), o));
   // logsumexp: float32 for half queries (as the forward makes it), or of
   // the query's dtype (both computed in float32: Note [Half compute]).
-  const DType lse_type = in[5].dtype() == q.dtype()
-                             ? q.dtype()
-                             : AttentionLseType(q.dtype());
+  const DType lse_type =
+      in[5].dtype() == q.dtype() ? q.dtype() : AttentionLseType(q.dtype());
   TD_RETURN_IF_ERROR(
       RequireInput(op, 5, in[5], lse_type, WithTail(d.batch, {d.l})));
   return std::vector<TensorSpec>{
@@ -281,20 +276,20 @@ std::vector<OpDef> AttentionOps() {
       Example({{2, 4, 5, 4}, {2, 2, 7, 4}, {2, 2, 7, 3}, {5, 7}},
               {{"enable_gqa", true}, {"scale", 0.5}})};
   ops.push_back(std::move(sdpa));
-  OpDef fwd = MakeOp("scaled_dot_product_flash_attention", 3, 4,
-                     {causal, scale},
-                     "scaled_dot_product_attention fused (CPU): (query, key, "
-                     "value[, attn_mask]) -> (output, logsumexp), the "
-                     "log-sum-exp of each query's scores (float32 for half "
-                     "inputs), batch dims broadcast.");
+  OpDef fwd =
+      MakeOp("scaled_dot_product_flash_attention", 3, 4, {causal, scale},
+             "scaled_dot_product_attention fused (CPU): (query, key, "
+             "value[, attn_mask]) -> (output, logsumexp), the "
+             "log-sum-exp of each query's scores (float32 for half "
+             "inputs), batch dims broadcast.");
   fwd.num_outputs = 2;
   fwd.infer = InferForward;
   fwd.cpu = CpuForward;
   fwd.examples = {
       Example({{2, 3, 4}, {2, 5, 4}, {2, 5, 6}}),
-      Example({{2, 3, 4}, {1, 5, 4}, {5, 6}, {3, 5}},
-              {{"scale", 0.3}}, {DType::kFloat32, DType::kFloat32,
-                                 DType::kFloat32, DType::kBool}),
+      Example(
+          {{2, 3, 4}, {1, 5, 4}, {5, 6}, {3, 5}}, {{"scale", 0.3}},
+          {DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kBool}),
       Example({{6, 4}, {5, 4}, {5, 2}}, {{"is_causal", true}})};
   ops.push_back(std::move(fwd));
   OpDef bwd = MakeOp("scaled_dot_product_flash_attention_backward", 6, 7,
@@ -307,9 +302,9 @@ std::vector<OpDef> AttentionOps() {
   bwd.infer = InferBackward;
   bwd.cpu = CpuBackward;
   bwd.differentiable = false;
-  bwd.examples = {Example({{2, 3, 6}, {2, 3, 4}, {2, 5, 4}, {2, 5, 6},
-                           {2, 3, 6}, {2, 3}},
-                          {{"is_causal", true}})};
+  bwd.examples = {
+      Example({{2, 3, 6}, {2, 3, 4}, {2, 5, 4}, {2, 5, 6}, {2, 3, 6}, {2, 3}},
+              {{"is_causal", true}})};
   ops.push_back(std::move(bwd));
   return ops;
 }

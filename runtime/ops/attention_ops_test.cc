@@ -43,8 +43,8 @@ class AttentionOpsTest : public CpuOpTest {
 };
 
 // softmax(q k^T * scale) v of one problem in plain double, causal or not.
-D Reference(const D& q, const D& k, const D& v, int64_t l, int64_t s,
-            int64_t e, int64_t ev, double scale, bool causal) {
+D Reference(const D& q, const D& k, const D& v, int64_t l, int64_t s, int64_t e,
+            int64_t ev, double scale, bool causal) {
   D out(l * ev, 0.0);
   for (int64_t i = 0; i < l; ++i) {
     D w(s, -std::numeric_limits<double>::infinity());
@@ -68,9 +68,9 @@ D Reference(const D& q, const D& k, const D& v, int64_t l, int64_t s,
 
 TEST_F(AttentionOpsTest, TwoKeysByHand) {
   // Scores 0 and log 3 (scale 1): weights 1/4 and 3/4 of values 4 and 8.
-  auto out = Forward({T64({1}, {1, 1}), T64({0, std::log(3.0)}, {2, 1}),
-                      T64({4, 8}, {2, 1})},
-                     {{"scale", 1.0}});
+  auto out = Forward(
+      {T64({1}, {1, 1}), T64({0, std::log(3.0)}, {2, 1}), T64({4, 8}, {2, 1})},
+      {{"scale", 1.0}});
   ASSERT_EQ(out.size(), 2u);
   EXPECT_NEAR(Values(out[0])[0], 7.0, 1e-12);
   EXPECT_NEAR(Values(out[1])[0], std::log(4.0), 1e-12);
@@ -79,19 +79,19 @@ TEST_F(AttentionOpsTest, TwoKeysByHand) {
 TEST_F(AttentionOpsTest, CausalFirstQuerySeesOnlyTheFirstKey) {
   // Top-left aligned: query 0 attends key 0 alone, query 1 both (equal
   // scores with q = 0: the mean of the values).
-  auto out = Forward({T64({0, 0}, {2, 1}), T64({1, 2, 3}, {3, 1}),
-                      T64({2, 6, 100}, {3, 1})},
-                     {{"is_causal", true}});
+  auto out = Forward(
+      {T64({0, 0}, {2, 1}), T64({1, 2, 3}, {3, 1}), T64({2, 6, 100}, {3, 1})},
+      {{"is_causal", true}});
   EXPECT_EQ(Values(out[0]), (D{2, 4}));
   EXPECT_NEAR(Values(out[1])[1], std::log(2.0), 1e-12);
 }
 
 TEST_F(AttentionOpsTest, FullyMaskedQueryGivesZero) {
   Tensor mask = From(std::vector<uint8_t>{1, 0, 0, 0}, DType::kBool, {2, 2});
-  auto out = Forward({T64({1, 1}, {2, 1}), T64({1, 2}, {2, 1}),
-                      T64({3, 5}, {2, 1}), mask});
+  auto out = Forward(
+      {T64({1, 1}, {2, 1}), T64({1, 2}, {2, 1}), T64({3, 5}, {2, 1}), mask});
   EXPECT_EQ(Values(out[0]), (D{3, 0}));  // query 0: key 0 only; query 1: none
-  EXPECT_EQ(Values(out[1])[1], 0.0);  // PyTorch's flash kernel's log-sum-exp
+  EXPECT_EQ(Values(out[1])[1], 0.0);     // PyTorch's flash kernel's log-sum-exp
   // Its gradient is zero too, and the other query's comes through.
   auto d = Run("scaled_dot_product_flash_attention_backward",
                {T64({1, 1}, {2, 1}), T64({1, 1}, {2, 1}), T64({1, 2}, {2, 1}),
@@ -122,13 +122,13 @@ TEST_F(AttentionOpsTest, BroadcastKeyAndFloatMask) {
   D q = Random(2 * l * e, 4), k = Random(s * e, 5), v = Random(s * e, 6);
   D m(l * s, 0.0);
   m[1] = -std::numeric_limits<double>::infinity();  // query 0, key 1 out
-  auto out = Forward({T64(q, {2, l, e}), T64(k, {1, s, e}), T64(v, {s, e}),
-                      T64(m, {l, s})});
+  auto out = Forward(
+      {T64(q, {2, l, e}), T64(k, {1, s, e}), T64(v, {s, e}), T64(m, {l, s})});
   ASSERT_EQ(out[0].shape(), (Shape{2, l, e}));
   for (int b = 0; b < 2; ++b) {
     D qb(q.begin() + b * l * e, q.begin() + (b + 1) * l * e);
-    auto one = Forward({T64(qb, {l, e}), T64(k, {s, e}), T64(v, {s, e}),
-                        T64(m, {l, s})});
+    auto one = Forward(
+        {T64(qb, {l, e}), T64(k, {s, e}), T64(v, {s, e}), T64(m, {l, s})});
     D all = Values(out[0]), want = Values(one[0]);
     for (int64_t i = 0; i < l * e; ++i) EXPECT_EQ(all[b * l * e + i], want[i]);
   }
@@ -141,15 +141,14 @@ TEST_F(AttentionOpsTest, BackwardMatchesCentralDifferences) {
   for (bool causal : {false, true}) {
     AttrMap attrs = {{"is_causal", causal}, {"scale", 0.7}};
     auto loss = [&](const D& qq, const D& kk, const D& vv) {
-      D o = Values(Forward({T64(qq, {l, e}), T64(kk, {s, e}),
-                            T64(vv, {s, ev})},
+      D o = Values(Forward({T64(qq, {l, e}), T64(kk, {s, e}), T64(vv, {s, ev})},
                            attrs)[0]);
       double sum = 0;
       for (size_t i = 0; i < o.size(); ++i) sum += o[i] * g[i];
       return sum;
     };
-    auto fwd = Forward({T64(q, {l, e}), T64(k, {s, e}), T64(v, {s, ev})},
-                       attrs);
+    auto fwd =
+        Forward({T64(q, {l, e}), T64(k, {s, e}), T64(v, {s, ev})}, attrs);
     auto d = Run("scaled_dot_product_flash_attention_backward",
                  {T64(g, {l, ev}), T64(q, {l, e}), T64(k, {s, e}),
                   T64(v, {s, ev}), fwd[0], fwd[1]},
@@ -205,8 +204,7 @@ TEST_F(AttentionOpsTest, Errors) {
             std::string::npos)
       << r.status();
   r = Run("scaled_dot_product_attention",
-          {q, k, T64(D(8), {4, 2}), T64(D(12), {3, 4})},
-          {{"is_causal", true}});
+          {q, k, T64(D(8), {4, 2}), T64(D(12), {3, 4})}, {{"is_causal", true}});
   ASSERT_FALSE(r.ok());
   r = Run("scaled_dot_product_attention",
           {q, k, T64(D(8), {4, 2}), T64(D(6), {3, 2})});

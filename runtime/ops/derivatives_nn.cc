@@ -266,11 +266,11 @@ Grads AttentionGradRecorded(GradCtx& g) {
   const double scale = AttentionScale(g.attrs(), g.in_shape(0).back());
   GradValue p(AttentionWeights(*q.value(), *k.value(),
                                mask.empty() ? nullptr : &*mask.value(),
-                               g.attrs().Bool("is_causal"), scale,
-                               g.op_ctx()),
+                               g.attrs().Bool("is_causal"), scale, g.op_ctx()),
               &g);
   auto t = [&](const GradValue& x) {
-    return g.Op("transpose", {x}, {{"dim0", int64_t{-2}}, {"dim1", int64_t{-1}}});
+    return g.Op("transpose", {x},
+                {{"dim0", int64_t{-2}}, {"dim1", int64_t{-1}}});
   };
   GradValue dp = g.Op("matmul", {dy, t(v)});
   GradValue ds =
@@ -289,14 +289,14 @@ Grads AttentionGradRecorded(GradCtx& g) {
 Grads AttentionGrad(GradCtx& g) {
   Grads r(g.num_inputs());
   if (g.num_inputs() > 3 && g.needs(3)) {
-    r[3] = GradValue(NotDifferentiable("scaled_dot_product_flash_attention",
-                                       "attn_mask", 3),
-                     &g);
+    r[3] = GradValue(
+        NotDifferentiable("scaled_dot_product_flash_attention", "attn_mask", 3),
+        &g);
     return r;
   }
   if (Recorded(g)) return AttentionGradRecorded(g);
-  std::vector<GradValue> in = {G(g), g.in(0), g.in(1), g.in(2), g.out(0),
-                               g.out(1)};
+  std::vector<GradValue> in = {G(g),    g.in(0),  g.in(1),
+                               g.in(2), g.out(0), g.out(1)};
   if (g.num_inputs() > 3) in.push_back(g.in(3));
   const double scale = AttentionScale(g.attrs(), g.in_shape(0).back());
   std::vector<GradValue> d =
@@ -390,7 +390,9 @@ std::vector<GradRow> NnGrads() {
       {"native_batch_norm", {0, 1}, {1, 2}, BatchNormGrad},
       {"native_layer_norm", {0, 1}, {1, 2}, LayerNormGrad},
       {"fused_cross_entropy", {0, 1, 2}, {1, 2}, CrossEntropyGrad},
-      {"scaled_dot_product_flash_attention", {0, 1, 2, 3}, {0, 1},
+      {"scaled_dot_product_flash_attention",
+       {0, 1, 2, 3},
+       {0, 1},
        AttentionGrad},
       {"conv_transpose2d", {0, 1}, {}, ConvTransposeGrad},
       // The output holds the window maxima, so the backward does not
