@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from op_case_inputs import NC, Case, I, R  # noqa: F401 (NC, Case: the tests' names)
+from op_cases_attention import attention_cases
 from op_cases_distance import distance_cases
 from op_cases_linalg import linalg_cases
 from op_cases_nn import autograd_support_cases, nn_cases
@@ -433,5 +434,5 @@ def cases() -> List[Case]:
           Case("rand_like", [R(200, 100)], check=_random_check(0.5, (1 / 12) ** 0.5)),
           Case("randn_like", [R(200, 100, dtype=torch.float64)], check=_random_check(0, 1))]
     c += (autograd_support_cases() + pool_cases() + special_cases() + linalg_cases() +
-          scan_cases() + distance_cases())
+          scan_cases() + distance_cases() + attention_cases())
     return c
