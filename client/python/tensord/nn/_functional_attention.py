@@ -93,8 +93,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     boolean True where a query may attend, or float added to the scores. ``is_causal``
     masks out keys after each query (no ``attn_mask`` with it). ``scale`` defaults to
     ``1/sqrt(E)``. ``enable_gqa`` lets key and value have fewer heads (dim -3) than the
-    query, each serving a group of query heads. Dropout draws from the daemon's session
-    generator."""
+    query, each serving a group of query heads. Without dropout the call is the daemon's row of
+    that name (one command, no shape read); dropout draws from the daemon's session generator."""
     if is_causal and attn_mask is not None:
         raise ValueError("scaled_dot_product_attention: pass either attn_mask or "
                          "is_causal=True, not both")
