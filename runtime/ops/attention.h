@@ -1,7 +1,8 @@
 // scaled_dot_product_attention's shared pieces: the call's validation and
 // sizes (attention_ops.cc), the composite row and the composed attention
 // weights (attention_compose.cc), which the gradient of the fused row reuses
-// when a backward pass is itself recorded (derivatives_nn.cc).
+// when a backward pass is itself recorded (AttentionGrads,
+// attention_compose.cc).
 #ifndef TENSORD_RUNTIME_OPS_ATTENTION_H_
 #define TENSORD_RUNTIME_OPS_ATTENTION_H_
 

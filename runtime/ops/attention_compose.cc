@@ -1,6 +1,7 @@
 // The composite row scaled_dot_product_attention (attention_ops.cc's header
-// comment says when it takes the fused row) and the composed attention
-// weights.
+// comment says when it takes the fused row), the composed attention weights
+// and the fused row's gradient (AttentionGrads, attached with the other
+// formulas by derivatives.cc).
 #include <cmath>
 #include <limits>
 #include <string>
@@ -10,6 +11,8 @@
 #include "runtime/device.h"
 #include "runtime/ops/attention.h"
 #include "runtime/ops/compose.h"
+#include "runtime/ops/derivatives.h"
+#include "runtime/ops/op_helpers.h"
 
 namespace tensord {
 namespace {
@@ -146,6 +149,76 @@ absl::StatusOr<std::vector<Tensor>> ScaledDotProductAttention(
     TD_ASSIGN_OR_RETURN(y, op("reshape", {y}, {{"shape", ys}}));
   }
   return std::vector<Tensor>{y};
+}
+
+namespace {
+
+// scaled_dot_product_flash_attention recorded: P = softmax(scores)
+// recomputed from the saved query, key and mask (composed, so recorded),
+// dv = P^T dy, dS = P (dy v^T - rowsum(P dy v^T)), dq = scale dS k,
+// dk = scale dS^T q.
+Grads AttentionGradRecorded(GradCtx& g) {
+  Grads r(g.num_inputs());
+  GradValue q = g.in(0), k = g.in(1), v = g.in(2), dy = g.grad();
+  GradValue mask = g.num_inputs() > 3 ? g.in(3) : GradValue();
+  for (const GradValue* x : {&q, &k, &mask}) {
+    if (x->value().ok()) continue;
+    for (int i = 0; i < 3; ++i) r[i] = *x;  // the saved value's error
+    return r;
+  }
+  const double scale = AttentionScale(g.attrs(), g.in_shape(0).back());
+  GradValue p(AttentionWeights(*q.value(), *k.value(),
+                               mask.empty() ? nullptr : &*mask.value(),
+                               g.attrs().Bool("is_causal"), scale, g.op_ctx()),
+              &g);
+  auto t = [&](const GradValue& x) {
+    return g.Op("transpose", {x},
+                {{"dim0", int64_t{-2}}, {"dim1", int64_t{-1}}});
+  };
+  GradValue dp = g.Op("matmul", {dy, t(v)});
+  GradValue ds =
+      p * (dp - g.Op("sum", {dp * p}, {{"dim", Ints{-1}}, {"keepdim", true}}));
+  if (g.needs(0)) r[0] = g.Op("matmul", {ds, k}) * scale;
+  if (g.needs(1)) r[1] = g.Op("matmul", {t(ds), q}) * scale;
+  if (g.needs(2)) r[2] = g.Op("matmul", {t(p), dy});
+  return r;
+}
+
+// scaled_dot_product_flash_attention: the query's, key's and value's
+// gradients in one fused row from the saved inputs, output and log-sum-exp
+// (kernels/cpu/attention.h; recorded, the composite above). The mask gets
+// none (the composite row composes a float mask that requires grad); the
+// log-sum-exp's own gradient is not propagated.
+Grads AttentionGrad(GradCtx& g) {
+  Grads r(g.num_inputs());
+  if (g.num_inputs() > 3 && g.needs(3)) {
+    r[3] = GradValue(
+        NotDifferentiable("scaled_dot_product_flash_attention", "attn_mask", 3),
+        &g);
+    return r;
+  }
+  // Recorded (create_graph): Note [Second-order fused rows].
+  if (g.op_ctx().recorder != nullptr) return AttentionGradRecorded(g);
+  std::vector<GradValue> in = {g.grad(), g.in(0),  g.in(1),
+                               g.in(2),  g.out(0), g.out(1)};
+  if (g.num_inputs() > 3) in.push_back(g.in(3));
+  const double scale = AttentionScale(g.attrs(), g.in_shape(0).back());
+  std::vector<GradValue> d =
+      g.Ops("scaled_dot_product_flash_attention_backward", std::move(in),
+            {{"is_causal", g.attrs().Bool("is_causal")}, {"scale", scale}});
+  for (int i = 0; i < 3; ++i) {
+    if (g.needs(i)) r[i] = d[i];
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<GradRow> AttentionGrads() {
+  return {{"scaled_dot_product_flash_attention",
+           {0, 1, 2, 3},
+           {0, 1},
+           AttentionGrad}};
 }
 
 }  // namespace tensord

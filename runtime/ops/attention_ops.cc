@@ -4,7 +4,7 @@
 // query's heads grouped over the key's: [..., Hk, G, L, E] against
 // [..., Hk, 1, S, E]) and runs
 // - on the CPU the fused row scaled_dot_product_flash_attention (one kernel
-//   each way, kernels/cpu/attention.h; its gradient row in derivatives_nn.cc),
+//   each way, kernels/cpu/attention.h; its gradient in attention_compose.cc),
 // - elsewhere, and for a float mask that requires grad (the fused backward
 //   gives no mask gradient), the composition matmul, mul, masked_fill/add,
 //   softmax, matmul. A query that may attend to no key gives 0 in the fused

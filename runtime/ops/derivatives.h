@@ -30,6 +30,7 @@ std::vector<GradRow> ShapeGrads();      // derivatives_shape.cc
 std::vector<GradRow> NnGrads();         // derivatives_nn.cc
 std::vector<GradRow> MathGrads();       // derivatives_math.cc
 std::vector<GradRow> DistanceGrads();   // distance_ops.cc
+std::vector<GradRow> AttentionGrads();  // attention_compose.cc
 
 void AttachGradients(std::vector<OpDef>* table);
 
