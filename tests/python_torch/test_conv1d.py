@@ -12,7 +12,8 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = pytest.importorskip("torch.nn")
 
-D = "tensord"
+from conv_support import D, check_modules, close, to_device, train_losses  # noqa: E402
+
 aten = torch.ops.aten
 
 # (in, out, kernel, stride, padding, dilation, groups, output_padding)
@@ -32,15 +33,6 @@ def _tensors(transposed: bool, geo: tuple, bias: bool) -> tuple:
     return x, w, b, [stride], [pad], [dil], transposed, [opad], groups
 
 
-def _to(args: tuple, device: str) -> tuple:
-    return tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in args)
-
-
-def _close(got: object, want: object) -> None:
-    if want is None:
-        assert got is None
-    else:
-        torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("transposed,geo", [(False, g) for g in PLAIN]
@@ -50,7 +42,7 @@ def test_convolution_and_every_backward_mask(td: object, transposed: bool, geo: 
                                              bias: bool) -> None:
     args = _tensors(transposed, geo, bias)
     want = aten.convolution(*args)
-    _close(aten.convolution(*_to(args, D)), want)
+    close(aten.convolution(*to_device(args, D)), want)
     grad = torch.randn(want.shape, generator=torch.Generator().manual_seed(1))
     x, w, b, stride, pad, dil, tr, opad, groups = args
     sizes = [b.shape[0]] if b is not None else None
@@ -63,45 +55,26 @@ def test_convolution_and_every_backward_mask(td: object, transposed: bool, geo: 
         # Only what the mask asks for: CPU PyTorch fills some unasked outputs (a 4-d weight
         # gradient of a transposed conv1d when only the bias's is asked for).
         for wanted, gv, rv in zip(mask, got, ref):
-            _close(gv, rv if wanted else None)
+            close(gv, rv if wanted else None)
 
 
 def test_modules_with_unbatched_input_and_same_padding(td: object) -> None:
     torch.manual_seed(0)
-    for m in (nn.Conv1d(3, 4, 4, padding="same"), nn.Conv1d(3, 4, 3, padding="valid"),
-              nn.ConvTranspose1d(3, 4, 3, stride=2, output_padding=1)):
-        x = torch.randn(3, 9, requires_grad=True)
-        ref = m(x)
-        ref.sum().backward()
-        dm = type(m)(3, 4, m.kernel_size, stride=m.stride, padding=m.padding,
-                     **({"output_padding": m.output_padding} if m.transposed else {}))
-        dm.load_state_dict(m.state_dict())
-        dm = dm.to(D)
-        dx = x.detach().to(D).requires_grad_()
-        got = dm(dx)
-        got.sum().backward()
-        _close(got, ref.detach())
-        _close(dx.grad, x.grad)
-        _close(dm.weight.grad, m.weight.grad)
-        _close(dm.bias.grad, m.bias.grad)
+    modules = [nn.Conv1d(3, 4, 4, padding="same"),
+               nn.Conv1d(3, 4, 3, padding="valid"),
+               nn.ConvTranspose1d(3, 4, 3, stride=2, output_padding=1)]
+    check_modules(modules, (3, 9))
 
 
 def _train_1d(device: str) -> list:
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv1d(2, 8, 5, stride=2, padding=2), nn.ReLU(),
-                          nn.Conv1d(8, 8, 3, padding=2, dilation=2, groups=4), nn.ReLU(),
-                          nn.ConvTranspose1d(8, 2, 4, stride=2, padding=1)).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    g = torch.Generator().manual_seed(4)
-    x = torch.randn(4, 2, 16, generator=g).to(device)
-    losses = []
-    for _ in range(4):
-        opt.zero_grad()
-        loss = ((model(x) - x) ** 2).mean()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return losses
+    def model() -> nn.Module:
+        return nn.Sequential(nn.Conv1d(2, 8, 5, stride=2, padding=2),
+                             nn.ReLU(),
+                             nn.Conv1d(8, 8, 3, padding=2, dilation=2, groups=4),
+                             nn.ReLU(),
+                             nn.ConvTranspose1d(8, 2, 4, stride=2, padding=1))
+
+    return train_losses(model, (4, 2, 16), device)
 
 
 def test_a_1d_autoencoder_trains_like_local_pytorch(td: object) -> None:

@@ -15,7 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = pytest.importorskip("torch.nn")
 
-D = "tensord"
+from conv_support import D, check_modules, close, to_device, train_losses  # noqa: E402
+
 aten = torch.ops.aten
 
 # (in, out, kernel, stride, padding, dilation, groups, output_padding); per-axis triples where
@@ -43,15 +44,6 @@ def _tensors(transposed: bool, geo: tuple, bias: bool, dtype: object = torch.flo
             groups)
 
 
-def _to(args: tuple, device: str) -> tuple:
-    return tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in args)
-
-
-def _close(got: object, want: object) -> None:
-    if want is None:
-        assert got is None
-    else:
-        torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -62,7 +54,7 @@ def test_convolution_and_every_backward_mask(td: object, transposed: bool, geo: 
                                              bias: bool, dtype: object) -> None:
     args = _tensors(transposed, geo, bias, dtype)
     want = aten.convolution(*args)
-    _close(aten.convolution(*_to(args, D)), want)
+    close(aten.convolution(*to_device(args, D)), want, atol=1e-4)
     grad = torch.randn(want.shape, generator=torch.Generator().manual_seed(1), dtype=dtype)
     x, w, b, stride, pad, dil, tr, opad, groups = args
     sizes = [b.shape[0]] if b is not None else None
@@ -73,7 +65,7 @@ def test_convolution_and_every_backward_mask(td: object, transposed: bool, geo: 
         got = aten.convolution_backward(grad.to(D), x.to(D), w.to(D), sizes, stride, pad, dil,
                                         tr, opad, groups, list(mask))
         for wanted, gv, rv in zip(mask, got, ref):  # only what the mask asks for
-            _close(gv, rv if wanted else None)
+            close(gv, rv if wanted else None, atol=1e-4)
 
 
 @pytest.mark.parametrize("transposed", [False, True])
@@ -93,40 +85,21 @@ def test_float64_gradcheck(td: object, transposed: bool) -> None:
 
 def test_modules_with_unbatched_input_and_same_padding(td: object) -> None:
     torch.manual_seed(0)
-    for m in (nn.Conv3d(3, 4, 4, padding="same"), nn.Conv3d(3, 4, (3, 1, 2), padding="valid"),
-              nn.ConvTranspose3d(3, 4, 3, stride=2, output_padding=1)):
-        x = torch.randn(3, 5, 6, 4, requires_grad=True)
-        ref = m(x)
-        ref.sum().backward()
-        dm = type(m)(3, 4, m.kernel_size, stride=m.stride, padding=m.padding,
-                     **({"output_padding": m.output_padding} if m.transposed else {}))
-        dm.load_state_dict(m.state_dict())
-        dm = dm.to(D)
-        dx = x.detach().to(D).requires_grad_()
-        got = dm(dx)
-        got.sum().backward()
-        _close(got, ref.detach())
-        _close(dx.grad, x.grad)
-        _close(dm.weight.grad, m.weight.grad)
-        _close(dm.bias.grad, m.bias.grad)
+    modules = [nn.Conv3d(3, 4, 4, padding="same"),
+               nn.Conv3d(3, 4, (3, 1, 2), padding="valid"),
+               nn.ConvTranspose3d(3, 4, 3, stride=2, output_padding=1)]
+    check_modules(modules, (3, 5, 6, 4), atol=1e-4)
 
 
 def _train_3d(device: str) -> list:
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv3d(2, 8, 3, stride=2, padding=1), nn.ReLU(),
-                          nn.Conv3d(8, 8, 3, padding=2, dilation=2, groups=4), nn.ReLU(),
-                          nn.ConvTranspose3d(8, 2, 4, stride=2, padding=1)).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    g = torch.Generator().manual_seed(4)
-    x = torch.randn(2, 2, 8, 8, 8, generator=g).to(device)
-    losses = []
-    for _ in range(4):
-        opt.zero_grad()
-        loss = ((model(x) - x) ** 2).mean()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return losses
+    def model() -> nn.Module:
+        return nn.Sequential(nn.Conv3d(2, 8, 3, stride=2, padding=1),
+                             nn.ReLU(),
+                             nn.Conv3d(8, 8, 3, padding=2, dilation=2, groups=4),
+                             nn.ReLU(),
+                             nn.ConvTranspose3d(8, 2, 4, stride=2, padding=1))
+
+    return train_losses(model, (2, 2, 8, 8, 8), device)
 
 
 def test_a_3d_autoencoder_trains_like_local_pytorch(td: object) -> None:
