@@ -6,40 +6,16 @@ heads and sizes spanning several of the kernel's blocks; float64 gradients again
 differences of the daemon's own forward; a fully masked query (0 on the CPU, as PyTorch's flash
 kernel); a float mask's own gradient (the composed path)."""
 
-import math
-
 import numpy as np
 import pytest
 import torch
 
 import tensord as td
 from nn_compare import compare_function, rand
+from sdpa_reference import bool_mask, reference
 
 pytestmark = pytest.mark.usefixtures("session")
 F = td.nn.functional
-
-
-def reference(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
-    """PyTorch's SDPA semantics from torch 1.13 ops."""
-    if enable_gqa and k.shape[-3] != q.shape[-3]:
-        k = k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3)
-        v = v.repeat_interleave(q.shape[-3] // v.shape[-3], dim=-3)
-    s = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = q @ k.transpose(-2, -1) * s
-    if is_causal:
-        keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
-        scores = scores.masked_fill(~keep, float("-inf"))
-    if attn_mask is not None:
-        scores = (scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool
-                  else scores + attn_mask)
-    return torch.softmax(scores, -1) @ v
-
-
-def bool_mask(*shape, seed=0):
-    """A random boolean mask with at least one True per row."""
-    m = np.random.default_rng(seed).random(shape) < 0.5
-    m[..., 0] = True
-    return m
 
 
 # (query, key, value shapes, keyword arguments)

@@ -12,28 +12,10 @@ import torch
 
 import tensord as td
 from nn_compare import compare_function, compare_module, load_torch_weights, rand
+from sdpa_reference import bool_mask, reference
 
 pytestmark = pytest.mark.usefixtures("session")
 F = td.nn.functional
-
-
-def torch_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
-    s = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = q @ k.transpose(-2, -1) * s
-    if is_causal:
-        keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
-        scores = scores.masked_fill(~keep, float("-inf"))
-    if attn_mask is not None:
-        scores = (scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool
-                  else scores + attn_mask)
-    return torch.softmax(scores, -1) @ v
-
-
-def bool_mask(*shape, seed=0):
-    """A random boolean mask with at least one True per row (no row fully blocked)."""
-    m = np.random.default_rng(seed).random(shape) < 0.6
-    m[..., 0] = True
-    return m
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(is_causal=True), dict(scale=0.3),
@@ -42,7 +24,7 @@ def bool_mask(*shape, seed=0):
                                 dict(attn_mask=rand(3, 5, 7, seed=4))])
 def test_scaled_dot_product_attention(kw):
     q, k, v = rand(2, 3, 5, 4), rand(2, 3, 7, 4, seed=1), rand(2, 3, 7, 6, seed=2)
-    compare_function(F.scaled_dot_product_attention, torch_sdpa, [q, k, v],
+    compare_function(F.scaled_dot_product_attention, reference, [q, k, v],
                      grad_inputs=[0, 1, 2], **kw)
 
 
@@ -53,7 +35,7 @@ def test_sdpa_queues_without_waiting_for_shapes(shapes_on_client):
     # is a float. The same values either way, for 2-d and 4-d operands.
     for shape_q, shape_kv in (((5, 4), (7, 4)), ((2, 3, 5, 4), (2, 3, 7, 4))):
         arrays = [rand(*shape_q), rand(*shape_kv, seed=1), rand(*shape_kv, seed=2)]
-        want = torch_sdpa(*(torch.from_numpy(a) for a in arrays), is_causal=True)
+        want = reference(*(torch.from_numpy(a) for a in arrays), is_causal=True)
         q, k, v = (td.tensor(a) for a in arrays)
         if shapes_on_client:
             assert [t.dim() for t in (q, k, v)] == [len(shape_q)] + [len(shape_kv)] * 2
