@@ -1,8 +1,8 @@
 #include "kernels/cpu/gemm.h"
 
 #include <cblas-openblas.h>
-#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <mutex>

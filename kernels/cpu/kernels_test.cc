@@ -136,11 +136,11 @@ TEST(ReduceTest, OuterSumsAddRowsInTheColumnWalksOrder) {
     ASSERT_EQ(sums[c], static_cast<float>(acc)) << c;
   }
   // Mean over dim 0 into every other element of a [3, 300] output.
-  ASSERT_TRUE(
-      Reduce(ReduceOp::kMean,
-             View(in, DType::kFloat32, {5, 3, 300}, {900, 300, 1}), first,
-             View(means, DType::kFloat32, {1, 3, 300}, {0, 600, 2}))
-          .ok());
+  ASSERT_TRUE(Reduce(ReduceOp::kMean,
+                     View(in, DType::kFloat32, {5, 3, 300}, {900, 300, 1}),
+                     first,
+                     View(means, DType::kFloat32, {1, 3, 300}, {0, 600, 2}))
+                  .ok());
   for (int k = 0; k < 3; ++k) {
     for (int c = 0; c < 300; ++c) {
       double acc = 0;

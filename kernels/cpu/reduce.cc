@@ -172,34 +172,38 @@ void OuterSum(ReduceOp op, const In* in, Out* out, const ReducePlan& p) {
   const int64_t blocks = (len + kBlock - 1) / kBlock;
   ParallelFor(p.kept_count / len * blocks, p.red_count * kBlock,
               [&](int64_t b, int64_t e) {
-    for (int64_t item = b; item < e; ++item) {
-      int64_t rem = item / blocks, in_off = 0, out_off = 0;
-      for (int d = last - 1; d >= 0; --d) {
-        const int64_t idx = rem % p.kept_sizes[d];
-        rem /= p.kept_sizes[d];
-        in_off += idx * p.kept_in_strides[d];
-        out_off += idx * p.kept_out_strides[d];
-      }
-      const int64_t first = item % blocks * kBlock;
-      const int64_t width = std::min(kBlock, len - first);
-      Acc acc[kBlock] = {};
-      int64_t counter[kMaxDims] = {};
-      for (int64_t r = 0; r < p.red_count; ++r) {
-        int64_t off = in_off + first;
-        for (int d = 0; d <= inner; ++d) off += counter[d] * p.red_strides[d];
-        const In* row = in + off;
-        for (int64_t j = 0; j < width; ++j) acc[j] += static_cast<Acc>(row[j]);
-        for (int d = inner; d >= 0; --d) {
-          if (++counter[d] < p.red_sizes[d]) break;
-          counter[d] = 0;
-        }
-      }
-      for (int64_t j = 0; j < width; ++j) {
-        if (op == ReduceOp::kMean) acc[j] /= static_cast<Acc>(p.red_count);
-        out[out_off + (first + j) * out_stride] = static_cast<Out>(acc[j]);
-      }
-    }
-  });
+                for (int64_t item = b; item < e; ++item) {
+                  int64_t rem = item / blocks, in_off = 0, out_off = 0;
+                  for (int d = last - 1; d >= 0; --d) {
+                    const int64_t idx = rem % p.kept_sizes[d];
+                    rem /= p.kept_sizes[d];
+                    in_off += idx * p.kept_in_strides[d];
+                    out_off += idx * p.kept_out_strides[d];
+                  }
+                  const int64_t first = item % blocks * kBlock;
+                  const int64_t width = std::min(kBlock, len - first);
+                  Acc acc[kBlock] = {};
+                  int64_t counter[kMaxDims] = {};
+                  for (int64_t r = 0; r < p.red_count; ++r) {
+                    int64_t off = in_off + first;
+                    for (int d = 0; d <= inner; ++d)
+                      off += counter[d] * p.red_strides[d];
+                    const In* row = in + off;
+                    for (int64_t j = 0; j < width; ++j)
+                      acc[j] += static_cast<Acc>(row[j]);
+                    for (int d = inner; d >= 0; --d) {
+                      if (++counter[d] < p.red_sizes[d]) break;
+                      counter[d] = 0;
+                    }
+                  }
+                  for (int64_t j = 0; j < width; ++j) {
+                    if (op == ReduceOp::kMean)
+                      acc[j] /= static_cast<Acc>(p.red_count);
+                    out[out_off + (first + j) * out_stride] =
+                        static_cast<Out>(acc[j]);
+                  }
+                }
+              });
 }
 
 }  // namespace

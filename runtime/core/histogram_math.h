@@ -33,10 +33,11 @@ TD_HOST_DEVICE inline int64_t HistcBin(C x, C left, C right, int64_t bins,
   if (!(x >= left && x <= right)) return -1;
   const C width = round(right - left);
   const C scaled = round(round(x - left) * round(static_cast<C>(bins)));
-  int64_t pos = static_cast<int64_t>(round(scaled / width));
-  if (pos >= bins) pos = bins - 1;  // x == right; rounding cannot go past it
-  if (pos < 0) pos = 0;
-  return pos;
+  const C q = round(scaled / width);
+  // x == right gives bins (the last bin includes its right edge); a range
+  // wider than C's largest value gives inf or NaN here, which no int64 holds.
+  if (q >= static_cast<C>(bins)) return bins - 1;
+  return q > C{0} ? static_cast<int64_t>(q) : 0;
 }
 
 }  // namespace tensord

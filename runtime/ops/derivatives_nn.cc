@@ -56,8 +56,7 @@ Grads LinearGrad(GradCtx& g) {
   if (g.needs(1)) {
     GradValue x2 = g.Op("reshape", {g.in(0)}, {{"shape", Ints{-1, k}}});
     if (vector_w) {
-      r[1] = g.Op("matmul",
-                  {g.Op("reshape", {gy}, {{"shape", Ints{-1}}}), x2});
+      r[1] = g.Op("matmul", {g.Op("reshape", {gy}, {{"shape", Ints{-1}}}), x2});
     } else {
       const int64_t n = g.in_shape(1)[0];
       GradValue g2 = g.Op("reshape", {gy}, {{"shape", Ints{-1, n}}});
@@ -295,8 +294,7 @@ Grads MaxPoolWithIndicesBackwardGrad(GradCtx& g) {
         {"start_dim", int64_t{-kSpatial}}};
     GradValue flat = g.Op("flatten", {G(g)}, planes);
     GradValue at = g.Op("flatten", {g.in(2)}, planes);
-    r[0] = g.Op("reshape",
-                {g.Op("gather", {flat, at}, {{"dim", int64_t{-1}}})},
+    r[0] = g.Op("reshape", {g.Op("gather", {flat, at}, {{"dim", int64_t{-1}}})},
                 {{"shape", Ints(pooled.begin(), pooled.end())}});
   }
   if (g.needs(1)) r[1] = g.ZerosOfInput(1);

@@ -9,6 +9,7 @@
 // gradient transposed; the backward rows themselves are not differentiable
 // (PyTorch's are not either).
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -227,6 +228,19 @@ absl::StatusOr<double> ReadValue(const Tensor& t, const OpContext& ctx) {
   return *static_cast<const double*>(host.data());
 }
 
+double LargestFinite(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16:
+      return 65504.0;
+    case DType::kBFloat16:
+      return 3.3895313892515355e38;
+    case DType::kFloat32:
+      return std::numeric_limits<float>::max();
+    default:
+      return std::numeric_limits<double>::max();
+  }
+}
+
 // The range as PyTorch's histc chooses it: min == max takes the data's
 // extremes (a read of them), a range still empty widens by 1 each way, and
 // it must end up finite.
@@ -245,9 +259,14 @@ absl::Status Histc(Ins in, Ins out, const Attrs& attrs, const OpContext& ctx) {
     lo -= 1;
     hi += 1;
   }
-  if (!std::isfinite(lo) || !std::isfinite(hi)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "torch.histc: range of [", lo, ", ", hi, "] is not finite"));
+  // PyTorch converts the bounds to the input's dtype: past its largest
+  // finite value they are infinite there (and the conversion, in C++,
+  // undefined), so such bounds are refused as infinite ones are.
+  const double largest = LargestFinite(x.dtype());
+  if (!(std::fabs(lo) <= largest) || !(std::fabs(hi) <= largest)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("torch.histc: range of [", lo, ", ", hi,
+                     "] is not finite in ", DTypeName(x.dtype())));
   }
   if (!(lo < hi)) {
     return absl::InvalidArgumentError(

@@ -187,6 +187,21 @@ TEST_F(DistanceOpsTest, HistcRanges) {
   EXPECT_FALSE(Run1("histc", {y}, {{"bins", int64_t{0}}}).ok());
   EXPECT_FALSE(Run1("histc", {y}, {{"min", 2.0}, {"max", 1.0}}).ok());
   EXPECT_FALSE(Run1("histc", {y}, {{"min", 0.0}, {"max", kInf}}).ok());
+  // Bounds past float32's range are infinite there (PyTorch converts them).
+  auto wide = Run1("histc", {y}, {{"min", -1e308}, {"max", 0.0}});
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(
+      std::string(wide.status().message()).find("is not finite in float32"),
+      std::string::npos);
+  // A float64 range wider than the largest double: x - min and the width
+  // overflow to inf, and inf / inf (NaN) goes to bin 0 instead of an int64
+  // conversion C++ leaves undefined (UBSan checks it in the ASan tree).
+  auto huge =
+      Run1("histc",
+           {From(std::vector<double>{-1e308, 0, 1e308}, DType::kFloat64, {3})},
+           {{"bins", int64_t{2}}, {"min", -1e308}, {"max", 1e308}});
+  ASSERT_TRUE(huge.ok()) << huge.status();
+  EXPECT_EQ(Values<double>(*huge), (std::vector<double>{3, 0}));
   EXPECT_FALSE(
       Run1("histc", {From(std::vector<int64_t>{1}, DType::kInt64, {1})}).ok());
 }

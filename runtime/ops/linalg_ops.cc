@@ -240,8 +240,8 @@ absl::StatusOr<std::vector<Tensor>> FusedLinear(absl::Span<const Tensor> in,
   const int64_t k = shape.back(), n = in[1].shape()[0];
   const int64_t m = in[0].numel() / k;
   shape.back() = n;
-  TD_ASSIGN_OR_RETURN(
-      Tensor out, Tensor::Empty(in[0].device(), in[0].dtype(), shape, ctx.alloc));
+  TD_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(in[0].device(), in[0].dtype(),
+                                                shape, ctx.alloc));
   if (in[0].dtype() == DType::kFloat64) {
     LinearInto(in, m, n, k, static_cast<double*>(out.data()));
   } else {

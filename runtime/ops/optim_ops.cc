@@ -98,12 +98,12 @@ std::vector<OpDef> OptimOps() {
   zero.num_outputs = 0;
   zero.differentiable = false;
   ops.push_back(std::move(zero));
-  OpDef clip = MakeOp(
-      "clip_grad_norm_", 1, -1,
-      {Required("max_norm", AttrType::kFloat),
-       Optional("norm_type", AttrType::kFloat, 2.0)},
-      "torch.nn.utils.clip_grad_norm_ over the params' .grad where they "
-      "have one: scales them in place; returns the total norm before.");
+  OpDef clip =
+      MakeOp("clip_grad_norm_", 1, -1,
+             {Required("max_norm", AttrType::kFloat),
+              Optional("norm_type", AttrType::kFloat, 2.0)},
+             "torch.nn.utils.clip_grad_norm_ over the params' .grad where they "
+             "have one: scales them in place; returns the total norm before.");
   clip.composite = ClipGradNorm;
   clip.differentiable = false;
   clip.examples = {Example({{2, 3}, {4}}, {{"max_norm", 1.0}})};
