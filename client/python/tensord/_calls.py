@@ -17,6 +17,8 @@ import numpy as np
 
 from . import _context, _dtype, _fast
 from ._catalog import OpInfo, encode_attrs
+from ._dtype import Size
+from ._meta import _Meta
 from ._site import call_site, site_field, site_string
 from ._wire import attr_fields
 
@@ -74,7 +76,14 @@ def upload(session: Session, arr: np.ndarray, dt: _dtype.dtype, device: Any = No
     wire = _dtype.to_wire_bytes(np.asarray(arr), dt)
     handle, seq = session.put(wire, dt.proto, arr.shape, dev, requires_grad,
                               site if site is not None else call_site())
-    return Tensor._make(session, handle, seq, dev or None)
+    t = Tensor._make(session, handle, seq, dev or None)
+    # Note [Uploads know their meta]: the client knows an upload's shape, dtype and, when the
+    # caller named it fully, its device, so reading them (a batch's `x.shape` in a training
+    # loop) need not wait for the Put's Ack. A Put the daemon refused (a quota) raises at the
+    # first read of the value instead of at its shape. The Ack's meta is dropped on release.
+    if dev == "cpu" or dev.startswith("cuda:"):
+        t._info = _Meta(Size(arr.shape), dt, dev, bool(requires_grad), None)
+    return t
 
 
 def call(name: str, inputs: Sequence[Any], attrs: Optional[dict] = None, *,
