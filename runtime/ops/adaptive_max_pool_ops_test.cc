@@ -23,24 +23,6 @@ using I = std::vector<int64_t>;
 
 class AdaptiveMaxPoolOpsTest : public CpuOpTest {
  protected:
-  Tensor Run1(const std::string& name, std::vector<Tensor> in,
-              AttrMap attrs = {}, int output = 0) {
-    auto r = Run(name, std::move(in), std::move(attrs));
-    EXPECT_TRUE(r.ok()) << name << ": " << r.status();
-    return r.ok() ? (*r)[output] : Tensor();
-  }
-  std::vector<double> Doubles(const Tensor& t) {
-    Tensor d =
-        Run1("contiguous", {Run1("to", {t}, {{"dtype", DType::kFloat64}})});
-    std::vector<double> v(d.numel());
-    if (!v.empty()) std::memcpy(v.data(), d.data(), d.nbytes());
-    return v;
-  }
-  static std::vector<int64_t> Ints64(const Tensor& t) {
-    std::vector<int64_t> v(t.numel());
-    if (!v.empty()) std::memcpy(v.data(), t.data(), t.nbytes());
-    return v;
-  }
   // A `d` tensor of `shape` whose values come from a small set (ties), some
   // NaN, stored transposed (dims 0 and 1 swapped in memory).
   Tensor Input(const Shape& shape, DType d) {

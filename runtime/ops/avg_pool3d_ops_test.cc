@@ -21,19 +21,6 @@ using I = std::vector<int64_t>;
 
 class AvgPool3dOpsTest : public CpuOpTest {
  protected:
-  Tensor Run1(const std::string& name, std::vector<Tensor> in,
-              AttrMap attrs = {}) {
-    auto r = Run(name, std::move(in), std::move(attrs));
-    EXPECT_TRUE(r.ok()) << name << ": " << r.status();
-    return r.ok() ? (*r)[0] : Tensor();
-  }
-  std::vector<double> Doubles(const Tensor& t) {
-    Tensor d =
-        Run1("contiguous", {Run1("to", {t}, {{"dtype", DType::kFloat64}})});
-    std::vector<double> v(d.numel());
-    if (!v.empty()) std::memcpy(v.data(), d.data(), d.nbytes());
-    return v;
-  }
   Tensor Unsqueeze(const Tensor& t, int64_t dim) {
     return Run1("unsqueeze", {t}, {{"dim", dim}});
   }

@@ -23,12 +23,6 @@ using AttrMap = std::map<std::string, AttrValue>;
 
 class Conv3dOpsTest : public CpuOpTest {
  protected:
-  Tensor Run1(const std::string& name, std::vector<Tensor> in,
-              AttrMap attrs = {}) {
-    auto r = Run(name, std::move(in), std::move(attrs));
-    EXPECT_TRUE(r.ok()) << name << ": " << r.status();
-    return r.ok() ? (*r)[0] : Tensor();
-  }
   // Random values in [-1, 1) of `shape`, as float32 and as float64.
   std::pair<Tensor, Tensor> Random(const Shape& shape) {
     int64_t n = 1;
@@ -40,13 +34,6 @@ class Conv3dOpsTest : public CpuOpTest {
     return {
         From(f, DType::kFloat32, shape),
         From(std::vector<double>(f.begin(), f.end()), DType::kFloat64, shape)};
-  }
-  std::vector<double> Doubles(const Tensor& t) {
-    Tensor d =
-        Run1("contiguous", {Run1("to", {t}, {{"dtype", DType::kFloat64}})});
-    std::vector<double> v(d.numel());
-    std::memcpy(v.data(), d.data(), d.nbytes());
-    return v;
   }
   void ExpectClose(const Tensor& f32, const Tensor& f64, const char* what) {
     ASSERT_EQ(f32.shape(), f64.shape()) << what;

@@ -51,6 +51,29 @@ class CpuOpTest : public ::testing::Test {
     if (!built.ok()) return built.status();
     return RunOp(*op, in, *built, ctx_);
   }
+  // Output `output` of a run expected to succeed (an empty Tensor, and a
+  // failure, if it does not).
+  Tensor Run1(const std::string& name, std::vector<Tensor> in,
+              AttrMap attrs = {}, int output = 0) {
+    auto r = Run(name, std::move(in), std::move(attrs));
+    EXPECT_TRUE(r.ok()) << name << ": " << r.status();
+    return r.ok() ? (*r)[output] : Tensor();
+  }
+  // `t`'s values as float64, in row-major order (through a contiguous
+  // float64 copy).
+  std::vector<double> Doubles(const Tensor& t) {
+    Tensor d =
+        Run1("contiguous", {Run1("to", {t}, {{"dtype", DType::kFloat64}})});
+    std::vector<double> v(d.numel());
+    if (!v.empty()) std::memcpy(v.data(), d.data(), d.nbytes());
+    return v;
+  }
+  // A contiguous int64 tensor's values.
+  static std::vector<int64_t> Ints64(const Tensor& t) {
+    std::vector<int64_t> v(t.numel());
+    if (!v.empty()) std::memcpy(v.data(), t.data(), t.nbytes());
+    return v;
+  }
 
   std::unique_ptr<DeviceRegistry> devices_;
   Generator generator_;

@@ -23,29 +23,7 @@ namespace {
 using I = std::vector<int64_t>;
 using AttrMap = std::map<std::string, AttrValue>;
 
-class MaxPoolOpsTest : public CpuOpTest {
- protected:
-  Tensor Run1(const std::string& name, std::vector<Tensor> in,
-              AttrMap attrs = {}, int output = 0) {
-    auto r = Run(name, std::move(in), std::move(attrs));
-    EXPECT_TRUE(r.ok()) << name << ": " << r.status();
-    return r.ok() ? (*r)[output] : Tensor();
-  }
-  // `t`'s values as float64, in row-major order (through a contiguous
-  // float64 copy).
-  std::vector<double> Doubles(const Tensor& t) {
-    Tensor d =
-        Run1("contiguous", {Run1("to", {t}, {{"dtype", DType::kFloat64}})});
-    std::vector<double> v(d.numel());
-    std::memcpy(v.data(), d.data(), d.nbytes());
-    return v;
-  }
-  static std::vector<int64_t> Ints64(const Tensor& t) {
-    std::vector<int64_t> v(t.numel());
-    std::memcpy(v.data(), t.data(), t.nbytes());
-    return v;
-  }
-};
+using MaxPoolOpsTest = CpuOpTest;
 
 bool SameOrBothNaN(double a, double b) {
   return a == b || (std::isnan(a) && std::isnan(b));
