@@ -156,21 +156,6 @@ T WrapMul(T a, T b) {
   }
 }
 
-template <typename T>
-T ReduceIdentity(ReduceOp op) {
-  using L = std::numeric_limits<T>;
-  switch (op) {
-    case ReduceOp::kProd:
-      return T(1);
-    case ReduceOp::kMax:
-      return L::has_infinity ? T(-L::infinity()) : L::lowest();
-    case ReduceOp::kMin:
-      return L::has_infinity ? L::infinity() : L::max();
-    default:
-      return T(0);
-  }
-}
-
 // amax/amin as PyTorch's CPU kernel: a NaN src wins, a NaN target stays.
 template <typename T>
 void Combine(ReduceOp op, T& t, T v) {

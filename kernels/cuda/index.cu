@@ -223,21 +223,6 @@ __global__ void ScatterMeanKernel(T* out, const int64_t* count, int64_t n,
   }
 }
 
-template <typename T>
-T ReduceIdentity(ReduceOp op) {
-  using L = std::numeric_limits<T>;
-  switch (op) {
-    case ReduceOp::kProd:
-      return T(1);
-    case ReduceOp::kMax:
-      return L::has_infinity ? T(-L::infinity()) : L::lowest();
-    case ReduceOp::kMin:
-      return L::has_infinity ? L::infinity() : L::max();
-    default:
-      return T(0);
-  }
-}
-
 }  // namespace
 
 absl::Status ResetBadIndex(int64_t* bad, StreamHandle stream) {

@@ -6,6 +6,7 @@
 #define TENSORD_RUNTIME_CORE_KERNEL_OPS_H_
 
 #include <cstdint>
+#include <limits>
 
 namespace tensord {
 
@@ -119,6 +120,24 @@ enum class BinaryOp {
 enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor };
 
 enum class ReduceOp { kSum, kMean, kProd, kMax, kMin, kAll, kAny };
+
+// The value a scatter/index reduction starts from when it leaves out the
+// target's own values (include_self=False): 1, -inf (or lowest), +inf (or
+// max), else 0. Host code, shared by the CPU and CUDA index kernels.
+template <typename T>
+T ReduceIdentity(ReduceOp op) {
+  using L = std::numeric_limits<T>;
+  switch (op) {
+    case ReduceOp::kProd:
+      return T(1);
+    case ReduceOp::kMax:
+      return L::has_infinity ? T(-L::infinity()) : L::lowest();
+    case ReduceOp::kMin:
+      return L::has_infinity ? L::infinity() : L::max();
+    default:
+      return T(0);
+  }
+}
 // Statistics that need more than one pass or an index.
 enum class StatOp { kVar, kStd, kLogSumExp, kNorm, kArgMax, kArgMin };
 
