@@ -35,7 +35,7 @@ const std::set<std::string>& KnownCpuOnly() {
       "conv3d", "conv3d_backward_input", "conv3d_backward_weight",
       // grid_sample_ops.cc: the forward is PyTorch's decomposition, with no
       // CUDA kernel of its own to add the backward beside.
-      "grid_sampler_2d_backward",
+      "grid_sampler_2d_backward", "grid_sampler_3d", "grid_sampler_3d_backward",
       // embedding_bag_ops.cc: no sibling CUDA kernel yet.
       "_embedding_bag", "_embedding_bag_dense_backward",
       "_embedding_bag_per_sample_weights_backward",

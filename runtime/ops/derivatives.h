@@ -32,6 +32,7 @@ std::vector<GradRow> MathGrads();       // derivatives_math.cc
 std::vector<GradRow> DistanceGrads();   // distance_ops.cc
 std::vector<GradRow> AttentionGrads();  // attention_compose.cc
 std::vector<GradRow> EmbeddingBagGrads();  // embedding_bag_ops.cc
+std::vector<GradRow> GridSample3dGrads();  // grid_sample_3d_ops.cc
 
 void AttachGradients(std::vector<OpDef>* table);
 

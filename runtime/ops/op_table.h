@@ -40,6 +40,8 @@ std::vector<OpDef> GridSampleOps();  // grid_sample_ops.cc: grid_sampler_2d's ba
 std::vector<OpDef> EmbeddingBagOps();
 // margin_loss_ops.cc: multi_margin_loss_backward, multilabel_margin_loss_backward
 std::vector<OpDef> MarginLossOps();
+// grid_sample_3d_ops.cc: grid_sampler_3d and its backward
+std::vector<OpDef> GridSample3dOps();
 std::vector<OpDef> MaxPoolOps();    // max_pool_ops.cc: max_pool2d_with_indices
 // adaptive_max_pool_ops.cc: adaptive_max_pool{2,3}d, their backward,
 // max_pool3d_with_indices_backward
