@@ -9,7 +9,7 @@ void AttachGradients(std::vector<OpDef>* table) {
   std::vector<GradRow> rows;
   for (auto family : {PointwiseGrads, ReductionGrads, ShapeGrads, NnGrads,
                       MathGrads, DistanceGrads, AttentionGrads,
-                      EmbeddingBagGrads, GridSample3dGrads}) {
+                      EmbeddingBagGrads, GridSample3dGrads, CtcLossGrads}) {
     for (GradRow& r : family()) rows.push_back(std::move(r));
   }
   auto find = [&](const std::string& name) -> OpDef* {

@@ -42,6 +42,8 @@ std::vector<OpDef> EmbeddingBagOps();
 std::vector<OpDef> MarginLossOps();
 // grid_sample_3d_ops.cc: grid_sampler_3d and its backward
 std::vector<OpDef> GridSample3dOps();
+// ctc_loss_ops.cc: _ctc_loss and its backward
+std::vector<OpDef> CtcLossOps();
 std::vector<OpDef> MaxPoolOps();    // max_pool_ops.cc: max_pool2d_with_indices
 // adaptive_max_pool_ops.cc: adaptive_max_pool{2,3}d, their backward,
 // max_pool3d_with_indices_backward
