@@ -32,38 +32,44 @@ struct Ctc {
 absl::StatusOr<Ctc> Geometry(const StridedView& lp, const StridedView& targets,
                              const StridedView& il, const StridedView& tl,
                              int64_t alpha_width, int64_t blank) {
-  Ctc g{lp.sizes[0], lp.sizes[1], lp.sizes[2], (alpha_width - 1) / 2,
-        il.ptr<const int64_t>(), tl.ptr<const int64_t>(),
-        targets.ptr<const int64_t>(), {}, blank};
+  Ctc g{lp.sizes[0],
+        lp.sizes[1],
+        lp.sizes[2],
+        (alpha_width - 1) / 2,
+        il.ptr<const int64_t>(),
+        tl.ptr<const int64_t>(),
+        targets.ptr<const int64_t>(),
+        {},
+        blank};
   const bool padded = targets.ndim == 2;
   int64_t pos = 0;
   for (int64_t b = 0; b < g.N; ++b) {
     if (g.il[b] < 0 || g.il[b] > g.T) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ctc_loss: expected input_lengths[", b, "] (", g.il[b],
-          ") to be in [0, ", g.T, "], the length of log_probs"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("ctc_loss: expected input_lengths[", b, "] (", g.il[b],
+                       ") to be in [0, ", g.T, "], the length of log_probs"));
     }
     const int64_t room = padded ? std::min(g.S, targets.sizes[1]) : g.S;
     if (g.tl[b] < 0 || g.tl[b] > room) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ctc_loss: expected target_lengths[", b, "] (", g.tl[b],
-          ") to be in [0, ", room, "]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("ctc_loss: expected target_lengths[", b, "] (", g.tl[b],
+                       ") to be in [0, ", room, "]"));
     }
     g.start.push_back(padded ? b * targets.sizes[1] : pos);
     pos += g.tl[b];
   }
   if (!padded && pos > targets.sizes[0]) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ctc_loss: target_lengths add up to ", pos, " but there are only ",
-        targets.sizes[0], " targets"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ctc_loss: target_lengths add up to ", pos,
+                     " but there are only ", targets.sizes[0], " targets"));
   }
   for (int64_t b = 0; b < g.N; ++b) {
     for (int64_t i = 0; i < g.tl[b]; ++i) {
       const int64_t v = g.targets[g.start[b] + i];
       if (v < 0 || v >= g.C) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "ctc_loss: target ", v, " of batch entry ", b,
-            " is not a class in [0, ", g.C, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("ctc_loss: target ", v, " of batch entry ", b,
+                         " is not a class in [0, ", g.C, ")"));
       }
     }
   }
@@ -87,7 +93,9 @@ void Forward(const Ctc& g, const T* lp, T* nll, T* alpha) {
       std::fill(la, la + g.T * W, ninf);
       const int64_t il = g.il[b], tl = g.tl[b], states = 2 * tl + 1;
       // log_probs[t][b][c]
-      auto LP = [&](int64_t t, int64_t c) { return lp[(t * g.N + b) * g.C + c]; };
+      auto LP = [&](int64_t t, int64_t c) {
+        return lp[(t * g.N + b) * g.C + c];
+      };
       if (il == 0) {
         nll[b] = tl == 0 ? T(-0.0) : std::numeric_limits<T>::infinity();
         continue;
@@ -126,7 +134,9 @@ void Backward(const Ctc& g, const T* go, const T* lp, const T* nll,
     std::vector<T> beta(g.T * W);
     for (int64_t b = lo; b < hi; ++b) {
       const int64_t il = g.il[b], tl = g.tl[b], states = 2 * tl + 1;
-      auto LP = [&](int64_t t, int64_t c) { return lp[(t * g.N + b) * g.C + c]; };
+      auto LP = [&](int64_t t, int64_t c) {
+        return lp[(t * g.N + b) * g.C + c];
+      };
       auto G = [&](int64_t t, int64_t c) -> T& {
         return grad[(t * g.N + b) * g.C + c];
       };
@@ -200,9 +210,9 @@ absl::Status CtcLoss(const StridedView& log_probs, const StridedView& targets,
                      const StridedView& neg_log_likelihood,
                      const StridedView& log_alpha) {
   TD_RETURN_IF_ERROR(CheckFloat(log_probs.dtype, "_ctc_loss"));
-  TD_ASSIGN_OR_RETURN(Ctc g, Geometry(log_probs, targets, input_lengths,
-                                      target_lengths, log_alpha.sizes[2],
-                                      blank));
+  TD_ASSIGN_OR_RETURN(
+      Ctc g, Geometry(log_probs, targets, input_lengths, target_lengths,
+                      log_alpha.sizes[2], blank));
   if (log_probs.dtype == DType::kFloat64) {
     Forward<double>(g, log_probs.ptr<const double>(),
                     neg_log_likelihood.ptr<double>(), log_alpha.ptr<double>());
@@ -213,19 +223,16 @@ absl::Status CtcLoss(const StridedView& log_probs, const StridedView& targets,
   return absl::OkStatus();
 }
 
-absl::Status CtcLossBackward(const StridedView& grad,
-                             const StridedView& log_probs,
-                             const StridedView& targets,
-                             const StridedView& input_lengths,
-                             const StridedView& target_lengths,
-                             const StridedView& neg_log_likelihood,
-                             const StridedView& log_alpha, int64_t blank,
-                             bool zero_infinity,
-                             const StridedView& grad_log_probs) {
+absl::Status CtcLossBackward(
+    const StridedView& grad, const StridedView& log_probs,
+    const StridedView& targets, const StridedView& input_lengths,
+    const StridedView& target_lengths, const StridedView& neg_log_likelihood,
+    const StridedView& log_alpha, int64_t blank, bool zero_infinity,
+    const StridedView& grad_log_probs) {
   TD_RETURN_IF_ERROR(CheckFloat(log_probs.dtype, "_ctc_loss_backward"));
-  TD_ASSIGN_OR_RETURN(Ctc g, Geometry(log_probs, targets, input_lengths,
-                                      target_lengths, log_alpha.sizes[2],
-                                      blank));
+  TD_ASSIGN_OR_RETURN(
+      Ctc g, Geometry(log_probs, targets, input_lengths, target_lengths,
+                      log_alpha.sizes[2], blank));
   if (log_probs.dtype == DType::kFloat64) {
     Backward<double>(g, grad.ptr<const double>(), log_probs.ptr<const double>(),
                      neg_log_likelihood.ptr<const double>(),

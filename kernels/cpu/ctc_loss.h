@@ -35,15 +35,12 @@ absl::Status CtcLoss(const StridedView& log_probs, const StridedView& targets,
 
 // grad [N] (of neg_log_likelihood), the forward's inputs and outputs in;
 // grad_log_probs [T, N, C] out (overwritten; zero past each input length).
-absl::Status CtcLossBackward(const StridedView& grad,
-                             const StridedView& log_probs,
-                             const StridedView& targets,
-                             const StridedView& input_lengths,
-                             const StridedView& target_lengths,
-                             const StridedView& neg_log_likelihood,
-                             const StridedView& log_alpha, int64_t blank,
-                             bool zero_infinity,
-                             const StridedView& grad_log_probs);
+absl::Status CtcLossBackward(
+    const StridedView& grad, const StridedView& log_probs,
+    const StridedView& targets, const StridedView& input_lengths,
+    const StridedView& target_lengths, const StridedView& neg_log_likelihood,
+    const StridedView& log_alpha, int64_t blank, bool zero_infinity,
+    const StridedView& grad_log_probs);
 
 }  // namespace cpu
 }  // namespace tensord

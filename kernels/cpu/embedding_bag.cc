@@ -41,8 +41,8 @@ absl::Status CheckOffsets(const int64_t* off, int64_t num_offsets, int64_t n) {
   }
   if (num_offsets > 0 && off[num_offsets - 1] > n) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "embedding_bag: offsets[-1] can not be greater than input's length ",
-        n, " but got offsets[-1] of ", off[num_offsets - 1]));
+        "embedding_bag: offsets[-1] can not be greater than input's length ", n,
+        " but got offsets[-1] of ", off[num_offsets - 1]));
   }
   return absl::OkStatus();
 }
@@ -189,9 +189,8 @@ absl::Status EmbeddingBag(const StridedView& weight, const StridedView& indices,
   const int64_t* off = offsets.ptr<const int64_t>();
   TD_RETURN_IF_ERROR(CheckOffsets(off, num_offsets, n));
   TD_RETURN_IF_ERROR(CheckRange(idx, n, weight.sizes[0], false, "indices"));
-  int64_t* max_idx = options.mode == BagMode::kMax
-                         ? max_indices.ptr<int64_t>()
-                         : nullptr;
+  int64_t* max_idx =
+      options.mode == BagMode::kMax ? max_indices.ptr<int64_t>() : nullptr;
   if (weight.dtype == DType::kFloat64) {
     Forward<double>(weight, idx, off, num_offsets, n,
                     OrNull<double>(per_sample_weights), options, output,
@@ -200,8 +199,7 @@ absl::Status EmbeddingBag(const StridedView& weight, const StridedView& indices,
   } else {
     Forward<float>(weight, idx, off, num_offsets, n,
                    OrNull<float>(per_sample_weights), options, output,
-                   offset2bag.ptr<int64_t>(), bag_size.ptr<int64_t>(),
-                   max_idx);
+                   offset2bag.ptr<int64_t>(), bag_size.ptr<int64_t>(), max_idx);
   }
   return absl::OkStatus();
 }

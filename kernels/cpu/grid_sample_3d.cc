@@ -14,8 +14,8 @@ using grid_coords::SourceIndex;
 using grid_coords::ToIndex;
 
 struct Dims {
-  int64_t C, D, H, W;     // input volume
-  int64_t out_points;     // Do * Ho * Wo
+  int64_t C, D, H, W;  // input volume
+  int64_t out_points;  // Do * Ho * Wo
   int64_t plane() const { return D * H * W; }
 };
 
@@ -48,17 +48,18 @@ template <typename T>
 Corners<T> CornersOf(const Point<T>& p, const Dims& d) {
   Corners<T> c;
   const T x0 = std::floor(p.ix), y0 = std::floor(p.iy), z0 = std::floor(p.iz);
-  const T wx[2] = {x0 + 1 - p.ix, p.ix - x0}, wy[2] = {y0 + 1 - p.iy, p.iy - y0},
+  const T wx[2] = {x0 + 1 - p.ix, p.ix - x0},
+          wy[2] = {y0 + 1 - p.iy, p.iy - y0},
           wz[2] = {z0 + 1 - p.iz, p.iz - z0};
   const T sign[2] = {-1, 1};
   const int64_t ix0 = ToIndex(x0), iy0 = ToIndex(y0), iz0 = ToIndex(z0);
   int k = 0;
-  for (int bz = 0; bz < 2; ++bz) {  // ATen's order: t(op) then b(ottom) ...
+  for (int bz = 0; bz < 2; ++bz) {    // ATen's order: t(op) then b(ottom) ...
     for (int by = 0; by < 2; ++by) {  // ... n(orth) then s(outh) ...
       for (int bx = 0; bx < 2; ++bx, ++k) {  // ... w(est) then e(ast)
         const int64_t x = ix0 + bx, y = iy0 + by, z = iz0 + bz;
-        const bool in = x >= 0 && x < d.W && y >= 0 && y < d.H && z >= 0 &&
-                        z < d.D;
+        const bool in =
+            x >= 0 && x < d.W && y >= 0 && y < d.H && z >= 0 && z < d.D;
         c.offset[k] = in ? (z * d.H + y) * d.W + x : -1;
         c.w[k] = wx[bx] * wy[by] * wz[bz];
         c.dx[k] = sign[bx] * wy[by] * wz[bz];

@@ -98,9 +98,9 @@ absl::Status MultiMarginLossBackward(const StridedView& grad_output,
   const int64_t* y = target.ptr<const int64_t>();
   for (int64_t t = 0; t < d.n; ++t) {
     if (y[t] < 0 || y[t] >= d.c) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "multi_margin_loss_backward: target ", y[t], " is out of bounds: ",
-          "it must be in [0, ", d.c, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("multi_margin_loss_backward: target ", y[t],
+                       " is out of bounds: ", "it must be in [0, ", d.c, ")"));
     }
   }
   if (input.dtype == DType::kFloat64) {
@@ -129,16 +129,15 @@ absl::Status MultilabelMarginLossBackward(const StridedView& grad_output,
   const int64_t* y = target.ptr<const int64_t>();
   for (int64_t k = 0; k < d.n * d.c; ++k) {
     if (y[k] < -1 || y[k] >= d.c) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "multilabel_margin_loss_backward: target ", y[k],
-          " is out of bounds: it must be in [-1, ", d.c, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("multilabel_margin_loss_backward: target ", y[k],
+                       " is out of bounds: it must be in [-1, ", d.c, ")"));
     }
   }
   if (input.dtype == DType::kFloat64) {
-    Multilabel<double>(grad_output.ptr<const double>(),
-                       input.ptr<const double>(), y,
-                       is_target.ptr<const double>(), reduction, d,
-                       grad_input.ptr<double>());
+    Multilabel<double>(
+        grad_output.ptr<const double>(), input.ptr<const double>(), y,
+        is_target.ptr<const double>(), reduction, d, grad_input.ptr<double>());
   } else {
     Multilabel<float>(grad_output.ptr<const float>(), input.ptr<const float>(),
                       y, is_target.ptr<const float>(), reduction, d,

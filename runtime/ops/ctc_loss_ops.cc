@@ -25,15 +25,14 @@ constexpr char kBackward[] = "_ctc_loss_backward";
 
 // The inputs both rows share: log_probs, targets, input_lengths,
 // target_lengths (at `first`), and blank.
-absl::Status CheckCtc(absl::Span<const Tensor> in, size_t first,
-                      int64_t blank, const char* op) {
-  const Tensor &lp = in[first], &targets = in[first + 1],
-               &il = in[first + 2], &tl = in[first + 3];
+absl::Status CheckCtc(absl::Span<const Tensor> in, size_t first, int64_t blank,
+                      const char* op) {
+  const Tensor &lp = in[first], &targets = in[first + 1], &il = in[first + 2],
+               &tl = in[first + 3];
   TD_RETURN_IF_ERROR(RequireFloating(lp, op));
   if (lp.ndim() != 3) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": expected log_probs [T, N, C], got ",
-                     ShapeToString(lp.shape())));
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": expected log_probs [T, N, C], got ", ShapeToString(lp.shape())));
   }
   const int64_t n = lp.shape()[1], c = lp.shape()[2];
   TD_RETURN_IF_ERROR(RequireInt64(targets, op));
@@ -48,9 +47,8 @@ absl::Status CheckCtc(absl::Span<const Tensor> in, size_t first,
         ", ", ShapeToString(il.shape()), " and ", ShapeToString(tl.shape())));
   }
   if (blank < 0 || blank >= c) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": blank must be in label range [0, ", c, "), got ",
-                     blank));
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": blank must be in label range [0, ", c, "), got ", blank));
   }
   return absl::OkStatus();
 }
@@ -96,9 +94,8 @@ Specs InferBackward(absl::Span<const Tensor> in, const Attrs& attrs,
   return std::vector<TensorSpec>{{lp.dtype(), lp.shape(), lp.device()}};
 }
 
-absl::Status Backward(absl::Span<const Tensor> in,
-                      absl::Span<const Tensor> out, const Attrs& attrs,
-                      const OpContext& ctx) {
+absl::Status Backward(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
+                      const Attrs& attrs, const OpContext& ctx) {
   TD_ASSIGN_OR_RETURN(std::vector<Tensor> c, ContiguousAll(in, ctx));
   return cpu::CtcLossBackward(c[0].view(), c[1].view(), c[2].view(),
                               c[3].view(), c[4].view(), c[5].view(),
@@ -109,11 +106,11 @@ absl::Status Backward(absl::Span<const Tensor> in,
 Grads ForwardGrad(GradCtx& g) {
   Grads r(g.num_inputs());
   if (g.needs(0)) {
-    r[0] = g.Op(kBackward,
-                {g.grad(), g.in(0), g.in(1), g.in(2), g.in(3), g.out(0),
-                 g.out(1)},
-                {{"blank", g.attrs().Int("blank")},
-                 {"zero_infinity", g.attrs().Bool("zero_infinity")}});
+    r[0] =
+        g.Op(kBackward,
+             {g.grad(), g.in(0), g.in(1), g.in(2), g.in(3), g.out(0), g.out(1)},
+             {{"blank", g.attrs().Int("blank")},
+              {"zero_infinity", g.attrs().Bool("zero_infinity")}});
   }
   return r;
 }
@@ -142,12 +139,12 @@ std::vector<OpDef> CtcLossOps() {
   fwd.num_outputs = 2;
   fwd.infer = InferForward;
   fwd.cpu = Forward;
-  fwd.examples = {Example({{5, 2, 4}, {2, 3}, {2}, {2}},
-                          {{"max_target_length", int64_t{3}}}, {f, i, i, i}),
-                  Example({{5, 2, 4}, {6}, {2}, {2}},
-                          {{"max_target_length", int64_t{0}},
-                           {"blank", int64_t{3}}},
-                          {f, i, i, i})};
+  fwd.examples = {
+      Example({{5, 2, 4}, {2, 3}, {2}, {2}},
+              {{"max_target_length", int64_t{3}}}, {f, i, i, i}),
+      Example({{5, 2, 4}, {6}, {2}, {2}},
+              {{"max_target_length", int64_t{0}}, {"blank", int64_t{3}}},
+              {f, i, i, i})};
   OpDef bwd = MakeOp(
       kBackward, 7, 7, CommonAttrs(),
       "(grad [N], log_probs, targets, input_lengths, target_lengths, "

@@ -34,8 +34,8 @@ class CtcLossOpsTest : public CpuOpTest {
     const int64_t tl = target.size();
     const auto out = Doubles(Run1(
         "_ctc_loss",
-        {LogProbs(p), Idx(target.empty() ? I{0} : target,
-                          {1, std::max<int64_t>(tl, 1)}),
+        {LogProbs(p),
+         Idx(target.empty() ? I{0} : target, {1, std::max<int64_t>(tl, 1)}),
          Idx({il}, {1}), Idx({tl}, {1})},
         {{"max_target_length", std::max<int64_t>(tl, 1)}, {"blank", blank}}));
     return out[0];
@@ -67,8 +67,8 @@ TEST_F(CtcLossOpsTest, OneFrameGradientIsSoftmaxMinusOneHot) {
                  {{"max_target_length", int64_t{1}}});
   ASSERT_TRUE(fwd.ok()) << fwd.status();
   const Tensor grad = From(V{3.0}, DType::kFloat64, {1});
-  const auto g = Doubles(Run1("_ctc_loss_backward",
-                              {grad, lp, targets, il, tl, (*fwd)[0], (*fwd)[1]}));
+  const auto g = Doubles(Run1(
+      "_ctc_loss_backward", {grad, lp, targets, il, tl, (*fwd)[0], (*fwd)[1]}));
   for (int c = 0; c < 3; ++c) {
     EXPECT_NEAR(g[c], 3 * (p[c] - (c == 2 ? 1 : 0)), 1e-12) << c;
   }
@@ -90,12 +90,12 @@ TEST_F(CtcLossOpsTest, RefusesBadLengthsAndTargets) {
   EXPECT_EQ(code({1}, 3, 1, 1), kInvalid);     // input_length past T
   EXPECT_EQ(code({1}, 2, 2, 2), kInvalid);     // past the padded targets
   EXPECT_EQ(code({1, 1}, 2, 2, 1), kInvalid);  // past max_target_length
-  EXPECT_EQ(Run("_ctc_loss",
-                {lp, Idx({1}, {1, 1}), Idx({2}, {1}), Idx({1}, {1})},
-                {{"max_target_length", int64_t{1}}, {"blank", int64_t{2}}})
-                .status()
-                .code(),
-            kInvalid);  // blank outside the classes
+  EXPECT_EQ(
+      Run("_ctc_loss", {lp, Idx({1}, {1, 1}), Idx({2}, {1}), Idx({1}, {1})},
+          {{"max_target_length", int64_t{1}}, {"blank", int64_t{2}}})
+          .status()
+          .code(),
+      kInvalid);  // blank outside the classes
 }
 
 }  // namespace

@@ -57,9 +57,10 @@ absl::Status CheckWeights(absl::Span<const Tensor> in, size_t i, int64_t n,
     return Bad(op, "per_sample_weights only supported with mode='sum'");
   }
   if (w.dtype() != like || w.ndim() != 1 || w.shape()[0] != n) {
-    return Bad(op, absl::StrCat("expected per_sample_weights of shape [", n,
-                                "] and dtype ", DTypeName(like), ", got ",
-                                DTypeName(w.dtype()), ShapeToString(w.shape())));
+    return Bad(op,
+               absl::StrCat("expected per_sample_weights of shape [", n,
+                            "] and dtype ", DTypeName(like), ", got ",
+                            DTypeName(w.dtype()), ShapeToString(w.shape())));
   }
   return absl::OkStatus();
 }
@@ -136,14 +137,16 @@ Specs InferDense(absl::Span<const Tensor> in, const Attrs& attrs,
   if (in[2].numel() != n || in[3].numel() < bags ||
       (mode == cpu::BagMode::kMax &&
        in[4].shape() != Shape{bags, g.shape()[1]})) {
-    return Bad(kDense,
-               absl::StrCat("expected offset2bag [", n, "], bag_size of at "
-                            "least ", bags, " entries and (max mode) "
-                            "max_indices [",
-                            bags, ", ", g.shape()[1], "], got ",
-                            ShapeToString(in[2].shape()), ", ",
-                            ShapeToString(in[3].shape()), " and ",
-                            ShapeToString(in[4].shape())));
+    return Bad(kDense, absl::StrCat("expected offset2bag [", n,
+                                    "], bag_size of at "
+                                    "least ",
+                                    bags,
+                                    " entries and (max mode) "
+                                    "max_indices [",
+                                    bags, ", ", g.shape()[1], "], got ",
+                                    ShapeToString(in[2].shape()), ", ",
+                                    ShapeToString(in[3].shape()), " and ",
+                                    ShapeToString(in[4].shape())));
   }
   TD_RETURN_IF_ERROR(CheckWeights(in, 5, n, g.dtype(), mode, kDense));
   const int64_t rows = attrs.Int("num_weights");
@@ -172,12 +175,12 @@ Specs InferPsw(absl::Span<const Tensor> in, const Attrs& attrs,
   }
   if (g.ndim() != 2 || w.ndim() != 2 || g.shape()[1] != w.shape()[1] ||
       w.dtype() != g.dtype()) {
-    return Bad(kPsw, absl::StrCat("expected grad [B, D] and weight [V, D] of "
-                                  "one dtype, got ",
-                                  DTypeName(g.dtype()),
-                                  ShapeToString(g.shape()), " and ",
-                                  DTypeName(w.dtype()),
-                                  ShapeToString(w.shape())));
+    return Bad(
+        kPsw,
+        absl::StrCat("expected grad [B, D] and weight [V, D] of "
+                     "one dtype, got ",
+                     DTypeName(g.dtype()), ShapeToString(g.shape()), " and ",
+                     DTypeName(w.dtype()), ShapeToString(w.shape())));
   }
   const char* names[] = {"indices", "offsets", "offset2bag"};
   for (int i = 2; i <= 4; ++i) {
@@ -216,8 +219,9 @@ Grads ForwardGrad(GradCtx& g) {
                  {"padding_idx", a.Int("padding_idx")}});
   }
   if (g.num_inputs() == 4 && g.needs(3)) {
-    r[3] = g.Op(kPsw, {g.grad(), g.in(0), g.in(1), g.in(2), g.out(1)},
-                {{"mode", a.Int("mode")}, {"padding_idx", a.Int("padding_idx")}});
+    r[3] =
+        g.Op(kPsw, {g.grad(), g.in(0), g.in(1), g.in(2), g.out(1)},
+             {{"mode", a.Int("mode")}, {"padding_idx", a.Int("padding_idx")}});
   }
   return r;
 }
@@ -249,12 +253,12 @@ std::vector<OpDef> EmbeddingBagOps() {
   fwd.num_outputs = 4;
   fwd.infer = InferForward;
   fwd.cpu = Forward;
-  fwd.examples = {Example({{5, 3}, {4}, {2}}, {}, {f, i, i}),
-                  Example({{5, 3}, {4}, {3}},
-                          {{"mode", int64_t{2}}, {"include_last_offset", true}},
-                          {f, i, i}),
-                  Example({{5, 3}, {4}, {2}, {4}}, {{"padding_idx", int64_t{1}}},
-                          {f, i, i, f})};
+  fwd.examples = {
+      Example({{5, 3}, {4}, {2}}, {}, {f, i, i}),
+      Example({{5, 3}, {4}, {3}},
+              {{"mode", int64_t{2}}, {"include_last_offset", true}}, {f, i, i}),
+      Example({{5, 3}, {4}, {2}, {4}}, {{"padding_idx", int64_t{1}}},
+              {f, i, i, f})};
   OpDef dense = MakeOp(
       kDense, 5, 6,
       {Required("num_weights", AttrType::kInt), FreqAttr(), ModeAttr(),
@@ -265,12 +269,11 @@ std::vector<OpDef> EmbeddingBagOps() {
   dense.differentiable = false;
   dense.infer = InferDense;
   dense.cpu = Dense;
-  dense.examples = {
-      Example({{2, 3}, {4}, {4}, {2}, {0}}, {{"num_weights", int64_t{5}}},
-              {f, i, i, i, i}),
-      Example({{2, 3}, {4}, {4}, {2}, {2, 3}},
-              {{"num_weights", int64_t{5}}, {"mode", int64_t{2}}},
-              {f, i, i, i, i})};
+  dense.examples = {Example({{2, 3}, {4}, {4}, {2}, {0}},
+                            {{"num_weights", int64_t{5}}}, {f, i, i, i, i}),
+                    Example({{2, 3}, {4}, {4}, {2}, {2, 3}},
+                            {{"num_weights", int64_t{5}}, {"mode", int64_t{2}}},
+                            {f, i, i, i, i})};
   OpDef psw = MakeOp(
       kPsw, 5, 5, {ModeAttr(), PaddingAttr()},
       "(grad, weight, indices, offsets, offset2bag) -> the gradient [N] of "

@@ -94,9 +94,9 @@ TEST_F(EmbeddingBagOpsTest, PerSampleWeightsScaleRowsAndGetTheirGradient) {
   // d(sum(out * g)) / d psw[i] = g[bag(i)] . weight[index i]; g = all ones.
   std::vector<double> ones(9, 1.0);
   const Tensor g = From(ones, DType::kFloat64, {3, kDim});
-  const auto gp = Doubles(Run1(
-      "_embedding_bag_per_sample_weights_backward",
-      {g, Weight(), Idx(kIndices), Idx(kOffsets), (*r)[1]}));
+  const auto gp =
+      Doubles(Run1("_embedding_bag_per_sample_weights_backward",
+                   {g, Weight(), Idx(kIndices), Idx(kOffsets), (*r)[1]}));
   for (size_t i = 0; i < kIndices.size(); ++i) {
     double dot = 0;
     for (int64_t d = 0; d < kDim; ++d) dot += W(kIndices[i], d);
@@ -114,10 +114,10 @@ TEST_F(EmbeddingBagOpsTest, DenseBackwardOfEachMode) {
     auto fwd = Run("_embedding_bag", {Weight(), Idx(kIndices), Idx(kOffsets)},
                    {{"mode", mode}});
     ASSERT_TRUE(fwd.ok()) << fwd.status();
-    const auto gw = Doubles(Run1(
-        "_embedding_bag_dense_backward",
-        {g, Idx(kIndices), (*fwd)[1], (*fwd)[2], (*fwd)[3]},
-        {{"num_weights", kRows}, {"mode", mode}}));
+    const auto gw =
+        Doubles(Run1("_embedding_bag_dense_backward",
+                     {g, Idx(kIndices), (*fwd)[1], (*fwd)[2], (*fwd)[3]},
+                     {{"num_weights", kRows}, {"mode", mode}}));
     ASSERT_EQ(gw.size(), static_cast<size_t>(kRows * kDim));
     for (int64_t d = 0; d < kDim; ++d) {
       const double g0 = gv[d], g2 = gv[2 * kDim + d];

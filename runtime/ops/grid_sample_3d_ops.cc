@@ -27,10 +27,13 @@ absl::Status CheckModes(const Attrs& attrs, const char* op) {
   const int64_t mode = attrs.Int("interpolation_mode"),
                 pad = attrs.Int("padding_mode");
   if (mode < 0 || mode > 1 || pad < 0 || pad > 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": interpolation_mode (", mode, ") must be 0 or 1 (bilinear, "
-        "nearest: no bicubic in 3-d) and padding_mode (", pad, ") 0, 1 or 2 "
-        "(zeros, border, reflection)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": interpolation_mode (", mode,
+                     ") must be 0 or 1 (bilinear, "
+                     "nearest: no bicubic in 3-d) and padding_mode (",
+                     pad,
+                     ") 0, 1 or 2 "
+                     "(zeros, border, reflection)"));
   }
   return absl::OkStatus();
 }
@@ -42,8 +45,9 @@ absl::Status CheckInputs(const Tensor& x, const Tensor& grid, const char* op) {
   if (grid.dtype() != x.dtype() || xs.size() != 5 || gs.size() != 5 ||
       gs[4] != 3 || gs[0] != xs[0]) {
     return absl::InvalidArgumentError(absl::StrCat(
-        op, ": expected input [N, C, D, H, W] and grid [N, Do, Ho, Wo, 3] of "
-            "one dtype, got ",
+        op,
+        ": expected input [N, C, D, H, W] and grid [N, Do, Ho, Wo, 3] of "
+        "one dtype, got ",
         DTypeName(x.dtype()), ShapeToString(xs), " and ",
         DTypeName(grid.dtype()), ShapeToString(gs)));
   }
@@ -82,11 +86,12 @@ Specs InferBackward(absl::Span<const Tensor> in, const Attrs& attrs,
   const Shape &gs = g.shape(), &xs = x.shape(), &ds = grid.shape();
   if (g.dtype() != x.dtype() || gs.size() != 5 || gs[0] != xs[0] ||
       gs[1] != xs[1] || gs[2] != ds[1] || gs[3] != ds[2] || gs[4] != ds[3]) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        kBackward, ": expected grad_output [N, C, Do, Ho, Wo] of input's "
-                   "dtype, got ",
-        DTypeName(g.dtype()), ShapeToString(gs), " for input ",
-        ShapeToString(xs), " and grid ", ShapeToString(ds)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(kBackward,
+                     ": expected grad_output [N, C, Do, Ho, Wo] of input's "
+                     "dtype, got ",
+                     DTypeName(g.dtype()), ShapeToString(gs), " for input ",
+                     ShapeToString(xs), " and grid ", ShapeToString(ds)));
   }
   if (attrs.Ints("output_mask").size() != 2) {
     return absl::InvalidArgumentError(
@@ -97,9 +102,8 @@ Specs InferBackward(absl::Span<const Tensor> in, const Attrs& attrs,
                                  {grid.dtype(), ds, grid.device()}};
 }
 
-absl::Status Backward(absl::Span<const Tensor> in,
-                      absl::Span<const Tensor> out, const Attrs& attrs,
-                      const OpContext& ctx) {
+absl::Status Backward(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
+                      const Attrs& attrs, const OpContext& ctx) {
   TD_ASSIGN_OR_RETURN(std::vector<Tensor> c, ContiguousAll(in, ctx));
   // Input gradient not asked for (output_mask[0] == 0): zeros, not computed.
   StridedView gi = out[0].view();
@@ -107,10 +111,9 @@ absl::Status Backward(absl::Span<const Tensor> in,
     if (out[0].nbytes() > 0) std::memset(out[0].data(), 0, out[0].nbytes());
     gi.data = nullptr;
   }
-  return cpu::GridSampler3dBackward(c[0].view(), c[1].view(), c[2].view(),
-                                    Mode(attrs), Padding(attrs),
-                                    attrs.Bool("align_corners"), gi,
-                                    out[1].view());
+  return cpu::GridSampler3dBackward(
+      c[0].view(), c[1].view(), c[2].view(), Mode(attrs), Padding(attrs),
+      attrs.Bool("align_corners"), gi, out[1].view());
 }
 
 std::map<std::string, AttrValue> Modes(const Attrs& a) {

@@ -98,10 +98,11 @@ TEST_F(GridSample3dOpsTest, Float32MatchesFloat64InEveryMode) {
         const AttrMap a = {{"interpolation_mode", mode},
                            {"padding_mode", pad},
                            {"align_corners", align}};
-        auto d = Run("grid_sampler_3d_backward",
-                     {From(go, DType::kFloat64, os), From(x, DType::kFloat64, xs),
-                      From(grid, DType::kFloat64, gs)},
-                     a);
+        auto d =
+            Run("grid_sampler_3d_backward",
+                {From(go, DType::kFloat64, os), From(x, DType::kFloat64, xs),
+                 From(grid, DType::kFloat64, gs)},
+                a);
         auto s = Run("grid_sampler_3d_backward",
                      {From(f32(go), DType::kFloat32, os),
                       From(f32(x), DType::kFloat32, xs),
@@ -126,10 +127,11 @@ TEST_F(GridSample3dOpsTest, RefusesMisshapenCallsAndBicubic) {
   const Tensor g = From(V(3, 0.0), DType::kFloat64, {1, 1, 1, 1, 3});
   const auto kInvalid = absl::StatusCode::kInvalidArgument;
   EXPECT_EQ(Run("grid_sampler_3d", {vol, g2}).status().code(), kInvalid);
-  EXPECT_EQ(Run("grid_sampler_3d", {vol, g}, {{"interpolation_mode", int64_t{2}}})
-                .status()
-                .code(),
-            kInvalid);
+  EXPECT_EQ(
+      Run("grid_sampler_3d", {vol, g}, {{"interpolation_mode", int64_t{2}}})
+          .status()
+          .code(),
+      kInvalid);
   EXPECT_EQ(Run("grid_sampler_3d_backward", {vol, vol, g}).status().code(),
             kInvalid);  // grad_output not [N, C, Do, Ho, Wo] of the grid
 }

@@ -35,8 +35,9 @@ absl::StatusOr<int64_t> CheckCommon(const Tensor& go, const Tensor& self,
   TD_RETURN_IF_ERROR(CheckReduction(attrs.String("reduction")));
   if (self.ndim() > 2 || self.numel() == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        op, ": expected a non-empty vector or matrix with optional 0-dim "
-            "batch size, got ",
+        op,
+        ": expected a non-empty vector or matrix with optional 0-dim "
+        "batch size, got ",
         ShapeToString(self.shape())));
   }
   const int64_t n = self.ndim() == 2 ? self.shape()[0] : 1;
@@ -65,12 +66,12 @@ Specs InferMulti(absl::Span<const Tensor> in, const Attrs& attrs,
         absl::StrCat(kMulti, ": only p == 1 and p == 2 supported, got ", p));
   }
   const int64_t c = self.ndim() == 0 ? 1 : self.shape().back();
-  if (in.size() == 4 && (in[3].dtype() != self.dtype() ||
-                         in[3].ndim() > 1 || in[3].numel() != c)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        kMulti, ": inconsistent weight size, expected ", c, " ",
-        DTypeName(self.dtype()), " values but got ", DTypeName(in[3].dtype()),
-        ShapeToString(in[3].shape())));
+  if (in.size() == 4 && (in[3].dtype() != self.dtype() || in[3].ndim() > 1 ||
+                         in[3].numel() != c)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kMulti, ": inconsistent weight size, expected ", c, " ",
+                     DTypeName(self.dtype()), " values but got ",
+                     DTypeName(in[3].dtype()), ShapeToString(in[3].shape())));
   }
   return std::vector<TensorSpec>{{self.dtype(), self.shape(), self.device()}};
 }
@@ -129,10 +130,10 @@ std::vector<OpDef> MarginLossOps() {
   multi.differentiable = false;
   multi.infer = InferMulti;
   multi.cpu = Multi;
-  multi.examples = {Example({{}, {3, 4}, {3}}, {}, {f, f, i}),
-                    Example({{3}, {3, 4}, {3}, {4}},
-                            {{"p", 2.0}, {"reduction", std::string("none")}},
-                            {f, f, i, f})};
+  multi.examples = {
+      Example({{}, {3, 4}, {3}}, {}, {f, f, i}),
+      Example({{3}, {3, 4}, {3}, {4}},
+              {{"p", 2.0}, {"reduction", std::string("none")}}, {f, f, i, f})};
   OpDef label = MakeOp(
       kLabel, 4, 4, {ReductionAttr()},
       "(grad_output, self [N, C] or [C], target (self's size, int64 class "

@@ -44,10 +44,10 @@ TEST_F(MarginLossOpsTest, MultiMarginOnlyActiveHingesCount) {
 
 TEST_F(MarginLossOpsTest, MultiMarginNoneScalesEachRow) {
   const V x = {1, 3, 2.5, 0, 0.5, -2};
-  const auto g = Doubles(Run1("multi_margin_loss_backward",
-                              {F64({10, -1}, {2}), F64(x, {2, 3}),
-                               I64({1, 0}, {2})},
-                              {{"reduction", std::string("none")}}));
+  const auto g =
+      Doubles(Run1("multi_margin_loss_backward",
+                   {F64({10, -1}, {2}), F64(x, {2, 3}), I64({1, 0}, {2})},
+                   {{"reduction", std::string("none")}}));
   const V want = {0, -10 / 3.0, 10 / 3.0, 1 / 3.0, -1 / 3.0, 0};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(g[i], want[i], 1e-12);
 }
