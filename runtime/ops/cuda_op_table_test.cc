@@ -43,6 +43,8 @@ const std::set<std::string>& KnownCpuOnly() {
       "multi_margin_loss_backward", "multilabel_margin_loss_backward",
       // ctc_loss_ops.cc: no sibling CUDA kernel yet.
       "_ctc_loss", "_ctc_loss_backward",
+      // segment_reduce_ops.cc: no sibling CUDA kernel yet.
+      "segment_reduce", "_segment_reduce_backward",
       // Fused attention (attention_ops.cc): CUDA composes
       // scaled_dot_product_attention instead.
       "scaled_dot_product_flash_attention",

@@ -7,9 +7,10 @@ namespace tensord {
 
 void AttachGradients(std::vector<OpDef>* table) {
   std::vector<GradRow> rows;
-  for (auto family : {PointwiseGrads, ReductionGrads, ShapeGrads, NnGrads,
-                      MathGrads, DistanceGrads, AttentionGrads,
-                      EmbeddingBagGrads, GridSample3dGrads, CtcLossGrads}) {
+  for (auto family :
+       {PointwiseGrads, ReductionGrads, ShapeGrads, NnGrads, MathGrads,
+        DistanceGrads, AttentionGrads, EmbeddingBagGrads, GridSample3dGrads,
+        CtcLossGrads, SegmentReduceGrads}) {
     for (GradRow& r : family()) rows.push_back(std::move(r));
   }
   auto find = [&](const std::string& name) -> OpDef* {

@@ -19,7 +19,7 @@ const std::vector<OpDef>& OpTable() {
           CrossEntropyOps, GeluOps,           StridedOps,       SpecialOps,
           LapackOps,       LapackSpectralOps, Conv3dOps,        GridSampleOps,
           DistanceOps,     AttentionOps,      EmbeddingBagOps,  MarginLossOps,
-          GridSample3dOps, CtcLossOps}) {
+          GridSample3dOps, CtcLossOps,        SegmentReduceOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);

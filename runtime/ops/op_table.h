@@ -44,6 +44,8 @@ std::vector<OpDef> MarginLossOps();
 std::vector<OpDef> GridSample3dOps();
 // ctc_loss_ops.cc: _ctc_loss and its backward
 std::vector<OpDef> CtcLossOps();
+// segment_reduce_ops.cc: segment_reduce and its backward
+std::vector<OpDef> SegmentReduceOps();
 std::vector<OpDef> MaxPoolOps();    // max_pool_ops.cc: max_pool2d_with_indices
 // adaptive_max_pool_ops.cc: adaptive_max_pool{2,3}d, their backward,
 // max_pool3d_with_indices_backward

@@ -14,6 +14,6 @@ from . import _attention  # noqa: F401 (flash attention's backward rule)
 from . import _conv1d  # noqa: F401 (after _aten_map_nn: its rules replace the 2-d ones)
 from . import _conv3d  # noqa: F401 (after _conv1d: its rules replace those)
 from . import _grid_sample  # noqa: F401
-from . import _ctc_loss, _embedding_bag, _margin_loss  # noqa: F401
+from . import _ctc_loss, _embedding_bag, _margin_loss, _segment_reduce  # noqa: F401
 
 RULES = _aten_map.RULES
