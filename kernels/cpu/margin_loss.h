@@ -1,8 +1,8 @@
-// The backward of PyTorch's multi-class margin losses on contiguous
+// PyTorch's multi-class margin losses and their backward on contiguous
 // float32/float64 rows, as ATen's CPU kernels compute them
-// (LossMultiMargin.cpp, LossMultiLabelMargin.cpp): multi_margin_loss_backward
-// and multilabel_margin_loss_backward. The forwards run as PyTorch's
-// decompositions on the device's ops. A 1-d input is one row (N = 1). Target
+// (LossMultiMargin.cpp, LossMultiLabelMargin.cpp): multi_margin_loss,
+// multilabel_margin_loss_forward and their _backward ops. A 1-d input is
+// one row (N = 1). Target
 // values are data: each kernel checks them before it writes anything and
 // refuses bad ones with INVALID_ARGUMENT. Rows split over the intra-op pool;
 // each row is written by one thread.
@@ -21,6 +21,21 @@ namespace cpu {
 // grad_output[n] (kNone: one per row) or by grad_output[0] / N (kMean) or
 // grad_output[0] (kSum).
 enum class LossReduction { kNone, kMean, kSum };
+
+// input [N, C], target [N] int64 in [0, C), weight [C] (data null: none) in;
+// loss out: one value per row (kNone) or their mean or sum (one value).
+absl::Status MultiMarginLoss(const StridedView& input,
+                             const StridedView& target,
+                             const StridedView& weight, int p, double margin,
+                             LossReduction reduction, const StridedView& loss);
+
+// input [N, C], target [N, C] int64 in; loss (as above) and is_target [N, C]
+// (input's dtype: 1 where the column is one of the row's targets) out.
+absl::Status MultilabelMarginLoss(const StridedView& input,
+                                  const StridedView& target,
+                                  LossReduction reduction,
+                                  const StridedView& loss,
+                                  const StridedView& is_target);
 
 // input [N, C], target [N] int64 in [0, C), weight [C] (data null: none),
 // grad_output (N values or 1) in; grad_input [N, C] out (overwritten).

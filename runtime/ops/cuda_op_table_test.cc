@@ -39,7 +39,8 @@ const std::set<std::string>& KnownCpuOnly() {
       // embedding_bag_ops.cc: no sibling CUDA kernel yet.
       "_embedding_bag", "_embedding_bag_dense_backward",
       "_embedding_bag_per_sample_weights_backward",
-      // margin_loss_ops.cc: no sibling CUDA kernel (the forwards decompose).
+      // margin_loss_ops.cc: no sibling CUDA kernel yet.
+      "multi_margin_loss", "multilabel_margin_loss_forward",
       "multi_margin_loss_backward", "multilabel_margin_loss_backward",
       // ctc_loss_ops.cc: no sibling CUDA kernel yet.
       "_ctc_loss", "_ctc_loss_backward",

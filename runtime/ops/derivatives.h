@@ -35,6 +35,7 @@ std::vector<GradRow> EmbeddingBagGrads();  // embedding_bag_ops.cc
 std::vector<GradRow> GridSample3dGrads();  // grid_sample_3d_ops.cc
 std::vector<GradRow> CtcLossGrads();       // ctc_loss_ops.cc
 std::vector<GradRow> SegmentReduceGrads();  // segment_reduce_ops.cc
+std::vector<GradRow> MarginLossGrads();     // margin_loss_ops.cc
 
 void AttachGradients(std::vector<OpDef>* table);
 

@@ -1,5 +1,6 @@
-// multi_margin_loss_backward and multilabel_margin_loss_backward through the
-// op table on the CPU, against the hinges worked out by hand: only active
+// The margin losses and their backward rows through the op table on the
+// CPU, against the hinges worked out by hand: the losses sum the active
+// hinges over C; only active
 // hinges (margin - x[y] + x[i] > 0) move the gradient, by 1/C (p = 1) or
 // 2 z / C (p = 2), times the target's class weight, over N for the mean and
 // per row for "none"; multilabel targets stop at the first -1; out-of-range
@@ -64,6 +65,30 @@ TEST_F(MarginLossOpsTest, MultilabelTargetsStopAtTheFirstMinusOne) {
       {{"reduction", std::string("sum")}}));
   const V want = {1 / 4.0, -1 / 4.0, -2 / 4.0, 2 / 4.0};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(g[i], want[i], 1e-12);
+}
+
+TEST_F(MarginLossOpsTest, ForwardsSumTheActiveHinges) {
+  // The rows of MultiMarginOnlyActiveHingesCount: one hinge each, 0.5 and
+  // 1.5, over C = 3.
+  const V x = {1, 3, 2.5, 0, 0.5, -2};
+  const Tensor tx = F64(x, {2, 3}), ty = I64({1, 0}, {2});
+  EXPECT_EQ(Doubles(Run1("multi_margin_loss", {tx, ty},
+                         {{"reduction", std::string("none")}})),
+            (V{0.5 / 3, 1.5 / 3}));
+  const auto mean = Doubles(Run1("multi_margin_loss", {tx, ty}));
+  EXPECT_NEAR(mean[0], (0.5 / 3 + 1.5 / 3) / 2, 1e-15);
+  const auto squared =
+      Doubles(Run1("multi_margin_loss", {tx, ty, F64({2, 0.5, 1}, {3})},
+                   {{"p", 2.0}, {"reduction", std::string("sum")}}));
+  EXPECT_NEAR(squared[0], 0.5 * 0.5 * 0.5 / 3 + 1.5 * 1.5 * 2 / 3, 1e-15);
+  // Targets {1, 2} of [-0.5, 0.9, 0.4, 0.2]: hinges 0.3, 0.1 and 0.8 (the
+  // fourth, 1 - 0.9 - 0.5, inactive), over C = 4.
+  auto r = Run("multilabel_margin_loss_forward",
+               {F64({-0.5, 0.9, 0.4, 0.2}, {4}), I64({1, 2, -1, 0}, {4})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(Doubles((*r)[0])[0], (0.3 + 0.1 + 0.8) / 4, 1e-15);
+  EXPECT_EQ((*r)[0].shape(), Shape{});
+  EXPECT_EQ(Doubles((*r)[1]), (V{0, 1, 1, 0}));
 }
 
 TEST_F(MarginLossOpsTest, RefusesBadTargetsAndShapes) {

@@ -1,6 +1,6 @@
-"""The multi-class margin losses' backward on the tensord device (the daemon's
-multi_margin_loss_backward and multilabel_margin_loss_backward rows; the forwards are PyTorch's
-decompositions on the device's ops): F.multi_margin_loss (p 1 and 2, a margin, class weights)
+"""The multi-class margin losses on the tensord device (the daemon's multi_margin_loss and
+multilabel_margin_loss_forward rows and their backward rows): F.multi_margin_loss (p 1 and 2,
+a margin, class weights)
 and F.multilabel_margin_loss (targets cut at the first -1) against CPU PyTorch in every
 reduction, for a batch and a single vector; a float64 gradcheck (finite differences); no op on
 the CPU fallback (conftest's autouse check)."""
@@ -54,7 +54,7 @@ def test_multilabel_margin_loss_gradients(td: object, reduction: str) -> None:
     # Targets up to the first -1: {3, 0}, {} (none), all five (no -1); later entries ignored.
     y = torch.tensor([[3, 0, -1, 1, 4], [-1, 2, 2, 2, 2], [4, 3, 2, 1, 0]])
     _compare(F.multilabel_margin_loss, x, y, reduction=reduction)
-    if reduction != "none":  # PyTorch's forward decomposition makes a vector's loss [1], not []
+    if reduction != "none":  # a vector's loss: PyTorch's meta function says [1], its CPU []
         _compare(F.multilabel_margin_loss, x[0], y[0], reduction=reduction)
 
 

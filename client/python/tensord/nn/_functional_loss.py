@@ -1,5 +1,6 @@
 """The losses of ``torch.nn.functional`` added beside the first ones: ``binary_cross_entropy``,
-``smooth_l1_loss`` and ``huber_loss`` (one daemon op each) and ``kl_div`` (composed).
+``smooth_l1_loss``, ``huber_loss``, ``multi_margin_loss`` and ``multilabel_margin_loss`` (one
+daemon op each) and ``kl_div`` (composed).
 Signatures, defaults and the legacy ``size_average``/``reduce`` arguments are PyTorch's."""
 
 from __future__ import annotations
@@ -86,3 +87,25 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
         total = call("sum", [loss])
         return total / input.shape[0] if input.dim() else total
     return call(r, [loss])
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
+                      weight: Optional[Tensor] = None, size_average: Any = None,
+                      reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """The multi-class hinge loss: per row, the sum over classes ``i != y`` of
+    ``w[y] max(0, margin - x[y] + x[i])^p / C`` (``p`` 1 or 2), then reduced."""
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    ins = [input, target] + ([] if weight is None else [weight])
+    return call("multi_margin_loss", ins, {"p": float(p), "margin": float(margin),
+                                           "reduction": _reduction(reduction, size_average,
+                                                                   reduce)})
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,
+                           reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """The multi-label hinge loss: ``target`` lists each row's classes up to the first -1; per
+    row, the sum over its classes ``j`` and the other classes ``i`` of
+    ``max(0, 1 - x[j] + x[i]) / C``, then reduced."""
+    return call("multilabel_margin_loss_forward", [input, target],
+                {"reduction": _reduction(reduction, size_average, reduce)})[0]

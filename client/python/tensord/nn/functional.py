@@ -27,7 +27,7 @@ from ._functional_conv import (conv1d, conv_transpose1d, conv_transpose2d,  # no
 from ._functional_sample import ctc_loss, grid_sample  # noqa: F401
 from ._functional_sparse import embedding_bag  # noqa: F401
 from ._functional_loss import (binary_cross_entropy, huber_loss, kl_div,  # noqa: F401
-                               smooth_l1_loss)
+                               multi_margin_loss, multilabel_margin_loss, smooth_l1_loss)
 
 _IntOrPair = Union[int, Sequence[int]]
 

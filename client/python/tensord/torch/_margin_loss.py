@@ -1,9 +1,8 @@
-"""The multi-class margin losses' backward ops as the daemon's rows of the same names
-(runtime/ops/margin_loss_ops.cc): ``multi_margin_loss_backward`` (p 1 or 2, margin, class
-weights) and ``multilabel_margin_loss_backward``. Their forwards run as PyTorch's
-decompositions on the device's ops; with these, ``F.multi_margin_loss`` and
-``F.multilabel_margin_loss`` train on the daemon. PyTorch has no meta function for either
-backward: the gradient has ``self``'s shape and dtype (``_meta.META_FNS``)."""
+"""The multi-class margin losses and their backward ops as the daemon's rows of the same names
+(runtime/ops/margin_loss_ops.cc): ``multi_margin_loss`` (p 1 or 2, margin, class weights) and
+``multilabel_margin_loss_forward`` (targets up to the first -1), so ``F.multi_margin_loss`` and
+``F.multilabel_margin_loss`` train on the daemon, one op each way. PyTorch has no meta function
+for either backward: the gradient has ``self``'s shape and dtype (``_meta.META_FNS``)."""
 
 from __future__ import annotations
 
@@ -24,6 +23,27 @@ def _like_self(grad_output: Any, self: Any, *args: Any, **kwargs: Any) -> Any:
 
 _meta.META_FNS[aten.multi_margin_loss_backward.default] = _like_self
 _meta.META_FNS[aten.multilabel_margin_loss_backward.default] = _like_self
+
+
+@rule(aten.multi_margin_loss.default)
+def _multi_margin_loss(self: Any, target: Any, p: Any = 1, margin: Any = 1, weight: Any = None,
+                       reduction: int = 1) -> Any:
+    if target.dtype.name != "int64" or p not in (1, 2):
+        return NotImplemented
+    ins = [self, target] + ([] if weight is None else [weight])
+    return c("multi_margin_loss", ins, p=float(p), margin=float(margin),
+             reduction=_REDUCTIONS[reduction])
+
+
+@rule(aten.multilabel_margin_loss_forward.default)
+def _multilabel_margin_loss_forward(self: Any, target: Any, reduction: int) -> Any:
+    if target.dtype.name != "int64":
+        return NotImplemented
+    loss, is_target = c("multilabel_margin_loss_forward", [self, target],
+                        reduction=_REDUCTIONS[reduction])
+    if reduction == 0 and self.dim() <= 1:  # PyTorch's meta function says [1] here (CPU: [])
+        loss = c("reshape", [loss], shape=[1])
+    return loss, is_target
 
 
 @rule(aten.multi_margin_loss_backward.default)
