@@ -38,6 +38,9 @@ def bind_tensor_class(cls: type) -> None:
 Number = Union[int, float, bool]
 _SCALARS = (int, float, bool, np.number, np.bool_)
 _new = object.__new__
+# Lists that each Call queued by call_op is appended to while one is here (the PyTorch device's
+# Note [Direct calls] records a rule's Call this way).
+taps: List[List[tuple]] = []
 
 
 def missing_op(name: str, session: Session, why: str = "") -> NotImplementedError:
@@ -194,6 +197,8 @@ def call_op(s: Session, op: OpInfo, inputs: Sequence[Any], attrs: Optional[dict]
         nout = num_outputs
     first, seq, first_v = s.call(op.id, ins, nout, site, op_part)
     del keep
+    if taps:
+        taps[-1].append((s, op.id, ins, nout, op_part, first))
     if nout == 1:  # Tensor._make, inlined
         t = _new(Tensor)
         t._session = s

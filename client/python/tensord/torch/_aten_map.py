@@ -10,7 +10,7 @@ rows; other modules add theirs, and ``_aten_table`` imports them all.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 
@@ -18,9 +18,10 @@ from .._tensor import call as native_call
 from .._site import site_field
 from .._tensor import call_op, missing_op
 from . import _connection
+from ._op_table import OpTable
 
 aten = torch.ops.aten
-RULES: Dict[Any, Callable[..., Any]] = {}
+RULES = OpTable()
 _BIG = 1 << 62
 
 
