@@ -159,35 +159,6 @@ for _fn in (_slice_backward, _select_backward, _scatter_value, _nll_loss_forward
     _fn.torch_args = True
 
 
-@rule(aten.convolution.default)
-@torch_args
-def _convolution(targs: tuple, input: Any, weight: Any, bias: Any, stride: Any,  # noqa: A002
-                 padding: Any, dilation: Any, transposed: bool, output_padding: Any,
-                 groups: int) -> Any:
-    if transposed or targs[0].dim() != 4:
-        return NotImplemented  # the daemon has conv2d only
-    ins = [input, weight] + ([bias] if bias is not None else [])
-    return c("conv2d", ins, stride=list(stride), padding=list(padding),
-             dilation=list(dilation), groups=groups)
-
-
-@rule(aten.convolution_backward.default)
-@torch_args
-def _convolution_backward(targs: tuple, grad: Any, input: Any, weight: Any,  # noqa: A002
-                          bias_sizes: Any, stride: Any, padding: Any, dilation: Any,
-                          transposed: bool, output_padding: Any, groups: int,
-                          output_mask: Any) -> Any:
-    if transposed or targs[1].dim() != 4:
-        return NotImplemented
-    geo = dict(stride=list(stride), padding=list(padding), dilation=list(dilation), groups=groups)
-    gi = (c("conv2d_backward_input", [grad, weight], input_size=list(targs[1].shape), **geo)
-          if output_mask[0] else None)
-    gw = (c("conv2d_backward_weight", [grad, input], weight_size=list(targs[2].shape), **geo)
-          if output_mask[1] else None)
-    gb = c("sum", [grad], dim=[0, 2, 3]) if output_mask[2] else None
-    return gi, gw, gb
-
-
 @rule(aten.embedding_dense_backward.default)
 @torch_args
 def _embedding_dense_backward(targs: tuple, grad_output: Any, indices: Any, num_weights: int,
@@ -278,58 +249,7 @@ def _unbind(targs: tuple, self: Any, dim: int = 0) -> Any:
     return [c("select", [self], dim=dim, index=i) for i in range(targs[0].shape[dim])]
 
 
-# ---------------------------------------------------------------- transposed conv, adaptive avg pooling
-def _transposed(targs: tuple, stride: Any, padding: Any, dilation: Any, groups: int) -> Any:
-    return dict(stride=list(stride), padding=list(padding), dilation=list(dilation),
-                groups=groups)
-
-
-@rule(aten.convolution.default)
-@torch_args
-def _convolution_any(targs: tuple, input: Any, weight: Any, bias: Any, stride: Any,  # noqa: A002
-                     padding: Any, dilation: Any, transposed: bool, output_padding: Any,
-                     groups: int) -> Any:
-    """conv2d; a transposed conv2d is conv2d's input gradient with the same weight, sized by
-    PyTorch's output shape (which accounts for ``output_padding``)."""
-    if targs[0].dim() != 4:
-        return NotImplemented
-    if not transposed:
-        return _convolution(targs, input, weight, bias, stride, padding, dilation, transposed,
-                            output_padding, groups)
-    from ._meta import to_meta  # (meta tensors: t.to("meta") would download)
-    meta = torch.ops.aten.convolution.default(*[to_meta(t) for t in targs])
-    out = c("conv2d_backward_input", [input, weight], input_size=list(meta.shape),
-            **_transposed(targs, stride, padding, dilation, groups))
-    if bias is not None:
-        out = c("add", [out, c("view", [bias], shape=[1, -1, 1, 1])])
-    return out
-
-
-@rule(aten.convolution_backward.default)
-@torch_args
-def _convolution_backward_any(targs: tuple, grad: Any, input: Any, weight: Any,  # noqa: A002
-                              bias_sizes: Any, stride: Any, padding: Any, dilation: Any,
-                              transposed: bool, output_padding: Any, groups: int,
-                              output_mask: Any) -> Any:
-    """For a transposed conv y = D^T(x; w): dx = conv2d(dy; w), dw = conv2d's weight gradient
-    with x in the gradient's place and dy in the input's."""
-    if targs[1].dim() != 4:
-        return NotImplemented
-    if not transposed:
-        return _convolution_backward(targs, grad, input, weight, bias_sizes, stride, padding,
-                                     dilation, transposed, output_padding, groups, output_mask)
-    geo = _transposed(targs, stride, padding, dilation, groups)
-    gi = None
-    if output_mask[0]:  # output_padding >= stride makes conv2d's output larger than input
-        h, w = targs[1].shape[2:]
-        gi = c("conv2d", [grad, weight], **geo)
-        gi = c("contiguous", [_slice(_slice(gi, 2, 0, h, 1), 3, 0, w, 1)])
-    gw = (c("conv2d_backward_weight", [input, grad], weight_size=list(targs[2].shape), **geo)
-          if output_mask[1] else None)
-    gb = c("sum", [grad], dim=[0, 2, 3]) if output_mask[2] else None
-    return gi, gw, gb
-
-
+# ---------------------------------------------------------------- adaptive avg pooling
 @rule(aten._adaptive_avg_pool2d.default)
 def _adaptive_avg_pool2d(self: Any, output_size: Any) -> Any:
     return c("adaptive_avg_pool2d", [self], output_size=list(output_size))
