@@ -19,10 +19,7 @@ from tensord._proto import tensord_pb2 as pb
 
 from packed_runs import meta_entry, write_varint
 
-built = pytest.mark.skipif(
-    _fast.speedups is None,
-    reason="the C extension is not built or TENSORD_PURE_PYTHON=1 "
-           "(tools/build_python_ext.sh builds it)")
+built = pytest.mark.c_module("_speedups")
 DECODERS = [pytest.param("python", id="python"), pytest.param("exact", id="exact"),
             pytest.param("c", id="c", marks=built)]
 DEVICES = ("cpu", "cuda:0", "cuda:1")
