@@ -112,9 +112,10 @@ def device(request: pytest.FixtureRequest, session: tensord.Session) -> Iterator
     if name not in session.devices:
         pytest.skip(f"no {name} device on the daemon (its Welcome lists "
                     f"{', '.join(session.devices)}; a GPU test needs a GPU and a CUDA build)")
+    before = session.default_device
     session.set_options(default_device=name)
     yield name
-    session.set_options(default_device=session.default_device)
+    session.set_options(default_device=before)
 
 
 @pytest.fixture

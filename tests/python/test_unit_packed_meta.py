@@ -164,9 +164,12 @@ def test_packed_acks_follow_the_packed_switch(fake):
 
 
 def test_a_spoiled_entry_leaves_its_handles_with_a_clear_error(fake):
-    fake.packed_metas = lambda b: b[:-1]  # the last entry cut short
+    fake.packed_metas = bytes  # packed metas from the Hello on; spoiled below
     with td.connect(fake.address) as s:
-        a = td.tensor(np.zeros((2, 3), np.float32))
+        x = td.tensor(np.zeros((2, 3), np.float32))
+        s.synchronize()
+        fake.packed_metas = lambda b: b[:-1]  # the last entry cut short
+        a = x * x  # an op's result: its meta comes from the Ack (an upload's is the client's)
         with pytest.raises(td.ProtocolError, match=(
                 f"acknowledged command {a._seq} without metadata for handle {a._handle}: its "
                 r"Ack's packed_created did not decode \(2 dims at byte 4, but only 1 bytes follow\)")):
