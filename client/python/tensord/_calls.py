@@ -2,10 +2,11 @@
 (``binary_method``) and uploads (``upload``).
 
 Split from ``_tensor`` so that the classes of Tensor's methods (``_tensor_methods``,
-``_autograd_methods``, ``_data_sized``), which run ops, import this module and ``_tensor``
-builds ``Tensor`` from them without an import cycle. The results are ``Tensor`` objects: the
-class is bound here once, by ``_tensor`` when it defines it (``bind_tensor_class``), as
-``_fast.init`` binds it for the C path; nothing runs an op before ``tensord`` is imported.
+``_tensor_conversions``, ``_autograd_methods``, ``_data_sized``), which run ops, import this
+module and ``_tensor`` builds ``Tensor`` from them without an import cycle. The results are
+``Tensor`` objects: the class is bound here once, by ``_tensor`` when it defines it
+(``bind_tensor_class``), as ``_fast.init`` binds it for the C path; nothing runs an op before
+``tensord`` is imported.
 """
 
 from __future__ import annotations
