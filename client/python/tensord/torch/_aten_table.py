@@ -5,7 +5,8 @@ order, so that the rule modules import ``_aten_map`` and nothing imports them ba
 from __future__ import annotations
 
 from . import _aten_map
-from . import _aten_map_backward, _aten_map_math, _aten_map_nn, _aten_map_index  # noqa: F401
+from . import _aten_map_backward, _aten_map_math, _aten_map_nn  # noqa: F401
+from . import _aten_map_prims, _aten_map_index  # noqa: F401
 from . import _composites, _indexing, _pooling, _strided  # noqa: F401
 from . import _aten_map_select, _aten_map_scan, _data_sized, _resize  # noqa: F401
 from . import _aten_map_linalg  # noqa: F401

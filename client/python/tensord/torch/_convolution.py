@@ -23,8 +23,7 @@ from typing import Any, List, Optional
 
 import torch
 
-from ._aten_map import _slice, c, rule
-from ._aten_map_nn import torch_args
+from ._aten_map import _slice, c, rule, torch_args
 from ._meta import to_meta
 
 aten = torch.ops.aten
