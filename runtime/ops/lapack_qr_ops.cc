@@ -6,6 +6,7 @@
 // tensord has no cuSOLVER path yet), no native gradients: the PyTorch
 // device differentiates them with PyTorch's own autograd on the client.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -202,7 +203,9 @@ absl::StatusOr<LstsqShapes> CheckLstsq(const Tensor& a, const Tensor& b) {
 // n and the driver is not gelsy (ATen's also drops them, to [0], when
 // gelsd/gelss find some matrix of rank < n: it reads the rank back to
 // decide, and so does the PyTorch device's rule), rank unless gels,
-// singular values for gelsd and gelss; the other outputs empty ([0]).
+// singular values for gelsd and gelss; the other outputs empty ([0]). The
+// solution and residuals have the broadcast batch, rank and singular
+// values A's own (A has at least B's dims, so both batches have one rank).
 Specs InferLstsq(absl::Span<const Tensor> in, const Attrs& attrs,
                  const OpContext&) {
   const Tensor &a = in[0], &b = in[1];
@@ -215,8 +218,8 @@ Specs InferLstsq(absl::Span<const Tensor> in, const Attrs& attrs,
       {a.dtype(), s.vector ? With(s.batch, {s.n}) : With(s.batch, {s.n, s.k}),
        a.device()},
       {a.dtype(), residuals ? With(s.batch, {s.k}) : Shape{0}, a.device()},
-      {DType::kInt64, d != D::kGels ? s.batch : Shape{0}, a.device()},
-      {a.dtype(), svd ? With(s.batch, {std::min(s.m, s.n)}) : Shape{0},
+      {DType::kInt64, d != D::kGels ? Batch(a) : Shape{0}, a.device()},
+      {a.dtype(), svd ? With(Batch(a), {std::min(s.m, s.n)}) : Shape{0},
        a.device()}};
 }
 
@@ -244,12 +247,37 @@ absl::Status CpuLstsq(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
                            ? attrs.Float("rcond")
                            : eps * static_cast<double>(std::max(s.m, s.n));
   const Tensor solution = Reshaped(out[0], With(s.batch, {s.n, s.k}));
-  StridedView residuals = out[1].view(), rank = out[2].view(),
-              sv = out[3].view();
-  return cpu::Lstsq(a_e.view(), b_e.view(), d, rcond, solution.view(),
-                    out[1].numel() > 0 ? &residuals : nullptr,
-                    out[2].numel() > 0 ? &rank : nullptr,
-                    out[3].numel() > 0 ? &sv : nullptr);
+  // Rank and singular values per broadcast matrix, then A's batch of them.
+  const bool broadcast_a = Batch(a) != s.batch;
+  Tensor rank_t = out[2], sv_t = out[3];
+  if (broadcast_a && rank_t.numel() > 0) {
+    TD_ASSIGN_OR_RETURN(rank_t, Tensor::Empty(a.device(), DType::kInt64,
+                                              s.batch, ctx.alloc));
+  }
+  if (broadcast_a && sv_t.numel() > 0) {
+    TD_ASSIGN_OR_RETURN(
+        sv_t, Tensor::Empty(a.device(), a.dtype(),
+                            With(s.batch, {std::min(s.m, s.n)}), ctx.alloc));
+  }
+  StridedView residuals = out[1].view(), rank = rank_t.view(),
+              sv = sv_t.view();
+  TD_RETURN_IF_ERROR(cpu::Lstsq(a_e.view(), b_e.view(), d, rcond,
+                                solution.view(),
+                                out[1].numel() > 0 ? &residuals : nullptr,
+                                rank_t.numel() > 0 ? &rank : nullptr,
+                                sv_t.numel() > 0 ? &sv : nullptr));
+  if (!broadcast_a) return absl::OkStatus();
+  for (int i : {2, 3}) {
+    const Tensor& full = i == 2 ? rank_t : sv_t;
+    if (out[i].numel() == 0) continue;
+    // A's batch indexes the broadcast one at 0 where it broadcasts (size 1).
+    TD_ASSIGN_OR_RETURN(
+        Tensor picked,
+        Contiguous(full.AsStrided(out[i].shape(), full.strides(), full.offset()),
+                   ctx));
+    std::memcpy(out[i].data(), picked.data(), out[i].nbytes());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -303,8 +331,8 @@ std::vector<OpDef> LapackQrOps() {
       "< n); rank int64 unless gels; singular values for gelsd/gelss.",
       InferLstsq, CpuLstsq,
       {Example({{5, 3}, {5, 2}}),
-       Example({{2, 5, 3}, {5}}, {{"driver", std::string("gelsd")}}),
-       Example({{3, 5}, {2, 3, 2}}, {{"driver", std::string("gelss")}}),
+       Example({{2, 5, 3}, {2, 5}}, {{"driver", std::string("gelsd")}}),
+       Example({{1, 3, 5}, {2, 3, 2}}, {{"driver", std::string("gelss")}}),
        Example({{5, 3}, {5, 2}}, {{"driver", std::string("gels")}})}));
   return ops;
 }

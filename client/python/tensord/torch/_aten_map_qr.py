@@ -133,15 +133,15 @@ def lstsq(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     rcond = a["rcond"]
     sol, res, rank, sv = c("linalg_lstsq", [_payload(A), _payload(B)],
                            rcond=None if rcond is None else float(rcond), driver=driver)
-    dt = A.dtype
+    dt, a_batch = A.dtype, tuple(A.shape[:-2])  # rank, singular values: A's batch (ATen's)
     residuals = m > n and driver not in (None, "gelsy")
     if residuals and driver in ("gelsd", "gelss") and _numel(batch) > 0:
         ranks = _transfer.download(rank, torch.int64)
         residuals = bool((ranks == n).all())
     return (_fresh(sol, batch + ((n,) if vector else (n, k)), dt),
             _fresh(res, batch + (k,), dt) if residuals else _empty(dt),
-            _fresh(rank, batch, torch.int64) if driver != "gels" else _empty(torch.int64),
-            _fresh(sv, batch + (min(m, n),), dt) if driver in ("gelsd", "gelss")
+            _fresh(rank, a_batch, torch.int64) if driver != "gels" else _empty(torch.int64),
+            _fresh(sv, a_batch + (min(m, n),), dt) if driver in ("gelsd", "gelss")
             else _empty(dt))
 
 
