@@ -26,6 +26,8 @@ std::vector<OpDef> ReductionOps();
 std::vector<OpDef> LinalgOps();
 std::vector<OpDef> LapackOps();  // lapack_ops.cc: LU, solves, inv, det, ...
 std::vector<OpDef> LapackSpectralOps();  // cholesky, eigh, svd
+std::vector<OpDef> LapackQrOps();  // lapack_qr_ops.cc: QR family, lstsq
+std::vector<OpDef> LapackMatrixOps();  // matrix_exp, LDL
 std::vector<OpDef> ViewOps();
 std::vector<OpDef> ShapeOps();
 std::vector<OpDef> IndexOps();

@@ -24,6 +24,7 @@ from op_cases_losses import loss_cases
 from op_cases_math import math_cases
 from op_cases_nn import autograd_support_cases, nn_cases
 from op_cases_pool import pool_cases
+from op_cases_qr import qr_cases
 from op_cases_scan import scan_cases
 from op_cases_special import special_cases
 
@@ -349,5 +350,5 @@ def cases() -> List[Case]:
           Case("rand_like", [R(200, 100)], check=_random_check(0.5, (1 / 12) ** 0.5)),
           Case("randn_like", [R(200, 100, dtype=torch.float64)], check=_random_check(0, 1))]
     c += (autograd_support_cases() + pool_cases() + special_cases() + linalg_cases() +
-          scan_cases() + distance_cases() + attention_cases())
+          scan_cases() + distance_cases() + attention_cases() + qr_cases())
     return c
