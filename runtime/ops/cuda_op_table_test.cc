@@ -39,6 +39,11 @@ const std::set<std::string>& KnownCpuOnly() {
       // grid_sample_ops.cc: the forward is PyTorch's decomposition, with no
       // CUDA kernel of its own to add the backward beside.
       "grid_sampler_2d_backward",
+      // embedding_bag_ops.cc: no sibling CUDA kernel yet.
+      "_embedding_bag", "_embedding_bag_dense_backward",
+      "_embedding_bag_per_sample_weights_backward",
+      // margin_loss_ops.cc: no sibling CUDA kernel (the forwards decompose).
+      "multi_margin_loss_backward", "multilabel_margin_loss_backward",
       // Fused attention (attention_ops.cc): CUDA composes
       // scaled_dot_product_attention instead.
       "scaled_dot_product_flash_attention",

@@ -14,5 +14,6 @@ from . import _aten_map_distance, _histogram  # noqa: F401
 from . import _attention  # noqa: F401 (flash attention's backward rule)
 from . import _convolution  # noqa: F401
 from . import _grid_sample  # noqa: F401
+from . import _embedding_bag, _margin_loss  # noqa: F401
 
 RULES = _aten_map.RULES

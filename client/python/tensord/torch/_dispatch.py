@@ -117,7 +117,7 @@ def poisoned(func: Any, args: tuple, kwargs: Dict[str, Any], error: Exception) -
     returns = func._schema.returns
     try:
         meta_out = _meta.run(func, args, kwargs)
-    except Exception:  # noqa: BLE001 (no meta function: multi_margin_loss_backward's)
+    except Exception:  # noqa: BLE001 (no meta function: _ctc_loss_backward's)
         # Nothing may raise from here (the engine's thread loses Python exceptions, and has
         # aborted the process on them): each output takes the shape of ``self`` (or the first
         # tensor argument), what a backward op's gradient of its input has.

@@ -10,11 +10,14 @@ by a key of exactly those, and later calls build the meta outputs from it withou
 meta function. For pointwise ops (``torch.Tag.pointwise``) a Python number's value cannot change
 the metadata, only its type, so the key holds its type (an optimizer's changing step sizes
 still hit). Ops returning anything but tensors are not cached.
+
+Ops PyTorch has no meta function for (``multi_margin_loss_backward``'s) take one from
+``META_FNS``, which the rule modules mapping them fill in.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch.utils._pytree import tree_map
@@ -23,6 +26,8 @@ from ._tensor import TensordTensor
 
 _META = torch.device("meta")
 _cache: Dict[Any, Any] = {}
+META_FNS: Dict[Any, Callable[..., Any]] = {}
+"""op -> its outputs on meta tensors, for the ops PyTorch has no meta function for."""
 _MAX_ENTRIES = 1 << 16
 _empty_strided = torch.empty_strided
 
@@ -138,7 +143,7 @@ def run(func: Any, args: Any, kwargs: Any, cache_key: Any = _NO_KEY) -> Any:
         if d is not None:
             return _rebuild(d)
     margs, mkwargs = tree_map(to_meta, (args, kwargs))
-    out = func(*margs, **mkwargs)
+    out = META_FNS.get(func, func)(*margs, **mkwargs)
     if k is not None and len(_cache) < _MAX_ENTRIES:
         d = _describe(out)
         if d is not None:
