@@ -36,6 +36,8 @@ const std::set<std::string>& KnownCpuOnly() {
       // grid_sample_ops.cc: the forward is PyTorch's decomposition, with no
       // CUDA kernel of its own to add the backward beside.
       "grid_sampler_2d_backward",
+      // nn_ops.cc: CUDA composes softmax's and log_softmax's gradients.
+      "softmax_backward", "log_softmax_backward",
       // Fused attention (attention_ops.cc): CUDA composes
       // scaled_dot_product_attention instead.
       "scaled_dot_product_flash_attention",
