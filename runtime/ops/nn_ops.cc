@@ -142,6 +142,7 @@ std::vector<OpDef> NnOps() {
                              "output * (grad - sum(grad * output, dim)).");
     bwd.infer = InferSoftmaxBackward;
     bwd.cpu = log ? CpuSoftmaxBackward<true> : CpuSoftmaxBackward<false>;
+    bwd.differentiable = false;  // Note [Second-order fused rows]
     bwd.examples = {Example({{2, 3, 4}, {2, 3, 4}}, {{"dim", int64_t{1}}}),
                     Example({{2, 5}, {2, 5}}, {{"dim", int64_t{-1}}})};
     ops.push_back(std::move(bwd));

@@ -127,11 +127,17 @@ def _max_pool_backward(g: torch.Tensor, x: torch.Tensor, idx: torch.Tensor, kern
         _pair(dilation), ceil_mode, idx)
 
 
+# softmax's and log_softmax's fused gradient rows: CUDA composes them (KnownCpuOnly).
+CPU_ONLY = {"softmax_backward", "log_softmax_backward"}
+
+
 def _masked_rows() -> torch.Tensor:
-    """Rows of 19 with a causal-style mask of -inf, the last row all -inf."""
+    """Rows of 19 masked with -inf as causal attention's. A row all -inf (NaN, as PyTorch's)
+    and log_softmax's -inf outputs are kernels/cpu/softmax_test.cc's: their losses leave no
+    finite differences here."""
     x = R(4, 19) * 3
-    x[:, 10:] = float("-inf")
-    x[3] = float("-inf")
+    for i in range(4):
+        x[i, 10 + i:] = float("-inf")
     return x
 
 
@@ -151,11 +157,10 @@ def nn_cases() -> List[Case]:
           Case("log_softmax", [R(4, 5)], {"dim": 1}), Case("log_softmax", [R(2, 3, 4)], {"dim": 0}),
           Case("softmax", [R(3, 4, dtype=torch.float64)], {"dim": 1}),
           # Rows of 64 and 13 along the last dim (kernels/cpu/softmax.cc's AVX2 rows and
-          # their tails), a masked row and one all -inf (NaN, as PyTorch's).
+          # their tails), masked rows.
           Case("softmax", [R(2, 4, 64) * 3], {"dim": -1}),
           Case("log_softmax", [R(5, 13) * 3], {"dim": -1}),
           Case("softmax", [_masked_rows()], {"dim": -1}),
-          Case("log_softmax", [_masked_rows()], {"dim": -1}),
           Case("softmax_backward", [R(2, 4, 64, seed=1), F.softmax(R(2, 4, 64), -1)], {"dim": -1},
                ref=_softmax_backward),
           Case("softmax_backward", [NC(R(4, 3, 13, seed=1)), F.softmax(R(4, 3, 13), 0)], {"dim": 0},
