@@ -44,6 +44,8 @@ const std::set<std::string>& KnownCpuOnly() {
       "_embedding_bag_per_sample_weights_backward",
       // margin_loss_ops.cc: no sibling CUDA kernel (the forwards decompose).
       "multi_margin_loss_backward", "multilabel_margin_loss_backward",
+      // nn_ops.cc: CUDA composes softmax's and log_softmax's gradients.
+      "softmax_backward", "log_softmax_backward",
       // Fused attention (attention_ops.cc): CUDA composes
       // scaled_dot_product_attention instead.
       "scaled_dot_product_flash_attention",

@@ -33,7 +33,7 @@ std::vector<OpDef> ShapeOps();
 std::vector<OpDef> IndexOps();
 std::vector<OpDef> ScatterReduceOps();
 std::vector<OpDef> DistanceOps();  // cdist, pdist, histc
-std::vector<OpDef> NnOps();
+std::vector<OpDef> NnOps();  // nn_ops.cc: (log_)softmax(_backward), ...
 std::vector<OpDef> ConvOps();
 std::vector<OpDef> ConvGradOps();   // conv_grad_ops.cc: internal to autograd
 std::vector<OpDef> Conv3dOps();     // conv3d_ops.cc: conv3d and its gradients

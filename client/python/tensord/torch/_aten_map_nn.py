@@ -66,7 +66,8 @@ def _nll_loss_forward(targs: tuple, self: Any, target: Any, weight: Any, reducti
 
 def _fused_rows() -> bool:
     """Whether the device's daemon tensors are on the CPU, where the fused rows run
-    (native_layer_norm(_backward), gelu_backward: CPU-only, CUDA keeps the composites)."""
+    (native_layer_norm(_backward), gelu_backward, (log_)softmax_backward: CPU-only, CUDA
+    keeps the composites)."""
     dev = _connection.daemon_device() or _connection.session().default_device
     return str(dev).startswith("cpu")
 
@@ -110,14 +111,31 @@ def _gelu_backward(grad_output: Any, self: Any, approximate: str = "none") -> An
     return c("gelu_backward", [grad_output, self], approximate=approximate)
 
 
+@rule(aten._softmax_backward_data.default)
+@torch_args
+def _softmax_backward_data(targs: tuple, grad_output: Any, output: Any, dim: int,
+                           input_dtype: Any) -> Any:
+    """The daemon's fused softmax_backward on the CPU; elsewhere ATen's decomposition."""
+    if not _fused_rows():
+        return NotImplemented
+    g = c("softmax_backward", [grad_output, output], dim=dim)
+    if targs[0].dtype != targs[3]:  # a half input's softmax computed in float
+        g = c("to", [g], dtype=input_dtype)
+    return g
+
+
 @rule(aten._log_softmax_backward_data.default)
 @torch_args
 def _log_softmax_backward_data(targs: tuple, grad_output: Any, output: Any, dim: int,
                                input_dtype: Any) -> Any:
-    """grad - exp(output) * sum(grad, dim) in the input's dtype: four daemon rows, no
-    decomposition on the client."""
-    s = c("sum", [grad_output], dim=[dim], keepdim=True)
-    g = c("sub", [grad_output, c("mul", [c("exp", [output]), s])])
+    """grad - exp(output) * sum(grad, dim) in the input's dtype: the daemon's fused
+    log_softmax_backward on the CPU, four daemon rows elsewhere (no decomposition on the
+    client)."""
+    if _fused_rows():
+        g = c("log_softmax_backward", [grad_output, output], dim=dim)
+    else:
+        s = c("sum", [grad_output], dim=[dim], keepdim=True)
+        g = c("sub", [grad_output, c("mul", [c("exp", [output]), s])])
     if targs[0].dtype != targs[3]:  # a half input's log_softmax computed in float
         g = c("to", [g], dtype=input_dtype)  # (a native dtype here, targs[3] PyTorch's)
     return g
