@@ -22,6 +22,9 @@ constexpr int64_t kMinBlock = 16;
 // Depth per block of a split over K (products with few rows and columns and
 // a long K: conv2d's weight gradient).
 constexpr int64_t kMinDepth = 256;
+// Multiply-adds below which float32 GEMMs call OpenBLAS, not oneDNN (Note
+// [oneDNN GEMM]).
+constexpr int64_t kSmallSgemm = int64_t{1} << 19;
 
 void SingleThreadedBlas() {
   static std::once_flag once;
@@ -36,8 +39,13 @@ void Blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
   if constexpr (std::is_same_v<T, float>) {
     // Note [oneDNN GEMM]: oneDNN's sgemm, on one OpenMP thread (Note [oneDNN
     // threads]), where it takes the shape: 3-9% faster than OpenBLAS's per
-    // core on an MLP's products (BENCHMARKS.md).
-    if (m > 0 && n > 0 && k > 0) {
+    // core on an MLP's products (BENCHMARKS.md), ~10% from 128 x 128 x 64
+    // up. Below kSmallSgemm multiply-adds OpenBLAS's is the faster: 10-78%
+    // (1.2 against 1.6-2.2 us at 64 x 64 x 16, 4.6 against 5.3-6.9 us at
+    // 64^3, every transpose flag; Debian's libopenblas0 0.3.21 and libdnnl2
+    // 2.6.3, one core), which is what attention's batched products of
+    // 64 x 64 x 16-64 are: one small GEMM per (batch, head).
+    if (m > 0 && n > 0 && k > 0 && m * n * k >= kSmallSgemm) {
       omp_set_num_threads(1);
       if (dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b,
                      ldb, beta, c, ldc) == dnnl_success) {

@@ -1,84 +1,15 @@
 #include "kernels/cpu/nn.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <limits>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/im2col.h"
 #include "kernels/cpu/parallel.h"
-#include "kernels/cpu/vec_math.h"
 
 namespace tensord {
 namespace cpu {
-namespace {
-
-using internal::RowMax;
-using internal::RowSum;
-using internal::VecExp;
-
-// y = exp(x - max) / sum, or x - max - log(sum); y is scratch in between.
-template <typename T>
-void SoftmaxRow(const T* x, T* y, int64_t n, bool log) {
-  T m = RowMax(x, n);
-  if (std::isinf(m) && m < 0) m = 0;  // an all -inf row: NaN as PyTorch
-  double sum;
-  if constexpr (std::is_same_v<T, float>) {
-    // exp and its sum in one pass, with 8 independent float lanes.
-    float lanes[8] = {};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      for (int j = 0; j < 8; ++j) {
-        const float e = VecExp(x[i + j] - m);
-        y[i + j] = e;
-        lanes[j] += e;
-      }
-    }
-    sum = 0;
-    for (; i < n; ++i) sum += (y[i] = VecExp(x[i] - m));
-    for (int j = 0; j < 8; ++j) sum += lanes[j];
-  } else {
-    for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i] - m);
-    sum = RowSum(y, n);
-  }
-  if (log) {
-    const T lse = m + static_cast<T>(std::log(sum));
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - lse;
-  } else {
-    const T inv = static_cast<T>(1.0 / sum);
-    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
-  }
-}
-
-}  // namespace
-
-absl::Status Softmax(const StridedView& in, int64_t outer, int64_t dim,
-                     int64_t inner, bool log, const StridedView& out) {
-  return DispatchFloat(in.dtype, "softmax", [&](auto tag) {
-    using T = decltype(tag);
-    const T* x = in.ptr<const T>();
-    T* y = out.ptr<T>();
-    if (inner == 1) {
-      ParallelFor(outer, dim * 8, [&](int64_t b, int64_t e) {
-        for (int64_t o = b; o < e; ++o)
-          SoftmaxRow(x + o * dim, y + o * dim, dim, log);
-      });
-      return;
-    }
-    ParallelFor(outer * inner, dim * 8, [&](int64_t b, int64_t e) {
-      std::vector<T> xs(dim), ys(dim);
-      for (int64_t r = b; r < e; ++r) {
-        const int64_t o = r / inner, i = r % inner;
-        for (int64_t d = 0; d < dim; ++d) xs[d] = x[(o * dim + d) * inner + i];
-        SoftmaxRow(xs.data(), ys.data(), dim, log);
-        for (int64_t d = 0; d < dim; ++d) y[(o * dim + d) * inner + i] = ys[d];
-      }
-    });
-  });
-}
 
 absl::Status MaxPool2d(const StridedView& in, const Window2d& w,
                        const StridedView& out) {

@@ -1,5 +1,5 @@
-// Neural-net kernels on contiguous float32/float64 tensors: softmax,
-// 2-d pooling (the window geometry conv2d shares).
+// Neural-net kernels on contiguous float32/float64 tensors: 2-d pooling
+// (the window geometry conv2d shares). softmax is softmax.h's.
 //
 // Contract: views are C-contiguous and of one floating dtype; shapes were
 // validated by the runtime (windows fit, outputs sized by its formulas).
@@ -13,10 +13,6 @@
 
 namespace tensord {
 namespace cpu {
-
-// in/out seen as [outer, dim, inner]; (log_)softmax along dim.
-absl::Status Softmax(const StridedView& in, int64_t outer, int64_t dim,
-                     int64_t inner, bool log, const StridedView& out);
 
 struct Window2d {
   int64_t kh, kw, sh, sw, ph, pw, dh = 1, dw = 1;

@@ -120,6 +120,38 @@ Grads BatchNormGrad(GradCtx& g) {
 // infinitely_differentiable_native_layer_norm_backward the same way).
 bool Recorded(GradCtx& g) { return g.op_ctx().recorder != nullptr; }
 
+// softmax and log_softmax: one fused row each on the CPU (Note [CPU softmax]
+// in kernels/cpu/softmax.h; PyTorch's _softmax_backward_data); recorded, on
+// other devices, or for a gradient not of the output's dtype, the
+// composition below.
+bool FusedSoftmaxGrad(GradCtx& g, const GradValue& dy, const GradValue& y) {
+  if (Recorded(g) || !dy.value().ok() || !y.value().ok()) return false;
+  const Tensor &d = *dy.value(), &out = *y.value();
+  return out.device()->kind() == DeviceKind::kCpu &&
+         d.device() == out.device() && d.dtype() == out.dtype() &&
+         d.shape() == out.shape();
+}
+
+Grads SoftmaxGrad(GradCtx& g) {
+  GradValue y = g.out(), dy = G(g);
+  const int64_t d = g.attrs().Int("dim");
+  if (FusedSoftmaxGrad(g, dy, y)) {
+    return {g.Op("softmax_backward", {dy, y}, {{"dim", d}})};
+  }
+  GradValue gy = dy * y;
+  return {gy - y * g.Op("sum", {gy}, {{"dim", Ints{d}}, {"keepdim", true}})};
+}
+
+Grads LogSoftmaxGrad(GradCtx& g) {
+  GradValue y = g.out(), dy = G(g);
+  const int64_t d = g.attrs().Int("dim");
+  if (FusedSoftmaxGrad(g, dy, y)) {
+    return {g.Op("log_softmax_backward", {dy, y}, {{"dim", d}})};
+  }
+  GradValue s = g.Op("sum", {dy}, {{"dim", Ints{d}}, {"keepdim", true}});
+  return {dy - g.Op("exp", {y}) * s};
+}
+
 // native_layer_norm recorded: xhat = (x - mean) * rstd over the normalized
 // dims, gxhat = dy * weight, dx = rstd * (gxhat - mean(gxhat) - xhat *
 // mean(gxhat * xhat)), dweight = sum(dy * xhat), dbias = sum(dy).
@@ -305,24 +337,8 @@ Grads MaxPoolWithIndicesBackwardGrad(GradCtx& g) {
 
 std::vector<GradRow> NnGrads() {
   return {
-      {"softmax",
-       {},
-       {0},
-       [](GradCtx& g) -> Grads {
-         GradValue y = g.out(), gy = G(g) * y;
-         const int64_t d = g.attrs().Int("dim");
-         return {gy -
-                 y * g.Op("sum", {gy}, {{"dim", Ints{d}}, {"keepdim", true}})};
-       }},
-      {"log_softmax",
-       {},
-       {0},
-       [](GradCtx& g) -> Grads {
-         const int64_t d = g.attrs().Int("dim");
-         GradValue s =
-             g.Op("sum", {G(g)}, {{"dim", Ints{d}}, {"keepdim", true}});
-         return {G(g) - g.Op("exp", {g.out()}) * s};
-       }},
+      {"softmax", {}, {0}, SoftmaxGrad},
+      {"log_softmax", {}, {0}, LogSoftmaxGrad},
       {"linear", {0, 1}, {}, LinearGrad},
       {"conv2d", {0, 1}, {}, ConvGrad<2>},
       {"conv3d", {0, 1}, {}, ConvGrad<3>},

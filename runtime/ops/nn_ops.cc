@@ -1,9 +1,10 @@
-// Neural-net ops: softmax and log_softmax (kernels); dropout, mse_loss,
-// batch_norm and layer_norm written in terms of other rows (composites; the
-// norms' in norm_ops.cc). nll_loss and cross_entropy, listed here after
-// mse_loss, are in nll_loss_ops.cc.
+// Neural-net ops: softmax and log_softmax and their backward rows (kernels,
+// kernels/cpu/softmax.h; CPU only: CUDA composes the backward); dropout,
+// mse_loss, batch_norm and layer_norm written in terms of other rows
+// (composites; the norms' in norm_ops.cc). nll_loss and cross_entropy, listed
+// here after mse_loss, are in nll_loss_ops.cc.
 #include "absl/strings/str_cat.h"
-#include "kernels/cpu/nn.h"
+#include "kernels/cpu/softmax.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/compose.h"
 #include "runtime/ops/dispatch.h"
@@ -43,6 +44,37 @@ absl::Status CpuSoftmax(absl::Span<const Tensor> in,
   }
   if (x.numel() == 0) return absl::OkStatus();
   return cpu::Softmax(x.view(), outer, dim, inner, kLog, out[0].view());
+}
+
+// (grad, output) -> grad_input of softmax / log_softmax along dim.
+Specs InferSoftmaxBackward(absl::Span<const Tensor> in, const Attrs& attrs,
+                           const OpContext&) {
+  TD_RETURN_IF_ERROR(WrapDim(attrs.Int("dim"), in[1].ndim()).status());
+  TD_RETURN_IF_ERROR(RequireFloating(in[1], "softmax_backward"));
+  if (in[0].shape() != in[1].shape() || in[0].dtype() != in[1].dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "softmax_backward: grad ", DTypeName(in[0].dtype()), " ",
+        ShapeToString(in[0].shape()), " must match output ",
+        DTypeName(in[1].dtype()), " ", ShapeToString(in[1].shape())));
+  }
+  return std::vector<TensorSpec>{
+      {in[1].dtype(), in[1].shape(), in[1].device()}};
+}
+
+template <bool kLog>
+absl::Status CpuSoftmaxBackward(absl::Span<const Tensor> in,
+                                absl::Span<const Tensor> out,
+                                const Attrs& attrs, const OpContext& ctx) {
+  TD_ASSIGN_OR_RETURN(int d, WrapDim(attrs.Int("dim"), in[1].ndim()));
+  TD_ASSIGN_OR_RETURN(Tensor dy, Contiguous(in[0], ctx));
+  TD_ASSIGN_OR_RETURN(Tensor y, Contiguous(in[1], ctx));
+  int64_t outer = 1, dim = 1, inner = 1;
+  for (int k = 0; k < y.ndim(); ++k) {
+    (k < d ? outer : k == d ? dim : inner) *= y.shape()[k];
+  }
+  if (y.numel() == 0) return absl::OkStatus();
+  return cpu::SoftmaxBackward(dy.view(), y.view(), outer, dim, inner, kLog,
+                              out[0].view());
 }
 
 Outs Dropout(absl::Span<const Tensor> in, const Attrs& attrs,
@@ -100,6 +132,20 @@ std::vector<OpDef> NnOps() {
     def.examples = {Example({{2, 3, 4}}, {{"dim", int64_t{1}}}),
                     Example({{2, 5}}, {{"dim", int64_t{-1}}})};
     ops.push_back(std::move(def));
+    // The gradient rows derivatives_nn.cc picks on the CPU (PyTorch's
+    // _softmax_backward_data, _log_softmax_backward_data).
+    OpDef bwd = MakeOp(log ? "log_softmax_backward" : "softmax_backward", 2, 2,
+                       {Required("dim", AttrType::kInt)},
+                       log ? "log_softmax's input gradient from (grad, "
+                             "output): grad - exp(output) * sum(grad, dim)."
+                           : "softmax's input gradient from (grad, output): "
+                             "output * (grad - sum(grad * output, dim)).");
+    bwd.infer = InferSoftmaxBackward;
+    bwd.cpu = log ? CpuSoftmaxBackward<true> : CpuSoftmaxBackward<false>;
+    bwd.differentiable = false;  // Note [Second-order fused rows]
+    bwd.examples = {Example({{2, 3, 4}, {2, 3, 4}}, {{"dim", int64_t{1}}}),
+                    Example({{2, 5}, {2, 5}}, {{"dim", int64_t{-1}}})};
+    ops.push_back(std::move(bwd));
   }
   OpDef dropout =
       MakeOp("dropout", 1, 1,

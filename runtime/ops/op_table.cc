@@ -18,8 +18,9 @@ const std::vector<OpDef>& OpTable() {
           ScanOps,         SelectOps,         LossOps,          LayerNormOps,
           CrossEntropyOps, GeluOps,           StridedOps,       SpecialOps,
           LapackOps,       LapackSpectralOps, Conv3dOps,        GridSampleOps,
-          DistanceOps,     AttentionOps,      EmbeddingBagOps,  MarginLossOps,
-          GridSample3dOps, CtcLossOps,        SegmentReduceOps}) {
+          DistanceOps,     AttentionOps,      LapackQrOps,      LapackMatrixOps,
+          EmbeddingBagOps, MarginLossOps,     GridSample3dOps,  CtcLossOps,
+          SegmentReduceOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);

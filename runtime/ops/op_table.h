@@ -26,12 +26,14 @@ std::vector<OpDef> ReductionOps();
 std::vector<OpDef> LinalgOps();
 std::vector<OpDef> LapackOps();  // lapack_ops.cc: LU, solves, inv, det, ...
 std::vector<OpDef> LapackSpectralOps();  // cholesky, eigh, svd
+std::vector<OpDef> LapackQrOps();  // lapack_qr_ops.cc: QR family, lstsq
+std::vector<OpDef> LapackMatrixOps();  // matrix_exp, LDL
 std::vector<OpDef> ViewOps();
 std::vector<OpDef> ShapeOps();
 std::vector<OpDef> IndexOps();
 std::vector<OpDef> ScatterReduceOps();
 std::vector<OpDef> DistanceOps();  // cdist, pdist, histc
-std::vector<OpDef> NnOps();
+std::vector<OpDef> NnOps();  // nn_ops.cc: (log_)softmax(_backward), ...
 std::vector<OpDef> ConvOps();
 std::vector<OpDef> ConvGradOps();   // conv_grad_ops.cc: internal to autograd
 std::vector<OpDef> Conv3dOps();     // conv3d_ops.cc: conv3d and its gradients

@@ -127,6 +127,28 @@ def _max_pool_backward(g: torch.Tensor, x: torch.Tensor, idx: torch.Tensor, kern
         _pair(dilation), ceil_mode, idx)
 
 
+# softmax's and log_softmax's fused gradient rows: CUDA composes them (KnownCpuOnly).
+CPU_ONLY = {"softmax_backward", "log_softmax_backward"}
+
+
+def _masked_rows() -> torch.Tensor:
+    """Rows of 19 masked with -inf as causal attention's. A row all -inf (NaN, as PyTorch's)
+    and log_softmax's -inf outputs are kernels/cpu/softmax_test.cc's: their losses leave no
+    finite differences here."""
+    x = R(4, 19) * 3
+    for i in range(4):
+        x[i, 10 + i:] = float("-inf")
+    return x
+
+
+def _softmax_backward(g: torch.Tensor, y: torch.Tensor, dim: int) -> torch.Tensor:
+    return torch.ops.aten._softmax_backward_data(g, y, dim, y.dtype)
+
+
+def _log_softmax_backward(g: torch.Tensor, y: torch.Tensor, dim: int) -> torch.Tensor:
+    return torch.ops.aten._log_softmax_backward_data(g, y, dim, y.dtype)
+
+
 def nn_cases() -> List[Case]:
     c: List[Case] = []
     # ------------------------------------------------------------------- nn
@@ -134,6 +156,22 @@ def nn_cases() -> List[Case]:
           Case("softmax", [NC(R(3, 4))], {"dim": -1}), Case("softmax", [R(3, 4) * 50], {"dim": 0}),
           Case("log_softmax", [R(4, 5)], {"dim": 1}), Case("log_softmax", [R(2, 3, 4)], {"dim": 0}),
           Case("softmax", [R(3, 4, dtype=torch.float64)], {"dim": 1}),
+          # Rows of 64 and 13 along the last dim (kernels/cpu/softmax.cc's AVX2 rows and
+          # their tails), masked rows.
+          Case("softmax", [R(2, 4, 64) * 3], {"dim": -1}),
+          Case("log_softmax", [R(5, 13) * 3], {"dim": -1}),
+          Case("softmax", [_masked_rows()], {"dim": -1}),
+          Case("softmax_backward", [R(2, 4, 64, seed=1), F.softmax(R(2, 4, 64), -1)], {"dim": -1},
+               ref=_softmax_backward),
+          Case("softmax_backward", [NC(R(4, 3, 13, seed=1)), F.softmax(R(4, 3, 13), 0)], {"dim": 0},
+               ref=_softmax_backward),
+          Case("softmax_backward", [R(2, 3, 5, seed=1, dtype=torch.float64),
+                                    F.softmax(R(2, 3, 5, dtype=torch.float64), 1)], {"dim": 1},
+               ref=_softmax_backward),
+          Case("log_softmax_backward", [R(5, 13, seed=1), F.log_softmax(R(5, 13), -1)],
+               {"dim": -1}, ref=_log_softmax_backward),
+          Case("log_softmax_backward", [R(2, 9, 3, seed=1), F.log_softmax(R(2, 9, 3), 1)],
+               {"dim": 1}, ref=_log_softmax_backward),
           Case("dropout", [torch.ones(100, 100)], {"p": 0.3}, ref=F.dropout, check=_dropout_check),
           Case("dropout", [R(3, 4)], {"p": 0.3, "training": False}, ref=F.dropout),
           Case("mse_loss", [R(3, 4), R(3, 4, seed=1)], ref=F.mse_loss),

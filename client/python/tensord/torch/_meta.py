@@ -40,14 +40,24 @@ def to_meta(x: Any) -> Any:
     return x  # a CPU scalar tensor mixes with any device, as in PyTorch
 
 
+_NUMBERS = (int, float, bool)
+
+
 def _key_of(x: Any, pointwise: bool) -> Any:
+    t = type(x)
+    if t is TensordTensor:
+        return (x.shape, x.stride(), x.dtype)
+    if t in _NUMBERS:  # the type too: 1, 1.0 and True are equal keys
+        return t if pointwise else (t, x)
     if isinstance(x, torch.Tensor):
         if isinstance(x, TensordTensor):
-            return (tuple(x.shape), x.stride(), x.dtype)
-        return (tuple(x.shape), x.stride(), x.dtype, x.device.type)
+            return (x.shape, x.stride(), x.dtype)
+        return (x.shape, x.stride(), x.dtype, x.device.type)
     if isinstance(x, (list, tuple)):
+        if all(type(v) is int for v in x):  # sizes and dims: the common list
+            return (list, *x)
         return tuple(_key_of(v, pointwise) for v in x)
-    if pointwise and type(x) in (float, int, bool):
+    if pointwise and isinstance(x, _NUMBERS):
         return type(x)
     if isinstance(x, (int, float, bool, str, type(None), torch.dtype, torch.device,
                       torch.memory_format, torch.layout)):
@@ -55,17 +65,26 @@ def _key_of(x: Any, pointwise: bool) -> Any:
     raise TypeError  # not keyable: run the meta function
 
 
-_pointwise: Dict[Any, bool] = {}
+# id(op) -> (op, pointwise): the op kept alive, so that its id in a key (below) names it only
+_ops: Dict[int, Tuple[Any, bool]] = {}
+
+
+def is_pointwise(func: Any) -> bool:
+    info = _ops.get(id(func))
+    if info is None:
+        info = _ops[id(func)] = (func, torch.Tag.pointwise in func.tags)
+    return info[1]
 
 
 def key(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Optional[tuple]:
-    """The cache key of a call: the op, its tensors' metadata and its other arguments."""
-    pointwise = _pointwise.get(func)
-    if pointwise is None:
-        pointwise = _pointwise[func] = torch.Tag.pointwise in func.tags
+    """The cache key of a call: the op (its id: Note [OpTable]), its tensors' metadata and its
+    other arguments."""
+    fid = id(func)
+    info = _ops.get(fid)
+    pointwise = info[1] if info is not None else is_pointwise(func)
     try:
-        return (func, tuple(_key_of(a, pointwise) for a in args),
-                tuple((k, _key_of(v, pointwise)) for k, v in kwargs.items()))
+        return (fid, *[_key_of(a, pointwise) for a in args],
+                tuple([(k, _key_of(v, pointwise)) for k, v in kwargs.items()]) if kwargs else ())
     except TypeError:
         return None
 

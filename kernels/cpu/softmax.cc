@@ -1,0 +1,318 @@
+#include "kernels/cpu/softmax.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vec_math.h"
+
+// Functions built for AVX2 + FMA whatever the TU's flags (Note [CPU softmax]);
+// only called where the CPU has both.
+#define TD_AVX2 __attribute__((target("avx2,fma")))
+
+namespace tensord {
+namespace cpu {
+namespace {
+
+using internal::VecExp;
+
+bool HasAvx2() {
+  static const bool has =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
+// --- float32 rows along the last dim, AVX2 + FMA ---------------------------
+
+// vec_math.h's VecExp, 8 lanes: the same clamps, polynomial and 2^n. The
+// clamps keep x as the second operand of min/max, which returns it when it
+// is NaN (so NaN stays NaN, as in VecExp).
+TD_AVX2 inline __m256 Exp8(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.3365447505531f);
+  const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+  x = _mm256_min_ps(_mm256_set1_ps(88.3762626647949f), x);
+  x = _mm256_max_ps(lo, x);
+  const __m256 magic = _mm256_set1_ps(12582912.0f);
+  const __m256 t =
+      _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
+  const __m256 n = _mm256_sub_ps(t, magic);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
+  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_add_ps(_mm256_fmadd_ps(y, _mm256_mul_ps(r, r), r),
+                    _mm256_set1_ps(1.0f));
+  const __m256i bits =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(t),
+                                         _mm256_set1_epi32(127 - 0x4B400000)),
+                        23);
+  return _mm256_andnot_ps(underflow,
+                          _mm256_mul_ps(y, _mm256_castsi256_ps(bits)));
+}
+
+TD_AVX2 inline float HorizontalMax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+TD_AVX2 inline float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// One row of n: max, exp(x - max) and its sum, then scaled (or x - lse).
+// A NaN lost by max_ps still makes the sum, and so the row, NaN.
+TD_AVX2 void SoftmaxRowAvx2(const float* x, float* y, int64_t n, bool log) {
+  __m256 vmax = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
+  float m = HorizontalMax(vmax);
+  for (; i < n; ++i) m = (x[i] > m || x[i] != x[i]) ? x[i] : m;
+  if (std::isinf(m) && m < 0) m = 0;  // an all -inf row: NaN as PyTorch
+  const __m256 vm = _mm256_set1_ps(m);
+  __m256 vsum = _mm256_setzero_ps();
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+    if (!log) _mm256_storeu_ps(y + i, e);
+    vsum = _mm256_add_ps(vsum, e);
+  }
+  float sum = HorizontalSum(vsum);
+  for (; i < n; ++i) {
+    const float e = VecExp(x[i] - m);
+    if (!log) y[i] = e;
+    sum += e;
+  }
+  if (log) {
+    const float lse = m + std::log(sum);
+    const __m256 vl = _mm256_set1_ps(lse);
+    for (i = 0; i + 8 <= n; i += 8) {
+      _mm256_storeu_ps(y + i, _mm256_sub_ps(_mm256_loadu_ps(x + i), vl));
+    }
+    for (; i < n; ++i) y[i] = x[i] - lse;
+  } else {
+    const float inv = 1.0f / sum;
+    const __m256 vi = _mm256_set1_ps(inv);
+    for (i = 0; i + 8 <= n; i += 8) {
+      _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), vi));
+    }
+    for (; i < n; ++i) y[i] *= inv;
+  }
+}
+
+// softmax: dx = y (dy - sum(dy y)); log: dx = dy - exp(y) sum(dy).
+TD_AVX2 void SoftmaxBackwardRowAvx2(const float* dy, const float* y, float* dx,
+                                    int64_t n, bool log) {
+  __m256 vacc = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(dy + i);
+    vacc = log ? _mm256_add_ps(vacc, g)
+               : _mm256_fmadd_ps(g, _mm256_loadu_ps(y + i), vacc);
+  }
+  float s = HorizontalSum(vacc);
+  for (; i < n; ++i) s += log ? dy[i] : dy[i] * y[i];
+  const __m256 vs = _mm256_set1_ps(s);
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(dy + i), out = _mm256_loadu_ps(y + i);
+    _mm256_storeu_ps(dx + i, log ? _mm256_fnmadd_ps(Exp8(out), vs, g)
+                                 : _mm256_mul_ps(out, _mm256_sub_ps(g, vs)));
+  }
+  for (; i < n; ++i)
+    dx[i] = log ? dy[i] - VecExp(y[i]) * s : y[i] * (dy[i] - s);
+}
+
+// --- portable loops: float64, and dims other than the last ------------------
+
+template <typename T>
+T Exp(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return VecExp(x);
+  } else {
+    return std::exp(x);
+  }
+}
+
+// One row (the portable path of inner == 1): exp and its sum in one pass
+// with 8 independent lanes.
+template <typename T>
+void SoftmaxRow(const T* x, T* y, int64_t n, bool log) {
+  T m = internal::RowMax(x, n);
+  if (std::isinf(m) && m < 0) m = 0;  // an all -inf row: NaN as PyTorch
+  T lanes[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) {
+      const T e = Exp(x[i + j] - m);
+      y[i + j] = e;
+      lanes[j] += e;
+    }
+  }
+  double sum = 0;
+  for (; i < n; ++i) sum += (y[i] = Exp(x[i] - m));
+  for (int j = 0; j < 8; ++j) sum += lanes[j];
+  if (log) {
+    const T lse = m + static_cast<T>(std::log(sum));
+    for (i = 0; i < n; ++i) y[i] = x[i] - lse;
+  } else {
+    const T inv = static_cast<T>(1.0 / sum);
+    for (i = 0; i < n; ++i) y[i] *= inv;
+  }
+}
+
+template <typename T>
+void SoftmaxBackwardRow(const T* dy, const T* y, T* dx, int64_t n, bool log) {
+  double acc = 0;
+  for (int64_t i = 0; i < n; ++i) acc += log ? dy[i] : dy[i] * y[i];
+  const T s = static_cast<T>(acc);
+  for (int64_t i = 0; i < n; ++i) {
+    dx[i] = log ? dy[i] - Exp(y[i]) * s : y[i] * (dy[i] - s);
+  }
+}
+
+// Columns [c, c + w) (w <= kCols) of one [dim, inner] slab (inner > 1),
+// each a softmax along dim, side by side so the loops over them vectorise.
+// Sums in double.
+constexpr int64_t kCols = 8;
+
+template <typename T>
+void SoftmaxColumns(const T* x, T* y, int64_t dim, int64_t inner, int64_t w,
+                    bool log) {
+  T m[kCols];
+  double s[kCols] = {};
+  std::fill(m, m + kCols, -std::numeric_limits<T>::infinity());
+  for (int64_t d = 0; d < dim; ++d) {
+    const T* xd = x + d * inner;
+    for (int64_t j = 0; j < w; ++j) {
+      m[j] = (xd[j] > m[j] || xd[j] != xd[j]) ? xd[j] : m[j];
+    }
+  }
+  for (int64_t j = 0; j < w; ++j) {
+    if (std::isinf(m[j]) && m[j] < 0) m[j] = 0;  // all -inf: NaN
+  }
+  for (int64_t d = 0; d < dim; ++d) {
+    const T* xd = x + d * inner;
+    T* yd = y + d * inner;
+    for (int64_t j = 0; j < w; ++j) {
+      const T e = Exp(xd[j] - m[j]);
+      if (!log) yd[j] = e;
+      s[j] += e;
+    }
+  }
+  T k[kCols];  // log: the log-sum-exp; else 1 / sum
+  for (int64_t j = 0; j < w; ++j) {
+    k[j] = log ? m[j] + static_cast<T>(std::log(s[j]))
+               : static_cast<T>(1.0 / s[j]);
+  }
+  for (int64_t d = 0; d < dim; ++d) {
+    const T* xd = x + d * inner;
+    T* yd = y + d * inner;
+    for (int64_t j = 0; j < w; ++j) yd[j] = log ? xd[j] - k[j] : yd[j] * k[j];
+  }
+}
+
+template <typename T>
+void SoftmaxBackwardColumns(const T* dy, const T* y, T* dx, int64_t dim,
+                            int64_t inner, int64_t w, bool log) {
+  double acc[kCols] = {};
+  for (int64_t d = 0; d < dim; ++d) {
+    for (int64_t j = 0; j < w; ++j) {
+      const int64_t at = d * inner + j;
+      acc[j] += log ? dy[at] : dy[at] * y[at];
+    }
+  }
+  T s[kCols];
+  for (int64_t j = 0; j < w; ++j) s[j] = static_cast<T>(acc[j]);
+  for (int64_t d = 0; d < dim; ++d) {
+    for (int64_t j = 0; j < w; ++j) {
+      const int64_t at = d * inner + j;
+      dx[at] = log ? dy[at] - Exp(y[at]) * s[j] : y[at] * (dy[at] - s[j]);
+    }
+  }
+}
+
+// Calls fn(offset, w) for every block of up to kCols columns of every slab
+// (inner > 1), blocks split over the pool.
+template <typename Fn>
+void ForColumnBlocks(int64_t outer, int64_t dim, int64_t inner, Fn&& fn) {
+  const int64_t per_slab = (inner + kCols - 1) / kCols;
+  ParallelFor(outer * per_slab, dim * std::min(inner, kCols) * 8,
+              [&](int64_t b, int64_t e) {
+                for (int64_t r = b; r < e; ++r) {
+                  const int64_t o = r / per_slab, c = r % per_slab * kCols;
+                  fn(o * dim * inner + c, std::min(kCols, inner - c));
+                }
+              });
+}
+
+}  // namespace
+
+absl::Status Softmax(const StridedView& in, int64_t outer, int64_t dim,
+                     int64_t inner, bool log, const StridedView& out) {
+  return DispatchFloat(in.dtype, "softmax", [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = in.ptr<const T>();
+    T* y = out.ptr<T>();
+    if (inner == 1) {
+      ParallelFor(outer, dim * 8, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          if constexpr (std::is_same_v<T, float>) {
+            if (HasAvx2()) {
+              SoftmaxRowAvx2(x + o * dim, y + o * dim, dim, log);
+              continue;
+            }
+          }
+          SoftmaxRow(x + o * dim, y + o * dim, dim, log);
+        }
+      });
+      return;
+    }
+    ForColumnBlocks(outer, dim, inner, [&](int64_t at, int64_t w) {
+      SoftmaxColumns(x + at, y + at, dim, inner, w, log);
+    });
+  });
+}
+
+absl::Status SoftmaxBackward(const StridedView& dy, const StridedView& y,
+                             int64_t outer, int64_t dim, int64_t inner,
+                             bool log, const StridedView& dx) {
+  return DispatchFloat(y.dtype, "softmax_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* g = dy.ptr<const T>();
+    const T* out = y.ptr<const T>();
+    T* d = dx.ptr<T>();
+    if (inner == 1) {
+      ParallelFor(outer, dim * 4, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          const int64_t at = o * dim;
+          if constexpr (std::is_same_v<T, float>) {
+            if (HasAvx2()) {
+              SoftmaxBackwardRowAvx2(g + at, out + at, d + at, dim, log);
+              continue;
+            }
+          }
+          SoftmaxBackwardRow(g + at, out + at, d + at, dim, log);
+        }
+      });
+      return;
+    }
+    ForColumnBlocks(outer, dim, inner, [&](int64_t at, int64_t w) {
+      SoftmaxBackwardColumns(g + at, out + at, d + at, dim, inner, w, log);
+    });
+  });
+}
+
+}  // namespace cpu
+}  // namespace tensord
