@@ -3,8 +3,10 @@
 // linalg_qr, ormqr, linalg_householder_product and linalg_lstsq (shared
 // conventions: lapack_ops.cc, lapack_rows.h). Kernels in
 // kernels/cpu/linalg_qr.h; CPU only (KnownCpuOnly in cuda_op_table_test.cc:
-// tensord has no cuSOLVER path yet), no native gradients: the PyTorch
-// device differentiates them with PyTorch's own autograd on the client.
+// tensord has no cuSOLVER path yet). linalg_qr has a native gradient
+// (derivatives_linalg.cc); the others none yet (the native clients' autograd
+// stops there); the PyTorch device differentiates them all with PyTorch's
+// own autograd on the client.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -280,6 +282,12 @@ absl::Status CpuLstsq(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
   return absl::OkStatus();
 }
 
+// A row the daemon's autograd differentiates (derivatives_linalg.cc).
+OpDef Differentiable(OpDef op) {
+  op.differentiable = true;
+  return op;
+}
+
 }  // namespace
 
 std::vector<OpDef> LapackQrOps() {
@@ -291,7 +299,7 @@ std::vector<OpDef> LapackQrOps() {
       "scales tau [.., min(m, n)].",
       InferGeqrf, CpuGeqrf, {Example({{3, 3}}), Example({{2, 4, 3}}),
                              Example({{3, 5}})}));
-  ops.push_back(Row(
+  ops.push_back(Differentiable(Row(
       "linalg_qr", 1, 2,
       {Optional("mode", AttrType::kString, std::string("reduced"))},
       "(Q, R) with A = QR, Q orthonormal columns, R upper triangular: k = "
@@ -300,7 +308,7 @@ std::vector<OpDef> LapackQrOps() {
       InferQr, CpuQr,
       {Example({{4, 3}}), Example({{2, 3, 5}}, {{"mode", std::string("complete")}}),
        Example({{5, 3}}, {{"mode", std::string("complete")}}),
-       Example({{3, 4}}, {{"mode", std::string("r")}})}));
+       Example({{3, 4}}, {{"mode", std::string("r")}})})));
   ops.push_back(Row(
       "linalg_householder_product", 2, 1, {},
       "The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, for "

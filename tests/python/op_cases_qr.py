@@ -6,7 +6,9 @@ driver's solution is unique). The rows are CPU-only (KnownCpuOnly): cuda:0 skips
 
 from __future__ import annotations
 
-from typing import List
+from typing import Any, List
+
+import numpy as np
 
 import torch
 
@@ -37,6 +39,17 @@ def _ldl_solve_broadcast(ld: torch.Tensor, piv: torch.Tensor, b: torch.Tensor) -
     return torch.linalg.ldl_solve(ld.expand(*batch, n, n).contiguous(),
                                   piv.expand(*batch, n).contiguous(),
                                   b.expand(*batch, *b.shape[-2:]).contiguous())
+
+
+def _values(got: Any, want: Any) -> None:
+    """The default comparison, as a check: it keeps a case out of the gradient suite
+    (test_autograd_reference's _grad_case) where PyTorch defines no gradient (linalg_qr's
+    mode 'r', and 'complete' for m > n; the daemon's backward raises PyTorch's error there)."""
+    assert isinstance(got, tuple) and len(got) == len(want)
+    for g, w in zip(got, want):
+        g = g.numpy() if hasattr(g, "numpy") else np.asarray(g)
+        assert g.shape == tuple(w.shape) and g.dtype == w.numpy().dtype, (g.shape, w.shape)
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-9, atol=1e-10)
 
 
 def qr_cases() -> List[Case]:
@@ -81,8 +94,9 @@ def qr_cases() -> List[Case]:
     ]
     for mode in ("reduced", "complete", "r"):
         for shape in ((5, 3), (2, 3, 5)):
+            differentiable = mode == "reduced" or (mode == "complete" and shape[-2] <= shape[-1])
             c.append(Case("linalg_qr", [R(*shape, dtype=F64, seed=4)], {"mode": mode},
-                          ref=torch.linalg.qr))
+                          ref=torch.linalg.qr, check=None if differentiable else _values))
     c.append(Case("linalg_qr", [NC(R(4, 4, dtype=F64))], ref=torch.linalg.qr))
     c.append(Case("linalg_qr", [R(2, 4, 3, dtype=F32)], ref=torch.linalg.qr, rtol=1e-4))
     return c
