@@ -44,8 +44,8 @@ Grads MatrixExpGrad(GradCtx& g) {
 GradValue QrGradTall(GradCtx& g, const GradValue& q, const GradValue& r,
                      const GradValue& gq, const GradValue& gr) {
   GradValue m = Mm(g, gr, T(g, r)) - Mm(g, T(g, q), gq);
-  GradValue sym = g.Op("triu", {m}) +
-                  T(g, g.Op("triu", {m}, {{"diagonal", int64_t{1}}}));
+  GradValue sym =
+      g.Op("triu", {m}) + T(g, g.Op("triu", {m}, {{"diagonal", int64_t{1}}}));
   return g.Op("linalg_solve_triangular", {T(g, r), Mm(g, q, sym) + gq},
               {{"upper", false}, {"left", false}});
 }

@@ -78,10 +78,10 @@ Specs InferLdlSolve(absl::Span<const Tensor> in, const Attrs&,
                      DTypeName(piv.dtype()), " ", ShapeToString(piv.shape())));
   }
   if (b.dtype() != ld.dtype() || b.ndim() < 2 || Rows(b) != Rows(ld)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": expected B of LD's dtype (", DTypeName(ld.dtype()),
-        ") and shape [..., ", Rows(ld), ", k], got ", DTypeName(b.dtype()),
-        " ", ShapeToString(b.shape())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": expected B of LD's dtype (", DTypeName(ld.dtype()),
+                     ") and shape [..., ", Rows(ld), ", k], got ",
+                     DTypeName(b.dtype()), " ", ShapeToString(b.shape())));
   }
   TD_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes(Batch(ld), Batch(b)));
   return std::vector<TensorSpec>{

@@ -98,6 +98,13 @@ def qr_cases() -> List[Case]:
             c.append(Case("linalg_qr", [R(*shape, dtype=F64, seed=4)], {"mode": mode},
                           ref=torch.linalg.qr, check=None if differentiable else _values))
     c.append(Case("linalg_qr", [NC(R(4, 4, dtype=F64))], ref=torch.linalg.qr))
+    # Empty matrices: LAPACK's quick returns (gels zeroes b: ATen's residuals are 0).
+    c.append(Case("linalg_qr", [R(3, 0, dtype=F64)], {"mode": "complete"}, ref=torch.linalg.qr))
+    c.append(Case("linalg_lstsq", [R(3, 0, dtype=F64), R(3, 2, dtype=F64)], {"driver": "gels"},
+                  ref=torch.linalg.lstsq))
+    c.append(Case("linalg_lstsq", [R(3, 0, dtype=F64), R(3, 2, dtype=F64)], {"driver": "gelsd"},
+                  ref=torch.linalg.lstsq))
+    c.append(Case("linalg_matrix_exp", [R(2, 0, 0, dtype=F64)], ref=torch.linalg.matrix_exp))
     c.append(Case("linalg_qr", [R(2, 4, 3, dtype=F32)], ref=torch.linalg.qr, rtol=1e-4))
     return c
 
