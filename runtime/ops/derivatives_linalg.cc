@@ -1,8 +1,10 @@
 // Backward formulas of the LAPACK rows that the daemon's own autograd
 // differentiates (the native clients'; the PyTorch device runs PyTorch's
 // formulas on the client instead), as PyTorch's FunctionsManual.cpp writes
-// them: linalg_matrix_exp through the block-matrix identity and linalg_qr
-// (linalg_qr_backward). G is an output's gradient.
+// them: linalg_matrix_exp through the block-matrix identity, linalg_qr
+// (linalg_qr_backward) and linalg_lstsq's solution for full-rank A (PyTorch
+// differentiates pinv(A) B; at full rank that is the normal equations'
+// solution differentiated below). G is an output's gradient.
 #include <cstdint>
 #include <string>
 
@@ -83,12 +85,55 @@ Grads QrGrad(GradCtx& g) {
   return {Cat(g, QrGradTall(g, q, r1, gq1, gr1), Mm(g, q, gr2), rank - 1)};
 }
 
+GradValue Solve(GradCtx& g, const GradValue& a, const GradValue& b) {
+  return g.Ops("_linalg_solve_ex", {a, b})[0];
+}
+GradValue Unsqueeze(GradCtx& g, const GradValue& x) {
+  return g.Op("unsqueeze", {x}, {{"dim", int64_t{-1}}});
+}
+
+// linalg_lstsq's solution X for full-rank A [.., m, n] and B [.., m, k]
+// (a vector B as [.., m, 1]); only the solution is differentiable, as in
+// PyTorch. Tall (m >= n), X = (A^T A)^-1 A^T B: with Z = (A^T A)^-1 gX and
+// the residual r = B - A X, gA = r Z^T - A Z X^T and gB = A Z. Wide, the
+// minimum norm X = A^T Y, Y = (A A^T)^-1 B: with W = (A A^T)^-1 A gX,
+// gA = Y gX^T - W X^T - Y W^T A and gB = W. Rank-deficient A (where
+// PyTorch's pinv formula differs) is not covered.
+Grads LstsqGrad(GradCtx& g) {
+  const Shape& a_shape = g.in_shape(0);
+  const int64_t rank = static_cast<int64_t>(a_shape.size());
+  const int64_t m = a_shape[rank - 2], n = a_shape[rank - 1];
+  const bool vector = static_cast<int64_t>(g.in_shape(1).size()) == rank - 1;
+  GradValue a = g.in(0), b = g.in(1), x = g.out(0), gx = g.grad(0);
+  if (vector) {
+    b = Unsqueeze(g, b);
+    x = Unsqueeze(g, x);
+    gx = Unsqueeze(g, gx);
+  }
+  GradValue ga, gb;
+  if (m >= n) {
+    GradValue z = Solve(g, Mm(g, T(g, a), a), gx);
+    GradValue r = b - Mm(g, a, x);
+    ga = Mm(g, r, T(g, z)) - Mm(g, Mm(g, a, z), T(g, x));
+    gb = Mm(g, a, z);
+  } else {
+    GradValue s = Mm(g, a, T(g, a));
+    GradValue y = Solve(g, s, b);
+    GradValue w = Solve(g, s, Mm(g, a, gx));
+    ga = Mm(g, y, T(g, gx)) - Mm(g, w, T(g, x)) - Mm(g, Mm(g, y, T(g, w)), a);
+    gb = w;
+  }
+  if (vector) gb = g.Op("squeeze", {gb}, {{"dim", int64_t{-1}}});
+  return {g.needs(0) ? ga : GradValue(), g.needs(1) ? gb : GradValue()};
+}
+
 }  // namespace
 
 std::vector<GradRow> LinalgGrads() {
   return {
       {"linalg_matrix_exp", {0}, {}, MatrixExpGrad},
       {"linalg_qr", {}, {0, 1}, QrGrad},
+      {"linalg_lstsq", {0, 1}, {0}, LstsqGrad},
   };
 }
 

@@ -3,10 +3,10 @@
 // linalg_qr, ormqr, linalg_householder_product and linalg_lstsq (shared
 // conventions: lapack_ops.cc, lapack_rows.h). Kernels in
 // kernels/cpu/linalg_qr.h; CPU only (KnownCpuOnly in cuda_op_table_test.cc:
-// tensord has no cuSOLVER path yet). linalg_qr has a native gradient
-// (derivatives_linalg.cc); the others none yet (the native clients' autograd
-// stops there); the PyTorch device differentiates them all with PyTorch's
-// own autograd on the client.
+// tensord has no cuSOLVER path yet). linalg_qr and linalg_lstsq (full-rank
+// A) have native gradients (derivatives_linalg.cc); the others none yet (the
+// native clients' autograd stops there); the PyTorch device differentiates
+// them all with PyTorch's own autograd on the client.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -328,7 +328,7 @@ std::vector<OpDef> LapackQrOps() {
       {Example({{4, 3}, {3}, {4, 2}}),
        Example({{2, 3, 3}, {2, 2}, {2, 4, 3}},
                {{"left", false}, {"transpose", true}})}));
-  ops.push_back(Row(
+  ops.push_back(Differentiable(Row(
       "linalg_lstsq", 2, 4,
       {Optional("rcond", AttrType::kFloat, AttrValue{}),
        Optional("driver", AttrType::kString, AttrValue{})},
@@ -342,7 +342,7 @@ std::vector<OpDef> LapackQrOps() {
       {Example({{5, 3}, {5, 2}}),
        Example({{2, 5, 3}, {2, 5}}, {{"driver", std::string("gelsd")}}),
        Example({{1, 3, 5}, {2, 3, 2}}, {{"driver", std::string("gelss")}}),
-       Example({{5, 3}, {5, 2}}, {{"driver", std::string("gels")}})}));
+       Example({{5, 3}, {5, 2}}, {{"driver", std::string("gels")}})})));
   return ops;
 }
 
