@@ -2,11 +2,13 @@
 // differentiates (the native clients'; the PyTorch device runs PyTorch's
 // formulas on the client instead), as PyTorch's FunctionsManual.cpp writes
 // them: linalg_matrix_exp through the block-matrix identity, linalg_qr
-// (linalg_qr_backward) and linalg_lstsq's solution for full-rank A (PyTorch
+// (linalg_qr_backward), linalg_householder_product (reverse mode through the
+// product of reflectors) and linalg_lstsq's solution for full-rank A (PyTorch
 // differentiates pinv(A) B; at full rank that is the normal equations'
 // solution differentiated below). G is an output's gradient.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "runtime/ops/derivatives.h"
@@ -127,6 +129,63 @@ Grads LstsqGrad(GradCtx& g) {
   return {g.needs(0) ? ga : GradValue(), g.needs(1) ? gb : GradValue()};
 }
 
+// The identity shaped as `like` ([.., r, c]: ones on its diagonal).
+GradValue EyeLike(GradCtx& g, const GradValue& like) {
+  GradValue ones = g.Op("ones_like", {like});
+  return g.Op("tril", {g.Op("triu", {ones})});
+}
+
+// linalg_householder_product: Q = (H_1 ... H_k)[:, :n] with H_i = I -
+// tau_i v_i v_i^T, v_i column i of the input's strict lower triangle with a
+// unit diagonal. Reverse mode through the product: with G = [gQ, 0] (m x
+// m), gH_i = (H_1 ... H_{i-1})^T G (H_{i+1} ... H_k)^T, then gv_i = -tau_i
+// (gH_i + gH_i^T) v_i (its strict lower part reaches the input) and gtau_i
+// = -v_i^T gH_i v_i. k products of m x m matrices each way.
+Grads HouseholderProductGrad(GradCtx& g) {
+  const Shape& shape = g.in_shape(0);
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t m = shape[rank - 2], n = shape[rank - 1];
+  const int64_t k = g.in_shape(1).back();
+  if (k == 0) return {g.ZerosOfInput(0), g.ZerosOfInput(1)};
+  GradValue a = g.in(0), tau = g.in(1);
+  GradValue v = g.Op("tril", {a}, {{"diagonal", int64_t{-1}}}) + EyeLike(g, a);
+  std::vector<GradValue> vs, taus, hs;
+  for (int64_t i = 0; i < k; ++i) {
+    vs.push_back(Narrow(g, v, rank - 1, i, 1));  // [.., m, 1]
+    taus.push_back(g.Op("unsqueeze", {Narrow(g, tau, rank - 2, i, 1)},
+                        {{"dim", int64_t{-1}}}));  // [.., 1, 1]
+  }
+  GradValue eye = EyeLike(g, Mm(g, vs[0], T(g, vs[0])));  // [.., m, m]
+  for (int64_t i = 0; i < k; ++i) {
+    hs.push_back(eye - taus[i] * Mm(g, vs[i], T(g, vs[i])));
+  }
+  GradValue full = g.grad();
+  if (m > n) {
+    full =
+        Cat(g, full, g.Op("zeros_like", {Narrow(g, eye, rank - 1, n, m - n)}),
+            rank - 1);
+  }
+  // suffix[i] = H_{i+1} ... H_k (suffix[k] = I); the prefix grows below.
+  std::vector<GradValue> suffix(k + 1);
+  suffix[k] = eye;
+  for (int64_t i = k - 1; i >= 0; --i) suffix[i] = Mm(g, hs[i], suffix[i + 1]);
+  GradValue prefix = eye;
+  std::vector<GradValue> gvs, gtaus;
+  for (int64_t i = 0; i < k; ++i) {
+    GradValue gh = Mm(g, Mm(g, T(g, prefix), full), T(g, suffix[i + 1]));
+    gvs.push_back(-(taus[i] * Mm(g, gh + T(g, gh), vs[i])));
+    gtaus.push_back(-Mm(g, Mm(g, T(g, vs[i]), gh), vs[i]));  // [.., 1, 1]
+    prefix = Mm(g, prefix, hs[i]);
+  }
+  if (n > k)
+    gvs.push_back(g.Op("zeros_like", {Narrow(g, a, rank - 1, k, n - k)}));
+  GradValue ga = g.Op("tril", {g.Op("cat", gvs, {{"dim", rank - 1}})},
+                      {{"diagonal", int64_t{-1}}});
+  GradValue gtau = g.Op("squeeze", {g.Op("cat", gtaus, {{"dim", rank - 1}})},
+                        {{"dim", rank - 2}});
+  return {g.needs(0) ? ga : GradValue(), g.needs(1) ? gtau : GradValue()};
+}
+
 }  // namespace
 
 std::vector<GradRow> LinalgGrads() {
@@ -134,6 +193,7 @@ std::vector<GradRow> LinalgGrads() {
       {"linalg_matrix_exp", {0}, {}, MatrixExpGrad},
       {"linalg_qr", {}, {0, 1}, QrGrad},
       {"linalg_lstsq", {0, 1}, {0}, LstsqGrad},
+      {"linalg_householder_product", {0, 1}, {}, HouseholderProductGrad},
   };
 }
 

@@ -3,10 +3,11 @@
 // linalg_qr, ormqr, linalg_householder_product and linalg_lstsq (shared
 // conventions: lapack_ops.cc, lapack_rows.h). Kernels in
 // kernels/cpu/linalg_qr.h; CPU only (KnownCpuOnly in cuda_op_table_test.cc:
-// tensord has no cuSOLVER path yet). linalg_qr and linalg_lstsq (full-rank
-// A) have native gradients (derivatives_linalg.cc); the others none yet (the
-// native clients' autograd stops there); the PyTorch device differentiates
-// them all with PyTorch's own autograd on the client.
+// tensord has no cuSOLVER path yet). linalg_qr, linalg_householder_product
+// and linalg_lstsq (full-rank A) have native gradients
+// (derivatives_linalg.cc); geqrf and ormqr none yet (the native clients'
+// autograd stops there); the PyTorch device differentiates them all with
+// PyTorch's own autograd on the client.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -310,14 +311,14 @@ std::vector<OpDef> LapackQrOps() {
            Example({{2, 3, 5}}, {{"mode", std::string("complete")}}),
            Example({{5, 3}}, {{"mode", std::string("complete")}}),
            Example({{3, 4}}, {{"mode", std::string("r")}})})));
-  ops.push_back(
+  ops.push_back(Differentiable(
       Row("linalg_householder_product", 2, 1, {},
           "The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, for "
           "the Householder vectors v_i below the diagonal of input [.., m, n] "
           "(unit diagonal implied; m >= n) and tau [.., k], k <= n (LAPACK "
           "orgqr).",
           InferHouseholder, CpuHouseholder,
-          {Example({{4, 3}, {3}}), Example({{2, 5, 3}, {2, 2}})}));
+          {Example({{4, 3}, {3}}), Example({{2, 5, 3}, {2, 2}})})));
   ops.push_back(Row(
       "ormqr", 3, 1, {Flag("left", true), Flag("transpose", false)},
       "op(Q) other (left) or other op(Q), op(Q) = Q^T with transpose, for Q "
