@@ -1,11 +1,11 @@
 // Backward formulas of the LAPACK rows that the daemon's own autograd
 // differentiates (the native clients'; the PyTorch device runs PyTorch's
-// formulas on the client instead), as PyTorch's FunctionsManual.cpp writes
-// them: linalg_matrix_exp through the block-matrix identity, linalg_qr
-// (linalg_qr_backward), linalg_householder_product (reverse mode through the
-// product of reflectors) and linalg_lstsq's solution for full-rank A (PyTorch
-// differentiates pinv(A) B; at full rank that is the normal equations'
-// solution differentiated below). G is an output's gradient.
+// formulas on the client instead): linalg_matrix_exp through the
+// block-matrix identity and linalg_qr as PyTorch's FunctionsManual.cpp
+// writes them; linalg_householder_product by reverse mode through the
+// product of reflectors, and linalg_lstsq's solution for full-rank A as the
+// normal equations' solution differentiated (PyTorch differentiates pinv(A)
+// B, the same at full rank). G is an output's gradient.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -107,13 +107,12 @@ absl::Status CpuLdlSolve(absl::Span<const Tensor> in,
 
 std::vector<OpDef> LapackMatrixOps() {
   std::vector<OpDef> ops;
-  OpDef exp = Row("linalg_matrix_exp", 1, 1, {},
-                  "exp(A) = sum_k A^k / k! of square A [.., n, n] (scaling "
-                  "and squaring, Pade 13, in float64).",
-                  InferMatrixExp, CpuMatrixExp,
-                  {Example({{3, 3}}), Example({{2, 4, 4}})});
-  exp.differentiable = true;  // derivatives_linalg.cc
-  ops.push_back(std::move(exp));
+  ops.push_back(Differentiable(Row(
+      "linalg_matrix_exp", 1, 1, {},
+      "exp(A) = sum_k A^k / k! of square A [.., n, n] (scaling and squaring, "
+      "Pade 13, in float64).",
+      InferMatrixExp, CpuMatrixExp,
+      {Example({{3, 3}}), Example({{2, 4, 4}})})));
   ops.push_back(Row(
       "linalg_ldl_factor_ex", 1, 3,
       {Flag("hermitian", false), Flag("check_errors", false)},

@@ -283,12 +283,6 @@ absl::Status CpuLstsq(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
   return absl::OkStatus();
 }
 
-// A row the daemon's autograd differentiates (derivatives_linalg.cc).
-OpDef Differentiable(OpDef op) {
-  op.differentiable = true;
-  return op;
-}
-
 }  // namespace
 
 std::vector<OpDef> LapackQrOps() {
