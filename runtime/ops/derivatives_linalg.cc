@@ -2,8 +2,8 @@
 // differentiates (the native clients'; the PyTorch device runs PyTorch's
 // formulas on the client instead): linalg_matrix_exp through the
 // block-matrix identity and linalg_qr as PyTorch's FunctionsManual.cpp
-// writes them; linalg_householder_product by reverse mode through the
-// product of reflectors, and linalg_lstsq's solution for full-rank A as the
+// writes them; linalg_householder_product and ormqr by reverse mode through
+// the product of reflectors, and linalg_lstsq's solution for full-rank A as the
 // normal equations' solution differentiated (PyTorch differentiates pinv(A)
 // B, the same at full rank). G is an output's gradient.
 #include <cstdint>
@@ -135,55 +135,103 @@ GradValue EyeLike(GradCtx& g, const GradValue& like) {
   return g.Op("tril", {g.Op("triu", {ones})});
 }
 
-// linalg_householder_product: Q = (H_1 ... H_k)[:, :n] with H_i = I -
-// tau_i v_i v_i^T, v_i column i of the input's strict lower triangle with a
-// unit diagonal. Reverse mode through the product: with G = [gQ, 0] (m x
-// m), gH_i = (H_1 ... H_{i-1})^T G (H_{i+1} ... H_k)^T, then gv_i = -tau_i
-// (gH_i + gH_i^T) v_i (its strict lower part reaches the input) and gtau_i
-// = -v_i^T gH_i v_i. k products of m x m matrices each way.
+// The product of reflectors Q = H_1 ... H_k (r x r), H_i = I - tau_i v_i
+// v_i^T with v_i column i of input 0's strict lower triangle and a unit
+// diagonal (input 0 [.., r, c], tau input 1 [.., k], k <= c), and the
+// gradients of input 0 and tau from Q's gradient `gq` (r x r), by reverse
+// mode through the product: gH_i = (H_1 ... H_{i-1})^T gQ (H_{i+1} ...
+// H_k)^T, then gv_i = -tau_i (gH_i + gH_i^T) v_i (its strict lower part
+// reaches the input) and gtau_i = -v_i^T gH_i v_i. k products of r x r
+// matrices each way.
+struct Reflectors {
+  std::vector<GradValue> v, tau, h;
+  GradValue eye;  // [.., r, r]
+};
+
+Reflectors BuildReflectors(GradCtx& g, int64_t k) {
+  const int64_t rank = static_cast<int64_t>(g.in_shape(0).size());
+  GradValue a = g.in(0);
+  GradValue v = g.Op("tril", {a}, {{"diagonal", int64_t{-1}}}) + EyeLike(g, a);
+  Reflectors r;
+  for (int64_t i = 0; i < k; ++i) {
+    r.v.push_back(Narrow(g, v, rank - 1, i, 1));  // [.., r, 1]
+    r.tau.push_back(g.Op("unsqueeze", {Narrow(g, g.in(1), rank - 2, i, 1)},
+                         {{"dim", int64_t{-1}}}));  // [.., 1, 1]
+  }
+  r.eye = EyeLike(g, Mm(g, r.v[0], T(g, r.v[0])));
+  for (int64_t i = 0; i < k; ++i) {
+    r.h.push_back(r.eye - r.tau[i] * Mm(g, r.v[i], T(g, r.v[i])));
+  }
+  return r;
+}
+
+Grads ReflectorGrads(GradCtx& g, const Reflectors& r, const GradValue& gq) {
+  const Shape& shape = g.in_shape(0);
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t c = shape[rank - 1], k = static_cast<int64_t>(r.h.size());
+  // suffix[i] = H_{i+1} ... H_k (suffix[k] = I); the prefix grows below.
+  std::vector<GradValue> suffix(k + 1);
+  suffix[k] = r.eye;
+  for (int64_t i = k - 1; i >= 0; --i) {
+    suffix[i] = Mm(g, r.h[i], suffix[i + 1]);
+  }
+  GradValue prefix = r.eye;
+  std::vector<GradValue> gvs, gtaus;
+  for (int64_t i = 0; i < k; ++i) {
+    GradValue gh = Mm(g, Mm(g, T(g, prefix), gq), T(g, suffix[i + 1]));
+    gvs.push_back(-(r.tau[i] * Mm(g, gh + T(g, gh), r.v[i])));
+    gtaus.push_back(-Mm(g, Mm(g, T(g, r.v[i]), gh), r.v[i]));  // [.., 1, 1]
+    prefix = Mm(g, prefix, r.h[i]);
+  }
+  if (c > k) {
+    gvs.push_back(g.Op("zeros_like", {Narrow(g, g.in(0), rank - 1, k, c - k)}));
+  }
+  GradValue ga = g.Op("tril", {g.Op("cat", gvs, {{"dim", rank - 1}})},
+                      {{"diagonal", int64_t{-1}}});
+  GradValue gtau = g.Op("squeeze", {g.Op("cat", gtaus, {{"dim", rank - 1}})},
+                        {{"dim", rank - 2}});
+  return {g.needs(0) ? ga : GradValue(), g.needs(1) ? gtau : GradValue()};
+}
+
+// linalg_householder_product: Q is the first n columns of the product, so
+// the product's gradient is [gQ, 0].
 Grads HouseholderProductGrad(GradCtx& g) {
   const Shape& shape = g.in_shape(0);
   const int64_t rank = static_cast<int64_t>(shape.size());
   const int64_t m = shape[rank - 2], n = shape[rank - 1];
   const int64_t k = g.in_shape(1).back();
   if (k == 0) return {g.ZerosOfInput(0), g.ZerosOfInput(1)};
-  GradValue a = g.in(0), tau = g.in(1);
-  GradValue v = g.Op("tril", {a}, {{"diagonal", int64_t{-1}}}) + EyeLike(g, a);
-  std::vector<GradValue> vs, taus, hs;
-  for (int64_t i = 0; i < k; ++i) {
-    vs.push_back(Narrow(g, v, rank - 1, i, 1));  // [.., m, 1]
-    taus.push_back(g.Op("unsqueeze", {Narrow(g, tau, rank - 2, i, 1)},
-                        {{"dim", int64_t{-1}}}));  // [.., 1, 1]
-  }
-  GradValue eye = EyeLike(g, Mm(g, vs[0], T(g, vs[0])));  // [.., m, m]
-  for (int64_t i = 0; i < k; ++i) {
-    hs.push_back(eye - taus[i] * Mm(g, vs[i], T(g, vs[i])));
-  }
+  Reflectors r = BuildReflectors(g, k);
   GradValue full = g.grad();
   if (m > n) {
-    full =
-        Cat(g, full, g.Op("zeros_like", {Narrow(g, eye, rank - 1, n, m - n)}),
-            rank - 1);
+    GradValue pad = g.Op("zeros_like", {Narrow(g, r.eye, rank - 1, n, m - n)});
+    full = Cat(g, full, pad, rank - 1);
   }
-  // suffix[i] = H_{i+1} ... H_k (suffix[k] = I); the prefix grows below.
-  std::vector<GradValue> suffix(k + 1);
-  suffix[k] = eye;
-  for (int64_t i = k - 1; i >= 0; --i) suffix[i] = Mm(g, hs[i], suffix[i + 1]);
-  GradValue prefix = eye;
-  std::vector<GradValue> gvs, gtaus;
-  for (int64_t i = 0; i < k; ++i) {
-    GradValue gh = Mm(g, Mm(g, T(g, prefix), full), T(g, suffix[i + 1]));
-    gvs.push_back(-(taus[i] * Mm(g, gh + T(g, gh), vs[i])));
-    gtaus.push_back(-Mm(g, Mm(g, T(g, vs[i]), gh), vs[i]));  // [.., 1, 1]
-    prefix = Mm(g, prefix, hs[i]);
+  return ReflectorGrads(g, r, full);
+}
+
+// ormqr(input, tau, C, left, transpose): out = op(Q) C or C op(Q). C's
+// gradient is ormqr with op(Q)^T; Q's is gOut C^T, C gOut^T, C^T gOut or
+// gOut^T C (left, left transposed, right, right transposed).
+Grads OrmqrGrad(GradCtx& g) {
+  const bool left = g.attrs().Bool("left");
+  const bool transpose = g.attrs().Bool("transpose");
+  const int64_t k = g.in_shape(1).back();
+  GradValue c = g.in(2), go = g.grad();
+  GradValue gc;
+  if (g.needs(2)) {
+    gc = g.Op("ormqr", {g.in(0), g.in(1), go},
+              {{"left", left}, {"transpose", !transpose}});
   }
-  if (n > k)
-    gvs.push_back(g.Op("zeros_like", {Narrow(g, a, rank - 1, k, n - k)}));
-  GradValue ga = g.Op("tril", {g.Op("cat", gvs, {{"dim", rank - 1}})},
-                      {{"diagonal", int64_t{-1}}});
-  GradValue gtau = g.Op("squeeze", {g.Op("cat", gtaus, {{"dim", rank - 1}})},
-                        {{"dim", rank - 2}});
-  return {g.needs(0) ? ga : GradValue(), g.needs(1) ? gtau : GradValue()};
+  if (k == 0 || !(g.needs(0) || g.needs(1))) {
+    return {g.needs(0) ? g.ZerosOfInput(0) : GradValue(),
+            g.needs(1) ? g.ZerosOfInput(1) : GradValue(), gc};
+  }
+  GradValue gq = left ? (transpose ? Mm(g, c, T(g, go)) : Mm(g, go, T(g, c)))
+                      : (transpose ? Mm(g, T(g, go), c) : Mm(g, T(g, c), go));
+  Grads r = ReflectorGrads(g, BuildReflectors(g, k), gq);
+  r.push_back(gc);
+  return r;
 }
 
 }  // namespace
@@ -194,6 +242,7 @@ std::vector<GradRow> LinalgGrads() {
       {"linalg_qr", {}, {0, 1}, QrGrad},
       {"linalg_lstsq", {0, 1}, {0}, LstsqGrad},
       {"linalg_householder_product", {0, 1}, {}, HouseholderProductGrad},
+      {"ormqr", {0, 1, 2}, {}, OrmqrGrad},
   };
 }
 

@@ -3,11 +3,10 @@
 // linalg_qr, ormqr, linalg_householder_product and linalg_lstsq (shared
 // conventions: lapack_ops.cc, lapack_rows.h). Kernels in
 // kernels/cpu/linalg_qr.h; CPU only (KnownCpuOnly in cuda_op_table_test.cc:
-// tensord has no cuSOLVER path yet). linalg_qr, linalg_householder_product
-// and linalg_lstsq (full-rank A) have native gradients
-// (derivatives_linalg.cc); geqrf and ormqr none yet (the native clients'
-// autograd stops there); the PyTorch device differentiates them all with
-// PyTorch's own autograd on the client.
+// tensord has no cuSOLVER path yet). linalg_qr, linalg_householder_product,
+// ormqr and linalg_lstsq (full-rank A) have native gradients
+// (derivatives_linalg.cc); geqrf none (PyTorch's neither); the PyTorch
+// device differentiates them with PyTorch's own autograd on the client.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -313,7 +312,7 @@ std::vector<OpDef> LapackQrOps() {
           "orgqr).",
           InferHouseholder, CpuHouseholder,
           {Example({{4, 3}, {3}}), Example({{2, 5, 3}, {2, 2}})})));
-  ops.push_back(Row(
+  ops.push_back(Differentiable(Row(
       "ormqr", 3, 1, {Flag("left", true), Flag("transpose", false)},
       "op(Q) other (left) or other op(Q), op(Q) = Q^T with transpose, for Q "
       "= H_1 ... H_k of geqrf's (input, tau): input [.., r, >= k] with r "
@@ -322,7 +321,7 @@ std::vector<OpDef> LapackQrOps() {
       InferOrmqr, CpuOrmqr,
       {Example({{4, 3}, {3}, {4, 2}}),
        Example({{2, 3, 3}, {2, 2}, {2, 4, 3}},
-               {{"left", false}, {"transpose", true}})}));
+               {{"left", false}, {"transpose", true}})})));
   ops.push_back(Differentiable(Row(
       "linalg_lstsq", 2, 4,
       {Optional("rcond", AttrType::kFloat, AttrValue{}),
