@@ -42,18 +42,17 @@ void dgesdd_(const char* jobz, const int* m, const int* n, double* a,
              int* info, size_t jobz_len);
 void sgeqrf_(const int* m, const int* n, float* a, const int* lda, float* tau,
              float* work, const int* lwork, int* info);
-void dgeqrf_(const int* m, const int* n, double* a, const int* lda,
-             double* tau, double* work, const int* lwork, int* info);
-void sorgqr_(const int* m, const int* n, const int* k, float* a,
-             const int* lda, const float* tau, float* work, const int* lwork,
-             int* info);
+void dgeqrf_(const int* m, const int* n, double* a, const int* lda, double* tau,
+             double* work, const int* lwork, int* info);
+void sorgqr_(const int* m, const int* n, const int* k, float* a, const int* lda,
+             const float* tau, float* work, const int* lwork, int* info);
 void dorgqr_(const int* m, const int* n, const int* k, double* a,
-             const int* lda, const double* tau, double* work,
-             const int* lwork, int* info);
+             const int* lda, const double* tau, double* work, const int* lwork,
+             int* info);
 void sormqr_(const char* side, const char* trans, const int* m, const int* n,
              const int* k, const float* a, const int* lda, const float* tau,
-             float* c, const int* ldc, float* work, const int* lwork,
-             int* info, size_t side_len, size_t trans_len);
+             float* c, const int* ldc, float* work, const int* lwork, int* info,
+             size_t side_len, size_t trans_len);
 void dormqr_(const char* side, const char* trans, const int* m, const int* n,
              const int* k, const double* a, const int* lda, const double* tau,
              double* c, const int* ldc, double* work, const int* lwork,
@@ -183,8 +182,8 @@ inline void Gels(int m, int n, int nrhs, float* a, int lda, float* b, int ldb,
   const char trans = 'N';
   sgels_(&trans, &m, &n, &nrhs, a, &lda, b, &ldb, work, &lwork, info, 1);
 }
-inline void Gels(int m, int n, int nrhs, double* a, int lda, double* b,
-                 int ldb, double* work, int lwork, int* info) {
+inline void Gels(int m, int n, int nrhs, double* a, int lda, double* b, int ldb,
+                 double* work, int lwork, int* info) {
   const char trans = 'N';
   dgels_(&trans, &m, &n, &nrhs, a, &lda, b, &ldb, work, &lwork, info, 1);
 }
@@ -203,14 +202,14 @@ inline void Gelsy(int m, int n, int nrhs, double* a, int lda, double* b,
 inline void Gelsd(int m, int n, int nrhs, float* a, int lda, float* b, int ldb,
                   float* s, float rcond, int* rank, float* work, int lwork,
                   int* iwork, int* info) {
-  sgelsd_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork,
-          iwork, info);
+  sgelsd_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, iwork,
+          info);
 }
 inline void Gelsd(int m, int n, int nrhs, double* a, int lda, double* b,
                   int ldb, double* s, double rcond, int* rank, double* work,
                   int lwork, int* iwork, int* info) {
-  dgelsd_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork,
-          iwork, info);
+  dgelsd_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, iwork,
+          info);
 }
 inline void Gelss(int m, int n, int nrhs, float* a, int lda, float* b, int ldb,
                   float* s, float rcond, int* rank, float* work, int lwork,
@@ -226,8 +225,8 @@ inline void Sytrf(char uplo, int n, float* a, int lda, int* ipiv, float* work,
                   int lwork, int* info) {
   ssytrf_(&uplo, &n, a, &lda, ipiv, work, &lwork, info, 1);
 }
-inline void Sytrf(char uplo, int n, double* a, int lda, int* ipiv,
-                  double* work, int lwork, int* info) {
+inline void Sytrf(char uplo, int n, double* a, int lda, int* ipiv, double* work,
+                  int lwork, int* info) {
   dsytrf_(&uplo, &n, a, &lda, ipiv, work, &lwork, info, 1);
 }
 inline void Sytrs(char uplo, int n, int nrhs, const float* a, int lda,

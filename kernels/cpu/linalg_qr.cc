@@ -78,8 +78,8 @@ absl::Status OrmqrT(const StridedView& a, const StridedView& tau,
   std::vector<T> wa(h.size()), wc(cm.size());
   T query = 0;
   int info = 0;
-  lapack::Ormqr(side, trans, cm.rows, cm.cols, k, wa.data(), lda,
-                tau.ptr<T>(), wc.data(), ldc, &query, -1, &info);
+  lapack::Ormqr(side, trans, cm.rows, cm.cols, k, wa.data(), lda, tau.ptr<T>(),
+                wc.data(), ldc, &query, -1, &info);
   std::vector<T> work(WorkSize(query));
   for (int64_t b = 0; b < cm.batch; ++b) {
     ToColMajor(a.ptr<T>() + b * h.size(), h.rows, h.cols, wa.data());
@@ -112,8 +112,8 @@ absl::Status QrT(const StridedView& a, QrMode mode, const StridedView& q,
                   &info);
   }
   if (mode != QrMode::kR && m.rows > 0) {
-    lapack::Orgqr(m.rows, q_cols, k, w.data(), ld, tau.data(), &orgqr_query,
-                  -1, &info);
+    lapack::Orgqr(m.rows, q_cols, k, w.data(), ld, tau.data(), &orgqr_query, -1,
+                  &info);
   }
   std::vector<T> work(std::max(WorkSize(geqrf_query), WorkSize(orgqr_query)));
   const int lwork = static_cast<int>(work.size());
@@ -176,8 +176,9 @@ absl::Status LstsqInfo(LstsqDriver driver, int info) {
     return absl::InvalidArgumentError(absl::StrCat(
         "torch.linalg.lstsq: The least squares solution could not be computed "
         "because the input matrix does not have full rank (error code: ",
-        info, "); use a driver that handles rank deficiency (gelsy, gelsd, "
-              "gelss)"));
+        info,
+        "); use a driver that handles rank deficiency (gelsy, gelsd, "
+        "gelss)"));
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "torch.linalg.lstsq: The algorithm failed to converge because the "
@@ -219,8 +220,11 @@ absl::Status LstsqT(const StridedView& a, const StridedView& b,
       call.Run(wa.data(), wb.data(), s.data(), &r, work.data(),
                static_cast<int>(work.size()), &info);
       TD_RETURN_IF_ERROR(LstsqInfo(driver, info));
-    }  // else no equations or no unknowns: x = 0 (wb's first n rows are
-       // zero when m = 0), and all of b is residual
+    } else if (driver == LstsqDriver::kGels) {
+      // No equations or no unknowns: gels's quick return zeroes b (ATen's
+      // residuals are then 0); the others leave it, all of it residual.
+      std::fill(wb.begin(), wb.end(), T(0));
+    }  // x = 0 either way (wb's first n rows are zero when m = 0)
     FromColMajor(wb.data(), n, nrhs, solution.ptr<T>() + i * n * int64_t{nrhs},
                  ldb);
     if (residuals != nullptr) {
@@ -235,7 +239,8 @@ absl::Status LstsqT(const StridedView& a, const StridedView& b,
       }
     }
     if (rank != nullptr) rank->ptr<int64_t>()[i] = r;
-    if (sv != nullptr) std::copy(s.begin(), s.begin() + k, sv->ptr<T>() + i * k);
+    if (sv != nullptr)
+      std::copy(s.begin(), s.begin() + k, sv->ptr<T>() + i * k);
   }
   return absl::OkStatus();
 }

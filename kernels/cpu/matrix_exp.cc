@@ -24,12 +24,20 @@ using namespace lapack_layout;  // NOLINT: the shared layout helpers
 
 // Higham's b_0..b_13 and theta_13 (the largest 1-norm the approximant
 // takes to double precision without scaling).
-constexpr double kPade13[14] = {
-    64764752532480000.0, 32382376266240000.0, 7771770303897600.0,
-    1187353796428800.0,  129060195264000.0,   10559470521600.0,
-    670442572800.0,      33522128640.0,       1323241920.0,
-    40840800.0,          960960.0,            16380.0,
-    182.0,               1.0};
+constexpr double kPade13[14] = {64764752532480000.0,
+                                32382376266240000.0,
+                                7771770303897600.0,
+                                1187353796428800.0,
+                                129060195264000.0,
+                                10559470521600.0,
+                                670442572800.0,
+                                33522128640.0,
+                                1323241920.0,
+                                40840800.0,
+                                960960.0,
+                                16380.0,
+                                182.0,
+                                1.0};
 constexpr double kTheta13 = 5.371920351148152;
 
 // c = a b for n x n row-major matrices.

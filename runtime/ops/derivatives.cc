@@ -10,7 +10,7 @@ void AttachGradients(std::vector<OpDef>* table) {
   for (auto family :
        {PointwiseGrads, ReductionGrads, ShapeGrads, NnGrads, MathGrads,
         DistanceGrads, AttentionGrads, EmbeddingBagGrads, GridSample3dGrads,
-        CtcLossGrads, SegmentReduceGrads, MarginLossGrads}) {
+        CtcLossGrads, SegmentReduceGrads, MarginLossGrads, LinalgGrads}) {
     for (GradRow& r : family()) rows.push_back(std::move(r));
   }
   auto find = [&](const std::string& name) -> OpDef* {

@@ -3,9 +3,10 @@
 // linalg_matrix_exp, linalg_ldl_factor_ex, linalg_ldl_solve (shared
 // conventions: lapack_ops.cc, lapack_rows.h). Kernels in
 // kernels/cpu/matrix_exp.h and kernels/cpu/ldl.h; CPU only (KnownCpuOnly
-// in cuda_op_table_test.cc), no native gradients: the PyTorch device
-// differentiates them with PyTorch's autograd on the client (matrix_exp's
-// backward there is this row again, on a 2n x 2n block matrix).
+// in cuda_op_table_test.cc). matrix_exp has a native gradient (this row
+// again, on a 2n x 2n block matrix: derivatives_linalg.cc); the LDL rows
+// none, as PyTorch's. The PyTorch device runs PyTorch's autograd on the
+// client instead.
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/ldl.h"
 #include "kernels/cpu/matrix_exp.h"
@@ -77,10 +78,10 @@ Specs InferLdlSolve(absl::Span<const Tensor> in, const Attrs&,
                      DTypeName(piv.dtype()), " ", ShapeToString(piv.shape())));
   }
   if (b.dtype() != ld.dtype() || b.ndim() < 2 || Rows(b) != Rows(ld)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": expected B of LD's dtype (", DTypeName(ld.dtype()),
-        ") and shape [..., ", Rows(ld), ", k], got ", DTypeName(b.dtype()),
-        " ", ShapeToString(b.shape())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": expected B of LD's dtype (", DTypeName(ld.dtype()),
+                     ") and shape [..., ", Rows(ld), ", k], got ",
+                     DTypeName(b.dtype()), " ", ShapeToString(b.shape())));
   }
   TD_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes(Batch(ld), Batch(b)));
   return std::vector<TensorSpec>{
@@ -106,11 +107,12 @@ absl::Status CpuLdlSolve(absl::Span<const Tensor> in,
 
 std::vector<OpDef> LapackMatrixOps() {
   std::vector<OpDef> ops;
-  ops.push_back(Row("linalg_matrix_exp", 1, 1, {},
-                    "exp(A) = sum_k A^k / k! of square A [.., n, n] (scaling "
-                    "and squaring, Pade 13, in float64).",
-                    InferMatrixExp, CpuMatrixExp,
-                    {Example({{3, 3}}), Example({{2, 4, 4}})}));
+  ops.push_back(Differentiable(Row(
+      "linalg_matrix_exp", 1, 1, {},
+      "exp(A) = sum_k A^k / k! of square A [.., n, n] (scaling and squaring, "
+      "Pade 13, in float64).",
+      InferMatrixExp, CpuMatrixExp,
+      {Example({{3, 3}}), Example({{2, 4, 4}})})));
   ops.push_back(Row(
       "linalg_ldl_factor_ex", 1, 3,
       {Flag("hermitian", false), Flag("check_errors", false)},

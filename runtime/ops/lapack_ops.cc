@@ -100,6 +100,11 @@ OpDef Row(const char* name, int inputs, int outputs,
   return op;
 }
 
+OpDef Differentiable(OpDef op) {
+  op.differentiable = true;
+  return op;
+}
+
 }  // namespace lapack_rows
 
 namespace {

@@ -3,7 +3,9 @@
 // linalg_qr, ormqr, linalg_householder_product and linalg_lstsq (shared
 // conventions: lapack_ops.cc, lapack_rows.h). Kernels in
 // kernels/cpu/linalg_qr.h; CPU only (KnownCpuOnly in cuda_op_table_test.cc:
-// tensord has no cuSOLVER path yet), no native gradients: the PyTorch
+// tensord has no cuSOLVER path yet). linalg_qr, linalg_householder_product,
+// ormqr and linalg_lstsq (full-rank A) have native gradients
+// (derivatives_linalg.cc); geqrf none (PyTorch's neither); the PyTorch
 // device differentiates them with PyTorch's own autograd on the client.
 #include <algorithm>
 #include <cstring>
@@ -65,8 +67,9 @@ Specs InferQr(absl::Span<const Tensor> in, const Attrs& attrs,
   TD_ASSIGN_OR_RETURN(cpu::QrMode mode, Mode(attrs));
   const int64_t m = Rows(a), n = Cols(a), k = std::min(m, n);
   const bool complete = mode == cpu::QrMode::kComplete;
-  const Shape q = mode == cpu::QrMode::kR ? Shape{0}
-                                          : With(Batch(a), {m, complete ? m : k});
+  const Shape q = mode == cpu::QrMode::kR
+                      ? Shape{0}
+                      : With(Batch(a), {m, complete ? m : k});
   return std::vector<TensorSpec>{
       {a.dtype(), q, a.device()},
       {a.dtype(), With(Batch(a), {complete ? m : k, n}), a.device()}};
@@ -94,8 +97,9 @@ absl::Status CheckReflectors(const Tensor& h, const Tensor& tau,
   }
   if (tau.shape().back() > Cols(h)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        op, ": input.shape[-1] must be greater than or equal to "
-            "tau.shape[-1] (input ",
+        op,
+        ": input.shape[-1] must be greater than or equal to "
+        "tau.shape[-1] (input ",
         ShapeToString(h.shape()), ", tau ", ShapeToString(tau.shape()), ")"));
   }
   return absl::OkStatus();
@@ -108,10 +112,11 @@ Specs InferHouseholder(absl::Span<const Tensor> in, const Attrs&,
   const char* op = "torch.linalg.householder_product";
   TD_RETURN_IF_ERROR(CheckReflectors(h, tau, op));
   if (Rows(h) < Cols(h)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": input.shape[-2] must be greater than or equal to "
-            "input.shape[-1] (input ",
-        ShapeToString(h.shape()), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op,
+                     ": input.shape[-2] must be greater than or equal to "
+                     "input.shape[-1] (input ",
+                     ShapeToString(h.shape()), ")"));
   }
   return std::vector<TensorSpec>{{h.dtype(), h.shape(), h.device()}};
 }
@@ -131,10 +136,9 @@ Specs InferOrmqr(absl::Span<const Tensor> in, const Attrs& attrs,
   TD_RETURN_IF_ERROR(CheckReflectors(h, tau, op));
   TD_RETURN_IF_ERROR(SameDType(h, c, op, "other"));
   const bool left = attrs.Bool("left");
-  if (c.ndim() != h.ndim() || !std::equal(c.shape().begin(), c.shape().end() - 2,
-                                          h.shape().begin()) ||
-      (left ? Rows(c) : Cols(c)) != Rows(h) ||
-      tau.shape().back() > Rows(h)) {
+  if (c.ndim() != h.ndim() ||
+      !std::equal(c.shape().begin(), c.shape().end() - 2, h.shape().begin()) ||
+      (left ? Rows(c) : Cols(c)) != Rows(h) || tau.shape().back() > Rows(h)) {
     return absl::InvalidArgumentError(absl::StrCat(
         op, ": expected other of shape [..., ", left ? "" : "m, ", Rows(h),
         left ? ", n]" : "]", " with input's batch and tau.shape[-1] <= ",
@@ -180,20 +184,20 @@ absl::StatusOr<LstsqShapes> CheckLstsq(const Tensor& a, const Tensor& b) {
   const int64_t diff = a.ndim() - b.ndim();
   if (diff < 0 || diff > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        op, ": input.dim() must be greater or equal to other.dim() and "
-            "(input.dim() - other.dim()) <= 1 (input ",
+        op,
+        ": input.dim() must be greater or equal to other.dim() and "
+        "(input.dim() - other.dim()) <= 1 (input ",
         ShapeToString(a.shape()), ", other ", ShapeToString(b.shape()), ")"));
   }
   const bool vector = diff == 1;
   const int64_t b_rows = vector ? b.shape().back() : Rows(b);
   if (b_rows != Rows(a)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        op, ": input.size(-2) should match other.size(",
-        vector ? "-1" : "-2", ") (input ", ShapeToString(a.shape()),
-        ", other ", ShapeToString(b.shape()), ")"));
+        op, ": input.size(-2) should match other.size(", vector ? "-1" : "-2",
+        ") (input ", ShapeToString(a.shape()), ", other ",
+        ShapeToString(b.shape()), ")"));
   }
-  const Shape b_batch(b.shape().begin(),
-                      b.shape().end() - (vector ? 1 : 2));
+  const Shape b_batch(b.shape().begin(), b.shape().end() - (vector ? 1 : 2));
   TD_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes(Batch(a), b_batch));
   return LstsqShapes{batch, Rows(a), Cols(a), vector ? 1 : Cols(b), vector};
 }
@@ -251,30 +255,28 @@ absl::Status CpuLstsq(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
   const bool broadcast_a = Batch(a) != s.batch;
   Tensor rank_t = out[2], sv_t = out[3];
   if (broadcast_a && rank_t.numel() > 0) {
-    TD_ASSIGN_OR_RETURN(rank_t, Tensor::Empty(a.device(), DType::kInt64,
-                                              s.batch, ctx.alloc));
+    TD_ASSIGN_OR_RETURN(
+        rank_t, Tensor::Empty(a.device(), DType::kInt64, s.batch, ctx.alloc));
   }
   if (broadcast_a && sv_t.numel() > 0) {
     TD_ASSIGN_OR_RETURN(
         sv_t, Tensor::Empty(a.device(), a.dtype(),
                             With(s.batch, {std::min(s.m, s.n)}), ctx.alloc));
   }
-  StridedView residuals = out[1].view(), rank = rank_t.view(),
-              sv = sv_t.view();
-  TD_RETURN_IF_ERROR(cpu::Lstsq(a_e.view(), b_e.view(), d, rcond,
-                                solution.view(),
-                                out[1].numel() > 0 ? &residuals : nullptr,
-                                rank_t.numel() > 0 ? &rank : nullptr,
-                                sv_t.numel() > 0 ? &sv : nullptr));
+  StridedView residuals = out[1].view(), rank = rank_t.view(), sv = sv_t.view();
+  TD_RETURN_IF_ERROR(cpu::Lstsq(
+      a_e.view(), b_e.view(), d, rcond, solution.view(),
+      out[1].numel() > 0 ? &residuals : nullptr,
+      rank_t.numel() > 0 ? &rank : nullptr, sv_t.numel() > 0 ? &sv : nullptr));
   if (!broadcast_a) return absl::OkStatus();
   for (int i : {2, 3}) {
     const Tensor& full = i == 2 ? rank_t : sv_t;
     if (out[i].numel() == 0) continue;
     // A's batch indexes the broadcast one at 0 where it broadcasts (size 1).
     TD_ASSIGN_OR_RETURN(
-        Tensor picked,
-        Contiguous(full.AsStrided(out[i].shape(), full.strides(), full.offset()),
-                   ctx));
+        Tensor picked, Contiguous(full.AsStrided(out[i].shape(), full.strides(),
+                                                 full.offset()),
+                                  ctx));
     std::memcpy(out[i].data(), picked.data(), out[i].nbytes());
   }
   return absl::OkStatus();
@@ -289,27 +291,28 @@ std::vector<OpDef> LapackQrOps() {
       "(a, tau): the QR of A [.., m, n] in LAPACK's compact form (geqrf): R on "
       "and above the diagonal, the Householder vectors below it, their "
       "scales tau [.., min(m, n)].",
-      InferGeqrf, CpuGeqrf, {Example({{3, 3}}), Example({{2, 4, 3}}),
-                             Example({{3, 5}})}));
-  ops.push_back(Row(
-      "linalg_qr", 1, 2,
-      {Optional("mode", AttrType::kString, std::string("reduced"))},
-      "(Q, R) with A = QR, Q orthonormal columns, R upper triangular: k = "
-      "min(m, n) columns of Q and rows of R ('reduced'), m of each "
-      "('complete'), or R only with Q empty ('r') (LAPACK geqrf, orgqr).",
-      InferQr, CpuQr,
-      {Example({{4, 3}}), Example({{2, 3, 5}}, {{"mode", std::string("complete")}}),
-       Example({{5, 3}}, {{"mode", std::string("complete")}}),
-       Example({{3, 4}}, {{"mode", std::string("r")}})}));
-  ops.push_back(Row(
-      "linalg_householder_product", 2, 1, {},
-      "The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, for "
-      "the Householder vectors v_i below the diagonal of input [.., m, n] "
-      "(unit diagonal implied; m >= n) and tau [.., k], k <= n (LAPACK "
-      "orgqr).",
-      InferHouseholder, CpuHouseholder,
-      {Example({{4, 3}, {3}}), Example({{2, 5, 3}, {2, 2}})}));
-  ops.push_back(Row(
+      InferGeqrf, CpuGeqrf,
+      {Example({{3, 3}}), Example({{2, 4, 3}}), Example({{3, 5}})}));
+  ops.push_back(Differentiable(
+      Row("linalg_qr", 1, 2,
+          {Optional("mode", AttrType::kString, std::string("reduced"))},
+          "(Q, R) with A = QR, Q orthonormal columns, R upper triangular: k = "
+          "min(m, n) columns of Q and rows of R ('reduced'), m of each "
+          "('complete'), or R only with Q empty ('r') (LAPACK geqrf, orgqr).",
+          InferQr, CpuQr,
+          {Example({{4, 3}}),
+           Example({{2, 3, 5}}, {{"mode", std::string("complete")}}),
+           Example({{5, 3}}, {{"mode", std::string("complete")}}),
+           Example({{3, 4}}, {{"mode", std::string("r")}})})));
+  ops.push_back(Differentiable(
+      Row("linalg_householder_product", 2, 1, {},
+          "The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, for "
+          "the Householder vectors v_i below the diagonal of input [.., m, n] "
+          "(unit diagonal implied; m >= n) and tau [.., k], k <= n (LAPACK "
+          "orgqr).",
+          InferHouseholder, CpuHouseholder,
+          {Example({{4, 3}, {3}}), Example({{2, 5, 3}, {2, 2}})})));
+  ops.push_back(Differentiable(Row(
       "ormqr", 3, 1, {Flag("left", true), Flag("transpose", false)},
       "op(Q) other (left) or other op(Q), op(Q) = Q^T with transpose, for Q "
       "= H_1 ... H_k of geqrf's (input, tau): input [.., r, >= k] with r "
@@ -318,8 +321,8 @@ std::vector<OpDef> LapackQrOps() {
       InferOrmqr, CpuOrmqr,
       {Example({{4, 3}, {3}, {4, 2}}),
        Example({{2, 3, 3}, {2, 2}, {2, 4, 3}},
-               {{"left", false}, {"transpose", true}})}));
-  ops.push_back(Row(
+               {{"left", false}, {"transpose", true}})})));
+  ops.push_back(Differentiable(Row(
       "linalg_lstsq", 2, 4,
       {Optional("rcond", AttrType::kFloat, AttrValue{}),
        Optional("driver", AttrType::kString, AttrValue{})},
@@ -333,7 +336,7 @@ std::vector<OpDef> LapackQrOps() {
       {Example({{5, 3}, {5, 2}}),
        Example({{2, 5, 3}, {2, 5}}, {{"driver", std::string("gelsd")}}),
        Example({{1, 3, 5}, {2, 3, 2}}, {{"driver", std::string("gelss")}}),
-       Example({{5, 3}, {5, 2}}, {{"driver", std::string("gels")}})}));
+       Example({{5, 3}, {5, 2}}, {{"driver", std::string("gels")}})})));
   return ops;
 }
 

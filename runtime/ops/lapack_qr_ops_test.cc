@@ -125,14 +125,14 @@ TEST_F(LapackQrOpsTest, LstsqEveryDriver) {
   EXPECT_EQ((*vec)[1].shape(), Shape{1});
   // Rank deficiency: gelsd finds rank 1, the minimum norm solution of
   // x0 + x1 = 2 (b's mean on the repeated rows) is (1, 1).
-  auto low = Run("linalg_lstsq",
-                 {D({1, 1, 1, 1, 0, 0}, {3, 2}), D({1, 3, 0}, {3, 1})},
-                 {{"driver", std::string("gelsd")}});
+  auto low =
+      Run("linalg_lstsq", {D({1, 1, 1, 1, 0, 0}, {3, 2}), D({1, 3, 0}, {3, 1})},
+          {{"driver", std::string("gelsd")}});
   ASSERT_TRUE(low.ok()) << low.status();
   EXPECT_EQ(Ints64((*low)[2]), std::vector<int64_t>{1});
   ExpectNear(Doubles((*low)[0]), {1, 1});
-  EXPECT_FALSE(Run("linalg_lstsq", {a, b}, {{"driver", std::string("gelsx")}})
-                   .ok());
+  EXPECT_FALSE(
+      Run("linalg_lstsq", {a, b}, {{"driver", std::string("gelsx")}}).ok());
   EXPECT_FALSE(Run("linalg_lstsq", {a, D({1, 2}, {2, 1})}).ok());
 }
 
@@ -148,8 +148,8 @@ TEST_F(LapackQrOpsTest, MatrixExpClosedForms) {
   }
   ExpectNear(Doubles(Run1("linalg_matrix_exp", {D({1, 0, 0, -10}, {2, 2})})),
              {std::exp(1.0), 0, 0, std::exp(-10.0)});
-  const Tensor f32 = From(std::vector<float>{0, 1, 0, 0}, DType::kFloat32,
-                          {2, 2});
+  const Tensor f32 =
+      From(std::vector<float>{0, 1, 0, 0}, DType::kFloat32, {2, 2});
   ExpectNear(Doubles(Run1("linalg_matrix_exp", {f32})), {1, 1, 0, 1});
   EXPECT_FALSE(Run("linalg_matrix_exp", {D({1, 2}, {1, 2})}).ok());
 }
@@ -162,9 +162,9 @@ TEST_F(LapackQrOpsTest, LdlFactorAndSolve) {
   EXPECT_EQ(Ints32((*f)[1]), (std::vector<int32_t>{1, 2}));
   EXPECT_EQ(Ints32((*f)[2]), std::vector<int32_t>{0});
   // A^-1 (2, 1) = (3 * 2 - 2 * 1, -2 * 2 + 4 * 1) / 8.
-  ExpectNear(Doubles(Run1("linalg_ldl_solve",
-                          {(*f)[0], (*f)[1], D({2, 1}, {2, 1})})),
-             {0.5, 0});
+  ExpectNear(
+      Doubles(Run1("linalg_ldl_solve", {(*f)[0], (*f)[1], D({2, 1}, {2, 1})})),
+      {0.5, 0});
   // [[0, 1], [1, 0]]: a 2 x 2 pivot (both pivots -2), D its own lower
   // triangle.
   auto g = Run("linalg_ldl_factor_ex", {D({0, 1, 1, 0}, {2, 2})});

@@ -34,10 +34,12 @@ absl::StatusOr<Tensor> ExpandContiguous(const Tensor& t, const Shape& shape,
 Tensor Reshaped(const Tensor& t, const Shape& shape);
 // An optional bool attribute.
 AttrSpec Flag(const char* name, bool value);
-// A compute row of fixed arity, not differentiable natively.
+// A compute row of fixed arity, not differentiable natively (Differentiable
+// marks one whose formula is in derivatives_linalg.cc).
 OpDef Row(const char* name, int inputs, int outputs,
           std::vector<AttrSpec> attrs, const char* doc, InferFn infer,
           KernelFn cpu, std::vector<OpExample> examples);
+OpDef Differentiable(OpDef op);
 
 }  // namespace lapack_rows
 }  // namespace tensord

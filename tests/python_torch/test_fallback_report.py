@@ -17,7 +17,7 @@ from conftest import REPO
 torch = pytest.importorskip("torch")
 
 TENSORCTL = os.environ.get("TENSORCTL", os.path.join(REPO, "bazel-bin", "tools", "tensorctl"))
-OP = "aten.geqrf.default"  # no daemon row, no decomposition: the CPU fallback
+OP = "aten.triangular_solve.default"  # no daemon row, no decomposition: the CPU fallback
 
 
 def need_tensorctl() -> None:
@@ -40,12 +40,12 @@ def session_fallbacks(address: str, session_id: str) -> Dict[str, int]:
     raise AssertionError(f"session {session_id} not in tensorctl sessions")
 
 
-def geqrf() -> None:
+def unmapped_op() -> None:
     x = torch.tensor([[3.0, 1.0], [1.0, 2.0]], device="tensord")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # FallbackWarning: once per op and process
-        a, _ = torch.geqrf(x)
-    assert torch.equal(a.cpu(), torch.geqrf(x.cpu())[0])
+        a, _ = torch.triangular_solve(x, x)
+    assert torch.equal(a.cpu(), torch.triangular_solve(x.cpu(), x.cpu())[0])
 
 
 @pytest.mark.allow_fallback
@@ -54,7 +54,7 @@ def test_a_fallback_is_in_the_profiler_and_tensorctls_json(td: Any, daemon: str)
     s = td.session()
     before = session_fallbacks(daemon, s.session_id).get(OP, 0)
     with tensord.profiler.profile(s) as prof:
-        geqrf()
+        unmapped_op()
     assert td.fallback_counts() == {OP: 1}
     assert prof.fallbacks == {OP: 1}
     assert OP in prof.key_averages().table()
@@ -75,7 +75,7 @@ def test_tensorctl_profile_lists_the_fallbacks_of_its_window(td: Any, daemon: st
     calls = 0
     try:
         while proc.poll() is None or calls == 0:  # fall back until its window closed
-            geqrf()
+            unmapped_op()
             calls += 1
         out, err = proc.communicate(timeout=60)
     finally:
