@@ -4,11 +4,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/vec_math.h"
+#include "kernels/cpu/vec_math_avx2.h"
 
 namespace tensord {
 namespace cpu {
@@ -21,6 +23,18 @@ constexpr int64_t kKeyBlock = 256;
 
 inline float Exp(float x) { return internal::VecExp(x); }
 inline double Exp(double x) { return std::exp(x); }
+
+// row[c] = exp(row[c] - m) for c < n (-inf entries: 0); returns their sum.
+// float32 in AVX2 + FMA where the CPU has it (vec_math_avx2.h): built without
+// -mavx2 the compiler's loop ran 4 lanes at a time at best.
+template <typename T>
+T ExpShifted(T* row, int64_t n, T m) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (internal::CpuHasAvx2Fma()) return internal::ExpShiftedSum(row, n, m);
+  }
+  for (int64_t c = 0; c < n; ++c) row[c] = Exp(row[c] - m);
+  return static_cast<T>(internal::RowSum(row, n));
+}
 
 // C = op(A) op(B) + beta C, an empty product (k == 0) included.
 template <typename T>
@@ -104,9 +118,7 @@ void ForwardBlock(const AttentionGeometry& g, int64_t b, int64_t i0, int64_t rn,
         std::fill(row, row + jn, T(0));
         continue;
       }
-      // Separate loops: the exp vectorises, the sum runs in lanes.
-      for (int64_t c = 0; c < jn; ++c) row[c] = Exp(row[c] - m);
-      const T total = static_cast<T>(internal::RowSum(row, jn));
+      const T total = ExpShifted(row, jn, m);
       const T rescale = Exp(mx[r] - m);  // 0 while mx[r] is -inf
       sum[r] = sum[r] * rescale + total;
       mx[r] = m;
@@ -133,7 +145,6 @@ template <typename T>
 void BackwardProblem(const AttentionGeometry& g, int64_t b, const T* dout,
                      const T* q, const T* k, const T* v, const T* out,
                      const T* lse, T* dq, T* dk, T* dv, T* scratch) {
-  const T ninf = -std::numeric_limits<T>::infinity();
   const T scale = static_cast<T>(g.scale);
   T* p = scratch;                           // [rn, kKeyBlock] weights
   T* dp = p + kQueryBlock * kKeyBlock;      // [rn, kKeyBlock] their gradient
@@ -165,10 +176,7 @@ void BackwardProblem(const AttentionGeometry& g, int64_t b, const T* dout,
       MaskScores(g, b, i0, rn, j0, jn, p, kKeyBlock);
       for (int64_t r = 0; r < rn; ++r) {
         T* row = p + r * kKeyBlock;
-        const T m = lb[i0 + r];
-        for (int64_t c = 0; c < jn; ++c) {
-          row[c] = row[c] == ninf ? T(0) : Exp(row[c] - m);
-        }
+        ExpShifted(row, jn, lb[i0 + r]);  // -inf (masked) entries give 0
       }
       // dv_j += P^T dout_i; dP = dout_i V_j^T.
       Product<T>(true, false, jn, g.ev, rn, p, kKeyBlock, go + i0 * g.ev, g.ev,
