@@ -24,6 +24,15 @@ constexpr int64_t kKeyBlock = 256;
 inline float Exp(float x) { return internal::VecExp(x); }
 inline double Exp(double x) { return std::exp(x); }
 
+// Max of row[0, n), NaN if any is (internal::RowMax); float32 in AVX2.
+template <typename T>
+T RowMax(const T* row, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (internal::CpuHasAvx2Fma()) return internal::RowMaxAvx2(row, n);
+  }
+  return internal::RowMax(row, n);
+}
+
 // row[c] = exp(row[c] - m) for c < n (-inf entries: 0); returns their sum.
 // float32 in AVX2 + FMA where the CPU has it (vec_math_avx2.h): built without
 // -mavx2 the compiler's loop ran 4 lanes at a time at best.
@@ -112,7 +121,7 @@ void ForwardBlock(const AttentionGeometry& g, int64_t b, int64_t i0, int64_t rn,
     MaskScores(g, b, i0, rn, j0, jn, s, kKeyBlock);
     for (int64_t r = 0; r < rn; ++r) {
       T* row = s + r * kKeyBlock;
-      const T bm = internal::RowMax(row, jn);  // NaN wins
+      const T bm = RowMax(row, jn);  // NaN wins
       const T m = (bm > mx[r] || bm != bm) ? bm : mx[r];
       if (m == ninf) {  // nothing to attend to yet: weights 0
         std::fill(row, row + jn, T(0));

@@ -16,25 +16,21 @@ namespace {
 
 using internal::CpuHasAvx2Fma;
 using internal::Exp8;
-using internal::HorizontalMax;
 using internal::HorizontalSum;
+using internal::RowMaxAvx2;
 using internal::VecExp;
 
 // --- float32 rows along the last dim, AVX2 + FMA ---------------------------
 
 // One row of n: max, exp(x - max) and its sum, then scaled (or x - lse).
-// A NaN lost by max_ps still makes the sum, and so the row, NaN.
 TENSORD_AVX2 void SoftmaxRowAvx2(const float* x, float* y, int64_t n,
                                  bool log) {
-  __m256 vmax = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
-  float m = HorizontalMax(vmax);
-  for (; i < n; ++i) m = (x[i] > m || x[i] != x[i]) ? x[i] : m;
+  float m = RowMaxAvx2(x, n);
   if (std::isinf(m) && m < 0) m = 0;  // an all -inf row: NaN as PyTorch
   const __m256 vm = _mm256_set1_ps(m);
   __m256 vsum = _mm256_setzero_ps();
-  for (i = 0; i + 8 <= n; i += 8) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
     const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
     if (!log) _mm256_storeu_ps(y + i, e);
     vsum = _mm256_add_ps(vsum, e);

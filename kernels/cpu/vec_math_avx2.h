@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <limits>
 
 #include "kernels/cpu/vec_math.h"
 
@@ -66,6 +67,22 @@ TENSORD_AVX2 inline float HorizontalSum(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// Max of x[0, n); NaN if any is NaN (RowMax's rule: NaN wins).
+TENSORD_AVX2 inline float RowMaxAvx2(const float* x, int64_t n) {
+  __m256 vmax = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 nan = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    vmax = _mm256_max_ps(vmax, v);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  float m = HorizontalMax(vmax);
+  if (_mm256_movemask_ps(nan) != 0) m = std::numeric_limits<float>::quiet_NaN();
+  for (; i < n; ++i) m = (x[i] > m || x[i] != x[i]) ? x[i] : m;
+  return m;
 }
 
 // x[i] = exp(x[i] - m) for i < n; returns their sum. -inf entries give 0.
