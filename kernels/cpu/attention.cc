@@ -67,6 +67,13 @@ int64_t KeyEnd(const AttentionGeometry& g, int64_t i1) {
   return g.causal ? std::min(g.s, i1) : g.s;
 }
 
+// Keys of [j0, j0 + jn) that query i may see before any mask: a causal
+// query none past its diagonal (the rest of its row is -inf: weight 0).
+int64_t LiveKeys(const AttentionGeometry& g, int64_t i, int64_t j0,
+                 int64_t jn) {
+  return g.causal ? std::clamp<int64_t>(i + 1 - j0, 0, jn) : jn;
+}
+
 // s[r, c] (raw Q K^T of rows [i0, i0 + rn) and keys [j0, j0 + jn)) turned
 // into the masked, scaled scores; -inf where a query may not attend.
 template <typename T>
@@ -121,13 +128,15 @@ void ForwardBlock(const AttentionGeometry& g, int64_t b, int64_t i0, int64_t rn,
     MaskScores(g, b, i0, rn, j0, jn, s, kKeyBlock);
     for (int64_t r = 0; r < rn; ++r) {
       T* row = s + r * kKeyBlock;
-      const T bm = RowMax(row, jn);  // NaN wins
+      const int64_t live = LiveKeys(g, i0 + r, j0, jn);
+      std::fill(row + live, row + jn, T(0));
+      const T bm = RowMax(row, live);  // NaN wins
       const T m = (bm > mx[r] || bm != bm) ? bm : mx[r];
       if (m == ninf) {  // nothing to attend to yet: weights 0
-        std::fill(row, row + jn, T(0));
+        std::fill(row, row + live, T(0));
         continue;
       }
-      const T total = ExpShifted(row, jn, m);
+      const T total = ExpShifted(row, live, m);
       const T rescale = Exp(mx[r] - m);  // 0 while mx[r] is -inf
       sum[r] = sum[r] * rescale + total;
       mx[r] = m;
@@ -185,7 +194,9 @@ void BackwardProblem(const AttentionGeometry& g, int64_t b, const T* dout,
       MaskScores(g, b, i0, rn, j0, jn, p, kKeyBlock);
       for (int64_t r = 0; r < rn; ++r) {
         T* row = p + r * kKeyBlock;
-        ExpShifted(row, jn, lb[i0 + r]);  // -inf (masked) entries give 0
+        const int64_t live = LiveKeys(g, i0 + r, j0, jn);
+        ExpShifted(row, live, lb[i0 + r]);  // -inf (masked) entries give 0
+        std::fill(row + live, row + jn, T(0));
       }
       // dv_j += P^T dout_i; dP = dout_i V_j^T.
       Product<T>(true, false, jn, g.ev, rn, p, kKeyBlock, go + i0 * g.ev, g.ev,
