@@ -80,6 +80,70 @@ TENSORD_AVX2 void SoftmaxBackwardRowAvx2(const float* dy, const float* y,
     dx[i] = log ? dy[i] - VecExp(y[i]) * s : y[i] * (dy[i] - s);
 }
 
+// Eight columns of a [dim, inner] slab side by side (softmax along dim),
+// one vector per d; sums in double.
+TENSORD_AVX2 void SoftmaxColumns8Avx2(const float* x, float* y, int64_t dim,
+                                      int64_t inner, bool log) {
+  const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 m = ninf, nan = _mm256_setzero_ps();
+  for (int64_t d = 0; d < dim; ++d) {
+    const __m256 v = _mm256_loadu_ps(x + d * inner);
+    m = _mm256_max_ps(m, v);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  m = _mm256_or_ps(m, nan);  // NaN wins (all bits set is a NaN)
+  // An all -inf column: 0, so that its exps are 0 and it turns NaN.
+  m = _mm256_andnot_ps(_mm256_cmp_ps(m, ninf, _CMP_EQ_OQ), m);
+  __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+  for (int64_t d = 0; d < dim; ++d) {
+    const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + d * inner), m));
+    if (!log) _mm256_storeu_ps(y + d * inner, e);
+    lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  __m256 vk;  // log: the log-sum-exp; else 1 / sum
+  if (log) {  // (no vector log: eight calls per block of columns)
+    alignas(32) double sum[8];
+    alignas(32) float mf[8], k[8];
+    _mm256_store_pd(sum, lo);
+    _mm256_store_pd(sum + 4, hi);
+    _mm256_store_ps(mf, m);
+    for (int j = 0; j < 8; ++j) {
+      k[j] = mf[j] + static_cast<float>(std::log(sum[j]));
+    }
+    vk = _mm256_load_ps(k);
+  } else {
+    const __m256d one = _mm256_set1_pd(1.0);
+    vk = _mm256_set_m128(_mm256_cvtpd_ps(_mm256_div_pd(one, hi)),
+                         _mm256_cvtpd_ps(_mm256_div_pd(one, lo)));
+  }
+  for (int64_t d = 0; d < dim; ++d) {
+    float* yd = y + d * inner;
+    _mm256_storeu_ps(yd, log ? _mm256_sub_ps(_mm256_loadu_ps(x + d * inner), vk)
+                             : _mm256_mul_ps(_mm256_loadu_ps(yd), vk));
+  }
+}
+
+// SoftmaxBackwardRowAvx2's formulas down eight columns; sums in double.
+TENSORD_AVX2 void SoftmaxBackwardColumns8Avx2(const float* dy, const float* y,
+                                              float* dx, int64_t dim,
+                                              int64_t inner, bool log) {
+  __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+  for (int64_t d = 0; d < dim; ++d) {
+    const __m256 g = _mm256_loadu_ps(dy + d * inner);
+    const __m256 t = log ? g : _mm256_mul_ps(g, _mm256_loadu_ps(y + d * inner));
+    lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(t)));
+    hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(t, 1)));
+  }
+  const __m256 vs = _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+  for (int64_t d = 0; d < dim; ++d) {
+    const int64_t at = d * inner;
+    const __m256 g = _mm256_loadu_ps(dy + at), out = _mm256_loadu_ps(y + at);
+    _mm256_storeu_ps(dx + at, log ? _mm256_fnmadd_ps(Exp8(out), vs, g)
+                                  : _mm256_mul_ps(out, _mm256_sub_ps(g, vs)));
+  }
+}
+
 // --- portable loops: float64, and dims other than the last ------------------
 
 template <typename T>
@@ -226,6 +290,12 @@ absl::Status Softmax(const StridedView& in, int64_t outer, int64_t dim,
       return;
     }
     ForColumnBlocks(outer, dim, inner, [&](int64_t at, int64_t w) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (w == kCols && CpuHasAvx2Fma()) {
+          SoftmaxColumns8Avx2(x + at, y + at, dim, inner, log);
+          return;
+        }
+      }
       SoftmaxColumns(x + at, y + at, dim, inner, w, log);
     });
   });
@@ -255,6 +325,13 @@ absl::Status SoftmaxBackward(const StridedView& dy, const StridedView& y,
       return;
     }
     ForColumnBlocks(outer, dim, inner, [&](int64_t at, int64_t w) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (w == kCols && CpuHasAvx2Fma()) {
+          SoftmaxBackwardColumns8Avx2(g + at, out + at, d + at, dim, inner,
+                                      log);
+          return;
+        }
+      }
       SoftmaxBackwardColumns(g + at, out + at, d + at, dim, inner, w, log);
     });
   });
