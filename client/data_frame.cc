@@ -54,22 +54,6 @@ constexpr VarintField kVarintFields[] = {
      [](v1::Data* d, uint64_t v) { d->set_last(v != 0); }},
     {v1::Data::kTotalBytesFieldNumber,
      [](v1::Data* d, uint64_t v) { d->set_total_bytes(v); }},
-    {v1::Data::kShmFieldNumber,
-     [](v1::Data* d, uint64_t v) { d->set_shm(v != 0); }},
-    {v1::Data::kShmOffsetFieldNumber,
-     [](v1::Data* d, uint64_t v) { d->set_shm_offset(v); }},
-    {v1::Data::kShmSizeFieldNumber,
-     [](v1::Data* d, uint64_t v) { d->set_shm_size(v); }},
-    {v1::Data::kCmaFieldNumber,
-     [](v1::Data* d, uint64_t v) { d->set_cma(v != 0); }},
-    {v1::Data::kCmaSizeFieldNumber,
-     [](v1::Data* d, uint64_t v) { d->set_cma_size(v); }},
-    {v1::Data::kBulkSizeFieldNumber,
-     [](v1::Data* d, uint64_t v) { d->set_bulk_size(v); }},
-    {v1::Data::kBulkLanesFieldNumber,
-     [](v1::Data* d, uint64_t v) {
-       d->set_bulk_lanes(static_cast<uint32_t>(v));
-     }},
 };
 
 VarintSetter VarintSetterFor(int number) {
@@ -79,9 +63,59 @@ VarintSetter VarintSetterFor(int number) {
   return nullptr;
 }
 
-// The fields of a Data message up to `in`'s limit, all but the payload,
-// whose position is noted and skipped.
+// Parses a length-delimited submessage field into `message`.
+bool MergeMessage(CodedInputStream* in, uint32_t tag,
+                  google::protobuf::MessageLite* message) {
+  CodedInputStream::Limit limit;
+  if (!PushLength(in, tag, &limit) ||
+      !message->MergePartialFromCodedStream(in) ||
+      !in->ConsumedEntireMessage()) {
+    return false;
+  }
+  in->PopLimit(limit);
+  return true;
+}
+
+// A Payload message (Note [Payloads]) up to `in`'s limit, holding exactly
+// one field (anything else is left to the parser's rules): a span is parsed
+// into `payload`; the position of `data`'s bytes is noted and skipped, and
+// `payload` gets an empty `data`.
+bool DecodePayload(CodedInputStream* in, v1::Payload* payload,
+                   PayloadRange* range) {
+  const uint32_t tag = in->ReadTag();
+  switch (WireFormatLite::GetTagFieldNumber(tag)) {
+    case v1::Payload::kDataFieldNumber: {
+      uint32_t size;
+      if (WireFormatLite::GetTagWireType(tag) !=
+              WireFormatLite::WIRETYPE_LENGTH_DELIMITED ||
+          !in->ReadVarint32(&size)) {
+        return false;
+      }
+      range->at = in->CurrentPosition();
+      range->size = size;
+      payload->set_data(std::string());
+      if (!in->Skip(static_cast<int>(size))) return false;
+      break;
+    }
+    case v1::Payload::kRegionFieldNumber:
+      if (!MergeMessage(in, tag, payload->mutable_region())) return false;
+      break;
+    case v1::Payload::kCmaFieldNumber:
+      if (!MergeMessage(in, tag, payload->mutable_cma())) return false;
+      break;
+    case v1::Payload::kBulkFieldNumber:
+      if (!MergeMessage(in, tag, payload->mutable_bulk())) return false;
+      break;
+    default:
+      return tag == 0 && in->ConsumedEntireMessage();  // an empty Payload
+  }
+  return in->ReadTag() == 0 && in->ConsumedEntireMessage();
+}
+
+// The fields of a Data message up to `in`'s limit, all but the payload's
+// bytes, whose position is noted and skipped.
 bool DecodeData(CodedInputStream* in, v1::Data* data, PayloadRange* payload) {
+  bool has_payload = false;
   while (const uint32_t tag = in->ReadTag()) {
     const int number = WireFormatLite::GetTagFieldNumber(tag);
     if (VarintSetter set = VarintSetterFor(number)) {
@@ -91,27 +125,18 @@ bool DecodeData(CodedInputStream* in, v1::Data* data, PayloadRange* payload) {
       continue;
     }
     switch (number) {
-      case v1::Data::kMetaFieldNumber: {
+      case v1::Data::kMetaFieldNumber:
+        if (!MergeMessage(in, tag, data->mutable_meta())) return false;
+        break;
+      case v1::Data::kPayloadFieldNumber: {
         CodedInputStream::Limit limit;
-        if (!PushLength(in, tag, &limit) ||
-            !data->mutable_meta()->MergePartialFromCodedStream(in) ||
-            !in->ConsumedEntireMessage()) {
+        if (has_payload ||  // a repeated payload: the parser's rules
+            !PushLength(in, tag, &limit) ||
+            !DecodePayload(in, data->mutable_payload(), payload)) {
           return false;
         }
         in->PopLimit(limit);
-        break;
-      }
-      case v1::Data::kDataFieldNumber: {
-        uint32_t size;
-        if (payload->at >= 0 ||  // a repeated payload: the parser's rules
-            WireFormatLite::GetTagWireType(tag) !=
-                WireFormatLite::WIRETYPE_LENGTH_DELIMITED ||
-            !in->ReadVarint32(&size)) {
-          return false;
-        }
-        payload->at = in->CurrentPosition();
-        payload->size = size;
-        if (!in->Skip(static_cast<int>(size))) return false;
+        has_payload = true;
         break;
       }
       default:

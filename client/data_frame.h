@@ -21,7 +21,9 @@ namespace tensord {
 inline namespace client {
 
 struct DataFrame {
-  // The frame without its payload: header.data().data() is empty.
+  // The frame without its payload's bytes: when they are in the frame,
+  // header.data().payload().data() is empty (and set: where_case() says
+  // kData); a span (region, cma, bulk) is decoded as it is.
   v1::ServerFrame header;
   // The payload in order, as views into `slices`, which keep them alive.
   std::vector<absl::string_view> payload;

@@ -39,7 +39,7 @@ v1::ServerFrame Chunk(size_t bytes) {
   data->set_total_bytes(bytes);
   std::string payload(bytes, '\0');
   for (size_t i = 0; i < bytes; ++i) payload[i] = static_cast<char>(i * 13);
-  data->set_data(std::move(payload));
+  data->mutable_payload()->set_data(std::move(payload));
   data->set_last(true);
   return frame;
 }
@@ -74,9 +74,9 @@ TEST(DataFrameTest, DecodesEveryScalarField) {
   grpc::ByteBuffer buffer = Buffer(chunk.SerializeAsString(), 16);
   DataFrame frame;
   ASSERT_TRUE(DecodeDataFrame(&buffer, &frame));
-  EXPECT_EQ(Joined(frame), chunk.data().data());
+  EXPECT_EQ(Joined(frame), chunk.data().payload().data());
   v1::ServerFrame header = chunk;
-  header.mutable_data()->clear_data();
+  header.mutable_data()->mutable_payload()->set_data("");
   EXPECT_EQ(frame.header.DebugString(), header.DebugString());
 }
 
@@ -86,9 +86,9 @@ TEST(DataFrameTest, DecodesFieldsAndLeavesThePayloadInPieces) {
     grpc::ByteBuffer buffer = Buffer(chunk.SerializeAsString(), piece);
     DataFrame frame;
     ASSERT_TRUE(DecodeDataFrame(&buffer, &frame)) << piece;
-    EXPECT_EQ(Joined(frame), chunk.data().data());
+    EXPECT_EQ(Joined(frame), chunk.data().payload().data());
     v1::ServerFrame header = chunk;
-    header.mutable_data()->clear_data();
+    header.mutable_data()->mutable_payload()->set_data("");
     EXPECT_EQ(frame.header.SerializeAsString(), header.SerializeAsString());
     EXPECT_EQ(buffer.Length(), chunk.ByteSizeLong());  // left as it was
   }
@@ -99,22 +99,36 @@ TEST(DataFrameTest, AliasedFrameDecodes) {
   grpc::ByteBuffer buffer = SerializeAliased(chunk);
   DataFrame frame;
   ASSERT_TRUE(DecodeDataFrame(&buffer, &frame));
-  EXPECT_EQ(Joined(frame), chunk->data().data());
+  EXPECT_EQ(Joined(frame), chunk->data().payload().data());
   EXPECT_EQ(frame.header.data().request_id(), 5u);
   EXPECT_TRUE(frame.header.data().last());
   EXPECT_EQ(frame.header.seq(), 41u);
 }
 
+// A chunk whose bytes are elsewhere (Note [Payloads]): each span survives.
 TEST(DataFrameTest, ChunkWithoutBytes) {
-  v1::ServerFrame chunk;
-  chunk.mutable_data()->set_request_id(3);
-  chunk.mutable_data()->set_shm(true);
-  chunk.mutable_data()->set_shm_size(4096);
-  grpc::ByteBuffer buffer = Buffer(chunk.SerializeAsString(), 3);
-  DataFrame frame;
-  ASSERT_TRUE(DecodeDataFrame(&buffer, &frame));
-  EXPECT_TRUE(frame.payload.empty());
-  EXPECT_EQ(frame.header.SerializeAsString(), chunk.SerializeAsString());
+  for (int where = 0; where < 3; ++where) {
+    v1::ServerFrame chunk;
+    chunk.mutable_data()->set_request_id(3);
+    v1::Payload* payload = chunk.mutable_data()->mutable_payload();
+    if (where == 0) {
+      payload->mutable_region()->set_region(2);
+      payload->mutable_region()->set_offset(8192);
+      payload->mutable_region()->set_size(4096);
+    } else if (where == 1) {
+      payload->mutable_cma()->set_address(0x7f0000001000);
+      payload->mutable_cma()->set_size(4096);
+    } else {
+      payload->mutable_bulk()->set_size(4096);
+      payload->mutable_bulk()->set_lanes(3);
+    }
+    grpc::ByteBuffer buffer = Buffer(chunk.SerializeAsString(), 3);
+    DataFrame frame;
+    ASSERT_TRUE(DecodeDataFrame(&buffer, &frame)) << where;
+    EXPECT_TRUE(frame.payload.empty());
+    EXPECT_EQ(frame.header.SerializeAsString(), chunk.SerializeAsString())
+        << where;
+  }
 }
 
 TEST(DataFrameTest, OtherFramesAreLeftToTheParser) {
@@ -152,7 +166,7 @@ TEST(DataFrameTest, UnknownDataFieldsAreSkipped) {
   grpc::ByteBuffer buffer = Buffer(framed, 10);
   DataFrame frame;
   ASSERT_TRUE(DecodeDataFrame(&buffer, &frame));
-  EXPECT_EQ(Joined(frame), chunk.data().data());
+  EXPECT_EQ(Joined(frame), chunk.data().payload().data());
   EXPECT_EQ(frame.header.seq(), chunk.seq());
 }
 

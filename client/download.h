@@ -38,10 +38,10 @@ class DataAssembler {
   // Applies one chunk. Returns an error on a protocol violation; after an
   // error or once done() the assembler ignores nothing: callers stop feeding.
   absl::Status Add(const v1::Data& chunk) {
-    return AddBytes(chunk, chunk.data());
+    return AddBytes(chunk, chunk.payload().data());
   }
-  // The same for a chunk whose bytes are elsewhere (Data.shm: the slot of
-  // the shared-memory region it names); `bytes` is copied.
+  // The same for a chunk whose bytes are elsewhere (a region span: the slot
+  // of the shared-memory region it names); `bytes` is copied.
   absl::Status AddBytes(const v1::Data& chunk, absl::string_view bytes) {
     return AddPieces(chunk, {bytes});
   }

@@ -11,7 +11,7 @@ v1::Data Chunk(uint64_t offset, std::string data, bool last) {
   v1::Data d;
   d.set_request_id(7);
   d.set_offset(offset);
-  d.set_data(std::move(data));
+  d.mutable_payload()->set_data(std::move(data));
   d.set_last(last);
   return d;
 }

@@ -208,7 +208,7 @@ class FakeSession {
                              put.offset(), " after ", put_bytes_.size()));
       return;
     }
-    put_bytes_.append(put.data());
+    put_bytes_.append(put.payload().data());
     if (!put.last()) return;
     put_handle_ = 0;
     FakeTensor& t = tensors_[put.handle()];
@@ -260,7 +260,7 @@ class FakeSession {
       }
       const uint64_t n = std::min<uint64_t>(chunk, bytes.size() - offset);
       data->set_offset(offset);
-      data->set_data(bytes.substr(offset, n));
+      data->mutable_payload()->set_data(bytes.substr(offset, n));
       offset += n;
       data->set_last(offset == bytes.size());
       replies_.push_back(std::move(data_frame));
@@ -327,11 +327,12 @@ grpc::Status FakeTensordService::Session(
     }
     return grpc::Status(grpc::StatusCode::CANCELLED, "silent fake");
   }
-  if (hello.hello().protocol_version() != 1) {
+  if (hello.hello().protocol_version() != v1::PROTOCOL_VERSION_CURRENT) {
     return grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
         absl::StrCat("client speaks protocol version ",
-                     hello.hello().protocol_version(), ", daemon speaks 1"));
+                     hello.hello().protocol_version(), ", daemon speaks ",
+                     v1::PROTOCOL_VERSION_CURRENT));
   }
   if (!options_.token.empty()) {
     auto auth = context->client_metadata().find("authorization");

@@ -33,7 +33,7 @@ v1::Welcome FakeWelcome(const FakeOptions& options) {
   v1::Welcome welcome;
   v1::Welcome* w = &welcome;
   w->set_session_id("fake-session-1");
-  w->set_protocol_version(1);
+  w->set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
   w->set_server_version("fake");
   w->set_chunk_bytes(options.chunk_bytes);
   w->set_max_frame_bytes(options.max_frame_bytes);

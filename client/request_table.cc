@@ -46,8 +46,8 @@ absl::Status RequestTable::Apply(const v1::ServerFrame& frame,
       auto it = downloads_.find(frame.data().request_id());
       if (it == downloads_.end() || it->second.done) break;
       // In a slot (copied out by the downloading thread) or in place.
-      if (frame.data().shm() || frame.data().cma() ||
-          frame.data().bulk_size() != 0) {
+      const v1::Payload& where = frame.data().payload();
+      if (where.has_region() || where.has_cma() || where.has_bulk()) {
         it->second.shm = true;
         it->second.shm_reply = frame.data();
         it->second.done = true;

@@ -17,7 +17,7 @@ v1::ServerFrame Data(uint64_t request_id, std::string bytes) {
   data->mutable_meta()->set_dtype(v1::FLOAT32);
   data->mutable_meta()->add_shape(static_cast<int64_t>(bytes.size() / 4));
   data->set_total_bytes(bytes.size());
-  data->set_data(std::move(bytes));
+  data->mutable_payload()->set_data(std::move(bytes));
   data->set_last(true);
   return frame;
 }
@@ -57,12 +57,12 @@ TEST(RequestTableTest, AnswersInPlaceAreLeftToTheWaiter) {
   const uint64_t id = table.Add(RequestTable::Kind::kDownload);
   v1::ServerFrame frame;
   frame.mutable_data()->set_request_id(id);
-  frame.mutable_data()->set_bulk_size(1 << 20);
+  frame.mutable_data()->mutable_payload()->mutable_bulk()->set_size(1 << 20);
   EXPECT_TRUE(table.Apply(frame, {}).ok());
   PendingDownload got = table.TakeDownload(id);
   EXPECT_TRUE(got.done);
   EXPECT_TRUE(got.shm);
-  EXPECT_EQ(got.shm_reply.bulk_size(), 1u << 20);
+  EXPECT_EQ(got.shm_reply.payload().bulk().size(), 1u << 20);
 }
 
 TEST(RequestTableTest, SyncsTakeTheirStatus) {

@@ -32,8 +32,9 @@ std::optional<absl::StatusOr<uint64_t>> Session::UploadBulk(const char* data,
   uint64_t seq = 0;
   absl::StatusOr<uint64_t> appended = AppendWholePut(
       [total, lanes](v1::Put* put) {
-        put->set_bulk_size(total);
-        if (lanes > 1) put->set_bulk_lanes(lanes);
+        v1::BulkSpan* span = put->mutable_payload()->mutable_bulk();
+        span->set_size(total);
+        if (lanes > 1) span->set_lanes(lanes);
       },
       std::move(first), std::move(meta), &seq);
   if (!appended.ok()) return appended.status();
@@ -65,8 +66,8 @@ std::optional<absl::StatusOr<HostTensor>> Session::DownloadBulk(
     absl::StatusOr<uint64_t> queued = EnqueueGetLocked(
         handle, site,
         [lanes = bulk_->lanes_locked()](v1::Get* get) {
-          get->set_bulk(true);
-          if (lanes > 1) get->set_bulk_lanes(lanes);
+          v1::BulkSpan* span = get->mutable_into()->mutable_bulk();
+          if (lanes > 1) span->set_lanes(lanes);
         },
         target);
     if (!queued.ok()) return queued.status();
@@ -78,7 +79,8 @@ std::optional<absl::StatusOr<HostTensor>> Session::DownloadBulk(
   // The daemon may answer on the stream instead (a device tensor).
   if (!got.shm) return got.assembler.Take();
   const v1::Data& reply = got.shm_reply;
-  const uint64_t n = reply.bulk_size();
+  const v1::BulkSpan& span = reply.payload().bulk();
+  const uint64_t n = span.size();
   std::string owned;
   char* dst = target.data;
   size_t capacity = target.capacity;
@@ -88,15 +90,15 @@ std::optional<absl::StatusOr<HostTensor>> Session::DownloadBulk(
     capacity = n;
   }
   if (n == 0 || n > capacity || n != total || reply.offset() != 0 ||
-      !reply.last() || reply.bulk_lanes() > bulk_->lanes_locked()) {
+      !reply.last() || !reply.payload().has_bulk() ||
+      span.lanes() > bulk_->lanes_locked()) {
     bulk_->DropLocked();  // its bytes can no longer be matched to requests
     return absl::InternalError(absl::StrCat(
         "tensord answered the bulk Get of handle ", handle, " with ", n,
-        " bytes on ", reply.bulk_lanes(), " lanes for a destination of ",
-        capacity, " (", bulk_->lanes_locked(), " lanes connected)"));
+        " bytes on ", span.lanes(), " lanes for a destination of ", capacity,
+        " (", bulk_->lanes_locked(), " lanes connected)"));
   }
-  absl::Status received =
-      bulk_->ReceiveLocked(handle, dst, n, reply.bulk_lanes());
+  absl::Status received = bulk_->ReceiveLocked(handle, dst, n, span.lanes());
   if (!received.ok()) return received;
   // The bytes are in place: the assembler checks the answer against them.
   DataAssembler assembler;

@@ -36,7 +36,8 @@ bool Session::CmaUsable() {
         *handle, "", DType::kFloat32, sizeof(back),
         DownloadTarget{reinterpret_cast<char*>(&back), sizeof(back)},
         [&](v1::Get* get) {
-          get->set_cma_address(reinterpret_cast<uint64_t>(&back));
+          get->mutable_into()->mutable_cma()->set_address(
+              reinterpret_cast<uint64_t>(&back));
         });
     QueueRelease(*handle);
     return got.ok() && back == sent;

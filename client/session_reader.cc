@@ -185,14 +185,16 @@ absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
       const uint64_t region = shared->region;
       const uint64_t offset = shared->OffsetOf(target.data);
       in_place = [region, offset](v1::Get* get) {
-        get->set_shm(true);
-        get->set_shm_region(region);
-        get->set_shm_offset(offset);
+        v1::RegionSpan* span = get->mutable_into()->mutable_region();
+        span->set_region(region);
+        span->set_offset(offset);
       };
       min_bytes = kShmMinBytes;
     } else if (target.capacity >= CmaProbe::kMinBytes && CmaUsable()) {
       const uint64_t address = reinterpret_cast<uint64_t>(target.data);
-      in_place = [address](v1::Get* get) { get->set_cma_address(address); };
+      in_place = [address](v1::Get* get) {
+        get->mutable_into()->mutable_cma()->set_address(address);
+      };
       min_bytes = CmaProbe::kMinBytes;
     }
   }

@@ -138,10 +138,11 @@ absl::StatusOr<HostTensor> Session::DownloadInPlace(
     absl::StatusOr<uint64_t> queued =
         EnqueueGetLocked(handle, site, [&](v1::Get* get) {
           set_destination(get);
-          if (get->cma_address() != 0) {
-            get->set_cma_capacity(total);
+          v1::Payload* into = get->mutable_into();
+          if (into->has_cma()) {
+            into->mutable_cma()->set_size(total);
           } else {
-            get->set_shm_capacity(total);
+            into->mutable_region()->set_size(total);
           }
         });
     if (!queued.ok()) return queued.status();
@@ -150,12 +151,15 @@ absl::StatusOr<HostTensor> Session::DownloadInPlace(
   Flush().IgnoreError();
   PendingDownload got = AwaitDownload(request_id);
   if (!got.status.ok()) return got.status;
+  const v1::Payload& where = got.shm_reply.payload();
   const v1::Data& reply = got.shm_reply;
-  const bool as_asked = want.cma_address() != 0
-                            ? reply.cma() && reply.cma_size() == total
-                            : reply.shm() &&
-                                  reply.shm_offset() == want.shm_offset() &&
-                                  reply.shm_size() == total;
+  const bool as_asked =
+      want.into().has_cma()
+          ? where.has_cma() && where.cma().size() == total
+          : where.has_region() &&
+                where.region().region() == want.into().region().region() &&
+                where.region().offset() == want.into().region().offset() &&
+                where.region().size() == total;
   if (!got.shm || !as_asked || reply.offset() != 0 || !reply.last()) {
     return absl::InternalError(
         absl::StrCat("tensord answered the in-place Get of handle ", handle,

@@ -46,9 +46,9 @@ absl::Status Session::UploadShmChunks(const char* data, uint64_t total,
     put->set_handle(handle);
     put->set_offset(chunk.offset);
     put->set_last(chunk.last);
-    put->set_shm(true);
-    put->set_shm_offset(shm_->slot_offset(slot));
-    put->set_shm_size(chunk.size);
+    v1::RegionSpan* span = put->mutable_payload()->mutable_region();
+    span->set_offset(shm_->slot_offset(slot));
+    span->set_size(chunk.size);
     std::vector<uint64_t> creates;
     if (chunk.offset == 0) creates.push_back(handle);
     uint64_t seq = 0;
@@ -71,9 +71,9 @@ absl::StatusOr<uint64_t> Session::EnqueueShmGet(uint64_t handle,
   // A Put still reading this slot runs first: the daemon keeps the order.
   absl::StatusOr<uint64_t> request_id =
       EnqueueGetLocked(handle, site, [&](v1::Get* get) {
-        get->set_shm(true);
-        get->set_shm_offset(shm_->slot_offset(slot));
-        get->set_shm_capacity(shm_->slot_bytes());
+        v1::RegionSpan* span = get->mutable_into()->mutable_region();
+        span->set_offset(shm_->slot_offset(slot));
+        span->set_size(shm_->slot_bytes());
         get->set_byte_offset(byte_offset);
         get->set_notify(notify);
       });
@@ -213,9 +213,11 @@ absl::StatusOr<HostTensor> Session::DownloadShm(uint64_t handle,
       continue;
     }
     const v1::Data& reply = got.shm_reply;
-    if (!got.shm || reply.offset() != want.offset ||
-        reply.shm_offset() != shm_->slot_offset(want.slot) ||
-        reply.shm_size() > shm_->slot_bytes()) {
+    const v1::RegionSpan& span = reply.payload().region();
+    if (!got.shm || !reply.payload().has_region() ||
+        reply.offset() != want.offset || span.region() != 0 ||
+        span.offset() != shm_->slot_offset(want.slot) ||
+        span.size() > shm_->slot_bytes()) {
       status = absl::InternalError(absl::StrCat(
           "tensord answered the shared-memory Get of handle ", handle,
           " at byte ", want.offset, " with a range it was not asked for"));
@@ -236,7 +238,7 @@ absl::StatusOr<HostTensor> Session::DownloadShm(uint64_t handle,
       if (!status.ok()) continue;
     }
     status = assembler.AddBytes(
-        reply, absl::string_view(shm_->slot(want.slot), reply.shm_size()));
+        reply, absl::string_view(shm_->slot(want.slot), span.size()));
   }
   if (!status.ok()) return status;
   if (!assembler.done()) {

@@ -34,10 +34,10 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
       const uint64_t size = *total;
       return UploadInPlace(
           [&](v1::Put* put) {
-            put->set_shm(true);
-            put->set_shm_region(region);
-            put->set_shm_offset(offset);
-            put->set_shm_size(size);
+            v1::RegionSpan* span = put->mutable_payload()->mutable_region();
+            span->set_region(region);
+            span->set_offset(offset);
+            span->set_size(size);
           },
           std::move(first), std::move(meta));
     }
@@ -51,8 +51,9 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
     const uint64_t size = *total;
     return UploadInPlace(
         [&](v1::Put* put) {
-          put->set_cma_address(address);
-          put->set_cma_size(size);
+          v1::CmaSpan* span = put->mutable_payload()->mutable_cma();
+          span->set_address(address);
+          span->set_size(size);
         },
         std::move(first), std::move(meta));
   }
@@ -95,7 +96,7 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
         [&](v1::Command* slot) {
           v1::Put* put = slot->mutable_put();
           *put = header;
-          put->set_data(bytes, chunk.size);
+          put->mutable_payload()->set_data(bytes, chunk.size);
         },
         creates, chunk.offset == 0 ? &meta : nullptr, nullptr);
     if (!status.ok()) break;

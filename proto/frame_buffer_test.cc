@@ -39,7 +39,7 @@ std::shared_ptr<v1::ServerFrame> DataFrame(size_t bytes) {
   data->set_last(true);
   std::string payload(bytes, '\0');
   for (size_t i = 0; i < bytes; ++i) payload[i] = static_cast<char>(i * 7);
-  data->set_data(std::move(payload));
+  data->mutable_payload()->set_data(std::move(payload));
   return frame;
 }
 
@@ -47,7 +47,7 @@ TEST(FrameBufferTest, LargePayloadIsAliasedAndBytesMatchProtobuf) {
   auto frame = DataFrame(1 << 20);
   grpc::ByteBuffer buffer = SerializeAliased(frame);
   EXPECT_EQ(Flatten(buffer), frame->SerializeAsString());
-  EXPECT_TRUE(HasSliceAt(buffer, frame->data().data().data()));
+  EXPECT_TRUE(HasSliceAt(buffer, frame->data().payload().data().data()));
 }
 
 TEST(FrameBufferTest, BufferKeepsTheMessageAlive) {
@@ -80,7 +80,8 @@ TEST(FrameBufferTest, BatchOfChunksRoundTrips) {
     v1::Put* put = command->mutable_put();
     put->set_handle(4);
     put->set_offset(i * (300 << 10));
-    put->set_data(std::string(i == 2 ? 100 : 300 << 10, static_cast<char>(i)));
+    put->mutable_payload()->set_data(
+        std::string(i == 2 ? 100 : 300 << 10, static_cast<char>(i)));
     put->set_last(i == 4);
   }
   frame->mutable_batch()->add_commands()->mutable_call()->set_op_id(2);

@@ -73,7 +73,8 @@ TEST_F(AsyncGetTest, ChunkedUploadsStageEveryChunk) {
       put->set_device("gated:0");
     }
     put->set_offset(offset);
-    put->set_data(bytes + offset, std::min(chunk, total - offset));
+    put->mutable_payload()->set_data(bytes + offset,
+                                     std::min(chunk, total - offset));
     put->set_last(offset + chunk >= total);
   }
   Get(&b, 1, 100);

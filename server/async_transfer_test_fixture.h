@@ -180,7 +180,7 @@ class AsyncGetTest : public ::testing::Test {
     put->set_dtype(v1::FLOAT32);
     put->add_shape(static_cast<int64_t>(v.size()));
     put->set_device("gated:0");
-    put->set_data(v.data(), v.size() * sizeof(float));
+    put->mutable_payload()->set_data(v.data(), v.size() * sizeof(float));
     put->set_last(true);
   }
   void Get(v1::Batch* b, uint64_t handle, uint64_t request_id) {
@@ -204,7 +204,7 @@ class AsyncGetTest : public ::testing::Test {
                f.data().offset() == bytes.size();
       });
       v1::ServerFrame f = sink_->frame(i);
-      bytes += f.data().data();
+      bytes += f.data().payload().data();
       if (f.data().last()) {
         *last_index = i;
         break;

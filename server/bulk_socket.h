@@ -6,10 +6,11 @@
 // about half a bare socket on loopback).
 //
 // The stream still carries every command and answer; the socket carries only
-// bytes, in command order: a `Put{bulk_size: N}` is followed by N bytes from
-// the client, a `Data{bulk_size: N}` answering a `Get{bulk}` by N bytes from
-// the daemon. A session's socket has up to Welcome.bulk_lanes connections
-// ("lanes", proto/bulk_socket.h); a transfer striped over several moves each
+// bytes, in command order: a Put whose payload is `bulk{size: N}` is
+// followed by N bytes from the client, a Data whose payload is
+// `bulk{size: N}` answering a Get `into` bulk by N bytes from the daemon.
+// A session's socket has up to Welcome.bulk_lanes connections ("lanes",
+// proto/bulk_socket.h); a transfer striped over several moves each
 // lane's span at once, lane 0 on the executor and the others on threads of
 // their own. The session's executor reads and writes them itself, straight
 // between the sockets and CPU tensor storage (one copy each way, by the

@@ -245,8 +245,9 @@ class CmaRunnerTest : public ::testing::Test {
     put->set_dtype(v1::FLOAT32);
     put->add_shape(static_cast<int64_t>(floats));
     put->set_last(true);
-    put->set_cma_address(address);
-    put->set_cma_size(floats * sizeof(float));
+    v1::CmaSpan* span = put->mutable_payload()->mutable_cma();
+    span->set_address(address);
+    span->set_size(floats * sizeof(float));
     return c;
   }
   static v1::Command Get(uint64_t handle, uint64_t request, uint64_t address,
@@ -255,8 +256,9 @@ class CmaRunnerTest : public ::testing::Test {
     v1::Get* get = c.mutable_get();
     get->set_handle(handle);
     get->set_request_id(request);
-    get->set_cma_address(address);
-    get->set_cma_capacity(capacity);
+    v1::CmaSpan* span = get->mutable_into()->mutable_cma();
+    span->set_address(address);
+    span->set_size(capacity);
     return c;
   }
   v1::ServerFrame Answer(uint64_t request) {
@@ -281,8 +283,9 @@ TEST_F(CmaRunnerTest, PutThenGetMovesTheChildsBytes) {
   Run({Put(1, child_.src(), kFloats), Get(1, 10, child_.dst(), bytes)});
   v1::ServerFrame got = Answer(10);
   ASSERT_TRUE(got.has_data()) << got.DebugString();
-  EXPECT_TRUE(got.data().cma());
-  EXPECT_EQ(got.data().cma_size(), bytes);
+  ASSERT_TRUE(got.data().payload().has_cma());
+  EXPECT_EQ(got.data().payload().cma().size(), bytes);
+  EXPECT_EQ(got.data().payload().cma().address(), child_.dst());
   EXPECT_EQ(got.data().total_bytes(), bytes);
   EXPECT_TRUE(got.data().last());
   std::vector<float> back(kFloats, -1.0f);
@@ -292,7 +295,7 @@ TEST_F(CmaRunnerTest, PutThenGetMovesTheChildsBytes) {
   Run({Get(1, 11, child_.dst(), 8)});
   got = Answer(11);
   ASSERT_TRUE(got.has_data());
-  EXPECT_EQ(got.data().cma_size(), 8u);
+  EXPECT_EQ(got.data().payload().cma().size(), 8u);
   EXPECT_FALSE(got.data().last());
 }
 
@@ -318,7 +321,7 @@ TEST_F(CmaRunnerTest, BadRangesFailTheCommandNotTheSession) {
       << got.DebugString();
   // More bytes than the tensor holds is refused before any copy.
   v1::Command big = Put(3, child_.src(), 16);
-  big.mutable_put()->set_cma_size(1 << 30);
+  big.mutable_put()->mutable_payload()->mutable_cma()->set_size(1 << 30);
   Run({std::move(big), Get(3, 22, child_.dst(), 64)});
   got = Answer(22);
   ASSERT_TRUE(got.has_error());
@@ -346,13 +349,13 @@ TEST(CmaRunnerNoPeerTest, CmaWithoutWelcomeCmaIsRefused) {
   c->set_seq(1);
   c->mutable_get()->set_handle(1);
   c->mutable_get()->set_request_id(5);
-  c->mutable_get()->set_cma_address(4096);
-  c->mutable_get()->set_cma_capacity(4);
+  c->mutable_get()->mutable_into()->mutable_cma()->set_address(4096);
+  c->mutable_get()->mutable_into()->mutable_cma()->set_size(4);
   runner.RunBatch(batch);
   v1::ServerFrame got =
       sink.WaitFor([](const v1::ServerFrame& f) { return f.has_error(); });
   EXPECT_NE(got.error().status().message().find(
-                "cma_address without cross-memory attach"),
+                "into.cma without cross-memory attach"),
             std::string::npos)
       << got.DebugString();
   runner.ReleaseAll();

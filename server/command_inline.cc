@@ -65,6 +65,23 @@ bool SmallShape(absl::Span<const int64_t> shape) {
   return true;
 }
 
+// How many bytes a Put's payload carries, wherever they are.
+uint64_t PayloadBytes(const v1::Payload& payload) {
+  switch (payload.where_case()) {
+    case v1::Payload::kData:
+      return payload.data().size();
+    case v1::Payload::kRegion:
+      return payload.region().size();
+    case v1::Payload::kCma:
+      return payload.cma().size();
+    case v1::Payload::kBulk:
+      return payload.bulk().size();
+    case v1::Payload::WHERE_NOT_SET:
+      break;
+  }
+  return 0;
+}
+
 bool SmallCpu(const Tensor& t) {
   return t.device()->kind() == DeviceKind::kCpu && SmallShape(t.shape());
 }
@@ -187,7 +204,7 @@ bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
         if (!dry_run_packed(cmd.packed())) return false;
         break;
       case v1::Command::kGet: {
-        if (cmd.get().bulk()) return false;
+        if (cmd.get().into().has_bulk()) return false;
         Tensor t;
         if (!find(cmd.get().handle(), &t)) return false;
         break;
@@ -195,14 +212,11 @@ bool CommandRunner::CheapToRunInline(const v1::Batch& batch) {
       case v1::Command::kPut: {
         const v1::Put& put = cmd.put();
         // Bulk bytes are read on the executor, never on a transport thread.
-        if (put.bulk_size() != 0) return false;
+        if (put.payload().has_bulk()) return false;
         if (!SmallShape(put.shape())) return false;
         // A later chunk names no shape: its bytes bound it.
         constexpr uint64_t kMaxBytes = kInlineMaxElements * 8;
-        if (put.data().size() > kMaxBytes || put.shm_size() > kMaxBytes ||
-            put.cma_size() > kMaxBytes) {
-          return false;
-        }
+        if (PayloadBytes(put.payload()) > kMaxBytes) return false;
         const Shape shape(put.shape().begin(), put.shape().end());
         Device* device = put.device().empty()
                              ? default_device_

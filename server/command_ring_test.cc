@@ -312,7 +312,8 @@ class RingSessionTest : public testing_util::SessionTest {
     put->set_handle(handle);
     put->set_dtype(v1::FLOAT32);
     put->add_shape(static_cast<int64_t>(values.size()));
-    put->set_data(values.data(), values.size() * sizeof(float));
+    put->mutable_payload()->set_data(values.data(),
+                                     values.size() * sizeof(float));
     put->set_last(true);
   }
   void AddGet(v1::Batch* b, uint64_t handle, uint64_t request_id) {
@@ -327,8 +328,9 @@ class RingSessionTest : public testing_util::SessionTest {
              (f.has_error() && f.error().request_id() == request_id);
     });
     EXPECT_TRUE(f.has_data()) << f.DebugString();
-    std::vector<float> got(f.data().data().size() / sizeof(float));
-    std::memcpy(got.data(), f.data().data().data(), f.data().data().size());
+    std::vector<float> got(f.data().payload().data().size() / sizeof(float));
+    std::memcpy(got.data(), f.data().payload().data().data(),
+                f.data().payload().data().size());
     return got;
   }
   std::shared_ptr<testing_util::RecordingSink> ring_sink_ =

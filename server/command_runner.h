@@ -127,12 +127,13 @@ class CommandRunner {
   void RunSetRequiresGrad(const v1::SetRequiresGrad& cmd);
   void RunGetGrad(const v1::GetGrad& cmd, v1::Ack* ack);
   void RunSetGrad(const v1::SetGrad& cmd);
-  // Same-host transfer (command_shm.cc): a Put's bytes, from `data` or a
-  // region (empty for cross-memory attach, which ReadCmaForPut reads); a
-  // ranged Get answered through a region or by cross-memory attach; the
-  // region a Put/Get
-  // names (0: the session's, else a shared buffer), INVALID_ARGUMENT naming
-  // `what` when there is none; shared buffers made and freed.
+  // Same-host transfer (command_shm.cc): a Put's bytes, from
+  // `payload.data` or a region (empty for cross-memory attach and the bulk
+  // socket, which ReadCmaForPut and ReadBulkForPut read); a ranged Get
+  // answered through a region or by cross-memory attach; the region a
+  // RegionSpan names (0: the session's, else a shared buffer),
+  // INVALID_ARGUMENT naming `what` when there is none; shared buffers made
+  // and freed.
   absl::StatusOr<absl::string_view> PutPayload(const v1::Put& put) const;
   void RunShmGet(const v1::Get& get);
   // The region is shared: a device download holds it until it wrote.
@@ -163,7 +164,7 @@ class CommandRunner {
   // (server/bulk_socket.h).
   absl::Status ReadBulkForPut(const v1::Put& put, const Tensor& t,
                               size_t offset);
-  // A Get answered on the bulk socket: one Data{bulk_size} on the stream,
+  // A Get answered on the bulk socket: one Data{payload.bulk} on the stream,
   // then the bytes of the CPU tensor `t` on the socket.
   void SendBulkData(uint64_t request_id, const v1::TensorMeta& meta,
                     const Tensor& t, const std::string& site, uint32_t lanes);

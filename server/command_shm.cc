@@ -21,8 +21,8 @@ absl::StatusOr<std::shared_ptr<const ShmRegion>> CommandRunner::Region(
   if (config_.shm == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         what,
-        ": shm without a shared-memory region (Welcome.shm was not set) and "
-        "without a shm_region"));
+        ": region 0 (the session's) without a shared-memory region "
+        "(Welcome.shm was not set)"));
   }
   // Not owned: the session's region outlives the runner's downloads.
   return std::shared_ptr<const ShmRegion>(std::shared_ptr<void>(), config_.shm);
@@ -30,42 +30,38 @@ absl::StatusOr<std::shared_ptr<const ShmRegion>> CommandRunner::Region(
 
 absl::StatusOr<absl::string_view> CommandRunner::PutPayload(
     const v1::Put& put) const {
-  if (put.bulk_size() != 0) {
-    if (put.cma_address() != 0 || put.shm() || !put.data().empty()) {
-      return absl::InvalidArgumentError(
-          "a Put carries bulk_size and cma_address, shm or data at once");
-    }
-    if (config_.bulk == nullptr) {
-      return absl::InvalidArgumentError(
-          "put: bulk_size without a bulk socket (Welcome.bulk_port was not "
-          "set)");
-    }
-    return absl::string_view();  // ReadBulkForPut reads it
+  const v1::Payload& payload = put.payload();
+  switch (payload.where_case()) {
+    case v1::Payload::kData:
+      return absl::string_view(payload.data());
+    case v1::Payload::WHERE_NOT_SET:
+      return absl::string_view();
+    case v1::Payload::kBulk:
+      if (config_.bulk == nullptr) {
+        return absl::InvalidArgumentError(
+            "put: payload.bulk without a bulk socket (Welcome.bulk_port was "
+            "not set)");
+      }
+      return absl::string_view();  // ReadBulkForPut reads it
+    case v1::Payload::kCma:
+      if (config_.cma == nullptr) {
+        return absl::InvalidArgumentError(
+            "put: payload.cma without cross-memory attach (Welcome.cma was "
+            "not set)");
+      }
+      return absl::string_view();  // ReadCmaForPut reads it
+    case v1::Payload::kRegion:
+      break;
   }
-  if (put.cma_address() != 0) {
-    if (put.shm() || !put.data().empty()) {
-      return absl::InvalidArgumentError(
-          "a Put carries cma_address and shm or data at once");
-    }
-    if (config_.cma == nullptr) {
-      return absl::InvalidArgumentError(
-          "put: cma_address without cross-memory attach (Welcome.cma was not "
-          "set)");
-    }
-    return absl::string_view();  // ReadCmaForPut reads it
-  }
-  if (!put.shm()) return absl::string_view(put.data());
-  if (!put.data().empty()) {
-    return absl::InvalidArgumentError("a Put carries shm and data at once");
-  }
-  auto region = Region(put.shm_region(), "put");
+  const v1::RegionSpan& span = payload.region();
+  auto region = Region(span.region(), "put");
   if (!region.ok()) return region.status();
   // Read before this command returns: the region may be freed after it.
-  auto bytes =
-      (*region)->Slice(put.shm_offset(), put.shm_size(),
-                       absl::StrCat("put (shm_region ", put.shm_region(), ")"));
+  auto bytes = (*region)->Slice(
+      span.offset(), span.size(),
+      absl::StrCat("put (payload.region ", span.region(), ")"));
   if (!bytes.ok()) return bytes.status();
-  return absl::string_view(*bytes, put.shm_size());
+  return absl::string_view(*bytes, span.size());
 }
 
 void CommandRunner::RunAllocateShared(const v1::AllocateShared& cmd) {
@@ -91,16 +87,16 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
     sink_->Send(std::move(frame));
   };
   // Cross-memory attach, or a region's range.
-  const bool cma = get.cma_address() != 0;
+  const v1::Payload& into = get.into();
+  const bool cma = into.has_cma();
   std::shared_ptr<const ShmRegion> region;
-  if (cma && (get.shm() || config_.cma == nullptr)) {
+  if (cma && config_.cma == nullptr) {
     return send_error(absl::InvalidArgumentError(
-        get.shm() ? "a Get carries cma_address and shm at once"
-                  : "get: cma_address without cross-memory attach "
-                    "(Welcome.cma was not set)"));
+        "get: into.cma without cross-memory attach (Welcome.cma was not "
+        "set)"));
   }
   if (!cma) {
-    auto found = Region(get.shm_region(), "get");
+    auto found = Region(into.region().region(), "get");
     if (!found.ok()) return send_error(found.status());
     region = *std::move(found);
   }
@@ -128,13 +124,13 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
         absl::StrCat("Get.byte_offset ", get.byte_offset(), " is past the ",
                      total, " bytes of handle ", get.handle())));
   }
-  const uint64_t n = std::min(cma ? get.cma_capacity() : get.shm_capacity(),
+  const uint64_t n = std::min(cma ? into.cma().size() : into.region().size(),
                               total - get.byte_offset());
   char* dst = nullptr;
   if (!cma) {
-    auto slice =
-        region->Slice(get.shm_offset(), n,
-                      absl::StrCat("get (shm_region ", get.shm_region(), ")"));
+    auto slice = region->Slice(
+        into.region().offset(), n,
+        absl::StrCat("get (into.region ", into.region().region(), ")"));
     if (!slice.ok()) return send_error(slice.status());
     dst = *slice;
   }
@@ -153,21 +149,21 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
   data->set_total_bytes(total);
   data->set_offset(get.byte_offset());
   if (cma) {
-    data->set_cma(true);
-    data->set_cma_size(n);
+    v1::CmaSpan* span = data->mutable_payload()->mutable_cma();
+    span->set_address(into.cma().address());
+    span->set_size(n);
   } else {
-    data->set_shm(true);
-    data->set_shm_offset(get.shm_offset());
-    data->set_shm_size(n);
+    *data->mutable_payload()->mutable_region() = into.region();
+    data->mutable_payload()->mutable_region()->set_size(n);
   }
   data->set_last(get.byte_offset() + n == total);
   ReadForGet(
       t, get.byte_offset(), n,
-      [this, frame = std::move(frame), region = std::move(region), dst, n,
-       remote = get.cma_address(), notify = get.notify(),
+      [this, frame = std::move(frame), region = std::move(region), dst, n, cma,
+       remote = into.cma().address(), notify = get.notify(),
        site = get.site()](const absl::Status& read, const char* bytes) mutable {
         absl::Status status = read;
-        if (status.ok() && remote != 0) {
+        if (status.ok() && cma) {
           status = config_.cma->Write(
               remote, bytes, n,
               absl::StrCat("get of handle ", frame.data().meta().handle()));
@@ -181,7 +177,7 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
               StatusToProto(status, "get", site);
           return sink_->Send(std::move(error));
         }
-        CountTransfer(remote != 0 ? TransferPath::kCma : TransferPath::kShm,
+        CountTransfer(cma ? TransferPath::kCma : TransferPath::kShm,
                       TransferDirection::kDownload, n);
         // The waiting client wakes on the mailbox; the stream still
         // carries the answer (Note [Resume] replays it; a client not waiting

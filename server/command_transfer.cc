@@ -30,13 +30,15 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
   // A bulk Put's bytes are on the socket whatever becomes of the Put: read
   // into the tensor below, or dropped on the way out so that the next bulk
   // command finds its own bytes next.
-  const bool bulk = put.bulk_size() != 0;
+  const v1::Payload& where = put.payload();
+  const bool bulk = where.has_bulk();
   bool bulk_taken = !bulk || config_.bulk == nullptr;
   auto drop_bulk = absl::MakeCleanup([&] {
     if (bulk_taken) return;
     config_.bulk
-        ->Discard(put.bulk_size(), absl::StrCat("put of handle ", put.handle()),
-                  put.bulk_lanes())
+        ->Discard(where.bulk().size(),
+                  absl::StrCat("put of handle ", put.handle()),
+                  where.bulk().lanes())
         .IgnoreError();  // the channel is broken then; later ones say so
   });
   const bool continuation = pending_put_ != nullptr;
@@ -52,8 +54,8 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
       pending_put_.reset();
     }
   };
-  // `data`, a range of a region, or nothing (cross-memory attach: read in
-  // place below, once the checks passed).
+  // `payload.data`, a range of a region, or nothing (cross-memory attach and
+  // the bulk socket: read in place below, once the checks passed).
   auto payload = PutPayload(put);
   if (!payload.ok()) {
     if (continuation && !pending_put_->tensor.defined()) {  // being swallowed
@@ -63,9 +65,9 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
     return fail(payload.status());
   }
   const absl::string_view data = *payload;
-  const bool cma = put.cma_address() != 0;
-  const uint64_t chunk = bulk  ? put.bulk_size()
-                         : cma ? put.cma_size()
+  const bool cma = where.has_cma();
+  const uint64_t chunk = bulk  ? where.bulk().size()
+                         : cma ? where.cma().size()
                                : data.size();
   if (continuation) {
     PendingPut& p = *pending_put_;
@@ -130,10 +132,10 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
                         : cma ? ReadCmaForPut(put, p.tensor, p.received)
                               : WriteForPut(p.tensor, p.received, data);
   if (!copied.ok()) return fail(copied);
-  CountTransfer(bulk        ? TransferPath::kBulk
-                : cma       ? TransferPath::kCma
-                : put.shm() ? TransferPath::kShm
-                            : TransferPath::kStream,
+  CountTransfer(bulk                 ? TransferPath::kBulk
+                : cma                ? TransferPath::kCma
+                : where.has_region() ? TransferPath::kShm
+                                     : TransferPath::kStream,
                 TransferDirection::kUpload, chunk);
   p.received += chunk;
   if (!put.last()) return;
@@ -158,7 +160,7 @@ void CommandRunner::RunPut(const v1::Put& put, v1::Ack* ack) {
 }
 
 void CommandRunner::RunGet(const v1::Get& get) {
-  if (get.shm() || get.cma_address() != 0) return RunShmGet(get);
+  if (get.into().has_region() || get.into().has_cma()) return RunShmGet(get);
   auto send_error = [&](const v1::Status& status) {
     v1::ServerFrame frame;
     frame.mutable_error()->set_request_id(get.request_id());
@@ -192,13 +194,13 @@ void CommandRunner::RunGet(const v1::Get& get) {
   meta.set_requires_grad((*entry)->tensor.requires_grad());
   meta.set_is_leaf((*entry)->tensor.is_leaf());
   const size_t total = t.nbytes();
-  if (get.bulk() && total >= kBulkMinGetBytes &&
+  if (get.into().has_bulk() && total >= kBulkMinGetBytes &&
       t.device()->kind() == DeviceKind::kCpu && config_.bulk != nullptr &&
       config_.bulk->attached()) {
     return SendBulkData(
         get.request_id(), meta, t, get.site(),
-        BulkLanesFor(
-            total, std::min(get.bulk_lanes(), config_.bulk->lanes_attached())));
+        BulkLanesFor(total, std::min(get.into().bulk().lanes(),
+                                     config_.bulk->lanes_attached())));
   }
   ReadForGet(
       t, 0, total,
@@ -224,8 +226,9 @@ void CommandRunner::SendBulkData(uint64_t request_id,
   data->set_request_id(request_id);
   *data->mutable_meta() = meta;
   data->set_total_bytes(total);
-  data->set_bulk_size(total);
-  if (lanes > 1) data->set_bulk_lanes(lanes);
+  v1::BulkSpan* span = data->mutable_payload()->mutable_bulk();
+  span->set_size(total);
+  if (lanes > 1) span->set_lanes(lanes);
   data->set_last(true);
   sink_->Send(std::move(frame));
   // The client reads the bytes once the frame has told it their size; a
@@ -254,7 +257,7 @@ void CommandRunner::SendData(uint64_t request_id, const v1::TensorMeta& meta,
       data->set_total_bytes(total);
     }
     data->set_offset(offset);
-    data->set_data(bytes + offset, n);
+    data->mutable_payload()->set_data(bytes + offset, n);
     offset += n;
     data->set_last(offset == total);
     sink_->Send(std::move(frame));

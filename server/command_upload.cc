@@ -61,29 +61,31 @@ absl::Status CommandRunner::WriteForPut(const Tensor& t, size_t offset,
 
 absl::Status CommandRunner::ReadBulkForPut(const v1::Put& put, const Tensor& t,
                                            size_t offset) {
-  const uint64_t n = put.bulk_size();
+  const v1::BulkSpan& span = put.payload().bulk();
+  const uint64_t n = span.size();
   const std::string what = absl::StrCat("put of handle ", put.handle());
   if (t.device()->kind() == DeviceKind::kCpu) {
     return config_.bulk->Read(static_cast<char*>(t.data()) + offset, n, what,
-                              put.bulk_lanes());
+                              span.lanes());
   }
   std::unique_ptr<char[]> host(new char[n]);
-  TD_RETURN_IF_ERROR(config_.bulk->Read(host.get(), n, what, put.bulk_lanes()));
+  TD_RETURN_IF_ERROR(config_.bulk->Read(host.get(), n, what, span.lanes()));
   return WriteForPut(t, offset, absl::string_view(host.get(), n));
 }
 
 absl::Status CommandRunner::ReadCmaForPut(const v1::Put& put, const Tensor& t,
                                           size_t offset) {
-  const uint64_t n = put.cma_size();
+  const v1::CmaSpan& span = put.payload().cma();
+  const uint64_t n = span.size();
   const std::string what = absl::StrCat("put of handle ", put.handle());
   if (t.device()->kind() == DeviceKind::kCpu) {
-    return config_.cma->Read(put.cma_address(),
+    return config_.cma->Read(span.address(),
                              static_cast<char*>(t.data()) + offset, n, what);
   }
   // A device: through host memory (its size was checked against the
   // tensor's), then as any other chunk.
   std::unique_ptr<char[]> host(new char[n]);
-  TD_RETURN_IF_ERROR(config_.cma->Read(put.cma_address(), host.get(), n, what));
+  TD_RETURN_IF_ERROR(config_.cma->Read(span.address(), host.get(), n, what));
   return WriteForPut(t, offset, absl::string_view(host.get(), n));
 }
 

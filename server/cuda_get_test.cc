@@ -126,7 +126,7 @@ TEST(CudaGetTest, LaterCommandsRunWhileALargeGetIsInFlight) {
       EXPECT_FALSE(f.has_error())
           << f.error().status().message() << "\nevery error: " << log->Errors();
       if (f.has_error()) return std::vector<float>{};
-      bytes += f.data().data();
+      bytes += f.data().payload().data();
       if (f.data().last()) break;
     }
     std::vector<float> out(bytes.size() / 4);
@@ -249,7 +249,7 @@ TEST(CudaGetTest, UploadsAreQueuedOnTheSessionStreamWithoutWaiting) {
         p->set_device("cuda:0");
       }
       p->set_offset(offset);
-      p->set_data(bytes + offset, chunk);
+      p->mutable_payload()->set_data(bytes + offset, chunk);
       p->set_last(offset + chunk == total);
     }
   };
@@ -309,7 +309,7 @@ TEST(CudaGetTest, UploadsAreQueuedOnTheSessionStreamWithoutWaiting) {
              (f.has_error() && f.error().request_id() == 100);
     });
     ASSERT_FALSE(f.has_error()) << f.error().status().message();
-    bytes += f.data().data();
+    bytes += f.data().payload().data();
     if (f.data().last()) break;
   }
   ASSERT_EQ(bytes.size(), n * sizeof(float));

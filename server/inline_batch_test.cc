@@ -37,8 +37,8 @@ class InlineBatchTest : public SessionTest {
   }
   static float FirstFloat(const v1::ServerFrame& f) {
     float v = 0;
-    EXPECT_GE(f.data().data().size(), sizeof(v));
-    std::memcpy(&v, f.data().data().data(), sizeof(v));
+    EXPECT_GE(f.data().payload().data().size(), sizeof(v));
+    std::memcpy(&v, f.data().payload().data().data(), sizeof(v));
     return v;
   }
   // Creates handle `id` = full(shape, value) and waits until it ran.
@@ -121,7 +121,8 @@ TEST_F(InlineBatchTest, ASmallUploadAndTheOpsOnItRunInline) {
   put->set_handle(2);
   put->set_dtype(v1::FLOAT32);
   const float two = 2.0f;
-  put->set_data(std::string(reinterpret_cast<const char*>(&two), sizeof(two)));
+  put->mutable_payload()->set_data(
+      std::string(reinterpret_cast<const char*>(&two), sizeof(two)));
   put->set_last(true);
   Binary(&b, "add", 1, 2, 3);
   v1::Call* sum = Add(&b)->mutable_call();

@@ -204,7 +204,7 @@ TEST_F(PackedCommandsTest, ACheapRunWithAnItemRunsInline) {
     return f.has_data() && f.data().request_id() == rid;
   });
   EXPECT_EQ(sender, std::this_thread::get_id());
-  EXPECT_EQ(data.data().data().size(), 3 * sizeof(float));
+  EXPECT_EQ(data.data().payload().data().size(), 3 * sizeof(float));
 }
 
 TEST_F(PackedCommandsTest, TheProfilerRecordsEachEntry) {
@@ -286,7 +286,7 @@ TEST_F(PackedAcksTest, ALeafThatRequiresGradSaysSo) {
   put->set_dtype(v1::FLOAT32);
   put->add_shape(2);
   const float values[2] = {1.5f, -2.0f};
-  put->set_data(values, sizeof(values));
+  put->mutable_payload()->set_data(values, sizeof(values));
   put->set_last(true);
   put->set_requires_grad(true);
   Call(Run(&b, 1), "detach", {1}, 2);

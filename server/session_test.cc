@@ -120,7 +120,7 @@ TEST_F(SessionTest, ChunkedPutRoundTripsAndLyingChunksPoison) {
       put->add_shape(static_cast<int64_t>(values.size()));
     }
     put->set_offset(off);
-    put->set_data(raw + off, std::min(chunk, total - off));
+    put->mutable_payload()->set_data(raw + off, std::min(chunk, total - off));
     put->set_last(off + chunk >= total);
   }
   // A second upload whose chunk skips bytes.
@@ -128,11 +128,11 @@ TEST_F(SessionTest, ChunkedPutRoundTripsAndLyingChunksPoison) {
   p1->set_handle(2);
   p1->set_dtype(v1::FLOAT32);
   p1->add_shape(4);
-  p1->set_data(raw, 4);
+  p1->mutable_payload()->set_data(raw, 4);
   v1::Put* p2 = Add(&b)->mutable_put();
   p2->set_handle(2);
   p2->set_offset(8);
-  p2->set_data(raw, 8);
+  p2->mutable_payload()->set_data(raw, 8);
   p2->set_last(true);
   session_->Submit(b);
   EXPECT_EQ(GetFloats(1), values);

@@ -151,7 +151,7 @@ class SessionTest : public ::testing::Test {
         last_error_ = f.error().status();
         return {};
       }
-      bytes += f.data().data();
+      bytes += f.data().payload().data();
       if (f.data().last()) break;
     }
     std::vector<float> out(bytes.size() / 4);

@@ -89,7 +89,7 @@ absl::StatusOr<std::shared_ptr<const ShmRegion>> SharedBuffers::Find(
   auto it = buffers_.find(id);
   if (it == buffers_.end()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, ": shm_region ", id,
+        what, ": region ", id,
         " is not a shared buffer of this session (never allocated, or "
         "already freed)"));
   }

@@ -88,7 +88,7 @@ TEST_F(SharedBuffersTest, CapsCountAndErrors) {
   auto missing = buffers.Find(99, "put");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().message(),
-            "put: shm_region 99 is not a shared buffer of this session (never "
+            "put: region 99 is not a shared buffer of this session (never "
             "allocated, or already freed)");
 }
 

@@ -19,7 +19,7 @@
 
 namespace tensord {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = v1::PROTOCOL_VERSION_CURRENT;
 inline constexpr size_t kChunkBytes = 1 << 20;
 inline constexpr size_t kMaxFrameBytes = 8 << 20;
 

@@ -43,8 +43,9 @@ inline uint64_t AddBulkPut(RawSession& raw, int64_t n, uint64_t bulk_size,
   put->set_dtype(v1::FLOAT32);
   put->add_shape(n);
   put->set_last(true);
-  put->set_bulk_size(bulk_size);
-  put->set_bulk_lanes(lanes);
+  v1::BulkSpan* span = put->mutable_payload()->mutable_bulk();
+  span->set_size(bulk_size);
+  span->set_lanes(lanes);
   return handle;
 }
 
@@ -54,8 +55,7 @@ inline uint64_t AddGet(RawSession& raw, uint64_t handle, bool bulk,
   v1::Get* get = raw.Add()->mutable_get();
   get->set_handle(handle);
   get->set_request_id(request);
-  get->set_bulk(bulk);
-  get->set_bulk_lanes(lanes);
+  if (bulk) get->mutable_into()->mutable_bulk()->set_lanes(lanes);
   return request;
 }
 

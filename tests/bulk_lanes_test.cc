@@ -108,8 +108,8 @@ TEST_F(BulkLanesTest, StripedPutsAndGetsMoveEveryLanesSpan) {
   ASSERT_TRUE(reply.ok);
   EXPECT_EQ(ErrorOf(reply, x), "");
   EXPECT_TRUE(reply.data[by_stream] == bytes);
-  EXPECT_EQ(reply.shm_data[by_lanes].bulk_lanes(), 3u);
-  EXPECT_EQ(reply.shm_data[by_lanes].bulk_size(), bytes.size());
+  EXPECT_EQ(reply.shm_data[by_lanes].payload().bulk().lanes(), 3u);
+  EXPECT_EQ(reply.shm_data[by_lanes].payload().bulk().size(), bytes.size());
   std::vector<float> negated(values);
   for (float& v : negated) v = -v;
   EXPECT_TRUE(received[0] + received[1] + received[2] == Bytes(negated));
@@ -128,7 +128,7 @@ TEST_F(BulkLanesTest, SmallGetsStayOnLaneZero) {
   RawSession::Reply reply = raw.Flush();
   receiver.join();
   ASSERT_TRUE(reply.ok);
-  EXPECT_EQ(reply.shm_data[request].bulk_lanes(), 0u);
+  EXPECT_EQ(reply.shm_data[request].payload().bulk().lanes(), 0u);
   EXPECT_EQ(got, std::string(n * 4, '\0'));
   for (int fd : fds) close(fd);
 }

@@ -113,7 +113,8 @@ TEST_F(BulkSocketTest, UploadsAndDownloadsTheirBytesOnTheSocket) {
   EXPECT_EQ(ErrorOf(reply, x), "");
   EXPECT_TRUE(reply.data[by_stream] == Bytes(values));
   const v1::Data& answer = reply.shm_data[by_socket];
-  EXPECT_EQ(answer.bulk_size(), n * 4);
+  ASSERT_TRUE(answer.payload().has_bulk());
+  EXPECT_EQ(answer.payload().bulk().size(), n * 4);
   EXPECT_EQ(answer.total_bytes(), n * 4);
   EXPECT_TRUE(answer.last());
   EXPECT_EQ(answer.meta().shape(0), static_cast<int64_t>(n));
@@ -214,7 +215,7 @@ TEST_F(BulkSocketTest, WithoutASocketBulkCommandsAreClearErrors) {
   RawSession::Reply reply = plain.Flush();
   ASSERT_TRUE(reply.ok);
   EXPECT_THAT(ErrorOf(reply, put),
-              HasSubstr("bulk_size without a bulk socket"));
+              HasSubstr("payload.bulk without a bulk socket"));
   // Offered but not attached: the Put fails, a Get takes the stream.
   RawSession raw(address(), "", "bulk", BulkHello());
   ASSERT_TRUE(raw.ok());

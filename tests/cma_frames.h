@@ -39,8 +39,9 @@ inline uint64_t PutByCma(RawSession& raw, uint64_t address, uint64_t bytes) {
   put->set_dtype(v1::FLOAT32);
   put->add_shape(static_cast<int64_t>(bytes / sizeof(float)));
   put->set_last(true);
-  put->set_cma_address(address);
-  put->set_cma_size(bytes);
+  v1::CmaSpan* span = put->mutable_payload()->mutable_cma();
+  span->set_address(address);
+  span->set_size(bytes);
   return handle;
 }
 inline uint64_t PutByCma(RawSession& raw, const std::vector<float>& values) {
@@ -55,8 +56,9 @@ inline uint64_t GetByCma(RawSession& raw, uint64_t handle, uint64_t address,
   v1::Get* get = raw.Add()->mutable_get();
   get->set_handle(handle);
   get->set_request_id(request);
-  get->set_cma_address(address);
-  get->set_cma_capacity(capacity);
+  v1::CmaSpan* span = get->mutable_into()->mutable_cma();
+  span->set_address(address);
+  span->set_size(capacity);
   return request;
 }
 inline uint64_t GetByCma(RawSession& raw, uint64_t handle,

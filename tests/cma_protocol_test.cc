@@ -94,8 +94,9 @@ TEST_F(CmaProtocolTest, UnboundTransfersFailUntilThisProcessBinds) {
   liar->set_dtype(v1::FLOAT32);
   liar->add_shape(4);
   liar->set_last(true);
-  liar->set_cma_address(reinterpret_cast<uint64_t>(values.data()));
-  liar->set_cma_size(uint64_t{1} << 40);
+  v1::CmaSpan* lie = liar->mutable_payload()->mutable_cma();
+  lie->set_address(reinterpret_cast<uint64_t>(values.data()));
+  lie->set_size(uint64_t{1} << 40);
   reply = raw.Flush();
   EXPECT_NE(ErrorOf(reply, lying).find("carries 1099511627776 bytes"),
             std::string::npos)
@@ -143,7 +144,7 @@ TEST(CmaProtocolOffTest, DaemonRunWithoutItSaysSo) {
   RawSession::Reply reply = raw.Flush();
   ASSERT_TRUE(reply.ok);
   EXPECT_NE(
-      ErrorOf(reply, handle).find("cma_address without cross-memory attach"),
+      ErrorOf(reply, handle).find("payload.cma without cross-memory attach"),
       std::string::npos)
       << ErrorOf(reply, handle);
   ExpectSessionWorks(raw);

@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
   grpc::ClientContext ctx;
   auto stream = stub->Session(&ctx);
   ClientFrame hello;
-  hello.mutable_hello()->set_protocol_version(1);
+  hello.mutable_hello()->set_protocol_version(
+      tensord::v1::PROTOCOL_VERSION_CURRENT);
   hello.mutable_hello()->set_client_name("fault_client");
   ServerFrame frame;
   if (!stream->Write(hello) || !stream->Read(&frame)) return 1;
@@ -60,7 +61,8 @@ int main(int argc, char** argv) {
         put->set_requires_grad(grad);
       }
       put->set_offset(chunk * kChunkFloats * 4);
-      put->set_data(std::string(kChunkFloats * 4, static_cast<char>(seed)));
+      put->mutable_payload()->set_data(
+          std::string(kChunkFloats * 4, static_cast<char>(seed)));
       put->set_last(chunk == 2);
       send(f);
     }

@@ -50,7 +50,7 @@ v1::Put Chunk(uint64_t handle, v1::DType dtype, std::vector<int64_t> shape,
   put.set_dtype(dtype);
   for (int64_t s : shape) put.add_shape(s);
   put.set_offset(offset);
-  put.set_data(std::string(bytes, '\x3f'));
+  put.mutable_payload()->set_data(std::string(bytes, '\x3f'));
   put.set_last(last);
   return put;
 }
@@ -264,7 +264,7 @@ TEST_F(HostileFramesTest, BrokenHandshakesGetTheirOwnCodes) {
   s = open(hello, "atoken");
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_TRUE(absl::StrContains(s.error_message(), "version 7"));
-  hello.mutable_hello()->set_protocol_version(1);
+  hello.mutable_hello()->set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
   s = open(hello, "wrong-token");
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_FALSE(s.error_message().empty());

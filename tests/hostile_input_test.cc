@@ -215,7 +215,7 @@ TEST_F(HostileInputTest, EveryCatalogOpAnswersHostileCallsWithClearErrors) {
     put->set_handle(kVictimHandle);
     put->set_dtype(v1::FLOAT32);
     put->add_shape(4);
-    put->set_data(std::string(16, '\x11'));
+    put->mutable_payload()->set_data(std::string(16, '\x11'));
     put->set_last(true);
     ASSERT_TRUE(victim.Flush().ok);
   }
@@ -237,7 +237,7 @@ TEST_F(HostileInputTest, EveryCatalogOpAnswersHostileCallsWithClearErrors) {
     put->set_dtype(dtype);
     put->add_shape(2);
     put->add_shape(3);
-    put->set_data(std::string(6 * item, '\0'));
+    put->mutable_payload()->set_data(std::string(6 * item, '\0'));
     put->set_last(true);
   }
   ASSERT_TRUE(attacker.Flush().ok);

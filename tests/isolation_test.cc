@@ -42,7 +42,7 @@ TEST_F(IsolationTest, ForeignHandleIdsAllFailCleanly) {
   grpc::ClientContext ctx;
   auto stream = stub->Session(&ctx);
   v1::ClientFrame hello;
-  hello.mutable_hello()->set_protocol_version(1);
+  hello.mutable_hello()->set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
   ASSERT_TRUE(stream->Write(hello));
   v1::ServerFrame frame;
   ASSERT_TRUE(stream->Read(&frame));

@@ -19,7 +19,7 @@ RawSession::RawSession(const std::string& address, const std::string& token,
   stream_ = stub_->Session(&context_);
   v1::ClientFrame hello;
   *hello.mutable_hello() = std::move(hello_fields);
-  hello.mutable_hello()->set_protocol_version(1);
+  hello.mutable_hello()->set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
   hello.mutable_hello()->set_client_name(name);
   v1::ServerFrame frame;
   ok_ = stream_->Write(hello) && stream_->Read(&frame) && frame.has_welcome();
@@ -54,7 +54,7 @@ uint64_t RawSession::PutFloats(const std::vector<int64_t>& shape) {
     put->add_shape(s);
     n *= s;
   }
-  put->set_data(std::string(n * 4, '\0'));
+  put->mutable_payload()->set_data(std::string(n * 4, '\0'));
   put->set_last(true);
   return id;
 }
@@ -90,11 +90,11 @@ RawSession::Reply RawSession::Flush() {
       }
     } else if (frame.has_error()) {
       reply.errors.push_back(frame.error());
-    } else if (frame.has_data() &&
-               (frame.data().shm() || frame.data().bulk_size() != 0)) {
+    } else if (frame.has_data() && (frame.data().payload().has_region() ||
+                                    frame.data().payload().has_bulk())) {
       reply.shm_data[frame.data().request_id()] = frame.data();
     } else if (frame.has_data()) {
-      reply.data[frame.data().request_id()] += frame.data().data();
+      reply.data[frame.data().request_id()] += frame.data().payload().data();
     } else if (frame.has_shared_buffer()) {
       reply.shared[frame.shared_buffer().request_id()] = frame.shared_buffer();
     } else if (frame.has_sync_done() &&

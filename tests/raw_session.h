@@ -26,7 +26,7 @@ class RawSession {
     std::map<uint64_t, v1::TensorMeta> created;  // from the Acks
     std::vector<v1::Error> errors;               // Error frames
     std::map<uint64_t, std::string> data;        // Get request id -> bytes
-    std::map<uint64_t, v1::Data> shm_data;  // Data.shm and bulk answers, by id
+    std::map<uint64_t, v1::Data> shm_data;  // region and bulk answers, by id
     std::map<uint64_t, v1::SharedBuffer> shared;  // AllocateShared answers
     v1::Status sync_error;                        // the SyncDone's
     bool ok = false;  // the SyncDone arrived (the stream is alive)

@@ -28,7 +28,7 @@ std::unique_ptr<Raw> Open(const std::string& address, v1::Hello hello) {
   raw->stub = v1::Tensord::NewStub(
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   raw->stream = raw->stub->Session(&raw->ctx);
-  hello.set_protocol_version(1);
+  hello.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
   v1::ClientFrame frame;
   *frame.mutable_hello() = hello;
   raw->stream->Write(frame);
@@ -53,7 +53,7 @@ v1::Command PutFloats(uint64_t seq, uint64_t handle, std::vector<float> v) {
   put->set_handle(handle);
   put->set_dtype(v1::FLOAT32);
   put->add_shape(static_cast<int64_t>(v.size()));
-  put->set_data(v.data(), v.size() * sizeof(float));
+  put->mutable_payload()->set_data(v.data(), v.size() * sizeof(float));
   put->set_last(true);
   return c;
 }
@@ -148,7 +148,7 @@ TEST_F(ResumeTest, ResumeContinuesAndNothingRunsTwice) {
     if (f.has_error()) ++errors;
     if (f.has_ack() && f.ack().last_seq() == 4) ++acks_for_4;
     if (f.has_data() && f.data().request_id() == 1 && data.size() < 12) {
-      data += f.data().data();
+      data += f.data().payload().data();
     }
     if (f.has_sync_done()) {
       synced = true;
@@ -188,7 +188,8 @@ TEST_F(ResumeTest, UnresumedSessionIsReleasedAfterTheGracePeriod) {
       p->add_shape(1 << 20);
     }
     p->set_offset(static_cast<uint64_t>(i) << 20);
-    p->set_data(raw + (static_cast<size_t>(i) << 20), 1 << 20);
+    p->mutable_payload()->set_data(raw + (static_cast<size_t>(i) << 20),
+                                   1 << 20);
     p->set_last(i == 3);
     ASSERT_TRUE(a->stream->Write(Batch({c})));
   }

@@ -45,10 +45,10 @@ class SharedBufferProtocolTest : public testing::DaemonSuite {
     put->set_dtype(v1::UINT8);
     put->add_shape(static_cast<int64_t>(n));
     put->set_last(true);
-    put->set_shm(true);
-    put->set_shm_region(region);
-    put->set_shm_offset(offset);
-    put->set_shm_size(n);
+    v1::RegionSpan* span = put->mutable_payload()->mutable_region();
+    span->set_region(region);
+    span->set_offset(offset);
+    span->set_size(n);
     return id;
   }
   static uint64_t GetInto(RawSession& raw, uint64_t handle, uint64_t region,
@@ -57,10 +57,10 @@ class SharedBufferProtocolTest : public testing::DaemonSuite {
     v1::Get* get = raw.Add()->mutable_get();
     get->set_handle(handle);
     get->set_request_id(request);
-    get->set_shm(true);
-    get->set_shm_region(region);
-    get->set_shm_offset(offset);
-    get->set_shm_capacity(capacity);
+    v1::RegionSpan* span = get->mutable_into()->mutable_region();
+    span->set_region(region);
+    span->set_offset(offset);
+    span->set_size(capacity);
     return request;
   }
   static std::string ErrorOf(const RawSession::Reply& reply, uint64_t handle) {
@@ -93,7 +93,8 @@ TEST_F(SharedBufferProtocolTest, PutAndGetMoveBytesThroughTheBuffer) {
   EXPECT_FALSE(moved.created[h].has_error()) << ErrorOf(moved, h);
   ASSERT_EQ(moved.shm_data.count(get), 1u);
   const v1::Data& answer = moved.shm_data[get];
-  EXPECT_EQ(answer.shm_size(), kBytes);
+  ASSERT_TRUE(answer.payload().has_region());
+  EXPECT_EQ(answer.payload().region().size(), kBytes);
   EXPECT_EQ(answer.total_bytes(), kBytes);
   EXPECT_TRUE(answer.last());
   EXPECT_EQ(std::memcmp(data, data + kBytes, kBytes), 0);
@@ -124,7 +125,7 @@ TEST_F(SharedBufferProtocolTest, BadRequestsAreClearErrorsAndTheSessionGoesOn) {
     EXPECT_EQ(reply.created[h].error().code(), 3) << ErrorOf(reply, h);
   }
   EXPECT_NE(ErrorOf(reply, unknown)
-                .find(absl::StrCat("shm_region ", buffer.region() + 1000,
+                .find(absl::StrCat("region ", buffer.region() + 1000,
                                    " is not a shared buffer of this session")),
             std::string::npos)
       << ErrorOf(reply, unknown);
@@ -140,7 +141,7 @@ TEST_F(SharedBufferProtocolTest, BadRequestsAreClearErrorsAndTheSessionGoesOn) {
   for (const v1::Error& e : reply.errors) {
     if (e.request_id() == bad_get) {
       ++get_errors;
-      EXPECT_NE(e.status().message().find("shm_region 77"), std::string::npos)
+      EXPECT_NE(e.status().message().find("region 77"), std::string::npos)
           << e.status().message();
     } else if (e.request_id() == far_get) {
       ++get_errors;

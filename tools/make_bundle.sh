@@ -169,8 +169,8 @@ for d in client/python tests/python tests/python_torch examples/python examples/
 done
 mkdir -p "$out/tools/bench"
 cp tools/gen_python_proto.sh tools/build_python_ext.sh "$out/tools/"
-cp tools/bench/py_bench.py tools/bench/run_all.py tools/bench/run_gpu.py \
-   tools/bench/run_gpu.sh tools/bench/wan_proxy.py "$out/tools/bench/"
+cp tools/bench/py_bench.py tools/bench/py_bench_transfer.py tools/bench/run_all.py \
+   tools/bench/run_gpu.py tools/bench/run_gpu.sh tools/bench/wan_proxy.py "$out/tools/bench/"
 
 if command -v patchelf >/dev/null; then
   for f in "$out"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f"; done

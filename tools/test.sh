@@ -55,7 +55,9 @@ jobs_flag=()
 workers="${TENSORD_TEST_WORKERS:-$(( $(nproc) < 4 ? $(nproc) : 4 ))}"
 pytest_par=()
 [ "$workers" -gt 1 ] && pytest_par=(-n "$workers")
-# A suite whose daemon is missing fails here instead of skipping (tests/python/daemon_launcher.py).
+# A suite whose daemon is missing, or a test whose C module of the client is (outside
+# TENSORD_PURE_PYTHON=1), fails here instead of skipping (tests/python/daemon_launcher.py,
+# tests/python/c_modules.py).
 export TENSORD_REQUIRE_DAEMON=1
 
 # Note [Where the C++ tests run]: a cold run's time is compiling (a translation unit is ~100-200K

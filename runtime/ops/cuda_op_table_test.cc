@@ -26,16 +26,24 @@ namespace {
 // listed here, which makes the gap visible in review).
 const std::set<std::string>& KnownCpuOnly() {
   static const auto* rows = new std::set<std::string>{
-      // LAPACK rows (lapack_ops.cc): CPU only for now.
+      // LAPACK rows (lapack_*ops.cc): CPU only for now (no cuSOLVER path).
       "_linalg_det", "_linalg_eigh", "_linalg_slogdet", "_linalg_solve_ex",
       "_linalg_svd", "linalg_cholesky_ex", "linalg_inv_ex",
       "linalg_lu_factor_ex", "linalg_lu_solve", "linalg_solve_triangular",
+      "geqrf", "linalg_qr", "ormqr", "linalg_householder_product",
+      "linalg_lstsq", "linalg_matrix_exp", "linalg_ldl_factor_ex",
+      "linalg_ldl_solve",
       // conv3d_ops.cc: kernels/cuda/conv.cc's cuDNN path is 2-d only (4-d
       // descriptors, a 2-d ConvShape and algorithm cache key).
       "conv3d", "conv3d_backward_input", "conv3d_backward_weight",
       // grid_sample_ops.cc: the forward is PyTorch's decomposition, with no
       // CUDA kernel of its own to add the backward beside.
       "grid_sampler_2d_backward",
+      // embedding_bag_ops.cc: no sibling CUDA kernel yet.
+      "_embedding_bag", "_embedding_bag_dense_backward",
+      "_embedding_bag_per_sample_weights_backward",
+      // margin_loss_ops.cc: no sibling CUDA kernel (the forwards decompose).
+      "multi_margin_loss_backward", "multilabel_margin_loss_backward",
       // nn_ops.cc: CUDA composes softmax's and log_softmax's gradients.
       "softmax_backward", "log_softmax_backward",
       // Fused attention (attention_ops.cc): CUDA composes

@@ -8,7 +8,8 @@ namespace tensord {
 void AttachGradients(std::vector<OpDef>* table) {
   std::vector<GradRow> rows;
   for (auto family : {PointwiseGrads, ReductionGrads, ShapeGrads, NnGrads,
-                      MathGrads, DistanceGrads, AttentionGrads}) {
+                      MathGrads, DistanceGrads, AttentionGrads,
+                      EmbeddingBagGrads}) {
     for (GradRow& r : family()) rows.push_back(std::move(r));
   }
   auto find = [&](const std::string& name) -> OpDef* {

@@ -31,6 +31,7 @@ std::vector<GradRow> NnGrads();         // derivatives_nn.cc
 std::vector<GradRow> MathGrads();       // derivatives_math.cc
 std::vector<GradRow> DistanceGrads();   // distance_ops.cc
 std::vector<GradRow> AttentionGrads();  // attention_compose.cc
+std::vector<GradRow> EmbeddingBagGrads();  // embedding_bag_ops.cc
 
 void AttachGradients(std::vector<OpDef>* table);
 

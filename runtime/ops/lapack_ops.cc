@@ -73,6 +73,21 @@ AttrSpec Flag(const char* name, bool value) {
   return Optional(name, AttrType::kBool, value);
 }
 
+// `t` broadcast to `shape` as a contiguous tensor (a copy unless it is one).
+absl::StatusOr<Tensor> ExpandContiguous(const Tensor& t, const Shape& shape,
+                                        const OpContext& ctx) {
+  if (t.shape() == shape) return Contiguous(t, ctx);
+  StridedView v = t.BroadcastView(shape);
+  return Contiguous(
+      t.AsStrided(shape, Strides(v.strides, v.strides + v.ndim), t.offset()),
+      ctx);
+}
+
+// `t` (contiguous) seen with `shape` of the same element count.
+Tensor Reshaped(const Tensor& t, const Shape& shape) {
+  return t.AsStrided(shape, ContiguousStrides(shape), t.offset());
+}
+
 OpDef Row(const char* name, int inputs, int outputs,
           std::vector<AttrSpec> attrs, const char* doc, InferFn infer,
           KernelFn cpu, std::vector<OpExample> examples) {
@@ -91,21 +106,6 @@ namespace {
 
 using namespace lapack_rows;  // NOLINT: defined above
 using Specs = absl::StatusOr<std::vector<TensorSpec>>;
-
-// `t` broadcast to `shape` as a contiguous tensor (a copy unless it is one).
-absl::StatusOr<Tensor> ExpandContiguous(const Tensor& t, const Shape& shape,
-                                        const OpContext& ctx) {
-  if (t.shape() == shape) return Contiguous(t, ctx);
-  StridedView v = t.BroadcastView(shape);
-  return Contiguous(
-      t.AsStrided(shape, Strides(v.strides, v.strides + v.ndim), t.offset()),
-      ctx);
-}
-
-// `t` (contiguous) seen with `shape` of the same element count.
-Tensor Reshaped(const Tensor& t, const Shape& shape) {
-  return t.AsStrided(shape, ContiguousStrides(shape), t.offset());
-}
 
 absl::StatusOr<Tensor> NewInt32(const Shape& shape, const Tensor& like,
                                 const OpContext& ctx) {

@@ -1,4 +1,5 @@
-// Helpers shared by the LAPACK rows (lapack_ops.cc, lapack_spectral_ops.cc):
+// Helpers shared by the LAPACK rows (lapack_ops.cc, lapack_spectral_ops.cc,
+// lapack_qr_ops.cc, lapack_matrix_ops.cc):
 // validation worded as ATen's, shapes of matrix stacks, info checks and the
 // row shorthand. Internal to runtime/ops.
 #ifndef TENSORD_RUNTIME_OPS_LAPACK_ROWS_H_
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "runtime/ops/op_def.h"
 
 namespace tensord {
@@ -25,6 +27,11 @@ int64_t Cols(const Tensor& t);
 // INVALID_ARGUMENT naming the first failing matrix of `info` (int32), for
 // the check_errors=True calls (`what` ends where the info value goes).
 absl::Status CheckInfo(const Tensor& info, const std::string& what);
+// `t` broadcast to `shape` as a contiguous tensor (a copy unless it is one).
+absl::StatusOr<Tensor> ExpandContiguous(const Tensor& t, const Shape& shape,
+                                        const OpContext& ctx);
+// `t` (contiguous) seen with `shape` of the same element count.
+Tensor Reshaped(const Tensor& t, const Shape& shape);
 // An optional bool attribute.
 AttrSpec Flag(const char* name, bool value);
 // A compute row of fixed arity, not differentiable natively.

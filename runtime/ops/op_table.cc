@@ -18,7 +18,8 @@ const std::vector<OpDef>& OpTable() {
           ScanOps,         SelectOps,         LossOps,          LayerNormOps,
           CrossEntropyOps, GeluOps,           StridedOps,       SpecialOps,
           LapackOps,       LapackSpectralOps, Conv3dOps,        GridSampleOps,
-          DistanceOps,     AttentionOps}) {
+          DistanceOps,     AttentionOps,      LapackQrOps,      LapackMatrixOps,
+          EmbeddingBagOps, MarginLossOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);

@@ -26,6 +26,8 @@ std::vector<OpDef> ReductionOps();
 std::vector<OpDef> LinalgOps();
 std::vector<OpDef> LapackOps();  // lapack_ops.cc: LU, solves, inv, det, ...
 std::vector<OpDef> LapackSpectralOps();  // cholesky, eigh, svd
+std::vector<OpDef> LapackQrOps();  // lapack_qr_ops.cc: QR family, lstsq
+std::vector<OpDef> LapackMatrixOps();  // matrix_exp, LDL
 std::vector<OpDef> ViewOps();
 std::vector<OpDef> ShapeOps();
 std::vector<OpDef> IndexOps();
@@ -36,6 +38,10 @@ std::vector<OpDef> ConvOps();
 std::vector<OpDef> ConvGradOps();   // conv_grad_ops.cc: internal to autograd
 std::vector<OpDef> Conv3dOps();     // conv3d_ops.cc: conv3d and its gradients
 std::vector<OpDef> GridSampleOps();  // grid_sample_ops.cc: grid_sampler_2d's backward
+// embedding_bag_ops.cc: _embedding_bag and its two backward rows
+std::vector<OpDef> EmbeddingBagOps();
+// margin_loss_ops.cc: multi_margin_loss_backward, multilabel_margin_loss_backward
+std::vector<OpDef> MarginLossOps();
 std::vector<OpDef> MaxPoolOps();    // max_pool_ops.cc: max_pool2d_with_indices
 // adaptive_max_pool_ops.cc: adaptive_max_pool{2,3}d, their backward,
 // max_pool3d_with_indices_backward

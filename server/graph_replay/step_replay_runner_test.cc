@@ -59,8 +59,9 @@ class StepReplayRunnerTest : public ::testing::Test {
     put->add_shape(rows);
     put->add_shape(4);
     std::vector<float> data(static_cast<size_t>(rows) * 4, value);
-    put->set_data(std::string(reinterpret_cast<const char*>(data.data()),
-                              data.size() * sizeof(float)));
+    put->mutable_payload()->set_data(
+        std::string(reinterpret_cast<const char*>(data.data()),
+                    data.size() * sizeof(float)));
     put->set_last(true);
     v1::Call* mm = Add(&b)->mutable_call();
     mm->set_op_id(OpId(op));
@@ -87,7 +88,7 @@ class StepReplayRunnerTest : public ::testing::Test {
       if (f.has_error() && f.error().request_id() == request_) return -1;
       if (f.has_data() && f.data().request_id() == request_) {
         float out = 0;
-        std::memcpy(&out, f.data().data().data(), sizeof(out));
+        std::memcpy(&out, f.data().payload().data().data(), sizeof(out));
         return out;
       }
     }

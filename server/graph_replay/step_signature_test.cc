@@ -39,7 +39,7 @@ v1::Command Put(uint64_t handle, std::initializer_list<int64_t> shape) {
   cmd.mutable_put()->set_handle(handle);
   cmd.mutable_put()->set_dtype(v1::FLOAT32);
   for (int64_t d : shape) cmd.mutable_put()->add_shape(d);
-  cmd.mutable_put()->set_data(std::string(16, 'x'));
+  cmd.mutable_put()->mutable_payload()->set_data(std::string(16, 'x'));
   cmd.mutable_put()->set_last(true);
   return cmd;
 }

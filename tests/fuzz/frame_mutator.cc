@@ -187,6 +187,32 @@ void MutateCall(Rng& rng, const std::vector<uint64_t>& ids, v1::Call* call) {
   }
 }
 
+// Bytes said to be elsewhere (Note [Payloads]), at ranges that are mostly
+// hostile: a region span (the session's region or a shared buffer id), a
+// cross-memory-attach span (no client is bound) or bulk bytes (no socket).
+void SetSpan(Rng& rng, v1::Payload* payload) {
+  auto some = [&rng] {
+    return Coin(rng) ? Below(rng, 1 << 16)
+                     : static_cast<uint64_t>(InterestingInt(rng));
+  };
+  switch (Below(rng, 3)) {
+    case 0: {
+      v1::RegionSpan* span = payload->mutable_region();
+      span->set_region(Below(rng, 4) == 0 ? some() : 0);
+      span->set_offset(some());
+      span->set_size(some());
+      break;
+    }
+    case 1:
+      payload->mutable_cma()->set_address(some());
+      payload->mutable_cma()->set_size(some());
+      break;
+    default:
+      payload->mutable_bulk()->set_size(some());
+      payload->mutable_bulk()->set_lanes(static_cast<uint32_t>(Below(rng, 10)));
+  }
+}
+
 void MutatePut(Rng& rng, const std::vector<uint64_t>& ids, v1::Put* put) {
   switch (Below(rng, 8)) {
     case 0:
@@ -199,8 +225,12 @@ void MutatePut(Rng& rng, const std::vector<uint64_t>& ids, v1::Put* put) {
       put->set_offset(Coin(rng) ? put->offset() + Below(rng, 9) - 4
                                 : static_cast<uint64_t>(InterestingInt(rng)));
       break;
-    case 3: {  // data that lies about its length
-      std::string* data = put->mutable_data();
+    case 3: {  // data that lies about its length, or bytes elsewhere
+      if (Coin(rng)) {
+        SetSpan(rng, put->mutable_payload());
+        break;
+      }
+      std::string* data = put->mutable_payload()->mutable_data();
       if (Coin(rng) && !data->empty()) {
         data->resize(Below(rng, data->size()));
       } else {
@@ -264,7 +294,8 @@ v1::Command NewCommand(Rng& rng, const std::vector<uint64_t>& ids) {
         put->add_shape(s);
         numel *= s;
       }
-      put->set_data(std::string(numel * 8, '\x01'));  // too long unless 64-bit
+      // too long unless 64-bit
+      put->mutable_payload()->set_data(std::string(numel * 8, '\x01'));
       put->set_last(true);
       put->set_requires_grad(Below(rng, 4) == 0);
       break;
@@ -272,6 +303,10 @@ v1::Command NewCommand(Rng& rng, const std::vector<uint64_t>& ids) {
     case 1:
       c.mutable_get()->set_handle(PickHandle(rng, ids));
       c.mutable_get()->set_request_id(rng());
+      if (Below(rng, 3) == 0) {
+        c.mutable_get()->set_byte_offset(Below(rng, 64));
+        SetSpan(rng, c.mutable_get()->mutable_into());
+      }
       break;
     case 2:
       c.mutable_release()->add_handles(PickHandle(rng, ids));
@@ -357,7 +392,7 @@ void MutateOnce(std::vector<v1::ClientFrame>* frames, Rng& rng) {
       break;
     case 5: {  // a resume between two batches
       v1::ClientFrame hello;
-      hello.mutable_hello()->set_protocol_version(1);
+      hello.mutable_hello()->set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
       hello.mutable_hello()->set_resume_received_seq(Below(rng, 64));
       frames->insert(frames->begin() + 1 + Below(rng, frames->size()),
                      std::move(hello));
@@ -386,7 +421,7 @@ void MutateOnce(std::vector<v1::ClientFrame>* frames, Rng& rng) {
 void MutateFrames(std::vector<v1::ClientFrame>* frames, Rng* rng) {
   if (frames->empty() || !(*frames)[0].has_hello()) {
     v1::ClientFrame hello;
-    hello.mutable_hello()->set_protocol_version(1);
+    hello.mutable_hello()->set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
     frames->insert(frames->begin(), std::move(hello));
   }
   const int edits = 1 + static_cast<int>(Below(*rng, 4));

@@ -54,7 +54,8 @@ uint32_t OpIdOf(const std::string& name) {
 class SessionWriter {
  public:
   SessionWriter() {
-    frames_.emplace_back().mutable_hello()->set_protocol_version(1);
+    frames_.emplace_back().mutable_hello()->set_protocol_version(
+        v1::PROTOCOL_VERSION_CURRENT);
     frames_.back().mutable_hello()->set_client_name("seed");
     NewBatch();
   }
@@ -92,7 +93,7 @@ class SessionWriter {
       }
       const size_t len = std::min(chunk, bytes.size() - offset);
       put->set_offset(offset);
-      put->set_data(bytes.substr(offset, len));
+      put->mutable_payload()->set_data(bytes.substr(offset, len));
       offset += len;
       put->set_last(offset == bytes.size());
     } while (offset < bytes.size());

@@ -29,6 +29,17 @@ if not os.path.exists(os.path.join(CLIENT, "tensord", "_proto", "tensord_pb2.py"
 import tensord  # noqa: E402
 from tensord._proto import admin_pb2, admin_pb2_grpc  # noqa: E402
 from devices import cuda_visible  # noqa: E402
+import c_modules  # noqa: E402
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "c_module(name): the test needs the client's C module "
+                            "`name` (_speedups, _ring, _mailbox); c_modules.py says what a "
+                            "missing one does")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    c_modules.check(item)
 
 
 @pytest.fixture(scope="session")
@@ -101,9 +112,10 @@ def device(request: pytest.FixtureRequest, session: tensord.Session) -> Iterator
     if name not in session.devices:
         pytest.skip(f"no {name} device on the daemon (its Welcome lists "
                     f"{', '.join(session.devices)}; a GPU test needs a GPU and a CUDA build)")
+    before = session.default_device
     session.set_options(default_device=name)
     yield name
-    session.set_options(default_device=session.default_device)
+    session.set_options(default_device=before)
 
 
 @pytest.fixture

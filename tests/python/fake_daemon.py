@@ -135,8 +135,9 @@ class FakeDaemon(pb_grpc.TensordServicer):
         self.server.stop(0)
 
     def welcome(self, sid: str) -> Any:
-        w = pb.Welcome(session_id=sid, protocol_version=1, chunk_bytes=self.chunk_bytes,
-                       max_frame_bytes=8 << 20, default_device="cpu")
+        w = pb.Welcome(session_id=sid, protocol_version=pb.PROTOCOL_VERSION_CURRENT,
+                       chunk_bytes=self.chunk_bytes, max_frame_bytes=8 << 20,
+                       default_device="cpu")
         w.devices.add(name="cpu", kind="cpu")
         for i, (name, (lo, hi, attrs)) in enumerate(OPS.items()):
             op = w.ops.add(id=100 + i, name=name, min_inputs=lo, max_inputs=hi, num_outputs=1)
@@ -207,7 +208,7 @@ class FakeDaemon(pb_grpc.TensordServicer):
                         puts[p.handle] = (p.dtype, list(p.shape), bytearray())
                     dt, shape, buf = puts[p.handle]
                     assert p.offset == len(buf), (p.offset, len(buf))
-                    buf += p.data
+                    buf += p.payload.data
                     if p.last:
                         del puts[p.handle]
                         vals[p.handle] = np.frombuffer(bytes(buf), NP[dt]).reshape(shape)
@@ -225,7 +226,8 @@ class FakeDaemon(pb_grpc.TensordServicer):
                     off = 0
                     while True:
                         chunk = data[off:off + self.chunk_bytes]
-                        d = pb.Data(request_id=g.request_id, offset=off, data=chunk,
+                        d = pb.Data(request_id=g.request_id, offset=off,
+                                    payload=pb.Payload(data=chunk),
                                     last=off + len(chunk) >= len(data))
                         if off == 0:
                             d.meta.CopyFrom(meta)

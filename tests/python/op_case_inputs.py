@@ -24,6 +24,11 @@ class Case(NamedTuple):
     rtol: Optional[float] = None
 
 
+#: pairs of shapes that broadcast (same, expanded, 0-dim either side, empty)
+BROADCAST_SHAPES = [((3, 4), (3, 4)), ((2, 1, 4), (3, 1)), ((), (3,)), ((2, 3), ()),
+                    ((0, 3), (3,))]
+
+
 def R(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0, lo: float = None) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed * 131 + len(shape) * 7 + sum(shape))
     if dtype.is_floating_point:

@@ -1,8 +1,8 @@
 """The reference cases of test_ops_reference.py: one or more per catalog op (the neural-net
 and autograd-support rows' in op_cases_nn.py, the adaptive max pools', 3-d pools' and
 avg_pool2d divisor_override's in op_cases_pool.py, torch.special's and nonzero_static's in
-op_cases_special.py, the case type and input makers in
-op_case_inputs.py).
+op_cases_special.py, the losses' in op_cases_losses.py, the math functions' in
+op_cases_math.py, the case type and input makers in op_case_inputs.py).
 
 A case names the daemon op, its arguments (torch tensors, ``NC(t)`` for a non-contiguous daemon
 tensor with t's values, Python scalars) and keyword attributes, and how to compute the same with
@@ -16,12 +16,15 @@ from typing import Any, Callable, List
 import torch
 import torch.nn.functional as F
 
-from op_case_inputs import NC, Case, I, R  # noqa: F401 (NC, Case: the tests' names)
+from op_case_inputs import BROADCAST_SHAPES, NC, Case, I, R  # noqa: F401 (NC, Case: the tests' names)
 from op_cases_attention import attention_cases
 from op_cases_distance import distance_cases
 from op_cases_linalg import linalg_cases
+from op_cases_losses import loss_cases
+from op_cases_math import math_cases
 from op_cases_nn import autograd_support_cases, nn_cases
 from op_cases_pool import pool_cases
+from op_cases_qr import qr_cases
 from op_cases_scan import scan_cases
 from op_cases_special import special_cases
 
@@ -30,7 +33,6 @@ UNARY = ["neg", "abs", "sign", "exp", "sin", "cos", "tanh", "sigmoid", "relu", "
 POSITIVE = ["log", "log1p", "sqrt", "rsqrt"]
 BINARY = ["add", "sub", "mul", "div", "maximum", "minimum"]
 COMPARE = ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"]
-SHAPES = [((3, 4), (3, 4)), ((2, 1, 4), (3, 1)), ((), (3,)), ((2, 3), ()), ((0, 3), (3,))]
 
 
 def _scatter_reduce(x: torch.Tensor, i: torch.Tensor, s: torch.Tensor, dim: int, reduce: str,
@@ -74,22 +76,9 @@ def _randperm_check(got: Any, want: Any) -> None:
     assert g.dtype == want.dtype and sorted(g.tolist()) == list(range(want.numel()))
 
 
-def _probabilities(*shape: int, seed: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """Values in (0.05, 0.95): binary_cross_entropy's input, away from its log floors."""
-    return (torch.sigmoid(R(*shape, seed=seed, dtype=torch.float64)) * 0.9 + 0.05).to(dtype)
-
-
-def _bce_logits(x: Any, t: Any, *w: Any, reduction: str = "mean",
-                has_pos_weight: bool = False) -> torch.Tensor:
-    weight = w[0] if w and not (has_pos_weight and len(w) == 1) else None
-    return F.binary_cross_entropy_with_logits(x, t, weight, reduction=reduction,
-                                              pos_weight=w[-1] if has_pos_weight else None)
-
-
-def _selection_and_loss_cases() -> List[Case]:
-    """tril/triu, roll, clamp_min/clamp_max with tensor bounds, leaky_relu, the losses of
-    loss_ops.cc, randperm and conv_transpose2d."""
-    p = _probabilities
+def _selection_cases() -> List[Case]:
+    """tril/triu, roll, clamp_min/clamp_max with tensor bounds, leaky_relu, randperm, index_put
+    and conv_transpose2d."""
     return [
         Case("tril", [R(3, 4)]), Case("tril", [NC(R(4, 5))], {"diagonal": -1}),
         Case("tril", [R(2, 3, 4, dtype=torch.int64)], {"diagonal": 2}),
@@ -116,27 +105,6 @@ def _selection_and_loss_cases() -> List[Case]:
              ref=torch.clamp_max),
         Case("leaky_relu", [R(3, 4)], ref=F.leaky_relu),
         Case("leaky_relu", [NC(R(3, 4, dtype=torch.float64))], {"negative_slope": 0.2}, ref=F.leaky_relu),
-        Case("binary_cross_entropy", [p(3, 4), p(3, 4, seed=1)], ref=F.binary_cross_entropy),
-        Case("binary_cross_entropy", [p(5, dtype=torch.float64), p(5, seed=1, dtype=torch.float64),
-                                      R(5, lo=0.1, dtype=torch.float64)],
-             {"reduction": "sum"}, ref=F.binary_cross_entropy),
-        Case("binary_cross_entropy", [p(2, 3), p(2, 3, seed=2)], {"reduction": "none"},
-             ref=F.binary_cross_entropy),
-        Case("binary_cross_entropy_with_logits", [R(3, 4), p(3, 4, seed=1)], ref=_bce_logits),
-        Case("binary_cross_entropy_with_logits",
-             [R(3, 4, dtype=torch.float64), p(3, 4, seed=1, dtype=torch.float64),
-              R(4, lo=0.1, dtype=torch.float64, seed=2), R(4, lo=0.5, dtype=torch.float64, seed=3)],
-             {"has_pos_weight": True, "reduction": "sum"}, ref=_bce_logits),
-        Case("binary_cross_entropy_with_logits", [R(2, 3), p(2, 3, seed=1), R(3, lo=0.5, seed=2)],
-             {"has_pos_weight": True, "reduction": "none"}, ref=_bce_logits),
-        Case("smooth_l1_loss", [R(3, 4), R(3, 4, seed=1)], ref=F.smooth_l1_loss),
-        Case("smooth_l1_loss", [R(3, 4, dtype=torch.float64), R(3, 4, seed=1, dtype=torch.float64)],
-             {"beta": 0.5, "reduction": "none"}, ref=F.smooth_l1_loss),
-        Case("smooth_l1_loss", [R(5), R(5, seed=1)], {"beta": 0.0, "reduction": "sum"},
-             ref=F.smooth_l1_loss),
-        Case("huber_loss", [R(3, 4), R(3, 4, seed=1)], ref=F.huber_loss),
-        Case("huber_loss", [R(3, 4, dtype=torch.float64), R(3, 4, seed=1, dtype=torch.float64)],
-             {"delta": 0.5, "reduction": "none"}, ref=F.huber_loss),
         Case("randperm", [], {"n": 50}, ref=lambda n: torch.randperm(n), check=_randperm_check),
         Case("randperm", [], {"n": 0}, ref=lambda n: torch.randperm(n), check=_randperm_check),
         Case("randperm", [], {"n": 9, "dtype": torch.float32},
@@ -158,60 +126,8 @@ def _selection_and_loss_cases() -> List[Case]:
     ]
 
 
-def _math_cases() -> List[Case]:
-    """The trigonometric, hyperbolic, logarithmic and special-function rows, on inputs inside
-    each function's domain (away from poles, so finite differences hold)."""
-    unit = lambda *s, seed=0, dtype=torch.float32: (  # noqa: E731 (values in (-0.9, 0.9))
-        torch.tanh(R(*s, seed=seed, dtype=torch.float64)) * 0.9).to(dtype)
-    f64 = torch.float64
-    c: List[Case] = []
-    for op in ["atan", "sinh", "cosh", "asinh", "exp2", "erfc"]:
-        c += [Case(op, [R(3, 4)]), Case(op, [NC(R(4, 5))]), Case(op, [R(5, dtype=f64)])]
-    for op in ["asin", "acos", "atanh", "erfinv", "tan"]:
-        c += [Case(op, [unit(3, 4)]), Case(op, [NC(unit(4, 5))]), Case(op, [unit(5, dtype=f64)])]
-    for op in ["log2", "log10", "lgamma", "digamma"]:
-        c += [Case(op, [R(3, 4, lo=0.5)]), Case(op, [NC(R(4, 3, lo=0.5))]),
-              Case(op, [R(5, lo=0.5, dtype=f64)])]
-    for op in ["tan", "exp2", "log2", "lgamma", "digamma", "erfc"]:  # integers: float32
-        c.append(Case(op, [R(6, dtype=torch.int64).abs() % 2 + 1]))
-    c += [Case("acosh", [R(3, 4, lo=1.1)]), Case("acosh", [R(5, lo=1.1, dtype=f64)]),
-          Case("lgamma", [torch.tensor([-0.5, -2.5, 0.25])]),
-          Case("digamma", [torch.tensor([-0.5, -2.5, 0.25, 10.0], dtype=f64)]),
-          Case("polygamma", [R(3, 4, lo=0.5)], {"n": 1}, ref=lambda x, n: torch.polygamma(n, x)),
-          Case("polygamma", [R(5, lo=0.5, dtype=f64)], {"n": 3},
-               ref=lambda x, n: torch.polygamma(n, x)),
-          Case("polygamma", [NC(R(4, 3, lo=0.5))], {"n": 0},
-               ref=lambda x, n: torch.polygamma(n, x)),
-          Case("signbit", [torch.tensor([-0.0, 0.0, -1.5, 2.0])]),
-          Case("signbit", [R(6, dtype=torch.int64)])]
-    for op in ["fmax", "fmin", "hypot", "copysign", "nextafter"]:
-        for a, b in SHAPES[:3]:
-            c.append(Case(op, [R(*a), R(*b, seed=1)]))
-        c.append(Case(op, [R(4, dtype=f64), R(4, seed=2, dtype=f64)]))
-    nan = float("nan")
-    def same_nans(got: Any, want: Any) -> None:  # forward only: no finite differences at NaN
-        torch.testing.assert_close(torch.from_numpy(got.numpy()), want, equal_nan=True)
-    c += [Case("fmax", [torch.tensor([1.0, nan, nan]), torch.tensor([nan, 2.0, nan])],
-               check=same_nans),
-          Case("fmin", [torch.tensor([1.0, nan, nan]), torch.tensor([nan, 2.0, nan])],
-               check=same_nans),
-          Case("fmax", [R(6, dtype=torch.int64), R(6, dtype=torch.int64, seed=1)]),
-          # bool: or / and, as PyTorch's maximum / minimum; with int64 they promote.
-          Case("fmax", [R(3, 4, dtype=torch.bool), R(4, dtype=torch.bool, seed=1)]),
-          Case("fmin", [NC(R(3, 4, dtype=torch.bool)), R(3, 1, dtype=torch.bool, seed=1)]),
-          Case("fmin", [R(6, dtype=torch.int64), R(6, dtype=torch.bool, seed=2)]),
-          Case("copysign", [R(5, dtype=torch.int64), torch.tensor([-0.5, 0.5, -1.0, 1.0, -2.0])]),
-          Case("fmod", [R(3, 4), R(4, lo=0.5)]), Case("fmod", [NC(R(3, 4)), 0.7]),
-          Case("fmod", [R(5, dtype=f64), R(5, lo=0.5, seed=1, dtype=f64)]),
-          Case("fmod", [R(6, dtype=torch.int64), -4]),
-          Case("zeta", [R(3, 4, lo=1.5), R(4, lo=0.5, seed=1)], ref=torch.special.zeta),
-          Case("zeta", [R(5, lo=1.5, dtype=f64), R(5, lo=0.5, seed=1, dtype=f64)],
-               ref=torch.special.zeta)]
-    return c
-
-
 def cases() -> List[Case]:
-    c: List[Case] = _selection_and_loss_cases() + _math_cases()
+    c: List[Case] = _selection_cases() + loss_cases() + math_cases()
     # ---------------------------------------------------------------- unary
     for op in UNARY:
         c += [Case(op, [R(3, 4)]), Case(op, [NC(R(4, 5))]), Case(op, [R()]), Case(op, [R(0, 2)]),
@@ -237,7 +153,7 @@ def cases() -> List[Case]:
           Case("clamp", [NC(R(3, 4, dtype=torch.bool))], {"min": 0.5})]
     # --------------------------------------------------------------- binary
     for op in BINARY + COMPARE:
-        for a, b in SHAPES:
+        for a, b in BROADCAST_SHAPES:
             c.append(Case(op, [R(*a), R(*b, seed=1)]))
         c += [Case(op, [NC(R(3, 4)), 2]), Case(op, [R(2, 3, dtype=torch.int64), R(3, dtype=torch.int32)]),
               Case(op, [R(3, dtype=torch.int64), 1.5]), Case(op, [R(3, dtype=torch.float16), R(3)])]
@@ -434,5 +350,5 @@ def cases() -> List[Case]:
           Case("rand_like", [R(200, 100)], check=_random_check(0.5, (1 / 12) ** 0.5)),
           Case("randn_like", [R(200, 100, dtype=torch.float64)], check=_random_check(0, 1))]
     c += (autograd_support_cases() + pool_cases() + special_cases() + linalg_cases() +
-          scan_cases() + distance_cases() + attention_cases())
+          scan_cases() + distance_cases() + attention_cases() + qr_cases())
     return c

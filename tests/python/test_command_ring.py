@@ -2,8 +2,8 @@
 ``_command_ring.py``, docs/protocol.md "Command ring") against the real daemon: values match
 PyTorch, frames too big for the ring go on the stream without reordering anything, a malformed
 record ends only its own session with a message naming the ring, and a daemon started with
-``--command_ring=false`` is used through the stream. Skips, saying why, without the ``_ring`` C
-module (tools/build_python_ext.sh)."""
+``--command_ring=false`` is used through the stream. Needs the ``_ring`` C module (the
+``c_module`` mark: c_modules.py says when its absence skips and when it fails)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,7 @@ import tensord as td
 from conftest import running_daemon
 from tensord import _command_ring
 
-pytestmark = pytest.mark.skipif(not _command_ring.available,
-                                reason="the _ring C module is not built "
-                                       "(tools/build_python_ext.sh), or TENSORD_PURE_PYTHON=1")
+pytestmark = pytest.mark.c_module("_ring")
 
 
 def _ring(s: td.Session) -> _command_ring.CommandRing:

@@ -3,7 +3,8 @@ docs/protocol.md "Mailbox") against the real daemon: the daemon announces the fi
 download in the region's first page and wakes the waiting thread itself; values, dtypes and
 errors are the stream's, threads taking turns each get their own answer, and the C module's
 wait and wake keep their contract (the word names the request, a local wake, a bounded sleep).
-Skips, saying why, without the ``_mailbox`` C module (tools/build_python_ext.sh)."""
+Needs the ``_mailbox`` C module (the ``c_module`` mark: c_modules.py says when its absence
+skips and when it fails)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,7 @@ import pytest
 import tensord as td
 from tensord import _shm
 
-pytestmark = pytest.mark.skipif(_shm._mailbox is None,
-                                reason="the _mailbox C module is not built "
-                                       "(tools/build_python_ext.sh), or TENSORD_PURE_PYTHON=1")
+pytestmark = pytest.mark.c_module("_mailbox")
 
 
 def test_item_values_come_from_the_mailbox(daemon: str) -> None:

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import tensord as td
-from helpers import assert_same, from_torch, to_torch
+from helpers import assert_same, from_torch, shapeless, to_torch
 
 pytestmark = pytest.mark.usefixtures("session")
 F = td.nn.functional
@@ -328,13 +328,13 @@ def test_split_into_sections_waits_for_no_shape():
     # client has not yet splits without waiting, and the daemon checks the sizes (raised at the
     # next read). Note [Attention without shape waits].
     t = torch.arange(30.0).reshape(5, 6)
-    x = from_torch(t)
+    x = shapeless(from_torch(t))
     waits = td.default_session().waits
     got = x.split([1, 2, 3], -1)
     assert td.default_session().waits == waits
     for g, w in zip(got, t.split([1, 2, 3], -1)):
         assert_same(g, w)
-    bad = from_torch(t).split([1, 2], 1)
+    bad = shapeless(from_torch(t)).split([1, 2], 1)
     with pytest.raises(RuntimeError, match=r"split_sizes to sum exactly to 6 .*dimension 1"):
         bad[0].numpy()
 

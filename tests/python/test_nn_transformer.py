@@ -12,6 +12,7 @@ import torch
 
 import tensord as td
 from nn_compare import compare_function, compare_module, load_torch_weights, rand
+from helpers import shapeless
 from sdpa_reference import bool_mask, reference
 
 pytestmark = pytest.mark.usefixtures("session")
@@ -30,14 +31,16 @@ def test_scaled_dot_product_attention(kw):
 
 @pytest.mark.parametrize("shapes_on_client", [False, True])
 def test_sdpa_queues_without_waiting_for_shapes(shapes_on_client):
-    # Note [Attention without shape waits]: with fresh operands the daemon makes the causal
-    # mask and the scale and the call waits for nothing; with shapes the client has, the scale
-    # is a float. The same values either way, for 2-d and 4-d operands.
+    # Note [Attention without shape waits]: with fresh operands (op results, whose shapes come
+    # with their Ack) the daemon makes the causal mask and the scale and the call waits for
+    # nothing; with shapes the client has, the scale is a float. The same values either way, for 2-d and 4-d operands.
     for shape_q, shape_kv in (((5, 4), (7, 4)), ((2, 3, 5, 4), (2, 3, 7, 4))):
         arrays = [rand(*shape_q), rand(*shape_kv, seed=1), rand(*shape_kv, seed=2)]
         want = reference(*(torch.from_numpy(a) for a in arrays), is_causal=True)
         q, k, v = (td.tensor(a) for a in arrays)
-        if shapes_on_client:
+        if not shapes_on_client:
+            q, k, v = (shapeless(t) for t in (q, k, v))
+        else:
             assert [t.dim() for t in (q, k, v)] == [len(shape_q)] + [len(shape_kv)] * 2
         waits = td.default_session().waits
         got = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -69,7 +72,8 @@ def test_sdpa_rejects_bad_forms():
         F.scaled_dot_product_attention(q, k, k)
     # Shapes the client has not yet: the daemon's scaled_dot_product_attention row rejects
     # them, raised at the next read (Note [Attention without shape waits]).
-    y = F.scaled_dot_product_attention(q, td.tensor(rand(2, 3, 5)), td.tensor(rand(2, 3, 5)))
+    y = F.scaled_dot_product_attention(q, shapeless(td.tensor(rand(2, 3, 5))),
+                                       shapeless(td.tensor(rand(2, 3, 5))))
     with pytest.raises(RuntimeError, match=r"scaled_dot_product_attention.*query \[2, 3, 4\] "
                                            r"and key \[2, 3, 5\] must share"):
         y.numpy()

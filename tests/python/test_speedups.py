@@ -3,7 +3,8 @@
 The whole suite runs twice in ``tools/test.sh``: with the extension and with
 ``TENSORD_PURE_PYTHON=1``. Here: the bytes each path puts on the wire, the cases the C path
 must hand back to Python (grad mode changes, scalars, other sessions, flushes), and many
-threads issuing ops at once. Tests of the C path itself skip, saying why, where it is not built.
+threads issuing ops at once. Tests of the C path itself carry the ``c_module`` mark
+(c_modules.py: they skip under ``TENSORD_PURE_PYTHON=1``, fail in strict mode without it).
 """
 
 import os
@@ -24,10 +25,7 @@ from helpers import line
 from packed_runs import decode_run, detached_session, drive
 from tensord._session import Session
 
-built = pytest.mark.skipif(
-    _fast.speedups is None,
-    reason="the C extension is not built or TENSORD_PURE_PYTHON=1 "
-           "(tools/build_python_ext.sh builds it)")
+built = pytest.mark.c_module("_speedups")
 
 
 @built

@@ -1,7 +1,7 @@
 """The bulk socket's lanes without a daemon (``tensord._bulk``, docs/protocol.md "Bulk socket"):
 the split of a transfer over lanes against hand-computed cases and against proto/bulk_socket.h
 itself (compiled here when a C++ compiler is at hand), the lanes a session connects, the
-striping of I/O over socket pairs, and ``Data.bulk_lanes`` in the hand decoder."""
+striping of I/O over socket pairs, and a bulk ``Data.payload``'s lanes in the hand decoder."""
 
 from __future__ import annotations
 
@@ -149,16 +149,17 @@ def test_stripe_names_the_failing_lane_and_wakes_the_others():
 def test_data_frame_carries_bulk_lanes():
     f = pb.ServerFrame(seq=5)
     f.data.request_id = 3
-    f.data.total_bytes = f.data.bulk_size = 33 * MiB
-    f.data.bulk_lanes = 4
+    f.data.total_bytes = f.data.payload.bulk.size = 33 * MiB
+    f.data.payload.bulk.lanes = 4
     f.data.last = True
     f.data.meta.handle = 8
     c = _data_frame.decode(f.SerializeToString())
-    assert (c.bulk_size, c.bulk_lanes, c.total_bytes, c.meta.handle) == (33 * MiB, 4, 33 * MiB, 8)
+    assert (c.where, c.size, c.lanes, c.total_bytes, c.meta.handle) == ("bulk", 33 * MiB, 4,
+                                                                         33 * MiB, 8)
     m = _data_frame.from_message(f)
-    assert (m.bulk_size, m.bulk_lanes) == (33 * MiB, 4)
-    f.data.bulk_lanes = 0  # one lane: not sent
-    assert _data_frame.decode(f.SerializeToString()).bulk_lanes == 0
+    assert (m.where, m.size, m.lanes) == ("bulk", 33 * MiB, 4)
+    f.data.payload.bulk.lanes = 0  # one lane: not sent
+    assert _data_frame.decode(f.SerializeToString()).lanes == 0
 
 
 class _FakeListener:

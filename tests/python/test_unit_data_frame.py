@@ -14,7 +14,7 @@ def data_frame(n: int, **fields) -> pb.ServerFrame:
     d = f.data
     d.request_id = 12
     d.offset = 3 << 20
-    d.data = bytes(range(256)) * (n // 256) + bytes(n % 256)
+    d.payload.data = bytes(range(256)) * (n // 256) + bytes(n % 256)
     d.last = True
     for k, v in fields.items():
         setattr(d, k, v)
@@ -33,20 +33,32 @@ def test_decode_matches_protobuf(n):
     assert (c.seq, c.request_id, c.offset, c.last, c.total_bytes) == (77, 12, 3 << 20, True,
                                                                       5 << 20)
     assert c.meta == f.data.meta
-    assert bytes(c.data) == f.data.data
+    assert c.where == "data" and bytes(c.data) == f.data.payload.data
     assert n == 0 or c.data.obj is b  # a view, not a copy
 
 
-def test_decode_shm_chunk_and_unknown_fields():
-    f = data_frame(0, shm=True, shm_offset=4096, shm_size=999)
+@pytest.mark.parametrize("where", ["region", "cma", "bulk"])
+def test_decode_span_chunk_and_unknown_fields(where):
+    f = data_frame(0)
+    span = getattr(f.data.payload, where)
+    span.size = 999
+    if where == "region":
+        span.region, span.offset = 2, 4096
+    elif where == "cma":
+        span.address = 0x7F0000001000
+    else:
+        span.lanes = 3
     b = f.SerializeToString()
     c = _data_frame.decode(b)
-    assert (c.shm, c.shm_offset, c.shm_size, c.meta) == (True, 4096, 999, None)
-    # Data grows an unknown field 15 (varint) and 14 (length-delimited): skipped.
-    inner = f.data.SerializeToString() + b"\x78\x05" + b"\x72\x02ab"
+    lanes = 3 if where == "bulk" else 0
+    assert (c.where, c.size, c.lanes, c.meta, bytes(c.data)) == (where, 999, lanes, None, b"")
+    m = _data_frame.from_message(f)
+    assert (m.where, m.size, m.lanes) == (where, 999, lanes)
+    # Data grows an unknown field 15 (varint) and 16 (length-delimited): skipped.
+    inner = f.data.SerializeToString() + b"\x78\x05" + b"\x82\x01\x02ab"
     framed = b"\x1a" + bytes([len(inner)]) + inner + b"\x50\x4d"
     c = _data_frame.decode(framed)
-    assert c is not None and c.shm_size == 999 and c.seq == 77
+    assert c is not None and c.where == where and c.size == 999 and c.seq == 77
 
 
 def test_other_and_malformed_frames_go_to_protobuf():
@@ -65,7 +77,7 @@ def test_from_message():
     f = data_frame(300, total_bytes=300)
     f.data.meta.handle = 9
     c = _data_frame.from_message(f)
-    assert bytes(c.data) == f.data.data and c.meta.handle == 9 and c.total_bytes == 300
+    assert bytes(c.data) == f.data.payload.data and c.meta.handle == 9 and c.total_bytes == 300
 
 
 def test_big_download_with_a_small_last_chunk():

@@ -62,11 +62,13 @@ def test_put_parses_back(offset, last, rg, site, shape, n):
                                    else "", offset, last, rg, site, len(data)) + data
     c = pb.Command(seq=5)
     p = c.put
-    p.handle, p.offset, p.data, p.last, p.requires_grad, p.site = 77, offset, data, last, rg, site
+    p.handle, p.offset, p.last, p.requires_grad, p.site = 77, offset, last, rg, site
+    p.payload.data = data
     if first:
         p.dtype, p.device = pb.FLOAT32, "cpu"
         p.shape.extend(shape)
     assert pb.Batch.FromString(entry) == pb.Batch.FromString(batch_of(c))
+    assert entry == batch_of(c)  # payload (field 19) is last in protobuf's order too
 
 
 def test_get_entry_is_what_protobuf_writes():

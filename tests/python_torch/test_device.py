@@ -240,8 +240,15 @@ def test_no_fallback_switch_makes_a_fallback_an_error(td: object,
 def test_refused_backward_op_without_meta_raises_cleanly(td: object,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A refused op in the autograd engine's thread whose outputs PyTorch has no meta function
-    for (multi_margin_loss_backward) used to abort the process ('terminate called without an
-    active exception', about one run in two): now its error is raised at the read."""
+    for (multi_margin_loss_backward, its rule and meta function taken away here) used to abort
+    the process ('terminate called without an active exception', about one run in two): now
+    its error is raised at the read."""
+    from tensord.torch import _aten_table, _meta
+
+    op = torch.ops.aten.multi_margin_loss_backward.default
+    monkeypatch.delitem(_aten_table.RULES, op)
+    monkeypatch.delitem(_meta.META_FNS, op)
+    monkeypatch.setattr(_meta, "_cache", {})
     monkeypatch.setenv("TENSORD_TORCH_NO_FALLBACK", "1")
     for _ in range(4):
         x = torch.randn(3, 5, device=D, requires_grad=True)

@@ -101,7 +101,7 @@ class CmaAttackTest : public testing::DaemonSuite {
     put->add_shape(4);
     put->set_last(true);
     const float values[4] = {1, 2, 3, 4};
-    put->set_data(values, sizeof(values));
+    put->mutable_payload()->set_data(values, sizeof(values));
     ASSERT_TRUE(victim_->Flush().ok);
   }
 

@@ -328,7 +328,7 @@ TEST_F(MemoryBoundsTest, AutogradNodesAreChargedToTheQuota) {
     put->set_handle(id);
     put->set_dtype(v1::FLOAT32);
     put->add_shape(1);
-    put->set_data(std::string(4, '\0'));
+    put->mutable_payload()->set_data(std::string(4, '\0'));
     put->set_last(true);
     put->set_requires_grad(true);
     return id;

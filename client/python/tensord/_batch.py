@@ -140,10 +140,10 @@ class Batcher:
         g.handle = handle
         g.request_id = rid
         g.site = site
-        g.shm = True
-        g.shm_region = region
-        g.shm_offset = offset
-        g.shm_capacity = capacity
+        span = g.into.region
+        span.region = region
+        span.offset = offset
+        span.size = capacity
         g.byte_offset = byte_offset
         g.notify = notify
         return rid, p

@@ -2,10 +2,11 @@
 (``binary_method``) and uploads (``upload``).
 
 Split from ``_tensor`` so that the classes of Tensor's methods (``_tensor_methods``,
-``_autograd_methods``, ``_data_sized``), which run ops, import this module and ``_tensor``
-builds ``Tensor`` from them without an import cycle. The results are ``Tensor`` objects: the
-class is bound here once, by ``_tensor`` when it defines it (``bind_tensor_class``), as
-``_fast.init`` binds it for the C path; nothing runs an op before ``tensord`` is imported.
+``_tensor_conversions``, ``_autograd_methods``, ``_data_sized``), which run ops, import this
+module and ``_tensor`` builds ``Tensor`` from them without an import cycle. The results are
+``Tensor`` objects: the class is bound here once, by ``_tensor`` when it defines it
+(``bind_tensor_class``), as ``_fast.init`` binds it for the C path; nothing runs an op before
+``tensord`` is imported.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ def bind_tensor_class(cls: type) -> None:
 Number = Union[int, float, bool]
 _SCALARS = (int, float, bool, np.number, np.bool_)
 _new = object.__new__
+# Lists that each Call queued by call_op is appended to while one is here (the PyTorch device's
+# Note [Direct calls] records a rule's Call this way).
+taps: List[List[tuple]] = []
 
 
 def missing_op(name: str, session: Session, why: str = "") -> NotImplementedError:
@@ -72,15 +76,19 @@ def scalar_dtype(v: Any) -> _dtype.dtype:
 def upload(session: Session, arr: np.ndarray, dt: _dtype.dtype, device: Any = None,
            requires_grad: bool = False, site: Optional[str] = None) -> "Tensor":
     """A new tensor holding ``arr`` converted to ``dt`` (Put, chunked)."""
-    dev = _dtype.device_str(device)
+    dev = _dtype.device_str(device) or session.default_device or ""
     wire = _dtype.to_wire_bytes(np.asarray(arr), dt)
     handle, seq = session.put(wire, dt.proto, arr.shape, dev, requires_grad,
                               site if site is not None else call_site())
     t = Tensor._make(session, handle, seq, dev or None)
     # Note [Uploads know their meta]: the client knows an upload's shape, dtype and, when the
     # caller named it fully, its device, so reading them (a batch's `x.shape` in a training
-    # loop) need not wait for the Put's Ack. A Put the daemon refused (a quota) raises at the
-    # first read of the value instead of at its shape. The Ack's meta is dropped on release.
+    # loop) need not wait for the Put's Ack. With no device named, the client names the
+    # session's default itself (`Session.default_device`, tracked by `set_options`): the Put
+    # then lands where the meta says even if another thread changes the default meanwhile.
+    # Only where that is unknown (a default set by an alias) does the Put say "" and the
+    # meta come from the Ack. A Put the daemon refused (a quota) raises at the first read of
+    # the value instead of at its shape. The Ack's meta is dropped on release.
     if dev == "cpu" or dev.startswith("cuda:"):
         t._info = _Meta(Size(arr.shape), dt, dev, bool(requires_grad), None)
     return t
@@ -194,6 +202,8 @@ def call_op(s: Session, op: OpInfo, inputs: Sequence[Any], attrs: Optional[dict]
         nout = num_outputs
     first, seq, first_v = s.call(op.id, ins, nout, site, op_part)
     del keep
+    if taps:
+        taps[-1].append((s, op.id, ins, nout, op_part, first))
     if nout == 1:  # Tensor._make, inlined
         t = _new(Tensor)
         t._session = s

@@ -32,7 +32,7 @@ from . import _command_ring, _data_frame, _errors
 from ._options import TransportOptions
 from ._proto import tensord_pb2 as pb
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = pb.PROTOCOL_VERSION_CURRENT
 _MAX_QUEUED = 64  # frames queued for the sender before put() blocks (backpressure)
 _OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
 # Transport failures gRPC reports with codes other than UNAVAILABLE.

@@ -32,6 +32,8 @@ from ._data_frame import DataChunk
 from ._errors import ConnectionLost, Error, ProtocolError
 
 _BIG_DOWNLOAD = 1 << 20
+# Data.payload cases whose bytes are not in the frame (Note [Payloads] in proto/tensord.proto)
+_IN_PLACE = ("region", "cma", "bulk")
 _FIRST_BACKOFF = 0.02
 _MAX_BACKOFF = 1.0
 
@@ -152,10 +154,8 @@ class Receiver:
         p = self._requests.open(d.request_id)
         if p is None:
             return  # not ours to wait for, or a replayed chunk of a finished Get
-        if d.shm or d.cma or d.bulk_size:  # one chunk in the region, in place or on the socket
-            p.finish_in_place(d.meta, d.total_bytes,
-                              d.shm_size if d.shm else d.cma_size if d.cma else d.bulk_size,
-                              d.bulk_lanes)
+        if d.where in _IN_PLACE:  # one chunk in the region, in place or on the socket
+            p.finish_in_place(d.meta, d.total_bytes, d.size, d.lanes)
             return
         if d.meta is not None:  # a replay restarts at the first chunk: same bytes again
             p.meta = d.meta

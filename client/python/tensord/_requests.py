@@ -29,7 +29,7 @@ class Pending:
     is complete (``finish``) or the session is over (``wake``): one futex hand-off, without the
     shared Condition's Python-level bookkeeping, on the critical path of every value read."""
 
-    __slots__ = ("done", "error", "meta", "buf", "total", "shm_size", "lanes", "seq", "_wake",
+    __slots__ = ("done", "error", "meta", "buf", "total", "span_size", "lanes", "seq", "_wake",
                  "_woken")
 
     def __init__(self) -> None:
@@ -38,8 +38,8 @@ class Pending:
         self.error: Optional[Error] = None
         self.meta: Any = None
         self.buf = bytearray()
-        self.total = 0  # shared-memory Data: the tensor's bytes and this chunk's
-        self.shm_size = 0
+        self.total = 0  # Data with a span (Note [Payloads]): the tensor's bytes and the span's
+        self.span_size = 0
         self.lanes = 0  # bulk socket Data: the lanes its bytes are striped over (0, 1: lane 0)
         self._wake = threading.Lock()
         self._wake.acquire()
@@ -56,7 +56,7 @@ class Pending:
         tensor's bytes and this chunk's."""
         self.meta = meta
         self.total = total
-        self.shm_size = size
+        self.span_size = size
         self.lanes = lanes
         self.finish()
 

@@ -202,7 +202,10 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self.server_version: str = w.server_version
         self.devices: List[str] = [d.name for d in w.devices]
         self._handles.device_names = tuple(self.devices)  # packed metas index them
-        self.default_device: str = w.default_device or "cpu"
+        #: where commands that name no device put tensors, as this client last set it (the
+        #: Welcome's, then ``set_options``'); None after a name that is none of ``devices``
+        #: (the daemon resolves an alias, or refuses it): Note [Uploads know their meta]
+        self.default_device: Optional[str] = w.default_device or "cpu"
         #: op name -> OpInfo, from the daemon's catalog
         self.catalog: Dict[str, _catalog.OpInfo] = _catalog.build(w.ops)
         self.chunk_bytes = int(w.chunk_bytes) or _MiB
@@ -330,6 +333,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
                 self._grad_sent = bool(grad_enabled)
             if default_device is not None:
                 self._add_locked().options.default_device = default_device
+                self.default_device = default_device if default_device in self.devices else None
             if seed is not None:
                 self._add_locked().options.seed = int(seed) & 0xFFFFFFFFFFFFFFFF
             if profile is not None:

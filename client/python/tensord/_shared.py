@@ -58,7 +58,7 @@ class SharedBuffer:
         s = session if session is not None else _context.default_session()
         self.session = s
         self.nbytes = int(nbytes)
-        #: the daemon's id for the buffer (Put/Get ``shm_region``); 0 for plain memory
+        #: the daemon's id for the buffer (a ``RegionSpan.region``); 0 for plain memory
         self.region = 0
         self._freed = False
         got = s._allocate_shared(self.nbytes)
@@ -193,7 +193,7 @@ class SharedBuffers:
                     self._after_add_locked()
 
     def _find_shared(self, address: int, nbytes: int) -> Optional[Tuple[int, int]]:
-        """(region id, shm_offset) of a shared buffer holding all of [address, address+nbytes)."""
+        """(region id, offset) of a shared buffer holding all of [address, address+nbytes)."""
         for begin, end, region, offset in self._shared_ranges:
             if begin <= address and address + nbytes <= end:
                 return region, offset + address - begin
@@ -204,9 +204,9 @@ class SharedBuffers:
         returns once the daemon acknowledged it (the lifetime rule). Lock held."""
         def source(p: Any) -> None:
             fields(p)
-            p.shm = True
-            p.shm_region, p.shm_offset = where
-            p.shm_size = nbytes
+            span = p.payload.region
+            span.region, span.offset = where
+            span.size = nbytes
         return self._put_in_place_locked(source)
 
     def _put_cma_locked(self, address: int, nbytes: int, fields: Any) -> int:
@@ -214,7 +214,7 @@ class SharedBuffers:
         (cross-memory attach; ``_cma_usable`` said it works). Lock held."""
         def source(p: Any) -> None:
             fields(p)
-            p.cma_address, p.cma_size = address, nbytes
+            p.payload.cma.address, p.payload.cma.size = address, nbytes
         return self._put_in_place_locked(source)
 
     def _cma_usable(self) -> bool:
@@ -239,10 +239,10 @@ class SharedBuffers:
                 rid, p = self._request_locked()
                 g = self._add_locked().get
                 g.handle, g.request_id = handle, rid
-                g.cma_address, g.cma_capacity = back.ctypes.data, back.nbytes
+                g.into.cma.address, g.into.cma.size = back.ctypes.data, back.nbytes
                 self._flush_locked()
                 self._wait_locked(p, rid)
-            return p.error is None and p.shm_size == back.nbytes and back[0] == sent[0]
+            return p.error is None and p.span_size == back.nbytes and back[0] == sent[0]
         finally:
             self.release(handle)
 
@@ -270,8 +270,8 @@ class SharedBuffers:
         self._wait_locked(p, rid)
         if p.error is not None:
             raise _errors.fresh(p.error)
-        if p.total != nbytes or p.shm_size != nbytes:
+        if p.total != nbytes or p.span_size != nbytes:
             raise ProtocolError(f"the daemon answered the shared-buffer Get of handle {handle} "
-                                f"with {p.shm_size} of {p.total} bytes; {nbytes} were asked",
+                                f"with {p.span_size} of {p.total} bytes; {nbytes} were asked",
                                 op="get")
         return p.meta

@@ -148,9 +148,9 @@ def upload(s: Any, raw: np.ndarray, pb_put_fields: Any) -> int:
         last = offset + n >= total
         pb_put_fields(cmd, offset, n, last)
         p = cmd.put
-        p.shm = True
-        p.shm_offset = r.slots[slot]
-        p.shm_size = n
+        span = p.payload.region
+        span.offset = r.slots[slot]
+        span.size = n
         seq = r.slot_seq[slot] = cmd.seq
         s._flush_locked()  # the daemon copies this chunk out while we fill the next
         offset += n
@@ -217,8 +217,8 @@ def download(s: Any, handle: int, total: Optional[int], site: str,
             issue()
         if inflight:
             s._flush_locked()  # the daemon fills the next slots while we copy this one
-        r.read_into(out[off:off + p.shm_size], r.slots[slot])
-        if off + p.shm_size < total and not inflight and next_offset < total:
+        r.read_into(out[off:off + p.span_size], r.slots[slot])
+        if off + p.span_size < total and not inflight and next_offset < total:
             issue()
             s._flush_locked()
     return meta, out
@@ -260,9 +260,11 @@ def _read_announcement(r: Region, rid: int, p: Any, slot_offset: int) -> bool:
     if announced != rid or length > _PAGE - _PAYLOAD:
         return False
     d = pb.Data.FromString(mm[_PAYLOAD:_PAYLOAD + length])
-    if d.request_id != rid or not d.shm or d.shm_offset != slot_offset:
+    span = d.payload.region
+    if (d.request_id != rid or d.payload.WhichOneof("where") != "region" or span.region != 0
+            or span.offset != slot_offset):
         return False
-    p.finish_in_place(d.meta if d.HasField("meta") else None, d.total_bytes, d.shm_size)
+    p.finish_in_place(d.meta if d.HasField("meta") else None, d.total_bytes, span.size)
     return True
 
 

@@ -6,8 +6,9 @@ already there), reading values (``numpy()``, ``item()``, ``repr``) downloads the
 last reference queues a batched ``Release``.
 
 Tensor's methods are split by concern into ``__slots__ = ()`` mixins: ``_tensor_methods``
-(PyTorch's methods and operators), ``_autograd_methods`` (``requires_grad``, ``grad``,
-``backward`` ...) and ``_tensor_values`` (reading values: ``numpy()``, ``item()``, ``repr`` ...).
+(PyTorch's methods and operators), ``_tensor_conversions`` (dtype and device: ``to``, ``cpu``,
+``float`` ...), ``_autograd_methods`` (``requires_grad``, ``grad``, ``backward`` ...) and
+``_tensor_values`` (reading values: ``numpy()``, ``item()``, ``repr`` ...).
 
 Errors stay with the values they spoil: a tensor produced by a failing op raises that op's error
 (with the user's call site) when its metadata or values are read.
@@ -26,12 +27,14 @@ from ._data_sized import DataSizedMethods
 from ._dtype import Size
 from ._meta import _Meta  # noqa: F401 (_Meta: the type of Tensor._info)
 from ._session import Session
+from ._tensor_conversions import TensorConversions
 from ._tensor_methods import TensorMethods
 from ._tensor_values import TensorValues
 from ._wire import varint
 
 
-class Tensor(TensorValues, TensorMethods, AutogradMethods, DataSizedMethods):
+class Tensor(TensorValues, TensorMethods, TensorConversions, AutogradMethods,
+             DataSizedMethods):
     """A tensor that lives in the daemon. Create one with ``tensord.tensor``, ``tensord.zeros``,
     ``tensord.randn`` ... or as the result of an op; never directly."""
 

@@ -171,9 +171,9 @@ class Transfers:
         p = cmd.put
         fields(p)
         p.last = True
-        p.bulk_size = n
+        p.payload.bulk.size = n
         if lanes > 1:
-            p.bulk_lanes = lanes
+            p.payload.bulk.lanes = lanes
         seq = cmd.seq
         handle = p.handle
         self._flush_locked()  # the Put first; resent after a resume, it finds the same bytes
@@ -191,19 +191,20 @@ class Transfers:
         cmd = self._add_locked()
         p.seq = cmd.seq
         g = cmd.get
-        g.handle, g.request_id, g.site, g.bulk = handle, rid, site, True
+        g.handle, g.request_id, g.site = handle, rid, site
+        g.into.bulk.SetInParent()
         if connected > 1:
-            g.bulk_lanes = connected
+            g.into.bulk.lanes = connected
         self._flush_locked()
         self._wait_locked(p, rid)
-        if p.error is not None or p.shm_size == 0:  # an error, or answered on the stream
+        if p.error is not None or p.span_size == 0:  # an error, or answered on the stream
             return self._stream_answer(p, handle, out)
         lanes = max(p.lanes, 1)
-        if (p.shm_size != p.total or (nbytes is not None and p.total != nbytes)
+        if (p.span_size != p.total or (nbytes is not None and p.total != nbytes)
                 or lanes > connected):
             self._bulk.drop()  # its bytes can no longer be matched to requests
             raise _errors.ProtocolError(f"the daemon answered the bulk Get of handle {handle} "
-                                        f"with {p.shm_size} of {p.total} bytes on {lanes} "
+                                        f"with {p.span_size} of {p.total} bytes on {lanes} "
                                         f"lanes; {nbytes} were asked on {connected}", op="get")
         nbytes = p.total
         # Note [Download cache]: a new result goes into a kept buffer, leased to the array.

@@ -2,11 +2,12 @@
 protobuf object on the client.
 
 A session's open batch is a list of already-encoded ``Batch.commands`` entries (each
-``0x0a len Command``); a frame is ``ClientFrame{batch}`` = ``0x12 len`` + those entries. Call
-and Get bytes are exactly what ``tensord_pb2`` would produce for the same fields; a Put writes
-its ``data`` field last (parsers take fields in any order), so the payload can follow the
-header uncopied. tests/python/test_unit_wire.py checks both. Rare commands still go through
-``tensord_pb2`` and ``SerializeToString``.
+``0x0a len Command``); a frame is ``ClientFrame{batch}`` = ``0x12 len`` + those entries. Call,
+Put and Get bytes are exactly what ``tensord_pb2`` would produce for the same fields; a Put's
+``payload`` (``Payload{data}``, Note [Payloads] in proto/tensord.proto) has the highest field
+number, so it ends the message and the bytes can follow the header uncopied.
+tests/python/test_unit_wire.py checks both. Rare commands still go through ``tensord_pb2`` and
+``SerializeToString``.
 
 Packed runs (Note [Packed commands] in proto/tensord.proto, proto/packed_commands.h): when the
 daemon allows them, Calls without attributes or site text and Releases of handles are entries of
@@ -164,8 +165,8 @@ def put_header_entry(seq: int, handle: int, dtype: int, shape: Sequence[int], de
                      data_len: int, wrapped: bool = False) -> bytes:
     """The start of the ``Batch.commands`` entry for ``Command{seq, put{...}}`` (dtype, shape,
     device, requires_grad and site as given: empty after the first chunk); the ``data_len``
-    data bytes follow these bytes, appended by the caller uncopied. ``data`` (field 6) is
-    written last, after fields 7-9: parsers take fields in any order."""
+    data bytes follow these bytes, appended by the caller uncopied: ``payload`` (field 19,
+    ``Payload{data (field 1)}``) is the last field, as protobuf writes it."""
     head = b"\x08" + varint(handle)
     if dtype:
         head += b"\x10" + varint(dtype)
@@ -183,7 +184,8 @@ def put_header_entry(seq: int, handle: int, dtype: int, shape: Sequence[int], de
         head += _ld(b"\x4a", site.encode())
     if wrapped:
         head += b"\x90\x01\x01"  # wrapped_number (field 18)
-    head += b"\x32" + varint(data_len)
+    data_tag = b"\x0a" + varint(data_len)
+    head += b"\x9a\x01" + varint(len(data_tag) + data_len) + data_tag  # payload{data}
     inner = b"\x08" + varint(seq) + b"\x1a" + varint(len(head) + data_len) + head
     return b"\x0a" + varint(len(inner) + data_len) + inner
 

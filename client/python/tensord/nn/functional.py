@@ -1,9 +1,11 @@
 """Functional neural-network ops, as ``torch.nn.functional``, over the daemon's NN ops.
 
 Signatures are PyTorch's; each maps onto one catalog op where the daemon has it (``linear``,
-``conv2d``, pooling, ``softmax``, ``dropout``, losses, norms, ``embedding``) or composes a few.
+``conv2d``, pooling, ``softmax``, ``dropout``, losses, norms, ``embedding``,
+``embedding_bag``) or composes a few.
 The 1-d and transposed convolutions live in ``_functional_conv``, the newer losses in
-``_functional_loss``, attention in ``_functional_attention``; all are imported here.
+``_functional_loss``, ``embedding_bag`` in ``_functional_sparse``, attention in
+``_functional_attention``; all are imported here.
 Every other catalog op is reachable by name too (``F.<op>(...)``), with its attributes as
 keyword arguments.
 """
@@ -21,6 +23,7 @@ from .._tensor import Tensor, call
 from ._functional_attention import scaled_dot_product_attention  # noqa: F401
 from ._functional_conv import (conv1d, conv_transpose1d, conv_transpose2d,  # noqa: F401
                                same_padding)
+from ._functional_sparse import embedding_bag  # noqa: F401
 from ._functional_loss import (binary_cross_entropy, huber_loss, kl_div,  # noqa: F401
                                smooth_l1_loss)
 

@@ -4,13 +4,13 @@ A rule receives the op's arguments with tensord tensors replaced by the native c
 (``_dispatch.unwrap``) and returns the daemon results; it only queues commands. Output metadata
 is not its business (``_meta``). What is not here goes to ``torch._decomp``'s decompositions,
 then to the CPU fallback (``_dispatch.dispatch``): backward ops without a rule here run as
-their decompositions. This module holds the table (``RULES``, ``rule``, ``c``) and the core
-rows; other modules add theirs, and ``_aten_table`` imports them all.
+their decompositions. This module holds the table (``RULES``, ``rule``, ``torch_args``, ``c``)
+and the core rows; other modules add theirs, and ``_aten_table`` imports them all.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 
@@ -18,9 +18,10 @@ from .._tensor import call as native_call
 from .._site import site_field
 from .._tensor import call_op, missing_op
 from . import _connection
+from ._op_table import OpTable
 
 aten = torch.ops.aten
-RULES: Dict[Any, Callable[..., Any]] = {}
+RULES = OpTable()
 _BIG = 1 << 62
 
 
@@ -42,6 +43,13 @@ def rule(*ops: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
             RULES[op] = fn
         return fn
     return register
+
+
+def torch_args(fn: Any) -> Any:
+    """Marks a rule that also needs the op's PyTorch arguments (shapes, dtypes: what the
+    native tensors would have to wait for); ``run_rule`` passes them first."""
+    fn.torch_args = True
+    return fn
 
 
 def same_name(name: str, *ops: Any) -> None:

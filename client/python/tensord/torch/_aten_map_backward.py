@@ -17,8 +17,7 @@ from typing import Any, List, Optional, Sequence
 import torch
 
 from . import _connection, _transfer
-from ._aten_map import c, rule
-from ._aten_map_nn import torch_args
+from ._aten_map import c, rule, torch_args
 
 aten = torch.ops.aten
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from ._aten_map import c, rule
-from ._aten_map_nn import _int64_index, torch_args
+from ._aten_map import c, rule, torch_args
+from ._aten_map_nn import _int64_index
 from ._transfer import native_dtype
 
 aten = torch.ops.aten

@@ -24,8 +24,8 @@ from typing import Any, Dict, Optional
 
 import torch
 
-from ._aten_map import c, rule
-from ._aten_map_nn import _fused_rows, torch_args
+from ._aten_map import c, rule, torch_args
+from ._aten_map_nn import _fused_rows
 from ._special import _handles
 
 aten = torch.ops.aten

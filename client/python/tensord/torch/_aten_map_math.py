@@ -9,8 +9,7 @@ from typing import Any
 
 import torch
 
-from ._aten_map import c, rule, same_name
-from ._aten_map_nn import torch_args
+from ._aten_map import c, rule, same_name, torch_args
 from ._transfer import native_dtype
 
 aten = torch.ops.aten

@@ -8,17 +8,10 @@ from typing import Any
 import torch
 
 from . import _connection
-from ._aten_map import _slice, c, rule, same_name
+from ._aten_map import _slice, c, rule, same_name, torch_args
 from ._transfer import native_dtype
 
 aten = torch.ops.aten
-
-
-def torch_args(fn: Any) -> Any:
-    """Marks a rule that also needs the op's PyTorch arguments (shapes, dtypes: what the
-    native tensors would have to wait for); ``run_rule`` passes them first."""
-    fn.torch_args = True
-    return fn
 
 
 def _int64_index(targs: tuple, i: int, index: Any) -> Any:
@@ -44,6 +37,7 @@ def _log_softmax(self: Any, dim: int, half_to_float: bool) -> Any:
 
 
 @rule(aten.scatter.value)
+@torch_args
 def _scatter_value(targs: tuple, self: Any, dim: int, index: Any, value: Any) -> Any:
     src = c("full", [], shape=list(targs[2].shape), fill_value=float(value),
             dtype=native_dtype(targs[0].dtype))
@@ -54,6 +48,7 @@ _REDUCTIONS = ("none", "mean", "sum")  # ATen's Reduction enum, by value
 
 
 @rule(aten.nll_loss_forward.default)
+@torch_args
 def _nll_loss_forward(targs: tuple, self: Any, target: Any, weight: Any, reduction: int,
                       ignore_index: int) -> Any:
     """The daemon's nll_loss, and the total weight ATen's backward divides by: the weights
@@ -146,17 +141,9 @@ def _log_softmax_backward_data(targs: tuple, grad_output: Any, output: Any, dim:
     return g
 
 
-# prims that PyTorch's reference decompositions (torch._refs) emit
-same_name("where", torch.ops.prims.where.default)
-
-
-@rule(torch.ops.prims.convert_element_type.default)
-def _convert(a: Any, dtype: Any) -> Any:
-    return c("to", [a], dtype=dtype)
-
-
 # Backward of views: zeros of the input's shape with the gradient copied into the same view.
 @rule(aten.slice_backward.default)
+@torch_args
 def _slice_backward(targs: tuple, grad_output: Any, input_sizes: Any, dim: int, start: int,
                     end: int, step: int) -> Any:
     z = c("zeros", [], shape=list(input_sizes), dtype=native_dtype(targs[0].dtype))
@@ -165,45 +152,12 @@ def _slice_backward(targs: tuple, grad_output: Any, input_sizes: Any, dim: int, 
 
 
 @rule(aten.select_backward.default)
+@torch_args
 def _select_backward(targs: tuple, grad_output: Any, input_sizes: Any, dim: int,
                      index: int) -> Any:
     z = c("zeros", [], shape=list(input_sizes), dtype=native_dtype(targs[0].dtype))
     c("copy_", [c("select", [z], dim=dim, index=index), grad_output])
     return z
-
-
-# these rules take the PyTorch arguments first (see torch_args above)
-for _fn in (_slice_backward, _select_backward, _scatter_value, _nll_loss_forward):
-    _fn.torch_args = True
-
-
-@rule(aten.convolution.default)
-@torch_args
-def _convolution(targs: tuple, input: Any, weight: Any, bias: Any, stride: Any,  # noqa: A002
-                 padding: Any, dilation: Any, transposed: bool, output_padding: Any,
-                 groups: int) -> Any:
-    if transposed or targs[0].dim() != 4:
-        return NotImplemented  # the daemon has conv2d only
-    ins = [input, weight] + ([bias] if bias is not None else [])
-    return c("conv2d", ins, stride=list(stride), padding=list(padding),
-             dilation=list(dilation), groups=groups)
-
-
-@rule(aten.convolution_backward.default)
-@torch_args
-def _convolution_backward(targs: tuple, grad: Any, input: Any, weight: Any,  # noqa: A002
-                          bias_sizes: Any, stride: Any, padding: Any, dilation: Any,
-                          transposed: bool, output_padding: Any, groups: int,
-                          output_mask: Any) -> Any:
-    if transposed or targs[1].dim() != 4:
-        return NotImplemented
-    geo = dict(stride=list(stride), padding=list(padding), dilation=list(dilation), groups=groups)
-    gi = (c("conv2d_backward_input", [grad, weight], input_size=list(targs[1].shape), **geo)
-          if output_mask[0] else None)
-    gw = (c("conv2d_backward_weight", [grad, input], weight_size=list(targs[2].shape), **geo)
-          if output_mask[1] else None)
-    gb = c("sum", [grad], dim=[0, 2, 3]) if output_mask[2] else None
-    return gi, gw, gb
 
 
 @rule(aten.embedding_dense_backward.default)
@@ -221,51 +175,6 @@ def _embedding_dense_backward(targs: tuple, grad_output: Any, indices: Any, num_
     idx = c("expand", [idx], size=[-1, d])
     z = c("zeros", [], shape=[num_weights, d], dtype=native_dtype(targs[0].dtype))
     return c("scatter_add", [z, idx, grad], dim=0)
-
-
-# ---------------------------------------------------------------- prims
-# The primitives PyTorch's reference decompositions (torch._refs) are written in.
-prims = torch.ops.prims
-for _n in ["abs", "neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
-           "erf", "sign", "floor", "ceil", "trunc", "reciprocal", "add", "sub", "mul", "maximum",
-           "minimum", "eq", "ne", "lt", "le", "gt", "ge", "pow", "bitwise_not"]:
-    if hasattr(prims, _n):
-        same_name(_n, getattr(prims, _n).default)
-
-
-@rule(prims.div.default)
-@torch_args
-def _prims_div(targs: tuple, a: Any, b: Any) -> Any:
-    floating = all(not isinstance(t, torch.Tensor) or t.is_floating_point() for t in targs)
-    return c("div", [a, b]) if floating else NotImplemented  # integers: prims.div truncates
-
-
-@rule(prims.sum.default)
-def _prims_sum(a: Any, dims: Any, *, output_dtype: Any = None) -> Any:
-    return c("sum", [a], dim=list(dims), dtype=output_dtype)
-
-
-@rule(prims.var.default)
-def _prims_var(a: Any, dims: Any, correction: float, *, output_dtype: Any = None) -> Any:
-    if output_dtype is not None:
-        return NotImplemented
-    return c("var", [a], dim=list(dims), correction=float(correction))
-
-
-@rule(prims.squeeze.default)
-def _prims_squeeze(a: Any, dimensions: Any) -> Any:
-    for d in sorted(dimensions, reverse=True):
-        a = c("squeeze", [a], dim=d)
-    return a
-
-
-@rule(prims.broadcast_in_dim.default)
-@torch_args
-def _broadcast_in_dim(targs: tuple, a: Any, shape: Any, broadcast_dimensions: Any) -> Any:
-    sizes = targs[0].shape
-    view = [sizes[broadcast_dimensions.index(i)] if i in broadcast_dimensions else 1
-            for i in range(len(shape))]
-    return c("expand", [c("view", [a], shape=view)], size=list(shape))
 
 
 # ---------------------------------------------------------------- splits (views of one input)
@@ -296,58 +205,7 @@ def _unbind(targs: tuple, self: Any, dim: int = 0) -> Any:
     return [c("select", [self], dim=dim, index=i) for i in range(targs[0].shape[dim])]
 
 
-# ---------------------------------------------------------------- transposed conv, adaptive avg pooling
-def _transposed(targs: tuple, stride: Any, padding: Any, dilation: Any, groups: int) -> Any:
-    return dict(stride=list(stride), padding=list(padding), dilation=list(dilation),
-                groups=groups)
-
-
-@rule(aten.convolution.default)
-@torch_args
-def _convolution_any(targs: tuple, input: Any, weight: Any, bias: Any, stride: Any,  # noqa: A002
-                     padding: Any, dilation: Any, transposed: bool, output_padding: Any,
-                     groups: int) -> Any:
-    """conv2d; a transposed conv2d is conv2d's input gradient with the same weight, sized by
-    PyTorch's output shape (which accounts for ``output_padding``)."""
-    if targs[0].dim() != 4:
-        return NotImplemented
-    if not transposed:
-        return _convolution(targs, input, weight, bias, stride, padding, dilation, transposed,
-                            output_padding, groups)
-    from ._meta import to_meta  # (meta tensors: t.to("meta") would download)
-    meta = torch.ops.aten.convolution.default(*[to_meta(t) for t in targs])
-    out = c("conv2d_backward_input", [input, weight], input_size=list(meta.shape),
-            **_transposed(targs, stride, padding, dilation, groups))
-    if bias is not None:
-        out = c("add", [out, c("view", [bias], shape=[1, -1, 1, 1])])
-    return out
-
-
-@rule(aten.convolution_backward.default)
-@torch_args
-def _convolution_backward_any(targs: tuple, grad: Any, input: Any, weight: Any,  # noqa: A002
-                              bias_sizes: Any, stride: Any, padding: Any, dilation: Any,
-                              transposed: bool, output_padding: Any, groups: int,
-                              output_mask: Any) -> Any:
-    """For a transposed conv y = D^T(x; w): dx = conv2d(dy; w), dw = conv2d's weight gradient
-    with x in the gradient's place and dy in the input's."""
-    if targs[1].dim() != 4:
-        return NotImplemented
-    if not transposed:
-        return _convolution_backward(targs, grad, input, weight, bias_sizes, stride, padding,
-                                     dilation, transposed, output_padding, groups, output_mask)
-    geo = _transposed(targs, stride, padding, dilation, groups)
-    gi = None
-    if output_mask[0]:  # output_padding >= stride makes conv2d's output larger than input
-        h, w = targs[1].shape[2:]
-        gi = c("conv2d", [grad, weight], **geo)
-        gi = c("contiguous", [_slice(_slice(gi, 2, 0, h, 1), 3, 0, w, 1)])
-    gw = (c("conv2d_backward_weight", [input, grad], weight_size=list(targs[2].shape), **geo)
-          if output_mask[1] else None)
-    gb = c("sum", [grad], dim=[0, 2, 3]) if output_mask[2] else None
-    return gi, gw, gb
-
-
+# ---------------------------------------------------------------- adaptive avg pooling, index_add
 @rule(aten._adaptive_avg_pool2d.default)
 def _adaptive_avg_pool2d(self: Any, output_size: Any) -> Any:
     return c("adaptive_avg_pool2d", [self], output_size=list(output_size))
@@ -371,12 +229,6 @@ def _index_add(targs: tuple, self: Any, dim: int, index: Any, source: Any, *,
     if alpha != 1:
         source = c("mul", [source, alpha])
     return c("scatter_add", [self, idx, source], dim=d)
-
-
-@rule(prims.exp2.default)
-def _exp2(a: Any) -> Any:
-    return c("pow", [2.0, a])
-
 
 
 # ---------------------------------------------------------------- selections, losses, randperm

@@ -20,8 +20,7 @@ from typing import Any, List, Optional, Tuple
 
 import torch
 
-from ._aten_map import c, rule
-from ._aten_map_nn import torch_args
+from ._aten_map import c, rule, torch_args
 from ._transfer import native_dtype
 
 aten = torch.ops.aten

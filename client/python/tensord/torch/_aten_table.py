@@ -5,14 +5,15 @@ order, so that the rule modules import ``_aten_map`` and nothing imports them ba
 from __future__ import annotations
 
 from . import _aten_map
-from . import _aten_map_backward, _aten_map_math, _aten_map_nn, _aten_map_index  # noqa: F401
+from . import _aten_map_backward, _aten_map_math, _aten_map_nn  # noqa: F401
+from . import _aten_map_prims, _aten_map_index  # noqa: F401
 from . import _composites, _indexing, _pooling, _strided  # noqa: F401
 from . import _aten_map_select, _aten_map_scan, _data_sized, _resize  # noqa: F401
-from . import _aten_map_linalg  # noqa: F401
+from . import _aten_map_linalg, _aten_map_qr  # noqa: F401
 from . import _aten_map_distance, _histogram  # noqa: F401
 from . import _attention  # noqa: F401 (flash attention's backward rule)
-from . import _conv1d  # noqa: F401 (after _aten_map_nn: its rules replace the 2-d ones)
-from . import _conv3d  # noqa: F401 (after _conv1d: its rules replace those)
+from . import _convolution  # noqa: F401
 from . import _grid_sample  # noqa: F401
+from . import _embedding_bag, _margin_loss  # noqa: F401
 
 RULES = _aten_map.RULES

@@ -22,8 +22,8 @@ from typing import Any, Optional
 
 import torch
 
-from ._aten_map import c, rule
-from ._aten_map_nn import _fused_rows, torch_args
+from ._aten_map import c, rule, torch_args
+from ._aten_map_nn import _fused_rows
 
 aten = torch.ops.aten
 

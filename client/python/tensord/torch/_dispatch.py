@@ -18,11 +18,11 @@ from typing import Any, Dict, List, Optional
 import torch
 from torch._decomp import decomposition_table
 
-from . import _aten_table, _connection, _fallback, _meta, _special, _twins, _transfer
+from . import _aten_table, _connection, _direct, _fallback, _meta, _special, _twins, _transfer
 from .. import _errors
 from .._tensor import Tensor as NativeTensor
 from .._tensor import call as native_call
-from ._tensor import TensordTensor, contiguous_strides
+from ._tensor import TensordTensor, contiguous_strides, make
 
 aten = torch.ops.aten
 _state = threading.local()
@@ -77,10 +77,11 @@ def _unwrap_arg(x: Any) -> Any:
 
 
 def dispatch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
-    handler = _special.HANDLERS.get(func)
+    fid = id(func)  # Note [OpTable]: an OpOverload's hash is Python code
+    handler = _special.HANDLERS.by_id.get(fid)
     if handler is not None:
         return handler(func, args, kwargs)
-    rule = _aten_table.RULES.get(func)
+    rule = _aten_table.RULES.by_id.get(fid)
     if rule is not None:
         out = run_rule(func, rule, args, kwargs)
         if out is not NotImplemented:  # a rule declines arguments the daemon's op lacks
@@ -116,7 +117,7 @@ def poisoned(func: Any, args: tuple, kwargs: Dict[str, Any], error: Exception) -
     returns = func._schema.returns
     try:
         meta_out = _meta.run(func, args, kwargs)
-    except Exception:  # noqa: BLE001 (no meta function: multi_margin_loss_backward's)
+    except Exception:  # noqa: BLE001 (no meta function: _ctc_loss_backward's)
         # Nothing may raise from here (the engine's thread loses Python exceptions, and has
         # aborted the process on them): each output takes the shape of ``self`` (or the first
         # tensor argument), what a backward op's gradient of its input has.
@@ -160,11 +161,12 @@ def _decomposing() -> set:
     return s
 
 
-# Note [Plain outputs]: (op, argument key) -> (shape, strides, offset, dtype, view) of an op
-# whose one output is a fresh contiguous tensor or a view of its first argument, seen before:
-# such a call skips the meta lookup's rebuild and the output wrapping's schema walk (the common
-# case: pointwise ops, reductions, matmuls, and the views between them: t, view, expand ...).
-# A view's offset is kept relative to its base's, which the key does not hold.
+# Note [Plain outputs]: (op, argument key) -> (shape, strides, offset, dtype, view, direct) of
+# an op whose one output is a fresh contiguous tensor or a view of its first argument, seen
+# before: such a call skips the meta lookup's rebuild and the output wrapping's schema walk (the
+# common case: pointwise ops, reductions, matmuls, and the views between them: t, view, expand
+# ...). A view's offset is kept relative to its base's, which the key does not hold. ``direct``:
+# the call's recorded Call once the rule has run again with the key (Note [Direct calls]).
 _plain: Dict[Any, tuple] = {}
 
 
@@ -172,26 +174,39 @@ def run_rule(func: Any, rule: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     """Runs a mapped op: PyTorch's meta for the outputs, the rule's daemon commands for values."""
     key = _meta.key(func, args, kwargs)
     plain = _plain.get(key) if key is not None and not CHECK else None
-    meta_out = None if plain is not None else _meta.run(func, args, kwargs, key)
+    if plain is not None:
+        shape, stride, offset, dtype, view, direct = plain
+        if view:
+            offset += args[0].storage_offset()
+        if direct is not None and direct.session is _connection.current():
+            return make(_direct.run(direct, args), shape, stride, offset, dtype)
+        meta_out = None
+    else:
+        meta_out = _meta.run(func, args, kwargs, key)
     uargs = [_unwrap_arg(a) for a in args]
     ukwargs = {k: _unwrap_arg(v) for k, v in kwargs.items()} if kwargs else {}
-    native = rule(args, *uargs, **ukwargs) if getattr(rule, "torch_args", False) else \
-        rule(*uargs, **ukwargs)
+    if getattr(rule, "torch_args", False):
+        native = rule(args, *uargs, **ukwargs)
+    elif plain is not None:
+        native, direct = _direct.record(func, _connection.session(), args, kwargs,
+                                        _meta.is_pointwise(func), lambda: rule(*uargs, **ukwargs))
+        if direct is not None:
+            _plain[key] = plain[:5] + (direct,)
+    else:
+        native = rule(*uargs, **ukwargs)
     if native is NotImplemented:
         return native
     if plain is not None:
-        shape, stride, offset, dtype, view = plain
-        return TensordTensor(native, shape, stride,
-                             offset + args[0].storage_offset() if view else offset, dtype)
+        return make(native, shape, stride, offset, dtype)
     out = wrap_outputs(func, meta_out, native, args, kwargs)
     if key is not None and type(out) is TensordTensor and len(_plain) < (1 << 16):
         returns = func._schema.returns
         alias = returns[0].alias_info if len(returns) == 1 else False
         if alias is None:
-            _plain[key] = (out.shape, out.stride(), 0, out.dtype, False)
+            _plain[key] = (out.shape, out.stride(), 0, out.dtype, False, None)
         elif alias and not alias.is_write and args and type(args[0]) is TensordTensor:
             _plain[key] = (out.shape, out.stride(),
-                           out.storage_offset() - args[0].storage_offset(), out.dtype, True)
+                           out.storage_offset() - args[0].storage_offset(), out.dtype, True, None)
     return out
 
 

@@ -10,11 +10,14 @@ by a key of exactly those, and later calls build the meta outputs from it withou
 meta function. For pointwise ops (``torch.Tag.pointwise``) a Python number's value cannot change
 the metadata, only its type, so the key holds its type (an optimizer's changing step sizes
 still hit). Ops returning anything but tensors are not cached.
+
+Ops PyTorch has no meta function for (``multi_margin_loss_backward``'s) take one from
+``META_FNS``, which the rule modules mapping them fill in.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch.utils._pytree import tree_map
@@ -23,6 +26,8 @@ from ._tensor import TensordTensor
 
 _META = torch.device("meta")
 _cache: Dict[Any, Any] = {}
+META_FNS: Dict[Any, Callable[..., Any]] = {}
+"""op -> its outputs on meta tensors, for the ops PyTorch has no meta function for."""
 _MAX_ENTRIES = 1 << 16
 _empty_strided = torch.empty_strided
 
@@ -35,14 +40,24 @@ def to_meta(x: Any) -> Any:
     return x  # a CPU scalar tensor mixes with any device, as in PyTorch
 
 
+_NUMBERS = (int, float, bool)
+
+
 def _key_of(x: Any, pointwise: bool) -> Any:
+    t = type(x)
+    if t is TensordTensor:
+        return (x.shape, x.stride(), x.dtype)
+    if t in _NUMBERS:  # the type too: 1, 1.0 and True are equal keys
+        return t if pointwise else (t, x)
     if isinstance(x, torch.Tensor):
         if isinstance(x, TensordTensor):
-            return (tuple(x.shape), x.stride(), x.dtype)
-        return (tuple(x.shape), x.stride(), x.dtype, x.device.type)
+            return (x.shape, x.stride(), x.dtype)
+        return (x.shape, x.stride(), x.dtype, x.device.type)
     if isinstance(x, (list, tuple)):
+        if all(type(v) is int for v in x):  # sizes and dims: the common list
+            return (list, *x)
         return tuple(_key_of(v, pointwise) for v in x)
-    if pointwise and type(x) in (float, int, bool):
+    if pointwise and isinstance(x, _NUMBERS):
         return type(x)
     if isinstance(x, (int, float, bool, str, type(None), torch.dtype, torch.device,
                       torch.memory_format, torch.layout)):
@@ -50,17 +65,26 @@ def _key_of(x: Any, pointwise: bool) -> Any:
     raise TypeError  # not keyable: run the meta function
 
 
-_pointwise: Dict[Any, bool] = {}
+# id(op) -> (op, pointwise): the op kept alive, so that its id in a key (below) names it only
+_ops: Dict[int, Tuple[Any, bool]] = {}
+
+
+def is_pointwise(func: Any) -> bool:
+    info = _ops.get(id(func))
+    if info is None:
+        info = _ops[id(func)] = (func, torch.Tag.pointwise in func.tags)
+    return info[1]
 
 
 def key(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Optional[tuple]:
-    """The cache key of a call: the op, its tensors' metadata and its other arguments."""
-    pointwise = _pointwise.get(func)
-    if pointwise is None:
-        pointwise = _pointwise[func] = torch.Tag.pointwise in func.tags
+    """The cache key of a call: the op (its id: Note [OpTable]), its tensors' metadata and its
+    other arguments."""
+    fid = id(func)
+    info = _ops.get(fid)
+    pointwise = info[1] if info is not None else is_pointwise(func)
     try:
-        return (func, tuple(_key_of(a, pointwise) for a in args),
-                tuple((k, _key_of(v, pointwise)) for k, v in kwargs.items()))
+        return (fid, *[_key_of(a, pointwise) for a in args],
+                tuple([(k, _key_of(v, pointwise)) for k, v in kwargs.items()]) if kwargs else ())
     except TypeError:
         return None
 
@@ -119,7 +143,7 @@ def run(func: Any, args: Any, kwargs: Any, cache_key: Any = _NO_KEY) -> Any:
         if d is not None:
             return _rebuild(d)
     margs, mkwargs = tree_map(to_meta, (args, kwargs))
-    out = func(*margs, **mkwargs)
+    out = META_FNS.get(func, func)(*margs, **mkwargs)
     if k is not None and len(_cache) < _MAX_ENTRIES:
         d = _describe(out)
         if d is not None:

@@ -10,11 +10,12 @@ from typing import Any, Callable, Dict
 import torch
 
 from . import _connection, _transfer
+from ._op_table import OpTable
 from .._tensor import call as native_call
 from ._tensor import TensordTensor, contiguous_strides
 
 aten = torch.ops.aten
-HANDLERS: Dict[Any, Callable[..., Any]] = {}
+HANDLERS = OpTable()
 
 
 def _handles(*ops: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -66,7 +66,7 @@ class TensordTensor(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        from . import _dispatch
+        _dispatch = _dispatch_module or _load_dispatch()
         try:
             return _dispatch.dispatch(func, args, kwargs or {})
         except Exception as e:
@@ -133,6 +133,30 @@ class TensordTensor(torch.Tensor):
         """Pickles (``torch.save``, ``copy.deepcopy`` of a module) as a CPU copy that comes back
         on the device: the daemon's handles do not outlive the session."""
         return (_rebuild, (self.detach().cpu(), self.requires_grad))
+
+
+_make_wrapper = torch.Tensor._make_wrapper_subclass
+
+
+def make(td: Any, size: Sequence[int], stride: Sequence[int], offset: int,
+         dtype: torch.dtype) -> TensordTensor:
+    """``TensordTensor(td, size, stride, offset, dtype)`` without the Python constructor's frames
+    (the device's per-op path: Note [Direct calls])."""
+    r = _make_wrapper(TensordTensor, size, strides=stride, storage_offset=offset, dtype=dtype,
+                      device=DEVICE)
+    r._td = td
+    r._error = None
+    return r
+
+
+_dispatch_module: Any = None
+
+
+def _load_dispatch() -> Any:
+    global _dispatch_module
+    from . import _dispatch
+    _dispatch_module = _dispatch
+    return _dispatch
 
 
 def _rebuild(cpu: torch.Tensor, requires_grad: bool) -> torch.Tensor:
