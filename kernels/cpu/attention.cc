@@ -34,8 +34,13 @@ T RowMax(const T* row, int64_t n) {
 }
 
 // row[c] = exp(row[c] - m) for c < n (-inf entries: 0); returns their sum.
-// float32 in AVX2 + FMA where the CPU has it (vec_math_avx2.h): built without
-// -mavx2 the compiler's loop ran 4 lanes at a time at best.
+// float32 in AVX2 + FMA where the CPU has it (vec_math_avx2.h, Note [CPU
+// softmax]): built without -mavx2 the compiler's loop ran 4 lanes at best.
+// With RowMax's AVX2 twin, causal rows cut at their diagonal (LiveKeys) and
+// OpenBLAS for these small products (Note [oneDNN GEMM]): GPT tiny's
+// [8, 4, 64, 32] causal, 2-vCPU VM, 1 thread, forward 0.79 -> 0.32 ms,
+// backward 1.00 -> 0.61 ms (PyTorch 2.15's sdpa: 0.34 ms, 1.12 ms forward +
+// backward).
 template <typename T>
 T ExpShifted(T* row, int64_t n, T m) {
   if constexpr (std::is_same_v<T, float>) {
