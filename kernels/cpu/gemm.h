@@ -1,6 +1,7 @@
 // One GEMM entry point for the CPU kernels (matmul, conv2d and its
 // gradients): C = op(A) op(B) + beta C, row-major, float or double, through
-// OpenBLAS.
+// OpenBLAS, or oneDNN for float32 products from 2^19 multiply-adds (Note
+// [oneDNN GEMM] in gemm.cc).
 //
 // Note [GEMM threads]: OpenBLAS runs single-threaded in tensord; a wide GEMM
 // is split over the intra-op pool instead, into one OpenBLAS call per block

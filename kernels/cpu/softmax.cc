@@ -1,7 +1,5 @@
 #include "kernels/cpu/softmax.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -10,81 +8,29 @@
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/vec_math.h"
-
-// Functions built for AVX2 + FMA whatever the TU's flags (Note [CPU softmax]);
-// only called where the CPU has both.
-#define TD_AVX2 __attribute__((target("avx2,fma")))
+#include "kernels/cpu/vec_math_avx2.h"
 
 namespace tensord {
 namespace cpu {
 namespace {
 
+using internal::CpuHasAvx2Fma;
+using internal::Exp8;
+using internal::HorizontalSum;
+using internal::RowMaxAvx2;
 using internal::VecExp;
-
-bool HasAvx2() {
-  static const bool has =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-}
 
 // --- float32 rows along the last dim, AVX2 + FMA ---------------------------
 
-// vec_math.h's VecExp, 8 lanes: the same clamps, polynomial and 2^n. The
-// clamps keep x as the second operand of min/max, which returns it when it
-// is NaN (so NaN stays NaN, as in VecExp).
-TD_AVX2 inline __m256 Exp8(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.3365447505531f);
-  const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  x = _mm256_min_ps(_mm256_set1_ps(88.3762626647949f), x);
-  x = _mm256_max_ps(lo, x);
-  const __m256 magic = _mm256_set1_ps(12582912.0f);
-  const __m256 t =
-      _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
-  const __m256 n = _mm256_sub_ps(t, magic);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
-  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
-  y = _mm256_add_ps(_mm256_fmadd_ps(y, _mm256_mul_ps(r, r), r),
-                    _mm256_set1_ps(1.0f));
-  const __m256i bits =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(t),
-                                         _mm256_set1_epi32(127 - 0x4B400000)),
-                        23);
-  return _mm256_andnot_ps(underflow,
-                          _mm256_mul_ps(y, _mm256_castsi256_ps(bits)));
-}
-
-TD_AVX2 inline float HorizontalMax(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
-
-TD_AVX2 inline float HorizontalSum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 // One row of n: max, exp(x - max) and its sum, then scaled (or x - lse).
-// A NaN lost by max_ps still makes the sum, and so the row, NaN.
-TD_AVX2 void SoftmaxRowAvx2(const float* x, float* y, int64_t n, bool log) {
-  __m256 vmax = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
-  float m = HorizontalMax(vmax);
-  for (; i < n; ++i) m = (x[i] > m || x[i] != x[i]) ? x[i] : m;
+TENSORD_AVX2 void SoftmaxRowAvx2(const float* x, float* y, int64_t n,
+                                 bool log) {
+  float m = RowMaxAvx2(x, n);
   if (std::isinf(m) && m < 0) m = 0;  // an all -inf row: NaN as PyTorch
   const __m256 vm = _mm256_set1_ps(m);
   __m256 vsum = _mm256_setzero_ps();
-  for (i = 0; i + 8 <= n; i += 8) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
     const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
     if (!log) _mm256_storeu_ps(y + i, e);
     vsum = _mm256_add_ps(vsum, e);
@@ -113,8 +59,8 @@ TD_AVX2 void SoftmaxRowAvx2(const float* x, float* y, int64_t n, bool log) {
 }
 
 // softmax: dx = y (dy - sum(dy y)); log: dx = dy - exp(y) sum(dy).
-TD_AVX2 void SoftmaxBackwardRowAvx2(const float* dy, const float* y, float* dx,
-                                    int64_t n, bool log) {
+TENSORD_AVX2 void SoftmaxBackwardRowAvx2(const float* dy, const float* y,
+                                         float* dx, int64_t n, bool log) {
   __m256 vacc = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -132,6 +78,70 @@ TD_AVX2 void SoftmaxBackwardRowAvx2(const float* dy, const float* y, float* dx,
   }
   for (; i < n; ++i)
     dx[i] = log ? dy[i] - VecExp(y[i]) * s : y[i] * (dy[i] - s);
+}
+
+// Eight columns of a [dim, inner] slab side by side (softmax along dim),
+// one vector per d; sums in double.
+TENSORD_AVX2 void SoftmaxColumns8Avx2(const float* x, float* y, int64_t dim,
+                                      int64_t inner, bool log) {
+  const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 m = ninf, nan = _mm256_setzero_ps();
+  for (int64_t d = 0; d < dim; ++d) {
+    const __m256 v = _mm256_loadu_ps(x + d * inner);
+    m = _mm256_max_ps(m, v);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  m = _mm256_or_ps(m, nan);  // NaN wins (all bits set is a NaN)
+  // An all -inf column: 0, so that its exps are 0 and it turns NaN.
+  m = _mm256_andnot_ps(_mm256_cmp_ps(m, ninf, _CMP_EQ_OQ), m);
+  __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+  for (int64_t d = 0; d < dim; ++d) {
+    const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + d * inner), m));
+    if (!log) _mm256_storeu_ps(y + d * inner, e);
+    lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  __m256 vk;  // log: the log-sum-exp; else 1 / sum
+  if (log) {  // (no vector log: eight calls per block of columns)
+    alignas(32) double sum[8];
+    alignas(32) float mf[8], k[8];
+    _mm256_store_pd(sum, lo);
+    _mm256_store_pd(sum + 4, hi);
+    _mm256_store_ps(mf, m);
+    for (int j = 0; j < 8; ++j) {
+      k[j] = mf[j] + static_cast<float>(std::log(sum[j]));
+    }
+    vk = _mm256_load_ps(k);
+  } else {
+    const __m256d one = _mm256_set1_pd(1.0);
+    vk = _mm256_set_m128(_mm256_cvtpd_ps(_mm256_div_pd(one, hi)),
+                         _mm256_cvtpd_ps(_mm256_div_pd(one, lo)));
+  }
+  for (int64_t d = 0; d < dim; ++d) {
+    float* yd = y + d * inner;
+    _mm256_storeu_ps(yd, log ? _mm256_sub_ps(_mm256_loadu_ps(x + d * inner), vk)
+                             : _mm256_mul_ps(_mm256_loadu_ps(yd), vk));
+  }
+}
+
+// SoftmaxBackwardRowAvx2's formulas down eight columns; sums in double.
+TENSORD_AVX2 void SoftmaxBackwardColumns8Avx2(const float* dy, const float* y,
+                                              float* dx, int64_t dim,
+                                              int64_t inner, bool log) {
+  __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+  for (int64_t d = 0; d < dim; ++d) {
+    const __m256 g = _mm256_loadu_ps(dy + d * inner);
+    const __m256 t = log ? g : _mm256_mul_ps(g, _mm256_loadu_ps(y + d * inner));
+    lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(t)));
+    hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(t, 1)));
+  }
+  const __m256 vs = _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+  for (int64_t d = 0; d < dim; ++d) {
+    const int64_t at = d * inner;
+    const __m256 g = _mm256_loadu_ps(dy + at), out = _mm256_loadu_ps(y + at);
+    _mm256_storeu_ps(dx + at, log ? _mm256_fnmadd_ps(Exp8(out), vs, g)
+                                  : _mm256_mul_ps(out, _mm256_sub_ps(g, vs)));
+  }
 }
 
 // --- portable loops: float64, and dims other than the last ------------------
@@ -269,7 +279,7 @@ absl::Status Softmax(const StridedView& in, int64_t outer, int64_t dim,
       ParallelFor(outer, dim * 8, [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o) {
           if constexpr (std::is_same_v<T, float>) {
-            if (HasAvx2()) {
+            if (CpuHasAvx2Fma()) {
               SoftmaxRowAvx2(x + o * dim, y + o * dim, dim, log);
               continue;
             }
@@ -280,6 +290,12 @@ absl::Status Softmax(const StridedView& in, int64_t outer, int64_t dim,
       return;
     }
     ForColumnBlocks(outer, dim, inner, [&](int64_t at, int64_t w) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (w == kCols && CpuHasAvx2Fma()) {
+          SoftmaxColumns8Avx2(x + at, y + at, dim, inner, log);
+          return;
+        }
+      }
       SoftmaxColumns(x + at, y + at, dim, inner, w, log);
     });
   });
@@ -298,7 +314,7 @@ absl::Status SoftmaxBackward(const StridedView& dy, const StridedView& y,
         for (int64_t o = b; o < e; ++o) {
           const int64_t at = o * dim;
           if constexpr (std::is_same_v<T, float>) {
-            if (HasAvx2()) {
+            if (CpuHasAvx2Fma()) {
               SoftmaxBackwardRowAvx2(g + at, out + at, d + at, dim, log);
               continue;
             }
@@ -309,6 +325,13 @@ absl::Status SoftmaxBackward(const StridedView& dy, const StridedView& y,
       return;
     }
     ForColumnBlocks(outer, dim, inner, [&](int64_t at, int64_t w) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (w == kCols && CpuHasAvx2Fma()) {
+          SoftmaxBackwardColumns8Avx2(g + at, out + at, d + at, dim, inner,
+                                      log);
+          return;
+        }
+      }
       SoftmaxBackwardColumns(g + at, out + at, d + at, dim, inner, w, log);
     });
   });

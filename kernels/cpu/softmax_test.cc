@@ -106,8 +106,9 @@ TEST_P(SoftmaxTest, ForwardAndBackwardMatchDouble) {
   }
 }
 
-// Rows of 19 (row path) and 19 x 2 columns (column path): entries 10.. are
-// -inf, row 1 is all -inf, row 2 has a NaN.
+// Rows of 19 (row path) and 19 x 2 and 19 x 9 columns (column paths: a
+// block of 8 and remainders): entries 10.. are -inf, row 1 is all -inf,
+// row 2 has a NaN.
 template <typename T>
 void CheckMasked(bool log, int64_t inner) {
   const Dims s{3, 19, inner};
@@ -143,7 +144,7 @@ void CheckMasked(bool log, int64_t inner) {
 }
 
 TEST_P(SoftmaxTest, MaskedRowsAsPyTorch) {
-  for (int64_t inner : {1, 2}) {
+  for (int64_t inner : {1, 2, 9}) {
     CheckMasked<float>(GetParam(), inner);
     CheckMasked<double>(GetParam(), inner);
   }

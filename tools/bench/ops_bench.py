@@ -98,6 +98,31 @@ def training_cases(g: "torch.Generator") -> list:
              lambda: fwd_bwd(lambda a, t: D.cross_entropy(a, t, label_smoothing=0.1), [tl, tt],
                              None))
     cases = [ln, ce, ce_ls]
+    # Attention's shapes (GPT tiny: batch 8, 4 heads, 64 tokens; Note [CPU softmax]).
+    (ps,), (ts,) = leaves(torch.randn(8, 4, 64, 64, generator=g))
+    gs = torch.randn(8, 4, 64, 64, generator=g)
+    tgs = td.tensor(gs.numpy())
+    for name in ("softmax", "log_softmax"):
+        cases.append((f"{name} [8, 4, 64, 64] dim=-1 fwd+bwd", 20,
+                      lambda f=getattr(T, name): fwd_bwd(lambda t: f(t, -1), [ps], gs),
+                      lambda f=getattr(D, name): fwd_bwd(lambda t: f(t, -1), [ts], tgs)))
+    return cases
+
+
+def attention_bmm_cases(g: "torch.Generator") -> list:
+    """bmm at attention's shapes (32 = batch 8 x 4 heads, 64 tokens, head dims 16 and 32),
+    plain and with both operands transposed views (the backward's q k^T forms)."""
+    cases = []
+    for m, k, n in ((64, 16, 64), (64, 64, 16), (64, 32, 64), (64, 64, 32)):
+        a, b = torch.randn(32, m, k, generator=g), torch.randn(32, k, n, generator=g)
+        at, bt = a.transpose(1, 2).contiguous(), b.transpose(1, 2).contiguous()
+        ta, tb, tat, tbt = (td.tensor(t.numpy()) for t in (a, b, at, bt))
+        cases.append((f"bmm [32, {m}, {k}] x [32, {k}, {n}]", 50,
+                       lambda a=a, b=b: torch.bmm(a, b), lambda a=ta, b=tb: td.matmul(a, b)))
+        cases.append((f"bmm [32, {m}, {k}] x [32, {k}, {n}], both .mT", 50,
+                      lambda a=at, b=bt: torch.bmm(a.mT, b.mT),
+                      lambda a=tat, b=tbt: td.matmul(a.mT, b.mT)))
+    return cases
     for approx in ("none", "tanh"):
         cases.append((f"gelu {approx} [8192, 3072] fwd+bwd", 3,
                       lambda a=approx: fwd_bwd(lambda t: T.gelu(t, approximate=a), [ph], gh),
@@ -120,7 +145,9 @@ def main() -> None:
         x, w = torch.randn(32, 64, 56, 56, generator=g), torch.randn(64, 64, 3, 3, generator=g)
         u, v = torch.randn(1 << 24, generator=g), torch.randn(1 << 24, generator=g)
         s = torch.randn(4096, 1024, generator=g)
-        ta, tb, tx, tw, tu, tv, ts = (td.tensor(t.numpy()) for t in (a, b, x, w, u, v, s))
+        s4 = torch.randn(8, 4, 64, 64, generator=g)
+        ta, tb, tx, tw, tu, tv, ts, ts4 = (td.tensor(t.numpy())
+                                           for t in (a, b, x, w, u, v, s, s4))
         F = torch.nn.functional
         conv = td.CatalogFunction("conv2d")
         softmax = td.CatalogFunction("softmax")
@@ -132,7 +159,9 @@ def main() -> None:
             ("sum 16M float32", 10, lambda: torch.sum(u), lambda: td.sum(tu)),
             ("softmax [4096, 1024] dim=-1", 10, lambda: torch.softmax(s, -1),
              lambda: softmax(ts, dim=-1)),
-        ] + training_cases(g)
+            ("softmax [8, 4, 64, 64] dim=-1", 50, lambda: torch.softmax(s4, -1),
+             lambda: softmax(ts4, dim=-1)),
+        ] + attention_bmm_cases(g) + training_cases(g)
         if args.only:
             keys = args.only.split(",")
             cases = [c for c in cases if any(k in c[0] for k in keys)]
