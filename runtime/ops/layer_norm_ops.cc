@@ -78,7 +78,7 @@ absl::Status CpuForward(absl::Span<const Tensor> in,
 // grad_bias).
 Specs InferBackward(absl::Span<const Tensor> in, const Attrs& attrs,
                     const OpContext&) {
-  const Tensor &dy = in[0], &x = in[1];
+  const Tensor& x = in[1];  // in[0], the gradient, is checked below
   const char* op = "native_layer_norm_backward";
   TD_ASSIGN_OR_RETURN(Shape stats, CheckShapes(x, in, 4, attrs, op));
   for (int i : {0, 2, 3}) {

@@ -11,6 +11,8 @@ Usage (run_all.py and run_gpu.py drive it; each prints one JSON object):
                        PyTorch runs on torch.device("cuda") with torch.cuda.synchronize() around
                        its timings and TF32 off (as in tensord); tensord's session puts its
                        tensors on cuda:0. Exits 2, saying why, when the device is missing.
+    --lib torch --device tensord --address HOST:PORT: PyTorch itself on the daemon, through the
+                       tensord PyTorch device (tensord.torch; needs PyPI's PyTorch, .venv-torch).
     --model mlp|cnn|resnet|gpt (train; gpt: --config tiny|gpt2-small, AdamW),
     --autocast bf16|fp16 (train: the forward in mixed precision), --dtype float32|bfloat16
     and --n N (matmul).
@@ -48,7 +50,7 @@ def sync(lib: Any) -> None:
     if lib.__name__ == "tensord":
         lib.synchronize()
     elif DEVICE != "cpu":
-        lib.cuda.synchronize()
+        getattr(lib, DEVICE.split(":")[0]).synchronize()  # torch.cuda or torch.tensord
 
 
 def no_device(why: str) -> None:
@@ -69,7 +71,7 @@ def use_device(lib: Any, device: str) -> None:
                       "CUDA build (docs/gpu.md)")
         # Parameters and creation ops land there too (a GPU daemon's default is cuda:0).
         lib.set_default_device(DEVICE)
-    elif DEVICE != "cpu":
+    elif DEVICE.startswith("cuda"):
         if not lib.cuda.is_available():
             no_device(f"PyTorch {lib.__version__} sees no CUDA device "
                       "(torch.cuda.is_available() is False)")
@@ -169,7 +171,7 @@ def _gpt(lib: Any) -> tuple:
     model = ex.build_model(lib, config)
     if lib.__name__ != "tensord":
         model.to(DEVICE)
-    fused = lib.__name__ != "tensord" and DEVICE != "cpu"
+    fused = lib.__name__ != "tensord" and DEVICE.startswith("cuda")
     opt = ex.make_optimizer(lib, model, fused=fused)
     data = ex.synthetic_data(4, config.batch_size, config=config)
     return model, opt, data, lambda logits, targets: ex.loss_fn(lib, logits, targets)
@@ -277,7 +279,8 @@ def main() -> None:
                     help="--model gpt: examples/python/gpt_lm.py's config")
     ap.add_argument("--autocast", choices=["bf16", "fp16"], default=None,
                     help="train: the forward and loss under td.autocast / torch.autocast")
-    ap.add_argument("--device", default="cpu", help="cpu or cuda (cuda:0)")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu or cuda (cuda:0); with --lib torch also tensord (the PyTorch device)")
     ap.add_argument("--optim", choices=["sgd", "adam"], default="sgd",
                     help="the training benchmarks' optimizer (SGD momentum 0.9, or Adam)")
     ap.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
@@ -300,6 +303,9 @@ def main() -> None:
     if args.lib == "torch":
         import torch as lib
         lib.set_num_threads(args.threads)
+        if args.device == "tensord":
+            import tensord.torch
+            tensord.torch.connect(args.address)
     else:
         import tensord as lib
         lib.connect(args.address, **({"shm": False} if args.shm == "off" else {}),
@@ -315,6 +321,8 @@ def main() -> None:
             print(prof.backward_nodes().table(row_limit=12), file=sys.stderr)
     else:
         out = run_bench(lib, args)
+    if args.device == "tensord":  # ops the daemon lacked, run on the client's CPU instead
+        out["fallbacks"] = tensord.torch.fallback_counts()
     print(json.dumps(out), flush=True)
     if args.lib == "tensord":
         lib.close()

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """The `tensord` PyTorch device against the native Python client and local PyTorch: the
-client's CPU cost per op, and the step time of one MLP training step, from the same weights.
+client's CPU cost per op, the step time of one MLP training step from the same weights, and the
+training benchmarks of run_all.sh (py_bench.py's MLP, CNN, ResNet-style and small GPT) in all
+three.
 
-    TENSORD_ADDRESS=127.0.0.1:50051 .venv-torch/bin/python tools/bench/torch_device_bench.py
+    TENSORD_ADDRESS=127.0.0.1:50051 .venv-torch/bin/python tools/bench/torch_device_bench.py \
+        [--threads 2] [--models mlp,cnn,resnet,gpt] [--steps 10]
 
 Needs PyTorch >= 2.9 (``.venv-torch``) and a running daemon. Per-op cost is the calling thread's
 CPU time (``time.thread_time``) per op in a loop of queued ops; the step time is the wall time
@@ -12,7 +15,10 @@ measurements: on a shared VM the least is the steadiest figure.
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import subprocess
 import sys
 import time
 
@@ -57,7 +63,43 @@ def mlp_steps(model, x, y, opt, sync, steps: int = 12) -> float:
     return min(times[2:]) * 1e3
 
 
+def train_step_ms(address: str, model: str, lib: str, device: str, threads: int,
+                  steps: int) -> float:
+    """py_bench.py's training step (median ms) in a fresh process: ``lib`` torch on ``device``
+    (cpu: local PyTorch; tensord: the PyTorch device) or tensord (the native client)."""
+    cmd = [sys.executable, os.path.join(REPO, "tools", "bench", "py_bench.py"), "--lib", lib,
+           "--bench", "train", "--model", model, "--threads", str(threads),
+           "--steps", str(steps), "--reps", "3"]
+    if lib == "tensord" or device == "tensord":
+        cmd += ["--address", address]
+    if lib == "torch":
+        cmd += ["--device", device]
+    out = json.loads(subprocess.run(cmd, check=True, capture_output=True,
+                                    text=True).stdout.strip().splitlines()[-1])
+    if out.get("fallbacks"):
+        print(f"  ({model} on the device: CPU fallbacks {out['fallbacks']})")
+    return out["step_s"] * 1e3
+
+
+def training_table(address: str, models: list, threads: int, steps: int) -> None:
+    """The training benchmarks in the three clients, each model from the same seed (the native
+    client draws its own initial weights; a step's time does not depend on them)."""
+    print(f"\ntraining step (ms, median; {threads} threads)   tensord device   native client"
+          "   local PyTorch   device / PyTorch")
+    for model in models:
+        dev = train_step_ms(address, model, "torch", "tensord", threads, steps)
+        nat = train_step_ms(address, model, "tensord", "cpu", threads, steps)
+        loc = train_step_ms(address, model, "torch", "cpu", threads, steps)
+        print(f"{model:38s} {dev:14.2f} {nat:15.2f} {loc:15.2f} {dev / loc:18.2f}")
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--models", default="mlp,cnn,resnet,gpt",
+                    help="py_bench.py's training models for the step table ('' for none)")
+    ap.add_argument("--steps", type=int, default=10)
+    args = ap.parse_args()
     address = os.environ.get("TENSORD_ADDRESS", "127.0.0.1:50051")
     tdt.connect(address)
     native = td.connect(address).session
@@ -94,6 +136,9 @@ def main() -> None:
     print(f"MLP 784-256-10, batch 64, SGD step (ms): tensord device {device:.2f}   native "
           f"client {nat:.2f}   local PyTorch {local:.2f}")
     print(f"tensord device ops that fell back to the CPU: {tdt.fallback_counts() or 'none'}")
+    models = [m for m in args.models.split(",") if m]
+    if models:
+        training_table(address, models, args.threads, args.steps)
 
 
 if __name__ == "__main__":
