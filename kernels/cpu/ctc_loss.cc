@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 #include "runtime/core/status_macros.h"
 
@@ -194,14 +195,6 @@ void Backward(const Ctc& g, const T* go, const T* lp, const T* nll,
   });
 }
 
-absl::Status CheckFloat(DType dtype, const char* op) {
-  if (dtype == DType::kFloat32 || dtype == DType::kFloat64) {
-    return absl::OkStatus();
-  }
-  return absl::InternalError(
-      absl::StrCat(op, ": expected float32 or float64 data"));
-}
-
 }  // namespace
 
 absl::Status CtcLoss(const StridedView& log_probs, const StridedView& targets,
@@ -209,7 +202,7 @@ absl::Status CtcLoss(const StridedView& log_probs, const StridedView& targets,
                      const StridedView& target_lengths, int64_t blank,
                      const StridedView& neg_log_likelihood,
                      const StridedView& log_alpha) {
-  TD_RETURN_IF_ERROR(CheckFloat(log_probs.dtype, "_ctc_loss"));
+  TD_RETURN_IF_ERROR(RequireFloat(log_probs.dtype, "_ctc_loss"));
   TD_ASSIGN_OR_RETURN(
       Ctc g, Geometry(log_probs, targets, input_lengths, target_lengths,
                       log_alpha.sizes[2], blank));
@@ -229,7 +222,7 @@ absl::Status CtcLossBackward(
     const StridedView& target_lengths, const StridedView& neg_log_likelihood,
     const StridedView& log_alpha, int64_t blank, bool zero_infinity,
     const StridedView& grad_log_probs) {
-  TD_RETURN_IF_ERROR(CheckFloat(log_probs.dtype, "_ctc_loss_backward"));
+  TD_RETURN_IF_ERROR(RequireFloat(log_probs.dtype, "_ctc_loss_backward"));
   TD_ASSIGN_OR_RETURN(
       Ctc g, Geometry(log_probs, targets, input_lengths, target_lengths,
                       log_alpha.sizes[2], blank));

@@ -60,6 +60,17 @@ absl::Status DispatchFloat(DType dtype, absl::string_view what, Fn&& fn) {
   }
 }
 
+// OK for float32 and float64 data; else an INTERNAL error naming `op` (the
+// kernels whose op rows admit those two dtypes only: a row letting another one
+// through is a bug, not the client's).
+inline absl::Status RequireFloat(DType dtype, absl::string_view op) {
+  if (dtype == DType::kFloat32 || dtype == DType::kFloat64) {
+    return absl::OkStatus();
+  }
+  return absl::InternalError(
+      absl::StrCat(op, ": expected float32 or float64 data"));
+}
+
 // As DispatchAll, plus the half types as Half/BFloat16 (copies and fills).
 template <typename Fn>
 absl::Status DispatchWithHalf(DType dtype, absl::string_view what, Fn&& fn) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 #include "runtime/core/status_macros.h"
 
@@ -166,14 +167,6 @@ void PerSampleWeightsBackward(const StridedView& grad,
   });
 }
 
-absl::Status Float(DType dtype, const char* op) {
-  if (dtype == DType::kFloat32 || dtype == DType::kFloat64) {
-    return absl::OkStatus();
-  }
-  return absl::InternalError(
-      absl::StrCat(op, ": expected float32 or float64 data"));
-}
-
 }  // namespace
 
 absl::Status EmbeddingBag(const StridedView& weight, const StridedView& indices,
@@ -183,7 +176,7 @@ absl::Status EmbeddingBag(const StridedView& weight, const StridedView& indices,
                           const StridedView& offset2bag,
                           const StridedView& bag_size,
                           const StridedView& max_indices) {
-  TD_RETURN_IF_ERROR(Float(weight.dtype, "embedding_bag"));
+  TD_RETURN_IF_ERROR(RequireFloat(weight.dtype, "embedding_bag"));
   const int64_t n = indices.sizes[0], num_offsets = offsets.sizes[0];
   const int64_t* idx = indices.ptr<const int64_t>();
   const int64_t* off = offsets.ptr<const int64_t>();
@@ -210,7 +203,7 @@ absl::Status EmbeddingBagDenseBackward(
     const StridedView& max_indices, const StridedView& per_sample_weights,
     const BagOptions& options, bool scale_grad_by_freq,
     const StridedView& grad_weight) {
-  TD_RETURN_IF_ERROR(Float(grad.dtype, "_embedding_bag_dense_backward"));
+  TD_RETURN_IF_ERROR(RequireFloat(grad.dtype, "_embedding_bag_dense_backward"));
   const int64_t n = indices.sizes[0], rows = grad_weight.sizes[0];
   const int64_t bags = grad.sizes[0];
   const int64_t* idx = indices.ptr<const int64_t>();
@@ -243,7 +236,7 @@ absl::Status EmbeddingBagPerSampleWeightsBackward(
     const StridedView& indices, const StridedView& offset2bag,
     int64_t padding_idx, const StridedView& grad_weights) {
   TD_RETURN_IF_ERROR(
-      Float(grad.dtype, "_embedding_bag_per_sample_weights_backward"));
+      RequireFloat(grad.dtype, "_embedding_bag_per_sample_weights_backward"));
   const int64_t n = indices.sizes[0];
   const int64_t* idx = indices.ptr<const int64_t>();
   const int64_t* o2b = offset2bag.ptr<const int64_t>();

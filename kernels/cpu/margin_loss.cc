@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 #include "runtime/core/status_macros.h"
 
@@ -26,14 +27,6 @@ template <typename T>
 T RowScale(const T* go, int64_t t, int64_t n, LossReduction r) {
   if (r == LossReduction::kNone) return go[t];
   return r == LossReduction::kMean ? go[0] / static_cast<T>(n) : go[0];
-}
-
-absl::Status CheckFloat(DType dtype, const char* op) {
-  if (dtype == DType::kFloat32 || dtype == DType::kFloat64) {
-    return absl::OkStatus();
-  }
-  return absl::InternalError(
-      absl::StrCat(op, ": expected float32 or float64 data"));
 }
 
 template <typename T>
@@ -175,7 +168,7 @@ absl::Status MultiMarginLoss(const StridedView& input,
                              const StridedView& target,
                              const StridedView& weight, int p, double margin,
                              LossReduction reduction, const StridedView& loss) {
-  TD_RETURN_IF_ERROR(CheckFloat(input.dtype, "multi_margin_loss"));
+  TD_RETURN_IF_ERROR(RequireFloat(input.dtype, "multi_margin_loss"));
   const Rows d = RowsOf(input);
   const int64_t* y = target.ptr<const int64_t>();
   TD_RETURN_IF_ERROR(CheckMultiTargets(y, d, "multi_margin_loss"));
@@ -198,7 +191,7 @@ absl::Status MultilabelMarginLoss(const StridedView& input,
                                   LossReduction reduction,
                                   const StridedView& loss,
                                   const StridedView& is_target) {
-  TD_RETURN_IF_ERROR(CheckFloat(input.dtype, "multilabel_margin_loss"));
+  TD_RETURN_IF_ERROR(RequireFloat(input.dtype, "multilabel_margin_loss"));
   const Rows d = RowsOf(input);
   const int64_t* y = target.ptr<const int64_t>();
   TD_RETURN_IF_ERROR(CheckLabelTargets(y, d, "multilabel_margin_loss"));
@@ -218,7 +211,7 @@ absl::Status MultiMarginLossBackward(const StridedView& grad_output,
                                      const StridedView& weight, int p,
                                      double margin, LossReduction reduction,
                                      const StridedView& grad_input) {
-  TD_RETURN_IF_ERROR(CheckFloat(input.dtype, "multi_margin_loss_backward"));
+  TD_RETURN_IF_ERROR(RequireFloat(input.dtype, "multi_margin_loss_backward"));
   const Rows d = RowsOf(input);
   const int64_t* y = target.ptr<const int64_t>();
   TD_RETURN_IF_ERROR(CheckMultiTargets(y, d, "multi_margin_loss_backward"));
@@ -243,7 +236,7 @@ absl::Status MultilabelMarginLossBackward(const StridedView& grad_output,
                                           LossReduction reduction,
                                           const StridedView& grad_input) {
   TD_RETURN_IF_ERROR(
-      CheckFloat(input.dtype, "multilabel_margin_loss_backward"));
+      RequireFloat(input.dtype, "multilabel_margin_loss_backward"));
   const Rows d = RowsOf(input);
   const int64_t* y = target.ptr<const int64_t>();
   TD_RETURN_IF_ERROR(

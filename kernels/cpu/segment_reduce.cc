@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 #include "runtime/core/status_macros.h"
 
@@ -181,20 +182,12 @@ void Backward(const Segments& g, const T* go, const T* out, const T* x,
               });
 }
 
-absl::Status CheckFloat(DType dtype, const char* op) {
-  if (dtype == DType::kFloat32 || dtype == DType::kFloat64) {
-    return absl::OkStatus();
-  }
-  return absl::InternalError(
-      absl::StrCat(op, ": expected float32 or float64 data"));
-}
-
 }  // namespace
 
 absl::Status SegmentReduce(const StridedView& data, const StridedView& bounds,
                            const SegmentOptions& options,
                            const StridedView& output) {
-  TD_RETURN_IF_ERROR(CheckFloat(data.dtype, "segment_reduce"));
+  TD_RETURN_IF_ERROR(RequireFloat(data.dtype, "segment_reduce"));
   TD_ASSIGN_OR_RETURN(Segments g, Geometry(data, bounds, options));
   if (data.dtype == DType::kFloat64) {
     Forward<double>(g, data.ptr<const double>(), options, output.ptr<double>());
@@ -210,7 +203,7 @@ absl::Status SegmentReduceBackward(const StridedView& grad,
                                    const StridedView& bounds,
                                    const SegmentOptions& options,
                                    const StridedView& grad_data) {
-  TD_RETURN_IF_ERROR(CheckFloat(data.dtype, "_segment_reduce_backward"));
+  TD_RETURN_IF_ERROR(RequireFloat(data.dtype, "_segment_reduce_backward"));
   SegmentOptions o = options;
   o.unsafe = true;  // the forward checked coverage; uncovered data gets 0
   TD_ASSIGN_OR_RETURN(Segments g, Geometry(data, bounds, o));

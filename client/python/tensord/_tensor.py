@@ -48,11 +48,13 @@ class Tensor(TensorValues, TensorMethods, TensorConversions, AutogradMethods,
         raise TypeError("create tensors with tensord.tensor(), tensord.zeros(), ... ")
 
     @classmethod
-    def _make(cls, session: Session, handle: int, seq: int, dev: Optional[str]) -> "Tensor":
+    def _make(cls, session: Session, handle: int, seq: int, dev: Optional[str],
+              hv: Optional[bytes] = None) -> "Tensor":
+        """``handle``'s Tensor; ``hv``: its varint, if the caller has it."""
         t = object.__new__(cls)
         t._session = session
         t._handle = handle
-        t._hv = varint(handle)
+        t._hv = varint(handle) if hv is None else hv
         t._seq = seq
         t._info = None
         t._dev = dev  # requested device, if known ("" / None: the session default)

@@ -31,7 +31,6 @@ from .._tensor import Tensor as NativeTensor
 from ._tensor import TensordTensor
 
 _NUMBERS = (bool, int, float)
-_new = object.__new__
 
 
 class _Entry:
@@ -61,15 +60,7 @@ def run(entry: _Entry, args: tuple) -> NativeTensor:
     # The program's frame is above __torch_dispatch__, run_rule and dispatch (site_field skips
     # any other tensord and PyTorch frames on its way up).
     first, seq, first_v = s.call(entry.op_id, ins, 1, site_field(4), entry.op_part)
-    t = _new(NativeTensor)  # Tensor._make, inlined (as _calls.call_op)
-    t._session = s
-    t._handle = first
-    t._hv = first_v
-    t._seq = seq
-    t._info = None
-    t._dev = dev
-    t._rg = None
-    return t
+    return NativeTensor._make(s, first, seq, dev, first_v)
 
 
 def _eligible(func: Any, args: tuple, kwargs: Dict[str, Any], pointwise: bool) -> bool:
