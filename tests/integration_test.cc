@@ -149,7 +149,7 @@ TEST_F(IntegrationTest, WrongProtocolVersionGetsAClearError) {
 }
 
 TEST_F(IntegrationTest, MalformedFramesAreAnsweredAndTheSessionGoesOn) {
-  auto raw = OpenRaw(daemon_->address(), 1);
+  auto raw = OpenRaw(daemon_->address(), v1::PROTOCOL_VERSION_CURRENT);
   auto& stream = raw->stream;
   v1::ServerFrame frame;
   ASSERT_TRUE(stream->Read(&frame));
