@@ -14,6 +14,7 @@ import torch
 from op_case_inputs import NC, Case, R
 from op_cases_attention import CPU_ONLY as ATTENTION_CPU_ONLY
 from op_cases_nn import CPU_ONLY as NN_CPU_ONLY
+from op_cases_nn_rows import CPU_ONLY as NN_ROWS_CPU_ONLY
 from op_cases_qr import CPU_ONLY as QR_CPU_ONLY
 
 F64 = torch.float64
@@ -124,8 +125,8 @@ def linalg_cases() -> List[Case]:
 
 
 # The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/cuda_op_table_test.cc), the
-# fused attention, softmax gradient and QR-family rows included.
+# fused attention, softmax gradient, QR-family and op_cases_nn_rows.py's rows included.
 CPU_ONLY = {"linalg_lu_factor_ex", "linalg_lu_solve", "linalg_solve_triangular",
             "_linalg_solve_ex", "linalg_inv_ex", "linalg_cholesky_ex", "_linalg_slogdet",
             "_linalg_det", "_linalg_eigh", "_linalg_svd"} | ATTENTION_CPU_ONLY | NN_CPU_ONLY \
-    | QR_CPU_ONLY
+    | QR_CPU_ONLY | NN_ROWS_CPU_ONLY

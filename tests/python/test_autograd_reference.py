@@ -33,7 +33,13 @@ RANDOM = {"rand_like", "randn_like", "empty_like", "empty", "randint"}
 NO_GRAD_ARGS = {"batch_norm": {1, 2}, "nll_loss": {2}, "cross_entropy": {2},
                 "fused_cross_entropy": {2}, "binary_cross_entropy": {2},
                 "binary_cross_entropy_with_logits": {2, 3},
+                "multi_margin_loss": {2},  # its class weights: no derivative in ATen either
                 "zeta": {0}}  # zeta's derivative in x: not implemented (PyTorch's neither)
+
+# Ops whose gradient (ATen's, and so the daemon's) is not the derivative of their value:
+# _ctc_loss's is that of the loss composed with log_softmax (exp(log_probs) less the
+# posteriors; torch.autograd.gradcheck fails on it too). Checked against PyTorch only.
+NOT_THE_DERIVATIVE = {"_ctc_loss"}
 
 
 def _tensors(v: Any) -> List[torch.Tensor]:
@@ -176,6 +182,9 @@ def test_grad_matches_finite_differences(case: Case) -> None:
     info = td.default_session().catalog.get(case.op)
     if info is None or not info.differentiable:
         pytest.skip(f"{case.op} is not differentiable")
+    if case.op in NOT_THE_DERIVATIVE or case.kwargs.get("scale_grad_by_freq"):
+        pytest.skip(f"{case.op}'s gradient is not the derivative of its value "
+                    "(NOT_THE_DERIVATIVE, or rows scaled by their frequency)")
     leaves, dloss, _ = _run(case, f64=True)
     if dloss is None:
         pytest.skip("no floating output requires grad")
