@@ -32,7 +32,7 @@ import tensord as td  # noqa: E402
 import tensord.torch as tdt  # noqa: E402
 
 
-def per_op_us(fn, sync, n: int = 2000, loops: int = 3) -> float:
+def per_op_us(fn, sync, n: int = 5000, loops: int = 7) -> float:
     """The least of ``loops`` loops' CPU time per op (the VM is shared: the least is the
     steadiest)."""
     for _ in range(300):
