@@ -28,13 +28,16 @@ std::string CpuModel() {
 
 class CpuDevice : public Device {
  public:
-  CpuDevice() : allocator_(MakeHostCachingAllocator("cpu")) {
+  explicit CpuDevice(size_t capacity)
+      : allocator_(MakeHostCachingAllocator("cpu", capacity)) {
     desc_.name = "cpu";
     desc_.kind = DeviceKind::kCpu;
     desc_.description = absl::StrCat(
         CpuModel(), " (", std::thread::hardware_concurrency(), " threads)");
-    desc_.total_memory = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
-                         static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+    desc_.total_memory =
+        capacity != 0 ? capacity
+                      : static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                            static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
   }
   const DeviceDescription& description() const override { return desc_; }
   CachingAllocator* allocator() override { return allocator_.get(); }
@@ -58,8 +61,8 @@ class CpuDevice : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> MakeCpuDevice() {
-  return std::make_unique<CpuDevice>();
+std::unique_ptr<Device> MakeCpuDevice(size_t capacity) {
+  return std::make_unique<CpuDevice>(capacity);
 }
 
 }  // namespace tensord

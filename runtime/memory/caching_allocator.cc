@@ -382,9 +382,9 @@ void CachingAllocator::UntrackInactive(const Block* block) {
 }
 
 std::unique_ptr<CachingAllocator> MakeHostCachingAllocator(
-    std::string device_name) {
+    std::string device_name, size_t capacity) {
   return std::make_unique<CachingAllocator>(
-      std::make_unique<HostBackend>(std::move(device_name)));
+      std::make_unique<HostBackend>(std::move(device_name), capacity));
 }
 
 }  // namespace tensord

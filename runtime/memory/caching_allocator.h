@@ -241,8 +241,9 @@ class CachingAllocator : public Allocator {
 };
 
 // The CPU device's allocator: a CachingAllocator over HostBackend.
+// `capacity`: HostBackend's (0: the machine's physical memory).
 std::unique_ptr<CachingAllocator> MakeHostCachingAllocator(
-    std::string device_name = "cpu");
+    std::string device_name = "cpu", size_t capacity = 0);
 
 // "cuda:3" -> 3; names without ":<n>" -> 0.
 int DeviceIndexFromName(const std::string& device_name);

@@ -27,10 +27,20 @@ HostBackend::HostBackend(std::string device_name, size_t capacity)
 
 absl::StatusOr<void*> HostBackend::Malloc(size_t bytes) {
   if (bytes == 0) return absl::InvalidArgumentError("Malloc of 0 bytes");
+  // Note [Host capacity]: claim the bytes first, so that two threads cannot
+  // both pass the check.
+  const size_t before = mapped_.fetch_add(bytes);
+  if (bytes > capacity_ || before > capacity_ - bytes) {
+    mapped_.fetch_sub(bytes);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "allocating ", bytes, " bytes on ", device_name_, " would map ",
+        before + bytes, " bytes, past its capacity of ", capacity_));
+  }
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     int err = errno;
+    mapped_.fetch_sub(bytes);
     return absl::ResourceExhaustedError(
         absl::StrCat("mmap of ", bytes, " bytes on ", device_name_,
                      " failed: ", std::strerror(err)));
@@ -39,7 +49,9 @@ absl::StatusOr<void*> HostBackend::Malloc(size_t bytes) {
 }
 
 void HostBackend::Free(void* ptr, size_t bytes) {
-  if (ptr != nullptr) munmap(ptr, bytes);
+  if (ptr == nullptr) return;
+  munmap(ptr, bytes);
+  mapped_.fetch_sub(bytes);
 }
 
 absl::Status HostBackend::Zero(void* ptr, size_t bytes, StreamHandle) {

@@ -2,10 +2,18 @@
 // arrives zero-filled and goes back to the OS on Free. CPU work is
 // synchronous, so every event is complete the moment it is recorded.
 //
-// Thread safety: stateless apart from constants; safe from any thread.
+// Note [Host capacity]: the kernel overcommits anonymous mappings, so a 16 GiB
+// tensor on a 24 GiB machine maps at once and the daemon is OOM-killed only
+// when the pages are written (a scrubbed block is written whole). Malloc
+// therefore refuses (RESOURCE_EXHAUSTED, which the caching allocator answers
+// by releasing its cache and retrying) what would take the bytes mapped past
+// `capacity`.
+//
+// Thread safety: the mapped-bytes count is atomic; safe from any thread.
 #ifndef TENSORD_RUNTIME_MEMORY_HOST_BACKEND_H_
 #define TENSORD_RUNTIME_MEMORY_HOST_BACKEND_H_
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -31,6 +39,7 @@ class HostBackend : public Backend {
  private:
   const std::string device_name_;
   const size_t capacity_;
+  std::atomic<size_t> mapped_{0};  // Note [Host capacity]
 };
 
 // The machine's physical memory in bytes.

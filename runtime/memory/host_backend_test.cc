@@ -49,5 +49,22 @@ TEST(HostBackendTest, ExplicitCapacityAndZeroSizeMalloc) {
   EXPECT_FALSE(backend.Malloc(0).ok());
 }
 
+// Note [Host capacity]: what would map past the capacity is refused, and
+// freed bytes count again.
+TEST(HostBackendTest, MallocStaysWithinItsCapacity) {
+  const size_t page = 4096;
+  HostBackend backend("cpu", 4 * page);
+  absl::StatusOr<void*> a = backend.Malloc(3 * page);
+  ASSERT_TRUE(a.ok()) << a.status();
+  absl::StatusOr<void*> b = backend.Malloc(2 * page);
+  EXPECT_TRUE(absl::IsResourceExhausted(b.status())) << b.status();
+  EXPECT_FALSE(backend.Malloc(size_t{1} << 62).ok());  // no wrap-around
+  backend.Free(*a, 3 * page);
+  absl::StatusOr<void*> c = backend.Malloc(4 * page);
+  ASSERT_TRUE(c.ok()) << c.status();
+  static_cast<char*>(*c)[4 * page - 1] = 1;  // mapped and writable
+  backend.Free(*c, 4 * page);
+}
+
 }  // namespace
 }  // namespace tensord

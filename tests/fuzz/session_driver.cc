@@ -5,10 +5,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "google/protobuf/io/coded_stream.h"
 #include "proto/command_ring.h"
 #include "runtime/core/mutex.h"
+#include "runtime/cpu_device.h"
 #include "runtime/device.h"
 #include "server/daemon_log.h"
 #include "server/session_manager.h"
@@ -91,7 +93,12 @@ Daemon& TheDaemon() {
     // the errors logged, and the formatter is fuzzed with it.
     spdlog::set_formatter(EscapingLogFormatter());
     auto* d = new Daemon;
-    d->devices = DeviceRegistry::Create({"cpu"});
+    // The CPU's capacity bounded (Note [Host capacity]): a fuzzed Put or op
+    // may ask for a tensor of many GiB, which no quota stops in insecure mode;
+    // it is refused at 1 GiB, inside libFuzzer's RSS limit.
+    std::vector<std::unique_ptr<Device>> cpu;
+    cpu.push_back(MakeCpuDevice(size_t{1} << 30));
+    d->devices = std::make_unique<DeviceRegistry>(std::move(cpu));
     d->auth = Authenticator::Insecure();
     SessionLimits limits;
     limits.resume_grace = absl::Hours(1);  // the driver ends sessions itself
