@@ -39,9 +39,6 @@ def bind_tensor_class(cls: type) -> None:
 Number = Union[int, float, bool]
 _SCALARS = (int, float, bool, np.number, np.bool_)
 _new = object.__new__
-# Lists that each Call queued by call_op is appended to while one is here (the PyTorch device's
-# Note [Direct calls] records a rule's Call this way).
-taps: List[List[tuple]] = []
 
 
 def missing_op(name: str, session: Session, why: str = "") -> NotImplementedError:
@@ -187,13 +184,7 @@ def call_op(s: Session, op: OpInfo, inputs: Sequence[Any], attrs: Optional[dict]
     keep = None  # scalars' tensors stay alive until the Call is queued
     if others:
         ins, keep = _upload_scalars(s, op, inputs, dev, site)
-    if attrs:
-        triples = encode_attrs(op, attrs)
-        op_part = op.op_field + attr_fields(triples) if triples else op.op_field
-    else:
-        if op.any_required:
-            encode_attrs(op, {})  # raises: a required attribute is missing
-        op_part = op.op_field
+    op_part = op_call_part(op, attrs) if attrs or op.any_required else op.op_field
     nout = op.num_outputs
     if nout < 0:
         if num_outputs is None:
@@ -202,8 +193,6 @@ def call_op(s: Session, op: OpInfo, inputs: Sequence[Any], attrs: Optional[dict]
         nout = num_outputs
     first, seq, first_v = s.call(op.id, ins, nout, site, op_part)
     del keep
-    if taps:
-        taps[-1].append((s, op.id, ins, nout, op_part, first))
     if nout == 1:  # Tensor._make, inlined
         t = _new(Tensor)
         t._session = s
@@ -215,6 +204,12 @@ def call_op(s: Session, op: OpInfo, inputs: Sequence[Any], attrs: Optional[dict]
         t._rg = None
         return t
     return tuple(Tensor._make(s, first + i, seq, dev) for i in range(nout))
+
+
+def op_call_part(op: OpInfo, attrs: Optional[dict]) -> bytes:
+    """A Call's op and attribute fields for ``attrs`` (raises if a required one is missing)."""
+    triples = encode_attrs(op, attrs or {})
+    return op.op_field + attr_fields(triples) if triples else op.op_field
 
 
 _PACK_F64 = struct.Struct("<d").pack

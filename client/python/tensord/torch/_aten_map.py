@@ -10,7 +10,7 @@ and the core rows; other modules add theirs, and ``_aten_table`` imports them al
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import torch
 
@@ -22,6 +22,9 @@ from ._op_table import OpTable
 
 aten = torch.ops.aten
 RULES = OpTable()
+# While a rule is recorded (Note [Direct calls]), each call ``c`` makes is appended to the last
+# list here: (session, op, inputs, attrs, result).
+taps: List[List[tuple]] = []
 _BIG = 1 << 62
 
 
@@ -33,8 +36,11 @@ def c(name: str, inputs: Sequence[Any], **attrs: Any) -> Any:
         raise missing_op(name, s)
     # The call site: the program's line (PyTorch's own frames are library code: _registration);
     # inside a backward pass, where no program frame is on the stack, none.
-    return call_op(s, op, inputs, {k: v for k, v in attrs.items() if v is not None} or None,
-                   site=site_field(1))
+    kept = {k: v for k, v in attrs.items() if v is not None} or None
+    out = call_op(s, op, inputs, kept, site=site_field(1))
+    if taps:  # a rule being recorded (Note [Direct calls])
+        taps[-1].append((s, op, inputs, kept, out))
+    return out
 
 
 def rule(*ops: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

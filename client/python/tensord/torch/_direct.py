@@ -5,8 +5,8 @@ Note [Direct calls]: most ops a program sends are the same calls again and again
 step's). A rule turns ATen arguments into one daemon Call whose op, attributes and inputs
 depend only on what ``_meta.key`` holds (the tensors' metadata and every other argument's
 value), and on which tensors fill which arguments. So the first time a key's rule runs,
-``record`` watches what it queues (``_calls`` taps ``call_op``); if it was exactly one Call of
-one output, taking the payloads of the positional tensor arguments in order and nothing else,
+``record`` watches what it queues (``_aten_map.c`` reports its calls to ``taps``); if it was
+exactly one Call of one output, each input the payload of a positional tensor argument,
 and that output is what the rule returned, the key keeps (op id, encoded attributes, the
 tensor arguments' positions). Later calls with the key (``run``) concatenate those tensors'
 handles and queue the Call, skipping the rule, the catalog lookup and the attribute encoding
@@ -15,7 +15,8 @@ handles and queue the Call, skipping the rule, the catalog lookup and the attrib
 Not recorded, so always run by their rules: calls whose key holds a Python number by its type
 only (pointwise ops, ``_meta.key``), since the rule may encode its value; seeded random ops;
 rules that queue anything else (an upload, a second op) or take tensors from a list or a
-keyword; and calls made while ``TENSORD_TORCH_CHECK`` compares results. The entries belong to
+keyword; two tensor arguments sharing one payload (which of them fills an input would be
+undecided for later calls); and calls made while ``TENSORD_TORCH_CHECK`` compares results. The entries belong to
 the session that recorded them (a new session's catalog may number ops differently).
 """
 
@@ -26,6 +27,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from .. import _calls
+from . import _aten_map
 from .._site import site_field
 from .._tensor import Tensor as NativeTensor
 from ._tensor import TensordTensor
@@ -88,18 +90,26 @@ def record(func: Any, session: Any, args: tuple, kwargs: Dict[str, Any], pointwi
     if not _eligible(func, args, kwargs, pointwise):
         return call_rule(), None
     taps: List[tuple] = []
-    _calls.taps.append(taps)
+    _aten_map.taps.append(taps)
     seq0 = session._seq
     try:
         native = call_rule()
     finally:
-        _calls.taps.pop()
-    if len(taps) != 1 or session._seq != seq0 + 1 or type(native) is not NativeTensor:
+        _aten_map.taps.pop()
+    # One command in all (no upload, no second op, nothing queued outside ``c``) and it is the
+    # rule's result.
+    if len(taps) != 1 or session._seq != seq0 + 1:
         return native, None
-    s, op_id, ins, nout, op_part, first = taps[0]
-    if s is not session or nout != 1 or first != native._handle:
+    s, op, inputs, attrs, out = taps[0]
+    if (s is not session or out is not native or type(native) is not NativeTensor
+            or op.num_outputs != 1):
         return native, None
-    positions = tuple(i for i, a in enumerate(args) if type(a) is TensordTensor)
-    if b"".join(args[i]._td._hv for i in positions) != ins:
+    # Each input is the payload of one positional tensor argument; two arguments sharing a
+    # payload would leave which one fills an input undecided.
+    by_payload = {id(a._td): i for i, a in enumerate(args) if type(a) is TensordTensor}
+    if len(by_payload) != sum(type(a) is TensordTensor for a in args):
         return native, None
-    return native, _Entry(session, op_id, op_part, positions)
+    positions = tuple(by_payload.get(id(x), -1) for x in inputs)
+    if -1 in positions:
+        return native, None
+    return native, _Entry(session, op.id, _calls.op_call_part(op, attrs), positions)
