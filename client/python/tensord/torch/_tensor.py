@@ -52,12 +52,8 @@ class TensordTensor(torch.Tensor):
     def __new__(cls, td: Any, size: Sequence[int], stride: Optional[Sequence[int]] = None,
                 offset: int = 0, dtype: torch.dtype = torch.float32,
                 requires_grad: bool = False) -> "TensordTensor":
-        r = torch.Tensor._make_wrapper_subclass(
-            cls, size, strides=stride if stride is not None else contiguous_strides(size),
-            storage_offset=offset, dtype=dtype, device=DEVICE, requires_grad=requires_grad)
-        r._td = td
-        r._error = None
-        return r
+        return make(td, size, stride if stride is not None else contiguous_strides(size),
+                    offset, dtype, requires_grad)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # all done in __new__
         pass
@@ -139,11 +135,11 @@ _make_wrapper = torch.Tensor._make_wrapper_subclass
 
 
 def make(td: Any, size: Sequence[int], stride: Sequence[int], offset: int,
-         dtype: torch.dtype) -> TensordTensor:
-    """``TensordTensor(td, size, stride, offset, dtype)`` without the Python constructor's frames
-    (the device's per-op path: Note [Direct calls])."""
+         dtype: torch.dtype, requires_grad: bool = False) -> TensordTensor:
+    """``TensordTensor(td, size, stride, offset, dtype)``; called directly, without the class's
+    constructor frames (the device's per-op path: Note [Direct calls])."""
     r = _make_wrapper(TensordTensor, size, strides=stride, storage_offset=offset, dtype=dtype,
-                      device=DEVICE)
+                      device=DEVICE, requires_grad=requires_grad)
     r._td = td
     r._error = None
     return r
