@@ -80,8 +80,9 @@ def upload(session: Session, arr: np.ndarray, dt: _dtype.dtype, device: Any = No
     t = Tensor._make(session, handle, seq, dev or None)
     # Note [Uploads know their meta]: the client knows an upload's shape, dtype and, when the
     # caller named one of the daemon's devices, its device, so reading them (a batch's
-    # `x.shape` in a training loop) need not wait for the Put's Ack. With no device named, the client names the
-    # session's default itself (`Session.default_device`, tracked by `set_options`): the Put
+    # `x.shape` in a training loop) need not wait for the Put's Ack. With no device named, the
+    # client names the session's default itself (`Session.default_device`, tracked by
+    # `set_options`): the Put
     # then lands where the meta says even if another thread changes the default meanwhile.
     # Only where that is unknown (a default set by an alias) does the Put say "" and the
     # meta come from the Ack. A Put the daemon refused (a quota) raises at the first read of
