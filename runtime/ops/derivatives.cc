@@ -7,10 +7,10 @@ namespace tensord {
 
 void AttachGradients(std::vector<OpDef>* table) {
   std::vector<GradRow> rows;
-  for (auto family :
-       {PointwiseGrads, ReductionGrads, ShapeGrads, NnGrads, MathGrads,
-        DistanceGrads, AttentionGrads, EmbeddingBagGrads, GridSample3dGrads,
-        CtcLossGrads, SegmentReduceGrads, MarginLossGrads, LinalgGrads}) {
+  for (auto family : {PointwiseGrads, ReductionGrads, ShapeGrads, NnGrads,
+                      PoolGrads, MathGrads, DistanceGrads, AttentionGrads,
+                      EmbeddingBagGrads, GridSample3dGrads, CtcLossGrads,
+                      SegmentReduceGrads, MarginLossGrads, LinalgGrads}) {
     for (GradRow& r : family()) rows.push_back(std::move(r));
   }
   auto find = [&](const std::string& name) -> OpDef* {

@@ -24,19 +24,20 @@ struct GradRow {
   bool optional_outputs = false;
 };
 
-std::vector<GradRow> PointwiseGrads();  // derivatives_pointwise.cc
-std::vector<GradRow> ReductionGrads();  // derivatives_reduction.cc
-std::vector<GradRow> ShapeGrads();      // derivatives_shape.cc
-std::vector<GradRow> NnGrads();         // derivatives_nn.cc
-std::vector<GradRow> MathGrads();       // derivatives_math.cc
-std::vector<GradRow> DistanceGrads();   // distance_ops.cc
-std::vector<GradRow> AttentionGrads();  // attention_compose.cc
-std::vector<GradRow> EmbeddingBagGrads();  // embedding_bag_ops.cc
-std::vector<GradRow> GridSample3dGrads();  // grid_sample_3d_ops.cc
-std::vector<GradRow> CtcLossGrads();       // ctc_loss_ops.cc
+std::vector<GradRow> PointwiseGrads();      // derivatives_pointwise.cc
+std::vector<GradRow> ReductionGrads();      // derivatives_reduction.cc
+std::vector<GradRow> ShapeGrads();          // derivatives_shape.cc
+std::vector<GradRow> NnGrads();             // derivatives_nn.cc
+std::vector<GradRow> PoolGrads();           // derivatives_pool.cc
+std::vector<GradRow> MathGrads();           // derivatives_math.cc
+std::vector<GradRow> DistanceGrads();       // distance_ops.cc
+std::vector<GradRow> AttentionGrads();      // attention_compose.cc
+std::vector<GradRow> EmbeddingBagGrads();   // embedding_bag_ops.cc
+std::vector<GradRow> GridSample3dGrads();   // grid_sample_3d_ops.cc
+std::vector<GradRow> CtcLossGrads();        // ctc_loss_ops.cc
 std::vector<GradRow> SegmentReduceGrads();  // segment_reduce_ops.cc
 std::vector<GradRow> MarginLossGrads();     // margin_loss_ops.cc
-std::vector<GradRow> LinalgGrads();     // derivatives_linalg.cc: LAPACK rows
+std::vector<GradRow> LinalgGrads();  // derivatives_linalg.cc: LAPACK rows
 
 void AttachGradients(std::vector<OpDef>* table);
 
