@@ -14,6 +14,7 @@ from tensord import _wire
 from tensord._handle_table import HandleTable
 from tensord._proto import tensord_pb2 as pb
 from tensord._replay_log import ReplayLog
+from tensord._transport import Transport
 from tensord._session import Session
 
 
@@ -107,7 +108,7 @@ def detached_session(packed: bool, max_cmds: int = 1024, max_bytes: int = 1 << 2
         _released=collections.deque(), _released_events=collections.deque(),
         _released_shared=collections.deque(), _broken=None, _closing=False, _busy=None,
         _grad_sent=True, _max_cmds=max_cmds, _max_bytes=max_bytes, _resume_enabled=True,
-        _replay=ReplayLog(), _resuming=False, _shm=None, frames=[])
+        _replay=ReplayLog(), _resuming=False, _transport=Transport(None), frames=[])
     s._put_frame = s.frames.append
     return s
 

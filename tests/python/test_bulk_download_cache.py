@@ -32,7 +32,7 @@ def _known(t: td.Tensor) -> td.Tensor:
 
 def test_results_reuse_a_buffer_once_no_array_shows_it(daemon: str) -> None:
     with td.connect(daemon, shm=False) as s:
-        assert isinstance(s._download_cache, _download_cache.LocalDownloadCache)
+        assert isinstance(s._transport.cache, _download_cache.LocalDownloadCache)
         x, y = _random(BIG // 4, 1), _random(BIG // 4, 2)
         tx, ty = _known(td.tensor(x)), _known(td.tensor(y))
         a = tx.numpy()
@@ -55,7 +55,7 @@ def test_results_reuse_a_buffer_once_no_array_shows_it(daemon: str) -> None:
 
 def test_out_and_small_downloads_bypass_the_cache(daemon: str) -> None:
     with td.connect(daemon, shm=False) as s:
-        cache = s._download_cache
+        cache = s._transport.cache
         x = _random(BIG // 4, 3)
         tx = _known(td.tensor(x))
         out = np.empty_like(x)
@@ -81,12 +81,12 @@ def test_a_failed_download_gives_its_buffer_back(daemon: str,
         monkeypatch.setattr(BulkLanes, "io", broken)
         with pytest.raises(td.ConnectionLost, match="broken for the test"):
             tx.numpy()
-        assert s._download_cache.idle_bytes() == _download_cache.size_class(BIG)
+        assert s._transport.cache.idle_bytes() == _download_cache.size_class(BIG)
 
 
 def test_idle_bytes_stay_under_the_cap(daemon: str) -> None:
     with td.connect(daemon, shm=False, download_cache_bytes=5 << 20) as s:
-        cache = s._download_cache
+        cache = s._transport.cache
         values = [_random((k + 2) << 18, k) for k in range(3)]  # 2, 3, 4 MiB
         tensors = [_known(td.tensor(v)) for v in values]
         arrays = [t.numpy() for t in tensors]  # all three shown at once
@@ -101,8 +101,8 @@ def test_idle_bytes_stay_under_the_cap(daemon: str) -> None:
 
 def test_turned_off(daemon: str) -> None:
     with td.connect(daemon, shm=False, download_cache_bytes=0) as s:
-        assert s._download_cache is None
+        assert s._transport.cache is None
         x = _random(BIG // 4, 5)
         assert np.array_equal(_known(td.tensor(x)).numpy(), x)
     with td.connect(daemon, shm=False, bulk=False) as s:
-        assert s._download_cache is None  # the stream's chunks are joined into new arrays
+        assert s._transport.cache is None  # the stream's chunks are joined into new arrays

@@ -86,7 +86,7 @@ def test_transfers_are_striped_and_arrive_as_sent(
     address = request.getfixturevalue(which)
     with td.connect(address, shm=False, bulk_lanes=cap) as s:
         assert s.welcome.bulk_lanes == offered
-        assert s._bulk.connected == 0  # not before the first big transfer
+        assert s._transport.lanes.connected == 0  # not before the first big transfer
         # 8 MiB + 12345 and 33 MiB + 12: spans that are not multiples of 64 KiB (a split
         # unlike the daemon's leaves a lane waiting for bytes that never come)
         for seed, (nbytes, dtype) in enumerate([(MiB, np.float32), (8 * MiB + 12345, np.uint8),
@@ -94,7 +94,7 @@ def test_transfers_are_striped_and_arrive_as_sent(
                                                 (33 * MiB + 12, np.float32)]):
             a = _random(nbytes, seed, dtype)
             x = td.tensor(a)
-            assert s._bulk.connected == connected
+            assert s._transport.lanes.connected == connected
             back = x.numpy()  # the size known: asked on the socket
             assert back.tobytes() == a.tobytes()
             out = np.empty_like(a)
@@ -108,7 +108,7 @@ def test_transfers_are_striped_and_arrive_as_sent(
                 want.append(("download", nbytes, lanes))
             assert lane_io == want
             lane_io.clear()
-        assert s._bulk.state is True
+        assert s._transport.lanes.state is True
 
 
 def test_threads_share_the_lanes(daemon: str, lane_io: List[Tuple[str, int, int]]) -> None:
@@ -129,7 +129,7 @@ def test_threads_share_the_lanes(daemon: str, lane_io: List[Tuple[str, int, int]
         for t in threads:
             t.join(120)
         assert not failures, failures
-        assert s._bulk.connected == 4 and s._bulk.state is True
+        assert s._transport.lanes.connected == 4 and s._transport.lanes.state is True
     assert len(lane_io) == 24 and all(lanes == 2 for _, _, lanes in lane_io)
 
 
@@ -149,7 +149,7 @@ def test_lanes_not_offered_or_used_are_refused(daemon: str) -> None:
             # The session's own lane 0 is taken: its transfers take the stream.
             a = _random(9 * MiB, 1)
             np.testing.assert_array_equal((td.tensor(a) + 2).numpy(), a + 2)
-            assert s._bulk.state is False and s._bulk.connected == 0
+            assert s._transport.lanes.state is False and s._transport.lanes.connected == 0
         finally:
             for sock in held:
                 sock.close()
@@ -165,7 +165,7 @@ def test_lanes_up_to_the_first_refused(daemon: str,
             assert answer == b"Y"
             a = _random(33 * MiB, 2)
             x = td.tensor(a)
-            assert s._bulk.connected == 2
+            assert s._transport.lanes.connected == 2
             np.testing.assert_array_equal(x.numpy(), a)
             np.testing.assert_array_equal((x * 3).numpy(), a * 3)
             assert lane_io == [("upload", 33 * MiB, 2), ("download", 33 * MiB, 2),
@@ -180,9 +180,9 @@ def test_a_broken_lane_fails_one_transfer_then_the_stream_serves(
     with td.connect(daemon, shm=False) as s:
         a = _random(33 * MiB, 3)
         x = td.tensor(a)  # connects 4 lanes, striped over them
-        assert s._bulk.connected == 4
+        assert s._transport.lanes.connected == 4
         lane = 2 if direction == "upload" else 1
-        s._bulk.socks[lane].shutdown(socket.SHUT_RDWR)  # as if the network dropped it
+        s._transport.lanes.socks[lane].shutdown(socket.SHUT_RDWR)  # as if the network dropped it
         # The daemon's lane fails too and shuts its other lanes down, so whichever lane this
         # end finds broken first is named.
         with pytest.raises(td.Error, match=rf"{direction} of handle \d+: lane \d of the "
@@ -191,7 +191,7 @@ def test_a_broken_lane_fails_one_transfer_then_the_stream_serves(
                 td.tensor(a)
             else:
                 x.numpy()
-        assert s._bulk.state is False and s._bulk.connected == 0
+        assert s._transport.lanes.state is False and s._transport.lanes.connected == 0
         b = _random(33 * MiB, 4)
         y = td.tensor(b)  # the stream now
         np.testing.assert_array_equal((x + y).numpy(), a + b)

@@ -16,7 +16,7 @@ import torch
 
 import tensord as td
 from conftest import running_daemon
-from tensord._session import Session
+from tensord._remote_transport import RemoteTransport
 
 BIG = 3 << 20  # bytes: over the 1 MiB threshold
 
@@ -25,18 +25,18 @@ BIG = 3 << 20  # bytes: over the 1 MiB threshold
 def bulk_calls(monkeypatch: pytest.MonkeyPatch) -> List[str]:
     """"put"/"get" for each transfer that went to the socket."""
     seen: List[str] = []
-    real_put, real_get = Session._put_bulk_locked, Session._get_bulk_locked
+    real_put, real_get = RemoteTransport._put_bulk_locked, RemoteTransport._get_bulk_locked
 
-    def put(self, raw, fields):
+    def put(self, raw, handle, header):
         seen.append("put")
-        return real_put(self, raw, fields)
+        return real_put(self, raw, handle, header)
 
     def get(self, handle, site, nbytes, out):
         seen.append("get")
         return real_get(self, handle, site, nbytes, out)
 
-    monkeypatch.setattr(Session, "_put_bulk_locked", put)
-    monkeypatch.setattr(Session, "_get_bulk_locked", get)
+    monkeypatch.setattr(RemoteTransport, "_put_bulk_locked", put)
+    monkeypatch.setattr(RemoteTransport, "_get_bulk_locked", get)
     return seen
 
 
@@ -55,7 +55,7 @@ def test_big_transfers_go_on_the_socket(remote: td.Session, bulk_calls: List[str
     a = _random(BIG // 4 + 3, 1)  # an odd tail
     x = td.tensor(a)
     assert bulk_calls == ["put"]
-    assert remote._bulk.state is True
+    assert remote._transport.lanes.state is True
     np.testing.assert_array_equal(x.numpy(), a)  # size known: asked on the socket
     y = x * 2 + 1  # a fresh result: its size is not known yet, the daemon decides
     want = (torch.from_numpy(a) * 2 + 1).numpy()
@@ -100,7 +100,7 @@ def test_small_transfers_stay_on_the_stream(remote: td.Session, bulk_calls: List
     np.testing.assert_array_equal(x.numpy(out=out), a)
     assert abs((x * 1).sum().item() - float(a.astype(np.float64).sum())) < 1e-3
     assert bulk_calls == []
-    assert remote._bulk.state is None  # never connected
+    assert remote._transport.lanes.state is None  # never connected
 
 
 def test_a_fresh_small_result_is_answered_on_the_stream(remote: td.Session,
@@ -122,7 +122,7 @@ def test_turned_off_the_stream_carries_them(daemon: str, bulk_calls: List[str], 
         a = _random(BIG // 4, 9)
         np.testing.assert_array_equal((td.tensor(a) - 1).numpy(), a - 1)
         assert bulk_calls == []
-        assert not s._bulk.state
+        assert not s._transport.lanes.state
 
 
 def test_a_daemon_without_bulk_sockets(bulk_calls: List[str]) -> None:
@@ -138,10 +138,10 @@ def test_a_broken_socket_fails_one_transfer_then_the_stream_serves(
         remote: td.Session) -> None:
     a = _random(BIG // 4, 11)
     x = td.tensor(a)  # connects
-    remote._bulk.socks[0].shutdown(socket.SHUT_RDWR)  # as if the network dropped it
+    remote._transport.lanes.socks[0].shutdown(socket.SHUT_RDWR)  # as if the network dropped it
     with pytest.raises(td.Error, match="upload of handle .*: the bulk socket to tensord broke"):
         td.tensor(a)
-    assert remote._bulk.state is False
+    assert remote._transport.lanes.state is False
     b = _random(BIG // 4, 12)
     y = td.tensor(b)  # the stream now
     np.testing.assert_array_equal((x + y).numpy(), a + b)

@@ -18,7 +18,7 @@ import pytest
 import tensord as td
 from tensord import _cma
 from conftest import running_daemon
-from tensord._session import Session
+from tensord._local_transport import LocalTransport
 
 BIG = 3 << 20  # bytes: over the 1 MiB threshold
 
@@ -30,13 +30,14 @@ def cma_puts(monkeypatch: pytest.MonkeyPatch) -> Iterator[list]:
     has acknowledged everything sent, and Releases of an earlier test's collected tensors would
     make it rightly take another path (test_resume.py)."""
     seen = []
-    real = Session._put_cma_locked
+    real = LocalTransport._put_in_place_locked
 
-    def spy(self, address, nbytes, fields):
-        seen.append((address, nbytes))
-        return real(self, address, nbytes, fields)
+    def spy(self, handle, header, where, nbytes):
+        if not isinstance(where, tuple):  # an address, not a shared buffer's (region, offset)
+            seen.append((where, nbytes))
+        return real(self, handle, header, where, nbytes)
 
-    monkeypatch.setattr(Session, "_put_cma_locked", spy)
+    monkeypatch.setattr(LocalTransport, "_put_in_place_locked", spy)
     gc.collect()
     gc.disable()
     yield seen
@@ -55,11 +56,11 @@ def test_big_arrays_are_read_by_the_daemon(daemon: str, cma_puts: list) -> None:
             assert t.dtype.name == np.dtype(dtype).name
             np.testing.assert_array_equal(t.numpy(), a)
             assert (a.ctypes.data, a.nbytes) in cma_puts
-        assert s._cma_usable()
+        assert s._transport.cma_usable()
         # A forked child holding the session must not use it (the daemon would read the parent).
         child = os.fork()
         if child == 0:
-            os._exit(1 if s._cma_usable() else 0)
+            os._exit(1 if s._transport.cma_usable() else 0)
         _, status = os.waitpid(child, 0)
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
         # Below the threshold, and a non-contiguous array (its contiguous copy is what is
@@ -87,8 +88,8 @@ def test_turned_off_by_the_keyword(daemon: str, cma_puts: list) -> None:
         a = _random(BIG // 4, 4)
         np.testing.assert_array_equal(td.tensor(a).numpy(), a)
         assert not cma_puts
-        assert not s._cma_usable()
-        assert s._shm is not None  # the region carried it
+        assert not s._transport.cma_usable()
+        assert s._transport.shares_memory  # the region carried it
 
 
 def test_daemon_without_cross_memory_attach(cma_puts: list) -> None:
@@ -96,12 +97,12 @@ def test_daemon_without_cross_memory_attach(cma_puts: list) -> None:
         assert not s.welcome.cma
         a = _random(BIG // 4, 5)
         np.testing.assert_array_equal(td.tensor(a).numpy(), a)
-        assert not cma_puts and not s._cma_usable()
+        assert not cma_puts and not s._transport.cma_usable()
 
 
 def test_a_ticket_binds_once(daemon: str) -> None:
     with td.connect(daemon) as s:
-        assert s.welcome.cma and s._cma.bound
+        assert s.welcome.cma and s._transport.cma.bound
         assert s.welcome.cma_socket.startswith("@tensord-cma-")
         assert not _cma.bind(s.welcome)  # spent: the daemon answers "refused"
 
@@ -124,7 +125,7 @@ def test_a_refused_binding_falls_back_to_the_region(daemon: str, cma_puts: list,
         a = _random(BIG // 4, 6)
         np.testing.assert_array_equal(td.tensor(a).numpy(), a)
         assert not cma_puts
-        assert not s._cma_usable()
+        assert not s._transport.cma_usable()
         b = _random(BIG // 4, 7)
         np.testing.assert_array_equal(td.tensor(b).numpy(), b)
         assert not cma_puts
@@ -136,7 +137,7 @@ def test_uploads_behind_queued_work_take_the_region(daemon: str, cma_puts: list)
     # an op still unacknowledged (a flush interval of a minute keeps it unsent) the upload takes
     # the region's slots and returns at once.
     with td.connect(daemon, flush_interval=60.0) as s:
-        assert s._cma_usable()
+        assert s._transport.cma_usable()
         x = td.tensor(_random(64, 8))
         y = x * 2.0  # queued
         a = _random(BIG // 4, 9)

@@ -19,8 +19,8 @@ pytestmark = pytest.mark.c_module("_ring")
 
 
 def _ring(s: td.Session) -> _command_ring.CommandRing:
-    assert s._shm is not None and s._shm.ring is not None, "the daemon offered no ring"
-    return s._shm.ring
+    assert s._transport.shares_memory and s._transport.region.ring is not None, "the daemon offered no ring"
+    return s._transport.region.ring
 
 
 def test_values_through_the_ring_match_pytorch(daemon: str) -> None:
@@ -99,7 +99,7 @@ def test_a_malformed_record_ends_only_its_session(daemon: str) -> None:
 def test_a_daemon_without_rings_is_used_through_the_stream() -> None:
     with running_daemon("--command_ring=false") as address:
         with td.connect(address, shm=True) as s:
-            assert s._shm is not None and s._shm.ring is None
+            assert s._transport.shares_memory and s._transport.region.ring is None
             assert (td.arange(5) * 3).sum().item() == 30
 
 

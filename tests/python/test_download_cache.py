@@ -15,7 +15,7 @@ import pytest
 import tensord as td
 from conftest import running_daemon, session_info
 from tensord import _download_cache
-from tensord._session import Session
+from tensord._local_transport import LocalTransport
 
 BIG = 3 << 20  # bytes: over _download_cache.MIN_BYTES
 
@@ -24,13 +24,13 @@ BIG = 3 << 20  # bytes: over _download_cache.MIN_BYTES
 def gets(monkeypatch: pytest.MonkeyPatch) -> list:
     """The shared-buffer Gets the sessions issue: (region, offset, nbytes) each."""
     seen = []
-    real = Session._get_shared_locked
+    real = LocalTransport._get_shared_locked
 
     def spy(self, handle, site, where, nbytes):
         seen.append((where[0], where[1], nbytes))
         return real(self, handle, site, where, nbytes)
 
-    monkeypatch.setattr(Session, "_get_shared_locked", spy)
+    monkeypatch.setattr(LocalTransport, "_get_shared_locked", spy)
     return seen
 
 
@@ -106,13 +106,13 @@ def test_idle_bytes_stay_under_the_cap_and_empty_frees_them(daemon: str, gets: l
         del arrays  # 14 MiB idle now
         got = ts[0].numpy()  # trims to the cap (oldest first), then takes a 2 MiB buffer
         assert np.array_equal(got, values[0])
-        idle = s._download_cache.idle_bytes()
+        idle = s._transport.cache.idle_bytes()
         assert 0 < idle <= 7 << 20
         td.synchronize()  # the trimmed buffers' Release has run
-        kept = len(s._download_cache._idle)
+        kept = len(s._transport.cache._idle)
         assert session_info(admin, s.session_id).shared_buffers == 1 + kept < 5
         s.empty_download_cache()
-        assert s._download_cache.idle_bytes() == 0
+        assert s._transport.cache.idle_bytes() == 0
         td.synchronize()
         assert session_info(admin, s.session_id).shared_buffers == 1  # the one `got` shows
         assert np.array_equal(got, values[0])
@@ -131,7 +131,7 @@ def test_the_cache_leaves_buffers_for_the_program(daemon: str, gets: list,
         del kept
         again = t.numpy()  # an idle buffer serves it
         assert len(gets) == 3 and np.array_equal(again, x)
-        assert s._download_cache._owned == 2
+        assert s._transport.cache._owned == 2
 
 
 def test_sizes_not_known_yet_take_the_slots(daemon: str, gets: list,
@@ -143,14 +143,14 @@ def test_sizes_not_known_yet_take_the_slots(daemon: str, gets: list,
     totals = []
     real = _shm.download
 
-    def spy(s, handle, total, site, out=None):
+    def spy(s, r, handle, total, site, out=None):
         totals.append(total)
-        return real(s, handle, total, site, out)
+        return real(s, r, handle, total, site, out)
 
     monkeypatch.setattr(_shm, "download", spy)
     # No timer flush: an op's Ack cannot arrive before the numpy() that sends it.
     with td.connect(daemon, shm=True, flush_interval=600.0) as s:
-        slot = s._shm.slot_bytes
+        slot = s._transport.region.slot_bytes
         x = _random(slot // 4 + 12345, 9)  # more than one slot
         t = _known(td.tensor(x))
         for make, want in ((lambda: t * 2, x * 2), (lambda: t[:7] + 1, x[:7] + 1),
@@ -161,7 +161,7 @@ def test_sizes_not_known_yet_take_the_slots(daemon: str, gets: list,
         assert (t[:1] * 3).item() == pytest.approx(float(x[0]) * 3, rel=1e-6)
         # item(): the region's mailbox when its C module is built (Note [Python mailbox]),
         # else the stream
-        assert len(totals) == (4 if s._shm.word else 3)
+        assert len(totals) == (4 if s._transport.region.word else 3)
         with pytest.raises(td.Error, match="matmul"):
             td.matmul(t, td.tensor(np.ones((3, 3), np.float32))).numpy()
 
@@ -169,7 +169,7 @@ def test_sizes_not_known_yet_take_the_slots(daemon: str, gets: list,
 def test_turned_off(daemon: str, gets: list) -> None:
     with td.connect(daemon, shm=True, download_cache_bytes=0) as s:
         x = _random(BIG // 4, 5)
-        assert s._download_cache is None and np.array_equal(_known(td.tensor(x)).numpy(), x)
+        assert s._transport.cache is None and np.array_equal(_known(td.tensor(x)).numpy(), x)
     with td.connect(daemon, shm=False) as s:  # no shared memory: nothing to cache in
         assert np.array_equal(_known(td.tensor(x)).numpy(), x)
     assert gets == []
@@ -181,7 +181,7 @@ def test_refused_buffers_fall_back_to_the_slots() -> None:
         f.write("bob tok-bob quota=24MiB\n")
     with running_daemon(f"--tokens_file={tokens}") as address:
         with td.connect(address, token="tok-bob", shm=True) as s:
-            assert s._download_cache is None  # a quota: off unless asked for
+            assert s._transport.cache is None  # a quota: off unless asked for
         with td.connect(address, token="tok-bob", shm=True,
                         download_cache_bytes=64 << 20) as s:
             x = _random(5 << 20 >> 2, 6)  # 5 MiB: tensor, buffer and a second one fit
@@ -192,7 +192,7 @@ def test_refused_buffers_fall_back_to_the_slots() -> None:
             y = _known(td.tensor(yv))  # 13 MiB of tensors, 10 of buffers
             c = y.numpy()  # no room for an 8 MiB buffer even after emptying: the slots
             assert np.array_equal(a, x) and np.array_equal(b, x) and np.array_equal(c, yv)
-            assert s._download_cache.idle_bytes() == 0
+            assert s._transport.cache.idle_bytes() == 0
             del a, b  # idle now, and counted: the 5 MiB op does not fit
             with pytest.raises(td.OutOfMemoryError, match="quota"):
                 (t + 1).numpy()

@@ -22,15 +22,15 @@ pytestmark = pytest.mark.c_module("_mailbox")
 
 def test_item_values_come_from_the_mailbox(daemon: str) -> None:
     with td.connect(daemon, shm=True, mailbox=True) as s:
-        assert s._shm is not None and s._shm.word != 0
+        assert s._transport.shares_memory and s._transport.region.word != 0
         x = td.tensor(np.arange(5, dtype=np.float32))
         for i in range(20):
             assert (x[i % 5] * 2 + i).item() == pytest.approx((i % 5) * 2.0 + i)
         assert td.tensor(np.array([7], np.int64)).sum().item() == 7
         assert (td.ones(3, dtype=td.bfloat16) * 3).sum().item() == 9.0
         # Most answers win the race with the stream's copy (which the reader then drops).
-        assert s._mailbox_answers > 0
-        assert s._notify_rid == 0 and len(s._requests) == 0
+        assert s._transport.region.answers > 0
+        assert s._transport.region.notify_rid == 0 and len(s._requests) == 0
 
 
 def test_an_error_is_answered_on_the_stream_and_the_session_goes_on(daemon: str) -> None:
@@ -38,7 +38,7 @@ def test_an_error_is_answered_on_the_stream_and_the_session_goes_on(daemon: str)
         bad = td.tensor(np.ones(3, np.float32)) + td.tensor(np.ones(4, np.float32))
         with pytest.raises(td.Error, match="broadcast"):
             bad.sum().item()
-        assert s._notify_rid == 0
+        assert s._transport.region.notify_rid == 0
         assert (td.ones(2) * 4).sum().item() == 8.0
 
 
@@ -62,7 +62,7 @@ def test_threads_taking_turns_each_get_their_own_answer(daemon: str) -> None:
             t.start()
         for t in threads:
             t.join()
-        assert wrong == [] and s._notify_rid == 0
+        assert wrong == [] and s._transport.region.notify_rid == 0
 
 
 def test_wait_returns_on_the_word_a_local_wake_or_the_timeout() -> None:

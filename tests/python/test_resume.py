@@ -23,7 +23,7 @@ import pytest
 import tensord as td
 from conftest import running_daemon
 from tensord._proto import admin_pb2, admin_pb2_grpc
-from tensord._session import Session
+from tensord._local_transport import LocalTransport
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools", "bench"))
 from wan_proxy import WanProxy  # noqa: E402
@@ -106,13 +106,14 @@ def test_cross_memory_attach_binds_again_after_a_cut(proxy: Proxy,
     # the client binds again with the new Welcome's ticket before it resends, and big uploads
     # still go by cross-memory attach.
     puts = []
-    real = Session._put_cma_locked
+    real = LocalTransport._put_in_place_locked
 
-    def spy(self, address, nbytes, fields):
-        puts.append(address)
-        return real(self, address, nbytes, fields)
+    def spy(self, handle, header, where, nbytes):
+        if not isinstance(where, tuple):  # an address: by cross-memory attach
+            puts.append(where)
+        return real(self, handle, header, where, nbytes)
 
-    monkeypatch.setattr(Session, "_put_cma_locked", spy)
+    monkeypatch.setattr(LocalTransport, "_put_in_place_locked", spy)
     # An upload takes cross-memory attach only when the daemon has acknowledged everything
     # sent: a cyclic collection of an earlier test's tensors between the synchronize and the
     # upload sends Releases that the cut leaves unacknowledged, and the upload rightly goes by
@@ -135,7 +136,7 @@ def check_binds_again(proxy: Proxy, puts: list) -> None:
             proxy.cut()
             np.testing.assert_array_equal((td.tensor(big) * 2.0).numpy(), big * 2.0)
             assert len(puts) == i + 2, "the upload left cross-memory attach"
-        assert s.resumes == 2 and s._cma.bound
+        assert s.resumes == 2 and s._transport.cma.bound
 
 
 def test_cuts_at_many_points_of_the_reply_stream(proxy: Proxy) -> None:
@@ -205,7 +206,7 @@ def test_pending_reads_in_other_threads_complete_across_a_cut(proxy: Proxy, daem
             assert isinstance(r, np.ndarray), r
             np.testing.assert_array_equal(r, expect + k)
         assert s.resumes >= 1
-        assert bool(s._bulk.state) == bulk
+        assert bool(s._transport.lanes.state) == bulk
         assert session_state(daemon_address, s.session_id) == "active"
 
 

@@ -16,7 +16,7 @@ import tensord as td
 from conftest import running_daemon, session_info
 from tensord import _shm
 from tensord._proto import admin_pb2
-from tensord._session import Session
+from tensord._local_transport import LocalTransport
 
 # (numpy dtype, shape): sizes over _shm.MIN_BYTES that are not multiples of pages
 CASES = [(np.float32, (3, 100003)), (np.float64, (517, 1031)), (np.int64, (70001,)),
@@ -26,20 +26,21 @@ CASES = [(np.float32, (3, 100003)), (np.float64, (517, 1031)), (np.int64, (70001
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> dict:
-    """Counts the one-copy Puts and Gets (the sessions' _put/_get_shared_locked)."""
+    """Counts the one-copy Puts and Gets (``LocalTransport``'s: a Put naming a shared buffer
+    names it as (region, offset), a Put by cross-memory attach as an address)."""
     counts = {"put": 0, "get": 0}
-    real_put, real_get = Session._put_shared_locked, Session._get_shared_locked
+    real_put, real_get = LocalTransport._put_in_place_locked, LocalTransport._get_shared_locked
 
     def put(self, *args):
-        counts["put"] += 1
+        counts["put"] += isinstance(args[2], tuple)
         return real_put(self, *args)
 
     def get(self, *args):
         counts["get"] += 1
         return real_get(self, *args)
 
-    monkeypatch.setattr(Session, "_put_shared_locked", put)
-    monkeypatch.setattr(Session, "_get_shared_locked", get)
+    monkeypatch.setattr(LocalTransport, "_put_in_place_locked", put)
+    monkeypatch.setattr(LocalTransport, "_get_shared_locked", get)
     return counts
 
 
@@ -186,7 +187,7 @@ def test_plain_memory_without_shared_memory(daemon: str, calls: dict,
         if not kwargs:
             monkeypatch.setenv("TENSORD_SHM", "0")
         with td.connect(daemon, **kwargs) as s:
-            assert s._shm is None
+            assert not s._transport.shares_memory
             buf = td.SharedBuffer(1 << 20)
             assert not buf.is_shared and buf.region == 0
             a = buf.numpy((1 << 18,), np.float32)

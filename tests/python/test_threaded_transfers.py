@@ -36,7 +36,7 @@ def small_region_daemon():
 
 def test_threads_creating_tensors_around_big_uploads(small_region_daemon: str) -> None:
     with td.connect(small_region_daemon, shm=True) as s:
-        assert s._shm is not None and s._shm.slot_bytes == SLOT
+        assert s._transport.shares_memory and s._transport.region.slot_bytes == SLOT
         start = threading.Barrier(UPLOADERS + CREATORS)
         errors: List[BaseException] = []
 

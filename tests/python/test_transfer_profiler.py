@@ -26,14 +26,14 @@ def _round_trip(s: td.Session, n: int, dtype=np.float32) -> None:
 @pytest.mark.parametrize("n", SIZES)
 def test_shm_round_trip_bit_exact(daemon: str, n: int) -> None:
     with td.connect(daemon, shm=True) as s:
-        assert s._shm is not None, "a same-host daemon should offer shared memory"
+        assert s._transport.shares_memory, "a same-host daemon should offer shared memory"
         _round_trip(s, n)
         _round_trip(s, n // 2 + 1, np.float64)
 
 
 def test_shm_large_multi_slot_and_poisoned(daemon: str) -> None:
     with td.connect(daemon, shm=True) as s:
-        slot = s._shm.slot_bytes
+        slot = s._transport.region.slot_bytes
         n = (slot * 5) // 4 + 3  # more slots than SLOTS: slots are reused
         a = np.arange(n, dtype=np.int64)
         t = td.tensor(a)
@@ -47,11 +47,11 @@ def test_shm_large_multi_slot_and_poisoned(daemon: str) -> None:
 
 def test_fallback_when_disabled(daemon: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with td.connect(daemon, shm=False) as s:
-        assert s._shm is None
+        assert not s._transport.shares_memory
         _round_trip(s, 600_000)
     monkeypatch.setenv("TENSORD_SHM", "0")
     with td.connect(daemon) as s:
-        assert s._shm is None
+        assert not s._transport.shares_memory
         _round_trip(s, 600_000)
 
 
@@ -64,7 +64,7 @@ def test_fallback_when_region_unreachable(daemon: str, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(_shm.Region, "open", staticmethod(wrong_nonce))
     with td.connect(daemon, shm=True) as s:
-        assert s._shm is None
+        assert not s._transport.shares_memory
         _round_trip(s, 600_000)
 
 

@@ -1,11 +1,11 @@
 """Data frames decoded without parsing their payload (tensord._data_frame, Note [Data frames
-in place]), and the upload window (Note [Upload window] in tensord._transfer). No C++ daemon."""
+in place]), and the upload window (Note [Upload window] in tensord._transport). No C++ daemon."""
 
 import numpy as np
 import pytest
 
 import tensord as td
-from tensord import _batch, _data_frame, _transfer
+from tensord import _batch, _data_frame, _transport
 from tensord._proto import tensord_pb2 as pb
 
 
@@ -97,7 +97,7 @@ def test_upload_window_bounds_unacknowledged_chunks(monkeypatch):
     from fake_daemon import FakeDaemon
 
     d = FakeDaemon(chunk_bytes=64 << 10)
-    monkeypatch.setattr(_transfer, "_UPLOAD_WINDOW", 256 << 10)
+    monkeypatch.setattr(_transport, "UPLOAD_WINDOW", 256 << 10)
     most = [0]
     flush = _batch.Batcher._flush_locked
 

@@ -95,8 +95,8 @@ def test_mailbox_default(monkeypatch, mailbox, ring, cpus, want):
 @pytest.mark.parametrize("shm, ring, packed", [(True, True, True), (True, False, True),
                                                (False, True, False)])
 def test_hello_says_what_the_options_allow(shm, ring, packed):
-    opts = _options.resolve(shm=shm, ring=ring, packed=packed)
-    h = hello_frame("tok", "me", opts, bulk=not shm).hello
+    opts = _options.resolve(shm=shm, ring=ring, packed=packed, bulk=not shm)
+    h = hello_frame("tok", "me", opts, "127.0.0.1:1").hello  # a TCP address: bulk if allowed
     assert (h.shm_transfer, h.packed_acks, h.bulk) == (shm, packed, not shm)
     assert h.command_ring == (shm and ring and _command_ring.available)
     assert (h.token, h.client_name, h.resume_session_id) == ("tok", "me", "")

@@ -84,8 +84,9 @@ def transfer(lib: Any, mib: int, reps: int) -> Dict[str, float]:
         return {"memcpy_gbps": nbytes / median(times) / 1e9,
                 "raw_tcp_gbps": raw_tcp_loopback(nbytes, reps)}
     out = _round_trips(lib, src, reps, lambda t: t.numpy())
-    out["bulk"] = bool(lib.default_session()._bulk.state)  # the bulk socket carried them
-    out["bulk_lanes"] = lib.default_session()._bulk.connected
+    lanes = getattr(lib.default_session()._transport, "lanes", None)  # RemoteTransport's
+    out["bulk"] = bool(lanes and lanes.state)  # the bulk socket carried them
+    out["bulk_lanes"] = lanes.connected if lanes else 0
     shared_src = lib.empty_shared(src.shape, dtype=np.float32)
     shared_dst = lib.empty_shared(src.shape, dtype=np.float32)
     if lib.default_session()._shared_ranges:  # same host: the buffers are shared

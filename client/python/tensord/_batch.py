@@ -126,28 +126,6 @@ class Batcher:
         elif n == 1 and self._flusher_idle:
             self._wake_flusher.notify()
 
-    def _shm_get_locked(self, handle: int, site: str, region: int, offset: int,
-                        capacity: int, byte_offset: int = 0,
-                        notify: bool = False) -> Tuple[int, Pending]:
-        """Queues a Get answered in shared memory: ``capacity`` bytes of ``handle`` from
-        ``byte_offset`` written at ``offset`` of region ``region`` (0: the session's own);
-        returns its request id and pending answer. ``notify``: announced in the region's
-        mailbox too (Note [Python mailbox], _shm.py)."""
-        rid, p = self._request_locked()
-        cmd = self._add_locked()
-        p.seq = cmd.seq
-        g = cmd.get
-        g.handle = handle
-        g.request_id = rid
-        g.site = site
-        span = g.into.region
-        span.region = region
-        span.offset = offset
-        span.size = capacity
-        g.byte_offset = byte_offset
-        g.notify = notify
-        return rid, p
-
     def _request_locked(self) -> Tuple[int, Pending]:
         self._check_open_locked()
         return self._requests.new()
@@ -248,26 +226,15 @@ class Batcher:
         self._put_frame(frame)
 
     def _want_ack_locked(self, seq: int) -> None:
-        """Before waiting for the Ack of command ``seq``: a ring session's daemon holds back
-        some Acks until asked (Note [Python command ring])."""
-        r = self._shm
-        if r is not None and r.ring is not None and seq > self._acked_seq:
-            r.ring.want_ack(seq)
+        """Before waiting for the Ack of command ``seq`` (``Transport.want_ack``)."""
+        if seq > self._acked_seq:
+            self._transport.want_ack(seq)
 
     def _put_frame(self, frame: Optional[bytes]) -> None:
-        """Queues ``frame`` (None: end the stream) on the current stream. Bounded queue:
-        backpressure on huge uploads; gRPC's sender never takes our lock. A frame that cannot be
-        sent (the stream failed, a resume is under way) stays in ``_replay`` for the resume."""
-        if self._resuming:
-            return
-        r = self._shm
-        if frame is not None and r is not None and r.ring is not None and r.ring.send(
-                self, frame):
-            return  # Note [Python command ring]
-        conn = self._conn
-        while not conn.put(frame, 0.5):
-            if self._broken is not None or conn.dead:
-                return
+        """Sends ``frame`` (None: end the stream) by the transport. While a resume is under
+        way it stays only in ``_replay``, which the resume sends again."""
+        if not self._resuming:
+            self._transport.send(frame)
 
     def _flush_loop(self) -> None:
         """The flusher thread. It sleeps until a command opens a batch, lets the batch grow for

@@ -73,6 +73,12 @@ def tcp_host(address: str) -> Optional[str]:
     return host[1:-1] if host.startswith("[") and host.endswith("]") else host
 
 
+def wanted(address: str, options: TransportOptions) -> bool:
+    """Whether a session to ``address`` with ``options`` asks for a bulk socket
+    (``Hello.bulk``): allowed, and the address is a TCP one."""
+    return options.bulk and tcp_host(address) is not None
+
+
 def _hello(host: str, port: int, hello: bytes) -> Optional[socket.socket]:
     """A connection the daemon accepted with ``hello`` (one lane), else None."""
     try:

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Iterator, Optional, Sequence, Tuple
 
 import grpc
 
-from . import _command_ring, _data_frame, _errors
+from . import _bulk, _command_ring, _data_frame, _errors
 from ._options import TransportOptions
 from ._proto import tensord_pb2 as pb
 
@@ -45,9 +45,9 @@ class AttemptTimeout(Exception):
 
 
 def hello_frame(token: Optional[str], client_name: str, options: TransportOptions,
-                bulk: bool, resume: Optional[Tuple[str, str, int]] = None) -> pb.ClientFrame:
-    """``ClientFrame{hello}`` of a session with ``options``; ``bulk``: it asks for a bulk
-    socket (``BulkLanes.wanted``); ``resume`` is (session id, secret, last acknowledged seq)."""
+                address: str, resume: Optional[Tuple[str, str, int]] = None) -> pb.ClientFrame:
+    """``ClientFrame{hello}`` of a session to ``address`` with ``options``; ``resume`` is
+    (session id, secret, last acknowledged seq)."""
     frame = pb.ClientFrame()
     h = frame.hello
     h.protocol_version = PROTOCOL_VERSION
@@ -56,7 +56,7 @@ def hello_frame(token: Optional[str], client_name: str, options: TransportOption
     h.shm_transfer = options.shm
     # Note [Python command ring]
     h.command_ring = options.shm and options.ring and _command_ring.available
-    h.bulk = bulk  # _bulk.py
+    h.bulk = _bulk.wanted(address, options)
     h.packed_acks = options.packed  # Note [Packed metas]: one switch with packed runs
     if resume is not None:
         h.resume_session_id, h.resume_secret, h.resume_received_seq = resume

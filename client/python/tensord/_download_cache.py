@@ -46,7 +46,6 @@ from typing import Any, List, Optional
 import numpy as np
 
 from . import _errors
-from ._options import DEFAULT_DOWNLOAD_CACHE_BYTES
 
 MIN_BYTES = 1 << 20
 MAX_BUFFERS = 32
@@ -59,22 +58,6 @@ def size_class(nbytes: int) -> int:
         return _MIN_CLASS
     step = 1 << max(0, (nbytes - 1).bit_length() - 3)  # a quarter of the lower power of two
     return (nbytes + step - 1) // step * step
-
-
-def for_session(session: Any, max_idle_bytes: Optional[int],
-                quota_bytes: int) -> Optional["DownloadCache"]:
-    """The cache of a session, or None (turned off; shared buffers: no shared memory with the
-    daemon, or a quota and no explicit size; local buffers: no bulk socket wanted)."""
-    local = session._shm is None
-    if local and not session._bulk.wanted:
-        return None
-    if max_idle_bytes is None:
-        if quota_bytes and not local:
-            return None
-        max_idle_bytes = DEFAULT_DOWNLOAD_CACHE_BYTES
-    if max_idle_bytes <= 0:
-        return None
-    return (LocalDownloadCache if local else DownloadCache)(session, max_idle_bytes)
 
 
 class _Lease:

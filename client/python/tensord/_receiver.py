@@ -26,7 +26,7 @@ from typing import Any, Optional, Tuple
 import grpc
 import numpy as np
 
-from . import _data_frame, _errors, _shm
+from . import _data_frame, _errors
 from ._connection import AttemptTimeout, Connection, is_transport_failure, rpc_code
 from ._data_frame import DataChunk
 from ._errors import ConnectionLost, Error, ProtocolError
@@ -85,7 +85,7 @@ class Receiver:
             self._resuming = False
             for p in self._requests:
                 p.wake()
-            _shm.wake_mailbox(self)
+            self._transport.ended()
             self._replies.notify_all()
             self._wake_flusher.notify_all()
 
@@ -149,8 +149,7 @@ class Receiver:
         self._handles.on_ack(ack, after)
 
     def _on_data(self, d: DataChunk) -> None:
-        if d.request_id == self._notify_rid:
-            _shm.wake_mailbox(self)
+        self._transport.answered(d.request_id)
         p = self._requests.open(d.request_id)
         if p is None:
             return  # not ours to wait for, or a replayed chunk of a finished Get
@@ -172,8 +171,8 @@ class Receiver:
 
     def _on_error(self, seq: int, e: Any) -> None:
         err = _errors.from_status(e.status)
-        if e.request_id == self._notify_rid:
-            _shm.wake_mailbox(self)
+        if e.request_id:
+            self._transport.answered(e.request_id)
         if e.request_id:
             p = self._requests.open(e.request_id)
             if p is not None:
@@ -233,21 +232,16 @@ class Receiver:
             return resume_failed("the daemon did not resume the session (it answered "
                                  f"{first.WhichOneof('kind')} for session "
                                  f"'{w.session_id if w else ''}')", _errors.FAILED_PRECONDITION)
-        applied = w.resumed_applied_seq
-        # The daemon dropped the binding (the resumer might have been another process): bound
-        # again before the resend, which may hold a Put by cross-memory attach (_cma.py).
-        self._cma.rebind(w)
         with self._lock:
             self._attempt = None
             if self._closing:
                 return ConnectionLost("the session is closed", code=_errors.CANCELLED,
                                       op="session")
-            problem = self._adopt_shm_locked(w)
+            resend = self._replay.resend_after(w.resumed_applied_seq)
+            # before the resend, which may hold a Put by cross-memory attach or in the region
+            problem = self._transport.resumed(w, bool(resend))
             if problem:
                 return resume_failed(problem, _errors.DATA_LOSS)
-            resend = self._replay.resend_after(applied)
-            if resend and self._shm is not None and self._shm.ring is not None:
-                self._shm.ring.after_resend(self._sent_seq)  # Note [Python command ring]
             conn.start(resend)
             self._conn = conn
             self._resuming = False
@@ -255,17 +249,3 @@ class Receiver:
             self._replies.notify_all()
             self._wake_flusher.notify_all()
         return None
-
-    def _adopt_shm_locked(self, w: Any) -> str:
-        """Keeps the shared-memory region if the resumed session still offers the same one,
-        else maps the new one or falls back to the stream. Returns a problem, or ''."""
-        old = self._shm
-        desc = w.shm if w.HasField("shm") else None
-        if old is not None and desc is not None and old.matches(desc):
-            return ""
-        if old is not None and (self._busy is not None
-                                or max(old.slot_seq) > w.resumed_applied_seq):
-            return ("the daemon's shared-memory region changed while a transfer through it "
-                    "was in flight")
-        self._shm = _shm.Region.open(desc, self._options) if desc is not None else None
-        return ""

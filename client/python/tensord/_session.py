@@ -9,9 +9,12 @@ Threads (see docs/protocol.md for the wire semantics):
 - a flusher thread sends the open batch at most ``flush_interval`` (2 ms) after its first
   command, unless a value read, a sync, or the size/count threshold sent it first; it is woken
   only from its idle sleep, never per batch (``Batcher._flush_loop``);
-- a flushed frame goes into the session region's command ring on the same host (Note [Python
-  command ring]), else into the stream's queue, which gRPC's own sender thread drains
-  (``_connection``);
+- a flushed frame goes to the session's transport, chosen once at the Welcome (Note [Python
+  transports], ``_transport.py``): ``LocalTransport`` writes it into the session region's
+  command ring on the same host (Note [Python command ring]), ``RemoteTransport`` into the
+  stream's queue, which gRPC's own sender thread drains (``_connection``); tensor bytes too
+  move by the transport (the region's slots, cross-memory attach and shared buffers, or the
+  bulk socket's lanes, or the stream's chunks);
 - a receiver thread (``_receiver``) applies replies and wakes waiters through ``_replies``;
   waiting is always on that condition, never a sleep. When the stream fails in transit it
   resumes the session on a new stream, transparently for the waiters.
@@ -19,13 +22,16 @@ Threads (see docs/protocol.md for the wire semantics):
 Parts that own their state, each with a unit test of its own (tests/python/test_unit_*.py):
 ``_options.TransportOptions`` (which paths the session may take), ``_handle_table.HandleTable``
 (handles' metadata from the Acks), ``_requests.RequestTable`` (requests by id, errors owed to
-``synchronize``), ``_replay_log.ReplayLog`` (what a resume resends), ``_bulk.BulkLanes`` (the
-bulk socket), ``_cma.CmaBinding`` (cross-memory attach), ``_shm.Region`` (the shared-memory
-region, its command ring and mailbox), ``_connection.Connection`` (one gRPC stream).
+``synchronize``), ``_replay_log.ReplayLog`` (what a resume resends), the transport
+(``_local_transport.LocalTransport`` over ``_shm.Region``, the shared-memory region with its
+command ring and mailbox, and ``_cma.CmaBinding``, cross-memory attach; or
+``_remote_transport.RemoteTransport`` over ``_bulk.BulkLanes``, the bulk socket), and
+``_connection.Connection`` (one gRPC stream).
 
 The methods that drive them are split by concern: ``_call.CallPath`` (``call``, packed runs),
 ``_batch.Batcher`` (the open batch, flushing, waiting), ``_receiver.Receiver`` (replies,
-resume), ``_transfer.Transfers`` (Put/Get), ``_shared.SharedBuffers`` (shared buffers),
+resume), ``_transfer.Transfers`` (Put/Get, handed to the transport but for tiny uploads),
+``_shared.SharedBuffers`` (shared buffers' allocation and address ranges),
 ``_stream_commands.StreamCommands`` (streams, events, TF32), ``_grad_commands.GradCommands``
 (Backward, requires_grad and .grad commands), ``_usage_commands.UsageCommands`` (the session's
 own memory statistics, fallback reports); ``_handshake`` opens the stream. The open batch
@@ -55,23 +61,25 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import grpc
 
-from . import _catalog, _cma, _download_cache, _errors, _malloc, _options, _shm
+from . import _catalog, _errors, _options, _shm
 from ._batch import Batcher, Replies
-from ._bulk import BulkLanes
 from ._call import CallPath
 from ._connection import Connection, hello_frame
 from ._errors import Error
 from ._grad_commands import GradCommands
 from ._handle_table import HandleTable
 from ._handshake import open_stream
+from ._local_transport import LocalTransport
 from ._meta import _Meta, _meta_from_proto
 from ._proto import tensord_pb2 as pb
 from ._receiver import Receiver
+from ._remote_transport import RemoteTransport
 from ._replay_log import ReplayLog
 from ._requests import RequestTable
 from ._shared import SharedBuffers
 from ._stream_commands import StreamCommands
 from ._transfer import Transfers
+from ._transport import Transport
 from ._usage_commands import UsageCommands
 from ._version import __version__
 
@@ -92,9 +100,13 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
     ``--resume_grace``. ``resumes`` counts the resumes so far.
 
     How commands and bytes travel (docs/transport.md; ``_options.TransportOptions`` resolves
-    these, and reads the only environment toggles, ``TENSORD_SHM`` and ``TENSORD_BULK``):
+    these, and reads the only environment toggles, ``TENSORD_SHM`` and ``TENSORD_BULK``): by
+    one of two transports, chosen once when the daemon answers (Note [Python transports]):
+    ``LocalTransport`` when it offers a shared-memory region this process can map (the same
+    host and user), else ``RemoteTransport``.
 
-    - ``shm``: ask for the same-host shared-memory region (default: ``TENSORD_SHM`` != "0").
+    - ``shm``: ask for the same-host shared-memory region (default: ``TENSORD_SHM`` != "0");
+      False: the session is remote whatever the host.
     - ``ring``: with a region, batches go through its command ring (Note [Python command ring]).
     - ``mailbox``: with a region, ``item()`` answers come through its mailbox (Note [Python
       mailbox]; None: with the ring, or on hosts of 4 or more CPUs); ``sync_spin_us``: how long
@@ -148,8 +160,6 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._seq = 0  # last seq allocated
         self._sent_seq = 0  # last seq handed to the stream
         self._acked_seq = 0  # last_seq of the last Ack received
-        self._notify_rid = 0  # the Get announced in the region's mailbox, if any (_shm.py)
-        self._mailbox_answers = 0  # answers taken from the mailbox so far
         self._next_handle = 1
         # the acknowledged handles' metadata until their Tensors take it, matched against the
         # handles each batch allocated (the device names come with the Welcome)
@@ -185,12 +195,8 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
 
         self._credentials = credentials
         self._metadata = [("authorization", f"Bearer {token}")] if token else []
-        # Cross-memory attach (_cma.py, _shared.py): once the region is mapped this process
-        # binds the session to itself
-        self._cma = _cma.CmaBinding(options.shm and options.cma)
         self._token = token
         self._client_name = client_name
-        self._bulk = BulkLanes(address, options)  # big transfers without a region (_bulk.py)
         conn, w = open_stream(address, credentials, self._metadata,
                               self._hello_frame(), connect_timeout)
         self._packed = options.packed and w.packed_commands
@@ -214,16 +220,10 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._max_bytes = max(4096, min(max_batch_bytes, max_frame // 2 - 4096))
         self.chunk_bytes = min(self.chunk_bytes, max_frame // 2)
         self._max_upload_frame = max(self._max_bytes, max_frame // 2 - 4096)
-        #: the mapped shared-memory region, or None (the stream carries every byte)
-        self._shm = _shm.Region.open(w.shm, options) if w.HasField("shm") else None
-        if self._shm is not None:
-            self._cma.bind(w)
-        if options.tune_malloc and self._shm is None:  # the stream carries the bytes
-            _malloc.keep_transfer_buffers_mapped()
-        self._download_cache = _download_cache.for_session(
-            self, options.download_cache_bytes, w.quota_bytes)
         self._busy: Optional[int] = None  # thread running a multi-command transfer
 
+        #: how commands and bytes travel, chosen once (Note [Python transports])
+        self._transport: Transport = _transport_for(self, w)
         self._receiver = threading.Thread(target=self._receive, name="tensord-receiver",
                                           daemon=True)
         self._flusher = threading.Thread(target=self._flush_loop, name="tensord-flusher",
@@ -272,7 +272,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._put_frame(None)
         self._receiver.join(timeout)
         self._conn.close()
-        self._bulk.close()
+        self._transport.close()
         _open_sessions.discard(self)
 
     def profile_fetch(self, clear: bool = True) -> Any:
@@ -354,8 +354,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
     def _hello_frame(self, resume: Optional[Tuple[str, str, int]] = None) -> Any:
         """The Hello of this session's first stream, or of a resume (``resume``: id, secret,
         last acknowledged seq)."""
-        return hello_frame(self._token, self._client_name, self._options, self._bulk.wanted,
-                           resume)
+        return hello_frame(self._token, self._client_name, self._options, self.address, resume)
 
     def meta(self, handle: int, seq: int, tensor: Any) -> Any:
         """``tensor._info``: made once from the TensorMeta the daemon acknowledged for ``handle``
@@ -383,6 +382,15 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
                     self._replies.wait_for(lambda: self._handles.has(handle)
                                            or self._acked_seq >= seq or self._broken is not None)
         raise self._handles.missing(handle, seq)
+
+
+def _transport_for(session: Session, welcome: Any) -> Transport:
+    """The transport of a session whose Welcome is ``welcome``: local when the daemon offered
+    a shared-memory region and it maps here, else remote."""
+    region = _shm.Region.open(welcome.shm, session._options) if welcome.HasField("shm") else None
+    if region is not None:
+        return LocalTransport(session, welcome, region)
+    return RemoteTransport(session, welcome)
 
 
 _open_sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()

@@ -138,15 +138,15 @@ def _numpy_dtype(dtype: Any) -> np.dtype:
 
 
 class SharedBuffers:
-    """The shared-buffer part of a ``Session``: allocation, the address ranges of live buffers,
-    and one-``Put``/one-``Get`` transfers through them."""
+    """The shared-buffer part of a ``Session``: allocation and the address ranges of live
+    buffers (the one-``Put``/one-``Get`` transfers through them are ``LocalTransport``'s)."""
 
     _lock: threading.Lock
 
     def _allocate_shared(self, nbytes: int) -> Optional[Tuple[int, mmap.mmap, int]]:
         """Asks the daemon for a buffer and maps it: (region id, mapping, data offset), or None
         when this session shares no memory with the daemon. Raises the daemon's refusal."""
-        if self._shm is None:  # nothing shows the daemon's memory is reachable from here
+        if not self._transport.shares_memory:  # the daemon's memory is not reachable from here
             return None
         with self._lock:
             self._check_open_locked()
@@ -198,80 +198,3 @@ class SharedBuffers:
             if begin <= address and address + nbytes <= end:
                 return region, offset + address - begin
         return None
-
-    def _put_shared_locked(self, where: Tuple[int, int], nbytes: int, fields: Any) -> int:
-        """One Put of ``nbytes`` at ``where`` (region, offset), ``fields(put)`` filling the rest;
-        returns once the daemon acknowledged it (the lifetime rule). Lock held."""
-        def source(p: Any) -> None:
-            fields(p)
-            span = p.payload.region
-            span.region, span.offset = where
-            span.size = nbytes
-        return self._put_in_place_locked(source)
-
-    def _put_cma_locked(self, address: int, nbytes: int, fields: Any) -> int:
-        """The same for ``nbytes`` at ``address`` in this process, which the daemon reads itself
-        (cross-memory attach; ``_cma_usable`` said it works). Lock held."""
-        def source(p: Any) -> None:
-            fields(p)
-            p.payload.cma.address, p.payload.cma.size = address, nbytes
-        return self._put_in_place_locked(source)
-
-    def _cma_usable(self) -> bool:
-        """Whether uploads may go by cross-memory attach: the daemon offered it (Welcome.cma),
-        bound the session to this process (``_cma.py``; it refuses another user or a pid it
-        cannot see), this is that process, and a 4-byte probe read back by it is right (tried
-        once)."""
-        return self._cma.usable(self._cma_probe_works)
-
-    def _cma_probe_works(self) -> bool:
-        """A 4-byte tensor uploaded on the stream, read back by cross-memory attach: a Get's
-        failure is its own answer (a refused Put would poison its handle and be the next
-        synchronize's error)."""
-        if not self.welcome.cma or self._shm is None or not self._cma.bound:
-            return False
-        sent = np.array([1.25], dtype=np.float32)
-        back = np.zeros(1, dtype=np.float32)
-        handle, _ = self.put(sent, _dtype.float32.proto, (1,), "cpu", False, "")
-        try:
-            with self._lock:
-                self._wait_not_busy_locked()
-                rid, p = self._request_locked()
-                g = self._add_locked().get
-                g.handle, g.request_id = handle, rid
-                g.into.cma.address, g.into.cma.size = back.ctypes.data, back.nbytes
-                self._flush_locked()
-                self._wait_locked(p, rid)
-            return p.error is None and p.span_size == back.nbytes and back[0] == sent[0]
-        finally:
-            self.release(handle)
-
-    def _put_in_place_locked(self, source: Any) -> int:
-        """One Put whose bytes the daemon copies in place (``source(put)`` fills it); returns
-        once the daemon acknowledged it, i.e. copied them (the lifetime rule). Lock held."""
-        cmd = self._add_locked()
-        p = cmd.put
-        source(p)
-        p.last = True
-        seq = cmd.seq
-        self._flush_locked()
-        self._want_ack_locked(seq)
-        self._replies.wait_for(lambda: self._acked_seq >= seq or self._broken is not None)
-        self._check_open_locked()
-        return seq
-
-    def _get_shared_locked(self, handle: int, site: str, where: Tuple[int, int],
-                           nbytes: int) -> Any:
-        """One Get of the ``nbytes`` of ``handle`` into ``where`` (region, offset); returns its
-        TensorMeta once the bytes are there, raises the handle's error. Lock held."""
-        self._wait_not_busy_locked()
-        rid, p = self._shm_get_locked(handle, site, where[0], where[1], nbytes)
-        self._flush_locked()
-        self._wait_locked(p, rid)
-        if p.error is not None:
-            raise _errors.fresh(p.error)
-        if p.total != nbytes or p.span_size != nbytes:
-            raise ProtocolError(f"the daemon answered the shared-buffer Get of handle {handle} "
-                                f"with {p.span_size} of {p.total} bytes; {nbytes} were asked",
-                                op="get")
-        return p.meta

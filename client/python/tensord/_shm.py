@@ -77,6 +77,8 @@ class Region:
         self.word = base + _WORD if (
             _mailbox is not None and wanted and data_offset >= _PAGE) else 0
         self.spin_us = options.sync_spin_us
+        self.notify_rid = 0  # the Get announced in the mailbox, if any
+        self.answers = 0  # answers taken from the mailbox so far
 
     def matches(self, desc: Any) -> bool:
         """True when ``desc`` (a resumed session's ``Welcome.shm``) is this same region."""
@@ -126,11 +128,10 @@ def map_region(desc: Any, populate: bool = False) -> Optional[mmap.mmap]:
     return mm
 
 
-def upload(s: Any, raw: np.ndarray, pb_put_fields: Any) -> int:
-    """Sends the Put chunks of ``raw`` (uint8, C-contiguous) through the region; called with
-    the session's lock held and ``s._busy`` set to this thread. ``pb_put_fields(cmd, offset,
-    n, last)`` fills a Command's put. Returns the seq of the last chunk."""
-    r: Region = s._shm
+def upload(s: Any, r: Region, raw: np.ndarray, handle: int, header: Any) -> int:
+    """Sends the Put chunks of ``raw`` (uint8, C-contiguous) for ``handle`` through the region
+    ``r`` of session ``s``; called with the session's lock held and ``s._busy`` set to this
+    thread. ``header`` (a ``PutHeader``) fills the first chunk. Returns the last chunk's seq."""
     total = raw.nbytes
     offset = 0
     k = 0
@@ -145,9 +146,12 @@ def upload(s: Any, raw: np.ndarray, pb_put_fields: Any) -> int:
             s._check_open_locked()
         r.write(r.slots[slot], raw[offset:offset + n])
         cmd = s._add_locked()
-        last = offset + n >= total
-        pb_put_fields(cmd, offset, n, last)
         p = cmd.put
+        if offset == 0:
+            header.fill(p, handle)
+        else:
+            p.handle, p.offset = handle, offset
+        p.last = offset + n >= total
         span = p.payload.region
         span.offset = r.slots[slot]
         span.size = n
@@ -155,23 +159,40 @@ def upload(s: Any, raw: np.ndarray, pb_put_fields: Any) -> int:
         s._flush_locked()  # the daemon copies this chunk out while we fill the next
         offset += n
         k += 1
-        if last:
+        if p.last:
             return seq
 
 
-def mailbox_free(s: Any) -> bool:
+def mailbox_free(r: Region) -> bool:
     """Whether a download may ask for the mailbox now (lock held): Note [Python mailbox]."""
-    return s._shm is not None and s._shm.word != 0 and s._notify_rid == 0
+    return r.word != 0 and r.notify_rid == 0
 
 
-def download(s: Any, handle: int, total: Optional[int], site: str,
+def ask_locked(s: Any, handle: int, site: str, region: int, offset: int, capacity: int,
+               byte_offset: int = 0, notify: bool = False) -> Any:
+    """Queues a Get answered in shared memory: ``capacity`` bytes of ``handle`` from
+    ``byte_offset`` written at ``offset`` of region ``region`` (0: the session's own);
+    returns its request id and pending answer. ``notify``: announced in the region's
+    mailbox too (Note [Python mailbox])."""
+    rid, p = s._request_locked()
+    cmd = s._add_locked()
+    p.seq = cmd.seq
+    g = cmd.get
+    g.handle, g.request_id, g.site = handle, rid, site
+    span = g.into.region
+    span.region, span.offset, span.size = region, offset, capacity
+    g.byte_offset = byte_offset
+    g.notify = notify
+    return rid, p
+
+
+def download(s: Any, r: Region, handle: int, total: Optional[int], site: str,
              out: Optional[np.ndarray] = None) -> Any:
-    """Downloads ``total`` bytes of ``handle`` through the region with up to ``SLOTS`` ranged
-    Gets in flight, into ``out`` (uint8, ``total`` bytes) or a new array; lock held,
+    """Downloads ``total`` bytes of ``handle`` through the region ``r`` with up to ``SLOTS``
+    ranged Gets in flight, into ``out`` (uint8, ``total`` bytes) or a new array; lock held,
     ``s._busy`` set. Returns (TensorMeta, the uint8 array); raises the handle's error.
     ``total`` None: not known yet; the first answer (one slot) tells it. The first Get asks
     for the mailbox when it is free (Note [Python mailbox])."""
-    r: Region = s._shm
     if out is None and total is not None:
         out = np.empty(total, dtype=np.uint8)
     inflight: List[Any] = []  # (rid, pending, slot, byte_offset)
@@ -179,16 +200,16 @@ def download(s: Any, handle: int, total: Optional[int], site: str,
     k = 0
     meta = None
 
-    notify = mailbox_free(s)
+    notify = mailbox_free(r)
 
     def issue() -> None:
         nonlocal next_offset, k
         slot = k % len(r.slots)
         ask = notify and k == 0
-        rid, p = s._shm_get_locked(handle, site, 0, r.slots[slot], r.slot_bytes, next_offset,
-                                   notify=ask)
+        rid, p = ask_locked(s, handle, site, 0, r.slots[slot], r.slot_bytes, next_offset,
+                            notify=ask)
         if ask:
-            s._notify_rid = rid
+            r.notify_rid = rid
         inflight.append((rid, p, slot, next_offset))
         next_offset += r.slot_bytes
         k += 1
@@ -197,7 +218,7 @@ def download(s: Any, handle: int, total: Optional[int], site: str,
     s._flush_locked()
     while inflight:
         rid, p, slot, off = inflight.pop(0)
-        if rid == s._notify_rid:
+        if rid == r.notify_rid:
             _await_notified(s, r, p, rid, r.slots[slot])
         else:
             s._wait_locked(p, rid)
@@ -238,7 +259,7 @@ def _await_notified(s: Any, r: Region, p: Any, rid: int, slot_offset: int) -> No
                 s._lock.acquire()
             if word == mine and not p.done:  # announced by the daemon
                 if _read_announcement(r, rid, p, slot_offset):
-                    s._mailbox_answers += 1
+                    r.answers += 1
                 elif r.ring is not None:  # a ring's daemon sends no copy on the stream
                     p.error = ProtocolError(f"the mailbox's announcement of request {rid} "
                                             "could not be read", op="get")
@@ -247,7 +268,7 @@ def _await_notified(s: Any, r: Region, p: Any, rid: int, slot_offset: int) -> No
             if word == mine | _LOCAL:
                 break  # the stream answered (or failed) first
     finally:
-        s._notify_rid = 0
+        r.notify_rid = 0
     s._wait_locked(p, rid)
 
 
@@ -268,12 +289,11 @@ def _read_announcement(r: Region, rid: int, p: Any, slot_offset: int) -> bool:
     return True
 
 
-def wake_mailbox(s: Any) -> None:
+def wake_mailbox(r: Region) -> None:
     """The receiver's wake-up (lock held) after the stream answered the mailbox's request, or
     when the stream is over: the waiter must not sleep past it. Never over an announcement."""
-    r = s._shm
-    rid = s._notify_rid
-    if not rid or r is None or not r.word:
+    rid = r.notify_rid
+    if not rid or not r.word:
         return
     mine = rid & _ID_MASK
     if int.from_bytes(r.mm[_WORD:_WORD + 4], "little") == mine:

@@ -1,0 +1,223 @@
+"""Note [Python transports]: how a session moves commands and tensor bytes (docs/transport.md).
+
+A ``Session`` holds one ``Transport`` (``Session._transport``), chosen once, when the Welcome
+arrives (``for_welcome``): a ``LocalTransport`` (``_local_transport.py``) when the daemon
+offered a shared-memory region and this process could map it (same host, same user), else a
+``RemoteTransport`` (``_remote_transport.py``). Session code never asks which paths exist (a
+region, cross-memory attach, a bulk socket): it asks its transport to
+
+- ``send`` a flushed batch frame (None: end the stream);
+- ``want_ack`` before a thread waits for an Ack (a ring's daemon holds some back);
+- ``upload`` a tensor's bytes into a new handle (uploads of more than one small chunk: a tiny
+  Put is one entry of the open batch, ``Transfers.put``);
+- ``download`` a handle's bytes into an array, or wait for a value read's answer;
+- learn that the stream ``answered`` a request, or ``ended``; ``resumed`` on a new stream;
+- ``close``.
+
+Both send their frames, and take every reply, on the session's gRPC stream (``_connection``;
+the local one writes most frames into its region's command ring instead), and both fall back
+to the stream's Put chunks and Data replies for what their fast paths do not take (this class:
+``_upload_stream_locked``, ``_download_stream``).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Any, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _errors, _wire
+
+BIG_CHUNK = 64 << 10  # Put chunks at least this big are sent without an extra copy
+UPLOAD_WINDOW = 16 << 20  # Put bytes of an upload sent, not yet acknowledged: Note [Upload window]
+
+
+class PutHeader(NamedTuple):
+    """What the first Put of an upload says besides its bytes."""
+
+    dtype: int
+    shape: Sequence[int]
+    device: str
+    requires_grad: bool
+    site: str
+
+    def fill(self, p: Any, handle: int) -> None:
+        """Fills the Put message ``p`` (its first chunk, or its only one) for ``handle``."""
+        p.handle = handle
+        p.dtype = self.dtype
+        p.shape.extend(self.shape)
+        p.device = self.device
+        p.requires_grad = self.requires_grad
+        p.site = self.site
+
+
+class Transport:
+    """The interface (see the module docstring); the methods shared by both kinds move bytes
+    on the stream. Each method taking the session's lock says so; ``send`` and ``want_ack``
+    are called with it held."""
+
+    #: True for a same-host session (shared buffers, ``SharedBuffer.is_shared``, are possible)
+    shares_memory = False
+    #: the download cache (``_download_cache``), or None
+    cache: Any = None
+
+    def __init__(self, session: Any) -> None:
+        self._s = session
+
+    # ------------------------------------------------------------ the interface
+
+    def send(self, frame: Optional[bytes]) -> None:
+        """Queues ``frame`` (None: end the stream) on the session's stream. Bounded queue:
+        backpressure on huge uploads; gRPC's sender never takes the session's lock. A frame
+        that cannot be sent (the stream failed) stays in the session's replay log."""
+        s = self._s
+        conn = s._conn
+        while not conn.put(frame, 0.5):
+            if s._broken is not None or conn.dead:
+                return
+
+    def want_ack(self, seq: int) -> None:
+        """A thread is about to wait for the Ack of command ``seq`` (not acknowledged yet)."""
+
+    def upload(self, raw: memoryview, flat: Optional[np.ndarray],
+               header: PutHeader) -> Tuple[int, int]:
+        """Uploads ``raw`` (``flat``: the same bytes as a uint8 array, or None for ``bytes``)
+        into a new handle; returns (handle, seq of its last command). Takes the lock."""
+        raise NotImplementedError
+
+    def download(self, handle: int, site: str, nbytes: Optional[int],
+                 out: Optional[np.ndarray], maybe_big: bool) -> Tuple[Any, Any]:
+        """``Session.get``: (TensorMeta, bytes or ``out``); raises the handle's error. Takes
+        the lock."""
+        raise NotImplementedError
+
+    def answered(self, request_id: int) -> None:
+        """The stream answered ``request_id`` (the receiver, lock held)."""
+
+    def ended(self) -> None:
+        """The session is over: wake whoever waits on this transport's own paths (lock held)."""
+
+    def resumed(self, welcome: Any, resent: bool) -> str:
+        """The session resumed on a new stream whose Welcome is ``welcome``; ``resent``: batches
+        are being sent again. Lock held. Returns why the session cannot go on, or ''."""
+        return ""
+
+    def close(self) -> None:
+        """At the session's end (no lock held)."""
+
+    # ------------------------------------------------------- the stream's bytes
+
+    def _new_handle_locked(self) -> int:
+        """The handle of an upload starting now. Another thread's exclusive transfer ends
+        first: from here to the Put that creates the handle the lock is held (or this thread
+        is the one busy), so handles reach the daemon in increasing order and no command of
+        ours falls between that transfer's chunks."""
+        s = self._s
+        s._check_open_locked()
+        s._wait_not_busy_locked()
+        handle = s._next_handle
+        s._next_handle += 1
+        return handle
+
+    def _upload_stream_locked(self, raw: memoryview, handle: int, header: PutHeader) -> int:
+        """Appends the Put chunks of ``raw`` (``chunk_bytes`` each) to the batch; returns the
+        last one's seq. No Release falls between the chunks."""
+        s = self._s
+        s._busy = threading.get_ident()
+        try:
+            seq = self._put_chunks_locked(raw, handle, header)
+        finally:
+            s._busy = None
+        s._after_add_locked()
+        return seq
+
+    def _put_chunks_locked(self, raw: memoryview, handle: int, h: PutHeader) -> int:
+        s = self._s
+        total = raw.nbytes
+        step = s.chunk_bytes
+        offset = 0
+        inflight: "collections.deque[Tuple[int, int]]" = collections.deque()  # (seq, bytes)
+        inflight_bytes = 0
+        while True:
+            chunk = raw[offset:offset + step]
+            n = len(chunk)
+            big = n >= BIG_CHUNK
+            # Big chunks share frames of up to _max_upload_frame: grpcio's cost is per message
+            bound = s._max_upload_frame if big else s._max_bytes
+            if s._frame_bytes + n > bound and s._count_locked():
+                s._flush_locked()
+                if inflight_bytes > UPLOAD_WINDOW:
+                    inflight_bytes = self._wait_for_acks_locked(inflight, inflight_bytes)
+            last = offset + n >= total
+            if s._open is not None:
+                s._commit_locked()
+            s._seq = seq = s._seq + 1
+            if offset == 0:
+                header = _wire.put_header_entry(seq, handle, h.dtype, h.shape, h.device, 0, last,
+                                                h.requires_grad, h.site, n)
+            else:
+                header = _wire.put_header_entry(seq, handle, 0, (), "", offset, last, False, "",
+                                                n)
+            offset += n
+            s._frame_bytes += n + 64
+            if big:  # joined (copied) into its frame at the flush, before put() returns
+                s._entries.append(header)
+                s._entries.append(chunk)
+                inflight.append((seq, n))
+                inflight_bytes += n
+            else:
+                s._entries.append(header + chunk)
+            if last:
+                if big:
+                    s._flush_locked()
+                return seq
+
+    def _wait_for_acks_locked(self, inflight: "collections.deque[Tuple[int, int]]",
+                              inflight_bytes: int) -> int:
+        """Note [Upload window]: waits until the daemon acknowledged the oldest chunks of an
+        upload, leaving half the window in flight; returns the bytes still in flight. Without
+        it the caller's thread, holding the GIL, queues a whole tensor's frames before the
+        receiver thread gets to apply an Ack: every frame stays referenced (for a resume) until
+        the end, so each upload allocates, and page-faults in, fresh memory for all of them."""
+        s = self._s
+        wait_seq = 0
+        while inflight and inflight_bytes > UPLOAD_WINDOW // 2:
+            wait_seq, n = inflight.popleft()
+            inflight_bytes -= n
+        s._want_ack_locked(wait_seq)
+        s._replies.wait_for(lambda: s._acked_seq >= wait_seq or s._broken is not None)
+        return inflight_bytes
+
+    def _download_stream(self, handle: int, site: str,
+                         out: Optional[np.ndarray]) -> Tuple[Any, Any]:
+        """A Get answered by Data chunks on the stream: (TensorMeta, bytes, or ``out`` holding
+        them); raises the handle's error. Takes the lock."""
+        s = self._s
+        with s._lock:
+            rid, p = s._request_locked()
+            if s._busy is not None:
+                s._wait_not_busy_locked()
+            if s._open is not None:
+                s._commit_locked()
+            s._seq = seq = p.seq = s._seq + 1
+            s._entries.append(_wire.get_entry(seq, handle, rid, site))
+            s._frame_bytes += 64
+            s._flush_locked()
+            s._wait_locked(p, rid)
+        return stream_answer(p, handle, out)
+
+
+def stream_answer(p: Any, handle: int, out: Optional[np.ndarray]) -> Tuple[Any, Any]:
+    """The answer ``p`` of a Get (Data chunks on the stream, or an error): (TensorMeta, bytes,
+    or ``out`` holding them); raises the handle's error."""
+    if p.error is not None:
+        raise _errors.fresh(p.error)
+    if out is None:
+        return p.meta, p.buf
+    if len(p.buf) != out.nbytes:
+        raise _errors.ProtocolError(f"the daemon sent {len(p.buf)} bytes of handle {handle}, "
+                                    f"its metadata says {out.nbytes}", op="get")
+    out[:] = np.frombuffer(p.buf, dtype=np.uint8)
+    return p.meta, out
