@@ -100,5 +100,5 @@ def test_hello_says_what_the_options_allow(shm, ring, packed):
     assert (h.shm_transfer, h.packed_acks, h.bulk) == (shm, packed, not shm)
     assert h.command_ring == (shm and ring and _command_ring.available)
     assert (h.token, h.client_name, h.resume_session_id) == ("tok", "me", "")
-    r = hello_frame(None, "me", opts, False, resume=("s", "secret", 7)).hello
+    r = hello_frame(None, "me", opts, "unix:/tmp/x", resume=("s", "secret", 7)).hello
     assert (r.resume_session_id, r.resume_secret, r.resume_received_seq) == ("s", "secret", 7)
