@@ -41,11 +41,10 @@ def test_values_through_the_ring_match_pytorch(daemon: str) -> None:
         assert ring.frames >= 50 and ring.stream_frames == 0
 
 
-@pytest.mark.parametrize("packed", [True, False], ids=["packed", "messages"])
-def test_held_acks_describe_every_result(daemon: str, packed: bool) -> None:
+def test_held_acks_describe_every_result(daemon: str) -> None:
     # Note [Held acks]: the Acks of batches with a value read come merged, their TensorMetas and
     # their packed metas (Note [Packed metas]) concatenated; every result is described once
-    with td.connect(daemon, shm=True, packed=packed) as s:
+    with td.connect(daemon, shm=True) as s:
         ring = _ring(s)
         kept = []
         acc = td.zeros(1)
@@ -61,7 +60,7 @@ def test_held_acks_describe_every_result(daemon: str, packed: bool) -> None:
                                                                         None)
             assert (g.shape, g.is_leaf, g.grad_fn.name()) == (t.shape, False, "MulBackward0")
             assert t.numpy().tolist() == [[float(i)] * 2] * (i % 5 + 1)
-        assert ring.frames >= 40 and s._packed is packed
+        assert ring.frames >= 40 and s._packed
 
 
 def test_frames_too_big_for_the_ring_keep_their_order(daemon: str) -> None:

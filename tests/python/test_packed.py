@@ -1,6 +1,6 @@
 """Packed runs against the real daemon (Note [Python packed runs], tensord/_call.py;
-docs/protocol.md "Packed commands"): the same values, errors and profiles with packing on and
-off. The encodings and batches themselves: test_unit_packed.py and test_speedups.py."""
+docs/protocol.md "Packed commands"): values, errors and profiles as PyTorch's and the
+call sites'. The encodings and batches themselves: test_unit_packed.py and test_speedups.py."""
 
 import numpy as np
 import pytest
@@ -27,12 +27,11 @@ def frames_of(session):
     return frames
 
 
-@pytest.mark.parametrize("packed", [True, False], ids=["packed", "messages"])
-def test_loop_values_match_torch(daemon, packed):
+def test_loop_values_match_torch(daemon):
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((2, 3, 4)).astype(np.float32)
-    with td.connect(daemon, packed=packed) as s:
-        assert s._packed is packed
+    with td.connect(daemon) as s:
+        assert s._packed
         frames = frames_of(s)
         x, y = td.tensor(a), td.tensor(b)
         xr, yr = torch.tensor(a), torch.tensor(b)
@@ -56,15 +55,13 @@ def test_loop_values_match_torch(daemon, packed):
     assert {"call", "release"} <= kinds
     packed_runs = [c for f in frames for c in pb.ClientFrame.FromString(f).batch.commands
                    if c.HasField("packed")]
-    assert bool(packed_runs) is packed
-    if packed:  # most of the loop's commands are in runs
-        assert sum(r.packed.count for r in packed_runs) > 2000 * 4
+    assert sum(r.packed.count for r in packed_runs) > 2000 * 4  # most commands are in runs
 
 
-def test_packed_is_off_with_the_keyword(daemon):
-    with td.connect(daemon, packed=False) as s:
-        assert not s._packed
-        assert (td.tensor([1.0]) + td.tensor([2.0])).item() == 3.0
+def test_the_packed_switch_is_retired(daemon):
+    # the daemon always offers packed runs and metas: connect(packed=False) is gone
+    with pytest.raises(TypeError, match="packed"):
+        td.connect(daemon, packed=False)
     with td.connect(daemon) as s:
         assert s._packed and s.welcome.packed_commands
 
@@ -84,9 +81,8 @@ def test_profile_records_every_packed_op(daemon):
         assert s._packed and len(s._site_ids) >= 2
 
 
-@pytest.mark.parametrize("packed", [True, False], ids=["packed", "messages"])
-def test_errors_of_packed_ops_name_the_bound_site(daemon, packed):
-    with td.connect(daemon, packed=packed):
+def test_errors_of_packed_ops_name_the_bound_site(daemon):
+    with td.connect(daemon):
         a, b = td.tensor([1.0, 2.0, 3.0]), td.tensor([1.0, 2.0])
         outs = []
         for k in range(3):  # the first binds the site, the others carry its id
@@ -121,33 +117,28 @@ def made(lib, devices):
     return out
 
 
-def test_results_are_described_alike_packed_or_not(daemon, monkeypatch):
+def test_results_are_described_as_pytorch_describes_them(daemon, monkeypatch):
     # Note [Packed metas]: plain results come as packed entries, the rest as TensorMetas; the
-    # client's metadata of every result is the same either way, and PyTorch's
+    # client's metadata of every result is PyTorch's
     from tensord import _handle_table
 
     decoded = []
     store = _handle_table.store_packed
     monkeypatch.setattr(_handle_table, "store_packed", lambda *a: decoded.append(store(*a))
                         or decoded[-1])
-    infos = []
-    for packed in (True, False):
-        decoded.clear()
-        with td.connect(daemon, packed=packed) as s:
-            got = made(td, s.devices)
-            got["poisoned"] = got["add"] + td.tensor([1.0, 2.0]); site = line()  # noqa: E702
-            info = {k: s.meta(t._handle, t._seq, t) for k, t in got.items()}
-            err = info["poisoned"].error
-            assert isinstance(err, td.ShapeError) and f"test_packed.py:{site}" in str(err)
-            infos.append({k: m._replace(error=m.error and str(m.error)) for k, m in info.items()})
-            ref = made(torch, s.devices)
-            for k, r in ref.items():
-                t = got[k]
-                assert (t.shape, t.dtype.name, t.requires_grad, t.is_leaf) == (
-                    tuple(r.shape), str(r.dtype)[len("torch."):], r.requires_grad, r.is_leaf), k
-                assert (t.grad_fn and t.grad_fn.name()) == (r.grad_fn and r.grad_fn.name()), k
-                assert str(t.device) == str(r.device), k
-                np.testing.assert_allclose(t.numpy(), r.detach().cpu().numpy(), rtol=1e-6)
-        assert all(why is None for *_, why in decoded)
-        assert (sum(count for count, *_ in decoded) >= 10) is packed  # leaves and plain results
-    assert infos[0] == infos[1]
+    with td.connect(daemon) as s:
+        got = made(td, s.devices)
+        got["poisoned"] = got["add"] + td.tensor([1.0, 2.0]); site = line()  # noqa: E702
+        info = {k: s.meta(t._handle, t._seq, t) for k, t in got.items()}
+        err = info["poisoned"].error
+        assert isinstance(err, td.ShapeError) and f"test_packed.py:{site}" in str(err)
+        ref = made(torch, s.devices)
+        for k, r in ref.items():
+            t = got[k]
+            assert (t.shape, t.dtype.name, t.requires_grad, t.is_leaf) == (
+                tuple(r.shape), str(r.dtype)[len("torch."):], r.requires_grad, r.is_leaf), k
+            assert (t.grad_fn and t.grad_fn.name()) == (r.grad_fn and r.grad_fn.name()), k
+            assert str(t.device) == str(r.device), k
+            np.testing.assert_allclose(t.numpy(), r.detach().cpu().numpy(), rtol=1e-6)
+    assert all(why is None for *_, why in decoded)
+    assert sum(count for count, *_ in decoded) >= 10  # leaves and plain results

@@ -155,12 +155,11 @@ def test_cuts_at_many_points_of_the_reply_stream(proxy: Proxy) -> None:
         assert s.resumes >= len(budgets) // 2
 
 
-@pytest.mark.parametrize("packed", [True, False], ids=["packed", "messages"])
-def test_tiny_op_loops_across_cuts(proxy: Proxy, packed: bool) -> None:
+def test_tiny_op_loops_across_cuts(proxy: Proxy) -> None:
     # Batches of packed runs (Note [Python packed runs]) cut at many points: a run whose
     # first entries the daemon applied is resent whole and must not apply them twice.
-    with td.connect(proxy.address, shm=False, packed=packed) as s:
-        assert s._packed is packed
+    with td.connect(proxy.address, shm=False) as s:
+        assert s._packed
         x, one = td.zeros(1), td.ones(1)
         count = td.zeros(1, dtype=td.int64)
         total = 0

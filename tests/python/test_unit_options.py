@@ -65,11 +65,11 @@ def test_retired_toggles_change_nothing(monkeypatch, name):
 
 def test_keywords():
     opts = _options.resolve(shm=True, bulk=False, ring=False, mailbox=True, sync_spin_us=0,
-                            cma=False, bulk_lanes=2, packed=False, download_cache_bytes=0,
+                            cma=False, bulk_lanes=2, download_cache_bytes=0,
                             tune_malloc=False)
     assert opts == _options.TransportOptions(
         shm=True, ring=False, mailbox=True, sync_spin_us=0, cma=False, bulk=False,
-        bulk_lanes=2, packed=False, download_cache_bytes=0, tune_malloc=False)
+        bulk_lanes=2, download_cache_bytes=0, tune_malloc=False)
     assert _options.resolve(bulk_lanes=100).bulk_lanes == _options.MAX_BULK_LANES
 
 
@@ -92,12 +92,11 @@ def test_mailbox_default(monkeypatch, mailbox, ring, cpus, want):
     assert _options.resolve(mailbox=mailbox).mailbox_wanted(ring) is want
 
 
-@pytest.mark.parametrize("shm, ring, packed", [(True, True, True), (True, False, True),
-                                               (False, True, False)])
-def test_hello_says_what_the_options_allow(shm, ring, packed):
-    opts = _options.resolve(shm=shm, ring=ring, packed=packed, bulk=not shm)
+@pytest.mark.parametrize("shm, ring", [(True, True), (True, False), (False, True)])
+def test_hello_says_what_the_options_allow(shm, ring):
+    opts = _options.resolve(shm=shm, ring=ring, bulk=not shm)
     h = hello_frame("tok", "me", opts, "127.0.0.1:1").hello  # a TCP address: bulk if allowed
-    assert (h.shm_transfer, h.packed_acks, h.bulk) == (shm, packed, not shm)
+    assert (h.shm_transfer, h.packed_acks, h.bulk) == (shm, True, not shm)
     assert h.command_ring == (shm and ring and _command_ring.available)
     assert (h.token, h.client_name, h.resume_session_id) == ("tok", "me", "")
     r = hello_frame(None, "me", opts, "unix:/tmp/x", resume=("s", "secret", 7)).hello

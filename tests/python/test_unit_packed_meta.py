@@ -148,10 +148,11 @@ def test_c_decoder_checks_its_arguments():
 # ------------------------------------------------------------ a session on the fake daemon
 
 
-def test_packed_acks_follow_the_packed_switch(fake):
-    fake.packed_metas = bytes
-    with td.connect(fake.address, packed=False) as s:
+def test_packed_acks_when_the_daemon_sends_them(fake):
+    # every Hello asks for them; a daemon that sends TensorMetas instead is understood too
+    with td.connect(fake.address) as s:
         assert (td.tensor([1.0]) + td.tensor([2.0])).tolist() == [3.0]
+    fake.packed_metas = bytes
     with td.connect(fake.address) as s:
         a = td.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
         b = (a + a).sum(dim=[1])
@@ -160,7 +161,7 @@ def test_packed_acks_follow_the_packed_switch(fake):
         assert b.tolist() == [6.0, 24.0] and not b.requires_grad and not b.is_leaf
         with pytest.raises(td.ShapeError):
             bad.shape
-    assert [h.packed_acks for h in fake.hellos] == [False, True]
+    assert [h.packed_acks for h in fake.hellos] == [True, True]
 
 
 def test_a_spoiled_entry_leaves_its_handles_with_a_clear_error(fake):

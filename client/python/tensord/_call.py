@@ -1,8 +1,8 @@
 """Queuing a Call, the per-op hot path, and the packed runs it writes (part of ``Session``; see
 ``_session`` for the threads and the lock).
 
-Note [Python packed runs]: when the daemon allows it (``Welcome.packed_commands``) and the
-session wants it (``connect(packed=...)``, ``$TENSORD_PACKED``), a Call without attributes whose
+Note [Python packed runs]: when the daemon allows it (``Welcome.packed_commands``, as this
+version's always does; ``connect(packed=False)`` is retired), a Call without attributes whose
 call site is bound to an id, and a Release of handles, are not Command messages of their own
 but entries of a packed run (Note [Packed commands] in proto/tensord.proto; ``_wire.run_call``,
 ``_wire.run_release``): a few varints each. The open run is a ``bytearray`` in the open batch

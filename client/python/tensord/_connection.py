@@ -57,7 +57,7 @@ def hello_frame(token: Optional[str], client_name: str, options: TransportOption
     # Note [Python command ring]
     h.command_ring = options.shm and options.ring and _command_ring.available
     h.bulk = _bulk.wanted(address, options)
-    h.packed_acks = options.packed  # Note [Packed metas]: one switch with packed runs
+    h.packed_acks = True  # Note [Packed metas]
     if resume is not None:
         h.resume_session_id, h.resume_secret, h.resume_received_seq = resume
     return frame

@@ -63,8 +63,6 @@ class TransportOptions:
     bulk: bool = True
     #: the most bulk-socket lanes to connect (1: lane 0 alone)
     bulk_lanes: int = MAX_BULK_LANES
-    #: packed runs for Calls and Releases, packed metas in Acks
-    packed: bool = True
     #: idle bytes the download cache keeps (0: off); None: 1 GiB, or off on a region under a
     #: quota (``_download_cache.for_session``)
     download_cache_bytes: Optional[int] = None
@@ -81,7 +79,7 @@ class TransportOptions:
 def resolve(shm: Optional[bool] = None, bulk: Optional[bool] = None, *,
             ring: bool = True, mailbox: Optional[bool] = None,
             sync_spin_us: int = DEFAULT_SYNC_SPIN_US, cma: Optional[bool] = None,
-            bulk_lanes: Optional[int] = None, packed: Optional[bool] = None,
+            bulk_lanes: Optional[int] = None,
             download_cache_bytes: Optional[int] = None,
             tune_malloc: bool = True) -> TransportOptions:
     """The options of a new session: the keywords given, the environment toggles for ``shm``
@@ -100,5 +98,4 @@ def resolve(shm: Optional[bool] = None, bulk: Optional[bool] = None, *,
         sync_spin_us=int(sync_spin_us), cma=True if cma is None else bool(cma),
         bulk=not _env_off(ENV_BULK) if bulk is None else bool(bulk),
         bulk_lanes=min(bulk_lanes, MAX_BULK_LANES),
-        packed=True if packed is None else bool(packed),
         download_cache_bytes=download_cache_bytes, tune_malloc=bool(tune_malloc))

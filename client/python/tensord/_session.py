@@ -117,9 +117,6 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
     - ``bulk``: without a region, transfers of 1 MiB or more move their bytes on a plain TCP
       socket beside the stream when the daemon offers one (``_bulk.py``; default:
       ``TENSORD_BULK`` != "0"); ``bulk_lanes``: the most of its connections to use (8).
-    - ``packed``: Calls without attributes and Releases travel as entries of packed runs, and
-      the Acks describe plain results in a few varints (Note [Python packed runs],
-      ``_packed_meta.py``). False: a message per command, a ``TensorMeta`` per result.
     - ``download_cache_bytes``: idle shared buffers kept for big ``numpy()`` results on a
       same-host session, or host buffers for those on the bulk socket (``_download_cache``;
       default 1 GiB, or off for a same-host user with a quota; 0: off).
@@ -135,13 +132,13 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
                  resume_timeout: float = 20.0, tune_malloc: bool = True,
                  download_cache_bytes: Optional[int] = None,
                  cma: Optional[bool] = None, bulk: Optional[bool] = None,
-                 packed: Optional[bool] = None, ring: bool = True,
+                 ring: bool = True,
                  mailbox: Optional[bool] = None, sync_spin_us: int = 200,
                  bulk_lanes: Optional[int] = None) -> None:
         self.address = address
         self._options = options = _options.resolve(
             shm, bulk, ring=ring, mailbox=mailbox, sync_spin_us=sync_spin_us, cma=cma,
-            bulk_lanes=bulk_lanes, packed=packed, download_cache_bytes=download_cache_bytes,
+            bulk_lanes=bulk_lanes, download_cache_bytes=download_cache_bytes,
             tune_malloc=tune_malloc)
         self._lock = threading.Lock()
         self._replies = Replies(self._lock)  # receiver → waiters
@@ -199,7 +196,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         self._client_name = client_name
         conn, w = open_stream(address, credentials, self._metadata,
                               self._hello_frame(), connect_timeout)
-        self._packed = options.packed and w.packed_commands
+        self._packed = w.packed_commands  # this version's daemon always allows them
         conn.start(())
         self._conn = conn
         self.welcome = w
