@@ -1,0 +1,141 @@
+"""``LocalTransport`` alone (Note [Python transports] in ``tensord/_transport.py``): which path
+each upload and download takes, the values PyTorch computes from them, and what a resume
+keeps. Against the real daemon on this host (the transport needs a mapped region)."""
+
+from __future__ import annotations
+
+import gc
+from typing import Iterator, List
+
+import numpy as np
+import pytest
+import torch
+
+import tensord as td
+from tensord import _shm
+from tensord._local_transport import LocalTransport
+from tensord._remote_transport import RemoteTransport
+
+BIG = 3 << 20  # bytes: over every threshold of the fast paths
+
+
+def _random(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+
+
+@pytest.fixture
+def paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[List[str]]:
+    """The transport paths taken, in order. No cyclic collections meanwhile: an upload goes by
+    cross-memory attach only when the daemon has acknowledged everything (test_cma.py)."""
+    seen: List[str] = []
+
+    def spy(owner, name, label):
+        real = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            where = args[3] if name == "_put_in_place_locked" else None
+            seen.append(label if where is None else
+                        "shared" if isinstance(where, tuple) else "cma")
+            return real(*args, **kwargs)
+        monkeypatch.setattr(owner, name, wrapper)
+
+    spy(LocalTransport, "_put_in_place_locked", "")
+    spy(LocalTransport, "_upload_stream_locked", "stream")
+    spy(LocalTransport, "_get_shared_locked", "shared get")
+    spy(LocalTransport, "_download_stream", "stream get")
+    spy(_shm, "upload", "slots")
+    spy(_shm, "download", "slots get")
+    gc.collect()
+    gc.disable()
+    yield seen
+    gc.enable()
+
+
+def test_a_same_host_session_is_local(daemon: str) -> None:
+    with td.connect(daemon) as s:
+        assert isinstance(s._transport, LocalTransport) and s._transport.shares_memory
+    with td.connect(daemon, shm=False) as s:  # as on another host
+        assert isinstance(s._transport, RemoteTransport) and not s._transport.shares_memory
+
+
+def test_uploads_take_the_fastest_path_that_applies(daemon: str, paths: List[str]) -> None:
+    a = _random(BIG // 4, 1)
+    with td.connect(daemon, flush_interval=600.0) as s:
+        s.synchronize()  # caught up: cross-memory attach where it works
+        x = td.tensor(a)
+        fast = "cma" if s._transport.cma_usable() else "slots"
+        pending = x * 2.0  # queued, not acknowledged: the slots return at once
+        y = td.tensor(a[::-1].copy())
+        shared = td.empty_shared(a.shape)
+        shared[:] = a
+        z = td.tensor(shared)  # one Put naming the buffer
+        mid = td.tensor(a[:40_000])  # 160 KB: over a batch's small chunk, under the region's
+        tiny = td.tensor(a[:10])  # an entry of the open batch: no transport path
+        assert paths == [fast, "slots", "shared", "stream"]
+        want = torch.from_numpy(a)
+        for got, ref in ((x, want), (pending, want * 2.0), (y, want.flip(0)), (z, want),
+                         (mid, want[:40_000]), (tiny, want[:10])):
+            np.testing.assert_array_equal(got.numpy(), ref.numpy())
+
+
+def test_downloads_take_the_fastest_path_that_applies(daemon: str, paths: List[str]) -> None:
+    a = _random(BIG // 4, 2)
+    want = torch.from_numpy(a) * 3.0
+    with td.connect(daemon, flush_interval=600.0) as s:
+        x = td.tensor(a)
+        y = x * 3.0
+        paths.clear()
+        np.testing.assert_array_equal(y.numpy(), want.numpy())  # no Ack yet: size unknown
+        assert paths == ["slots get"]
+        assert y.shape == (a.size,)  # known now
+        np.testing.assert_array_equal(y.numpy(), want.numpy())  # the download cache's buffer
+        assert paths[1:] == ["shared get"]
+        out = td.empty_shared(a.shape)
+        assert y.numpy(out=out) is out
+        np.testing.assert_array_equal(out, want.numpy())
+        assert paths[2:] == ["shared get"]
+        plain = np.empty_like(a)
+        y.numpy(out=plain)  # not a shared buffer: the slots
+        np.testing.assert_array_equal(plain, want.numpy())
+        assert paths[3:] == ["slots get"]
+        value = (y[:1] + 1.0).item()  # a value read: the mailbox's slot, else the stream
+        assert value == pytest.approx(float(want[0]) + 1.0, rel=1e-6)
+        assert paths[4:] == ["slots get" if s._transport.region.word else "stream get"]
+        small_out = np.empty(1000, np.float32)
+        y[:1000].numpy(out=small_out)  # small, into memory of its own: the stream
+        np.testing.assert_array_equal(small_out, want[:1000].numpy())
+        assert paths[5:] == ["stream get"]
+
+
+def test_a_resume_keeps_the_region_or_refuses_a_changed_one(daemon: str) -> None:
+    with td.connect(daemon) as s:
+        t = s._transport
+        region = t.region
+        same = type(s.welcome)()
+        same.CopyFrom(s.welcome)
+        same.resumed_applied_seq = s._seq
+        changed = type(s.welcome)()
+        changed.CopyFrom(same)
+        changed.shm.nonce = b"x" * len(changed.shm.nonce)  # a region this process cannot map
+        gone = type(s.welcome)()
+        gone.CopyFrom(same)
+        gone.ClearField("shm")
+        with s._lock:
+            assert t.resumed(same, False) == "" and t.region is region
+            assert "cannot be mapped" in t.resumed(changed, False)
+            assert "cannot be mapped" in t.resumed(gone, False)
+            region.slot_seq[0] = s._seq + 5  # a transfer the daemon has not applied
+            assert "in flight" in t.resumed(changed, False)
+            region.slot_seq[0] = 0
+            assert t.region is region
+        np.testing.assert_array_equal(td.tensor(np.arange(5.0)).numpy(), np.arange(5.0))
+
+
+def test_nothing_waits_on_the_mailbox_when_no_read_asked_it(daemon: str) -> None:
+    with td.connect(daemon) as s:
+        t = s._transport
+        with s._lock:
+            t.answered(12345)  # not the mailbox's request: nothing to wake
+            t.ended()
+        assert t.region.notify_rid == 0
+        assert (td.tensor([2.0]) * 4.0).item() == 8.0
