@@ -42,7 +42,7 @@ def paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[List[str]]:
     spy(LocalTransport, "_put_in_place_locked", "")
     spy(LocalTransport, "_upload_stream_locked", "stream")
     spy(LocalTransport, "_get_shared_locked", "shared get")
-    spy(LocalTransport, "_download_stream", "stream get")
+    spy(LocalTransport, "_get_on_stream_locked", "stream get")
     spy(_shm, "upload", "slots")
     spy(_shm, "download", "slots get")
     gc.collect()

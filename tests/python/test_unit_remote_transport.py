@@ -28,7 +28,7 @@ def paths(monkeypatch: pytest.MonkeyPatch) -> List[str]:
     """The transport paths taken, in order."""
     seen: List[str] = []
     for name, label in (("_put_bulk_locked", "bulk"), ("_upload_stream_locked", "stream"),
-                        ("_get_bulk_locked", "bulk get"), ("_download_stream", "stream get")):
+                        ("_get_bulk_locked", "bulk get"), ("_get_on_stream_locked", "stream get")):
         real = getattr(RemoteTransport, name)
 
         def wrapper(*args, _real=real, _label=label, **kwargs):

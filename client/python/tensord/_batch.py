@@ -101,6 +101,17 @@ class Batcher:
             self._replies.wait_for(lambda: self._busy is None or self._broken is not None)
             self._check_open_locked()
 
+    def _new_handle_locked(self) -> int:
+        """The handle of an upload starting now. Another thread's exclusive transfer ends
+        first: from here to the Put that creates the handle the lock is held (or this thread
+        is the one busy), so handles reach the daemon in increasing order and no command of
+        ours falls between that transfer's chunks."""
+        self._check_open_locked()
+        self._wait_not_busy_locked()
+        handle = self._next_handle
+        self._next_handle += 1
+        return handle
+
     def _exclusive_locked(self, fn: Any) -> Any:
         """Runs ``fn`` (which may wait on ``_replies``) with other threads' commands held back."""
         self._wait_not_busy_locked()

@@ -14,8 +14,8 @@ loopback stream leaves to a single core.
 The command still goes on the stream; its bytes follow on the lanes in command order. A bulk
 transfer is exclusive (``_exclusive_locked``: no other thread's command gets between), and the
 session lock is released only around the socket I/O itself (``BulkLanes.io``), so the receiver
-thread goes on applying Acks meanwhile. The commands are the session's (``_transfer``:
-``_put_bulk_locked``, ``_get_bulk_locked``); the connections are ``BulkLanes``'.
+thread goes on applying Acks meanwhile. The commands are ``RemoteTransport``'s
+(``_put_bulk_locked``, ``_get_bulk_locked``); the connections are ``BulkLanes``'.
 ``TENSORD_BULK=0`` or ``connect(bulk=False)`` turns it off (``_options``)."""
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
-"""The same-host transport (Note [Python transports] in ``_transport.py``): the session's
-shared-memory region (``_shm``) with its command ring (Note [Python command ring]), mailbox
-(Note [Python mailbox]) and slots, cross-memory attach (``_cma``), shared buffers
-(``_shared``) and the download cache of shared buffers (Note [Download cache]).
-
-Commands: a flushed batch goes into the ring (the stream takes the frames too big for it);
-replies come on the stream, ``item()``'s answer through the mailbox.
-
-Uploads of ``_shm.MIN_BYTES`` or more, by the first that applies:
-- from a shared buffer: one Put naming it, returning once the daemon copied the bytes;
-- of 1 MiB or more from an array when the daemon has caught up: one Put the daemon reads by
-  cross-memory attach (it returns once read, so behind queued work the slots, which return at
-  once, are faster);
-- else through the region's slots.
-Smaller ones, and ``bytes``, go in the stream's Put chunks.
-
-Downloads: into a shared buffer (``out=``), one Get naming it; a big ``numpy()`` into a buffer
-of the download cache; big ones or of a size not known yet through the slots; a value read
-through the slots with its answer announced in the mailbox while the mailbox is free; the rest
-on the stream.
-"""
+"""The same-host transport (Note [Python transports] in ``_transport.py``; its paths, in the
+order tried: docs/transport.md "Two transports"): the session's shared-memory region
+(``_shm``) with its command ring (Note [Python command ring]), mailbox (Note [Python mailbox])
+and slots, cross-memory attach (``_cma``), shared buffers (``_shared``) and the download cache
+of shared buffers (Note [Download cache]). Uploads of ``_shm.MIN_BYTES`` or more take a shared
+buffer's one Put, else cross-memory attach, else the slots; downloads a shared buffer (``out=``
+or the cache's), else the slots; the rest the stream."""
 
 from __future__ import annotations
 
@@ -28,7 +14,7 @@ import numpy as np
 
 from . import _cma, _download_cache, _dtype, _errors, _shm
 from ._options import DEFAULT_DOWNLOAD_CACHE_BYTES
-from ._transport import PutHeader, Transport
+from ._transport import PutHeader, Transport, stream_answer
 
 CMA_MIN_BYTES = 1 << 20  # from here an upload goes by cross-memory attach when it works
 
@@ -102,7 +88,7 @@ class LocalTransport(Transport):
         cma = (where is None and big and total >= CMA_MIN_BYTES and self.cma.bound
                and max(s._acked_seq, s._requests.answered_seq) >= s._seq and self.cma_usable())
         with s._lock:
-            handle = self._new_handle_locked()
+            handle = s._new_handle_locked()
             if where is not None:
                 return handle, self._put_in_place_locked(handle, header, where, total)
             if cma:
@@ -115,42 +101,31 @@ class LocalTransport(Transport):
 
     def download(self, handle: int, site: str, nbytes: Optional[int],
                  out: Optional[np.ndarray], maybe_big: bool) -> Tuple[Any, Any]:
-        s = self._s
-        big = nbytes is not None and nbytes >= _shm.MIN_BYTES
-        if big and out is not None and s._shared_ranges:
-            where = s._find_shared(out.ctypes.data, nbytes)
-            if where is not None:
-                with s._lock:
-                    return self._get_shared_locked(handle, site, where, nbytes), out
-        if big and out is None and self.cache is not None and (
-                nbytes >= _download_cache.MIN_BYTES):
-            got = self._get_cached(handle, site, nbytes)
-            if got is not None:
-                return got
-        r = self.region
-        if big or out is None and (nbytes is None and maybe_big or _shm.mailbox_free(r)):
-            with s._lock:
-                s._check_open_locked()  # Note [Python mailbox]: item() without gRPC's threads
-                if big or nbytes is None and maybe_big or _shm.mailbox_free(r):
-                    return s._exclusive_locked(
-                        lambda: _shm.download(s, r, handle, nbytes, site, out))
-        return self._download_stream(handle, site, out)
-
-    def _get_cached(self, handle: int, site: str, nbytes: int) -> Optional[Tuple[Any, Any]]:
-        """Note [Download cache]: (TensorMeta, uint8 array over a cached shared buffer), or
-        None when no buffer could be had (the caller takes the region's slots)."""
         s, cache = self._s, self.cache
-        buffer = cache.take(nbytes)
-        if buffer is None:
-            return None
-        where = s._find_shared(buffer._address, nbytes)  # taken: still registered
-        try:
-            with s._lock:
-                meta = self._get_shared_locked(handle, site, where, nbytes)
-        except BaseException:
-            cache.give_back(buffer)
-            raise
-        return meta, cache.lease(buffer, nbytes)
+        big = nbytes is not None and nbytes >= _shm.MIN_BYTES
+        # Note [Download cache]: a big numpy() goes into a kept shared buffer, leased to it
+        buffer = (cache.take(nbytes) if big and out is None and cache is not None
+                  and nbytes >= _download_cache.MIN_BYTES else None)
+        mine = buffer is not None
+        where = (s._find_shared(buffer._address if mine else out.ctypes.data, nbytes)
+                 if mine or big and out is not None and s._shared_ranges else None)
+        if where is not None:  # one Get naming the shared buffer
+            try:
+                with s._lock:
+                    meta = self._get_shared_locked(handle, site, where, nbytes)
+            except BaseException:
+                if mine:
+                    cache.give_back(buffer)
+                raise
+            return meta, (cache.lease(buffer, nbytes) if mine else out)
+        r = self.region
+        with s._lock:  # Note [Python mailbox]: item() without gRPC's threads
+            s._check_open_locked()
+            if big or out is None and (nbytes is None and maybe_big or _shm.mailbox_free(r)):
+                return s._exclusive_locked(
+                    lambda: _shm.download(s, r, handle, nbytes, site, out))
+            p = self._get_on_stream_locked(handle, site)
+        return stream_answer(p, handle, out)
 
     def _get_shared_locked(self, handle: int, site: str, where: Tuple[int, int],
                            nbytes: int) -> Any:

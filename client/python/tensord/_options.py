@@ -64,7 +64,7 @@ class TransportOptions:
     #: the most bulk-socket lanes to connect (1: lane 0 alone)
     bulk_lanes: int = MAX_BULK_LANES
     #: idle bytes the download cache keeps (0: off); None: 1 GiB, or off on a region under a
-    #: quota (``_download_cache.for_session``)
+    #: quota (``LocalTransport``)
     download_cache_bytes: Optional[int] = None
     #: keep chunk-sized transfer buffers mapped (``_malloc``) when the stream carries bytes
     tune_malloc: bool = True

@@ -1,13 +1,8 @@
 """The transport of a session without shared memory (Note [Python transports] in
-``_transport.py``): another host, another user, ``shm=False`` or ``TENSORD_SHM=0``.
-
-Commands and replies: the gRPC stream (``_connection``). Tensor bytes of ``_bulk.MIN_BYTES``
-or more: the bulk socket's lanes (``_bulk``) when the daemon offers them and they connect,
-with the command on the stream and its bytes following on the lanes in command order; big
-downloads land in host buffers of a ``LocalDownloadCache`` (Note [Download cache]). Everything
-else, and everything once the lanes failed or were refused, goes in the stream's 1 MiB Put
-chunks and Data replies (``Transport._upload_stream_locked``, ``_download_stream``).
-"""
+``_transport.py``): another host or user, ``shm=False`` or ``TENSORD_SHM=0``. Commands and
+replies take the gRPC stream (``_connection``); tensor bytes of ``_bulk.MIN_BYTES`` or more the
+bulk socket's lanes (``_bulk``) when they connect, big downloads into a ``LocalDownloadCache``
+(Note [Download cache]); the rest, and all once the lanes failed, the stream's chunks."""
 
 from __future__ import annotations
 
@@ -50,7 +45,7 @@ class RemoteTransport(Transport):
         s = self._s
         bulk = flat is not None and raw.nbytes >= _bulk.MIN_BYTES and self._bulk_usable()
         with s._lock:
-            handle = self._new_handle_locked()
+            handle = s._new_handle_locked()
             if bulk and self.lanes.state:  # not broken meanwhile
                 return handle, s._exclusive_locked(
                     lambda: self._put_bulk_locked(raw, handle, header))
@@ -61,14 +56,15 @@ class RemoteTransport(Transport):
         # For a size not known yet the daemon decides (big ones on the socket, small ones on
         # the stream), so numpy() of a fresh result costs no wait for its Ack.
         s = self._s
-        if (nbytes >= _bulk.MIN_BYTES if nbytes is not None else maybe_big and out is None) and (
-                self._bulk_usable()):
-            with s._lock:
-                s._check_open_locked()
-                if self.lanes.state:  # not broken meanwhile
-                    return s._exclusive_locked(
-                        lambda: self._get_bulk_locked(handle, site, nbytes, out))
-        return self._download_stream(handle, site, out)
+        bulk = (nbytes >= _bulk.MIN_BYTES if nbytes is not None else maybe_big and out is None
+                ) and self._bulk_usable()
+        with s._lock:
+            s._check_open_locked()
+            if bulk and self.lanes.state:  # not broken meanwhile
+                return s._exclusive_locked(
+                    lambda: self._get_bulk_locked(handle, site, nbytes, out))
+            p = self._get_on_stream_locked(handle, site)
+        return stream_answer(p, handle, out)
 
     def _put_bulk_locked(self, raw: memoryview, handle: int, header: PutHeader) -> int:
         """One Put whose ``raw`` bytes follow on the lanes; returns its seq once they are sent

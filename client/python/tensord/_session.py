@@ -9,12 +9,10 @@ Threads (see docs/protocol.md for the wire semantics):
 - a flusher thread sends the open batch at most ``flush_interval`` (2 ms) after its first
   command, unless a value read, a sync, or the size/count threshold sent it first; it is woken
   only from its idle sleep, never per batch (``Batcher._flush_loop``);
-- a flushed frame goes to the session's transport, chosen once at the Welcome (Note [Python
-  transports], ``_transport.py``): ``LocalTransport`` writes it into the session region's
-  command ring on the same host (Note [Python command ring]), ``RemoteTransport`` into the
-  stream's queue, which gRPC's own sender thread drains (``_connection``); tensor bytes too
-  move by the transport (the region's slots, cross-memory attach and shared buffers, or the
-  bulk socket's lanes, or the stream's chunks);
+- flushed frames and tensor bytes go by the session's transport, chosen once at the Welcome
+  (Note [Python transports]): ``LocalTransport`` (the region's command ring, slots, mailbox,
+  cross-memory attach) or ``RemoteTransport`` (the stream, whose queue gRPC's own sender
+  thread drains, and the bulk socket);
 - a receiver thread (``_receiver``) applies replies and wakes waiters through ``_replies``;
   waiting is always on that condition, never a sleep. When the stream fails in transit it
   resumes the session on a new stream, transparently for the waiters.
@@ -22,11 +20,8 @@ Threads (see docs/protocol.md for the wire semantics):
 Parts that own their state, each with a unit test of its own (tests/python/test_unit_*.py):
 ``_options.TransportOptions`` (which paths the session may take), ``_handle_table.HandleTable``
 (handles' metadata from the Acks), ``_requests.RequestTable`` (requests by id, errors owed to
-``synchronize``), ``_replay_log.ReplayLog`` (what a resume resends), the transport
-(``_local_transport.LocalTransport`` over ``_shm.Region``, the shared-memory region with its
-command ring and mailbox, and ``_cma.CmaBinding``, cross-memory attach; or
-``_remote_transport.RemoteTransport`` over ``_bulk.BulkLanes``, the bulk socket), and
-``_connection.Connection`` (one gRPC stream).
+``synchronize``), ``_replay_log.ReplayLog`` (what a resume resends), ``_transport.Transport``
+(one of two), ``_connection.Connection`` (one gRPC stream).
 
 The methods that drive them are split by concern: ``_call.CallPath`` (``call``, packed runs),
 ``_batch.Batcher`` (the open batch, flushing, waiting), ``_receiver.Receiver`` (replies,
@@ -100,28 +95,16 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
     ``--resume_grace``. ``resumes`` counts the resumes so far.
 
     How commands and bytes travel (docs/transport.md; ``_options.TransportOptions`` resolves
-    these, and reads the only environment toggles, ``TENSORD_SHM`` and ``TENSORD_BULK``): by
-    one of two transports, chosen once when the daemon answers (Note [Python transports]):
-    ``LocalTransport`` when it offers a shared-memory region this process can map (the same
-    host and user), else ``RemoteTransport``.
+    these): ``LocalTransport`` when the daemon offers a shared-memory region this process can
+    map, else ``RemoteTransport``, chosen once (Note [Python transports]).
 
-    - ``shm``: ask for the same-host shared-memory region (default: ``TENSORD_SHM`` != "0");
-      False: the session is remote whatever the host.
-    - ``ring``: with a region, batches go through its command ring (Note [Python command ring]).
-    - ``mailbox``: with a region, ``item()`` answers come through its mailbox (Note [Python
-      mailbox]; None: with the ring, or on hosts of 4 or more CPUs); ``sync_spin_us``: how long
-      its waiter spins before it sleeps (200).
-    - ``cma``: with a region, uploads of 1 MiB or more from arrays go by cross-memory attach
-      when the daemon offers it, binds the session to this process and a probe works (one copy,
-      the daemon's; docs/protocol.md "Cross-memory attach"). False: the region's slots.
-    - ``bulk``: without a region, transfers of 1 MiB or more move their bytes on a plain TCP
-      socket beside the stream when the daemon offers one (``_bulk.py``; default:
-      ``TENSORD_BULK`` != "0"); ``bulk_lanes``: the most of its connections to use (8).
-    - ``download_cache_bytes``: idle shared buffers kept for big ``numpy()`` results on a
-      same-host session, or host buffers for those on the bulk socket (``_download_cache``;
-      default 1 GiB, or off for a same-host user with a quota; 0: off).
-      ``empty_download_cache()`` frees them.
-    - ``tune_malloc``: see ``_malloc`` (keeps chunk-sized transfer buffers mapped).
+    Local: ``shm`` (ask for the region; default ``TENSORD_SHM`` != "0", False: remote
+    whatever the host), ``ring`` (batches through its command ring), ``mailbox`` and
+    ``sync_spin_us`` (``item()`` answered through its mailbox, the waiter's spin), ``cma``
+    (uploads of 1 MiB or more by cross-memory attach). Remote: ``bulk`` (transfers of 1 MiB or
+    more on the bulk socket; default ``TENSORD_BULK`` != "0"), ``bulk_lanes`` (its most
+    connections), ``tune_malloc`` (``_malloc``). Both: ``download_cache_bytes`` (idle buffers
+    kept for big ``numpy()`` results; 0: none; ``empty_download_cache()`` frees them).
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, token: Optional[str] = None, *,
@@ -136,7 +119,7 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
                  mailbox: Optional[bool] = None, sync_spin_us: int = 200,
                  bulk_lanes: Optional[int] = None) -> None:
         self.address = address
-        self._options = options = _options.resolve(
+        self._options = _options.resolve(
             shm, bulk, ring=ring, mailbox=mailbox, sync_spin_us=sync_spin_us, cma=cma,
             bulk_lanes=bulk_lanes, download_cache_bytes=download_cache_bytes,
             tune_malloc=tune_malloc)

@@ -15,11 +15,11 @@ announce its answer in the region's mailbox (docs/protocol.md "Mailbox", proto/m
 the C module ``_mailbox`` is built, the session wants it (``TransportOptions.mailbox_wanted``:
 with the command ring, or on hosts of 4 or more CPUs) and no other Get of the session holds the
 mailbox. The waiting thread then waits on the mailbox word without the GIL (``_mailbox.wait``:
-a spin of ``connect(sync_spin_us=)``, 200 us by default, then a futex sleep) instead of for the receiver
-thread, which saves gRPC's threads and two thread hand-offs on every ``item()``. The stream
-still brings the answer: the receiver drops it when the waiter took it from the mailbox, and
-wakes the word itself when the stream answered first (``wake_mailbox``), so either side may
-win; every sleep is bounded besides, and the waiter re-checks the request after each.
+a spin of ``connect(sync_spin_us=)``, 200 us by default, then a futex sleep) instead of for
+the receiver thread, which saves gRPC's threads and two thread hand-offs on every ``item()``.
+The stream still brings the answer: the receiver drops it when the waiter took it from the
+mailbox, and wakes the word itself when the stream answered first (``wake_mailbox``), so either
+side may win; every sleep is bounded besides, and the waiter re-checks the request after each.
 """
 
 from __future__ import annotations
@@ -94,12 +94,6 @@ class Region:
         r = cls(mm, desc, options)
         return r if r.slots else None
 
-    def write(self, offset: int, src: np.ndarray) -> None:
-        self.view[offset:offset + src.nbytes] = src
-
-    def read_into(self, dst: np.ndarray, offset: int) -> None:
-        dst[:] = self.view[offset:offset + dst.nbytes]
-
 
 def map_region(desc: Any, populate: bool = False) -> Optional[mmap.mmap]:
     """Maps a region the daemon described (``ShmRegion``: a sealed memfd as ``/proc/PID/fd/N``)
@@ -144,7 +138,7 @@ def upload(s: Any, r: Region, raw: np.ndarray, handle: int, header: Any) -> int:
             s._want_ack_locked(wait)
             s._replies.wait_for(lambda: s._acked_seq >= wait or s._broken is not None)
             s._check_open_locked()
-        r.write(r.slots[slot], raw[offset:offset + n])
+        r.view[r.slots[slot]:r.slots[slot] + n] = raw[offset:offset + n]
         cmd = s._add_locked()
         p = cmd.put
         if offset == 0:
@@ -238,7 +232,7 @@ def download(s: Any, r: Region, handle: int, total: Optional[int], site: str,
             issue()
         if inflight:
             s._flush_locked()  # the daemon fills the next slots while we copy this one
-        r.read_into(out[off:off + p.span_size], r.slots[slot])
+        out[off:off + p.span_size] = r.view[r.slots[slot]:r.slots[slot] + p.span_size]
         if off + p.span_size < total and not inflight and next_offset < total:
             issue()
             s._flush_locked()

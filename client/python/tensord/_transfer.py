@@ -32,10 +32,7 @@ class Transfers:
             return self._transport.upload(raw, flat, PutHeader(dtype_proto, shape, device,
                                                                requires_grad, site))
         with self._lock:  # one small chunk in the open batch
-            self._check_open_locked()
-            self._wait_not_busy_locked()  # handles reach the daemon in increasing order
-            handle = self._next_handle
-            self._next_handle += 1
+            handle = self._new_handle_locked()
             if self._frame_bytes + total > self._max_bytes and self._count_locked():
                 self._flush_locked()
             if self._open is not None:

@@ -17,7 +17,7 @@ region, cross-memory attach, a bulk socket): it asks its transport to
 Both send their frames, and take every reply, on the session's gRPC stream (``_connection``;
 the local one writes most frames into its region's command ring instead), and both fall back
 to the stream's Put chunks and Data replies for what their fast paths do not take (this class:
-``_upload_stream_locked``, ``_download_stream``).
+``_upload_stream_locked``, ``_get_on_stream_locked``).
 """
 
 from __future__ import annotations
@@ -51,6 +51,9 @@ class PutHeader(NamedTuple):
         p.device = self.device
         p.requires_grad = self.requires_grad
         p.site = self.site
+
+
+_LATER_CHUNK = PutHeader(0, (), "", False, "")  # a Put after the first says only its offset
 
 
 class Transport:
@@ -109,70 +112,51 @@ class Transport:
 
     # ------------------------------------------------------- the stream's bytes
 
-    def _new_handle_locked(self) -> int:
-        """The handle of an upload starting now. Another thread's exclusive transfer ends
-        first: from here to the Put that creates the handle the lock is held (or this thread
-        is the one busy), so handles reach the daemon in increasing order and no command of
-        ours falls between that transfer's chunks."""
-        s = self._s
-        s._check_open_locked()
-        s._wait_not_busy_locked()
-        handle = s._next_handle
-        s._next_handle += 1
-        return handle
-
-    def _upload_stream_locked(self, raw: memoryview, handle: int, header: PutHeader) -> int:
+    def _upload_stream_locked(self, raw: memoryview, handle: int, h: PutHeader) -> int:
         """Appends the Put chunks of ``raw`` (``chunk_bytes`` each) to the batch; returns the
-        last one's seq. No Release falls between the chunks."""
-        s = self._s
-        s._busy = threading.get_ident()
-        try:
-            seq = self._put_chunks_locked(raw, handle, header)
-        finally:
-            s._busy = None
-        s._after_add_locked()
-        return seq
-
-    def _put_chunks_locked(self, raw: memoryview, handle: int, h: PutHeader) -> int:
+        last one's seq. No Release falls between the chunks (``_busy``)."""
         s = self._s
         total = raw.nbytes
         step = s.chunk_bytes
         offset = 0
         inflight: "collections.deque[Tuple[int, int]]" = collections.deque()  # (seq, bytes)
         inflight_bytes = 0
-        while True:
-            chunk = raw[offset:offset + step]
-            n = len(chunk)
-            big = n >= BIG_CHUNK
-            # Big chunks share frames of up to _max_upload_frame: grpcio's cost is per message
-            bound = s._max_upload_frame if big else s._max_bytes
-            if s._frame_bytes + n > bound and s._count_locked():
-                s._flush_locked()
-                if inflight_bytes > UPLOAD_WINDOW:
-                    inflight_bytes = self._wait_for_acks_locked(inflight, inflight_bytes)
-            last = offset + n >= total
-            if s._open is not None:
-                s._commit_locked()
-            s._seq = seq = s._seq + 1
-            if offset == 0:
-                header = _wire.put_header_entry(seq, handle, h.dtype, h.shape, h.device, 0, last,
-                                                h.requires_grad, h.site, n)
-            else:
-                header = _wire.put_header_entry(seq, handle, 0, (), "", offset, last, False, "",
-                                                n)
-            offset += n
-            s._frame_bytes += n + 64
-            if big:  # joined (copied) into its frame at the flush, before put() returns
-                s._entries.append(header)
-                s._entries.append(chunk)
-                inflight.append((seq, n))
-                inflight_bytes += n
-            else:
-                s._entries.append(header + chunk)
-            if last:
-                if big:
+        s._busy = threading.get_ident()
+        try:
+            while True:
+                chunk = raw[offset:offset + step]
+                n = len(chunk)
+                big = n >= BIG_CHUNK
+                # Big chunks share frames up to _max_upload_frame: grpcio's cost is per message
+                bound = s._max_upload_frame if big else s._max_bytes
+                if s._frame_bytes + n > bound and s._count_locked():
                     s._flush_locked()
-                return seq
+                    if inflight_bytes > UPLOAD_WINDOW:
+                        inflight_bytes = self._wait_for_acks_locked(inflight, inflight_bytes)
+                last = offset + n >= total
+                if s._open is not None:
+                    s._commit_locked()
+                s._seq = seq = s._seq + 1
+                d = h if offset == 0 else _LATER_CHUNK
+                header = _wire.put_header_entry(seq, handle, d.dtype, d.shape, d.device, offset,
+                                                last, d.requires_grad, d.site, n)
+                offset += n
+                s._frame_bytes += n + 64
+                if big:  # joined (copied) into its frame at the flush, before put() returns
+                    s._entries.append(header)
+                    s._entries.append(chunk)
+                    inflight.append((seq, n))
+                    inflight_bytes += n
+                else:
+                    s._entries.append(header + chunk)
+                if last:
+                    if big:
+                        s._flush_locked()
+                    break
+        finally:
+            s._busy = None
+        s._after_add_locked()
+        return seq
 
     def _wait_for_acks_locked(self, inflight: "collections.deque[Tuple[int, int]]",
                               inflight_bytes: int) -> int:
@@ -190,23 +174,21 @@ class Transport:
         s._replies.wait_for(lambda: s._acked_seq >= wait_seq or s._broken is not None)
         return inflight_bytes
 
-    def _download_stream(self, handle: int, site: str,
-                         out: Optional[np.ndarray]) -> Tuple[Any, Any]:
-        """A Get answered by Data chunks on the stream: (TensorMeta, bytes, or ``out`` holding
-        them); raises the handle's error. Takes the lock."""
+    def _get_on_stream_locked(self, handle: int, site: str) -> Any:
+        """Sends a Get answered by Data chunks on the stream and waits for its answer (for
+        ``stream_answer``, once the lock is released)."""
         s = self._s
-        with s._lock:
-            rid, p = s._request_locked()
-            if s._busy is not None:
-                s._wait_not_busy_locked()
-            if s._open is not None:
-                s._commit_locked()
-            s._seq = seq = p.seq = s._seq + 1
-            s._entries.append(_wire.get_entry(seq, handle, rid, site))
-            s._frame_bytes += 64
-            s._flush_locked()
-            s._wait_locked(p, rid)
-        return stream_answer(p, handle, out)
+        rid, p = s._request_locked()
+        if s._busy is not None:
+            s._wait_not_busy_locked()
+        if s._open is not None:
+            s._commit_locked()
+        s._seq = seq = p.seq = s._seq + 1
+        s._entries.append(_wire.get_entry(seq, handle, rid, site))
+        s._frame_bytes += 64
+        s._flush_locked()
+        s._wait_locked(p, rid)
+        return p
 
 
 def stream_answer(p: Any, handle: int, out: Optional[np.ndarray]) -> Tuple[Any, Any]:
