@@ -7,9 +7,7 @@ iterator), so a dead stream's queue is simply dropped: whatever it held is still
 session's unacknowledged batches and is resent on the next stream.
 
 Frames go out through the call's request iterator, which gRPC's own sender thread drains: the
-public API of grpcio's synchronous stream. (An earlier "direct send" wrote a frame from the
-flushing thread through grpcio's private call state; the command ring replaced it on the same
-host, docs/transport.md.)
+public API of grpcio's synchronous stream (docs/transport.md: no "direct send" any more).
 
 The queue is a ``SimpleQueue`` (C: a put wakes the sender without Python-level Condition work)
 bounded by two counters, each written by one side only: frames queued (by the session, under

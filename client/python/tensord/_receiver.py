@@ -122,20 +122,11 @@ class Receiver:
                 p.finish()
         elif kind == "error":
             self._on_error(frame.seq, frame.error)
-        elif kind == "profile":
-            p = self._requests.open(frame.profile.request_id)
+        elif kind in ("profile", "shared_buffer", "session_memory_stats"):  # the answer itself
+            answer = getattr(frame, kind)
+            p = self._requests.open(answer.request_id)
             if p is not None:
-                p.meta = frame.profile
-                p.finish()
-        elif kind == "shared_buffer":
-            p = self._requests.open(frame.shared_buffer.request_id)
-            if p is not None:
-                p.meta = frame.shared_buffer
-                p.finish()
-        elif kind == "session_memory_stats":
-            p = self._requests.open(frame.session_memory_stats.request_id)
-            if p is not None:
-                p.meta = frame.session_memory_stats
+                p.meta = answer
                 p.finish()
 
     def _on_ack(self, ack: Any) -> None:

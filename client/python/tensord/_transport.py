@@ -1,23 +1,11 @@
-"""Note [Python transports]: how a session moves commands and tensor bytes (docs/transport.md).
-
-A ``Session`` holds one ``Transport`` (``Session._transport``), chosen once, when the Welcome
-arrives (``for_welcome``): a ``LocalTransport`` (``_local_transport.py``) when the daemon
-offered a shared-memory region and this process could map it (same host, same user), else a
-``RemoteTransport`` (``_remote_transport.py``). Session code never asks which paths exist (a
-region, cross-memory attach, a bulk socket): it asks its transport to
-
-- ``send`` a flushed batch frame (None: end the stream);
-- ``want_ack`` before a thread waits for an Ack (a ring's daemon holds some back);
-- ``upload`` a tensor's bytes into a new handle (uploads of more than one small chunk: a tiny
-  Put is one entry of the open batch, ``Transfers.put``);
-- ``download`` a handle's bytes into an array, or wait for a value read's answer;
-- learn that the stream ``answered`` a request, or ``ended``; ``resumed`` on a new stream;
-- ``close``.
-
-Both send their frames, and take every reply, on the session's gRPC stream (``_connection``;
-the local one writes most frames into its region's command ring instead), and both fall back
-to the stream's Put chunks and Data replies for what their fast paths do not take (this class:
-``_upload_stream_locked``, ``_get_on_stream_locked``).
+"""Note [Python transports]: how a session moves commands and tensor bytes (docs/transport.md
+"Two transports"). A ``Session`` holds one ``Transport`` (``_transport``), chosen once at the
+Welcome (``_session._transport_for``): ``LocalTransport`` (``_local_transport.py``) when the
+daemon offered a shared-memory region this process could map, else ``RemoteTransport``
+(``_remote_transport.py``). Session code never asks which paths exist (a region, cross-memory
+attach, a bulk socket): it asks its transport (the methods below). Both take every reply on
+the session's gRPC stream (``_connection``), and both fall back to the stream's Put chunks and
+Data replies (this class's ``_upload_stream_locked``, ``_get_on_stream_locked``).
 """
 
 from __future__ import annotations
