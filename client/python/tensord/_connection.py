@@ -1,4 +1,6 @@
-"""One gRPC stream of a session: its channel, the call, and the frames queued for it.
+"""One gRPC stream of a session: its channel, the call, the frames queued for it, and its
+opening (``open_stream``: the Hello sent, the Welcome awaited and checked, the failures a caller
+can act on raised as tensord errors).
 
 A session starts with one ``Connection``; when that stream fails in transit, the receiver opens
 another one to the same address with ``Hello{resume_...}`` (``_receiver``). Each connection has
@@ -27,6 +29,7 @@ from typing import Any, Iterable, Iterator, Optional, Sequence, Tuple
 import grpc
 
 from . import _bulk, _command_ring, _data_frame, _errors
+from ._errors import ConnectionLost, ProtocolError
 from ._options import TransportOptions
 from ._proto import tensord_pb2 as pb
 
@@ -197,3 +200,35 @@ class Connection:
 def _serialize(frame: Any) -> bytes:
     """gRPC request serializer: batches arrive encoded, Hello as a message."""
     return frame if isinstance(frame, bytes) else frame.SerializeToString()
+
+
+def open_stream(address: str, credentials: Optional[grpc.ChannelCredentials],
+                metadata: Sequence[Tuple[str, str]], hello: Any,
+                connect_timeout: float) -> Tuple[Connection, Any]:
+    """A new stream to the daemon at ``address`` opened with ``hello`` (a ClientFrame), and
+    the daemon's Welcome; the connection is not started (``Connection.start``)."""
+    # wait_for_ready: a daemon that is still starting is waited for, up to connect_timeout
+    conn = Connection(address, credentials, metadata, hello, wait_for_ready=True)
+    try:
+        first = conn.welcome(connect_timeout)
+    except (grpc.RpcError, StopIteration, AttemptTimeout) as e:
+        conn.close()
+        if isinstance(e, AttemptTimeout):
+            raise ConnectionLost(f"no tensord daemon answered at {address} within "
+                                 f"{connect_timeout:g} s; is it running? (set "
+                                 "TENSORD_ADDRESS or pass address=)",
+                                 code=_errors.UNAVAILABLE, op="connect") from None
+        if isinstance(e, StopIteration):
+            raise ConnectionLost("the daemon ended the session before Welcome",
+                                 code=_errors.UNAVAILABLE, op="connect") from None
+        raise _errors.from_rpc_error(e, "connect") from None
+    if first.WhichOneof("kind") != "welcome":
+        conn.close()
+        raise ProtocolError(f"expected Welcome, got {first.WhichOneof('kind')}", op="connect")
+    w = first.welcome
+    if w.protocol_version and w.protocol_version != PROTOCOL_VERSION:
+        conn.close()
+        raise ProtocolError(f"daemon speaks protocol {w.protocol_version}, this client "
+                            f"{PROTOCOL_VERSION}", code=_errors.FAILED_PRECONDITION,
+                            op="connect")
+    return conn, w

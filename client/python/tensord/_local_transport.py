@@ -83,17 +83,15 @@ class LocalTransport(Transport):
         total = raw.nbytes
         big = flat is not None and total >= _shm.MIN_BYTES
         where = s._find_shared(flat.ctypes.data, total) if big and s._shared_ranges else None
-        # It returns once the daemon has read the bytes, i.e. after everything queued before
-        # it: only when the daemon has caught up (else the region's slots return at once).
-        cma = (where is None and big and total >= CMA_MIN_BYTES and self.cma.bound
-               and max(s._acked_seq, s._requests.answered_seq) >= s._seq and self.cma_usable())
+        # By cross-memory attach a Put returns once the daemon has read the bytes, after all
+        # queued before it: only when the daemon has caught up (else the slots return at once)
+        if (where is None and big and total >= CMA_MIN_BYTES and self.cma.bound
+                and max(s._acked_seq, s._requests.answered_seq) >= s._seq and self.cma_usable()):
+            where = flat.ctypes.data  # the daemon reads this process's memory
         with s._lock:
             handle = s._new_handle_locked()
-            if where is not None:
+            if where is not None:  # a shared buffer's (region, offset), or an address
                 return handle, self._put_in_place_locked(handle, header, where, total)
-            if cma:
-                return handle, self._put_in_place_locked(handle, header, flat.ctypes.data,
-                                                         total)
             if big:
                 return handle, s._exclusive_locked(
                     lambda: _shm.upload(s, self.region, flat, handle, header))

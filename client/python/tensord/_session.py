@@ -29,7 +29,7 @@ resume), ``_transfer.Transfers`` (Put/Get, handed to the transport but for tiny 
 ``_shared.SharedBuffers`` (shared buffers' allocation and address ranges),
 ``_stream_commands.StreamCommands`` (streams, events, TF32), ``_grad_commands.GradCommands``
 (Backward, requires_grad and .grad commands), ``_usage_commands.UsageCommands`` (the session's
-own memory statistics, fallback reports); ``_handshake`` opens the stream. The open batch
+own memory statistics, fallback reports); ``_connection.open_stream`` opens the stream. The open batch
 (``_entries``, ``_run``, ``_seq``, ``_next_handle`` ...) stays in the session's own attributes:
 the C per-op path (``_speedups_call.h``) reads and writes them in the session's ``__dict__``
 (Note [GIL as the lock] in ``_speedups.c``).
@@ -59,11 +59,10 @@ import grpc
 from . import _catalog, _errors, _options, _shm
 from ._batch import Batcher, Replies
 from ._call import CallPath
-from ._connection import Connection, hello_frame
+from ._connection import Connection, hello_frame, open_stream
 from ._errors import Error
 from ._grad_commands import GradCommands
 from ._handle_table import HandleTable
-from ._handshake import open_stream
 from ._local_transport import LocalTransport
 from ._meta import _Meta, _meta_from_proto
 from ._proto import tensord_pb2 as pb
