@@ -122,8 +122,7 @@ TEST(FrexpKernelTest, MantissaAndExponent) {
   ev.data = e.data();
   ev.dtype = DType::kInt32;
   ASSERT_TRUE(Frexp(View(x, {n}), View(m, {n}), ev).ok());
-  const std::vector<double> want_m = {0,   -0.0, 0.5, -0.875,
-                                      0.8, 0,    kInf, kNan};
+  const std::vector<double> want_m = {0, -0.0, 0.5, -0.875, 0.8, 0, kInf, kNan};
   const std::vector<int32_t> want_e = {0, 0, 1, 2, -3, -1029, 0, 0};
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_EQ(e[i], want_e[i]) << "exponent " << i;

@@ -9,14 +9,14 @@
 // Boost's Lanczos approximation), its double path for every dtype (PyTorch
 // computes float32 in float; ours is the double value rounded once, which
 // PyTorch's float path misses by more than its 1e-4 only for a ~ 1e9, x
-// within sqrt(a) of a), with SciPy's pi (IgammaAsymptotic). The boundaries are SciPy's: NaN for a < 0 or
-// x < 0, P(0, x) = 1 and Q(0, x) = 0 for x > 0, NaN at a = x = 0, P(a, 0) =
-// 0, P(inf, x) = 0 for finite x, P(a, inf) = 1, NaN for a = x = inf (Q the
-// complements). Inside: for a > 20 with x near a, the uniform asymptotic
-// expansion (DLMF 8.12.3/8.12.4, igamma_coefficients.h); otherwise the
-// power series of P (DLMF 8.11.4), the series of Q for small x (DLMF 8.7.3)
-// or Q's continued fraction (DLMF 8.9.2), each converging in a few dozen
-// terms where it is used (at most 2000).
+// within sqrt(a) of a), with SciPy's pi (IgammaAsymptotic). The boundaries are
+// SciPy's: NaN for a < 0 or x < 0, P(0, x) = 1 and Q(0, x) = 0 for x > 0, NaN
+// at a = x = 0, P(a, 0) = 0, P(inf, x) = 0 for finite x, P(a, inf) = 1, NaN for
+// a = x = inf (Q the complements). Inside: for a > 20 with x near a, the
+// uniform asymptotic expansion (DLMF 8.12.3/8.12.4, igamma_coefficients.h);
+// otherwise the power series of P (DLMF 8.11.4), the series of Q for small x
+// (DLMF 8.7.3) or Q's continued fraction (DLMF 8.9.2), each converging in a few
+// dozen terms where it is used (at most 2000).
 #ifndef TENSORD_RUNTIME_CORE_IGAMMA_MATH_H_
 #define TENSORD_RUNTIME_CORE_IGAMMA_MATH_H_
 
@@ -185,8 +185,7 @@ TD_HOST_DEVICE inline double IgammaAsymptotic(double a, double x, bool lower) {
     absoldterm = absterm;
     afac /= a;
   }
-  return res + sgn * ::exp(-0.5 * a * eta * eta) * sum /
-                   ::sqrt(2 * kPi * a);
+  return res + sgn * ::exp(-0.5 * a * eta * eta) * sum / ::sqrt(2 * kPi * a);
 }
 
 // Where the asymptotic expansion applies: a large, x within a few standard

@@ -4,9 +4,9 @@
 //
 // Note [Special function ops]: each op is one double-precision scalar
 // function (special_math.h, bessel_math.h, airy_math.h, polynomial_math.h,
-// igamma_math.h) and both devices call it through SpecialUnary/SpecialBinary, so the
-// enum-to-math map exists once and CPU and CUDA compute the same thing. The
-// kernels compute the unary ones and igamma/igammac in double for every
+// igamma_math.h) and both devices call it through SpecialUnary/SpecialBinary,
+// so the enum-to-math map exists once and CPU and CUDA compute the same thing.
+// The kernels compute the unary ones and igamma/igammac in double for every
 // floating dtype and round once, the polynomials in the dtype itself as
 // PyTorch does (float16/bfloat16 reach them as float32, Note [Half
 // compute]); CUDA launches them through

@@ -2,8 +2,8 @@
 // function rows (torch.special's i0, i0e, i1, i1e, ndtri, log_ndtr, erfcx
 // among them; its other Bessel functions and polynomials have none in
 // PyTorch either), of fmax/fmin/fmod/hypot/copysign/zeta/igamma/igammac
-// and frexp (see derivatives.h), as PyTorch's derivatives.yaml writes them. G is the
-// output's gradient.
+// and frexp (see derivatives.h), as PyTorch's derivatives.yaml writes them. G
+// is the output's gradient.
 #include <cmath>
 
 #include "absl/status/status.h"
@@ -55,8 +55,8 @@ Grads IncompleteGammaGrad(GradCtx& g) {
   }
   if (!g.needs(1)) return {ga, GradValue()};
   GradValue a = g.in(0), x = g.in(1);
-  GradValue d = g.Op("exp", {(a + -1.0) * g.Op("log", {x}) - x -
-                              g.Op("lgamma", {a})});
+  GradValue d =
+      g.Op("exp", {(a + -1.0) * g.Op("log", {x}) - x - g.Op("lgamma", {a})});
   return {ga, kSign > 0 ? G(g) * d : -(G(g) * d)};
 }
 

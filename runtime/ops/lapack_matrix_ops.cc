@@ -118,9 +118,10 @@ Specs InferTriangularSolve(absl::Span<const Tensor> in, const Attrs&,
   const char* op = "torch.triangular_solve";
   for (const auto& [t, name] : {std::pair{&b, "b"}, std::pair{&a, "A"}}) {
     if (t->ndim() < 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          op, ": Expected ", name, " to have at least 2 dimensions, but it has ",
-          t->ndim(), " dimensions instead"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": Expected ", name,
+                       " to have at least 2 dimensions, but it has ", t->ndim(),
+                       " dimensions instead"));
     }
   }
   TD_RETURN_IF_ERROR(RequireMatrices(a, op, true));
@@ -147,8 +148,7 @@ absl::Status CpuTriangularSolve(absl::Span<const Tensor> in,
                                 absl::Span<const Tensor> out,
                                 const Attrs& attrs, const OpContext& ctx) {
   const Tensor &b = in[0], &a = in[1], &x = out[0], &a_copy = out[1];
-  TD_RETURN_IF_ERROR(
-      cpu::Copy(a.BroadcastView(a_copy.shape()), a_copy.view()));
+  TD_RETURN_IF_ERROR(cpu::Copy(a.BroadcastView(a_copy.shape()), a_copy.view()));
   TD_ASSIGN_OR_RETURN(Tensor b_e, ExpandContiguous(b, x.shape(), ctx));
   return cpu::TriangularSolve(a_copy.view(), b_e.view(), attrs.Bool("upper"),
                               /*left=*/true, attrs.Bool("transpose"),
@@ -193,8 +193,7 @@ std::vector<OpDef> LapackMatrixOps() {
       "common batch (BLAS trsm). PyTorch's legacy torch.triangular_solve.",
       InferTriangularSolve, CpuTriangularSolve,
       {Example({{3, 2}, {3, 3}}),
-       Example({{2, 3, 1}, {3, 3}},
-               {{"upper", false}, {"transpose", true}}),
+       Example({{2, 3, 1}, {3, 3}}, {{"upper", false}, {"transpose", true}}),
        Example({{4, 2}, {2, 1, 4, 4}}, {{"unitriangular", true}})})));
   return ops;
 }

@@ -31,7 +31,7 @@ Specs InferUnaryFloat(absl::Span<const Tensor> in, const Attrs&,
 // The two inputs (x and n, a and x) broadcast and promote together; integer
 // results become float32.
 Specs InferBinaryFloat(absl::Span<const Tensor> in, const Attrs&,
-                      const OpContext&) {
+                       const OpContext&) {
   TD_ASSIGN_OR_RETURN(Shape shape,
                       BroadcastShapes(in[0].shape(), in[1].shape()));
   DType d = ResultType(in);
@@ -49,8 +49,8 @@ absl::Status CpuSpecialUnary(absl::Span<const Tensor> in,
 
 template <cpu::BinaryOp kOp>
 absl::Status CpuSpecialBinary(absl::Span<const Tensor> in,
-                           absl::Span<const Tensor> out, const Attrs&,
-                           const OpContext& ctx) {
+                              absl::Span<const Tensor> out, const Attrs&,
+                              const OpContext& ctx) {
   const DType dtype = out[0].dtype();
   Tensor x_converted, n_converted;
   TD_ASSIGN_OR_RETURN(const Tensor* x,
