@@ -11,6 +11,7 @@
 // CPU and CUDA kernels (Note [Special function ops]). Integer and bool
 // inputs give float32; float16 and bfloat16 compute in float32 (Note [Half
 // compute]).
+#include "absl/strings/str_cat.h"
 #include "kernels/cpu/elementwise.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/dispatch.h"
@@ -37,6 +38,20 @@ Specs InferBinaryFloat(absl::Span<const Tensor> in, const Attrs&,
   DType d = ResultType(in);
   if (!IsFloating(d)) d = kDefaultFloat;
   return std::vector<TensorSpec>{{d, std::move(shape), in[0].device()}};
+}
+
+// igamma/igammac: as PyTorch, the promoted dtype must be floating (integer
+// and bool operands alone are refused, not computed in float32).
+Specs InferIncompleteGamma(absl::Span<const Tensor> in, const Attrs& attrs,
+                           const OpContext& ctx) {
+  const DType d = ResultType(in);
+  if (!IsFloating(d)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the incomplete gamma functions are only defined for floating "
+        "tensors (PyTorch's igamma is not implemented for ",
+        DTypeName(d), "); convert with .to(torch.float32) first"));
+  }
+  return InferBinaryFloat(in, attrs, ctx);
 }
 
 template <cpu::UnaryOp kOp>
@@ -196,11 +211,11 @@ std::vector<OpDef> SpecialOps() {
     OpDef def = MakeOp(
         name, 2, 2, {},
         std::string(what) +
-            " of a = input and x = other, broadcasting (torch.special."
-            "gammainc/gammaincc); NaN for a < 0 or x < 0, SciPy's values on "
-            "the boundaries (a = 0, x = 0, infinities). Computed in double "
-            "(Note [Incomplete gamma]).");
-    def.infer = InferBinaryFloat;
+            " of a = input and x = other, broadcasting and promoting to a "
+            "floating dtype (torch.special.gammainc/gammaincc); NaN for a < 0 "
+            "or x < 0, SciPy's values on the boundaries (a = 0, x = 0, "
+            "infinities). Computed in double (Note [Incomplete gamma]).");
+    def.infer = InferIncompleteGamma;
     def.cpu = fn;
     def.examples = {Example({{2, 3}, {3}}), Example({{2, 3}, {}})};
     for (OpExample& e : def.examples) e.positive = true;
