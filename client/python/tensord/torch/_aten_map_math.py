@@ -66,13 +66,20 @@ for _n in ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polyno
     same_name(_n, _op.default, _op.x_scalar, _op.n_scalar)
 
 
+_SCALAR_TYPE_NAMES = {torch.int64: "Long", torch.int32: "Int", torch.int16: "Short",
+                      torch.int8: "Char", torch.uint8: "Byte", torch.bool: "Bool"}
+
+
 def _incomplete_gamma(name: str) -> Any:
-    """The regularized incomplete gamma functions (special.gammainc/gammaincc reach them):
-    integer and bool operands alone decline to PyTorch's CPU kernel, which refuses them."""
+    """The regularized incomplete gamma functions (special.gammainc/gammaincc reach them).
+    Integer and bool operands alone raise PyTorch's CPU error (its refs decomposition, which a
+    declining rule would reach, computes them in float32 instead)."""
     @torch_args
     def fn(targs: tuple, self: Any, other: Any) -> Any:
-        if not torch.result_type(*targs).is_floating_point:
-            return NotImplemented
+        dtype = torch.result_type(*targs)
+        if not dtype.is_floating_point:
+            raise NotImplementedError(
+                f'"{name}_cpu" not implemented for \'{_SCALAR_TYPE_NAMES.get(dtype, dtype)}\'')
         return c(name, [self, other])
     return fn
 
