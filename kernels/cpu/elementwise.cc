@@ -157,8 +157,8 @@ absl::Status BinaryTyped(BinaryOp op, const StridedView& a,
       });
       break;
     // torch.special's polynomials p_n(x), x = a, n = b, computed in T as
-    // PyTorch does (Note [Special function ops]); the rows take floating
-    // dtypes only.
+    // PyTorch does, and igamma/igammac (Note [Special function ops]); the
+    // rows take floating dtypes only.
     case BinaryOp::kChebyshevT:
     case BinaryOp::kChebyshevU:
     case BinaryOp::kChebyshevV:
@@ -171,6 +171,8 @@ absl::Status BinaryTyped(BinaryOp op, const StridedView& a,
     case BinaryOp::kHermiteHe:
     case BinaryOp::kLaguerreL:
     case BinaryOp::kLegendreP:
+    case BinaryOp::kIgamma:
+    case BinaryOp::kIgammac:
       if constexpr (std::is_floating_point_v<T>) {
         Map2<T, T>(a, b, out, [op](T x, T n) {
           return special::SpecialBinary<T>(op, x, n);
@@ -178,7 +180,8 @@ absl::Status BinaryTyped(BinaryOp op, const StridedView& a,
         break;
       }
       return absl::InvalidArgumentError(
-          "orthogonal polynomials are only defined for floating tensors");
+          "orthogonal polynomials and igamma are only defined for floating "
+          "tensors");
     case BinaryOp::kPow:
       Map2<T, T>(a, b, out, [](T x, T y) {
         if constexpr (std::is_integral_v<T>)

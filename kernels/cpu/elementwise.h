@@ -54,6 +54,12 @@ absl::Status LogicalNot(const StridedView& in, const StridedView& out);
 // out (bool) = the sign bit of in (true for -0.0 and negative NaNs).
 absl::Status Signbit(const StridedView& in, const StridedView& out);
 
+// in = mantissa * 2^exponent with |mantissa| in [0.5, 1) (C's frexp: 0, inf
+// and NaN keep their value, exponent 0); in and mantissa float32 or float64,
+// exponent int32.
+absl::Status Frexp(const StridedView& in, const StridedView& mantissa,
+                   const StridedView& exponent);
+
 // out = polygamma(n, in), n >= 0 (checked by the row); floating dtypes.
 absl::Status Polygamma(int n, const StridedView& in, const StridedView& out);
 

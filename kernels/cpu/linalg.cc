@@ -95,8 +95,8 @@ absl::Status LuSolveT(const StridedView& lu, const StridedView& pivots,
 // Row-major trsm straight on the operands: no column-major copies.
 template <typename T>
 absl::Status TriangularSolveT(const StridedView& a, const StridedView& b,
-                              bool upper, bool left, bool unitriangular,
-                              const StridedView& x) {
+                              bool upper, bool left, bool transpose,
+                              bool unitriangular, const StridedView& x) {
   TD_ASSIGN_OR_RETURN(Mats m, AsMats(a, "linalg.solve_triangular"));
   TD_ASSIGN_OR_RETURN(Mats rhs, AsMats(b, "linalg.solve_triangular"));
   const int n = m.rows;
@@ -108,13 +108,14 @@ absl::Status TriangularSolveT(const StridedView& a, const StridedView& b,
     const auto side = left ? CblasLeft : CblasRight;
     const auto uplo = upper ? CblasUpper : CblasLower;
     const auto diag = unitriangular ? CblasUnit : CblasNonUnit;
+    const auto trans = transpose ? CblasTrans : CblasNoTrans;
     const T* pa = a.ptr<T>() + i * m.size();
     if constexpr (std::is_same_v<T, double>) {
-      cblas_dtrsm(CblasRowMajor, side, uplo, CblasNoTrans, diag, rhs.rows,
-                  rhs.cols, 1.0, pa, std::max(1, n), dst, rhs.cols);
+      cblas_dtrsm(CblasRowMajor, side, uplo, trans, diag, rhs.rows, rhs.cols,
+                  1.0, pa, std::max(1, n), dst, rhs.cols);
     } else {
-      cblas_strsm(CblasRowMajor, side, uplo, CblasNoTrans, diag, rhs.rows,
-                  rhs.cols, 1.0f, pa, std::max(1, n), dst, rhs.cols);
+      cblas_strsm(CblasRowMajor, side, uplo, trans, diag, rhs.rows, rhs.cols,
+                  1.0f, pa, std::max(1, n), dst, rhs.cols);
     }
   }
   return absl::OkStatus();
@@ -302,10 +303,11 @@ absl::Status LuSolve(const StridedView& lu, const StridedView& pivots,
 }
 
 absl::Status TriangularSolve(const StridedView& a, const StridedView& b,
-                             bool upper, bool left, bool unitriangular,
-                             const StridedView& x) {
+                             bool upper, bool left, bool transpose,
+                             bool unitriangular, const StridedView& x) {
   return ForFloat(a, "linalg.solve_triangular", [&](auto t) {
-    return TriangularSolveT<decltype(t)>(a, b, upper, left, unitriangular, x);
+    return TriangularSolveT<decltype(t)>(a, b, upper, left, transpose,
+                                         unitriangular, x);
   });
 }
 

@@ -37,12 +37,13 @@ absl::Status LuSolve(const StridedView& lu, const StridedView& pivots,
                      const StridedView& b, bool left, bool adjoint,
                      const StridedView& x);
 
-// x = A^-1 b (left) or b A^-1 for triangular a [.., n, n] (its upper or
-// lower triangle read, a unit diagonal assumed with `unitriangular`); b and
-// x [.., n, k] (left) or [.., k, n], one batch with a (BLAS trsm).
+// x = op(A)^-1 b (left) or b op(A)^-1 for triangular a [.., n, n] (its
+// upper or lower triangle read, a unit diagonal assumed with
+// `unitriangular`), op(A) = A^T with `transpose`, else A; b and x [.., n, k]
+// (left) or [.., k, n], one batch with a (BLAS trsm).
 absl::Status TriangularSolve(const StridedView& a, const StridedView& b,
-                             bool upper, bool left, bool unitriangular,
-                             const StridedView& x);
+                             bool upper, bool left, bool transpose,
+                             bool unitriangular, const StridedView& x);
 
 // inv = a^-1 for a [.., n, n], info [..] (of the LU of a, as ATen's); a
 // singular matrix leaves inv unspecified (inf/NaN, as ATen's).

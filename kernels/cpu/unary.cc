@@ -195,6 +195,25 @@ absl::Status Polygamma(int n, const StridedView& in, const StridedView& out) {
   });
 }
 
+absl::Status Frexp(const StridedView& in, const StridedView& mantissa,
+                   const StridedView& exponent) {
+  return DispatchFloat(in.dtype, "frexp", [&](auto tag) {
+    using T = decltype(tag);
+    RunLoop<3>({&mantissa, &exponent, &in},
+               [](const std::array<char*, 3>& p, int64_t n,
+                  const std::array<int64_t, 3>& s) {
+                 for (int64_t i = 0; i < n; ++i) {
+                   const T x = *reinterpret_cast<const T*>(p[2] + i * s[2]);
+                   int e = 0;
+                   *reinterpret_cast<T*>(p[0] + i * s[0]) = std::frexp(x, &e);
+                   // C leaves e unspecified for inf and NaN; PyTorch's is 0.
+                   *reinterpret_cast<int32_t*>(p[1] + i * s[1]) =
+                       std::isfinite(x) ? e : 0;
+                 }
+               });
+  });
+}
+
 absl::Status Clamp(const StridedView& in, bool has_lo, double lo, bool has_hi,
                    double hi, const StridedView& out) {
   absl::Status filled;

@@ -166,7 +166,7 @@ absl::Status Binary(BinaryOp op, const StridedView& a, const StridedView& b,
     TD_CUDA_DISPATCH_FLOAT(
         out.dtype,
         return absl::UnimplementedError(
-            absl::StrCat("orthogonal polynomial on cuda: unsupported dtype ",
+            absl::StrCat("special function on cuda: unsupported dtype ",
                          DTypeName(out.dtype))),
         return BinaryMap<scalar_t>(a, b, out, SpecialBinaryFn<scalar_t>{op},
                                    stream));

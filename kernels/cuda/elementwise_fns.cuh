@@ -284,10 +284,10 @@ struct PolygammaFn {
   }
 };
 
-// torch.special's Bessel/normal functions and polynomials: their own
-// functors, so the common UnaryFn/BinaryFn kernels do not carry their code
-// (Note [Special function ops]). Unary ones compute in double, polynomials
-// in T, as kernels/cpu.
+// torch.special's Bessel/normal functions, polynomials and igamma/igammac:
+// their own functors, so the common UnaryFn/BinaryFn kernels do not carry
+// their code (Note [Special function ops]). Unary ones and igamma compute in
+// double, polynomials in T, as kernels/cpu.
 template <typename T>
 struct SpecialUnaryFn {
   UnaryOp op;

@@ -103,7 +103,10 @@ enum class BinaryOp {
   kNextafter,
   kZeta,
   // torch.special's orthogonal polynomials p_n(x) with x = a, n = b
-  // (runtime/core/polynomial_math.h): floating dtypes only.
+  // (runtime/core/polynomial_math.h) and the regularized incomplete gamma
+  // functions P(a, x), Q(a, x) (igamma, igammac: runtime/core/
+  // igamma_math.h): floating dtypes only; kChebyshevT..kIgammac is one range
+  // (IsSpecialBinary).
   kChebyshevT,
   kChebyshevU,
   kChebyshevV,
@@ -116,6 +119,8 @@ enum class BinaryOp {
   kHermiteHe,
   kLaguerreL,
   kLegendreP,
+  kIgamma,
+  kIgammac,
 };
 enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor };
 

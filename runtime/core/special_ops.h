@@ -3,18 +3,20 @@
 // elementwise.cc) and the CUDA ones (kernels/cuda/elementwise.cu).
 //
 // Note [Special function ops]: each op is one double-precision scalar
-// function (special_math.h, bessel_math.h, airy_math.h, polynomial_math.h)
-// and both devices call it through SpecialUnary/SpecialBinary, so the
-// enum-to-math map exists once and CPU and CUDA compute the same thing. The
-// kernels compute the unary ones in double for every floating dtype and round
-// once, the polynomials in the dtype itself as PyTorch does (float16/bfloat16
-// reach them as float32, Note [Half compute]); CUDA launches them through
+// function (special_math.h, bessel_math.h, airy_math.h, polynomial_math.h,
+// igamma_math.h) and both devices call it through SpecialUnary/SpecialBinary,
+// so the enum-to-math map exists once and CPU and CUDA compute the same thing.
+// The kernels compute the unary ones and igamma/igammac in double for every
+// floating dtype and round once, the polynomials in the dtype itself as
+// PyTorch does (float16/bfloat16 reach them as float32, Note [Half
+// compute]); CUDA launches them through
 // their own functor so the common unary/binary kernels stay small.
 #ifndef TENSORD_RUNTIME_CORE_SPECIAL_OPS_H_
 #define TENSORD_RUNTIME_CORE_SPECIAL_OPS_H_
 
 #include "runtime/core/airy_math.h"
 #include "runtime/core/bessel_math.h"
+#include "runtime/core/igamma_math.h"
 #include "runtime/core/kernel_ops.h"
 #include "runtime/core/polynomial_math.h"
 #include "runtime/core/special_math.h"
@@ -26,7 +28,7 @@ TD_HOST_DEVICE constexpr bool IsSpecialUnary(UnaryOp op) {
   return op >= UnaryOp::kI0 && op <= UnaryOp::kAiryAi;
 }
 TD_HOST_DEVICE constexpr bool IsSpecialBinary(BinaryOp op) {
-  return op >= BinaryOp::kChebyshevT && op <= BinaryOp::kLegendreP;
+  return op >= BinaryOp::kChebyshevT && op <= BinaryOp::kIgammac;
 }
 
 TD_HOST_DEVICE inline double SpecialUnary(UnaryOp op, double x) {
@@ -71,11 +73,17 @@ TD_HOST_DEVICE inline double SpecialUnary(UnaryOp op, double x) {
 }
 
 // p_n(x) with n truncated as PyTorch does (Note [Polynomial degrees]), in
-// T = float or double.
+// T = float or double; P(a = x, x = n) and Q(a = x, x = n) in double.
 template <typename T>
 TD_HOST_DEVICE T SpecialBinary(BinaryOp op, T x, T n) {
   const int64_t d = PolynomialDegree(static_cast<double>(n));
   switch (op) {
+    case BinaryOp::kIgamma:
+      return static_cast<T>(
+          Igamma(static_cast<double>(x), static_cast<double>(n)));
+    case BinaryOp::kIgammac:
+      return static_cast<T>(
+          Igammac(static_cast<double>(x), static_cast<double>(n)));
     case BinaryOp::kChebyshevT:
       return Chebyshev(0, x, d, 6);
     case BinaryOp::kChebyshevU:

@@ -264,6 +264,8 @@ void AddCudaPointwiseKernels(CudaKernelMap* map) {
   m["hermite_polynomial_he"] = CudaBinary<B::kHermiteHe>;
   m["laguerre_polynomial_l"] = CudaBinary<B::kLaguerreL>;
   m["legendre_polynomial_p"] = CudaBinary<B::kLegendreP>;
+  m["igamma"] = CudaBinary<B::kIgamma>;
+  m["igammac"] = CudaBinary<B::kIgammac>;
   m["signbit"] = CudaSignbit;
   m["gelu"] = CudaGelu;
   m["gelu_backward"] = CudaGeluBackward;

@@ -3,9 +3,10 @@
 // formulas on the client instead): linalg_matrix_exp through the
 // block-matrix identity and linalg_qr as PyTorch's FunctionsManual.cpp
 // writes them; linalg_householder_product and ormqr by reverse mode through
-// the product of reflectors, and linalg_lstsq's solution for full-rank A as the
+// the product of reflectors, linalg_lstsq's solution for full-rank A as the
 // normal equations' solution differentiated (PyTorch differentiates pinv(A)
-// B, the same at full rank). G is an output's gradient.
+// B, the same at full rank), and triangular_solve as ATen's
+// triangular_solve_backward. G is an output's gradient.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -234,6 +235,29 @@ Grads OrmqrGrad(GradCtx& g) {
   return r;
 }
 
+// triangular_solve(B, A) -> (X, A): ATen's triangular_solve_backward. gB
+// solves with op(A)^T; gA = -gB X^T (-X gB^T with transpose) on A's
+// triangle (its strict one with unitriangular), plus cloned_coefficient's
+// gradient.
+Grads TriangularSolveGrad(GradCtx& g) {
+  const bool upper = g.attrs().Bool("upper");
+  const bool transpose = g.attrs().Bool("transpose");
+  const bool unit = g.attrs().Bool("unitriangular");
+  GradValue gb = g.Ops("triangular_solve", {g.grad(0), g.in(1)},
+                       {{"upper", upper},
+                        {"transpose", !transpose},
+                        {"unitriangular", unit}})[0];
+  GradValue ga;
+  if (g.needs(1)) {
+    GradValue x = g.out(0);
+    GradValue full = transpose ? -Mm(g, x, T(g, gb)) : -Mm(g, gb, T(g, x));
+    const int64_t diagonal = unit ? (upper ? 1 : -1) : 0;
+    ga = g.Op(upper ? "triu" : "tril", {full}, {{"diagonal", diagonal}}) +
+         g.grad(1);
+  }
+  return {g.needs(0) ? gb : GradValue(), ga};
+}
+
 }  // namespace
 
 std::vector<GradRow> LinalgGrads() {
@@ -243,6 +267,7 @@ std::vector<GradRow> LinalgGrads() {
       {"linalg_lstsq", {0, 1}, {0}, LstsqGrad},
       {"linalg_householder_product", {0, 1}, {}, HouseholderProductGrad},
       {"ormqr", {0, 1, 2}, {}, OrmqrGrad},
+      {"triangular_solve", {1}, {0}, TriangularSolveGrad},
   };
 }
 

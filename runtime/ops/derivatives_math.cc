@@ -1,18 +1,19 @@
 // Backward formulas of the trigonometric, hyperbolic, logarithmic and special
 // function rows (torch.special's i0, i0e, i1, i1e, ndtri, log_ndtr, erfcx
 // among them; its other Bessel functions and polynomials have none in
-// PyTorch either) and of fmax/fmin/fmod/hypot/copysign/zeta (see
-// derivatives.h), as PyTorch's derivatives.yaml writes them. G is the
-// output's gradient.
+// PyTorch either), of fmax/fmin/fmod/hypot/copysign/zeta/igamma/igammac
+// and frexp (see derivatives.h), as PyTorch's derivatives.yaml writes them. G
+// is the output's gradient.
 #include <cmath>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "runtime/ops/derivatives.h"
 
 namespace tensord {
 namespace {
 
-GradValue G(GradCtx& g) { return g.grad(); }
+GradValue G(GradCtx& g, int i = 0) { return g.grad(i); }
 GradValue Rsqrt(GradCtx& g, const GradValue& v) { return g.Op("rsqrt", {v}); }
 
 // fmax/fmin: input 0 takes the gradient where it was chosen (it wins ties,
@@ -38,6 +39,25 @@ Grads BesselI1Grad(GradCtx& g, bool scaled) {
                                                        g.Num(1, x) / safe_x)
                        : g.Op("i0", {x}) - g.out() / safe_x;
   return {G(g) * Where(g, tiny, g.Num(0.5, x), d)};
+}
+
+// igamma (sign 1) and igammac (-1): d/dx P(a, x) = x^(a-1) e^-x / Gamma(a);
+// none for a, as PyTorch (which raises "not implemented").
+template <int kSign>
+Grads IncompleteGammaGrad(GradCtx& g) {
+  GradValue ga;
+  if (g.needs(0)) {
+    ga = GradValue(absl::UnimplementedError(absl::StrCat(
+                       "the derivative of ", kSign > 0 ? "igamma" : "igammac",
+                       " with respect to input (a) is not implemented (as in "
+                       "PyTorch)")),
+                   &g);
+  }
+  if (!g.needs(1)) return {ga, GradValue()};
+  GradValue a = g.in(0), x = g.in(1);
+  GradValue d =
+      g.Op("exp", {(a + -1.0) * g.Op("log", {x}) - x - g.Op("lgamma", {a})});
+  return {ga, kSign > 0 ? G(g) * d : -(G(g) * d)};
 }
 
 std::vector<GradRow> Rows() {
@@ -217,6 +237,15 @@ std::vector<GradRow> Rows() {
          return {gx, g.needs(1) ? -G(g) * x * g.Op("zeta", {x + 1.0, g.in(1)})
                                 : GradValue()};
        }},
+      {"igamma", {0, 1}, {}, IncompleteGammaGrad<1>},
+      // The mantissa's gradient over 2^exponent; the exponent has none.
+      {"frexp",
+       {},
+       {1},
+       [](GradCtx& g) -> Grads {
+         return {G(g, 0) / g.Op("exp2", {g.out(1)})};
+       }},
+      {"igammac", {0, 1}, {}, IncompleteGammaGrad<-1>},
   };
 }
 

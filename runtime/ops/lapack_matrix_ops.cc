@@ -1,14 +1,19 @@
-// LAPACK-backed rows of the matrix exponential and the symmetric
-// indefinite (LDL^T) factorization, named and shaped as ATen's ops:
-// linalg_matrix_exp, linalg_ldl_factor_ex, linalg_ldl_solve (shared
-// conventions: lapack_ops.cc, lapack_rows.h). Kernels in
-// kernels/cpu/matrix_exp.h and kernels/cpu/ldl.h; CPU only (KnownCpuOnly
-// in cuda_op_table_test.cc). matrix_exp has a native gradient (this row
-// again, on a 2n x 2n block matrix: derivatives_linalg.cc); the LDL rows
+// LAPACK-backed rows of the matrix exponential, the symmetric indefinite
+// (LDL^T) factorization and the legacy triangular solve, named and shaped as
+// ATen's ops: linalg_matrix_exp, linalg_ldl_factor_ex, linalg_ldl_solve,
+// triangular_solve (shared conventions: lapack_ops.cc, lapack_rows.h).
+// Kernels in kernels/cpu/matrix_exp.h, kernels/cpu/ldl.h and
+// kernels/cpu/linalg.h; CPU only (KnownCpuOnly in cuda_op_table_test.cc).
+// matrix_exp has a native gradient (this row again, on a 2n x 2n block
+// matrix) and so has triangular_solve (derivatives_linalg.cc); the LDL rows
 // none, as PyTorch's. The PyTorch device runs PyTorch's autograd on the
 // client instead.
+#include <utility>
+
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/ldl.h"
+#include "kernels/cpu/linalg.h"
 #include "kernels/cpu/matrix_exp.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/dispatch.h"
@@ -103,6 +108,53 @@ absl::Status CpuLdlSolve(absl::Span<const Tensor> in,
   return cpu::LdlSolve(ld_e.view(), piv_e.view(), b_e.view(), out[0].view());
 }
 
+// triangular_solve(self = B, A, upper, transpose, unitriangular) ->
+// (solution, cloned_coefficient): X with op(A) X = B, op(A) = A^T with
+// transpose, and A itself, both over the broadcast batch (ATen's checks and
+// words).
+Specs InferTriangularSolve(absl::Span<const Tensor> in, const Attrs&,
+                           const OpContext&) {
+  const Tensor &b = in[0], &a = in[1];
+  const char* op = "torch.triangular_solve";
+  for (const auto& [t, name] : {std::pair{&b, "b"}, std::pair{&a, "A"}}) {
+    if (t->ndim() < 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": Expected ", name,
+                       " to have at least 2 dimensions, but it has ", t->ndim(),
+                       " dimensions instead"));
+    }
+  }
+  TD_RETURN_IF_ERROR(RequireMatrices(a, op, true));
+  if (b.dtype() != a.dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": Expected b and A to have the same dtype, but found b of type ",
+        DTypeName(b.dtype()), " and A of type ", DTypeName(a.dtype()),
+        " instead."));
+  }
+  if (Rows(b) != Rows(a)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Incompatible matrix sizes for triangular_solve: each A matrix is ",
+        Rows(a), " by ", Cols(a), " but each b matrix is ", Rows(b), " by ",
+        Cols(b)));
+  }
+  TD_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes(Batch(b), Batch(a)));
+  return std::vector<TensorSpec>{
+      {b.dtype(), With(batch, {Rows(b), Cols(b)}), b.device()},
+      {a.dtype(), With(batch, {Rows(a), Cols(a)}), a.device()}};
+}
+
+// A broadcast into cloned_coefficient (contiguous), which trsm then reads.
+absl::Status CpuTriangularSolve(absl::Span<const Tensor> in,
+                                absl::Span<const Tensor> out,
+                                const Attrs& attrs, const OpContext& ctx) {
+  const Tensor &b = in[0], &a = in[1], &x = out[0], &a_copy = out[1];
+  TD_RETURN_IF_ERROR(cpu::Copy(a.BroadcastView(a_copy.shape()), a_copy.view()));
+  TD_ASSIGN_OR_RETURN(Tensor b_e, ExpandContiguous(b, x.shape(), ctx));
+  return cpu::TriangularSolve(a_copy.view(), b_e.view(), attrs.Bool("upper"),
+                              /*left=*/true, attrs.Bool("transpose"),
+                              attrs.Bool("unitriangular"), x.view());
+}
+
 }  // namespace
 
 std::vector<OpDef> LapackMatrixOps() {
@@ -130,6 +182,19 @@ std::vector<OpDef> LapackMatrixOps() {
       {Example({{3, 3}, {3}, {3, 2}}, {}, {DType::kFloat32, DType::kInt32}),
        Example({{2, 3, 3}, {2, 3}, {4, 2, 3, 1}}, {},
                {DType::kFloat32, DType::kInt32})}));
+  ops.push_back(Differentiable(Row(
+      "triangular_solve", 2, 2,
+      {Flag("upper", true), Flag("transpose", false),
+       Flag("unitriangular", false)},
+      "(solution, cloned_coefficient): X with op(A) X = B for B = input "
+      "[.., n, k] and triangular A [.., n, n] (its upper or lower triangle "
+      "read; a unit diagonal with unitriangular), op(A) = A^T with "
+      "transpose; batches broadcast and cloned_coefficient is A over the "
+      "common batch (BLAS trsm). PyTorch's legacy torch.triangular_solve.",
+      InferTriangularSolve, CpuTriangularSolve,
+      {Example({{3, 2}, {3, 3}}),
+       Example({{2, 3, 1}, {3, 3}}, {{"upper", false}, {"transpose", true}}),
+       Example({{4, 2}, {2, 1, 4, 4}}, {{"unitriangular", true}})})));
   return ops;
 }
 

@@ -235,8 +235,8 @@ absl::Status CpuSolveTriangular(absl::Span<const Tensor> in,
   TD_ASSIGN_OR_RETURN(
       Tensor b_e, ExpandContiguous(b, With(batch, {Rows(b), Cols(b)}), ctx));
   return cpu::TriangularSolve(a_e.view(), b_e.view(), attrs.Bool("upper"),
-                              attrs.Bool("left"), attrs.Bool("unitriangular"),
-                              out[0].view());
+                              attrs.Bool("left"), /*transpose=*/false,
+                              attrs.Bool("unitriangular"), out[0].view());
 }
 
 // ATen's rule for a vector right-hand side: B of one dim, or A's shape

@@ -3,12 +3,15 @@
 // y0/y1, modified_bessel_i0/i1/k0/k1, scaled_modified_bessel_k0/k1,
 // spherical_bessel_j0), the Airy function airy_ai and the orthogonal
 // polynomials p_n(x) (chebyshev_polynomial_t/u/v/w, their shifted forms,
-// hermite_polynomial_h/he, laguerre_polynomial_l, legendre_polynomial_p).
+// hermite_polynomial_h/he, laguerre_polynomial_l, legendre_polynomial_p),
+// and the regularized incomplete gamma functions igamma and igammac
+// (torch.special.gammainc/gammaincc; named as ATen's igamma/igammac).
 // Rows are named as PyTorch's torch.special functions without the prefix
 // (as zeta); the scalar math is runtime/core/special_ops.h, shared by the
 // CPU and CUDA kernels (Note [Special function ops]). Integer and bool
 // inputs give float32; float16 and bfloat16 compute in float32 (Note [Half
 // compute]).
+#include "absl/strings/str_cat.h"
 #include "kernels/cpu/elementwise.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/dispatch.h"
@@ -26,14 +29,29 @@ Specs InferUnaryFloat(absl::Span<const Tensor> in, const Attrs&,
   return std::vector<TensorSpec>{{d, in[0].shape(), in[0].device()}};
 }
 
-// x and n broadcast and promote together; integer results become float32.
-Specs InferPolynomial(absl::Span<const Tensor> in, const Attrs&,
-                      const OpContext&) {
+// The two inputs (x and n, a and x) broadcast and promote together; integer
+// results become float32.
+Specs InferBinaryFloat(absl::Span<const Tensor> in, const Attrs&,
+                       const OpContext&) {
   TD_ASSIGN_OR_RETURN(Shape shape,
                       BroadcastShapes(in[0].shape(), in[1].shape()));
   DType d = ResultType(in);
   if (!IsFloating(d)) d = kDefaultFloat;
   return std::vector<TensorSpec>{{d, std::move(shape), in[0].device()}};
+}
+
+// igamma/igammac: as PyTorch, the promoted dtype must be floating (integer
+// and bool operands alone are refused, not computed in float32).
+Specs InferIncompleteGamma(absl::Span<const Tensor> in, const Attrs& attrs,
+                           const OpContext& ctx) {
+  const DType d = ResultType(in);
+  if (!IsFloating(d)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the incomplete gamma functions are only defined for floating "
+        "tensors (PyTorch's igamma is not implemented for ",
+        DTypeName(d), "); convert with .to(torch.float32) first"));
+  }
+  return InferBinaryFloat(in, attrs, ctx);
 }
 
 template <cpu::UnaryOp kOp>
@@ -45,9 +63,9 @@ absl::Status CpuSpecialUnary(absl::Span<const Tensor> in,
 }
 
 template <cpu::BinaryOp kOp>
-absl::Status CpuPolynomial(absl::Span<const Tensor> in,
-                           absl::Span<const Tensor> out, const Attrs&,
-                           const OpContext& ctx) {
+absl::Status CpuSpecialBinary(absl::Span<const Tensor> in,
+                              absl::Span<const Tensor> out, const Attrs&,
+                              const OpContext& ctx) {
   const DType dtype = out[0].dtype();
   Tensor x_converted, n_converted;
   TD_ASSIGN_OR_RETURN(const Tensor* x,
@@ -152,7 +170,7 @@ std::vector<OpDef> SpecialOps() {
                    "Degrees above 2^20 give NaN where only the recurrence "
                    "exists (Hermite, Laguerre, Legendre)." +
                    kNoGradient);
-    def.infer = InferPolynomial;
+    def.infer = InferBinaryFloat;
     def.cpu = fn;
     def.differentiable = false;
     // Random normal degrees (-2..2) here; hand-computed higher ones are in
@@ -160,34 +178,54 @@ std::vector<OpDef> SpecialOps() {
     def.examples = {Example({{2, 3}, {3}}), Example({{2, 3}, {}})};
     ops.push_back(std::move(def));
   };
-  polynomial("chebyshev_polynomial_t", CpuPolynomial<B::kChebyshevT>,
+  polynomial("chebyshev_polynomial_t", CpuSpecialBinary<B::kChebyshevT>,
              "The Chebyshev polynomial of the first kind T_n(x):");
-  polynomial("chebyshev_polynomial_u", CpuPolynomial<B::kChebyshevU>,
+  polynomial("chebyshev_polynomial_u", CpuSpecialBinary<B::kChebyshevU>,
              "The Chebyshev polynomial of the second kind U_n(x):");
-  polynomial("chebyshev_polynomial_v", CpuPolynomial<B::kChebyshevV>,
+  polynomial("chebyshev_polynomial_v", CpuSpecialBinary<B::kChebyshevV>,
              "The Chebyshev polynomial of the third kind V_n(x):");
-  polynomial("chebyshev_polynomial_w", CpuPolynomial<B::kChebyshevW>,
+  polynomial("chebyshev_polynomial_w", CpuSpecialBinary<B::kChebyshevW>,
              "The Chebyshev polynomial of the fourth kind W_n(x):");
   polynomial("shifted_chebyshev_polynomial_t",
-             CpuPolynomial<B::kShiftedChebyshevT>,
+             CpuSpecialBinary<B::kShiftedChebyshevT>,
              "The shifted Chebyshev polynomial T_n(2x - 1):");
   polynomial("shifted_chebyshev_polynomial_u",
-             CpuPolynomial<B::kShiftedChebyshevU>,
+             CpuSpecialBinary<B::kShiftedChebyshevU>,
              "The shifted Chebyshev polynomial U_n(2x - 1):");
   polynomial("shifted_chebyshev_polynomial_v",
-             CpuPolynomial<B::kShiftedChebyshevV>,
+             CpuSpecialBinary<B::kShiftedChebyshevV>,
              "The shifted Chebyshev polynomial V_n(2x - 1):");
   polynomial("shifted_chebyshev_polynomial_w",
-             CpuPolynomial<B::kShiftedChebyshevW>,
+             CpuSpecialBinary<B::kShiftedChebyshevW>,
              "The shifted Chebyshev polynomial W_n(2x - 1):");
-  polynomial("hermite_polynomial_h", CpuPolynomial<B::kHermiteH>,
+  polynomial("hermite_polynomial_h", CpuSpecialBinary<B::kHermiteH>,
              "The physicists' Hermite polynomial H_n(x):");
-  polynomial("hermite_polynomial_he", CpuPolynomial<B::kHermiteHe>,
+  polynomial("hermite_polynomial_he", CpuSpecialBinary<B::kHermiteHe>,
              "The probabilists' Hermite polynomial He_n(x):");
-  polynomial("laguerre_polynomial_l", CpuPolynomial<B::kLaguerreL>,
+  polynomial("laguerre_polynomial_l", CpuSpecialBinary<B::kLaguerreL>,
              "The Laguerre polynomial L_n(x):");
-  polynomial("legendre_polynomial_p", CpuPolynomial<B::kLegendreP>,
+  polynomial("legendre_polynomial_p", CpuSpecialBinary<B::kLegendreP>,
              "The Legendre polynomial P_n(x):");
+  // Differentiable in x only (derivatives_math.cc), as PyTorch.
+  auto incomplete_gamma = [&](const char* name, KernelFn fn, const char* what) {
+    OpDef def = MakeOp(
+        name, 2, 2, {},
+        std::string(what) +
+            " of a = input and x = other, broadcasting and promoting to a "
+            "floating dtype (torch.special.gammainc/gammaincc); NaN for a < 0 "
+            "or x < 0, SciPy's values on the boundaries (a = 0, x = 0, "
+            "infinities). Computed in double (Note [Incomplete gamma]).");
+    def.infer = InferIncompleteGamma;
+    def.cpu = fn;
+    def.examples = {Example({{2, 3}, {3}}), Example({{2, 3}, {}})};
+    for (OpExample& e : def.examples) e.positive = true;
+    ops.push_back(std::move(def));
+  };
+  incomplete_gamma("igamma", CpuSpecialBinary<B::kIgamma>,
+                   "The regularized lower incomplete gamma function P(a, x)");
+  incomplete_gamma("igammac", CpuSpecialBinary<B::kIgammac>,
+                   "The regularized upper incomplete gamma function Q(a, x) "
+                   "= 1 - P(a, x)");
   return ops;
 }
 

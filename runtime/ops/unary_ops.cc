@@ -70,6 +70,23 @@ absl::Status CpuSignbit(absl::Span<const Tensor> in,
   return cpu::Signbit(in[0].view(), out[0].view());
 }
 
+// frexp: (mantissa of the input's dtype, exponent int32), floating only.
+Specs InferFrexp(absl::Span<const Tensor> in, const Attrs&, const OpContext&) {
+  if (!IsFloating(in[0].dtype())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("torch.frexp() only supports floating-point dtypes, got ",
+                     DTypeName(in[0].dtype())));
+  }
+  return std::vector<TensorSpec>{
+      {in[0].dtype(), in[0].shape(), in[0].device()},
+      {DType::kInt32, in[0].shape(), in[0].device()}};
+}
+
+absl::Status CpuFrexp(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
+                      const Attrs&, const OpContext&) {
+  return cpu::Frexp(in[0].view(), out[0].view(), out[1].view());
+}
+
 Specs InferPolygamma(absl::Span<const Tensor> in, const Attrs& attrs,
                      const OpContext& ctx) {
   if (attrs.Int("n") < 0) {
@@ -187,6 +204,13 @@ std::vector<OpDef> UnaryOps() {
   polygamma.examples = {Example({{2, 3}}, {{"n", int64_t{1}}}),
                         Example({{2, 3}}, {{"n", int64_t{3}}})};
   ops.push_back(std::move(polygamma));
+  // Differentiable through the mantissa (derivatives_math.cc); CPU only.
+  OpDef frexp = UnaryRow("frexp", InferFrexp, CpuFrexp,
+                         "(mantissa, exponent) with input = mantissa * "
+                         "2^exponent, |mantissa| in [0.5, 1) (0, inf and NaN "
+                         "keep their value, exponent 0); exponent int32.");
+  frexp.num_outputs = 2;
+  ops.push_back(std::move(frexp));
   OpDef signbit = UnaryRow("signbit", InferBool, CpuSignbit,
                            "Whether the sign bit is set (bool; -0.0 too).");
   signbit.differentiable = false;

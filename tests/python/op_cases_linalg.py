@@ -94,6 +94,19 @@ def linalg_cases() -> List[Case]:
         Case("linalg_solve_triangular", [_square(3, 3, dtype=torch.float32),
                                          R(3, 2, dtype=torch.float32)], {"upper": False},
              ref=torch.linalg.solve_triangular, rtol=1e-4),
+        # triangular_solve(B, A): both outputs (the solution, A cloned over the batch) and the
+        # gradients of both inputs (ATen's triangular_solve_backward).
+        Case("triangular_solve", [R(4, 3, dtype=F64), _square(4, 4)],
+             ref=torch.triangular_solve),
+        Case("triangular_solve", [R(2, 3, 2, dtype=F64), NC(_square(3, 3))],
+             {"upper": False, "transpose": True}, ref=torch.triangular_solve),
+        Case("triangular_solve", [NC(R(4, 2, dtype=F64)), _square(2, 1, 4, 4)],
+             {"transpose": True, "unitriangular": True}, ref=torch.triangular_solve),
+        Case("triangular_solve", [R(3, 1, 3, 1, dtype=F64), _square(2, 3, 3)],
+             {"upper": False, "unitriangular": True}, ref=torch.triangular_solve),
+        Case("triangular_solve", [R(3, 2, dtype=torch.float32), _square(3, 3, dtype=torch.float32)],
+             ref=torch.triangular_solve, rtol=1e-4),
+        Case("triangular_solve", [R(3, 0, dtype=F64), _square(3, 3)], ref=torch.triangular_solve),
         Case("_linalg_solve_ex", [_square(2, 4, 4), R(2, 4, 3, dtype=F64)],
              ref=aten._linalg_solve_ex, check=_solution_check),
         Case("_linalg_solve_ex", [_square(2, 4, 4), R(4, dtype=F64)], ref=aten._linalg_solve_ex,
@@ -125,8 +138,9 @@ def linalg_cases() -> List[Case]:
 
 
 # The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/cuda_op_table_test.cc), the
-# fused attention, softmax gradient, QR-family and op_cases_nn_rows.py's rows included.
+# fused attention, softmax gradient, QR-family and op_cases_nn_rows.py's rows and frexp
+# (op_cases_math.py) included.
 CPU_ONLY = {"linalg_lu_factor_ex", "linalg_lu_solve", "linalg_solve_triangular",
             "_linalg_solve_ex", "linalg_inv_ex", "linalg_cholesky_ex", "_linalg_slogdet",
-            "_linalg_det", "_linalg_eigh", "_linalg_svd"} | ATTENTION_CPU_ONLY | NN_CPU_ONLY \
-    | QR_CPU_ONLY | NN_ROWS_CPU_ONLY
+            "_linalg_det", "_linalg_eigh", "_linalg_svd", "triangular_solve",
+            "frexp"} | ATTENTION_CPU_ONLY | NN_CPU_ONLY | QR_CPU_ONLY | NN_ROWS_CPU_ONLY

@@ -1,7 +1,7 @@
 """Reference cases of the math rows, for test_ops_reference.py and test_autograd_reference.py
 (through op_cases.py): trigonometric, hyperbolic, logarithmic and special functions on inputs
-inside each function's domain, and the elementwise pairs fmax/fmin, hypot, copysign, nextafter,
-fmod and zeta."""
+inside each function's domain, the elementwise pairs fmax/fmin, hypot, copysign, nextafter,
+fmod, zeta and igamma/igammac, and frexp."""
 
 from __future__ import annotations
 
@@ -61,4 +61,44 @@ def math_cases() -> List[Case]:
           Case("zeta", [R(3, 4, lo=1.5), R(4, lo=0.5, seed=1)], ref=torch.special.zeta),
           Case("zeta", [R(5, lo=1.5, dtype=f64), R(5, lo=0.5, seed=1, dtype=f64)],
                ref=torch.special.zeta)]
+    return c + _incomplete_gamma_cases() + _frexp_cases()
+
+
+def _same_nans(got: Any, want: Any) -> None:
+    """Forward only (a check keeps a case out of the gradient suites): values with NaNs and
+    infinities, one tensor or a tuple."""
+    if isinstance(want, tuple):
+        for g, w in zip(got, want):
+            _same_nans(g, w)
+        return
+    torch.testing.assert_close(torch.from_numpy(got.numpy()), want, equal_nan=True)
+
+
+def _incomplete_gamma_cases() -> List[Case]:
+    """igamma/igammac on a, x > 0 (their gradient in x; a has none, NO_GRAD_ARGS), broadcast,
+    mixed dtypes, the boundaries, and a > 20 near x: the asymptotic expansion, where PyTorch's
+    float64 values are ~1e-9 off (its pi in float precision, runtime/core/igamma_math.h)."""
+    f64, inf, nan = torch.float64, float("inf"), float("nan")
+    a_large = R(6, lo=25, dtype=f64)
+    edges = [torch.tensor([0.0, 0.0, 2.0, -1.0, inf, 2.0, nan, inf]),
+             torch.tensor([3.0, 0.0, 0.0, 2.0, 5.0, inf, 1.0, nan])]
+    c: List[Case] = []
+    for op in ["igamma", "igammac"]:
+        c += [Case(op, [R(3, 4, lo=0.5), R(4, lo=0.1, seed=1)]),
+              Case(op, [NC(R(4, 3, lo=0.2)), R(4, 3, lo=0.2, seed=2)]),
+              Case(op, [R(2, 1, 4, lo=0.3, dtype=f64), R(3, 1, lo=0.05, seed=1, dtype=f64)]),
+              Case(op, [R(5, dtype=torch.int64).abs() + 1, R(5, lo=0.5, seed=3)]),
+              Case(op, [a_large, a_large + R(6, seed=4, dtype=f64)], rtol=1e-8),
+              Case(op, edges, check=_same_nans)]
     return c
+
+
+def _frexp_cases() -> List[Case]:
+    """frexp's (mantissa, int32 exponent); its gradient through the mantissa."""
+    inf, nan = float("inf"), float("nan")
+    special = torch.tensor([0.0, -0.0, 1.0, -3.5, 0.1, inf, -inf, nan, 1e-40])
+    return [Case("frexp", [R(3, 4)]), Case("frexp", [NC(R(4, 5))]),
+            Case("frexp", [R(5, dtype=torch.float64) * 1e3]), Case("frexp", [R()]),
+            Case("frexp", [special], check=_same_nans),
+            Case("frexp", [torch.tensor([1e-310, -5e-324, 2.0 ** 1000], dtype=torch.float64)],
+                 check=_same_nans)]

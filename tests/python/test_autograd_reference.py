@@ -34,7 +34,8 @@ NO_GRAD_ARGS = {"batch_norm": {1, 2}, "nll_loss": {2}, "cross_entropy": {2},
                 "fused_cross_entropy": {2}, "binary_cross_entropy": {2},
                 "binary_cross_entropy_with_logits": {2, 3},
                 "multi_margin_loss": {2},  # its class weights: no derivative in ATen either
-                "zeta": {0}}  # zeta's derivative in x: not implemented (PyTorch's neither)
+                "zeta": {0},  # zeta's derivative in x: not implemented (PyTorch's neither)
+                "igamma": {0}, "igammac": {0}}  # neither is differentiable in a (as PyTorch)
 
 # Ops whose gradient (ATen's, and so the daemon's) is not the derivative of their value:
 # _ctc_loss's is that of the loss composed with log_softmax (exp(log_probs) less the

@@ -154,16 +154,16 @@ def test_shape_errors_raise_at_the_call(td: object) -> None:
 @pytest.mark.allow_fallback
 def test_unmapped_op_falls_back_counted(td: object) -> None:
     import tensord.torch as tdt
-    # triangular_solve: no daemon row and no decomposition (docs/ops.md), so the CPU fallback
+    # linalg_matrix_sqrth: no daemon row and no decomposition (docs/ops.md), so the CPU
+    # fallback
     x = torch.tensor([[3.0, 1.0], [1.0, 2.0]], device=D)
-    with pytest.warns(tdt.FallbackWarning, match="triangular_solve") as w:
-        a, coeff = torch.triangular_solve(x, x)
+    with pytest.warns(tdt.FallbackWarning, match="linalg_matrix_sqrth") as w:
+        a = torch.linalg.matrix_sqrth(x)
     assert w[0].filename == __file__  # the warning names the program's line
-    ref_a, ref_coeff = torch.triangular_solve(x.cpu(), x.cpu())
+    ref_a = torch.linalg.matrix_sqrth(x.cpu())
     assert a.device.type == "tensord" and torch.equal(a.cpu(), ref_a)
-    assert torch.equal(coeff.cpu(), ref_coeff)
-    torch.triangular_solve(x, x)
-    assert tdt.fallback_counts() == {"aten.triangular_solve.default": 2}
+    torch.linalg.matrix_sqrth(x)
+    assert tdt.fallback_counts() == {"aten.linalg_matrix_sqrth.default": 2}
 
 
 def test_integer_indexing_and_setitem(td: object) -> None:
@@ -233,8 +233,8 @@ def test_no_fallback_switch_makes_a_fallback_an_error(td: object,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TENSORD_TORCH_NO_FALLBACK", "1")
     x = torch.tensor([[3.0, 1.0], [1.0, 2.0]], device=D)
-    with pytest.raises(NotImplementedError, match="triangular_solve"):
-        torch.triangular_solve(x, x)
+    with pytest.raises(NotImplementedError, match="linalg_matrix_sqrth"):
+        torch.linalg.matrix_sqrth(x)
 
 
 @pytest.mark.allow_fallback
@@ -317,9 +317,9 @@ def test_deepcopy(td: object) -> None:
 def test_fallback_shows_in_torch_profiler(td: object) -> None:
     x = torch.tensor([[3.0, 1.0], [1.0, 2.0]], device=D)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-        a, _ = torch.triangular_solve(x, x)
+        a = torch.linalg.matrix_sqrth(x)
         torch.add(x, 1.0)
     names = [e.key for e in prof.key_averages()]
-    assert "tensord_fallback::aten.triangular_solve.default" in names
+    assert "tensord_fallback::aten.linalg_matrix_sqrth.default" in names
     assert not [n for n in names if n.startswith("tensord_fallback::aten.add")]
-    assert torch.equal(a.cpu(), torch.triangular_solve(x.cpu(), x.cpu())[0])
+    assert torch.equal(a.cpu(), torch.linalg.matrix_sqrth(x.cpu()))

@@ -17,7 +17,7 @@ from conftest import REPO
 torch = pytest.importorskip("torch")
 
 TENSORCTL = os.environ.get("TENSORCTL", os.path.join(REPO, "bazel-bin", "tools", "tensorctl"))
-OP = "aten.triangular_solve.default"  # no daemon row, no decomposition: the CPU fallback
+OP = "aten.linalg_matrix_sqrth.default"  # no daemon row, no decomposition: the CPU fallback
 
 
 def need_tensorctl() -> None:
@@ -44,8 +44,8 @@ def unmapped_op() -> None:
     x = torch.tensor([[3.0, 1.0], [1.0, 2.0]], device="tensord")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # FallbackWarning: once per op and process
-        a, _ = torch.triangular_solve(x, x)
-    assert torch.equal(a.cpu(), torch.triangular_solve(x.cpu(), x.cpu())[0])
+        a = torch.linalg.matrix_sqrth(x)
+    assert torch.equal(a.cpu(), torch.linalg.matrix_sqrth(x.cpu()))
 
 
 @pytest.mark.allow_fallback

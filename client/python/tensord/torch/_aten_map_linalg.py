@@ -1,4 +1,5 @@
-"""ATen's linear algebra overloads mapped onto the daemon's LAPACK rows (``lapack_ops.cc``).
+"""ATen's linear algebra overloads mapped onto the daemon's LAPACK rows (``lapack_ops.cc``,
+``triangular_solve`` in ``lapack_matrix_ops.cc``).
 
 The rows are named and shaped as ATen's ops (info tensors, int32 1-based pivots, ascending
 eigenvalues, ``U``/``S``/``Vh``), so each rule passes its arguments through. They run on the
@@ -65,6 +66,16 @@ def _solve_triangular(targs: tuple, A: Any, B: Any, upper: bool, left: bool = Tr
         return NotImplemented
     return c("linalg_solve_triangular", [A, B], upper=bool(upper), left=bool(left),
              unitriangular=bool(unitriangular))
+
+
+@rule(aten.triangular_solve.default)
+@torch_args
+def _triangular_solve(targs: tuple, self: Any, A: Any, upper: bool = True,  # noqa: N803
+                      transpose: bool = False, unitriangular: bool = False) -> Any:
+    if not _native(targs[0], targs[1]) or targs[0].dtype != targs[1].dtype:
+        return NotImplemented
+    return tuple(c("triangular_solve", [self, A], upper=bool(upper), transpose=bool(transpose),
+                   unitriangular=bool(unitriangular)))
 
 
 @rule(aten._linalg_solve_ex.default)

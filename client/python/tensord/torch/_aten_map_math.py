@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from ._aten_map import c, rule, same_name, torch_args
+from ._aten_map_nn import _fused_rows
 from ._transfer import native_dtype
 
 aten = torch.ops.aten
@@ -63,6 +64,38 @@ for _n in ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polyno
            "laguerre_polynomial_l", "legendre_polynomial_p"]:
     _op = getattr(aten, "special_" + _n)
     same_name(_n, _op.default, _op.x_scalar, _op.n_scalar)
+
+
+_SCALAR_TYPE_NAMES = {torch.int64: "Long", torch.int32: "Int", torch.int16: "Short",
+                      torch.int8: "Char", torch.uint8: "Byte", torch.bool: "Bool"}
+
+
+def _incomplete_gamma(name: str) -> Any:
+    """The regularized incomplete gamma functions (special.gammainc/gammaincc reach them).
+    Integer and bool operands alone raise PyTorch's CPU error (its refs decomposition, which a
+    declining rule would reach, computes them in float32 instead)."""
+    @torch_args
+    def fn(targs: tuple, self: Any, other: Any) -> Any:
+        dtype = torch.result_type(*targs)
+        if not dtype.is_floating_point:
+            raise NotImplementedError(
+                f'"{name}_cpu" not implemented for \'{_SCALAR_TYPE_NAMES.get(dtype, dtype)}\'')
+        return c(name, [self, other])
+    return fn
+
+
+for _n in ["igamma", "igammac"]:
+    rule(getattr(aten, _n).default, getattr(prims, _n).default)(_incomplete_gamma(_n))
+
+
+@rule(aten.frexp.Tensor, *([prims.frexp.default] if hasattr(prims, "frexp") else []))
+@torch_args
+def _frexp(targs: tuple, self: Any) -> Any:
+    """(mantissa, int32 exponent) from the daemon's CPU row; integer inputs (PyTorch's error)
+    and CUDA daemons (no kernel: KnownCpuOnly) decline to PyTorch's CPU kernel."""
+    if not targs[0].is_floating_point() or not _fused_rows():
+        return NotImplemented
+    return tuple(c("frexp", [self]))
 
 
 @rule(aten.polygamma.default)
