@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 #include "runtime/core/status_macros.h"
@@ -68,16 +70,32 @@ void TapsOf(int64_t i, int64_t input_size, T scale, T support, T* wt,
 }
 
 // backward: the window's width from ceilf (float) whatever T is, as ATen's.
+// A scale whose windows reach past 2^52 (a tiny scales_h/scales_w; ATen's
+// int casts overflow there) is refused. The weights' row stride is the
+// window width capped at in + 2: a window never holds more than `in` inputs,
+// so the cap changes no tap (the clamp of xsize to it never bites).
 template <typename T>
-Taps<T> DimTaps(int64_t in, int64_t out, bool align_corners,
-                std::optional<double> s, bool backward) {
+absl::StatusOr<Taps<T>> DimTaps(int64_t in, int64_t out, bool align_corners,
+                                std::optional<double> s, bool backward) {
   const T scale = AreaScale<T>(in, out, align_corners, s);
   const int interp_size = 2;
   const T support =
       (scale >= 1.0) ? (interp_size * 0.5) * scale : interp_size * 0.5;
+  const double reach =
+      static_cast<double>(scale) * (static_cast<double>(out) + 1.0) +
+      static_cast<double>(support);
+  if (!(reach < 4503599627370496.0)) {  // 2^52; NaN and inf too
+    return absl::InvalidArgumentError(
+        absl::StrCat("_upsample_bilinear2d_aa: the scale ",
+                     static_cast<double>(scale), " (input ", in, " to output ",
+                     out, ") makes the filter window too large"));
+  }
   Taps<T> t;
-  t.max_size = backward ? static_cast<int>(ceilf(support)) * 2 + 1
-                        : static_cast<int>(std::ceil(support)) * 2 + 1;
+  const int64_t width = (backward ? static_cast<int64_t>(ceilf(support))
+                                  : static_cast<int64_t>(std::ceil(support))) *
+                            2 +
+                        1;
+  t.max_size = std::min(width, in + 2);
   t.min.resize(out);
   t.size.resize(out);
   t.w.resize(out * t.max_size);
@@ -111,17 +129,18 @@ Dims DimsOf(const StridedView& in, const StridedView& out) {
 }
 
 template <typename T>
-void Forward(const T* x, T* y, const Dims& d, const AaResample& how) {
+absl::Status Forward(const T* x, T* y, const Dims& d, const AaResample& how) {
   const bool wide = d.ow != d.w, tall = d.oh != d.h;
   if (!wide && !tall) {
     std::memcpy(y, x, sizeof(T) * d.planes * d.h * d.w);
-    return;
+    return absl::OkStatus();
   }
   std::vector<T> scratch;
   const T* src = x;
   if (wide) {  // rows: [planes * h, w] -> [planes * h, ow]
-    const Taps<T> t =
-        DimTaps<T>(d.w, d.ow, how.align_corners, how.scale_w, false);
+    TD_ASSIGN_OR_RETURN(
+        const Taps<T> t,
+        DimTaps<T>(d.w, d.ow, how.align_corners, how.scale_w, false));
     T* dst = y;
     if (tall) {
       scratch.resize(d.planes * d.h * d.ow);
@@ -137,8 +156,9 @@ void Forward(const T* x, T* y, const Dims& d, const AaResample& how) {
     src = dst;
   }
   if (tall) {  // columns of each plane: [h, ow] -> [oh, ow]
-    const Taps<T> t =
-        DimTaps<T>(d.h, d.oh, how.align_corners, how.scale_h, false);
+    TD_ASSIGN_OR_RETURN(
+        const Taps<T> t,
+        DimTaps<T>(d.h, d.oh, how.align_corners, how.scale_h, false));
     ParallelFor(
         d.planes, d.oh * d.ow * t.max_size, [&](int64_t lo, int64_t hi) {
           for (int64_t p = lo; p < hi; ++p) {
@@ -151,14 +171,16 @@ void Forward(const T* x, T* y, const Dims& d, const AaResample& how) {
           }
         });
   }
+  return absl::OkStatus();
 }
 
 template <typename T>
-void Backward(const T* gy, T* gx, const Dims& d, const AaResample& how) {
-  const Taps<T> ty =
-      DimTaps<T>(d.h, d.oh, how.align_corners, how.scale_h, true);
-  const Taps<T> tx =
-      DimTaps<T>(d.w, d.ow, how.align_corners, how.scale_w, true);
+absl::Status Backward(const T* gy, T* gx, const Dims& d,
+                      const AaResample& how) {
+  TD_ASSIGN_OR_RETURN(const Taps<T> ty, DimTaps<T>(d.h, d.oh, how.align_corners,
+                                                   how.scale_h, true));
+  TD_ASSIGN_OR_RETURN(const Taps<T> tx, DimTaps<T>(d.w, d.ow, how.align_corners,
+                                                   how.scale_w, true));
   std::fill(gx, gx + d.planes * d.h * d.w, T(0));
   ParallelFor(d.planes, d.oh * d.ow * ty.max_size * tx.max_size,
               [&](int64_t lo, int64_t hi) {
@@ -178,6 +200,7 @@ void Backward(const T* gy, T* gx, const Dims& d, const AaResample& how) {
                   }
                 }
               });
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -188,11 +211,9 @@ absl::Status UpsampleBilinear2dAa(const StridedView& input,
   TD_RETURN_IF_ERROR(RequireFloat(input.dtype, "_upsample_bilinear2d_aa"));
   const Dims d = DimsOf(input, out);
   if (input.dtype == DType::kFloat64) {
-    Forward(input.ptr<const double>(), out.ptr<double>(), d, how);
-  } else {
-    Forward(input.ptr<const float>(), out.ptr<float>(), d, how);
+    return Forward(input.ptr<const double>(), out.ptr<double>(), d, how);
   }
-  return absl::OkStatus();
+  return Forward(input.ptr<const float>(), out.ptr<float>(), d, how);
 }
 
 absl::Status UpsampleBilinear2dAaBackward(const StridedView& grad_output,
@@ -202,11 +223,11 @@ absl::Status UpsampleBilinear2dAaBackward(const StridedView& grad_output,
       RequireFloat(grad_output.dtype, "_upsample_bilinear2d_aa_backward"));
   const Dims d = DimsOf(grad_input, grad_output);
   if (grad_output.dtype == DType::kFloat64) {
-    Backward(grad_output.ptr<const double>(), grad_input.ptr<double>(), d, how);
-  } else {
-    Backward(grad_output.ptr<const float>(), grad_input.ptr<float>(), d, how);
+    return Backward(grad_output.ptr<const double>(), grad_input.ptr<double>(),
+                    d, how);
   }
-  return absl::OkStatus();
+  return Backward(grad_output.ptr<const float>(), grad_input.ptr<float>(), d,
+                  how);
 }
 
 }  // namespace cpu
