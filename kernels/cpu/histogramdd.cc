@@ -53,7 +53,12 @@ int64_t BinOf(const T* row, absl::Span<const StridedView> edges,
     if (!(x >= left && x <= right)) return -1;
     int64_t pos;
     if (linear) {
-      pos = static_cast<int64_t>((x - left) * (n - 1) / (right - left));
+      // In [0, n - 1] for every x inside the edges; an estimate that is not
+      // (left == right after rounding: NaN or inf) is clamped, where ATen's
+      // int cast is undefined, and the search below then finds the bin.
+      const T est = (x - left) * (n - 1) / (right - left);
+      pos = (est >= 0 && est <= n - 1) ? static_cast<int64_t>(est)
+                                       : (est > 0 ? n - 1 : 0);
       const int64_t lo = std::max(static_cast<int64_t>(0), pos - 1);
       const int64_t hi = std::min(pos + 2, n);
       pos = std::upper_bound(e + lo, e + hi, x) - e - 1;

@@ -85,10 +85,9 @@ absl::StatusOr<Taps<T>> DimTaps(int64_t in, int64_t out, bool align_corners,
       static_cast<double>(scale) * (static_cast<double>(out) + 1.0) +
       static_cast<double>(support);
   if (!(reach < 4503599627370496.0)) {  // 2^52; NaN and inf too
-    return absl::InvalidArgumentError(
-        absl::StrCat("_upsample_bilinear2d_aa: the scale ",
-                     static_cast<double>(scale), " (input ", in, " to output ",
-                     out, ") makes the filter window too large"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the scale ", static_cast<double>(scale), " (input ", in, " to output ",
+        out, ") makes the filter window too large"));
   }
   Taps<T> t;
   const int64_t width = (backward ? static_cast<int64_t>(ceilf(support))
