@@ -131,6 +131,9 @@ const std::string& Attrs::String(const std::string& name) const {
 const std::vector<int64_t>& Attrs::Ints(const std::string& name) const {
   return std::get<std::vector<int64_t>>(Get(name));
 }
+const std::vector<double>& Attrs::Floats(const std::string& name) const {
+  return std::get<std::vector<double>>(Get(name));
+}
 DType Attrs::GetDType(const std::string& name) const {
   return std::get<DType>(Get(name));
 }

@@ -48,6 +48,7 @@ class Attrs {
   bool Bool(const std::string& name) const;
   const std::string& String(const std::string& name) const;
   const std::vector<int64_t>& Ints(const std::string& name) const;
+  const std::vector<double>& Floats(const std::string& name) const;
   DType GetDType(const std::string& name) const;
   // The bytes these values hold, their map's nodes included (what a graph
   // node keeping them costs: Note [Metadata charge]).

@@ -51,6 +51,11 @@ const std::set<std::string>& KnownCpuOnly() {
       "_ctc_loss", "_ctc_loss_backward",
       // segment_reduce_ops.cc: no sibling CUDA kernel yet.
       "segment_reduce", "_segment_reduce_backward",
+      // upsample_aa_ops.cc, histogramdd_ops.cc: no sibling CUDA kernel yet
+      // (_trilinear composes rows that have them).
+      "_upsample_bilinear2d_aa", "_upsample_bilinear2d_aa_backward",
+      "_histogramdd_bin_edges", "_histogramdd_from_bin_cts",
+      "_histogramdd_from_bin_tensors",
       // nn_ops.cc: CUDA composes softmax's and log_softmax's gradients.
       "softmax_backward", "log_softmax_backward",
       // Fused attention (attention_ops.cc): CUDA composes

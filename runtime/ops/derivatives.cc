@@ -10,7 +10,8 @@ void AttachGradients(std::vector<OpDef>* table) {
   for (auto family : {PointwiseGrads, ReductionGrads, ShapeGrads, NnGrads,
                       PoolGrads, MathGrads, DistanceGrads, AttentionGrads,
                       EmbeddingBagGrads, GridSample3dGrads, CtcLossGrads,
-                      SegmentReduceGrads, MarginLossGrads, LinalgGrads}) {
+                      SegmentReduceGrads, MarginLossGrads, LinalgGrads,
+                      UpsampleAaGrads}) {
     for (GradRow& r : family()) rows.push_back(std::move(r));
   }
   auto find = [&](const std::string& name) -> OpDef* {

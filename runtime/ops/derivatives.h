@@ -37,6 +37,7 @@ std::vector<GradRow> GridSample3dGrads();   // grid_sample_3d_ops.cc
 std::vector<GradRow> CtcLossGrads();        // ctc_loss_ops.cc
 std::vector<GradRow> SegmentReduceGrads();  // segment_reduce_ops.cc
 std::vector<GradRow> MarginLossGrads();     // margin_loss_ops.cc
+std::vector<GradRow> UpsampleAaGrads();     // upsample_aa_ops.cc
 std::vector<GradRow> LinalgGrads();  // derivatives_linalg.cc: LAPACK rows
 
 void AttachGradients(std::vector<OpDef>* table);

@@ -20,7 +20,8 @@ const std::vector<OpDef>& OpTable() {
           LapackOps,       LapackSpectralOps, Conv3dOps,        GridSampleOps,
           DistanceOps,     AttentionOps,      LapackQrOps,      LapackMatrixOps,
           EmbeddingBagOps, MarginLossOps,     GridSample3dOps,  CtcLossOps,
-          SegmentReduceOps}) {
+          SegmentReduceOps, TrilinearOps,     UpsampleAaOps,
+          HistogramddOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);

@@ -48,6 +48,12 @@ std::vector<OpDef> GridSample3dOps();
 std::vector<OpDef> CtcLossOps();
 // segment_reduce_ops.cc: segment_reduce and its backward
 std::vector<OpDef> SegmentReduceOps();
+// trilinear_ops.cc: _trilinear (F.bilinear's op), composed
+std::vector<OpDef> TrilinearOps();
+// upsample_aa_ops.cc: _upsample_bilinear2d_aa and its backward
+std::vector<OpDef> UpsampleAaOps();
+// histogramdd_ops.cc: _histogramdd_bin_edges, _histogramdd_from_bin_cts/tensors
+std::vector<OpDef> HistogramddOps();
 std::vector<OpDef> MaxPoolOps();    // max_pool_ops.cc: max_pool2d_with_indices
 // adaptive_max_pool_ops.cc: adaptive_max_pool{2,3}d, their backward,
 // max_pool3d_with_indices_backward

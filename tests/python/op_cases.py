@@ -3,7 +3,8 @@ and autograd-support rows' in op_cases_nn.py, the adaptive max pools', 3-d pools
 avg_pool2d divisor_override's in op_cases_pool.py, torch.special's and nonzero_static's in
 op_cases_special.py, the losses' in op_cases_losses.py, the math functions' in
 op_cases_math.py, the 3-d grid sampler's, margin losses', segment_reduce's, embedding_bag's and
-CTC loss's in op_cases_nn_rows.py, the case type and input makers in op_case_inputs.py).
+CTC loss's in op_cases_nn_rows.py, F.bilinear's, antialiased interpolation's and histogramdd's
+in op_cases_resample.py, the case type and input makers in op_case_inputs.py).
 
 A case names the daemon op, its arguments (torch tensors, ``NC(t)`` for a non-contiguous daemon
 tensor with t's values, Python scalars) and keyword attributes, and how to compute the same with
@@ -27,6 +28,7 @@ from op_cases_nn import autograd_support_cases, nn_cases
 from op_cases_nn_rows import nn_row_cases
 from op_cases_pool import pool_cases
 from op_cases_qr import qr_cases
+from op_cases_resample import resample_cases
 from op_cases_scan import scan_cases
 from op_cases_special import special_cases
 
@@ -352,5 +354,6 @@ def cases() -> List[Case]:
           Case("rand_like", [R(200, 100)], check=_random_check(0.5, (1 / 12) ** 0.5)),
           Case("randn_like", [R(200, 100, dtype=torch.float64)], check=_random_check(0, 1))]
     c += (autograd_support_cases() + pool_cases() + special_cases() + linalg_cases() +
-          scan_cases() + distance_cases() + attention_cases() + qr_cases() + nn_row_cases())
+          scan_cases() + distance_cases() + attention_cases() + qr_cases() + nn_row_cases() +
+          resample_cases())
     return c

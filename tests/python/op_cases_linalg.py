@@ -16,6 +16,7 @@ from op_cases_attention import CPU_ONLY as ATTENTION_CPU_ONLY
 from op_cases_nn import CPU_ONLY as NN_CPU_ONLY
 from op_cases_nn_rows import CPU_ONLY as NN_ROWS_CPU_ONLY
 from op_cases_qr import CPU_ONLY as QR_CPU_ONLY
+from op_cases_resample import CPU_ONLY as RESAMPLE_CPU_ONLY
 
 F64 = torch.float64
 aten = torch.ops.aten
@@ -143,4 +144,5 @@ def linalg_cases() -> List[Case]:
 CPU_ONLY = {"linalg_lu_factor_ex", "linalg_lu_solve", "linalg_solve_triangular",
             "_linalg_solve_ex", "linalg_inv_ex", "linalg_cholesky_ex", "_linalg_slogdet",
             "_linalg_det", "_linalg_eigh", "_linalg_svd", "triangular_solve",
-            "frexp"} | ATTENTION_CPU_ONLY | NN_CPU_ONLY | QR_CPU_ONLY | NN_ROWS_CPU_ONLY
+            "frexp"} | ATTENTION_CPU_ONLY | NN_CPU_ONLY | QR_CPU_ONLY | NN_ROWS_CPU_ONLY \
+    | RESAMPLE_CPU_ONLY

@@ -1,8 +1,9 @@
 """Values a tenant controls inside tensors (indices, lengths, offsets, targets, pivots, NaN and
-huge coordinates) in the rows whose kernels index memory by them: each bad value is a clear error
-naming the op and the value (or, where PyTorch defines a result, that result), and the session
-and the daemon go on. Under tools/test.sh the daemon is the ASan + UBSan build, so a kernel that
-reads or writes outside its tensors on these inputs fails here."""
+huge coordinates, histogram edges, resampling scales) in the rows whose kernels index memory by
+them: each bad value is a clear error naming the op and the value (or, where PyTorch defines a
+result, that result), and the session and the daemon go on. Under tools/test.sh the daemon is
+the ASan + UBSan build, so a kernel that reads or writes outside its tensors on these inputs fails
+here."""
 
 from __future__ import annotations
 
@@ -78,6 +79,14 @@ BAD: Dict[str, tuple] = {
         lambda: call("segment_reduce", [f(6, 3), ints([0, 50, -2, 600])],
                      {"reduce": "mean", "offsets": True, "unsafe": True}),
         "outside the axis"),
+    "histogramdd data with NaN": (
+        lambda: call("_histogramdd_from_bin_cts",
+                     [td.tensor(np.array([[0, np.nan], [1, 1]], np.float32))], {"bins": [2, 2]}),
+        "range [nan, nan] is not finite"),
+    "aa resize by a vanishing scale": (
+        lambda: call("_upsample_bilinear2d_aa", [f(1, 1, 4, 4)],
+                     {"output_size": [2, 2], "scales_w": 1e-300}),
+        "makes the filter window too large"),
     "margin target past the classes": (
         lambda: call("multi_margin_loss", [f(3, 4), ints([0, 9, 1])], {}), "target 9"),
     "margin negative target": (
@@ -113,6 +122,16 @@ DEFINED: Dict[str, Callable[[], Any]] = {
         {"padding_mode": 2, "interpolation_mode": 1}),
     "lstsq of NaNs": lambda: call("linalg_lstsq", [td.tensor(np.full((4, 3), np.nan)),
                                                    td.tensor(np.ones((4, 2)))], {})[0],
+    # histogramdd: NaN, inf and unsorted edges bin as PyTorch's searches do (in bounds); a
+    # range wider than float32 makes the linear estimate inf.
+    "histogramdd edges with NaN, inf, unsorted": lambda: call(
+        "_histogramdd_from_bin_tensors",
+        [f(40, 2), td.tensor(np.array([-1, np.nan, 0.5, -3, np.inf], np.float32)),
+         td.tensor(np.array([-np.inf, 2, 1, np.nan], np.float32))], {}),
+    "histogramdd range past float32": lambda: call(
+        "_histogramdd_from_bin_cts",
+        [td.tensor(np.array([[3e38, 0], [-3e38, 1], [0, 0.5]], np.float32))],
+        {"bins": [5, 3], "range": [-3.4e38, 3.4e38, 0.0, 1.0]}),
     "bag padding_idx past the rows": lambda: call(
         "_embedding_bag", [f(5, 3), ints([0, 1, 2]), ints([0, 1])],
         {"mode": 0, "padding_idx": 2 ** 62})[0],

@@ -15,5 +15,6 @@ from . import _attention  # noqa: F401 (flash attention's backward rule)
 from . import _convolution  # noqa: F401
 from . import _grid_sample  # noqa: F401
 from . import _ctc_loss, _embedding_bag, _margin_loss, _segment_reduce  # noqa: F401
+from . import _histogramdd, _trilinear, _upsample_aa  # noqa: F401
 
 RULES = _aten_map.RULES
