@@ -314,7 +314,9 @@ def _foreach(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
                 k[params[j].name] = v
             else:
                 a.append(v)
-        outs.append(per(*a, **k))
+        # Already below autograd (as the per-tensor call would run from here): a tensord
+        # tensor's op goes to ``dispatch`` directly, without PyTorch's dispatcher again.
+        outs.append(dispatch(per, tuple(a), k) if type(a[0]) is TensordTensor else per(*a, **k))
     if name.endswith("_"):
         return None
     return outs
