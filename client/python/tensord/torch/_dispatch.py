@@ -318,6 +318,9 @@ def _foreach(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
         # tensor's op goes to ``dispatch`` directly, without PyTorch's dispatcher again.
         outs.append(dispatch(per, tuple(a), k) if type(a[0]) is TensordTensor else per(*a, **k))
     if name.endswith("_"):
+        # PyTorch's per-tensor kernels bump each written tensor's version; below autograd
+        # here, the per-tensor ops do not (nor does the foreach op's own dispatch).
+        torch._C._increment_version(args[0])
         return None
     return outs
 
