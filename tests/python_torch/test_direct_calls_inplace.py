@@ -1,6 +1,6 @@
 """Note [Direct calls] (tensord/torch/_direct.py) for in-place ops and list arguments: a
 replayed in-place Call returns its ``self`` (PyTorch bumps the version counter), writes through
-views into their base, and keeps autograd's view of it; ``cat``/``stack`` replay their lists'
+views into their base, and autograd sees it as on the CPU; ``cat``/``stack`` replay their lists'
 tensors in order, a list of another length being another key. Local PyTorch is the oracle; each
 loop runs the op more than twice with the same key (the third call takes the recorded Call)."""
 
@@ -48,12 +48,25 @@ def test_inplace_replays_return_self_and_count_versions(production: Any, name: s
     before = recorded(production)
     for k in KS:
         v0, dv0 = x._version, dx._version
-        out, dout = fn(x, y, k), fn(dx, dy, k)
-        assert dout is dx, "an in-place op returns its self"
+        fn(x, y, k)
+        fn(dx, dy, k)
         assert dx._version - dv0 == x._version - v0 > 0
         torch.testing.assert_close(dx.cpu(), x, msg=f"number {k}")
     if name not in ("copy_", "zero_", "fill_"):  # the device's handlers, not rules
         assert recorded(production) > before, "no call took the recorded path"
+
+
+def test_dispatch_returns_the_written_self(production: Any) -> None:
+    # PyTorch's dispatcher returns an in-place op's first argument whatever the kernel returns;
+    # the device's own callers of ``dispatch`` (``_foreach``, ``_twins``) see what it returns.
+    aten = torch.ops.aten
+    x, y = torch.randn(7), torch.randn(7)
+    dx, dy = x.to(D), y.to(D)
+    for k in KS:
+        assert production.dispatch(aten.add_.Tensor, (dx, dy), {"alpha": k}) is dx
+        assert production.dispatch(aten.mul_.Tensor, (dx, k), {}) is dx
+        x.add_(y, alpha=k).mul_(k)
+    torch.testing.assert_close(dx.cpu(), x)
 
 
 def test_inplace_writes_through_views_into_their_base(production: Any) -> None:
