@@ -53,7 +53,7 @@ Source = Tuple[Any, Optional[int]]  # (argument index or keyword name, list elem
 
 
 class _Entry:
-    __slots__ = ("session", "op_id", "op_part", "positions", "sources", "numbers",
+    __slots__ = ("session", "op_id", "op_part", "positions", "list_at", "sources", "numbers",
                  "attr_sources", "attr_parts")
 
     def __init__(self, session: Any, op_id: int, op_part: bytes, sources: Tuple[Source, ...],
@@ -64,6 +64,10 @@ class _Entry:
         self.positions = (tuple(i for i, _ in sources)
                           if tensors and not attr_sources and
                           all(type(i) is int and j is None for i, j in sources) else None)
+        # The next: the inputs are one list argument's tensors, in order (cat's, stack's).
+        first = sources[0][0] if sources else None
+        self.list_at = (first if tensors and not attr_sources and type(first) is int and
+                        sources == tuple((first, j) for j in range(len(sources))) else None)
         self.sources, self.attr_sources, self.attr_parts = sources, attr_sources, attr_parts
         # the session's number handles, for a Call with number inputs
         self.numbers = None if tensors else numbers_of(session)
@@ -90,6 +94,14 @@ def run(entry: _Entry, args: tuple, kwargs: Dict[str, Any]) -> Optional[NativeTe
             td = args[i]._td
             if td is None:
                 td = _payload(args[i])
+            ins += td._hv
+            dev = dev or td._dev
+        op_part = entry.op_part
+    elif entry.list_at is not None:
+        for x in args[entry.list_at]:  # its length is in the key
+            td = x._td
+            if td is None:
+                td = _payload(x)
             ins += td._hv
             dev = dev or td._dev
         op_part = entry.op_part
