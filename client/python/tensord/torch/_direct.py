@@ -13,7 +13,8 @@ from). Later calls with the key (``run``) concatenate those tensors' handles and
 Call, skipping the rule, the catalog lookup and the attribute encoding (``x.sum(1)`` through
 the device: ~19 -> ~9 us of client CPU; BENCHMARKS.md). An in-place op's Call (``add_``) is
 replayed the same way; ``_dispatch.run_rule`` returns its written ``self``, as the rule's path
-does (PyTorch bumps the version counter above the dispatch).
+does (PyTorch bumps the version counter above the dispatch, and its dispatcher hands programs
+an in-place op's first argument whatever the kernel returns).
 
 Python numbers: a pointwise op's key holds a number by its type only (``_meta.key``), so its
 value must come from the call itself. The record finds each such number, by identity, among
@@ -22,9 +23,9 @@ the Call's inputs (``x * 2.0``: a wrapped-number upload, Note [Number handles]) 
 (``float(2)``), dropped (``alpha=1``) or used twice is not found there, and the key is not
 recorded. Replays take the call's values: its numbers' handles, its attributes' encoding
 (``_direct_numbers``). Another op's numbers are values in its key, so its attributes are
-constants of the key. So a rule must not derive a number from another one and pass the
-derived number as the same object (``max(v, 0.0)``, ``abs`` of an int): the record would
-take it for the number itself.
+constants of the key. So a rule passes a pointwise op's number unchanged or as a new object:
+a function that returns its argument for some values only (``max(v, 0.0)``, ``abs`` of an
+int) would look like passing it unchanged, and later calls would skip it.
 
 Not recorded, so always run by their rules: seeded random ops; calls with a CPU tensor (a
 scalar's value is not in the key); rules that queue anything else (an upload but a number's, a
