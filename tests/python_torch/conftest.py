@@ -58,6 +58,20 @@ def td(daemon: str) -> Iterator[object]:
     tdt.close()
 
 
+@pytest.fixture
+def production(td: object, monkeypatch: pytest.MonkeyPatch) -> object:
+    """The device as programs run it: without the meta check, which turns direct calls off
+    (Note [Direct calls]); ``_dispatch`` is the fixture's value."""
+    from tensord.torch import _dispatch
+    monkeypatch.setattr(_dispatch, "CHECK", False)
+    return _dispatch
+
+
+def recorded(dispatch: object) -> int:
+    """How many argument keys have a recorded Call (Note [Direct calls])."""
+    return sum(1 for v in dispatch._plain.values() if v[5] is not None)
+
+
 @pytest.fixture(autouse=True)
 def no_fallback(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fails a test whose ops left the daemon, unless it is marked ``allow_fallback``."""

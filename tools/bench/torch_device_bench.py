@@ -110,7 +110,11 @@ def main() -> None:
     rows = [("x + y", lambda: da + db, lambda: na + nb, lambda: a + b),
             ("x.relu()", lambda: da.relu(), lambda: na.relu(), lambda: a.relu()),
             ("x.sum(1)", lambda: da.sum(1), lambda: na.sum(dim=1), lambda: a.sum(1)),
-            ("x.t() (a view)", lambda: da.t(), lambda: na.t(), lambda: a.t())]
+            ("x.t() (a view)", lambda: da.t(), lambda: na.t(), lambda: a.t()),
+            ("x * 2.0", lambda: da * 2.0, lambda: na * 2.0, lambda: a * 2.0),
+            ("x.add_(y)", lambda: da.add_(db), lambda: na.add_(nb), lambda: a.add_(b)),
+            ("torch.cat([x, y])", lambda: torch.cat([da, db]), lambda: td.cat([na, nb]),
+             lambda: torch.cat([a, b]))]
     print("client CPU per op (us)    tensord device   native client   local PyTorch")
     nothing = lambda: None  # noqa: E731
     for name, f_dev, f_nat, f_loc in rows:

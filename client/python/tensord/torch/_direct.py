@@ -4,20 +4,36 @@ without running its rule again.
 Note [Direct calls]: most ops a program sends are the same calls again and again (a training
 step's). A rule turns ATen arguments into one daemon Call whose op, attributes and inputs
 depend only on what ``_meta.key`` holds (the tensors' metadata and every other argument's
-value), and on which tensors fill which arguments. So the first time a key's rule runs,
+value), and on which arguments fill which inputs. So the first time a key's rule runs,
 ``record`` watches what it queues (``_aten_map.c`` reports its calls to ``taps``); if it was
-exactly one Call of one output, each input the payload of a positional tensor argument,
-and that output is what the rule returned, the key keeps (op id, encoded attributes, the
-tensor arguments' positions). Later calls with the key (``run``) concatenate those tensors'
-handles and queue the Call, skipping the rule, the catalog lookup and the attribute encoding
-(``x.sum(1)`` through the device: ~19 -> ~9 us of client CPU; BENCHMARKS.md).
+exactly one Call of one output, each input the payload of a tensor argument (positional, a
+keyword's, or an element of a list: ``cat``'s) or a Python number argument, and that output is
+what the rule returned, the key keeps (op id, encoded attributes, where each input comes
+from). Later calls with the key (``run``) concatenate those tensors' handles and queue the
+Call, skipping the rule, the catalog lookup and the attribute encoding (``x.sum(1)`` through
+the device: ~19 -> ~9 us of client CPU; BENCHMARKS.md). An in-place op's Call (``add_``) is
+replayed the same way; ``_dispatch.run_rule`` returns its written ``self``, as the rule's path
+does (PyTorch bumps the version counter above the dispatch, and its dispatcher hands programs
+an in-place op's first argument whatever the kernel returns).
 
-Not recorded, so always run by their rules: calls whose key holds a Python number by its type
-only (pointwise ops, ``_meta.key``), since the rule may encode its value; seeded random ops;
-rules that queue anything else (an upload, a second op) or take tensors from a list or a
-keyword; two tensor arguments sharing one payload (which of them fills an input would be
-undecided for later calls); and calls made while ``TENSORD_TORCH_CHECK`` compares results. The entries belong to
-the session that recorded them (a new session's catalog may number ops differently).
+Python numbers: a pointwise op's key holds a number by its type only (``_meta.key``), so its
+value must come from the call itself. The record finds each such number, by identity, among
+the Call's inputs (``x * 2.0``: a wrapped-number upload, Note [Number handles]) or attributes
+(``add``'s ``alpha``, ``clamp``'s ``min``), exactly once; a number the rule changed
+(``float(2)``), dropped (``alpha=1``) or used twice is not found there, and the key is not
+recorded. Replays take the call's values: its numbers' handles, its attributes' encoding
+(``_direct_numbers``). Another op's numbers are values in its key, so its attributes are
+constants of the key. So a rule passes a pointwise op's number unchanged or as a new object:
+a function that returns its argument for some values only (``max(v, 0.0)``, ``abs`` of an
+int) would look like passing it unchanged, and later calls would skip it.
+
+Not recorded, so always run by their rules: seeded random ops; calls with a CPU tensor (a
+scalar's value is not in the key); rules that queue anything else (an upload but a number's, a
+second op); two tensor arguments sharing one payload, or two number arguments one object
+(which of them fills an input would be undecided for later calls); a number input of a view
+op (its output could alias the shared number); and calls made while ``TENSORD_TORCH_CHECK``
+compares results. The entries belong to the session that recorded them (a new session's
+catalog may number ops differently).
 """
 
 from __future__ import annotations
@@ -28,40 +44,101 @@ import torch
 
 from .. import _calls
 from . import _aten_map
+from ._direct_numbers import AttrParts, numbers_of
 from .._site import site_field
 from .._tensor import Tensor as NativeTensor
 from ._tensor import TensordTensor
 
 _NUMBERS = (bool, int, float)
+Source = Tuple[Any, Optional[int]]  # (argument index or keyword name, list element or None)
 
 
 class _Entry:
-    __slots__ = ("session", "op_id", "op_part", "positions")
+    __slots__ = ("session", "op_id", "op_part", "positions", "list_at", "sources", "numbers",
+                 "attr_sources", "attr_parts")
 
-    def __init__(self, session: Any, op_id: int, op_part: bytes, positions: Tuple[int, ...]):
-        self.session, self.op_id, self.op_part, self.positions = \
-            session, op_id, op_part, positions
+    def __init__(self, session: Any, op_id: int, op_part: bytes, sources: Tuple[Source, ...],
+                 tensors: bool, attr_sources: Tuple[Source, ...],
+                 attr_parts: Optional[AttrParts]):
+        self.session, self.op_id, self.op_part = session, op_id, op_part
+        # The common case: every input a positional tensor argument, no number attribute.
+        self.positions = (tuple(i for i, _ in sources)
+                          if tensors and not attr_sources and
+                          all(type(i) is int and j is None for i, j in sources) else None)
+        # The next: the inputs are one list argument's tensors, in order (cat's, stack's).
+        first = sources[0][0] if sources else None
+        self.list_at = (first if tensors and not attr_sources and type(first) is int and
+                        sources == tuple((first, j) for j in range(len(sources))) else None)
+        self.sources, self.attr_sources, self.attr_parts = sources, attr_sources, attr_parts
+        # the session's number handles, for a Call with number inputs
+        self.numbers = None if tensors else numbers_of(session)
 
 
 _seeded: Dict[int, bool] = {}
 
 
-def run(entry: _Entry, args: tuple) -> NativeTensor:
-    """Queues ``entry``'s Call on ``args``' tensors; returns its native output."""
+def _payload(x: TensordTensor) -> NativeTensor:
+    from ._dispatch import payload
+    return payload(x)
+
+
+def run(entry: _Entry, args: tuple, kwargs: Dict[str, Any]) -> Optional[NativeTensor]:
+    """Queues ``entry``'s Call on the arguments; returns its native output, or None where the
+    rule must run instead (a number the wire cannot hold)."""
     s = entry.session
     ins = b""
     dev = None
-    for i in entry.positions:
-        x = args[i]
-        td = x._td
-        if td is None:
-            from ._dispatch import payload
-            td = payload(x)
-        ins += td._hv
-        dev = dev or td._dev
+    keep = None  # number handles stay alive until the Call is queued
+    positions = entry.positions
+    if positions is not None:
+        for i in positions:
+            td = args[i]._td
+            if td is None:
+                td = _payload(args[i])
+            ins += td._hv
+            dev = dev or td._dev
+        op_part = entry.op_part
+    elif entry.list_at is not None:
+        for x in args[entry.list_at]:  # its length is in the key
+            td = x._td
+            if td is None:
+                td = _payload(x)
+            ins += td._hv
+            dev = dev or td._dev
+        op_part = entry.op_part
+    else:
+        parts: List[Any] = []
+        for where, j in entry.sources:
+            x = args[where] if where.__class__ is int else kwargs[where]
+            if j is not None:
+                x = x[j]
+            if x.__class__ is TensordTensor:
+                td = x._td
+                if td is None:
+                    td = _payload(x)
+                parts.append(td._hv)
+                dev = dev or td._dev
+            else:
+                parts.append(x)  # a number: its handle once the device is known
+        numbers = entry.numbers
+        if numbers is not None:
+            keep = []
+            for k, x in enumerate(parts):
+                if x.__class__ is not bytes:
+                    t = numbers.tensor(x, dev)
+                    if t is None:
+                        return None
+                    keep.append(t)
+                    parts[k] = t._hv
+        ins = b"".join(parts)
+        op_part = entry.op_part
+        if entry.attr_parts is not None:
+            op_part = entry.attr_parts.part(tuple([
+                (args[w] if w.__class__ is int else kwargs[w]) for w, _ in entry.attr_sources]))
     # The program's frame is above __torch_dispatch__, run_rule and dispatch (site_field skips
     # any other tensord and PyTorch frames on its way up).
-    first, seq, first_v = s.call(entry.op_id, ins, 1, site_field(4), entry.op_part)
+    first, seq, first_v = s.call(entry.op_id, ins, 1, site_field(4), op_part)
+    del keep
     return NativeTensor._make(s, first, seq, dev, first_v)
 
 
@@ -75,41 +152,87 @@ def _eligible(func: Any, args: tuple, kwargs: Dict[str, Any], pointwise: bool) -
         if isinstance(v, torch.Tensor) and type(v) is not TensordTensor:
             return False  # a CPU scalar tensor: its value is not in the key
         if isinstance(v, (list, tuple)):
-            if any(isinstance(e, torch.Tensor) or (pointwise and type(e) in _NUMBERS)
-                   for e in v):
+            if any((isinstance(e, torch.Tensor) and type(e) is not TensordTensor)
+                   or (pointwise and type(e) in _NUMBERS) for e in v):
                 return False
-        elif pointwise and type(v) in _NUMBERS:
-            return False
-    return not any(isinstance(v, torch.Tensor) for v in kwargs.values())
+    return True
 
 
-def record(func: Any, session: Any, args: tuple, kwargs: Dict[str, Any], pointwise: bool,
-           call_rule: Any) -> Tuple[Any, Optional[_Entry]]:
-    """Runs ``call_rule()`` (a rule on unwrapped arguments); returns its result and, if the Call
-    it queued can stand for it (Note [Direct calls]), that Call's entry."""
+_AMBIGUOUS: Source = (None, None)
+
+
+def _sources(args: tuple, kwargs: Dict[str, Any], uargs: list, ukwargs: Dict[str, Any]
+             ) -> Tuple[Dict[int, Source], Dict[int, Any]]:
+    """id(unwrapped value) -> its source, for the tensors' payloads and the numbers (an id of
+    two sources: ``_AMBIGUOUS``); and the numbers by id."""
+    found: Dict[int, Source] = {}
+    numbers: Dict[int, Any] = {}
+
+    def add(u: Any, where: Any, j: Optional[int]) -> None:
+        k = id(u)
+        found[k] = _AMBIGUOUS if k in found else (where, j)
+
+    def scan(a: Any, u: Any, where: Any) -> None:
+        t = type(a)
+        if t is TensordTensor:
+            add(u, where, None)
+        elif t in _NUMBERS:
+            add(u, where, None)
+            numbers[id(u)] = u
+        elif t is list or t is tuple:
+            for j, (e, ue) in enumerate(zip(a, u)):
+                if type(e) is TensordTensor:
+                    add(ue, where, j)
+
+    for i, a in enumerate(args):
+        scan(a, uargs[i], i)
+    for name, v in kwargs.items():
+        scan(v, ukwargs[name], name)
+    return found, numbers
+
+
+def record(func: Any, session: Any, args: tuple, kwargs: Dict[str, Any], uargs: list,
+           ukwargs: Dict[str, Any], pointwise: bool, view: bool, rule: Any
+           ) -> Tuple[Any, Optional[_Entry]]:
+    """Runs ``rule`` on the unwrapped arguments; returns its result and, if the Call it queued
+    can stand for it (Note [Direct calls]), that Call's entry. ``view``: the op's output is a
+    view of an argument."""
     if not _eligible(func, args, kwargs, pointwise):
-        return call_rule(), None
+        return rule(*uargs, **ukwargs), None
     taps: List[tuple] = []
     _aten_map.taps.append(taps)
     seq0 = session._seq
     try:
-        native = call_rule()
+        native = rule(*uargs, **ukwargs)
     finally:
         _aten_map.taps.pop()
-    # One command in all (no upload, no second op, nothing queued outside ``c``) and it is the
-    # rule's result.
-    if len(taps) != 1 or session._seq != seq0 + 1:
+    if len(taps) != 1:
         return native, None
     s, op, inputs, attrs, out = taps[0]
     if (s is not session or out is not native or type(native) is not NativeTensor
             or op.num_outputs != 1):
         return native, None
-    # Each input is the payload of one positional tensor argument; two arguments sharing a
-    # payload would leave which one fills an input undecided.
-    by_payload = {id(a._td): i for i, a in enumerate(args) if type(a) is TensordTensor}
-    if len(by_payload) != sum(type(a) is TensordTensor for a in args):
+    found, numbers = _sources(args, kwargs, uargs, ukwargs)
+    sources = tuple(found.get(id(x), _AMBIGUOUS) for x in inputs)
+    if _AMBIGUOUS in sources:
         return native, None
-    positions = tuple(by_payload.get(id(x), -1) for x in inputs)
-    if -1 in positions:
+    n_numbers = sum(1 for x in inputs if id(x) in numbers)
+    # One command in all (no upload but the numbers', no second op, nothing queued outside
+    # ``c``) and it is the rule's result.
+    if session._seq != seq0 + 1 + n_numbers or (n_numbers and view):
         return native, None
-    return native, _Entry(session, op.id, _calls.op_call_part(op, attrs), positions)
+    attr_sources: Tuple[Source, ...] = ()
+    attr_parts = None
+    if pointwise and numbers:
+        names = tuple(k for k, v in (attrs or {}).items() if id(v) in numbers)
+        uses = [id(x) for x in inputs] + [id(attrs[k]) for k in names]
+        if any(uses.count(k) != 1 for k in numbers):
+            return native, None  # changed, dropped or used twice by the rule
+        attr_sources = tuple(found[id(attrs[k])] for k in names)
+        if _AMBIGUOUS in attr_sources:
+            return native, None
+        if names:
+            attr_parts = AttrParts(op, attrs, names)
+    tensors = n_numbers == 0
+    return native, _Entry(session, op.id, _calls.op_call_part(op, attrs), sources, tensors,
+                          attr_sources, attr_parts)

@@ -161,13 +161,16 @@ def _decomposing() -> set:
     return s
 
 
-# Note [Plain outputs]: (op, argument key) -> (shape, strides, offset, dtype, view, direct) of
-# an op whose one output is a fresh contiguous tensor or a view of its first argument, seen
-# before: such a call skips the meta lookup's rebuild and the output wrapping's schema walk (the
-# common case: pointwise ops, reductions, matmuls, and the views between them: t, view, expand
-# ...). A view's offset is kept relative to its base's, which the key does not hold. ``direct``:
-# the call's recorded Call once the rule has run again with the key (Note [Direct calls]).
+# Note [Plain outputs]: (op, argument key) -> (shape, strides, offset, dtype, kind, direct) of
+# an op whose one output is a fresh contiguous tensor (kind _FRESH), a view of its first
+# argument (_VIEW) or that argument written in place (_WRITTEN: ``add_``), seen before: such a
+# call skips the meta lookup's rebuild and the output wrapping's schema walk (the common case:
+# pointwise ops, reductions, matmuls, the views between them: t, view, expand ..., and the
+# optimizers' in-place updates). A view's offset is kept relative to its base's, which the key
+# does not hold. ``direct``: the call's recorded Call once the rule has run again with the key
+# (Note [Direct calls]).
 _plain: Dict[Any, tuple] = {}
+_FRESH, _VIEW, _WRITTEN = 0, 1, 2
 
 
 def run_rule(func: Any, rule: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
@@ -175,11 +178,17 @@ def run_rule(func: Any, rule: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     key = _meta.key(func, args, kwargs)
     plain = _plain.get(key) if key is not None and not CHECK else None
     if plain is not None:
-        shape, stride, offset, dtype, view, direct = plain
-        if view:
-            offset += args[0].storage_offset()
+        shape, stride, offset, dtype, kind, direct = plain
         if direct is not None and direct.session is _connection.current():
-            return make(_direct.run(direct, args), shape, stride, offset, dtype)
+            native = _direct.run(direct, args, kwargs)
+            if native is not None:
+                if kind == _WRITTEN:
+                    return args[0]
+                if kind == _VIEW:
+                    offset += args[0].storage_offset()
+                return make(native, shape, stride, offset, dtype)
+        if kind == _VIEW:
+            offset += args[0].storage_offset()
         meta_out = None
     else:
         meta_out = _meta.run(func, args, kwargs, key)
@@ -188,8 +197,8 @@ def run_rule(func: Any, rule: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     if getattr(rule, "torch_args", False):
         native = rule(args, *uargs, **ukwargs)
     elif plain is not None:
-        native, direct = _direct.record(func, _connection.session(), args, kwargs,
-                                        _meta.is_pointwise(func), lambda: rule(*uargs, **ukwargs))
+        native, direct = _direct.record(func, _connection.session(), args, kwargs, uargs,
+                                        ukwargs, _meta.is_pointwise(func), kind == _VIEW, rule)
         if direct is not None:
             _plain[key] = plain[:5] + (direct,)
     else:
@@ -197,17 +206,30 @@ def run_rule(func: Any, rule: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     if native is NotImplemented:
         return native
     if plain is not None:
+        if kind == _WRITTEN:
+            return args[0]
         return make(native, shape, stride, offset, dtype)
     out = wrap_outputs(func, meta_out, native, args, kwargs)
     if key is not None and type(out) is TensordTensor and len(_plain) < (1 << 16):
-        returns = func._schema.returns
-        alias = returns[0].alias_info if len(returns) == 1 else False
-        if alias is None:
-            _plain[key] = (out.shape, out.stride(), 0, out.dtype, False, None)
-        elif alias and not alias.is_write and args and type(args[0]) is TensordTensor:
-            _plain[key] = (out.shape, out.stride(),
-                           out.storage_offset() - args[0].storage_offset(), out.dtype, True, None)
+        _remember(func, key, out, args)
     return out
+
+
+def _remember(func: Any, key: Any, out: TensordTensor, args: tuple) -> None:
+    """Keeps a plain output's metadata (Note [Plain outputs])."""
+    returns = func._schema.returns
+    if len(returns) != 1:
+        return
+    alias = returns[0].alias_info
+    if alias is None:
+        _plain[key] = (out.shape, out.stride(), 0, out.dtype, _FRESH, None)
+    elif not args or type(args[0]) is not TensordTensor:
+        return
+    elif not alias.is_write:
+        _plain[key] = (out.shape, out.stride(), out.storage_offset() - args[0].storage_offset(),
+                       out.dtype, _VIEW, None)
+    elif out is args[0] and torch.Tag.inplace_view not in func.tags:
+        _plain[key] = (out.shape, out.stride(), 0, out.dtype, _WRITTEN, None)
 
 
 def wrap_outputs(func: Any, meta_out: Any, native: Any, args: tuple,
@@ -292,8 +314,13 @@ def _foreach(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
                 k[params[j].name] = v
             else:
                 a.append(v)
-        outs.append(per(*a, **k))
+        # Already below autograd (as the per-tensor call would run from here): a tensord
+        # tensor's op goes to ``dispatch`` directly, without PyTorch's dispatcher again.
+        outs.append(dispatch(per, tuple(a), k) if type(a[0]) is TensordTensor else per(*a, **k))
     if name.endswith("_"):
+        # PyTorch's per-tensor kernels bump each written tensor's version; below autograd
+        # here, the per-tensor ops do not (nor does the foreach op's own dispatch).
+        torch._C._increment_version(args[0])
         return None
     return outs
 

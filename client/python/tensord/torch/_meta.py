@@ -53,7 +53,10 @@ def _key_of(x: Any, pointwise: bool) -> Any:
         if isinstance(x, TensordTensor):
             return (x.shape, x.stride(), x.dtype)
         return (x.shape, x.stride(), x.dtype, x.device.type)
-    if isinstance(x, (list, tuple)):
+    if t is list or t is tuple or isinstance(x, (list, tuple)):
+        if x and type(x[0]) is TensordTensor:  # cat's, stack's tensors
+            return tuple([(v.shape, v.stride(), v.dtype) if type(v) is TensordTensor
+                          else _key_of(v, pointwise) for v in x])
         if all(type(v) is int for v in x):  # sizes and dims: the common list
             return (list, *x)
         return tuple(_key_of(v, pointwise) for v in x)

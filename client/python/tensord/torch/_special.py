@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict
 import torch
 
 from . import _connection, _transfer
+from ._direct_numbers import numbers_of
 from ._op_table import OpTable
 from .._tensor import call as native_call
 from ._tensor import TensordTensor, contiguous_strides
@@ -137,8 +138,20 @@ def same_handle(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
 
 @_handles(aten.fill_.Scalar, aten.zero_.default)
 def fill_(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """A new ``full`` payload bound where nothing else sees ``x``'s (Note [Lazy payload]), else
+    the daemon's ``zero_`` or ``fill_`` (the number's handle: Note [Number handles]) into it,
+    one command where a ``full`` and a ``copy_`` would be two (``zero_grad``'s)."""
     x = args[0]
     value = args[1] if len(args) > 1 else 0
+    if x._td is not None or x._base is not None:
+        p = _d().payload(x)
+        if len(args) == 1:
+            native_call("zero_", [p])
+            return x
+        number = numbers_of(p._session).tensor(value, p._dev)
+        if number is not None:
+            native_call("fill_", [p, number])
+            return x
     _d().assign(x, native_call("full", [], {"shape": list(x.shape), "fill_value": float(value),
                                             "dtype": _attrs_dtype(x.dtype)}, session=_session()))
     return x
