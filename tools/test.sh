@@ -73,8 +73,10 @@ if [ -n "${TENSORD_SKIP_ASAN:-}" ]; then
   build_flags=()
   tree="the plain tree (TENSORD_SKIP_ASAN=1)"
 fi
-section "building everything once, in $tree"
-bazel build "${jobs_flag[@]}" "${build_flags[@]}" //...
+# The daemon and tensorctl first: the Python suites need nothing else, and start while the
+# C++ tests, benchmarks and fuzzers build beside them (Note [Overlapped suites]).
+section "building the daemon and tensorctl, in $tree"
+bazel build "${jobs_flag[@]}" "${build_flags[@]}" //server:tensord //tools:tensorctl
 bin="$(bazel info "${build_flags[@]}" bazel-bin 2>/dev/null)"
 export TENSORD_BINARY="$bin/server/tensord" TENSORCTL="$bin/tools/tensorctl"
 # abort_on_error: a sanitizer report in a daemon ends it at once, failing the test that drove it;
@@ -90,7 +92,7 @@ tools/build_python_ext.sh
 # own (.bazelrc, Note [Sanitizer output trees]), so nothing the Python suites run is rebuilt;
 # their output is printed after the Python suites, and either side failing fails the run.
 sanitizer_suites() {
-  section "C++ tests, every one, in $tree (bazel test; Note [Where the C++ tests run])"
+  section "the rest of the tree and every C++ test, in $tree (bazel test; Note [Where the C++ tests run])"
   bazel test "${jobs_flag[@]}" "${build_flags[@]}" //...
   if [ -z "${TENSORD_SKIP_TSAN:-}" ]; then
     section "concurrency suites under ThreadSanitizer (bazel test --config=tsan; docs/reliability.md)"
