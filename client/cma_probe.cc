@@ -3,19 +3,11 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
-#include <string>
-
 #include "proto/cma_bind.h"
 
 namespace tensord {
 inline namespace client {
 namespace internal {
-
-bool CmaProbe::Wanted(const ClientOptions& options) {
-  const char* env = std::getenv("TENSORD_CMA");
-  return options.cma && (env == nullptr || std::string(env) != "0");
-}
 
 void CmaProbe::Bind(bool wanted, const v1::Welcome& welcome) {
   if (!wanted || !welcome.cma()) return;

@@ -4,15 +4,15 @@
 // Welcome.cma_socket with Welcome.cma_ticket: the daemon learns the process
 // from the kernel, proto/cma_bind.h), done at every Welcome, and the outcome
 // of the one probe transfer that decides (tried once, by the first transfer
-// big enough for the path; client/session_cma.cc).
+// big enough for the path; client/local_transport.cc).
 //
-// Ownership: a member of Session.
-// Thread safety: Bind runs in Session::Open before any other call; Rebind
+// Ownership: a member of LocalTransport.
+// Thread safety: Bind runs when the transport is made; Rebind
 // on the reader thread during a resume, while Usable may run (so the
 // binding is an atomic, never under mu(): a probe holding mu() waits for
-// the reader). Usable is thread-safe. Lock order (client/session.h): Usable
-// runs the probe holding mu(), which is taken before the Session's shm_mu_
-// and enqueue_mu_ (the probe transfers through the session).
+// the reader). Usable is thread-safe. Lock order (client/transport.h): Usable
+// runs the probe holding mu(), which is taken before LocalTransport's slot
+// lock and the Session's locks (the probe transfers through the session).
 #ifndef TENSORD_CLIENT_CMA_PROBE_H_
 #define TENSORD_CLIENT_CMA_PROBE_H_
 
@@ -23,7 +23,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
-#include "client/options.h"
 #include "proto/tensord.pb.h"
 #include "runtime/core/mutex.h"
 
@@ -37,10 +36,6 @@ class CmaProbe {
   // cross-memory attach when it works (below it the Put's wait for its Ack
   // costs more than the copy it saves).
   static constexpr uint64_t kMinBytes = 1 << 20;
-
-  // Whether a client with `options` offers it: ClientOptions::cma and
-  // $TENSORD_CMA not "0" (and only with a region: the caller's to check).
-  static bool Wanted(const ClientOptions& options);
 
   // Binds the session to this process when the daemon offers it
   // (`welcome`.cma) and `wanted`; remembers this process (a forked child
