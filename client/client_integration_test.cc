@@ -166,8 +166,7 @@ TEST_F(ClientIntegrationTest, ErrorsNameOpAndSite) {
 TEST_F(ClientIntegrationTest, PackedEncodingKeepsValuesAndMetadata) {
   ClientOptions options;
   options.address = daemon_instance->address();
-  absl::StatusOr<std::unique_ptr<Client>> connected =
-      Client::Connect(options);
+  absl::StatusOr<std::unique_ptr<Client>> connected = Client::Connect(options);
   ASSERT_TRUE(connected.ok()) << connected.status();
   Client& client = **connected;
   Tensor x = client.FromVector<float>({1, 2, 3, 4, 5, 6}, {2, 3});

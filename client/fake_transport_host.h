@@ -34,7 +34,7 @@ class FakeTransportHost final : public TransportHost {
   std::vector<v1::Command> requests;
   std::map<uint64_t, HandleMeta> metas;  // what KnownBytes and WaitMeta see
   std::vector<uint64_t> released, released_shared;
-  int uploads = 0;     // BeginUpload..EndUpload pairs
+  int uploads = 0;  // BeginUpload..EndUpload pairs
   bool in_upload = false;
   int flushes = 0;
   bool caught_up = true;

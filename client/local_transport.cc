@@ -240,12 +240,11 @@ absl::StatusOr<HostTensor> LocalTransport::DownloadInPlace(
   const v1::Data& reply = got.shm_reply;
   const v1::Payload& where = reply.payload();
   const bool as_asked =
-      want.has_cma()
-          ? where.has_cma() && where.cma().size() == total
-          : where.has_region() &&
-                where.region().region() == want.region().region() &&
-                where.region().offset() == want.region().offset() &&
-                where.region().size() == total;
+      want.has_cma() ? where.has_cma() && where.cma().size() == total
+                     : where.has_region() &&
+                           where.region().region() == want.region().region() &&
+                           where.region().offset() == want.region().offset() &&
+                           where.region().size() == total;
   if (!got.shm || !as_asked || reply.offset() != 0 || !reply.last()) {
     return absl::InternalError(
         absl::StrCat("tensord answered the in-place Get of handle ", handle,
@@ -279,13 +278,13 @@ absl::StatusOr<uint64_t> LocalTransport::UploadSlots(const char* data,
     status = host_->AwaitAck(slot_seq_[slot]);
     if (!status.ok()) break;
     std::memcpy(shm_->slot(slot), data + chunk.offset, chunk.size);
-    absl::StatusOr<uint64_t> seq = host_->AppendPut(
-        *handle, first, meta, chunk.offset, chunk.last, 0,
-        [&](v1::Payload* payload) {
-          v1::RegionSpan* span = payload->mutable_region();
-          span->set_offset(shm_->slot_offset(slot));
-          span->set_size(chunk.size);
-        });
+    absl::StatusOr<uint64_t> seq =
+        host_->AppendPut(*handle, first, meta, chunk.offset, chunk.last, 0,
+                         [&](v1::Payload* payload) {
+                           v1::RegionSpan* span = payload->mutable_region();
+                           span->set_offset(shm_->slot_offset(slot));
+                           span->set_size(chunk.size);
+                         });
     status = seq.status();
     if (!status.ok()) break;
     slot_seq_[slot] = *seq;

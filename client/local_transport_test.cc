@@ -40,8 +40,8 @@ v1::Put FirstOf(uint64_t n) {
 }
 
 HandleMeta MetaOf(uint64_t n) {
-  return HandleMeta{DType::kUInt8, {static_cast<int64_t>(n)}, "", false,
-                    absl::OkStatus()};
+  return HandleMeta{
+      DType::kUInt8, {static_cast<int64_t>(n)}, "", false, absl::OkStatus()};
 }
 
 // A file laid out as a daemon's region: the nonce and the mailbox in its
@@ -52,8 +52,8 @@ struct Region {
 
   explicit Region(const std::string& name, size_t bytes) {
     const char* tmp = std::getenv("TEST_TMPDIR");
-    desc.set_path(absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/", name, ".",
-                               getpid()));
+    desc.set_path(
+        absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/", name, ".", getpid()));
     desc.set_size(mailbox::kPageBytes + bytes);
     desc.set_data_offset(mailbox::kPageBytes);
     desc.set_nonce(absl::StrCat("nonce-", name));
@@ -94,8 +94,7 @@ class LocalTransportTest : public ::testing::Test {
   // Answers region Gets from what was stored: the slot filled from
   // byte_offset, the first notify Get announced in the mailbox as well.
   void AnswerThroughSlots(uint64_t wrong_offset = 0) {
-    host_.answer = [this, wrong_offset](uint64_t id,
-                                        const v1::Command& command,
+    host_.answer = [this, wrong_offset](uint64_t id, const v1::Command& command,
                                         DownloadTarget) {
       const v1::Get& get = command.get();
       const std::string& stored = stored_[get.handle()];
@@ -107,9 +106,9 @@ class LocalTransportTest : public ::testing::Test {
                   n);
       PendingDownload got;
       got.done = got.shm = true;
-      got.shm_reply = FakeTransportHost::DataFor(
-          id, stored.size(), get.byte_offset(),
-          get.byte_offset() + n == stored.size());
+      got.shm_reply =
+          FakeTransportHost::DataFor(id, stored.size(), get.byte_offset(),
+                                     get.byte_offset() + n == stored.size());
       v1::RegionSpan* span = got.shm_reply.mutable_payload()->mutable_region();
       span->set_offset(slot.offset() + wrong_offset);
       span->set_size(n);

@@ -33,8 +33,8 @@ v1::Put FirstOf(uint64_t n) {
 }
 
 HandleMeta MetaOf(uint64_t n) {
-  return HandleMeta{DType::kUInt8, {static_cast<int64_t>(n)}, "", false,
-                    absl::OkStatus()};
+  return HandleMeta{
+      DType::kUInt8, {static_cast<int64_t>(n)}, "", false, absl::OkStatus()};
 }
 
 // Answers Gets on the stream, from what was uploaded, in one Data frame.

@@ -88,8 +88,8 @@ absl::StatusOr<uint64_t> Session::EndUpload(uint64_t handle,
 }
 
 absl::StatusOr<uint64_t> Session::SendRequest(
-    absl::FunctionRef<void(uint64_t, v1::Command*)> fill,
-    DownloadTarget target, bool flush) {
+    absl::FunctionRef<void(uint64_t, v1::Command*)> fill, DownloadTarget target,
+    bool flush) {
   absl::StatusOr<uint64_t> id;
   {
     MutexLock enqueue_lock(&enqueue_mu_);
@@ -132,8 +132,7 @@ absl::Status Session::AwaitAck(uint64_t seq) {
   mu_.Await(absl::Condition(&acked));
   if (acked_seq_ >= seq) return absl::OkStatus();
   absl::Status open = CheckOpenLocked();
-  return open.ok() ? absl::UnavailableError("the tensord session ended")
-                   : open;
+  return open.ok() ? absl::UnavailableError("the tensord session ended") : open;
 }
 
 bool Session::DaemonCaughtUp() {

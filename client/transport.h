@@ -153,9 +153,10 @@ class Transport {
       absl::FunctionRef<void(v1::Payload*)> payload, uint64_t* seq);
   // Queues and sends a Get of `handle`, `into` (when given) saying where its
   // bytes go; the request id.
-  absl::StatusOr<uint64_t> SendGet(
-      uint64_t handle, const std::string& site, DownloadTarget target,
-      absl::FunctionRef<void(v1::Get*)> into, bool flush = true);
+  absl::StatusOr<uint64_t> SendGet(uint64_t handle, const std::string& site,
+                                   DownloadTarget target,
+                                   absl::FunctionRef<void(v1::Get*)> into,
+                                   bool flush = true);
 
   TransportHost* const host_;
   const uint64_t chunk_bytes_;

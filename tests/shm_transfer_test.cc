@@ -100,7 +100,7 @@ constexpr size_t kRegionBytes = (size_t{4} << 20) + 4096;
 std::vector<size_t> Sizes() {
   return {0,
           1,
-          (256 << 10) - 1,  // just under Session::kShmMinBytes: the stream
+          (256 << 10) - 1,  // just under LocalTransport::kMinBytes: the stream
           256 << 10,
           (1 << 20) - 1,
           1 << 20,
