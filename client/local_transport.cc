@@ -1,16 +1,25 @@
 #include "client/local_transport.h"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <deque>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "client/chunking.h"
+#include "proto/cma_bind.h"
 #include "proto/mailbox.h"
 
 namespace tensord {
 inline namespace client {
 namespace internal {
+namespace {
+
+// How long the daemon may take to answer a binding.
+constexpr int kCmaBindTimeoutMs = 2000;
+
+}  // namespace
 
 std::unique_ptr<LocalTransport> LocalTransport::Open(
     const ClientOptions& options, const v1::Welcome& welcome,
@@ -20,8 +29,10 @@ std::unique_ptr<LocalTransport> LocalTransport::Open(
   if (shm == nullptr) return nullptr;
   std::unique_ptr<LocalTransport> local(
       new LocalTransport(options, welcome, host, std::move(shm)));
-  // Binds the session to this process (the daemon asks the kernel who).
-  local->cma_.Bind(options.cma, welcome);
+  if (options.cma && welcome.cma()) {
+    local->cma_pid_ = static_cast<uint64_t>(getpid());
+    local->BindCma(welcome);
+  }
   return local;
 }
 
@@ -30,7 +41,6 @@ LocalTransport::LocalTransport(const ClientOptions& options,
                                std::unique_ptr<ShmMapping> shm)
     : Transport(host, welcome),
       shm_(std::move(shm)),
-      cma_offered_(welcome.cma()),
       sync_spin_(options.sync_spin),
       slot_seq_(shm_->num_slots(), 0) {}
 
@@ -52,7 +62,7 @@ absl::StatusOr<uint64_t> LocalTransport::Upload(const char* data,
   // the bytes, that is after everything queued before it: only when the
   // daemon has nothing of ours left to run. Behind queued work the region's
   // slots return at once (two copies, but off the critical path).
-  if (total >= CmaProbe::kMinBytes && host_->DaemonCaughtUp() && CmaUsable()) {
+  if (total >= kCmaMinBytes && host_->DaemonCaughtUp() && CmaUsable()) {
     return UploadInPlace(first, std::move(meta), [&](v1::Payload* payload) {
       v1::CmaSpan* span = payload->mutable_cma();
       span->set_address(reinterpret_cast<uint64_t>(data));
@@ -66,14 +76,13 @@ absl::StatusOr<HostTensor> LocalTransport::Download(uint64_t handle,
                                                     const std::string& site,
                                                     DownloadTarget target) {
   // In place: into a shared buffer (from kMinBytes), or into any memory by
-  // cross-memory attach (from CmaProbe::kMinBytes); the daemon writes
+  // cross-memory attach (from kCmaMinBytes); the daemon writes
   // `target`.
   std::optional<SharedRange> shared;
   bool cma = false;
   if (target.data != nullptr && target.capacity >= kMinBytes) {
     shared = FindShared(target.data, target.capacity);
-    cma = !shared.has_value() && target.capacity >= CmaProbe::kMinBytes &&
-          CmaUsable();
+    cma = !shared.has_value() && target.capacity >= kCmaMinBytes && CmaUsable();
   }
   if (shared.has_value() || cma) {
     // The size decides (it may wait for the Ack); poisoned, None and small
@@ -81,7 +90,7 @@ absl::StatusOr<HostTensor> LocalTransport::Download(uint64_t handle,
     absl::StatusOr<HandleMeta> meta = host_->WaitMeta(handle);
     std::optional<uint64_t> total;
     if (meta.ok()) total = HandleTable::HealthyBytes(*meta);
-    if (total.value_or(0) >= (cma ? CmaProbe::kMinBytes : kMinBytes)) {
+    if (total.value_or(0) >= (cma ? kCmaMinBytes : kMinBytes)) {
       const uint64_t offset = shared ? shared->OffsetOf(target.data) : 0;
       return DownloadInPlace(
           handle, site, meta->dtype, *total, target, [&](v1::Payload* into) {
@@ -171,33 +180,58 @@ std::optional<SharedRange> LocalTransport::FindShared(const void* p,
 // In place: a shared buffer, or this process's memory by cross-memory
 // attach.
 
+void LocalTransport::BindCma(const v1::Welcome& welcome) {
+  // The daemon asks the kernel which process presented the ticket.
+  cma_bound_.store(welcome.cma() &&
+                   CmaBindThisProcess(welcome.cma_socket(),
+                                      welcome.cma_ticket(), kCmaBindTimeoutMs));
+}
+
+void LocalTransport::Resumed(const v1::Welcome& welcome) {
+  if (cma_pid_ != 0 && static_cast<uint64_t>(getpid()) == cma_pid_) {
+    BindCma(welcome);
+  }
+}
+
 bool LocalTransport::CmaUsable() {
-  return cma_.Usable(cma_offered_, [this] {
-    // Bound is not enough: the kernel may still refuse the daemon's copies
-    // (Yama's ptrace_scope, a seccomp policy without process_vm_readv): a
-    // 4-byte round trip decides, so that a refusal costs a fallback here
-    // instead of a failed upload later. The probe is a Get, whose failure
-    // is its own answer: a refused Put would poison its handle and be the
-    // next Sync's error.
-    const float sent = 1.25f;
-    float back = 0.0f;
-    v1::Put first;
-    first.set_dtype(ToWire(DType::kFloat32));
-    first.add_shape(1);
-    first.set_device("cpu");
-    absl::StatusOr<uint64_t> handle = UploadInline(
-        reinterpret_cast<const char*>(&sent), sizeof(sent), first,
-        HandleMeta{DType::kFloat32, {1}, "cpu", false, absl::OkStatus()});
-    if (!handle.ok()) return false;
-    absl::StatusOr<HostTensor> got = DownloadInPlace(
-        *handle, "", DType::kFloat32, sizeof(back),
-        DownloadTarget{reinterpret_cast<char*>(&back), sizeof(back)},
-        [&](v1::Payload* into) {
-          into->mutable_cma()->set_address(reinterpret_cast<uint64_t>(&back));
-        });
-    host_->QueueRelease(*handle);
-    return got.ok() && back == sent;
-  });
+  // A forked child still holds this session: the daemon would read and
+  // write the parent, the process bound to it.
+  if (!cma_bound_.load() || static_cast<uint64_t>(getpid()) != cma_pid_) {
+    return false;
+  }
+  MutexLock lock(&cma_mu_);
+  if (cma_state_ == CmaState::kUnknown) {
+    cma_state_ = CmaState::kOff;
+    if (ProbeCma()) cma_state_ = CmaState::kWorks;
+  }
+  return cma_state_ == CmaState::kWorks;
+}
+
+bool LocalTransport::ProbeCma() {
+  // Bound is not enough: the kernel may still refuse the daemon's copies
+  // (Yama's ptrace_scope, a seccomp policy without process_vm_readv): a
+  // 4-byte round trip decides, so that a refusal costs a fallback here
+  // instead of a failed upload later. The probe is a Get, whose failure
+  // is its own answer: a refused Put would poison its handle and be the
+  // next Sync's error.
+  const float sent = 1.25f;
+  float back = 0.0f;
+  v1::Put first;
+  first.set_dtype(ToWire(DType::kFloat32));
+  first.add_shape(1);
+  first.set_device("cpu");
+  absl::StatusOr<uint64_t> handle = UploadInline(
+      reinterpret_cast<const char*>(&sent), sizeof(sent), first,
+      HandleMeta{DType::kFloat32, {1}, "cpu", false, absl::OkStatus()});
+  if (!handle.ok()) return false;
+  absl::StatusOr<HostTensor> got = DownloadInPlace(
+      *handle, "", DType::kFloat32, sizeof(back),
+      DownloadTarget{reinterpret_cast<char*>(&back), sizeof(back)},
+      [&](v1::Payload* into) {
+        into->mutable_cma()->set_address(reinterpret_cast<uint64_t>(&back));
+      });
+  host_->QueueRelease(*handle);
+  return got.ok() && back == sent;
 }
 
 absl::StatusOr<uint64_t> LocalTransport::UploadInPlace(

@@ -4,10 +4,14 @@
 // messages; the rest:
 //   - bytes inside a shared buffer (client/shared_buffer.h): one Put or Get
 //     naming its region, the daemon's copy the only one;
-//   - uploads from plain memory of CmaProbe::kMinBytes or more while the
+//   - uploads from plain memory of kCmaMinBytes or more while the
 //     daemon has caught up with the session, and downloads into plain
 //     memory of that size: by cross-memory attach (docs/protocol.md
-//     "Cross-memory attach"), once the 4-byte probe worked;
+//     "Cross-memory attach"; the daemon's side is server/cma.h) by the
+//     process that bound the session (at every Welcome, through
+//     Welcome.cma_socket and its ticket: proto/cma_bind.h; never a forked
+//     child, which the daemon would not know from its parent), once a
+//     4-byte probe transfer worked;
 //   - anything else through the region's slots: an upload's chunks copied
 //     into the next slot and sent at once (the daemon copies chunk k out
 //     while chunk k+1 is filled; a slot is refilled only after the Put that
@@ -19,9 +23,10 @@
 // In-place transfers (shared buffer, CMA) are one Put, waited for until
 // acknowledged (the caller may rewrite its bytes then), or one Get.
 //
-// Thread safety: thread-safe. Locks, in order: cma_.mu() (the probe), mu_
+// Thread safety: thread-safe. Locks, in order: cma_mu_ (the probe), mu_
 // (the slots; one slot transfer at a time), then the session's; shared_mu_
-// is a leaf.
+// is a leaf. The binding is an atomic, never under cma_mu_ (a resume on the
+// reader thread rebinds while a probe may wait for the reader).
 #ifndef TENSORD_CLIENT_LOCAL_TRANSPORT_H_
 #define TENSORD_CLIENT_LOCAL_TRANSPORT_H_
 
@@ -33,7 +38,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
-#include "client/cma_probe.h"
 #include "client/shared_ranges.h"
 #include "client/shm_mapping.h"
 #include "client/transport.h"
@@ -47,6 +51,10 @@ class LocalTransport final : public Transport {
  public:
   // Transfers smaller than this use the stream (no gain, one more copy).
   static constexpr uint64_t kMinBytes = 256 << 10;
+  // From this size an upload from, or a download into, plain memory goes by
+  // cross-memory attach when it works (below it the Put's wait for its Ack
+  // costs more than the copy it saves).
+  static constexpr uint64_t kCmaMinBytes = 1 << 20;
 
   // Maps `welcome`'s region and binds cross-memory attach (when offered and
   // ClientOptions::cma); null when the region does not map here.
@@ -63,8 +71,9 @@ class LocalTransport final : public Transport {
     hello->set_shm_transfer(true);
   }
   // The daemon dropped the binding (the resumer might have been another
-  // process): bound again before the flusher resends a Put by it.
-  void Resumed(const v1::Welcome& welcome) override { cma_.Rebind(welcome); }
+  // process): bound again, if this process had bound, before the flusher
+  // resends a Put by it. A refusal turns the path off.
+  void Resumed(const v1::Welcome& welcome) override;
   void Answered(uint64_t id) override;
   void Close() override {}
   absl::StatusOr<SharedAllocation> AllocateShared(size_t bytes) override;
@@ -79,9 +88,13 @@ class LocalTransport final : public Transport {
   LocalTransport(const ClientOptions& options, const v1::Welcome& welcome,
                  TransportHost* host, std::unique_ptr<ShmMapping> shm);
 
-  // Cross-memory attach offered (Welcome.cma), bound to this process, and
-  // the probe (a 4-byte Get into this process's memory) worked; tried once.
-  bool CmaUsable() ABSL_LOCKS_EXCLUDED(cma_.mu());
+  // Binds the session to this process when `welcome` offers it.
+  void BindCma(const v1::Welcome& welcome);
+  // Cross-memory attach offered (Welcome.cma), bound, in the process that
+  // bound it, and the probe (a stream upload read back by a 4-byte CMA Get)
+  // worked; probed once, its outcome standing for the session.
+  bool CmaUsable() ABSL_LOCKS_EXCLUDED(cma_mu_);
+  bool ProbeCma() ABSL_EXCLUSIVE_LOCKS_REQUIRED(cma_mu_);
   // One Put whose bytes `payload` names (a shared buffer's region, or this
   // process's memory), waited for until acknowledged.
   absl::StatusOr<uint64_t> UploadInPlace(
@@ -109,11 +122,15 @@ class LocalTransport final : public Transport {
   std::optional<SharedRange> FindShared(const void* p, size_t n) const;
 
   const std::unique_ptr<ShmMapping> shm_;
-  const bool cma_offered_;  // Welcome.cma
   const absl::Duration sync_spin_;
-  CmaProbe cma_;
 
-  Mutex mu_ ABSL_ACQUIRED_AFTER(cma_.mu());
+  uint64_t cma_pid_ = 0;  // the process that bound (0: never bound)
+  std::atomic<bool> cma_bound_{false};
+  Mutex cma_mu_;
+  enum class CmaState { kUnknown, kWorks, kOff };
+  CmaState cma_state_ ABSL_GUARDED_BY(cma_mu_) = CmaState::kUnknown;
+
+  Mutex mu_ ABSL_ACQUIRED_AFTER(cma_mu_);
   // Per slot, the seq of the last Put that reads it (0: none).
   std::vector<uint64_t> slot_seq_ ABSL_GUARDED_BY(mu_);
   // The outstanding notify Get (0: none; Answered reads it on the reader

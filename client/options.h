@@ -63,7 +63,7 @@ struct ClientOptions {
   // Largest slot of the region (0: 32 MiB). Four slots pipeline the copies.
   size_t shm_slot_bytes = 0;
   // Local: uploads from (when the daemon has caught up with this session's
-  // commands), and downloads into, plain memory of CmaProbe::kMinBytes
+  // commands), and downloads into, plain memory of LocalTransport::kCmaMinBytes
   // (1 MiB) or more go by cross-memory attach (the daemon copies once,
   // between this process's memory and tensor storage; docs/protocol.md
   // "Cross-memory attach") when the daemon offers it and a 4-byte probe
