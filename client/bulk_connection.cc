@@ -14,7 +14,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "proto/bulk_socket.h"
@@ -117,11 +116,7 @@ uint32_t BulkConnection::lanes() {
 }
 
 uint32_t BulkConnection::LanesWanted() const {
-  uint32_t cap = lanes_option_;
-  if (const char* env = std::getenv("TENSORD_BULK_LANES"); env != nullptr) {
-    uint32_t parsed = 0;
-    if (absl::SimpleAtoi(env, &parsed) && parsed >= 1) cap = parsed;
-  }
+  const uint32_t cap = lanes_option_;
   return cap == 0 ? lanes_offered_ : std::min(cap, lanes_offered_);
 }
 
