@@ -52,12 +52,6 @@ def _flash_backward(g: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.
     return torch.autograd.grad(_flash(*leaves, mask, is_causal, scale)[0], leaves, g)
 
 
-def _flash_backward_heads_inside(*args: Any, heads_inside_rows: bool = False,
-                                 **kw: Any) -> tuple:
-    """heads_inside_rows: the gradients as [..., rows, heads, cols]."""
-    return tuple(d.transpose(-3, -2) for d in _flash_backward(*args, **kw))
-
-
 def _backward_args(shapes: List[tuple], dtype: torch.dtype = torch.float32,
                    mask: Any = None, **kw: Any) -> list:
     """flash_attention_backward's inputs consistent with its forward (out, lse)."""
@@ -98,9 +92,6 @@ def attention_cases() -> List[Case]:
         Case("scaled_dot_product_flash_attention_backward",
              _backward_args([(5, 4), (7, 4), (7, 3)], f64, mask=R(5, 7, seed=6, dtype=f64)),
              ref=_flash_backward, nout=3),
-        Case("scaled_dot_product_flash_attention_backward",
-             _backward_args([(2, 3, 5, 4), (2, 3, 7, 4), (2, 3, 7, 6)], f64),
-             {"heads_inside_rows": True}, ref=_flash_backward_heads_inside, nout=3),
     ]
 
 
