@@ -189,19 +189,12 @@ void BackwardProblem(const AttentionGeometry& g, int64_t b, const T* dout,
     for (int64_t c = 0; c < g.ev; ++c) d += go[i * gr + c] * o[i * g.ev + c];
     delta[i] = d;
   }
-  // The gradients' problem b: packed, or head h of [outer, rows, H, cols].
-  const int64_t heads = std::max<int64_t>(g.grad_heads, 1);
-  const int64_t outer = b / heads, h = b % heads;
-  const int64_t gq = (outer * g.l * heads + h), gk = (outer * g.s * heads + h);
-  const int64_t qg = heads * g.e, vg = heads * g.ev;
-  T* dqb = dq + gq * g.e;
-  T* dkb = dk + gk * g.e;
-  T* dvb = dv + gk * g.ev;
-  for (int64_t i = 0; i < g.l; ++i) std::fill_n(dqb + i * qg, g.e, T(0));
-  for (int64_t j = 0; j < g.s; ++j) {
-    std::fill_n(dkb + j * qg, g.e, T(0));
-    std::fill_n(dvb + j * vg, g.ev, T(0));
-  }
+  T* dqb = dq + b * g.l * g.e;
+  T* dkb = dk + b * g.s * g.e;
+  T* dvb = dv + b * g.s * g.ev;
+  std::fill(dqb, dqb + g.l * g.e, T(0));
+  std::fill(dkb, dkb + g.s * g.e, T(0));
+  std::fill(dvb, dvb + g.s * g.ev, T(0));
   const T* qb = q + g.q_off[b];
   const T* kb = k + g.k_off[b];
   const T* vb = v + g.v_off[b];
@@ -222,7 +215,7 @@ void BackwardProblem(const AttentionGeometry& g, int64_t b, const T* dout,
       }
       // dv_j += P^T dout_i; dP = dout_i V_j^T.
       Product<T>(true, false, jn, g.ev, rn, p, kKeyBlock, go + i0 * gr, gr,
-                 T(1), dvb + j0 * vg, vg);
+                 T(1), dvb + j0 * g.ev, g.ev);
       Product<T>(false, true, rn, jn, g.ev, go + i0 * gr, gr, vb + j0 * vr, vr,
                  T(0), dp, kKeyBlock);
       // dS = P * (dP - delta) * scale, in dp.
@@ -234,9 +227,9 @@ void BackwardProblem(const AttentionGeometry& g, int64_t b, const T* dout,
       }
       // dq_i += dS K_j; dk_j += dS^T Q_i.
       Product<T>(false, false, rn, g.e, jn, dp, kKeyBlock, kb + j0 * kr, kr,
-                 T(1), dqb + i0 * qg, qg);
+                 T(1), dqb + i0 * g.e, g.e);
       Product<T>(true, false, jn, g.e, rn, dp, kKeyBlock, qb + i0 * qr, qr,
-                 T(1), dkb + j0 * qg, qg);
+                 T(1), dkb + j0 * g.e, g.e);
     }
   }
 }

@@ -16,8 +16,7 @@
 // type (added). Causal masking is top-left aligned (key j <= query i), as
 // PyTorch's is_causal. A query that may attend to no key gets a zero output
 // and a zero gradient (PyTorch's flash kernel; its math path gives NaN).
-// The outputs (out, lse, and dq, dk, dv unless grad_heads) are contiguous
-// [batch, ...]; the
+// The outputs (out, lse, dq, dk, dv) are contiguous [batch, ...]; the
 // backward's grad_out is contiguous too, or at dout_off[b] with rows dout_row
 // apart as Q is.
 //
@@ -48,12 +47,6 @@ struct AttentionGeometry {
   // dout_row apart (0: packed); nullptr: contiguous [batch, L, Ev].
   const int64_t* dout_off = nullptr;
   int64_t dout_row = 0;
-  // The backward's dq, dk, dv: 0, contiguous [batch, L or S, E or Ev]; else
-  // the problems are (outer, head) pairs of grad_heads heads each, and the
-  // gradients [outer, L or S, grad_heads, E or Ev] (heads inside rows: as
-  // PyTorch's CPU flash backward allocates them, so that a head split
-  // h = x.view(B, T, H, D).transpose(1, 2) gets its gradient back as a view).
-  int64_t grad_heads = 0;
   // The mask: nullptr for none.
   const void* mask = nullptr;
   bool mask_is_bool = false;

@@ -184,27 +184,6 @@ Grads AttentionGradRecorded(GradCtx& g) {
   return r;
 }
 
-// Whether the fused backward should write the gradients with their heads
-// inside their rows (heads_inside_rows): when the query, key and value are
-// heads split out of wider rows, [B, T, H, D] viewed as [B, H, T, D] (their
-// heads' stride below their rows'), their gradients come back the same way,
-// so the view ops' backwards (transpose, then reshape to [B, T, H * D]) stay
-// views instead of copying each gradient (PyTorch's CPU flash backward
-// allocates its gradients so too).
-bool HeadsInsideRows(GradCtx& g) {
-  for (int i = 0; i < 3; ++i) {
-    const GradValue x = g.in(i);
-    if (!x.value().ok()) return false;
-    const Tensor& t = *x.value();
-    const int n = t.ndim();
-    if (n < 3 || t.shape()[n - 3] < 2 || t.shape()[n - 2] < 2 ||
-        t.strides()[n - 3] >= t.strides()[n - 2]) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // scaled_dot_product_flash_attention: the query's, key's and value's
 // gradients in one fused row from the saved inputs, output and log-sum-exp
 // (kernels/cpu/attention.h; recorded, the composite above). The mask gets
@@ -224,17 +203,11 @@ Grads AttentionGrad(GradCtx& g) {
                                g.in(2),  g.out(0), g.out(1)};
   if (g.num_inputs() > 3) in.push_back(g.in(3));
   const double scale = AttentionScale(g.attrs(), g.in_shape(0).back());
-  const bool inside = HeadsInsideRows(g);
   std::vector<GradValue> d =
       g.Ops("scaled_dot_product_flash_attention_backward", std::move(in),
-            {{"is_causal", g.attrs().Bool("is_causal")},
-             {"scale", scale},
-             {"heads_inside_rows", inside}});
+            {{"is_causal", g.attrs().Bool("is_causal")}, {"scale", scale}});
   for (int i = 0; i < 3; ++i) {
-    if (!g.needs(i)) continue;
-    r[i] = inside ? g.Op("transpose", {d[i]},
-                         {{"dim0", int64_t{-3}}, {"dim1", int64_t{-2}}})
-                  : d[i];
+    if (g.needs(i)) r[i] = d[i];
   }
   return r;
 }

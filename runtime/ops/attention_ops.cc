@@ -233,13 +233,6 @@ absl::Status CpuForward(absl::Span<const Tensor> in,
   return absl::OkStatus();
 }
 
-// With heads_inside_rows the gradients are [..., rows, heads, cols]: the
-// batch's last dim (the heads) and the rows swapped (Note [Attention
-// geometry]'s grad_heads), for the formula to hand back as transposed views.
-bool HeadsInsideRows(const Attrs& attrs, const AttentionDims& d) {
-  return attrs.Bool("heads_inside_rows") && !d.batch.empty();
-}
-
 // (grad, query, key, value, output, logsumexp[, attn_mask]) ->
 // (grad_query, grad_key, grad_value), each of the broadcast batch shape.
 absl::StatusOr<std::vector<TensorSpec>> InferBackward(
@@ -258,14 +251,6 @@ absl::StatusOr<std::vector<TensorSpec>> InferBackward(
       in[5].dtype() == q.dtype() ? q.dtype() : AttentionLseType(q.dtype());
   TD_RETURN_IF_ERROR(
       RequireInput(op, 5, in[5], lse_type, WithTail(d.batch, {d.l})));
-  if (HeadsInsideRows(attrs, d)) {  // [..., rows, heads, cols]
-    Shape outer(d.batch.begin(), d.batch.end() - 1);
-    const int64_t h = d.batch.back();
-    return std::vector<TensorSpec>{
-        {q.dtype(), WithTail(outer, {d.l, h, d.e}), q.device()},
-        {q.dtype(), WithTail(outer, {d.s, h, d.e}), q.device()},
-        {q.dtype(), WithTail(outer, {d.s, h, d.ev}), q.device()}};
-  }
   return std::vector<TensorSpec>{
       {q.dtype(), WithTail(d.batch, {d.l, d.e}), q.device()},
       {q.dtype(), WithTail(d.batch, {d.s, d.e}), q.device()},
@@ -296,7 +281,6 @@ absl::Status CpuBackward(absl::Span<const Tensor> in,
   geo.g.dout_off = geo.dout_off.data();
   geo.g.dout_row =
       RowStride(geo.doutv, static_cast<int>(d.batch.size()), d.ev);
-  if (HeadsInsideRows(attrs, d)) geo.g.grad_heads = d.batch.back();
   if (in[1].dtype() == DType::kFloat64) {
     cpu::AttentionBackward<double>(
         geo.g, geo.doutv.ptr<double>(), geo.qv.ptr<double>(),
@@ -352,13 +336,11 @@ std::vector<OpDef> AttentionOps() {
       Example({{6, 4}, {5, 4}, {5, 2}}, {{"is_causal", true}})};
   ops.push_back(std::move(fwd));
   OpDef bwd = MakeOp("scaled_dot_product_flash_attention_backward", 6, 7,
-                     {causal, scale,
-                      Optional("heads_inside_rows", AttrType::kBool, false)},
+                     {causal, scale},
                      "scaled_dot_product_flash_attention's gradients: (grad, "
                      "query, key, value, output, logsumexp[, attn_mask]) -> "
                      "(grad_query, grad_key, grad_value) of the broadcast "
-                     "batch shape; with heads_inside_rows, each with its "
-                     "last batch dim and its rows swapped.");
+                     "batch shape.");
   bwd.num_outputs = 3;
   bwd.infer = InferBackward;
   bwd.cpu = CpuBackward;
