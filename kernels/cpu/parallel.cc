@@ -23,11 +23,11 @@ inline void CpuRelax() {
 }
 
 // How long an idle worker polls for work before sleeping (Note [Warm
-// workers]); TENSORD_POOL_SPIN_US overrides it (0: sleep at once).
+// workers]): TENSORD_POOL_SPIN_US, 0 (sleep at once) by default.
 int64_t SpinUs() {
   static const int64_t us = [] {
     const char* env = std::getenv("TENSORD_POOL_SPIN_US");
-    return env != nullptr ? std::max<int64_t>(0, std::atoll(env)) : 200;
+    return env != nullptr ? std::max<int64_t>(0, std::atoll(env)) : 0;
   }();
   return us;
 }
@@ -67,14 +67,16 @@ class Pool {
     }
   }
 
-  // Note [Warm workers]: a worker polls the queue for a while after its last
-  // closure before it sleeps on the mutex. A kernel's ParallelFor follows
-  // the last one within microseconds while a graph's ops run back to back,
-  // and a sleeping worker woke late when another process held its core (the
-  // Python client beside the daemon on a 2-core VM): a GEMM split in two
-  // halves then took the time of both (~55 GFLOP/s over two cores on GPT
-  // tiny's products, where either core alone does ~110). The spin is
-  // bounded, so an idle daemon's workers still sleep.
+  // Note [Warm workers]: with TENSORD_POOL_SPIN_US set, a worker polls the
+  // queue that long after its last closure before it sleeps on the mutex. A
+  // kernel's ParallelFor follows the last one within microseconds while a
+  // graph's ops run back to back, and a sleeping worker can wake late when
+  // another process holds its core (the Python client beside the daemon on a
+  // 2-core VM). Off by default: on an oversubscribed VM (load ~9 on 2 vCPUs)
+  // GPT tiny's step was no faster with 200 us (the poll takes the core from
+  // whoever else is runnable), and Note [Claimed items] already keeps a late
+  // worker from holding a split GEMM up. The spin is bounded, so an idle
+  // daemon's workers still sleep.
   void SpinForWork() {
     const auto until =
         std::chrono::steady_clock::now() + std::chrono::microseconds(SpinUs());
