@@ -25,12 +25,11 @@ constexpr int64_t kMinDepth = 256;
 // Multiply-adds below which float32 GEMMs call OpenBLAS, not oneDNN (Note
 // [oneDNN GEMM]).
 constexpr int64_t kSmallSgemm = int64_t{1} << 19;
-#ifndef TENSORD_GEMM_BLOCKS_PER_THREAD
-#define TENSORD_GEMM_BLOCKS_PER_THREAD 2
-#endif
-// Blocks of C per thread in a split GEMM: more balance the threads when one
-// starts late, fewer pack the shared operand fewer times.
-constexpr int64_t kBlocksPerThread = TENSORD_GEMM_BLOCKS_PER_THREAD;
+// Blocks of C per thread in a split GEMM (Note [GEMM threads]): more
+// balance the threads when one starts late, fewer pack the shared operand
+// fewer times (GPT tiny's products: 2 per thread cost no more CPU time than
+// 1 on one core).
+constexpr int64_t kBlocksPerThread = 2;
 
 void SingleThreadedBlas() {
   static std::once_flag once;
