@@ -121,7 +121,8 @@ TEST(AttentionTest, StridedRowsMatchPackedCopies) {
     packed.batch = nb, packed.l = t, packed.s = t, packed.e = d,
     packed.ev = d, packed.scale = 0.25, packed.causal = causal;
     AttentionGeometry strided = packed;
-    packed.q_off = po.data(), packed.k_off = po.data(), packed.v_off = po.data();
+    packed.q_off = po.data(), packed.k_off = po.data();
+    packed.v_off = po.data();
     strided.q_off = qo.data(), strided.k_off = ko.data();
     strided.v_off = vo.data(), strided.dout_off = go.data();
     strided.q_row = strided.k_row = strided.v_row = 3 * c;
