@@ -13,9 +13,10 @@
 // into a wider row (GPT's q, k, v: sections of one [B, T, 3C] projection,
 // reshaped to heads and transposed, rows 3C apart). The mask, if any, is
 // read at mask_off[b] + i * mask_row + j * mask_col (strides may be 0): bool
-// (True: may attend) or of the data's type (added). Causal masking is top-left aligned (key j <= query i), as
-// PyTorch's is_causal. A query that may attend to no key gets a zero output
-// and a zero gradient (PyTorch's flash kernel; its math path gives NaN).
+// (True: may attend) or of the data's type (added). Causal masking is
+// top-left aligned (key j <= query i), as PyTorch's is_causal. A query that
+// may attend to no key gets a zero output and a zero gradient (PyTorch's
+// flash kernel; its math path gives NaN).
 // The outputs (out, lse, dq, dk, dv) are contiguous [batch, ...]; the
 // backward's grad_out is contiguous too, or at dout_off[b] with rows dout_row
 // apart as Q is.
