@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <atomic>
-#include <chrono>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -15,22 +14,6 @@
 namespace tensord {
 namespace cpu {
 namespace {
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-// How long an idle worker polls for work before sleeping (Note [Warm
-// workers]): TENSORD_POOL_SPIN_US, 0 (sleep at once) by default.
-int64_t SpinUs() {
-  static const int64_t us = [] {
-    const char* env = std::getenv("TENSORD_POOL_SPIN_US");
-    return env != nullptr ? std::max<int64_t>(0, std::atoll(env)) : 0;
-  }();
-  return us;
-}
 
 // A fixed pool of workers pulling closures from one queue.
 class Pool {
@@ -44,7 +27,6 @@ class Pool {
   void Schedule(std::function<void()> fn) {
     MutexLock lock(&mu_);
     queue_.push_back(std::move(fn));
-    queued_.fetch_add(1, std::memory_order_release);
   }
   int size() const { return static_cast<int>(workers_.size()); }
 
@@ -52,7 +34,6 @@ class Pool {
   void Loop() {
     MarkGateWorker();  // runs work for the gate's holder only
     while (true) {
-      SpinForWork();
       std::function<void()> fn;
       {
         MutexLock lock(&mu_);
@@ -61,37 +42,13 @@ class Pool {
             &queue_));
         fn = std::move(queue_.back());
         queue_.pop_back();
-        queued_.fetch_sub(1, std::memory_order_relaxed);
       }
       fn();
     }
   }
 
-  // Note [Warm workers]: with TENSORD_POOL_SPIN_US set, a worker polls the
-  // queue that long after its last closure before it sleeps on the mutex. A
-  // kernel's ParallelFor follows the last one within microseconds while a
-  // graph's ops run back to back, and a sleeping worker can wake late when
-  // another process holds its core (the Python client beside the daemon on a
-  // 2-core VM). Off by default: on an oversubscribed VM (load ~9 on 2 vCPUs)
-  // GPT tiny's step was no faster with 200 us (the poll takes the core from
-  // whoever else is runnable), and Note [Claimed items] already keeps a late
-  // worker from holding a split GEMM up. The spin is bounded, so an idle
-  // daemon's workers still sleep.
-  void SpinForWork() {
-    const auto until =
-        std::chrono::steady_clock::now() + std::chrono::microseconds(SpinUs());
-    int polls = 0;
-    while (queued_.load(std::memory_order_acquire) == 0) {
-      if (++polls % 64 == 0 && std::chrono::steady_clock::now() >= until) {
-        return;
-      }
-      CpuRelax();
-    }
-  }
-
   Mutex mu_;
   std::vector<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
-  std::atomic<int> queued_{0};  // queue_.size(), read without mu_
   std::vector<std::thread> workers_;
 };
 
