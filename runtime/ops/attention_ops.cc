@@ -9,7 +9,7 @@
 //   gives no mask gradient), the composition matmul, mul, masked_fill/add,
 //   softmax, matmul. A query that may attend to no key gives 0 in the fused
 //   row (PyTorch's flash kernel) and NaN composed (PyTorch's math path).
-// The fused rows are CPU only (KnownCpuOnly in cuda_op_table_test.cc).
+// The fused rows are CPU only (KnownCpuOnly in known_cpu_only.cc).
 #include <cmath>
 #include <limits>
 
