@@ -258,7 +258,8 @@ int Main() {
   // Before the server accepts: every session's Welcome can name its port.
   std::unique_ptr<BulkListener> bulk = StartBulkListener(
       &sessions, absl::GetFlag(FLAGS_listen), absl::GetFlag(FLAGS_bulk_port),
-      !absl::GetFlag(FLAGS_tls_cert).empty());
+      {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+       absl::GetFlag(FLAGS_tls_client_ca)});
   std::unique_ptr<CmaBinder> cma_binder =
       absl::GetFlag(FLAGS_cma) ? StartCmaBinder(&sessions) : nullptr;
   auto metrics =
