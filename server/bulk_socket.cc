@@ -146,9 +146,10 @@ absl::Status BulkChannel::MoveLane(short events, BulkConn& conn,
   };
   uint64_t pos = begin;
   short want = events;  // TLS may need the other direction first
+  bool blocked = false;  // the last step moved nothing until `want`
   while (pos < end) {
-    // Bytes TLS decrypted already are not the socket's: poll would miss them.
-    if (!(want == POLLIN && conn.Buffered())) {
+    // Bytes TLS read already are not the socket's: poll would miss them.
+    if (blocked || !(want == POLLIN && conn.Buffered())) {
       pollfd p{conn.fd(), want, 0};
       const int ready = poll(&p, 1, Millis(stall_));
       if (ready < 0 && errno == EINTR) continue;
@@ -160,6 +161,7 @@ absl::Status BulkChannel::MoveLane(short events, BulkConn& conn,
     }
     want = events;
     const ssize_t r = step(lane, conn, pos, end - pos, &want);
+    blocked = r < 0 && errno == EAGAIN;
     if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (r <= 0) {
       const std::string why =

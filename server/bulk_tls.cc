@@ -18,6 +18,9 @@
 namespace tensord {
 namespace {
 
+// The TLS read buffer of a lane: several 16 KiB records per read.
+constexpr size_t kReadBufferBytes = 256 << 10;
+
 // OpenSSL's reason for the last failure on this thread, and the queue
 // cleared.
 std::string SslReason() {
@@ -86,7 +89,7 @@ void BulkConn::Wake() {
 }
 
 bool BulkConn::Buffered() const {
-  return ssl_ != nullptr && SSL_pending(ssl_) > 0;
+  return ssl_ != nullptr && SSL_has_pending(ssl_) == 1;
 }
 
 ssize_t BulkConn::Recv(char* dst, size_t len, short* want) {
@@ -131,6 +134,10 @@ absl::StatusOr<std::shared_ptr<const BulkTls>> BulkTls::Create(
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  // Records are read as many at a time as the buffer holds, not header and
+  // body by a read each.
+  SSL_CTX_set_read_ahead(ctx, 1);
+  SSL_CTX_set_default_read_buffer_len(ctx, kReadBufferBytes);
   if (SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1) {
     return refused("certificate", cert);
   }

@@ -46,7 +46,8 @@ class BulkConn {
   ssize_t Recv(char* dst, size_t len, short* want);
   ssize_t Send(const char* src, size_t len, short* want);
   const std::string& tls_error() const { return tls_error_; }
-  // Whether TLS holds bytes already decrypted, which poll cannot see.
+  // Whether TLS holds bytes read from the socket already (decrypted or not),
+  // which poll cannot see; a Recv may still need more (EAGAIN).
   bool Buffered() const;
   // Ends a Recv or Send in progress on another thread (shutdown, not close).
   void Wake();
