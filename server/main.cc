@@ -98,8 +98,8 @@ ABSL_FLAG(int, bulk_port, 0,
           "TCP port of the bulk socket beside each session's stream, which "
           "carries the bytes of large transfers (docs/protocol.md \"Bulk "
           "socket\"), on --listen's host: 0 picks a free one, -1 turns it "
-          "off; off for unix: addresses and with TLS (its bytes are not "
-          "encrypted)");
+          "off; off for unix: addresses; TLS (the --tls_* files) whenever "
+          "the daemon serves TLS");
 ABSL_FLAG(absl::Duration, bulk_stall, absl::Seconds(30),
           "how long a transfer on a bulk socket waits for the client to move "
           "a byte before it fails");
