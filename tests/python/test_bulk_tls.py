@@ -37,6 +37,9 @@ def certs() -> Iterator[Dict[str, str]]:
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
                         "ca.key", "-out", "ca.pem", "-days", "1", "-subj", "/CN=test-ca"],
                        **quiet)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                        "other-ca.key", "-out", "other-ca.pem", "-days", "1", "-subj",
+                        "/CN=another-ca"], **quiet)
         with open(os.path.join(d, "san.ext"), "w") as f:
             f.write("subjectAltName=IP:127.0.0.1,DNS:localhost")
         for name in ("server", "client"):
@@ -47,7 +50,7 @@ def certs() -> Iterator[Dict[str, str]]:
                             "-days", "1"] + (["-extfile", "san.ext"] if name == "server"
                                              else []), **quiet)
         yield {n: os.path.join(d, n) for n in ("ca.pem", "server.pem", "server.key",
-                                                "client.pem", "client.key")}
+                                                "client.pem", "client.key", "other-ca.pem")}
 
 
 def _read(path: str) -> bytes:
@@ -167,6 +170,24 @@ def test_a_session_with_grpc_credentials_takes_the_stream(
         a = _random(9 * MiB, 3)
         assert td.tensor(a).numpy().tobytes() == a.tobytes()
         assert lane_io == [] and s._transport.lanes.connected == 0
+
+
+def test_a_failed_lane_handshake_leaves_that_session_on_the_stream(
+        tls_daemon: str, certs: Dict[str, str], lane_io: List[Tuple[str, int, int]]) -> None:
+    """Lanes whose handshake fails (roots that do not verify the daemon) say why, and the
+    session moves its bytes on the stream; another session's lanes are not affected."""
+    with td.connect(tls_daemon, shm=False, credentials=_tls(certs)) as s:
+        s._transport.lanes.tls = td.TlsCredentials(_read(certs["other-ca.pem"]))
+        a = _random(9 * MiB, 5)
+        x = td.tensor(a)
+        assert x.numpy().tobytes() == a.tobytes()
+        assert lane_io == [] and s._transport.lanes.state is False
+        assert "TLS" in s._transport.lanes.refused
+        assert "CERTIFICATE_VERIFY_FAILED" in s._transport.lanes.refused
+        with td.connect(tls_daemon, shm=False, credentials=_tls(certs)) as other:
+            _round_trip(other, lane_io, 9 * MiB, seed=6)
+            _tls_lanes(other)
+        assert (x * 3).numpy().tobytes() == (torch.from_numpy(a) * 3).numpy().tobytes()
 
 
 def _stalled_handshakes(port: int) -> List[socket.socket]:

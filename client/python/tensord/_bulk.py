@@ -24,6 +24,7 @@ thread goes on applying Acks meanwhile. The commands are ``RemoteTransport``'s
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -86,25 +87,25 @@ def wanted(address: str, options: TransportOptions, secure: bool = False,
 
 
 def _hello(host: str, port: int, hello: bytes,
-           tls: Optional[TlsCredentials] = None) -> Optional[socket.socket]:
+           tls: Optional[TlsCredentials] = None) -> Tuple[Optional[socket.socket], str]:
     """A connection the daemon accepted with ``hello`` (one lane; through TLS with ``tls``),
-    else None. The connection, handshake and answer each wait 10 s at most."""
+    else None and why. The connection, handshake and answer each wait 10 s at most."""
     try:
         sock = socket.create_connection((host, port), timeout=10.0)
-    except OSError:
-        return None
+    except OSError as e:
+        return None, f"cannot connect: {e}"
     try:
         if tls is not None:
             sock = tls.wrap(sock, host)
         sock.sendall(hello)
         if sock.recv(1) != _ACCEPTED:
             sock.close()
-            return None
+            return None, "closed without an answer"
         sock.settimeout(None)  # a transfer may wait for queued work: no timeout
-    except OSError:
+    except OSError as e:  # ssl.SSLError: the TLS handshake failed
         sock.close()
-        return None
-    return sock
+        return None, f"{'TLS: ' if isinstance(e, ssl.SSLError) else ''}{e}"
+    return sock, ""
 
 
 def _wake(socks: List[socket.socket]) -> None:
@@ -188,6 +189,9 @@ class BulkLanes:
         #: the daemon's host when the session asks for a socket (``Hello.bulk``), else None
         self.host = tcp_host(address) if wanted(address, options, secure, tls) else None
         self.tls = tls  # the lanes' TLS, or None: plain TCP
+        #: why lane 0 did not connect ("": it did, or not tried), e.g. "TLS: [SSL:
+        #: CERTIFICATE_VERIFY_FAILED] ...": the session's transfers then take the stream
+        self.refused = ""
         self.cap = options.bulk_lanes  # the most lanes to connect
         #: None until the first big transfer tries; then whether the lanes work
         self.state: Optional[bool] = None
@@ -221,13 +225,13 @@ class BulkLanes:
         if self.host is None or not w.bulk_port or len(w.bulk_token) != _TOKEN_BYTES:
             return []
         token = w.bulk_token.encode()
-        first = _hello(self.host, w.bulk_port, _MAGIC + token, self.tls)
+        first, self.refused = _hello(self.host, w.bulk_port, _MAGIC + token, self.tls)
         if first is None:
             return []
         socks = [first]
         for lane in range(1, min(max(w.bulk_lanes, 1), self.cap, MAX_LANES)):
-            sock = _hello(self.host, w.bulk_port, _LANE_MAGIC + token + bytes([lane]),
-                          self.tls)
+            sock, _ = _hello(self.host, w.bulk_port, _LANE_MAGIC + token + bytes([lane]),
+                             self.tls)
             if sock is None:
                 break
             socks.append(sock)
