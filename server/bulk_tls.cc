@@ -49,7 +49,7 @@ ssize_t Outcome(SSL* ssl, int r, size_t moved, short* want,
       return 0;
     case SSL_ERROR_SYSCALL:
       ERR_clear_error();
-      if (errno == 0 || errno == EAGAIN) return 0;  // EOF without close_notify
+      if (errno == 0) return 0;  // EOF without close_notify
       return -1;
     default:
       *error = absl::StrCat("TLS: ", SslReason());
@@ -117,8 +117,7 @@ absl::StatusOr<std::shared_ptr<const BulkTls>> BulkTls::Create(
     const std::string& client_ca) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (ctx == nullptr) {
-    return absl::InternalError(
-        absl::StrCat("bulk socket TLS: ", SslReason()));
+    return absl::InternalError(absl::StrCat("bulk socket TLS: ", SslReason()));
   }
   std::shared_ptr<BulkTls> tls(new BulkTls(ctx));
   auto refused = [](absl::string_view what, const std::string& path) {
@@ -132,8 +131,8 @@ absl::StatusOr<std::shared_ptr<const BulkTls>> BulkTls::Create(
                                SSL_OP_IGNORE_UNEXPECTED_EOF);
   SSL_CTX_set_num_tickets(ctx, 0);
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
-                            SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_CTX_set_mode(
+      ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   // Records are read as many at a time as the buffer holds, not header and
   // body by a read each.
   SSL_CTX_set_read_ahead(ctx, 1);

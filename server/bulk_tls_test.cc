@@ -5,6 +5,8 @@
 // handshake delays no other connection's, a peer that stops mid-transfer
 // fails it within the stall timeout, and files OpenSSL refuses are an error.
 // Tagged tsan: lanes move on threads of their own.
+#include "server/bulk_tls.h"
+
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
@@ -22,16 +24,15 @@
 #include "gtest/gtest.h"
 #include "server/bulk_listener.h"
 #include "server/bulk_socket.h"
-#include "server/bulk_tls.h"
 #include "tests/socket_io.h"
 
 namespace tensord {
 namespace {
 
-using ::testing::HasSubstr;
 using ::tensord::testing::ConnectLoopback;
 using ::tensord::testing::RecvUpTo;
 using ::tensord::testing::SendAll;
+using ::testing::HasSubstr;
 
 std::string Bytes(size_t n, char seed) {
   std::string s(n, '\0');
@@ -50,11 +51,11 @@ class Certs {
         "set -e; mkdir -p ", dir_, "; cd ", dir_, "; exec 2>/dev/null;",
         "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem "
         "-days 1 -subj /CN=test-ca;",
-        "printf 'subjectAltName=IP:127.0.0.1' > san.ext;",
-        req, "-keyout server.key -out server.csr -subj /CN=server;",
-        sign, "-in server.csr -out server.pem -extfile san.ext;",
-        req, "-keyout client.key -out client.csr -subj /CN=client;",
-        sign, "-in client.csr -out client.pem");
+        "printf 'subjectAltName=IP:127.0.0.1' > san.ext;", req,
+        "-keyout server.key -out server.csr -subj /CN=server;", sign,
+        "-in server.csr -out server.pem -extfile san.ext;", req,
+        "-keyout client.key -out client.csr -subj /CN=client;", sign,
+        "-in client.csr -out client.pem");
     made_ = std::system(script.c_str()) == 0;
   }
   bool made() const { return made_; }
@@ -180,12 +181,10 @@ TEST_F(BulkTlsTest, StripedTransfersThroughTlsArriveAsSent) {
   const std::string up = Bytes((size_t{9} << 20) + 77, 3);
   const BulkLaneSpan s0 = BulkLane(up.size(), 2, 0);
   const BulkLaneSpan s1 = BulkLane(up.size(), 2, 1);
-  std::thread send1([&] {
-    EXPECT_TRUE(lane1.Send(up.substr(s1.begin, s1.end - s1.begin)));
-  });
-  std::thread send0([&] {
-    EXPECT_TRUE(lane0.Send(up.substr(s0.begin, s0.end - s0.begin)));
-  });
+  std::thread send1(
+      [&] { EXPECT_TRUE(lane1.Send(up.substr(s1.begin, s1.end - s1.begin))); });
+  std::thread send0(
+      [&] { EXPECT_TRUE(lane0.Send(up.substr(s0.begin, s0.end - s0.begin))); });
   std::string got(up.size(), '\0');
   absl::Status read = listener.channel().Read(got.data(), got.size(), "put", 2);
   send0.join();

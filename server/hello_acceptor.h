@@ -13,13 +13,13 @@
 #ifndef TENSORD_SERVER_HELLO_ACCEPTOR_H_
 #define TENSORD_SERVER_HELLO_ACCEPTOR_H_
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <sys/types.h>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
