@@ -1,9 +1,10 @@
 // The bulk socket (docs/protocol.md "Bulk socket"): TCP connections (TLS
 // ones when the daemon serves TLS: server/bulk_tls.h) beside a session's
-// gRPC stream that carry the bytes of large Puts and Gets, so a client on another host (or one without a shared-memory region)
-// moves tensor bytes at the speed of bare sockets instead of through HTTP/2
-// frames, gRPC's slices and the threads that hand them over (BENCHMARKS.md:
-// about half a bare socket on loopback).
+// gRPC stream that carry the bytes of large Puts and Gets, so a client on
+// another host (or one without a shared-memory region) moves tensor bytes
+// at the speed of bare sockets instead of through HTTP/2 frames, gRPC's
+// slices and the threads that hand them over (BENCHMARKS.md: about half a
+// bare socket on loopback).
 //
 // The stream still carries every command and answer; the socket carries only
 // bytes, in command order: a Put whose payload is `bulk{size: N}` is
