@@ -84,7 +84,11 @@ struct LaneMove {
 }  // namespace
 
 bool BulkConnection::Wanted(const ClientOptions& options) {
-  return Wanted(options.bulk, options.address);
+  // A daemon serving TLS makes its lanes TLS too (server/bulk_tls.h); this
+  // client's lanes speak plain TCP only, so a session with credentials keeps
+  // every byte on its (secure) stream.
+  return options.credentials == nullptr &&
+         Wanted(options.bulk, options.address);
 }
 
 bool BulkConnection::Wanted(bool enabled, const std::string& address) {

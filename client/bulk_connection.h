@@ -45,7 +45,9 @@ class BulkConnection {
   static constexpr uint64_t kMinBytes = 1 << 20;
 
   // Whether a client with `options` asks for one (Hello.bulk):
-  // ClientOptions::bulk, $TENSORD_BULK not "0", and a TCP address.
+  // ClientOptions::bulk, $TENSORD_BULK not "0", a TCP address, and no
+  // credentials (the lanes of a daemon serving TLS are TLS, which this
+  // client does not speak: such a session moves its bytes on the stream).
   static bool Wanted(const ClientOptions& options);
 
   // The daemon's offer: `port` (Welcome.bulk_port) on the host of
