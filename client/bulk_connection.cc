@@ -14,7 +14,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "proto/bulk_socket.h"
@@ -85,7 +84,11 @@ struct LaneMove {
 }  // namespace
 
 bool BulkConnection::Wanted(const ClientOptions& options) {
-  return Wanted(options.bulk, options.address);
+  // A daemon serving TLS makes its lanes TLS too (server/bulk_tls.h); this
+  // client's lanes speak plain TCP only, so a session with credentials keeps
+  // every byte on its (secure) stream.
+  return options.credentials == nullptr &&
+         Wanted(options.bulk, options.address);
 }
 
 bool BulkConnection::Wanted(bool enabled, const std::string& address) {
@@ -117,11 +120,7 @@ uint32_t BulkConnection::lanes() {
 }
 
 uint32_t BulkConnection::LanesWanted() const {
-  uint32_t cap = lanes_option_;
-  if (const char* env = std::getenv("TENSORD_BULK_LANES"); env != nullptr) {
-    uint32_t parsed = 0;
-    if (absl::SimpleAtoi(env, &parsed) && parsed >= 1) cap = parsed;
-  }
+  const uint32_t cap = lanes_option_;
   return cap == 0 ? lanes_offered_ : std::min(cap, lanes_offered_);
 }
 

@@ -6,19 +6,19 @@
 // the stream; its bytes follow here, in command order, striped over the
 // lanes the command names, each lane's span moved at once on a thread of
 // its own (lane 0 on the caller's). What a transfer sends and checks is
-// Session's (client/session_bulk.cc); this class owns the connections.
+// RemoteTransport's (client/remote_transport.cc); this class owns the
+// connections.
 //
-// Ownership: a Session makes one when the daemon offered a socket
+// Ownership: a RemoteTransport makes one when the daemon offered a socket
 // (Welcome.bulk_port) and it has no region, and owns it; the connection owns
 // its file descriptors (closed by Close or the destructor).
 //
 // Thread safety: the state is guarded by mu(); the *Locked methods require
 // it, the others take it. A transfer holds mu() for its whole length, from
 // queueing its command on the stream to its last byte here, so the socket's
-// bytes follow the commands' order. Lock order (client/session.h): mu() is
-// taken before the Session's enqueue_mu_ (so before its write_mu_ and mu_),
-// never while one of those is held; Session's enqueue_mu_ says so
-// (ABSL_ACQUIRED_AFTER). The first UsableLocked connects holding mu(),
+// bytes follow the commands' order. Lock order (client/transport.h): mu() is
+// taken before the Session's locks, never while one of those is held. The
+// first UsableLocked connects holding mu(),
 // waiting up to ClientOptions::connect_timeout for the hello's answer.
 #ifndef TENSORD_CLIENT_BULK_CONNECTION_H_
 #define TENSORD_CLIENT_BULK_CONNECTION_H_
@@ -45,7 +45,9 @@ class BulkConnection {
   static constexpr uint64_t kMinBytes = 1 << 20;
 
   // Whether a client with `options` asks for one (Hello.bulk):
-  // ClientOptions::bulk, $TENSORD_BULK not "0", and a TCP address.
+  // ClientOptions::bulk, $TENSORD_BULK not "0", a TCP address, and no
+  // credentials (the lanes of a daemon serving TLS are TLS, which this
+  // client does not speak: such a session moves its bytes on the stream).
   static bool Wanted(const ClientOptions& options);
 
   // The daemon's offer: `port` (Welcome.bulk_port) on the host of
@@ -61,7 +63,7 @@ class BulkConnection {
   Mutex* mu() ABSL_LOCK_RETURNED(mu_) { return &mu_; }
 
   // True while the socket works. The first call connects lane 0 and the
-  // other lanes wanted (ClientOptions::bulk_lanes, $TENSORD_BULK_LANES) and
+  // other lanes wanted (ClientOptions::bulk_lanes) and
   // sends their hellos (when still Wanted and the offer is well-formed);
   // false for good once lane 0 failed, the daemon refused it, a transfer
   // failed or Close ran. A refused later lane leaves the lanes before it.

@@ -105,10 +105,12 @@ absl::Status Client::wait_event(uint64_t event) {
 }
 
 absl::Status Client::Flush() { return session_->Flush(); }
-bool Client::shm_active() const { return session_->shm_active(); }
-bool Client::cma_active() const { return session_->cma_active(); }
-bool Client::bulk_active() const { return session_->bulk_active(); }
-uint32_t Client::bulk_lanes() const { return session_->bulk_lanes(); }
+bool Client::shm_active() const { return session_->transport().local(); }
+bool Client::cma_active() const { return session_->transport().cma_active(); }
+bool Client::bulk_active() const { return session_->transport().bulk_active(); }
+uint32_t Client::bulk_lanes() const {
+  return session_->transport().bulk_lanes();
+}
 
 }  // namespace client
 }  // namespace tensord

@@ -71,10 +71,5 @@ bool WantShm(const ClientOptions& options) {
   return IsSameHostAddress(options.address);
 }
 
-bool WantPacked(const ClientOptions& options) {
-  const char* env = std::getenv("TENSORD_PACKED");
-  return options.packed_commands && (env == nullptr || std::string(env) != "0");
-}
-
 }  // namespace client
 }  // namespace tensord

@@ -48,51 +48,45 @@ struct ClientOptions {
   bool resume = true;
   absl::Duration resume_timeout = absl::Seconds(20);
 
-  // Same-host transfer (docs/protocol.md "Shared memory"): Put/Get bytes go
-  // through a shared-memory region of the daemon instead of the stream, when
-  // the daemon offers one and it can be mapped from here (else the stream
-  // carries them, as with kOff). kAuto asks for a region when `address`
-  // names this host (loopback, localhost, unix socket) and $TENSORD_SHM is
-  // not "0"; kOn asks whatever the address.
+  // Transports (docs/clients.md "Transports"; client/transport.h): one is
+  // chosen at the handshake. The two environment toggles, TENSORD_SHM=0 and
+  // TENSORD_BULK=0, are read only here; everything else is an option.
+  //
+  // Local (docs/protocol.md "Shared memory"): Put/Get bytes go through a
+  // shared-memory region of the daemon instead of the stream, when the
+  // daemon offers one and it can be mapped from here (else the remote
+  // transport, as with kOff). kAuto asks for a region when `address` names
+  // this host (loopback, localhost, unix socket) and $TENSORD_SHM is not
+  // "0"; kOn asks whatever the address.
   enum class ShmMode { kAuto, kOn, kOff };
   ShmMode shm = ShmMode::kAuto;
   // Largest slot of the region (0: 32 MiB). Four slots pipeline the copies.
   size_t shm_slot_bytes = 0;
-  // With a region: uploads from (when the daemon has caught up with this
-  // session's commands), and downloads into, plain memory of
-  // CmaProbe::kMinBytes (1 MiB) or more go by cross-memory attach (the
-  // daemon copies once, between this process's memory and tensor storage;
-  // docs/protocol.md "Cross-memory attach") when the daemon offers it and
-  // a 4-byte probe transfer works, else through the region. False, or
-  // $TENSORD_CMA=0, keeps them in the region.
+  // Local: uploads from (when the daemon has caught up with this session's
+  // commands), and downloads into, plain memory of LocalTransport::kCmaMinBytes
+  // (1 MiB) or more go by cross-memory attach (the daemon copies once,
+  // between this process's memory and tensor storage; docs/protocol.md
+  // "Cross-memory attach") when the daemon offers it and a 4-byte probe
+  // transfer works, else through the region. False keeps them in the region.
   bool cma = true;
-  // Without a region (another host, or shm off): uploads from and downloads
-  // into memory of BulkConnection::kMinBytes (1 MiB) or more move their bytes
-  // on a plain TCP connection beside the stream (docs/protocol.md "Bulk
-  // socket") when the daemon offers one, at the speed of a bare socket
-  // instead of through HTTP/2 frames. False, or $TENSORD_BULK=0, keeps them
-  // on the stream. Its bytes are not encrypted: the daemon offers none with
-  // TLS.
+  // Remote: uploads from and downloads into memory of
+  // BulkConnection::kMinBytes (1 MiB) or more move their bytes on a plain
+  // TCP connection beside the stream (docs/protocol.md "Bulk socket") when
+  // the daemon offers one, at the speed of a bare socket instead of through
+  // HTTP/2 frames. False, or $TENSORD_BULK=0, keeps them on the stream. Its
+  // bytes are not encrypted: the daemon offers none with TLS.
   bool bulk = true;
   // The most connections ("lanes", proto/bulk_socket.h) of the bulk socket
   // to open; a transfer of 8 MiB or more is striped over them, each lane's
   // span moved on a thread of its own, so loopback TCP's work spreads over
-  // cores. 0: as many as the daemon offers (Welcome.bulk_lanes);
-  // $TENSORD_BULK_LANES, when set, overrides it.
+  // cores. 0: as many as the daemon offers (Welcome.bulk_lanes).
   uint32_t bulk_lanes = 0;
-  // Calls without attributes or a new call site, and Releases, go as
-  // entries of packed runs (Note [Packed commands], proto/tensord.proto)
-  // when the daemon reads them (Welcome.packed_commands), and the daemon's
-  // Acks list plain results packed (Hello.packed_acks): a few varints each
-  // instead of a protobuf message, less CPU on both ends per op. False, or
-  // $TENSORD_PACKED=0, sends and receives messages only.
-  bool packed_commands = true;
-  // A thread waiting for an answer the daemon announces in the region's
-  // mailbox (a result's first Get through the region: item() of a fresh
-  // result; docs/protocol.md "Mailbox") spins this long before it sleeps:
-  // waking a sleeping thread costs tens of microseconds on a VM, more than
-  // the rest of such a round trip. The spin costs CPU only while waiting,
-  // for at most this long per wait. Zero sleeps at once.
+  // Local: a thread waiting for an answer the daemon announces in the
+  // region's mailbox (a result's first Get through the region: item() of a
+  // fresh result; docs/protocol.md "Mailbox") spins this long before it
+  // sleeps: waking a sleeping thread costs tens of microseconds on a VM,
+  // more than the rest of such a round trip. The spin costs CPU only while
+  // waiting, for at most this long per wait. Zero sleeps at once.
   absl::Duration sync_spin = absl::Microseconds(200);
 
   // Note [Transfer buffers] (runtime/core/transfer_buffers.h): the first
@@ -117,11 +111,9 @@ bool IsSameHostAddress(absl::string_view address);
 // connects. Empty for unix sockets and anything else.
 std::string TcpHostOf(absl::string_view address);
 
-// What a Hello asks for, from `options` and the environment: a shared-memory
-// region (ShmMode; kAuto: same host, unless $TENSORD_SHM=0), and packed
-// commands and acks (unless $TENSORD_PACKED=0).
+// Whether a Hello asks for a shared-memory region (ShmMode; kAuto: same
+// host, unless $TENSORD_SHM=0).
 bool WantShm(const ClientOptions& options);
-bool WantPacked(const ClientOptions& options);
 
 }  // namespace client
 }  // namespace tensord

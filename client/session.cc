@@ -39,7 +39,7 @@ absl::StatusOr<std::shared_ptr<Session>> Session::Open(
   std::shared_ptr<Session> session(new Session(options, *std::move(channel)));
   absl::Status status = session->Handshake();
   if (!status.ok()) return status;
-  if (options.tune_malloc && session->shm_ == nullptr) {
+  if (options.tune_malloc && !session->transport_->local()) {
     static absl::once_flag tuned;
     absl::call_once(tuned, [] {
       KeepTransferBuffersMapped(/*mmap_threshold=*/8 << 20,
@@ -57,9 +57,10 @@ absl::Status Session::Handshake() {
   hello.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
   hello.set_token(options_.token);
   hello.set_client_name(options_.client_name);
-  hello.set_shm_transfer(WantShm(options_));
-  hello.set_bulk(BulkConnection::Wanted(options_));
-  hello.set_packed_acks(WantPacked(options_));
+  Transport::FillHello(options_, &hello);
+  // Note [Packed commands]: always read; the daemon says whether it reads
+  // them (Welcome.packed_commands).
+  hello.set_packed_acks(true);
   absl::StatusOr<StreamOpener::Opened> opened =
       OpenStream(hello, options_.connect_timeout);
   if (!opened.ok()) return opened.status();
@@ -72,25 +73,10 @@ absl::Status Session::Handshake() {
   if (welcome_.max_frame_bytes() != 0) {
     policy_.max_frame_bytes = welcome_.max_frame_bytes();
   }
-  chunk_bytes_ =
-      EffectiveChunkBytes(welcome_.chunk_bytes(), policy_.max_frame_bytes);
-  if (welcome_.has_shm()) {
-    shm_ = ShmMapping::Open(welcome_.shm(), options_.shm_slot_bytes);
-    if (shm_ != nullptr) {
-      MutexLock shm_lock(&shm_mu_);
-      slot_seq_.assign(shm_->num_slots(), 0);
-    }
-    // Binds the session to this process (the daemon asks the kernel who).
-    if (shm_ != nullptr) cma_.Bind(CmaProbe::Wanted(options_), welcome_);
-  }
-  if (shm_ == nullptr && welcome_.bulk_port() != 0) {
-    bulk_ = std::make_unique<BulkConnection>(options_, welcome_.bulk_port(),
-                                             welcome_.bulk_token(),
-                                             welcome_.bulk_lanes());
-  }
+  transport_ = Transport::Make(options_, welcome_, this);
   MutexLock lock(&mu_);
   default_device_ = welcome_.default_device();
-  batch_.set_packed(welcome_.packed_commands() && WantPacked(options_));
+  batch_.set_packed(welcome_.packed_commands());
   return absl::OkStatus();
 }
 
@@ -131,7 +117,7 @@ void Session::Close() {
   }
   reader_.join();
   flusher_.join();
-  if (bulk_ != nullptr) bulk_->Close();
+  transport_->Close();
 }
 
 const v1::OpSchema* Session::FindOp(absl::string_view name) const {
@@ -344,7 +330,7 @@ absl::Status Session::Flush() {
     if (stream_error_.ok()) {
       stream_error_ = absl::UnavailableError(absl::StrCat(
           "the session stream to tensord at ", address_, " broke"));
-      WakeMailboxLocked();
+      transport_->Answered(0);
     }
     return stream_error_;
   }

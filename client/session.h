@@ -5,12 +5,12 @@
 //
 // Threading. Every public method is thread-safe. Mutexes, always taken in
 // this order:
-//   a transfer's lock, held for the whole transfer: cma_.mu() (the probe;
-//                client/cma_probe.h) before shm_mu_ (the region's slots),
-//                or bulk_->mu() (the bulk socket; client/bulk_connection.h);
+//   a transport's own locks (client/transport.h), taken by a transfer
+//                before it asks the session to queue its commands;
 //   enqueue_mu_  held by a command producer for its whole operation, so a
 //                producer's new handles are increasing in seq order and the
-//                Put chunks of one upload are consecutive commands;
+//                Puts of one upload are consecutive commands
+//                (BeginUpload..EndUpload);
 //   write_mu_    held around stream writes (one writer at a time); a flush
 //                takes the pending batch under mu_ while holding write_mu_,
 //                so frames leave in seq order;
@@ -21,7 +21,7 @@
 //
 // Releases (from Tensor destructors, any thread) only touch mu_: they queue
 // the handle and the next flush appends one Release command, never between
-// the chunks of an upload.
+// the Puts of an upload.
 //
 // Resume (docs/protocol.md "Resume"; session_resume.cc). Sent batches stay in
 // replay_ (client/replay_log.h) until their Ack arrives. When the stream
@@ -33,17 +33,11 @@
 // queues into replay_. A failed resume becomes stream_error_ ("the tensord
 // session could not be resumed: ...").
 //
-// Transfers (docs/protocol.md). With the daemon's region mapped (shm_),
-// uploads of kShmMinBytes or more and downloads put their bytes in its slots
-// (session_shm.cc); a slot the client filled is rewritten only after the Put
-// reading it was acknowledged, so batches resent after a resume still find
-// their bytes. The daemon copies in place the bytes of a live shared buffer
-// (shared_; session_shared.cc) and, by cross-memory attach, those of
-// CmaProbe::kMinBytes or more in plain memory (session_cma.cc): one Put, waited
-// for until acknowledged, or one Get. Without a region, transfers of
-// BulkConnection::kMinBytes or more go on the bulk socket (session_bulk.cc),
-// whose lock covers a transfer's command and bytes: the socket's bytes
-// follow the commands' order.
+// Transfers (session_upload.cc): where a tensor's bytes travel is the
+// transport's (client/transport.h), made once from the Welcome: local (the
+// daemon's shared-memory region, shared buffers, cross-memory attach) or
+// remote (stream chunks, the bulk socket). The session is its
+// TransportHost: it queues the Puts and Gets the transport asks for.
 #ifndef TENSORD_CLIENT_SESSION_H_
 #define TENSORD_CLIENT_SESSION_H_
 
@@ -64,9 +58,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "client/bulk_connection.h"
 #include "client/chunking.h"
-#include "client/cma_probe.h"
 #include "client/command_batch.h"
 #include "client/download.h"
 #include "client/dtype.h"
@@ -74,11 +66,10 @@
 #include "client/options.h"
 #include "client/replay_log.h"
 #include "client/request_table.h"
-#include "client/shared_ranges.h"
-#include "client/shm_mapping.h"
 #include "client/site.h"
 #include "client/site_ids.h"
 #include "client/stream_opener.h"
+#include "client/transport.h"
 #include "proto/tensord.pb.h"
 #include "runtime/core/mutex.h"
 
@@ -86,7 +77,7 @@ namespace tensord {
 inline namespace client {
 namespace internal {
 
-class Session {
+class Session final : public TransportHost {
  public:
   // Connects, sends Hello and waits for Welcome. A refused handshake is the
   // daemon's status (FAILED_PRECONDITION for a version mismatch,
@@ -161,10 +152,10 @@ class Session {
   void NoteRequiresGrad(uint64_t handle, bool requires_grad);
 
   // Drops the client's reference to `handle` (batched). Never blocks on I/O.
-  void QueueRelease(uint64_t handle);
+  void QueueRelease(uint64_t handle) override;
 
   // Sends the pending batch now.
-  absl::Status Flush();
+  absl::Status Flush() override;
 
   // Sync point: waits until every earlier command ran; returns the first op
   // error since the previous Sync (or a frame-level error seen since).
@@ -175,27 +166,13 @@ class Session {
   absl::StatusOr<HostTensor> Download(uint64_t handle, const std::string& site,
                                       DownloadTarget target = {});
 
-  // True when transfers go through the daemon's shared-memory region.
-  bool shm_active() const { return shm_ != nullptr; }
-  // Answers read from the region's mailbox (AwaitNotified) so far.
-  uint64_t mailbox_answers() const { return mailbox_answers_.load(); }
-  // A new shared buffer of `bytes` (AllocateShared; one round trip), mapped
-  // and registered; a null `mapping` when this session has no shared memory
-  // with the daemon. FreeShared unregisters it and queues its Release.
-  absl::StatusOr<SharedAllocation> AllocateShared(size_t bytes);
-  void FreeShared(uint64_t region);
-  // Transfers smaller than this use the stream (no gain, one more copy).
-  static constexpr uint64_t kShmMinBytes = 256 << 10;
-  // True when transfers of CmaProbe::kMinBytes or more from or into plain
-  // memory go by cross-memory attach.
-  bool cma_active() { return CmaUsable(); }
-  // True when transfers of BulkConnection::kMinBytes or more go on the bulk
-  // socket (connects the first time).
-  bool bulk_active();
-  uint32_t bulk_lanes();  // connected lanes of the bulk socket; 0: none
+  // The session's transport (client/transport.h): what is in use, and
+  // shared buffers (AllocateShared: one round trip; a null mapping where
+  // the daemon's memory is not reachable from here).
+  Transport& transport() const { return *transport_; }
 
   // The handle's meta; waits for its Ack only when not yet known.
-  absl::StatusOr<HandleMeta> WaitMeta(uint64_t handle);
+  absl::StatusOr<HandleMeta> WaitMeta(uint64_t handle) override;
   // The handle's meta when already known (no wait); nullopt otherwise.
   std::optional<HandleMeta> KnownMeta(uint64_t handle) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -239,12 +216,6 @@ class Session {
                     absl::Span<const uint64_t> creates, const HandleMeta* known,
                     uint64_t* seq, const PackFn* pack)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queues a Get of `handle` under a new request id (its download
-  // registered), `fill` adding the optional fields (shared-memory ranges).
-  absl::StatusOr<uint64_t> EnqueueGetLocked(
-      uint64_t handle, const std::string& site,
-      absl::FunctionRef<void(v1::Get*)> fill, DownloadTarget target = {})
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
   // Queues a command answered under a fresh request id: adds a `kind`
   // request to requests_ (a download's bytes go to `target`), appends what
   // `fill` writes for that id, and forgets it when nothing could be queued.
@@ -259,75 +230,30 @@ class Session {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CheckOpenLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
-  // The shm paths (session_shm.cc). Upload: the Put chunks of an upload
-  // whose handle and meta are already registered.
-  absl::Status UploadShmChunks(const char* data, uint64_t total,
-                               uint64_t handle, const v1::Put& first,
-                               const HandleMeta& meta)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shm_mu_, enqueue_mu_);
-  // `total`: the tensor's bytes when known (else the first answer says).
-  absl::StatusOr<HostTensor> DownloadShm(uint64_t handle,
-                                         const std::string& site,
-                                         std::optional<uint64_t> total,
-                                         DownloadTarget target);
-  // Queues a ranged shm Get of `handle` into `slot`; returns its request id.
-  // `notify`: the daemon also announces the answer in the region's mailbox
-  // (proto/mailbox.h), for AwaitNotified; one such Get at a time (shm_mu_).
-  absl::StatusOr<uint64_t> EnqueueShmGet(uint64_t handle,
-                                         const std::string& site, int slot,
-                                         uint64_t byte_offset,
-                                         bool notify = false)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shm_mu_);
-  // Waits for request `request_id`'s answer and forgets it.
-  PendingDownload AwaitDownload(uint64_t request_id);
-  // The same for the notify Get: woken through the region's mailbox, where
-  // the daemon announces the answer before its frame goes out, or by the
-  // reader (WakeMailboxLocked) when the stream answered first or ended.
-  PendingDownload AwaitNotified(uint64_t request_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shm_mu_);
-  void WakeMailboxLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The shared-buffer paths (session_shared.cc): the buffer holding all of
-  // [p, p + n), if any. Then, for bytes the daemon copies in place (a
-  // shared buffer, or this process's memory by cross-memory attach): one
-  // Put whose source `set_source` names, waiting for its Ack (the bytes are
-  // copied then); one Get of the `total` bytes of `handle` (of `dtype`)
-  // into `target`, which `set_destination` names.
-  std::optional<SharedRange> FindShared(const void* p, size_t n) const;
-  absl::StatusOr<uint64_t> UploadInPlace(
-      const std::function<void(v1::Put*)>& set_source, v1::Put first,
-      HandleMeta meta);
-  // Their common start: a new handle and its one Put (the last) appended,
-  // with `seq` set to the Put's seq; the handle.
-  absl::StatusOr<uint64_t> AppendWholePut(
-      const std::function<void(v1::Put*)>& set_source, v1::Put first,
-      HandleMeta meta, uint64_t* seq) ABSL_LOCKS_EXCLUDED(enqueue_mu_);
-  absl::StatusOr<HostTensor> DownloadInPlace(
-      uint64_t handle, const std::string& site, DType dtype, uint64_t total,
-      DownloadTarget target,
-      const std::function<void(v1::Get*)>& set_destination);
-  // Cross-memory attach (session_cma.cc; docs/protocol.md): whether the
-  // daemon offered it (Welcome.cma), bound the session to this process, and
-  // a probe transfer of 4 bytes each way worked (tried once, by the first
-  // transfer big enough for it).
-  bool CmaUsable() ABSL_LOCKS_EXCLUDED(cma_.mu());
-  // An upload or download with its bytes on the bulk socket
-  // (session_bulk.cc); nullopt when there is none or it is not usable (the
-  // caller takes another path). A download may still be answered on the
-  // stream (a device tensor).
-  std::optional<absl::StatusOr<uint64_t>> UploadBulk(const char* data,
-                                                     uint64_t total,
-                                                     v1::Put first,
-                                                     HandleMeta meta)
-      ABSL_LOCKS_EXCLUDED(bulk_->mu());
-  std::optional<absl::StatusOr<HostTensor>> DownloadBulk(
-      uint64_t handle, const std::string& site, uint64_t total,
-      DownloadTarget target) ABSL_LOCKS_EXCLUDED(bulk_->mu());
-  // The byte size of `handle` once its Ack has come (0 when it is poisoned
-  // or None: the stream reports those), without waiting; nullopt before.
-  std::optional<uint64_t> KnownBytes(uint64_t handle) ABSL_LOCKS_EXCLUDED(mu_);
-  // Every command appended so far ran: acknowledged, or before a request
-  // whose answer arrived (a moment's answer).
-  bool DaemonCaughtUp() const ABSL_LOCKS_EXCLUDED(mu_);
+  // TransportHost (session_upload.cc).
+  // BeginUpload holds enqueue_mu_ when it succeeds, until EndUpload.
+  absl::StatusOr<uint64_t> BeginUpload(HandleMeta* meta) override
+      ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  absl::StatusOr<uint64_t> AppendPut(
+      uint64_t handle, const v1::Put& first, const HandleMeta& meta,
+      uint64_t offset, bool last, size_t inline_bytes,
+      absl::FunctionRef<void(v1::Payload*)> payload) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(enqueue_mu_);
+  absl::StatusOr<uint64_t> EndUpload(uint64_t handle,
+                                     absl::Status status) override
+      ABSL_UNLOCK_FUNCTION(enqueue_mu_);
+  absl::StatusOr<uint64_t> SendRequest(
+      absl::FunctionRef<void(uint64_t, v1::Command*)> fill,
+      DownloadTarget target, bool flush) override
+      ABSL_LOCKS_EXCLUDED(enqueue_mu_);
+  PendingDownload AwaitAnswer(uint64_t id) override ABSL_LOCKS_EXCLUDED(mu_);
+  bool AnswerPending(uint64_t id) override ABSL_LOCKS_EXCLUDED(mu_);
+  void DropAnswer(uint64_t id) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status AwaitAck(uint64_t seq) override ABSL_LOCKS_EXCLUDED(mu_);
+  bool DaemonCaughtUp() override ABSL_LOCKS_EXCLUDED(mu_);
+  std::optional<uint64_t> KnownBytes(uint64_t handle) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void ReleaseShared(uint64_t region) override;
 
   void ReadLoop();
   void FlushLoop();
@@ -347,22 +273,10 @@ class Session {
   std::unique_ptr<StreamOpener::Stream> stream_;
   v1::Welcome welcome_;                             // immutable after Open
   absl::flat_hash_map<std::string, int> op_index_;  // name -> welcome_.ops
-  uint64_t chunk_bytes_ = 0;
-  bool started_ = false;             // threads running; set once in Open
-  std::unique_ptr<ShmMapping> shm_;  // set once in Open; null: the stream
-
-  CmaProbe cma_;  // its mu() is taken before shm_mu_
-  Mutex shm_mu_ ABSL_ACQUIRED_AFTER(cma_.mu())
-      ABSL_ACQUIRED_BEFORE(enqueue_mu_);
-  std::unique_ptr<BulkConnection> bulk_;  // set once in Open; null: none
-  // Per slot, the seq of the last Put that reads it (0: none).
-  std::vector<uint64_t> slot_seq_ ABSL_GUARDED_BY(shm_mu_);
-  // The outstanding notify Get (0: none), and how many answers were taken
-  // from the mailbox (tests).
-  uint64_t notify_request_ ABSL_GUARDED_BY(mu_) = 0;
-  std::atomic<uint64_t> mailbox_answers_{0};
-  Mutex enqueue_mu_ ABSL_ACQUIRED_AFTER(bulk_->mu())
-      ABSL_ACQUIRED_BEFORE(write_mu_);
+  bool started_ = false;  // threads running; set once in Open
+  // Made once in Handshake; outlived by nothing it calls back.
+  std::unique_ptr<Transport> transport_;
+  Mutex enqueue_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
   SiteIds site_ids_ ABSL_GUARDED_BY(enqueue_mu_);  // Note [Site ids]
   Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   bool writes_done_ ABSL_GUARDED_BY(write_mu_) = false;
@@ -379,7 +293,6 @@ class Session {
   uint64_t acked_seq_ ABSL_GUARDED_BY(mu_) = 0;
   HandleTable handles_ ABSL_GUARDED_BY(mu_);
   RequestTable requests_ ABSL_GUARDED_BY(mu_);
-  SharedRanges shared_ ABSL_GUARDED_BY(mu_);        // live buffers
   absl::Status frame_error_ ABSL_GUARDED_BY(mu_);   // Error{request_id=0}
   absl::Status stream_error_ ABSL_GUARDED_BY(mu_);  // non-OK: stream is over
   bool closed_ ABSL_GUARDED_BY(mu_) = false;        // Close() started

@@ -1,6 +1,5 @@
 // The reader thread and the sync points that wait on what it receives.
 // See client/session.h for the locking order.
-#include <functional>
 #include <optional>
 #include <utility>
 
@@ -79,7 +78,7 @@ void Session::ReadLoop() {
       resuming_ = false;
       stream_error_ = resumed;
       reader_done_ = true;
-      WakeMailboxLocked();
+      transport_->Answered(0);
       return;
     }
     MutexLock lock(&mu_);
@@ -95,7 +94,7 @@ void Session::ReadLoop() {
     }
     stream_error_ = status;
     reader_done_ = true;
-    WakeMailboxLocked();
+    transport_->Answered(0);
     return;
   }
 }
@@ -134,18 +133,7 @@ void Session::HandleFrame(const v1::ServerFrame& frame,
   const uint64_t answered = frame.has_data()    ? frame.data().request_id()
                             : frame.has_error() ? frame.error().request_id()
                                                 : 0;
-  if (answered != 0 && answered == notify_request_) WakeMailboxLocked();
-}
-
-void Session::WakeMailboxLocked() {
-  if (notify_request_ == 0) return;
-  std::atomic<uint32_t>* word = shm_->mailbox_word();
-  // Announced (the daemon stores the word before its frame goes out): the
-  // waiter reads the mailbox; the word must stay as it is for it.
-  const uint32_t announced = mailbox::WordFor(notify_request_);
-  if (word->load(std::memory_order_acquire) == announced) return;
-  word->store(announced | mailbox::kLocal, std::memory_order_release);
-  mailbox::Wake(word);
+  if (answered != 0) transport_->Answered(answered);
 }
 
 absl::Status Session::Sync() {
@@ -169,86 +157,6 @@ absl::Status Session::Sync() {
   if (!result.has_value()) return stream_error_;
   absl::Status frame_error = std::exchange(frame_error_, absl::OkStatus());
   return result->ok() ? frame_error : *result;
-}
-
-absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
-                                             const std::string& site,
-                                             DownloadTarget target) {
-  // In place: into a shared buffer (from kShmMinBytes), or into any memory
-  // by cross-memory attach (from CmaProbe::kMinBytes); the daemon writes
-  // `target`.
-  std::function<void(v1::Get*)> in_place;
-  uint64_t min_bytes = 0;
-  if (target.data != nullptr && target.capacity >= kShmMinBytes) {
-    if (std::optional<SharedRange> shared =
-            FindShared(target.data, target.capacity)) {
-      const uint64_t region = shared->region;
-      const uint64_t offset = shared->OffsetOf(target.data);
-      in_place = [region, offset](v1::Get* get) {
-        v1::RegionSpan* span = get->mutable_into()->mutable_region();
-        span->set_region(region);
-        span->set_offset(offset);
-      };
-      min_bytes = kShmMinBytes;
-    } else if (target.capacity >= CmaProbe::kMinBytes && CmaUsable()) {
-      const uint64_t address = reinterpret_cast<uint64_t>(target.data);
-      in_place = [address](v1::Get* get) {
-        get->mutable_into()->mutable_cma()->set_address(address);
-      };
-      min_bytes = CmaProbe::kMinBytes;
-    }
-  }
-  if (in_place) {
-    // The size decides (it may wait for the Ack); poisoned, None and small
-    // tensors take the ordinary path, which reports or carries them.
-    absl::StatusOr<HandleMeta> meta = WaitMeta(handle);
-    if (meta.ok() && meta->error.ok() && !meta->is_none) {
-      absl::StatusOr<uint64_t> total = TensorBytes(meta->dtype, meta->shape);
-      if (total.ok() && *total >= min_bytes) {
-        return DownloadInPlace(handle, site, meta->dtype, *total, target,
-                               in_place);
-      }
-    }
-  }
-  if (bulk_ != nullptr) {
-    // The bulk socket, for what is large. Into the caller's buffer the size
-    // may wait for the Ack (as above); into fresh memory only a size already
-    // known counts (a read of a fresh scalar must not wait for it).
-    std::optional<uint64_t> total;
-    if (target.data != nullptr &&
-        target.capacity >= BulkConnection::kMinBytes) {
-      absl::StatusOr<HandleMeta> meta = WaitMeta(handle);
-      if (meta.ok()) total = HandleTable::HealthyBytes(*meta);
-    } else {
-      total = KnownBytes(handle);
-    }
-    if (total.value_or(0) >= BulkConnection::kMinBytes) {
-      std::optional<absl::StatusOr<HostTensor>> got =
-          DownloadBulk(handle, site, *total, target);
-      if (got.has_value()) return *std::move(got);
-    }
-  }
-  if (shm_ != nullptr) {
-    // A size not yet known (no Ack): the first shm answer tells it, at the
-    // same one round trip as a stream Get. Small, poisoned or None (known
-    // as 0): the stream answers.
-    const std::optional<uint64_t> total = KnownBytes(handle);
-    if (!total.has_value() || *total >= kShmMinBytes) {
-      return DownloadShm(handle, site, total, target);
-    }
-  }
-  uint64_t request_id;
-  {
-    MutexLock enqueue_lock(&enqueue_mu_);
-    absl::StatusOr<uint64_t> queued = EnqueueGetLocked(
-        handle, site, [](v1::Get*) {}, target);
-    if (!queued.ok()) return queued.status();
-    request_id = *queued;
-  }
-  Flush().IgnoreError();
-  PendingDownload download = AwaitDownload(request_id);
-  if (!download.status.ok()) return download.status;
-  return download.assembler.Take();
 }
 
 std::optional<uint64_t> Session::KnownBytes(uint64_t handle) {
@@ -295,19 +203,6 @@ absl::StatusOr<HandleMeta> Session::WaitMeta(uint64_t handle) {
   return absl::InternalError(absl::StrCat("tensord acknowledged command ", seq,
                                           " without the metadata of handle ",
                                           handle, " it created"));
-}
-
-absl::StatusOr<uint64_t> Session::EnqueueGetLocked(
-    uint64_t handle, const std::string& site,
-    absl::FunctionRef<void(v1::Get*)> fill, DownloadTarget target) {
-  return EnqueueRequest(RequestTable::Kind::kDownload, target,
-                        [&](uint64_t request_id, v1::Command* command) {
-                          v1::Get* get = command->mutable_get();
-                          get->set_handle(handle);
-                          get->set_request_id(request_id);
-                          get->set_site(site);
-                          fill(get);
-                        });
 }
 
 }  // namespace internal

@@ -54,7 +54,7 @@ absl::Status Session::Resume(const absl::Status& cause) {
     hello.set_client_name(options_.client_name);
     hello.set_resume_session_id(welcome_.session_id());
     hello.set_resume_secret(welcome_.resume_secret());
-    hello.set_shm_transfer(shm_ != nullptr);
+    transport_->FillResumeHello(&hello);
     const absl::Duration left =
         std::max(deadline - absl::Now(), absl::Milliseconds(1));
     ++attempts;
@@ -93,9 +93,7 @@ absl::Status Session::Resume(const absl::Status& cause) {
 }
 
 absl::Status Session::Adopt(StreamOpener::Opened opened) {
-  // The daemon dropped the binding (the resumer might have been another
-  // process): bound again before the flusher resends a Put by it.
-  if (shm_ != nullptr) cma_.Rebind(opened.welcome);
+  transport_->Resumed(opened.welcome);
   MutexLock write_lock(&write_mu_);
   bool give_up;
   {

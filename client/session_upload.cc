@@ -1,11 +1,10 @@
-// Uploads: a host buffer into a new handle, as one Put per chunk on the
-// stream (the bytes copied once, into the batch), through the daemon's
-// shared-memory region (session_shm.cc), from a shared buffer
-// (session_shared.cc), by cross-memory attach (session_cma.cc) or on the bulk
-// socket (session_bulk.cc).
-#include <optional>
+// Transfers: the session's side of them. Where the bytes travel is its
+// transport's (client/transport.h); here the session builds the Put's
+// fields, and answers what the transport asks of it as its TransportHost.
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "client/session.h"
 
 namespace tensord {
@@ -26,89 +25,132 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
   first.set_requires_grad(requires_grad);
   first.set_site(site);
   first.set_wrapped_number(wrapped_number);
-  HandleMeta meta{dtype, shape, device, requires_grad, absl::OkStatus()};
-  if (*total >= kShmMinBytes) {
-    if (std::optional<SharedRange> range = FindShared(data, *total)) {
-      const uint64_t offset = range->OffsetOf(data);
-      const uint64_t region = range->region;
-      const uint64_t size = *total;
-      return UploadInPlace(
-          [&](v1::Put* put) {
-            v1::RegionSpan* span = put->mutable_payload()->mutable_region();
-            span->set_region(region);
-            span->set_offset(offset);
-            span->set_size(size);
-          },
-          std::move(first), std::move(meta));
-    }
-  }
-  // By cross-memory attach the upload returns only once the daemon has read
-  // the bytes, that is after everything queued before it: only when the
-  // daemon has nothing of ours left to run. Behind queued work the region's
-  // slots return at once (two copies, but off the critical path).
-  if (*total >= CmaProbe::kMinBytes && DaemonCaughtUp() && CmaUsable()) {
-    const uint64_t address = reinterpret_cast<uint64_t>(data);
-    const uint64_t size = *total;
-    return UploadInPlace(
-        [&](v1::Put* put) {
-          v1::CmaSpan* span = put->mutable_payload()->mutable_cma();
-          span->set_address(address);
-          span->set_size(size);
-        },
-        std::move(first), std::move(meta));
-  }
-  if (*total >= BulkConnection::kMinBytes && bulk_ != nullptr) {
-    std::optional<absl::StatusOr<uint64_t>> sent =
-        UploadBulk(static_cast<const char*>(data), *total, first, meta);
-    if (sent.has_value()) return *std::move(sent);
-  }
-  const bool use_shm = shm_ != nullptr && *total >= kShmMinBytes;
-  // Only the shm path needs it; taken first (lock order).
-  std::optional<MutexLock> shm_lock;
-  if (use_shm) shm_lock.emplace(&shm_mu_);
-  MutexLock enqueue_lock(&enqueue_mu_);
-  absl::StatusOr<uint64_t> reserved = ReserveHandles(1, &meta);
-  if (!reserved.ok()) return reserved.status();
-  const uint64_t handle = *reserved;
-  {
-    MutexLock lock(&mu_);
-    batch_.set_in_chunked_put(true);  // no Release between its chunks
-  }
-  absl::Status status;
-  if (use_shm) {
-    status = UploadShmChunks(static_cast<const char*>(data), *total, handle,
-                             first, meta);
-  }
-  for (const Chunk& chunk :
-       use_shm ? std::vector<Chunk>() : PlanChunks(*total, chunk_bytes_)) {
-    // All but the bytes.
-    v1::Put header = chunk.offset == 0 ? first : v1::Put();
-    header.set_handle(handle);
-    header.set_offset(chunk.offset);
-    header.set_last(chunk.last);
-    std::vector<uint64_t> creates;
-    if (chunk.offset == 0) creates.push_back(handle);
-    // The bytes are copied once, into the batch (which the stream sends
-    // without another copy: Note [Aliased payloads]).
-    const char* bytes = static_cast<const char*>(data) + chunk.offset;
-    status = AppendWith(
-        header.ByteSizeLong() + chunk.size + 32,
-        [&](v1::Command* slot) {
-          v1::Put* put = slot->mutable_put();
-          *put = header;
-          put->mutable_payload()->set_data(bytes, chunk.size);
-        },
-        creates, chunk.offset == 0 ? &meta : nullptr, nullptr);
-    if (!status.ok()) break;
+  return transport_->Upload(
+      static_cast<const char*>(data), *total, first,
+      HandleMeta{dtype, shape, device, requires_grad, absl::OkStatus()});
+}
+
+absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
+                                             const std::string& site,
+                                             DownloadTarget target) {
+  return transport_->Download(handle, site, target);
+}
+
+absl::StatusOr<uint64_t> Session::BeginUpload(HandleMeta* meta) {
+  enqueue_mu_.Lock();
+  absl::StatusOr<uint64_t> handle = ReserveHandles(1, meta);
+  if (!handle.ok()) {
+    enqueue_mu_.Unlock();
+    return handle.status();
   }
   MutexLock lock(&mu_);
-  batch_.set_in_chunked_put(false);
-  if (batch_.has_releases()) flush_cv_.Signal();  // releases held back
-  if (!status.ok()) {
-    handles_.Erase(handle);
-    return status;
-  }
+  batch_.set_in_chunked_put(true);  // no Release between its Puts
   return handle;
+}
+
+absl::StatusOr<uint64_t> Session::AppendPut(
+    uint64_t handle, const v1::Put& first, const HandleMeta& meta,
+    uint64_t offset, bool last, size_t inline_bytes,
+    absl::FunctionRef<void(v1::Payload*)> payload) {
+  // All but the bytes; the first Put creates the handle.
+  v1::Put header = offset == 0 ? first : v1::Put();
+  header.set_handle(handle);
+  header.set_offset(offset);
+  header.set_last(last);
+  const uint64_t creates[] = {handle};
+  uint64_t seq = 0;
+  // + the payload (inline bytes, or a span of a few varints), the seq field
+  // and the framing.
+  absl::Status status = AppendWith(
+      header.ByteSizeLong() + (inline_bytes != 0 ? inline_bytes + 32 : 64),
+      [&](v1::Command* slot) {
+        v1::Put* put = slot->mutable_put();
+        *put = header;
+        payload(put->mutable_payload());
+      },
+      absl::MakeSpan(creates, offset == 0 ? 1 : 0),
+      offset == 0 ? &meta : nullptr, &seq);
+  if (!status.ok()) return status;
+  return seq;
+}
+
+absl::StatusOr<uint64_t> Session::EndUpload(uint64_t handle,
+                                            absl::Status status) {
+  {
+    MutexLock lock(&mu_);
+    batch_.set_in_chunked_put(false);
+    if (batch_.has_releases()) flush_cv_.Signal();  // releases held back
+    if (!status.ok()) handles_.Erase(handle);
+  }
+  enqueue_mu_.Unlock();
+  if (!status.ok()) return status;
+  return handle;
+}
+
+absl::StatusOr<uint64_t> Session::SendRequest(
+    absl::FunctionRef<void(uint64_t, v1::Command*)> fill, DownloadTarget target,
+    bool flush) {
+  absl::StatusOr<uint64_t> id;
+  {
+    MutexLock enqueue_lock(&enqueue_mu_);
+    id = EnqueueRequest(RequestTable::Kind::kDownload, target, fill);
+  }
+  // A broken stream shows in the answer.
+  if (id.ok() && flush) Flush().IgnoreError();
+  return id;
+}
+
+PendingDownload Session::AwaitAnswer(uint64_t id) {
+  MutexLock lock(&mu_);
+  auto ready = [this, id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return requests_.DownloadDone(id) || !stream_error_.ok();
+  };
+  mu_.Await(absl::Condition(&ready));
+  PendingDownload download = requests_.TakeDownload(id);
+  if (!download.done) {
+    download.done = true;
+    download.status = stream_error_;
+  }
+  return download;
+}
+
+bool Session::AnswerPending(uint64_t id) {
+  MutexLock lock(&mu_);
+  return requests_.DownloadWaiting(id) && stream_error_.ok();
+}
+
+void Session::DropAnswer(uint64_t id) {
+  MutexLock lock(&mu_);
+  requests_.TakeDownload(id);
+}
+
+absl::Status Session::AwaitAck(uint64_t seq) {
+  MutexLock lock(&mu_);
+  auto acked = [this, seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return acked_seq_ >= seq || !stream_error_.ok() || closed_;
+  };
+  mu_.Await(absl::Condition(&acked));
+  if (acked_seq_ >= seq) return absl::OkStatus();
+  absl::Status open = CheckOpenLocked();
+  return open.ok() ? absl::UnavailableError("the tensord session ended") : open;
+}
+
+bool Session::DaemonCaughtUp() {
+  MutexLock lock(&mu_);
+  return std::max(acked_seq_, requests_.answered_seq()) + 1 >=
+         batch_.next_seq();
+}
+
+void Session::ReleaseShared(uint64_t region) {
+  {
+    // A closed or broken session's buffers are freed by the daemon.
+    MutexLock lock(&mu_);
+    if (closed_ || !stream_error_.ok()) return;
+  }
+  MutexLock enqueue_lock(&enqueue_mu_);
+  v1::Command command;
+  command.mutable_release()->add_shared_buffers(region);
+  Append(std::move(command), {}, nullptr).IgnoreError();  // sent batched
 }
 
 }  // namespace internal

@@ -55,7 +55,7 @@ void SharedBuffer::Reset() {
   if (region_ != 0) {
     // Unregistered first: no transfer takes the one-copy path into memory
     // that is about to go.
-    session_->FreeShared(region_);
+    session_->transport().FreeShared(region_);
     mapping_.reset();  // unmaps
   } else if (data_ != nullptr) {
     munmap(data_, size_);
@@ -71,7 +71,7 @@ absl::StatusOr<SharedBuffer> Client::AllocateShared(size_t bytes) {
     return absl::InvalidArgumentError("AllocateShared: 0 bytes asked");
   }
   absl::StatusOr<internal::SharedAllocation> shared =
-      session_->AllocateShared(bytes);
+      session_->transport().AllocateShared(bytes);
   if (!shared.ok()) return shared.status();
   if (shared->mapping != nullptr) {
     return SharedBuffer(session_, shared->region, std::move(shared->mapping),

@@ -8,7 +8,7 @@
 //   absl::StatusOr<size_t> got = t.DownloadInto(buf->data(), buf->size());
 //
 // An upload whose bytes, or a DownloadInto whose destination, lie entirely
-// inside one shared buffer (and are at least Session::kShmMinBytes, 256
+// inside one shared buffer (and are at least LocalTransport::kMinBytes, 256
 // KiB) travels as one Put or Get naming the buffer: the daemon copies once,
 // between the buffer and tensor storage, with no staging copy, slots or
 // chunks. Smaller transfers, and any other memory, take the ordinary path.

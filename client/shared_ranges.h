@@ -1,10 +1,10 @@
 // A C++ client session's shared buffers (docs/protocol.md "Shared buffers";
 // client/shared_buffer.h): memory the daemon maps too, so that a transfer
 // whose bytes lie inside one is one Put or Get naming the buffer's region
-// (client/session_shared.cc). Here: a new buffer as allocated, and the
+// (client/local_transport.cc). Here: a new buffer as allocated, and the
 // address ranges of the live ones.
 //
-// Thread safety: none. Session keeps its ranges under its mu_.
+// Thread safety: none. LocalTransport keeps its ranges under its shared_mu_.
 #ifndef TENSORD_CLIENT_SHARED_RANGES_H_
 #define TENSORD_CLIENT_SHARED_RANGES_H_
 

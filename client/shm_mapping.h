@@ -6,13 +6,13 @@
 // region split into slots so that copies pipeline (the daemon copies out of
 // one slot while the client fills the next).
 //
-// Which slots are free is the session's business (client/session_shm.cc):
-// a slot the client wrote is reused only after the Put reading it was
-// acknowledged, a slot the daemon wrote only after the client copied the
-// answer out.
+// Which slots are free is the local transport's business
+// (client/local_transport.cc): a slot the client wrote is reused only after
+// the Put reading it was acknowledged, a slot the daemon wrote only after
+// the client copied the answer out.
 //
 // Ownership: each owns its mapping. Thread safety: immutable after Open;
-// the slots' bytes are guarded by the session's shm_mu_, a shared buffer's
+// the slots' bytes are guarded by LocalTransport's lock, a shared buffer's
 // by its user.
 #ifndef TENSORD_CLIENT_SHM_MAPPING_H_
 #define TENSORD_CLIENT_SHM_MAPPING_H_

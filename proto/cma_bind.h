@@ -1,6 +1,6 @@
 // The cross-memory-attach binding hello (docs/protocol.md "Cross-memory
 // attach"), shared by the daemon (server/cma_binder.h) and the C++ client
-// (client/cma_probe.cc, through CmaBindThisProcess; the Python client
+// (client/local_transport.cc, through CmaBindThisProcess; the Python client
 // spells the same bytes in tensord/_cma.py). A same-host client process
 // connects to the unix socket Welcome.cma_socket names and sends kCmaBindMagic
 // and Welcome.cma_ticket; the daemon answers one byte, kCmaBound or

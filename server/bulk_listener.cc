@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -32,10 +34,31 @@ size_t HelloBytes(const char* hello, size_t got) {
              : kHelloBytes;
 }
 
+// A lane's TLS connection while its handshake and hello arrive.
+class TlsHelloStream : public HelloStream {
+ public:
+  explicit TlsHelloStream(BulkConn conn) : conn_(std::move(conn)) {}
+  int fd() const override { return conn_.fd(); }
+  ssize_t ReadSome(char* dst, size_t len, short* want) override {
+    const ssize_t r = conn_.Recv(dst, len, want);
+    if (r < 0 && errno == EPROTO) {
+      // A client speaking plaintext, or one whose certificate failed.
+      spdlog::info("bulk socket: a connection refused: {}",
+                   conn_.tls_error());
+    }
+    return r;
+  }
+  BulkConn Take() { return std::move(conn_); }
+
+ private:
+  BulkConn conn_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BulkListener>> BulkListener::Start(
-    const std::string& host, int port, Lookup lookup) {
+    const std::string& host, int port, Lookup lookup,
+    std::shared_ptr<const BulkTls> tls) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -80,6 +103,19 @@ absl::StatusOr<std::unique_ptr<BulkListener>> BulkListener::Start(
   hooks.admit = [l = listener.get()](int conn, absl::string_view hello) {
     l->Admit(conn, hello.data());
   };
+  if (tls != nullptr) {
+    hooks.open = [tls](int conn) -> std::unique_ptr<HelloStream> {
+      BulkConn accepted = tls->Accept(conn);
+      if (!accepted.open()) return nullptr;
+      return std::make_unique<TlsHelloStream>(std::move(accepted));
+    };
+    hooks.admit_stream = [l = listener.get()](
+                             std::unique_ptr<HelloStream> stream,
+                             absl::string_view hello) {
+      l->AdmitTls(static_cast<TlsHelloStream*>(stream.get())->Take(),
+                  hello.data());
+    };
+  }
   TD_ASSIGN_OR_RETURN(
       listener->acceptor_,
       HelloAcceptor::Start(fd, "bulk socket", std::move(hooks)));
@@ -89,19 +125,33 @@ absl::StatusOr<std::unique_ptr<BulkListener>> BulkListener::Start(
 BulkListener::BulkListener(int port, Lookup lookup)
     : port_(port), lookup_(std::move(lookup)) {}
 
-void BulkListener::Admit(int fd, const char* hello) {
+std::shared_ptr<BulkChannel> BulkListener::Find(const char* hello,
+                                                uint32_t* lane) const {
   const bool lane_hello =
       std::memcmp(hello, kBulkLaneMagic, kBulkMagicBytes) == 0;
   if (!lane_hello && std::memcmp(hello, kBulkMagic, kBulkMagicBytes) != 0) {
-    close(fd);
-    return;
+    return nullptr;
   }
-  const uint32_t lane =
-      lane_hello ? static_cast<unsigned char>(hello[kHelloBytes]) : 0;
+  *lane = lane_hello ? static_cast<unsigned char>(hello[kHelloBytes]) : 0;
   std::shared_ptr<BulkChannel> channel =
       lookup_(absl::string_view(hello + kBulkMagicBytes, kBulkTokenBytes));
   if (channel == nullptr) {
     spdlog::warn("bulk socket: a connection with an unknown token, closed");
+  }
+  return channel;
+}
+
+void BulkListener::AdmitTls(BulkConn conn, const char* hello) {
+  uint32_t lane = 0;
+  std::shared_ptr<BulkChannel> channel = Find(hello, &lane);
+  if (channel != nullptr) channel->Attach(std::move(conn), lane, true);
+  // else `conn` closes
+}
+
+void BulkListener::Admit(int fd, const char* hello) {
+  uint32_t lane = 0;
+  std::shared_ptr<BulkChannel> channel = Find(hello, &lane);
+  if (channel == nullptr) {
     close(fd);
     return;
   }

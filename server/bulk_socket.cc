@@ -23,34 +23,46 @@ int Millis(absl::Duration d) {
 BulkChannel::BulkChannel(absl::Duration stall, uint32_t lanes)
     : stall_(stall),
       lanes_offered_(std::clamp<uint32_t>(lanes, 1, kBulkMaxLanes)),
-      fds_(lanes_offered_, -1) {}
+      conns_(lanes_offered_) {}
 
-BulkChannel::~BulkChannel() {
-  MutexLock lock(&mu_);
-  for (int fd : fds_) {
-    if (fd >= 0) close(fd);
-  }
-}
+BulkChannel::~BulkChannel() = default;  // the connections close themselves
 
 bool BulkChannel::Attach(int fd, uint32_t lane) {
+  return Attach(BulkConn(fd), lane, /*answer=*/false);
+}
+
+bool BulkChannel::Attach(BulkConn conn, uint32_t lane, bool answer) {
   MutexLock lock(&mu_);
-  if (lane >= fds_.size() || fds_[lane] >= 0 || shut_down_ || !broken_.ok()) {
-    close(fd);
-    return false;
+  if (lane >= conns_.size() || conns_[lane].open() || shut_down_ ||
+      !broken_.ok()) {
+    return false;  // `conn` closes
   }
-  fds_[lane] = fd;
+  conns_[lane] = std::move(conn);
+  // The answer of one byte on a fresh connection: its send buffer is empty,
+  // so this waits only where TLS must read first (not at all in practice).
+  for (int tries = 0; answer && tries < 20; ++tries) {
+    short want = POLLOUT;
+    const ssize_t r = conns_[lane].Send(&kBulkAccepted, 1, &want);
+    if (r == 1) break;
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+      pollfd p{conns_[lane].fd(), want, 0};
+      poll(&p, 1, 50);
+      continue;
+    }
+    break;  // the client went away: its lane fails at its first use
+  }
   return true;
 }
 
 bool BulkChannel::attached() const {
   MutexLock lock(&mu_);
-  return fds_[0] >= 0;
+  return conns_[0].open();
 }
 
 uint32_t BulkChannel::lanes_attached() const {
   MutexLock lock(&mu_);
   uint32_t n = 0;
-  while (n < fds_.size() && fds_[n] >= 0) ++n;
+  while (n < conns_.size() && conns_[n].open()) ++n;
   return n;
 }
 
@@ -59,20 +71,16 @@ void BulkChannel::Shutdown() {
   shut_down_ = true;
   // Not closed here: the executor may be inside recv/send on them; shutdown
   // ends those at once, and the executor's Break closes them.
-  for (int fd : fds_) {
-    if (fd >= 0) shutdown(fd, SHUT_RDWR);
-  }
+  for (BulkConn& conn : conns_) conn.Wake();
 }
 
 void BulkChannel::WakeAll() {
   MutexLock lock(&mu_);
-  for (int fd : fds_) {
-    if (fd >= 0) shutdown(fd, SHUT_RDWR);
-  }
+  for (BulkConn& conn : conns_) conn.Wake();
 }
 
-absl::StatusOr<std::vector<int>> BulkChannel::Usable(absl::string_view what,
-                                                     uint32_t lanes) {
+absl::StatusOr<std::vector<BulkConn*>> BulkChannel::Usable(
+    absl::string_view what, uint32_t lanes) {
   lanes = std::max<uint32_t>(lanes, 1);
   {
     MutexLock lock(&mu_);
@@ -84,15 +92,18 @@ absl::StatusOr<std::vector<int>> BulkChannel::Usable(absl::string_view what,
       return absl::CancelledError(
           absl::StrCat(what, ": the session's bulk socket was shut down"));
     }
-    if (fds_[0] < 0) {
+    if (!conns_[0].open()) {
       return absl::FailedPreconditionError(
           absl::StrCat(what,
                        ": the session has no bulk socket attached (connect to "
                        "Welcome.bulk_port with Welcome.bulk_token first)"));
     }
-    if (lanes <= fds_.size() && std::all_of(fds_.begin(), fds_.begin() + lanes,
-                                            [](int fd) { return fd >= 0; })) {
-      return std::vector<int>(fds_.begin(), fds_.begin() + lanes);
+    if (lanes <= conns_.size() &&
+        std::all_of(conns_.begin(), conns_.begin() + lanes,
+                    [](const BulkConn& conn) { return conn.open(); })) {
+      std::vector<BulkConn*> usable;
+      for (uint32_t i = 0; i < lanes; ++i) usable.push_back(&conns_[i]);
+      return usable;
     }
   }
   // The client striped bytes over lanes this end does not have: where
@@ -111,17 +122,14 @@ absl::Status BulkChannel::Break(absl::Status status) {
                      "failure (",
                      status.message(), ")"));
   }
-  for (int& fd : fds_) {
-    if (fd >= 0) close(fd);
-    fd = -1;
-  }
+  for (BulkConn& conn : conns_) conn.Close();
   return status;
 }
 
-absl::Status BulkChannel::MoveLane(short events, int fd, uint32_t lane,
-                                   uint32_t lanes, uint64_t begin, uint64_t end,
-                                   size_t n, absl::string_view what,
-                                   Step step) {
+absl::Status BulkChannel::MoveLane(short events, BulkConn& conn,
+                                   uint32_t lane, uint32_t lanes,
+                                   uint64_t begin, uint64_t end, size_t n,
+                                   absl::string_view what, Step step) {
   // "<what>: <lane> <happened> after <moved> of <bytes>", built only on a
   // failure; one lane's counts are the transfer's, a striped lane says its
   // span.
@@ -137,20 +145,32 @@ absl::Status BulkChannel::MoveLane(short events, int fd, uint32_t lane,
                         " of ", of, " bytes");
   };
   uint64_t pos = begin;
+  short want = events;  // TLS may need the other direction first
+  bool blocked = false;  // the last step moved nothing until `want`
   while (pos < end) {
-    pollfd p{fd, events, 0};
-    const int ready = poll(&p, 1, Millis(stall_));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) {
-      return absl::DeadlineExceededError(failure(
-          absl::StrCat("moved no byte for ", absl::FormatDuration(stall_)),
-          pos - begin));
+    // Bytes TLS read already are not the socket's: poll would miss them.
+    if (blocked || !(want == POLLIN && conn.Buffered())) {
+      pollfd p{conn.fd(), want, 0};
+      const int ready = poll(&p, 1, Millis(stall_));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) {
+        return absl::DeadlineExceededError(failure(
+            absl::StrCat("moved no byte for ", absl::FormatDuration(stall_)),
+            pos - begin));
+      }
     }
-    const ssize_t r = step(lane, fd, pos, end - pos);
+    want = events;
+    const ssize_t r = step(lane, conn, pos, end - pos, &want);
+    blocked = r < 0 && errno == EAGAIN;
     if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (r <= 0) {
       const std::string why =
-          r == 0 ? "closed" : absl::StrCat("failed (", strerror(errno), ")");
+          r == 0 ? "closed"
+                 : absl::StrCat("failed (",
+                                errno == EPROTO && conn.tls()
+                                    ? conn.tls_error()
+                                    : std::string(strerror(errno)),
+                                ")");
       return absl::UnavailableError(failure(why, pos - begin));
     }
     pos += static_cast<uint64_t>(r);
@@ -160,7 +180,7 @@ absl::Status BulkChannel::MoveLane(short events, int fd, uint32_t lane,
 
 absl::Status BulkChannel::Transfer(short events, size_t n, uint32_t lanes,
                                    absl::string_view what, Step step) {
-  absl::StatusOr<std::vector<int>> fds = Usable(what, lanes);
+  absl::StatusOr<std::vector<BulkConn*>> fds = Usable(what, lanes);
   if (!fds.ok()) return fds.status();
   lanes = static_cast<uint32_t>(fds->size());
   // The first lane to fail wakes the others (the peer may have stopped
@@ -169,7 +189,7 @@ absl::Status BulkChannel::Transfer(short events, size_t n, uint32_t lanes,
   absl::Status failed;
   auto run = [&](uint32_t lane) {
     const BulkLaneSpan span = BulkLane(n, lanes, lane);
-    absl::Status status = MoveLane(events, (*fds)[lane], lane, lanes,
+    absl::Status status = MoveLane(events, *(*fds)[lane], lane, lanes,
                                    span.begin, span.end, n, what, step);
     if (status.ok()) return;
     bool first = false;
@@ -189,8 +209,9 @@ absl::Status BulkChannel::Transfer(short events, size_t n, uint32_t lanes,
 absl::Status BulkChannel::Read(char* dst, size_t n, absl::string_view what,
                                uint32_t lanes) {
   return Transfer(POLLIN, n, lanes, what,
-                  [dst](uint32_t, int fd, uint64_t pos, size_t len) {
-                    return recv(fd, dst + pos, len, 0);
+                  [dst](uint32_t, BulkConn& conn, uint64_t pos, size_t len,
+                        short* want) {
+                    return conn.Recv(dst + pos, len, want);
                   });
 }
 
@@ -201,16 +222,19 @@ absl::Status BulkChannel::Discard(size_t n, absl::string_view what,
   std::vector<char> scratch(std::min<size_t>(n, kScratch) * slots);
   const size_t each = scratch.size() / slots;
   return Transfer(
-      POLLIN, n, lanes, what, [&](uint32_t lane, int fd, uint64_t, size_t len) {
-        return recv(fd, scratch.data() + each * lane, std::min(len, each), 0);
+      POLLIN, n, lanes, what,
+      [&](uint32_t lane, BulkConn& conn, uint64_t, size_t len, short* want) {
+        return conn.Recv(scratch.data() + each * lane, std::min(len, each),
+                         want);
       });
 }
 
 absl::Status BulkChannel::Write(const char* src, size_t n,
                                 absl::string_view what, uint32_t lanes) {
   return Transfer(POLLOUT, n, lanes, what,
-                  [src](uint32_t, int fd, uint64_t pos, size_t len) {
-                    return send(fd, src + pos, len, MSG_NOSIGNAL);
+                  [src](uint32_t, BulkConn& conn, uint64_t pos, size_t len,
+                        short* want) {
+                    return conn.Send(src + pos, len, want);
                   });
 }
 

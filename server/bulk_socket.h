@@ -1,9 +1,10 @@
-// The bulk socket (docs/protocol.md "Bulk socket"): plain TCP connections
-// beside a session's gRPC stream that carry the bytes of large Puts and
-// Gets, so a client on another host (or one without a shared-memory region)
-// moves tensor bytes at the speed of bare sockets instead of through HTTP/2
-// frames, gRPC's slices and the threads that hand them over (BENCHMARKS.md:
-// about half a bare socket on loopback).
+// The bulk socket (docs/protocol.md "Bulk socket"): TCP connections (TLS
+// ones when the daemon serves TLS: server/bulk_tls.h) beside a session's
+// gRPC stream that carry the bytes of large Puts and Gets, so a client on
+// another host (or one without a shared-memory region) moves tensor bytes
+// at the speed of bare sockets instead of through HTTP/2 frames, gRPC's
+// slices and the threads that hand them over (BENCHMARKS.md: about half a
+// bare socket on loopback).
 //
 // The stream still carries every command and answer; the socket carries only
 // bytes, in command order: a Put whose payload is `bulk{size: N}` is
@@ -41,6 +42,7 @@
 #include "absl/time/time.h"
 #include "proto/bulk_socket.h"
 #include "runtime/core/mutex.h"
+#include "server/bulk_tls.h"
 
 namespace tensord {
 
@@ -66,6 +68,10 @@ class BulkChannel {
   // if that lane is attached already, is not offered, or the channel was
   // shut down or broken: a token admits each lane once.
   bool Attach(int fd, uint32_t lane = 0);
+  // The same for a lane's connection (a TLS one: server/bulk_tls.h); with
+  // `answer`, kBulkAccepted is sent on it once attached, before any transfer
+  // can use it.
+  bool Attach(BulkConn conn, uint32_t lane, bool answer);
   // Whether lane 0 is attached; how many lanes from 0 on are.
   bool attached() const;
   uint32_t lanes_attached() const;
@@ -88,21 +94,23 @@ class BulkChannel {
   void Shutdown();
 
  private:
-  // Moves a lane's bytes: `step(lane, fd, pos, len)` is one recv or send of
-  // at most `len` bytes at byte `pos` of the transfer.
-  using Step = absl::FunctionRef<ssize_t(uint32_t lane, int fd, uint64_t pos,
-                                         size_t len)>;
+  // Moves a lane's bytes: `step(lane, conn, pos, len, want)` is one Recv or
+  // Send (BulkConn's, `want` its) of at most `len` bytes at byte `pos` of
+  // the transfer.
+  using Step = absl::FunctionRef<ssize_t(uint32_t lane, BulkConn& conn,
+                                         uint64_t pos, size_t len,
+                                         short* want)>;
 
-  // The sockets of lanes 0..lanes-1, or the error every call now gets.
-  absl::StatusOr<std::vector<int>> Usable(absl::string_view what,
-                                          uint32_t lanes);
+  // The connections of lanes 0..lanes-1, or the error every call now gets.
+  absl::StatusOr<std::vector<BulkConn*>> Usable(absl::string_view what,
+                                                uint32_t lanes);
   // Moves the n bytes over `lanes` lanes at once, each by `step` whenever
   // poll reports `events` on it, within the stall timeout.
   absl::Status Transfer(short events, size_t n, uint32_t lanes,
                         absl::string_view what, Step step);
   // One lane's span [begin, end) of an n-byte transfer.
-  absl::Status MoveLane(short events, int fd, uint32_t lane, uint32_t lanes,
-                        uint64_t begin, uint64_t end, size_t n,
+  absl::Status MoveLane(short events, BulkConn& conn, uint32_t lane,
+                        uint32_t lanes, uint64_t begin, uint64_t end, size_t n,
                         absl::string_view what, Step step);
   // Wakes every lane's transfer (shutdown, not close: they may be in a
   // syscall on it).
@@ -112,7 +120,9 @@ class BulkChannel {
   const absl::Duration stall_;
   const uint32_t lanes_offered_;
   mutable Mutex mu_;
-  std::vector<int> fds_ ABSL_GUARDED_BY(mu_);  // per lane; -1: not attached
+  // Per lane; a closed one: not attached. Only Attach (an unattached lane)
+  // and Break (no transfer in progress) replace one.
+  std::vector<BulkConn> conns_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
 };

@@ -82,24 +82,36 @@ void ConfigureServerBuilder(grpc::ServerBuilder* builder,
 
 std::unique_ptr<BulkListener> StartBulkListener(SessionManager* sessions,
                                                 const std::string& listen,
-                                                int port, bool tls) {
+                                                int port,
+                                                const TlsFiles& tls) {
   const std::string host = TcpHostOf(listen);
   if (port < 0 || host.empty()) return nullptr;
-  if (tls) {
-    spdlog::info("no bulk socket: its bytes would bypass TLS");
-    return nullptr;
+  std::shared_ptr<const BulkTls> context;
+  if (!tls.cert.empty()) {
+    auto made = BulkTls::Create(tls.cert, tls.key, tls.client_ca);
+    if (!made.ok()) {
+      spdlog::warn("{}; transfers use the stream alone",
+                   made.status().ToString());
+      return nullptr;
+    }
+    context = *std::move(made);
   }
-  auto listener =
-      BulkListener::Start(host, port, [sessions](absl::string_view token) {
+  auto listener = BulkListener::Start(
+      host, port,
+      [sessions](absl::string_view token) {
         return sessions->FindBulk(token);
-      });
+      },
+      context);
   if (!listener.ok()) {
     spdlog::warn("{}; transfers use the stream alone",
                  listener.status().ToString());
     return nullptr;
   }
   sessions->SetBulkPort((*listener)->port());
-  spdlog::info("bulk socket on {}:{}", host, (*listener)->port());
+  spdlog::info("bulk socket on {}:{}{}", host, (*listener)->port(),
+               context == nullptr ? ""
+               : context->mutual() ? " (mutual TLS)"
+                                   : " (TLS)");
   return *std::move(listener);
 }
 

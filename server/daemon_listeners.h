@@ -40,12 +40,13 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
 void ConfigureServerBuilder(grpc::ServerBuilder* builder, bool http2_bdp_probe);
 
 // The bulk sockets' listener on the host of `listen` at `port` (0: a free
-// one), its port given to `sessions`; null when `port` < 0, for a unix:
-// address, with TLS (its bytes would bypass it) or when it cannot listen:
-// sessions then use the stream alone.
+// one), its port given to `sessions`; every lane through TLS with the gRPC
+// listener's `tls` files when they name a certificate. Null when `port` < 0,
+// for a unix: address, or when it cannot listen or load the files: sessions
+// then use the stream alone.
 std::unique_ptr<BulkListener> StartBulkListener(SessionManager* sessions,
                                                 const std::string& listen,
-                                                int port, bool tls);
+                                                int port, const TlsFiles& tls);
 
 // Cross-memory attach's binding socket, its name given to `sessions`; null
 // when it cannot listen (sessions then use the region's slots).

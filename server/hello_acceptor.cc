@@ -63,11 +63,35 @@ void HelloAcceptor::AcceptLoop() {
   struct Arriving {
     int fd;
     absl::Time deadline;
+    std::unique_ptr<HelloStream> stream;  // null: the bare socket
+    short want = POLLIN;                  // what its next read waits for
     size_t got = 0;
     char hello[kMaxHelloBytes];
   };
   auto wanted = [this](const Arriving& a) {
     return std::min(hooks_.hello_bytes(a.hello, a.got), kMaxHelloBytes);
+  };
+  // Reads what has arrived, only up to the hello's length as known so far (a
+  // client sends nothing more until it has the answer); false once the
+  // connection closed or failed.
+  auto read = [&wanted](Arriving& a) {
+    while (a.got < wanted(a)) {
+      char* dst = a.hello + a.got;
+      const size_t len = wanted(a) - a.got;
+      const ssize_t r = a.stream != nullptr
+                            ? a.stream->ReadSome(dst, len, &a.want)
+                            : recv(a.fd, dst, len, MSG_DONTWAIT);
+      if (r > 0) {
+        a.got += static_cast<size_t>(r);
+        continue;
+      }
+      return r < 0 && (errno == EAGAIN || errno == EINTR);
+    }
+    return true;
+  };
+  auto drop = [](Arriving& a) {
+    if (a.stream == nullptr) close(a.fd);
+    a.stream.reset();
   };
   std::vector<Arriving> arriving;
   std::vector<pollfd> polled;
@@ -75,7 +99,7 @@ void HelloAcceptor::AcceptLoop() {
     polled.assign({{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}});
     absl::Time first = absl::InfiniteFuture();
     for (const Arriving& a : arriving) {
-      polled.push_back({a.fd, POLLIN, 0});
+      polled.push_back({a.fd, a.want, 0});
       first = std::min(first, a.deadline);
     }
     const int timeout =
@@ -90,23 +114,21 @@ void HelloAcceptor::AcceptLoop() {
     std::vector<Arriving> still;
     for (size_t i = 0; i < arriving.size(); ++i) {
       Arriving& a = arriving[i];
-      if (polled[i + 2].revents != 0) {
-        // Only up to the hello's length as known so far: a client sends
-        // nothing more until it has the answer.
-        const ssize_t r =
-            recv(a.fd, a.hello + a.got, wanted(a) - a.got, MSG_DONTWAIT);
-        if (r > 0) a.got += static_cast<size_t>(r);
-        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-          close(a.fd);
-          continue;
-        }
+      if (polled[i + 2].revents != 0 && !read(a)) {
+        drop(a);
+        continue;
       }
       if (a.got > 0 && a.got == wanted(a)) {
-        hooks_.admit(a.fd, absl::string_view(a.hello, a.got));
+        const absl::string_view hello(a.hello, a.got);
+        if (a.stream != nullptr) {
+          hooks_.admit_stream(std::move(a.stream), hello);
+        } else {
+          hooks_.admit(a.fd, hello);
+        }
       } else if (now >= a.deadline) {
-        close(a.fd);
+        drop(a);
       } else {
-        still.push_back(a);
+        still.push_back(std::move(a));
       }
     }
     arriving.swap(still);
@@ -114,12 +136,17 @@ void HelloAcceptor::AcceptLoop() {
       const int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (conn >= 0 && arriving.size() >= kMaxArriving) {
         close(conn);  // a flood of silent connections: the newest go
+      } else if (conn >= 0 && hooks_.open) {
+        std::unique_ptr<HelloStream> stream = hooks_.open(conn);
+        if (stream != nullptr) {
+          arriving.push_back({conn, now + kHelloTime, std::move(stream)});
+        }
       } else if (conn >= 0) {
         arriving.push_back({conn, now + kHelloTime});
       }
     }
   }
-  for (const Arriving& a : arriving) close(a.fd);
+  for (Arriving& a : arriving) drop(a);
 }
 
 }  // namespace tensord

@@ -4,12 +4,16 @@
 // each one's fixed-format hello as its bytes arrive, up to 64 connections at
 // once and each within 2 s, so that a silent connection holds only its own
 // slot and delays no other. A complete hello goes to `admit`, which then
-// owns the connection; anything else is closed without an answer.
+// owns the connection; anything else is closed without an answer. A listener
+// may read through a stream of its own over each connection (`open`: TLS,
+// whose handshake then runs in the same loop, within the same 2 s).
 //
 // Ownership: owns the listening socket and its accept thread.
 // Thread safety: the hooks run on the accept thread, one at a time.
 #ifndef TENSORD_SERVER_HELLO_ACCEPTOR_H_
 #define TENSORD_SERVER_HELLO_ACCEPTOR_H_
+
+#include <sys/types.h>
 
 #include <cstddef>
 #include <functional>
@@ -22,6 +26,17 @@
 
 namespace tensord {
 
+// A connection whose hello is read through something other than the bare
+// socket (server/bulk_listener.cc: TLS). Destroying it closes it.
+class HelloStream {
+ public:
+  virtual ~HelloStream() = default;
+  virtual int fd() const = 0;
+  // Up to `len` bytes without blocking: the count (> 0); 0 when the peer
+  // closed; -1 with errno set, EAGAIN meaning: poll for `*want`, then again.
+  virtual ssize_t ReadSome(char* dst, size_t len, short* want) = 0;
+};
+
 class HelloAcceptor {
  public:
   // The largest hello any listener reads.
@@ -33,6 +48,13 @@ class HelloAcceptor {
     std::function<size_t(const char* hello, size_t got)> hello_bytes;
     // A complete hello arrived on `fd`; `admit` owns (closes) `fd`.
     std::function<void(int fd, absl::string_view hello)> admit;
+    // Optional: each accepted socket (owned from here) as the stream its
+    // hello is read through, or null to close it; then complete hellos go to
+    // `admit_stream` (which owns the stream) instead of `admit`.
+    std::function<std::unique_ptr<HelloStream>(int fd)> open;
+    std::function<void(std::unique_ptr<HelloStream> stream,
+                       absl::string_view hello)>
+        admit_stream;
   };
 
   // Accepts on `listen_fd` (bound and listening; owned from here) until

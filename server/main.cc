@@ -98,8 +98,8 @@ ABSL_FLAG(int, bulk_port, 0,
           "TCP port of the bulk socket beside each session's stream, which "
           "carries the bytes of large transfers (docs/protocol.md \"Bulk "
           "socket\"), on --listen's host: 0 picks a free one, -1 turns it "
-          "off; off for unix: addresses and with TLS (its bytes are not "
-          "encrypted)");
+          "off; off for unix: addresses; TLS (the --tls_* files) whenever "
+          "the daemon serves TLS");
 ABSL_FLAG(absl::Duration, bulk_stall, absl::Seconds(30),
           "how long a transfer on a bulk socket waits for the client to move "
           "a byte before it fails");
@@ -258,7 +258,8 @@ int Main() {
   // Before the server accepts: every session's Welcome can name its port.
   std::unique_ptr<BulkListener> bulk = StartBulkListener(
       &sessions, absl::GetFlag(FLAGS_listen), absl::GetFlag(FLAGS_bulk_port),
-      !absl::GetFlag(FLAGS_tls_cert).empty());
+      {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+       absl::GetFlag(FLAGS_tls_client_ca)});
   std::unique_ptr<CmaBinder> cma_binder =
       absl::GetFlag(FLAGS_cma) ? StartCmaBinder(&sessions) : nullptr;
   auto metrics =

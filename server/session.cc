@@ -4,74 +4,18 @@
 
 #include "proto/packed_commands.h"
 #include "runtime/core/transfer_buffers.h"
+#include "server/session_paths.h"
 #include "spdlog/spdlog.h"
 
 namespace tensord {
-namespace {
-
-// The cpu allocator: the user's quota there covers what a session holds in
-// host memory outside it (its region, replies kept for a resume).
-CachingAllocator* HostQuota(const SessionParams& params) {
-  Device* cpu = params.devices->Find("cpu");
-  return cpu == nullptr ? nullptr : cpu->allocator();
-}
-
-// The region's bytes count against the user's quota while it lives (Note
-// [Wire limits]): a session the quota cannot hold one for has none, and its
-// client uses the stream.
-std::unique_ptr<ExternalCharge> ChargeRegion(const SessionParams& params) {
-  if (params.shm_bytes == 0) return nullptr;
-  auto charge =
-      ExternalCharge::Make(HostQuota(params), params.number, params.shm_bytes);
-  if (!charge.ok()) {
-    spdlog::info(
-        "session {}: no shared-memory transfer (the region's {} bytes: {}); "
-        "using the stream",
-        params.id, params.shm_bytes, std::string(charge.status().message()));
-    return nullptr;
-  }
-  return *std::move(charge);
-}
-
-std::unique_ptr<ShmRegion> MakeRegion(const SessionParams& params,
-                                      const ExternalCharge* charge) {
-  if (params.shm_bytes == 0 || charge == nullptr) return nullptr;
-  auto region = ShmRegion::Create(params.shm_bytes, /*populate=*/false,
-                                  params.ring_bytes);
-  if (!region.ok()) {
-    spdlog::warn("session {}: no shared-memory transfer ({}); using the stream",
-                 params.id, region.status().ToString());
-    return nullptr;
-  }
-  return *std::move(region);
-}
-
-std::shared_ptr<CmaPeer> MakeCmaPeer(const SessionParams& params,
-                                     const ShmRegion* shm) {
-  if (shm == nullptr || !params.cma) return nullptr;
-  auto peer = CmaPeer::Create();
-  if (!peer.ok()) {
-    spdlog::warn("session {}: no cross-memory attach ({})", params.id,
-                 peer.status().ToString());
-    return nullptr;
-  }
-  return *std::move(peer);
-}
-
-std::shared_ptr<BulkChannel> MakeBulk(const SessionParams& params) {
-  if (params.bulk_token.empty()) return nullptr;
-  return std::make_shared<BulkChannel>(params.bulk_stall, params.bulk_lanes);
-}
-
-}  // namespace
 
 Session::Session(SessionParams params)
     : params_(std::move(params)),
-      outbox_(params_.replay_bytes, HostQuota(params_), params_.number),
-      shm_charge_(ChargeRegion(params_)),
-      shm_(MakeRegion(params_, shm_charge_.get())),
-      cma_(MakeCmaPeer(params_, shm_.get())),
-      bulk_(MakeBulk(params_)),
+      outbox_(params_.replay_bytes, SessionHostQuota(params_), params_.number),
+      shm_charge_(ChargeSessionRegion(params_)),
+      shm_(MakeSessionRegion(params_, shm_charge_.get())),
+      cma_(MakeSessionCmaPeer(params_, shm_.get())),
+      bulk_(MakeSessionBulk(params_)),
       runner_(RunnerConfig{params_.number, params_.devices, params_.chunk_bytes,
                            shm_.get(), params_.shared_buffer_bytes, cma_.get(),
                            bulk_.get(), params_.packed_acks, params_.counters,

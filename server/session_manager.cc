@@ -173,14 +173,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::NewSession(
   // quota or not, so that a quota a reload sets later counts all of the
   // user's bytes (Note [Tokens reload]).
   if (user.quota_bytes > 0) params.quota_bytes = user.quota_bytes;
-  const uint64_t account = AccountOf(user.name);
-  for (const auto& d : devices_->devices()) {
-    d->allocator()->JoinAccount(params.number, account,
-                                absl::StrCat("user '", user.name, "'"));
-    if (user.quota_bytes > 0) {
-      d->allocator()->SetSessionQuota(account, user.quota_bytes);
-    }
-  }
+  accounts_.Join(user, params.number, *devices_);
   return std::make_shared<Session>(params);
 }
 
@@ -354,11 +347,6 @@ SessionManager::Evicted SessionManager::EvictUsersIf(
   return out;
 }
 
-std::vector<std::pair<std::string, uint64_t>> SessionManager::Accounts() const {
-  MutexLock lock(&mu_);
-  return {accounts_.begin(), accounts_.end()};
-}
-
 std::vector<v1::SessionInfo> SessionManager::List() const {
   std::vector<std::shared_ptr<Session>> all;
   {
@@ -376,14 +364,6 @@ v1::ListDevicesResponse SessionManager::Devices() const {
     *out.add_devices() = DeviceToProto(d->description());
   }
   return out;
-}
-
-uint64_t SessionManager::AccountOf(const std::string& user) {
-  MutexLock lock(&mu_);
-  auto [it, inserted] = accounts_.try_emplace(user, 0);
-  // Account ids live above every session number (the allocators' key space).
-  if (inserted) it->second = (uint64_t{1} << 63) | accounts_.size();
-  return it->second;
 }
 
 std::string SessionManager::SessionIdOf(uint64_t number) const {

@@ -19,6 +19,7 @@
 #include "server/auth.h"
 #include "server/daemon_counters.h"
 #include "server/session.h"
+#include "server/user_accounts.h"
 #include "server/welcome.h"
 
 namespace tensord {
@@ -68,7 +69,9 @@ class SessionManager {
   };
   Evicted EvictUsersIf(absl::FunctionRef<bool(const std::string& user)> gone);
   // Every user that opened a session, with its allocator account.
-  std::vector<std::pair<std::string, uint64_t>> Accounts() const;
+  std::vector<std::pair<std::string, uint64_t>> Accounts() const {
+    return accounts_.List();
+  }
 
   std::vector<v1::SessionInfo> List() const;
   v1::ListDevicesResponse Devices() const;
@@ -110,8 +113,6 @@ class SessionManager {
   absl::StatusOr<std::shared_ptr<Session>> Resume(
       const v1::Hello& hello, const User& user,
       std::shared_ptr<FrameSink> sink);
-  // The allocator account shared by `user`'s sessions (their quota).
-  uint64_t AccountOf(const std::string& user);
   // Releases detached sessions whose grace period is over.
   void ReaperLoop();
 
@@ -119,13 +120,13 @@ class SessionManager {
   DeviceRegistry* const devices_;
   Authenticator* const auth_;
   DaemonCounters counters_;
+  UserAccounts accounts_;  // the allocator account each user's sessions share
   std::atomic<uint64_t> next_number_{1};
   std::atomic<int> bulk_port_{0};
   std::string cma_socket_ ABSL_GUARDED_BY(mu_);
   mutable Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_
       ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, uint64_t> accounts_ ABSL_GUARDED_BY(mu_);
   // Per user: slots taken by sessions being made, not yet in sessions_.
   absl::flat_hash_map<std::string, int> reserved_ ABSL_GUARDED_BY(mu_);
   // Detached sessions and when their grace period ends.

@@ -3,7 +3,7 @@
 // Gets on raw lane connections (bytes checked against what was sent and
 // against the stream's answers), lanes asked for but never attached, a lane
 // cut mid-upload, and the C++ client striping transfers by itself
-// (ClientOptions::bulk_lanes, $TENSORD_BULK_LANES).
+// (ClientOptions::bulk_lanes).
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -217,19 +217,6 @@ TEST_F(BulkLanesTest, TheClientStripesLargeTransfers) {
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_TRUE(*back == values) << want;
   }
-}
-
-TEST_F(BulkLanesTest, TheEnvironmentCapsTheClientsLanes) {
-  setenv("TENSORD_BULK_LANES", "2", 1);
-  ClientOptions options;
-  options.address = address();
-  options.shm = ClientOptions::ShmMode::kOff;
-  auto client = Client::Connect(options);
-  // Read when the socket connects, at the first large transfer (here).
-  const uint32_t lanes = client.ok() ? (*client)->bulk_lanes() : 0;
-  unsetenv("TENSORD_BULK_LANES");
-  ASSERT_TRUE(client.ok()) << client.status();
-  EXPECT_EQ(lanes, 2u);
 }
 
 TEST(BulkLanesFlagTest, TheDaemonOffersItsBulkLanes) {

@@ -1,18 +1,10 @@
 // Automatic resume in the C++ client against the real daemon: a TCP proxy in
-// the test process carries the client's stream and cuts it at moments the
-// test chooses (between ops, mid-upload, mid-download). Results must equal a
-// run without cuts and nothing may run twice; a session the daemon did not
-// keep (--resume_grace=0) fails every read with a clear status.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <condition_variable>
+// the test process (cutting_proxy.h) carries the client's stream and cuts it at
+// moments the test chooses (between ops, mid-upload, mid-download). Results
+// must equal a run without cuts and nothing may run twice; a session the daemon
+// did not keep (--resume_grace=0) fails every read with a clear status.
 #include <cstdint>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/time/clock.h"
@@ -21,171 +13,20 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/admin.grpc.pb.h"
+#include "tests/cutting_proxy.h"
 #include "tests/daemon_process.h"
 
 namespace tensord {
 namespace {
 
-// Pipes TCP connections from 127.0.0.1:<port> to `upstream`. Cuts are
-// shutdown()s of both sockets of every live connection: both peers see the
-// connection drop, as with a broken network path.
-class Proxy {
- public:
-  enum Direction { kUp = 0, kDown = 1 };  // client->daemon, daemon->client
-
-  explicit Proxy(const std::string& upstream) {
-    const size_t colon = upstream.rfind(':');
-    upstream_port_ = std::stoi(upstream.substr(colon + 1));
-    listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr = Loopback(0);
-    bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    listen(listen_fd_, 16);
-    socklen_t len = sizeof(addr);
-    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    address_ = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
-    acceptor_ = std::thread([this] { AcceptLoop(); });
-  }
-  ~Proxy() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-      CutLocked();
-    }
-    cv_.notify_all();
-    shutdown(listen_fd_, SHUT_RDWR);
-    acceptor_.join();
-    for (std::thread& t : pumps_) t.join();
-    for (int fd : fds_) close(fd);
-    close(listen_fd_);
-  }
-
-  const std::string& address() const { return address_; }
-
-  void CutAll() {
-    std::lock_guard<std::mutex> lock(mu_);
-    CutLocked();
-  }
-  // Cuts once `bytes` more bytes have gone in `direction`.
-  void CutAfter(Direction direction, size_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    armed_ = true;
-    armed_direction_ = direction;
-    armed_left_ = bytes;
-  }
-  // While held, new connections wait in the listen backlog.
-  void Hold(bool hold) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      held_ = hold;
-    }
-    cv_.notify_all();
-  }
-  int cuts() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return cuts_;
-  }
-
- private:
-  static sockaddr_in Loopback(int port) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return addr;
-  }
-
-  void CutLocked() {
-    for (auto& [a, b] : live_) {
-      shutdown(a, SHUT_RDWR);
-      shutdown(b, SHUT_RDWR);
-    }
-    if (!live_.empty()) ++cuts_;
-    live_.clear();
-  }
-
-  void AcceptLoop() {
-    while (true) {
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return !held_ || stopping_; });
-        if (stopping_) return;
-      }
-      const int client = accept(listen_fd_, nullptr, nullptr);
-      if (client < 0) return;  // shut down
-      const int daemon = socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in addr = Loopback(upstream_port_);
-      std::lock_guard<std::mutex> lock(mu_);
-      fds_.push_back(client);
-      fds_.push_back(daemon);
-      if (stopping_ ||
-          connect(daemon, reinterpret_cast<sockaddr*>(&addr), sizeof(addr))) {
-        shutdown(client, SHUT_RDWR);
-        continue;
-      }
-      live_.emplace_back(client, daemon);
-      pumps_.emplace_back(
-          [this, client, daemon] { Pump(client, daemon, kUp); });
-      pumps_.emplace_back(
-          [this, client, daemon] { Pump(daemon, client, kDown); });
-    }
-  }
-
-  void Pump(int from, int to, Direction direction) {
-    std::vector<char> buf(64 << 10);
-    while (true) {
-      const ssize_t n = read(from, buf.data(), buf.size());
-      if (n <= 0) break;
-      size_t size = static_cast<size_t>(n);
-      bool cut = false;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (armed_ && armed_direction_ == direction) {
-          if (armed_left_ <= size) {
-            size = armed_left_;
-            cut = true;
-            armed_ = false;
-          } else {
-            armed_left_ -= size;
-          }
-        }
-      }
-      for (size_t done = 0; done < size;) {
-        const ssize_t w =
-            send(to, buf.data() + done, size - done, MSG_NOSIGNAL);
-        if (w <= 0) return;
-        done += static_cast<size_t>(w);
-      }
-      if (cut) {
-        CutAll();
-        return;
-      }
-    }
-    shutdown(to, SHUT_WR);  // pass the half-close on
-  }
-
-  int listen_fd_ = -1;
-  int upstream_port_ = 0;
-  std::string address_;
-  std::thread acceptor_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  bool held_ = false;
-  bool armed_ = false;
-  Direction armed_direction_ = kDown;
-  size_t armed_left_ = 0;
-  int cuts_ = 0;
-  std::vector<std::pair<int, int>> live_;
-  std::vector<int> fds_;
-  std::vector<std::thread> pumps_;
-};
+using testing::CuttingProxy;
 
 // The stream carries every byte unless `shm` (then a region of small
 // slots, so that uploads and downloads span several commands to cut).
 // Without `bulk`, big transfers without a region take the stream (the bulk
 // socket goes to the daemon directly, past the proxy).
-ClientOptions Through(const Proxy& proxy, bool shm = false, bool cma = false,
-                      bool bulk = false) {
+ClientOptions Through(const CuttingProxy& proxy, bool shm = false,
+                      bool cma = false, bool bulk = false) {
   ClientOptions options;
   options.address = proxy.address();
   options.shm =
@@ -200,7 +41,7 @@ ClientOptions Through(const Proxy& proxy, bool shm = false, bool cma = false,
 // A workload whose every read is recorded; with `proxy`, the stream is cut
 // at several points. Checks its own values against the host as it goes.
 // `cut_bytes`: how far into the big upload and download the cuts come.
-std::vector<float> Workload(Client& client, Proxy* proxy,
+std::vector<float> Workload(Client& client, CuttingProxy* proxy,
                             size_t cut_bytes = size_t{3} << 19) {
   std::vector<float> seen;
   auto record = [&seen](const Tensor& t) {
@@ -236,11 +77,11 @@ std::vector<float> Workload(Client& client, Proxy* proxy,
   const size_t n = (size_t{3} << 20) / sizeof(float);  // 3 MiB: 3+ chunks
   std::vector<float> big(n);
   for (size_t i = 0; i < n; ++i) big[i] = static_cast<float>(i % 1001);
-  if (proxy != nullptr) proxy->CutAfter(Proxy::kUp, cut_bytes);
+  if (proxy != nullptr) proxy->CutAfter(CuttingProxy::kUp, cut_bytes);
   Tensor b = client.FromVector(big, {static_cast<int64_t>(n)});
   Tensor b2 = b + 1.0;
   EXPECT_TRUE(client.synchronize().ok());
-  if (proxy != nullptr) proxy->CutAfter(Proxy::kDown, cut_bytes);
+  if (proxy != nullptr) proxy->CutAfter(CuttingProxy::kDown, cut_bytes);
   absl::StatusOr<std::vector<float>> back = b2.to_vector<float>();
   EXPECT_TRUE(back.ok()) << back.status();
   if (back.ok()) {
@@ -260,7 +101,7 @@ std::vector<float> Workload(Client& client, Proxy* proxy,
 TEST(ClientResumeTest, CutStreamsResumeTransparently) {
   auto daemon = testing::DaemonProcess::Start({"--insecure"});
   ASSERT_TRUE(daemon.ok()) << daemon.status();
-  Proxy proxy((*daemon)->address());
+  CuttingProxy proxy((*daemon)->address());
 
   auto plain = Client::Connect(Through(proxy));
   ASSERT_TRUE(plain.ok()) << plain.status();
@@ -281,7 +122,7 @@ TEST(ClientResumeTest, CutStreamsResumeTransparently) {
 // The workload through `proxy` plainly (the reference), then on a session
 // with `options` whose big transfers have the stream cut `cut_bytes` in;
 // the values must match. Returns the client's resumes (-1: no session).
-int ResumedWorkload(const testing::DaemonProcess& daemon, Proxy& proxy,
+int ResumedWorkload(const testing::DaemonProcess& daemon, CuttingProxy& proxy,
                     const ClientOptions& options, size_t cut_bytes) {
   auto plain = Client::Connect(Through(proxy));
   EXPECT_TRUE(plain.ok()) << plain.status();
@@ -307,7 +148,7 @@ int ResumedWorkload(const testing::DaemonProcess& daemon, Proxy& proxy,
 TEST(ClientResumeTest, ShmTransfersResumeTransparently) {
   auto daemon = testing::DaemonProcess::Start({"--insecure"});
   ASSERT_TRUE(daemon.ok()) << daemon.status();
-  Proxy proxy((*daemon)->address());
+  CuttingProxy proxy((*daemon)->address());
   // Shm Put/Data frames carry no payload: a few hundred bytes in, the big
   // upload (12 slots' worth) and download are under way.
   const int resumes =
@@ -322,7 +163,7 @@ TEST(ClientResumeTest, ShmTransfersResumeTransparently) {
 TEST(ClientResumeTest, CmaTransfersResumeTransparently) {
   auto daemon = testing::DaemonProcess::Start({"--insecure"});
   ASSERT_TRUE(daemon.ok()) << daemon.status();
-  Proxy proxy((*daemon)->address());
+  CuttingProxy proxy((*daemon)->address());
   const int resumes = ResumedWorkload(
       **daemon, proxy, Through(proxy, /*shm=*/true, /*cma=*/true), 64);
   EXPECT_GE(proxy.cuts(), 3);
@@ -338,7 +179,7 @@ TEST(ClientResumeTest, BulkTransfersResumeTransparently) {
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   // The proxy forwards the gRPC port only: the bulk socket's port is the
   // daemon's, on the same host.
-  Proxy proxy((*daemon)->address());
+  CuttingProxy proxy((*daemon)->address());
   const int resumes = ResumedWorkload(
       **daemon, proxy, Through(proxy, false, false, /*bulk=*/true), 64);
   EXPECT_GE(proxy.cuts(), 3);
@@ -361,7 +202,7 @@ TEST(ClientResumeTest, ExpiredSessionFailsEveryReadClearly) {
   auto daemon =
       testing::DaemonProcess::Start({"--insecure", "--resume_grace=0s"});
   ASSERT_TRUE(daemon.ok()) << daemon.status();
-  Proxy proxy((*daemon)->address());
+  CuttingProxy proxy((*daemon)->address());
   ClientOptions options = Through(proxy);
   options.batch_delay = absl::Hours(1);  // only sync points send
   auto client = Client::Connect(options);
@@ -397,7 +238,7 @@ TEST(ClientResumeTest, ExpiredSessionFailsEveryReadClearly) {
 TEST(ClientResumeTest, ResumeCanBeTurnedOff) {
   auto daemon = testing::DaemonProcess::Start({"--insecure"});
   ASSERT_TRUE(daemon.ok()) << daemon.status();
-  Proxy proxy((*daemon)->address());
+  CuttingProxy proxy((*daemon)->address());
   ClientOptions options = Through(proxy);
   options.resume = false;
   auto client = Client::Connect(options);

@@ -100,7 +100,7 @@ constexpr size_t kRegionBytes = (size_t{4} << 20) + 4096;
 std::vector<size_t> Sizes() {
   return {0,
           1,
-          (256 << 10) - 1,  // just under Session::kShmMinBytes: the stream
+          (256 << 10) - 1,  // just under LocalTransport::kMinBytes: the stream
           256 << 10,
           (1 << 20) - 1,
           1 << 20,
@@ -226,7 +226,7 @@ TEST(ShmTransferTest, SmallResultsAreAnsweredInTheMailbox) {
   ASSERT_TRUE(client->shm_active());
   const auto& session = client->internal_session();
   Tensor x = client->FromVector<float>({1.5f, -2.0f}, {2});
-  const uint64_t before = session->mailbox_answers();
+  const uint64_t before = session->transport().mailbox_answers();
   for (int i = 0; i < 50; ++i) {
     // A fresh result: its size is not known yet, so it is asked through the
     // region (the Ack has not arrived).
@@ -234,7 +234,8 @@ TEST(ShmTransferTest, SmallResultsAreAnsweredInTheMailbox) {
     ASSERT_TRUE(v.ok()) << v.status();
     EXPECT_EQ(*v, -0.5f * static_cast<float>(i));
   }
-  EXPECT_GE(session->mailbox_answers(), before + 40);  // a few may see an Ack
+  // A few may see an Ack.
+  EXPECT_GE(session->transport().mailbox_answers(), before + 40);
   // An error answers on the stream only: the reader wakes the waiter.
   Tensor bad = x.matmul(client->FromVector<float>({1, 2, 3}, {3}));
   absl::StatusOr<float> refused = bad.item<float>();

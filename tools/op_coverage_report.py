@@ -19,7 +19,7 @@ import opinfo_harness as H  # noqa: E402
 import opinfo_variants as V  # noqa: E402
 
 DOC = os.path.join(ROOT, "docs", "ops.md")
-CPU_ONLY_SRC = os.path.join(ROOT, "runtime", "ops", "cuda_op_table_test.cc")
+CPU_ONLY_SRC = os.path.join(ROOT, "runtime", "ops", "known_cpu_only.cc")
 DTYPE_NAMES = [H.dtype_name(d) for d in H.DTYPES]
 # One character per case in the per-entry table.
 MARKS = {H.PASS: "✓", H.FAIL_GRAD: "g", H.FAIL_FORWARD: "✗", H.FALLBACK: "F", H.NO_DTYPE: "d",
@@ -40,7 +40,7 @@ def is_base(r: H.Result) -> bool:
 
 
 def cpu_only_rows() -> List[str]:
-    """KnownCpuOnly() of cuda_op_table_test.cc: the compute rows without a CUDA kernel."""
+    """KnownCpuOnly() of known_cpu_only.cc: the compute rows without a CUDA kernel."""
     text = open(CPU_ONLY_SRC).read()
     body = re.search(r"KnownCpuOnly\(\)\s*\{(.*?)return", text, re.S).group(1)
     return re.findall(r'"([a-z0-9_]+)"', body)
@@ -164,8 +164,9 @@ def write_doc(results: List[H.Result], catalog: Dict[str, object], max_samples: 
         "",
         "## The daemon's ops",
         "",
-        "CUDA *no*: the row is listed in `KnownCpuOnly` of `runtime/ops/cuda_op_table_test.cc` "
-        "(which checks the list on a CUDA build); view and composite rows run on every device.",
+        "CUDA *no*: the row is listed in `KnownCpuOnly` of `runtime/ops/known_cpu_only.cc` "
+        "(`known_cpu_only_test` checks the list on a CUDA build); view and composite rows run "
+        "on every device.",
         "",
         *catalog_table(catalog),
         "",

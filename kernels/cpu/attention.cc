@@ -66,6 +66,13 @@ void Product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
   }
 }
 
+// Row strides (Note [Attention geometry]).
+int64_t QRow(const AttentionGeometry& g) { return g.q_row > 0 ? g.q_row : g.e; }
+int64_t KRow(const AttentionGeometry& g) { return g.k_row > 0 ? g.k_row : g.e; }
+int64_t VRow(const AttentionGeometry& g) {
+  return g.v_row > 0 ? g.v_row : g.ev;
+}
+
 // Keys [j0, end) that query block [i0, i1) may see at all: a causal block
 // stops at the last query's diagonal.
 int64_t KeyEnd(const AttentionGeometry& g, int64_t i1) {
@@ -124,12 +131,13 @@ void ForwardBlock(const AttentionGeometry& g, int64_t b, int64_t i0, int64_t rn,
   std::fill(acc, acc + rn * g.ev, T(0));
   std::fill(mx, mx + rn, ninf);
   std::fill(sum, sum + rn, T(0));
-  const T* qb = q + g.q_off[b] + i0 * g.e;
+  const int64_t qr = QRow(g), kr = KRow(g), vr = VRow(g);
+  const T* qb = q + g.q_off[b] + i0 * qr;
   const int64_t end = KeyEnd(g, i0 + rn);
   for (int64_t j0 = 0; j0 < end; j0 += kKeyBlock) {
     const int64_t jn = std::min(kKeyBlock, end - j0);
-    Product<T>(false, true, rn, jn, g.e, qb, g.e, k + g.k_off[b] + j0 * g.e,
-               g.e, T(0), s, kKeyBlock);
+    Product<T>(false, true, rn, jn, g.e, qb, qr, k + g.k_off[b] + j0 * kr, kr,
+               T(0), s, kKeyBlock);
     MaskScores(g, b, i0, rn, j0, jn, s, kKeyBlock);
     for (int64_t r = 0; r < rn; ++r) {
       T* row = s + r * kKeyBlock;
@@ -151,7 +159,7 @@ void ForwardBlock(const AttentionGeometry& g, int64_t b, int64_t i0, int64_t rn,
       }
     }
     Product<T>(false, false, rn, g.ev, jn, s, kKeyBlock,
-               v + g.v_off[b] + j0 * g.ev, g.ev, T(1), acc, g.ev);
+               v + g.v_off[b] + j0 * vr, vr, T(1), acc, g.ev);
   }
   for (int64_t r = 0; r < rn; ++r) {
     const int64_t i = b * g.l + i0 + r;
@@ -172,11 +180,13 @@ void BackwardProblem(const AttentionGeometry& g, int64_t b, const T* dout,
   T* p = scratch;                           // [rn, kKeyBlock] weights
   T* dp = p + kQueryBlock * kKeyBlock;      // [rn, kKeyBlock] their gradient
   T* delta = dp + kQueryBlock * kKeyBlock;  // [l]: rowsum(dout * out)
-  const T* go = dout + b * g.l * g.ev;
+  const int64_t qr = QRow(g), kr = KRow(g), vr = VRow(g);
+  const int64_t gr = g.dout_row > 0 ? g.dout_row : g.ev;
+  const T* go = dout + (g.dout_off != nullptr ? g.dout_off[b] : b * g.l * gr);
   const T* o = out + b * g.l * g.ev;
   for (int64_t i = 0; i < g.l; ++i) {
     T d = 0;
-    for (int64_t c = 0; c < g.ev; ++c) d += go[i * g.ev + c] * o[i * g.ev + c];
+    for (int64_t c = 0; c < g.ev; ++c) d += go[i * gr + c] * o[i * g.ev + c];
     delta[i] = d;
   }
   T* dqb = dq + b * g.l * g.e;
@@ -194,8 +204,8 @@ void BackwardProblem(const AttentionGeometry& g, int64_t b, const T* dout,
     const int64_t end = KeyEnd(g, i0 + rn);
     for (int64_t j0 = 0; j0 < end; j0 += kKeyBlock) {
       const int64_t jn = std::min(kKeyBlock, end - j0);
-      Product<T>(false, true, rn, jn, g.e, qb + i0 * g.e, g.e, kb + j0 * g.e,
-                 g.e, T(0), p, kKeyBlock);
+      Product<T>(false, true, rn, jn, g.e, qb + i0 * qr, qr, kb + j0 * kr, kr,
+                 T(0), p, kKeyBlock);
       MaskScores(g, b, i0, rn, j0, jn, p, kKeyBlock);
       for (int64_t r = 0; r < rn; ++r) {
         T* row = p + r * kKeyBlock;
@@ -204,10 +214,10 @@ void BackwardProblem(const AttentionGeometry& g, int64_t b, const T* dout,
         std::fill(row + live, row + jn, T(0));
       }
       // dv_j += P^T dout_i; dP = dout_i V_j^T.
-      Product<T>(true, false, jn, g.ev, rn, p, kKeyBlock, go + i0 * g.ev, g.ev,
+      Product<T>(true, false, jn, g.ev, rn, p, kKeyBlock, go + i0 * gr, gr,
                  T(1), dvb + j0 * g.ev, g.ev);
-      Product<T>(false, true, rn, jn, g.ev, go + i0 * g.ev, g.ev,
-                 vb + j0 * g.ev, g.ev, T(0), dp, kKeyBlock);
+      Product<T>(false, true, rn, jn, g.ev, go + i0 * gr, gr, vb + j0 * vr, vr,
+                 T(0), dp, kKeyBlock);
       // dS = P * (dP - delta) * scale, in dp.
       for (int64_t r = 0; r < rn; ++r) {
         const T* pr = p + r * kKeyBlock;
@@ -216,9 +226,9 @@ void BackwardProblem(const AttentionGeometry& g, int64_t b, const T* dout,
         for (int64_t c = 0; c < jn; ++c) dr[c] = pr[c] * (dr[c] - d) * scale;
       }
       // dq_i += dS K_j; dk_j += dS^T Q_i.
-      Product<T>(false, false, rn, g.e, jn, dp, kKeyBlock, kb + j0 * g.e, g.e,
+      Product<T>(false, false, rn, g.e, jn, dp, kKeyBlock, kb + j0 * kr, kr,
                  T(1), dqb + i0 * g.e, g.e);
-      Product<T>(true, false, jn, g.e, rn, dp, kKeyBlock, qb + i0 * g.e, g.e,
+      Product<T>(true, false, jn, g.e, rn, dp, kKeyBlock, qb + i0 * qr, qr,
                  T(1), dkb + j0 * g.e, g.e);
     }
   }

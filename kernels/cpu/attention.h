@@ -7,15 +7,19 @@
 // each block from it (as PyTorch's CPU flash kernel).
 //
 // Note [Attention geometry]: each problem's Q [L, E], K [S, E], V [S, Ev]
-// are dense row-major blocks (column stride 1, row stride E or Ev) at
-// per-problem element offsets, so batch dims that broadcast (stride 0) cost
-// no copy. The mask, if any, is read at mask_off[b] + i * mask_row +
-// j * mask_col (strides may be 0): bool (True: may attend) or of the data's
-// type (added). Causal masking is top-left aligned (key j <= query i), as
-// PyTorch's is_causal. A query that may attend to no key gets a zero output
-// and a zero gradient (PyTorch's flash kernel; its math path gives NaN).
-// The outputs (out, lse, dq, dk, dv) and the backward's grad_out are
-// contiguous [batch, ...].
+// are row-major blocks (column stride 1, row stride q_row, k_row, v_row: E or
+// Ev when packed) at per-problem element offsets, so batch dims that
+// broadcast (stride 0) cost no copy, and neither do heads that are views
+// into a wider row (GPT's q, k, v: sections of one [B, T, 3C] projection,
+// reshaped to heads and transposed, rows 3C apart). The mask, if any, is
+// read at mask_off[b] + i * mask_row + j * mask_col (strides may be 0): bool
+// (True: may attend) or of the data's type (added). Causal masking is
+// top-left aligned (key j <= query i), as PyTorch's is_causal. A query that
+// may attend to no key gets a zero output and a zero gradient (PyTorch's
+// flash kernel; its math path gives NaN).
+// The outputs (out, lse, dq, dk, dv) are contiguous [batch, ...]; the
+// backward's grad_out is contiguous too, or at dout_off[b] with rows dout_row
+// apart as Q is.
 //
 // Threads: the forward splits (problem, query block) pairs over the intra-op
 // pool, the backward the problems (each owns its dk and dv). Inside those
@@ -38,6 +42,12 @@ struct AttentionGeometry {
   const int64_t* q_off = nullptr;
   const int64_t* k_off = nullptr;
   const int64_t* v_off = nullptr;
+  // Row strides of Q, K, V (>= their row length); 0: packed rows.
+  int64_t q_row = 0, k_row = 0, v_row = 0;
+  // The backward's grad_out: problem b's [L, Ev] at dout_off[b], rows
+  // dout_row apart (0: packed); nullptr: contiguous [batch, L, Ev].
+  const int64_t* dout_off = nullptr;
+  int64_t dout_row = 0;
   // The mask: nullptr for none.
   const void* mask = nullptr;
   bool mask_is_bool = false;

@@ -88,6 +88,66 @@ INSTANTIATE_TEST_SUITE_P(CausalAndMask, AttentionFloat32Test,
                          ::testing::Combine(::testing::Bool(),
                                             ::testing::Bool()));
 
+// Note [Attention geometry]: heads read in place from one [B, T, 3C]
+// projection (q, k, v rows 3C apart) and a [B, T, C] output gradient give
+// exactly the results of packed copies of the same heads.
+TEST(AttentionTest, StridedRowsMatchPackedCopies) {
+  const int64_t bs = 2, h = 3, t = 70, d = 16, c = h * d, nb = bs * h;
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0, 1);
+  std::vector<float> qkv(bs * t * 3 * c), gy(bs * t * c);
+  for (float& x : qkv) x = normal(rng);
+  for (float& x : gy) x = normal(rng);
+  std::vector<int64_t> qo(nb), ko(nb), vo(nb), go(nb), po(nb);
+  std::vector<float> qp(nb * t * d), kp(qp.size()), vp(qp.size()),
+      gp(qp.size());
+  for (int64_t b = 0; b < bs; ++b) {
+    for (int64_t hh = 0; hh < h; ++hh) {
+      const int64_t i = b * h + hh;
+      qo[i] = b * t * 3 * c + hh * d, ko[i] = qo[i] + c, vo[i] = qo[i] + 2 * c;
+      go[i] = b * t * c + hh * d, po[i] = i * t * d;
+      for (int64_t r = 0; r < t; ++r) {
+        for (int64_t e = 0; e < d; ++e) {
+          qp[po[i] + r * d + e] = qkv[qo[i] + r * 3 * c + e];
+          kp[po[i] + r * d + e] = qkv[ko[i] + r * 3 * c + e];
+          vp[po[i] + r * d + e] = qkv[vo[i] + r * 3 * c + e];
+          gp[po[i] + r * d + e] = gy[go[i] + r * c + e];
+        }
+      }
+    }
+  }
+  for (bool causal : {false, true}) {
+    AttentionGeometry packed;
+    packed.batch = nb, packed.l = t, packed.s = t, packed.e = d,
+    packed.ev = d, packed.scale = 0.25, packed.causal = causal;
+    AttentionGeometry strided = packed;
+    packed.q_off = po.data(), packed.k_off = po.data();
+    packed.v_off = po.data();
+    strided.q_off = qo.data(), strided.k_off = ko.data();
+    strided.v_off = vo.data(), strided.dout_off = go.data();
+    strided.q_row = strided.k_row = strided.v_row = 3 * c;
+    strided.dout_row = c;
+    const size_t n = qp.size();
+    std::vector<float> o1(n), o2(n), l1(nb * t), l2(nb * t), dq1(n), dk1(n),
+        dv1(n), dq2(n), dk2(n), dv2(n);
+    AttentionForward<float>(strided, qkv.data(), qkv.data(), qkv.data(),
+                            o1.data(), l1.data());
+    AttentionForward<float>(packed, qp.data(), kp.data(), vp.data(), o2.data(),
+                            l2.data());
+    AttentionBackward<float>(strided, gy.data(), qkv.data(), qkv.data(),
+                             qkv.data(), o1.data(), l1.data(), dq1.data(),
+                             dk1.data(), dv1.data());
+    AttentionBackward<float>(packed, gp.data(), qp.data(), kp.data(),
+                             vp.data(), o2.data(), l2.data(), dq2.data(),
+                             dk2.data(), dv2.data());
+    EXPECT_EQ(o1, o2);
+    EXPECT_EQ(l1, l2);
+    EXPECT_EQ(dq1, dq2);
+    EXPECT_EQ(dk1, dk2);
+    EXPECT_EQ(dv1, dv2);
+  }
+}
+
 }  // namespace
 }  // namespace cpu
 }  // namespace tensord

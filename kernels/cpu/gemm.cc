@@ -25,6 +25,11 @@ constexpr int64_t kMinDepth = 256;
 // Multiply-adds below which float32 GEMMs call OpenBLAS, not oneDNN (Note
 // [oneDNN GEMM]).
 constexpr int64_t kSmallSgemm = int64_t{1} << 19;
+// Blocks of C per thread in a split GEMM (Note [GEMM threads]): more
+// balance the threads when one starts late, fewer pack the shared operand
+// fewer times (GPT tiny's products: 2 per thread cost no more CPU time than
+// 1 on one core).
+constexpr int64_t kBlocksPerThread = 2;
 
 void SingleThreadedBlas() {
   static std::once_flag once;
@@ -60,28 +65,27 @@ void Blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
   }
 }
 
-// C's rows (or columns) split over the pool, `parts` blocks.
+// C's rows (or columns) split over the pool in kBlocksPerThread * parts
+// blocks, claimed by whichever thread is free (Note [Claimed items] in
+// parallel.h).
 template <typename T>
 void SplitRowsOrColumns(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                         const T* a, int64_t lda, const T* b, int64_t ldb,
                         T beta, T* c, int64_t ldc, int64_t parts) {
   const bool by_rows = m >= n;
   const int64_t len = by_rows ? m : n;
+  const int64_t want = std::min(parts * kBlocksPerThread, len / kMinBlock);
   // Blocks aligned to kMinBlock (whole SIMD vectors of C's columns).
-  const int64_t step = (len / parts + kMinBlock - 1) / kMinBlock * kMinBlock;
+  const int64_t step = (len / want + kMinBlock - 1) / kMinBlock * kMinBlock;
   const int64_t blocks = (len + step - 1) / step;
-  // One block per item; the work per item is beyond the grain, so every
-  // block gets a thread.
-  ParallelFor(blocks, kParallelGrain, [&](int64_t first, int64_t last) {
-    for (int64_t i = first; i < last; ++i) {
-      const int64_t lo = i * step, rows = std::min(len, lo + step) - lo;
-      if (by_rows) {
-        Blas(ta, tb, rows, n, k, a + (ta ? lo : lo * lda), lda, b, ldb, beta,
-             c + lo * ldc, ldc);
-      } else {
-        Blas(ta, tb, m, rows, k, a, lda, b + (tb ? lo * ldb : lo), ldb, beta,
-             c + lo, ldc);
-      }
+  ParallelForClaimed(blocks, [&](int64_t i) {
+    const int64_t lo = i * step, rows = std::min(len, lo + step) - lo;
+    if (by_rows) {
+      Blas(ta, tb, rows, n, k, a + (ta ? lo : lo * lda), lda, b, ldb, beta,
+           c + lo * ldc, ldc);
+    } else {
+      Blas(ta, tb, m, rows, k, a, lda, b + (tb ? lo * ldb : lo), ldb, beta,
+           c + lo, ldc);
     }
   });
 }

@@ -5,9 +5,11 @@
 //
 // Note [GEMM threads]: OpenBLAS runs single-threaded in tensord; a wide GEMM
 // is split over the intra-op pool instead, into one OpenBLAS call per block
-// of C's rows (or columns, whichever dimension is longer), or, for few rows
-// and columns over a long K (conv2d's weight gradient), per block of K with
-// the partial products added afterwards. OpenBLAS's own
+// of C's rows (or columns, whichever dimension is longer; two blocks per
+// thread, claimed by whichever thread is free: Note [Claimed items] in
+// parallel.h, so a worker that wakes late does not hold the call up), or,
+// for few rows and columns over a long K (conv2d's weight gradient), per
+// block of K with the partial products added afterwards. OpenBLAS's own
 // threads spin-yield for a while after every call (on 2 cores a third of
 // the daemon's CPU in a CNN step went to sched_yield and its scheduling),
 // each small call paid its thread hand-off, and a kernel that already runs

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -116,6 +118,73 @@ void ParallelForSlots(int64_t n, int64_t work_per_item,
     fn(0, 0, std::min(n, step));  // the calling thread takes the first range
   }
   done.Wait();
+}
+
+namespace {
+
+// ParallelForClaimed's state, shared with the workers' closures, which may
+// run after the call returned (a worker that was late). `fn` points into the
+// caller's frame: a worker uses it only after entering while the call was
+// still open, and the caller, once every item is claimed, closes the call and
+// waits for the workers that entered.
+struct ClaimState {
+  std::atomic<int64_t> next{0};
+  int64_t n = 0;
+  absl::FunctionRef<void(int64_t)>* fn = nullptr;
+  Mutex mu;
+  bool closed ABSL_GUARDED_BY(mu) = false;
+  int active ABSL_GUARDED_BY(mu) = 0;
+
+  void RunItems() {
+    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n;
+         i = next.fetch_add(1, std::memory_order_relaxed)) {
+      (*fn)(i);
+    }
+  }
+};
+
+}  // namespace
+
+void ParallelForClaimed(int64_t n, absl::FunctionRef<void(int64_t)> fn) {
+  if (n <= 0) return;
+  const int threads = NumThreads();
+  if (threads == 1 || in_parallel_region || n == 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  WideKernelScope wide;  // Note [CPU compute gate]
+  auto state = std::make_shared<ClaimState>();
+  state->n = n;
+  state->fn = &fn;
+  const int64_t helpers = std::min<int64_t>(threads - 1, n - 1);
+  for (int64_t h = 0; h < helpers; ++h) {
+    GetPool().Schedule([state] {
+      {
+        MutexLock lock(&state->mu);
+        if (state->closed) return;  // the call returned: fn may be gone
+        ++state->active;
+      }
+      {
+        RegionScope region;
+        state->RunItems();
+      }
+      MutexLock lock(&state->mu);
+      --state->active;
+    });
+  }
+  {
+    RegionScope region;
+    state->RunItems();
+  }
+  // Every item is claimed: admit no more workers, wait for those inside.
+  ClaimState* s = state.get();
+  MutexLock lock(&s->mu);
+  s->closed = true;
+  s->mu.Await(absl::Condition(
+      +[](ClaimState* c) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return c->active == 0;
+      },
+      s));
 }
 
 void ParallelFor(int64_t n, int64_t work_per_item,

@@ -30,6 +30,18 @@ void ParallelFor(int64_t n, int64_t work_per_item,
 void ParallelForSlots(int64_t n, int64_t work_per_item,
                       absl::FunctionRef<void(int, int64_t, int64_t)> fn);
 
+// Note [Claimed items]: calls fn(i) once for each i in [0, n), items
+// claimed one at a time from a shared counter by the calling thread and up to
+// NumThreads() - 1 workers. The caller never waits for a worker that has not
+// started yet: when the pool's threads are late (the other cores busy with
+// another process, as the Python client is beside the daemon on a 2-core
+// VM), the caller runs the remaining items itself instead of idling until a
+// statically assigned range's thread is scheduled. Which thread runs an item
+// varies between calls; what an item computes must not depend on it. For
+// coarse items (a GEMM's blocks of C: Note [GEMM threads] in gemm.h): each
+// call allocates its shared state. Inside a ParallelFor body it runs inline.
+void ParallelForClaimed(int64_t n, absl::FunctionRef<void(int64_t)> fn);
+
 // True inside a ParallelFor body (where a nested ParallelFor runs inline).
 bool InParallelRegion();
 

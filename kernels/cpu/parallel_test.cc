@@ -117,6 +117,50 @@ TEST(ParallelTest, ConcurrentCallersShareThePool) {
   }
 }
 
+// Note [Claimed items]: every item runs exactly once, on the caller or a
+// worker, and the workers' writes are visible when the call returns.
+TEST(ParallelTest, ClaimedItemsRunOnceEach) {
+  for (int64_t n : {1, 2, 3, 7, 64}) {
+    std::vector<int> hits(n, 0);  // plain: each item is one thread's
+    Mutex mu;
+    std::vector<std::thread::id> threads;
+    ParallelForClaimed(n, [&](int64_t i) {
+      hits[i] += 1;
+      MutexLock lock(&mu);
+      threads.push_back(std::this_thread::get_id());
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i], 1) << n << " " << i;
+    MutexLock lock(&mu);
+    EXPECT_EQ(threads.size(), static_cast<size_t>(n));
+  }
+}
+
+// Calls whose items are done before a worker wakes: the late worker finds
+// the call closed and leaves its items (and the caller's frame) alone.
+TEST(ParallelTest, ClaimedCallsBackToBack) {
+  int64_t total = 0;
+  for (int call = 0; call < 2000; ++call) {
+    int64_t local[2] = {0, 0};  // each call's own frame
+    ParallelForClaimed(2, [&](int64_t i) { local[i] = call + i; });
+    total += local[0] + local[1];
+  }
+  EXPECT_EQ(total, 2 * (1999 * 2000 / 2) + 2000);
+}
+
+TEST(ParallelTest, ClaimedItemsInsideABodyRunInline) {
+  std::vector<int> out(4 * 8, 0);
+  ParallelFor(4, kParallelGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t outer = begin; outer < end; ++outer) {
+      const std::thread::id body = std::this_thread::get_id();
+      ParallelForClaimed(8, [&](int64_t i) {
+        EXPECT_EQ(std::this_thread::get_id(), body);
+        out[outer * 8 + i] += 1;
+      });
+    }
+  });
+  for (int v : out) EXPECT_EQ(v, 1);
+}
+
 }  // namespace
 }  // namespace cpu
 }  // namespace tensord

@@ -9,7 +9,7 @@
 //   gives no mask gradient), the composition matmul, mul, masked_fill/add,
 //   softmax, matmul. A query that may attend to no key gives 0 in the fused
 //   row (PyTorch's flash kernel) and NaN composed (PyTorch's math path).
-// The fused rows are CPU only (KnownCpuOnly in cuda_op_table_test.cc).
+// The fused rows are CPU only (KnownCpuOnly in known_cpu_only.cc).
 #include <cmath>
 #include <limits>
 
@@ -123,13 +123,44 @@ std::vector<int64_t> BatchOffsets(const Tensor& t, const Shape& batch,
   return off;
 }
 
-// The kernel's geometry over q, k, v (c[0..2], contiguous) and the mask,
+// `t` as the kernel reads it (Note [Attention geometry]): itself when its
+// last dim is unit-stride and its rows are at least a row apart (a head's
+// view into a wider projection row: GPT's q, k, v), else a contiguous copy.
+absl::StatusOr<Tensor> KernelRows(const Tensor& t, const OpContext& ctx) {
+  const int n = t.ndim();
+  if (n >= 2) {
+    const int64_t rows = t.shape()[n - 2], cols = t.shape()[n - 1];
+    const int64_t row_stride = t.strides()[n - 2];
+    if ((cols == 1 || t.strides()[n - 1] == 1) &&
+        (rows == 1 || row_stride >= std::max<int64_t>(cols, 1))) {
+      return t;
+    }
+  }
+  return Contiguous(t, ctx);
+}
+
+absl::StatusOr<std::vector<Tensor>> KernelRowsAll(absl::Span<const Tensor> in,
+                                                  const OpContext& ctx) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : in) {
+    TD_ASSIGN_OR_RETURN(Tensor r, KernelRows(t, ctx));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// Row stride of the [rows, cols] matrices of `v`, `nb` batch dims ahead.
+int64_t RowStride(const StridedView& v, int nb, int64_t cols) {
+  return v.sizes[nb] <= 1 ? std::max<int64_t>(cols, 1) : v.strides[nb];
+}
+
+// The kernel's geometry over q, k, v (c[0..2], KernelRows) and the mask,
 // with the offset arrays it points into and the views whose data the
 // kernel reads.
 struct Geometry {
   cpu::AttentionGeometry g;
-  std::vector<int64_t> q_off, k_off, v_off, m_off;
-  StridedView qv, kv, vv, mv;
+  std::vector<int64_t> q_off, k_off, v_off, m_off, dout_off;
+  StridedView qv, kv, vv, mv, doutv;
 };
 
 void BuildGeometry(const AttentionDims& d, const std::vector<Tensor>& c,
@@ -146,6 +177,10 @@ void BuildGeometry(const AttentionDims& d, const std::vector<Tensor>& c,
   g.q_off = geo->q_off.data();
   g.k_off = geo->k_off.data();
   g.v_off = geo->v_off.data();
+  const int nbatch = static_cast<int>(d.batch.size());
+  g.q_row = RowStride(geo->qv, nbatch, d.e);
+  g.k_row = RowStride(geo->kv, nbatch, d.e);
+  g.v_row = RowStride(geo->vv, nbatch, d.ev);
   if (mask != nullptr) {
     geo->m_off = BatchOffsets(*mask, d.batch, d.l, d.s, &geo->mv);
     const int nb = static_cast<int>(d.batch.size());
@@ -182,7 +217,7 @@ absl::Status CpuForward(absl::Span<const Tensor> in,
                       CheckAttention(in[0], in[1], in[2], mask,
                                      attrs.Bool("is_causal"), "attention"));
   TD_ASSIGN_OR_RETURN(std::vector<Tensor> c,
-                      ContiguousAll(in.subspan(0, 3), ctx));
+                      KernelRowsAll(in.subspan(0, 3), ctx));
   if (out[1].numel() == 0) return absl::OkStatus();  // no query at all
   Geometry geo;
   BuildGeometry(d, c, mask, attrs, &geo);
@@ -230,7 +265,10 @@ absl::Status CpuBackward(absl::Span<const Tensor> in,
                       CheckAttention(in[1], in[2], in[3], mask,
                                      attrs.Bool("is_causal"), "attention"));
   TD_ASSIGN_OR_RETURN(std::vector<Tensor> c,
-                      ContiguousAll(in.subspan(0, 6), ctx));
+                      KernelRowsAll(in.subspan(0, 4), ctx));
+  TD_ASSIGN_OR_RETURN(std::vector<Tensor> saved,
+                      ContiguousAll(in.subspan(4, 2), ctx));
+  c.insert(c.end(), saved.begin(), saved.end());
   if (out[0].numel() + out[1].numel() + out[2].numel() == 0) {
     return absl::OkStatus();
   }
@@ -238,15 +276,20 @@ absl::Status CpuBackward(absl::Span<const Tensor> in,
   Geometry geo;
   BuildGeometry(d, qkv, mask, attrs, &geo);
   if (geo.g.batch == 0) return absl::OkStatus();
+  // The output's gradient: [batch..., L, Ev] as the output (InferBackward).
+  geo.dout_off = BatchOffsets(c[0], d.batch, d.l, d.ev, &geo.doutv);
+  geo.g.dout_off = geo.dout_off.data();
+  geo.g.dout_row =
+      RowStride(geo.doutv, static_cast<int>(d.batch.size()), d.ev);
   if (in[1].dtype() == DType::kFloat64) {
     cpu::AttentionBackward<double>(
-        geo.g, c[0].view().ptr<double>(), geo.qv.ptr<double>(),
+        geo.g, geo.doutv.ptr<double>(), geo.qv.ptr<double>(),
         geo.kv.ptr<double>(), geo.vv.ptr<double>(), c[4].view().ptr<double>(),
         c[5].view().ptr<double>(), out[0].view().ptr<double>(),
         out[1].view().ptr<double>(), out[2].view().ptr<double>());
   } else {
     cpu::AttentionBackward<float>(
-        geo.g, c[0].view().ptr<float>(), geo.qv.ptr<float>(),
+        geo.g, geo.doutv.ptr<float>(), geo.qv.ptr<float>(),
         geo.kv.ptr<float>(), geo.vv.ptr<float>(), c[4].view().ptr<float>(),
         c[5].view().ptr<float>(), out[0].view().ptr<float>(),
         out[1].view().ptr<float>(), out[2].view().ptr<float>());

@@ -3,7 +3,7 @@
 // and the geometries oneDNN refuses: direct loops, kernels/cpu/conv3d.h).
 // Half inputs compute in float32 (Note [Half compute]). CPU only: the cuDNN
 // path (kernels/cuda/conv.cc) is built on 4-d descriptors and a 2-d
-// geometry, so the rows are in KnownCpuOnly (cuda_op_table_test.cc).
+// geometry, so the rows are in KnownCpuOnly (known_cpu_only.cc).
 // conv_transpose3d is conv3d_backward_input (the PyTorch device's mapping,
 // client/python/tensord/torch/_conv3d.py), as conv_transpose2d is.
 #include <array>

@@ -1,151 +1,26 @@
 // The op table on CUDA: every row with a CUDA kernel (and every composite
 // and view row, which run through such rows) agrees with the CPU on the
-// row's examples, contiguous and strided. Without a GPU these tests skip
-// and say why; RowsWithoutCudaKernels runs everywhere and keeps the list of
-// rows still missing a CUDA kernel from growing.
-#include <cmath>
+// row's examples, contiguous and strided, in float32 and float64; bool and
+// int64 rows, seeded draws, copies and bad indices too. Without a GPU these
+// tests skip and say why. The float16/bfloat16 rows are
+// cuda_half_op_table_test.cc's; the rows without a CUDA kernel are
+// known_cpu_only.h's list (checked by known_cpu_only_test).
 #include <map>
-#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/random.h"
-#include "runtime/cuda_discovery.h"
-#include "runtime/ops/cuda_kernels.h"
+#include "runtime/ops/cuda_op_table_fixture.h"
 #include "runtime/ops/dispatch.h"
 #include "runtime/ops/op_table.h"
-#include "runtime/testing/cuda_devices_test.h"
 
 namespace tensord {
 namespace {
 
-// Rows that run on the CPU only (a new row without a CUDA kernel must be
-// listed here, which makes the gap visible in review).
-const std::set<std::string>& KnownCpuOnly() {
-  static const auto* rows = new std::set<std::string>{
-      // LAPACK rows (lapack_*ops.cc): CPU only for now (no cuSOLVER path).
-      "_linalg_det", "_linalg_eigh", "_linalg_slogdet", "_linalg_solve_ex",
-      "_linalg_svd", "linalg_cholesky_ex", "linalg_inv_ex",
-      "linalg_lu_factor_ex", "linalg_lu_solve", "linalg_solve_triangular",
-      "geqrf", "linalg_qr", "ormqr", "linalg_householder_product",
-      "linalg_lstsq", "linalg_matrix_exp", "linalg_ldl_factor_ex",
-      "linalg_ldl_solve", "triangular_solve",
-      // unary_ops.cc: frexp's two outputs have no CUDA map kernel yet.
-      "frexp",
-      // conv3d_ops.cc: kernels/cuda/conv.cc's cuDNN path is 2-d only (4-d
-      // descriptors, a 2-d ConvShape and algorithm cache key).
-      "conv3d", "conv3d_backward_input", "conv3d_backward_weight",
-      // grid_sample_ops.cc: the forward is PyTorch's decomposition, with no
-      // CUDA kernel of its own to add the backward beside.
-      "grid_sampler_2d_backward", "grid_sampler_3d", "grid_sampler_3d_backward",
-      // embedding_bag_ops.cc: no sibling CUDA kernel yet.
-      "_embedding_bag", "_embedding_bag_dense_backward",
-      "_embedding_bag_per_sample_weights_backward",
-      // margin_loss_ops.cc: no sibling CUDA kernel yet.
-      "multi_margin_loss", "multilabel_margin_loss_forward",
-      "multi_margin_loss_backward", "multilabel_margin_loss_backward",
-      // ctc_loss_ops.cc: no sibling CUDA kernel yet.
-      "_ctc_loss", "_ctc_loss_backward",
-      // segment_reduce_ops.cc: no sibling CUDA kernel yet.
-      "segment_reduce", "_segment_reduce_backward",
-      // upsample_aa_ops.cc, histogramdd_ops.cc: no sibling CUDA kernel yet
-      // (_trilinear composes rows that have them).
-      "_upsample_bilinear2d_aa", "_upsample_bilinear2d_aa_backward",
-      "_histogramdd_bin_edges", "_histogramdd_from_bin_cts",
-      "_histogramdd_from_bin_tensors",
-      // nn_ops.cc: CUDA composes softmax's and log_softmax's gradients.
-      "softmax_backward", "log_softmax_backward",
-      // Fused attention (attention_ops.cc): CUDA composes
-      // scaled_dot_product_attention instead.
-      "scaled_dot_product_flash_attention",
-      "scaled_dot_product_flash_attention_backward"};
-  return *rows;
-}
-
-TEST(CudaOpTable, RowsWithoutCudaKernels) {
-  if (!CudaKernelsBuilt()) GTEST_SKIP() << "built without the CUDA toolkit";
-  for (const OpDef& op : OpTable()) {
-    if (op.infer == nullptr) continue;  // views and composites
-    if (op.cuda == nullptr) {
-      EXPECT_TRUE(KnownCpuOnly().count(op.name))
-          << op.name << " has no CUDA kernel";
-    } else {
-      EXPECT_FALSE(KnownCpuOnly().count(op.name))
-          << op.name << " has a CUDA kernel now: drop it from KnownCpuOnly";
-    }
-  }
-}
-
-class CudaOpTableTest : public testing::CudaDevicesTest {
- protected:
-  CudaOpTableTest() : CudaDevicesTest(/*session=*/1) {}
-  void SetUp() override {
-    CudaDevicesTest::SetUp();
-    if (IsSkipped()) return;
-    ctx_.device = devices_->cpu();  // Run picks each call's device
-  }
-
-  absl::StatusOr<std::vector<Tensor>> Run(
-      const OpDef& op, const std::vector<Tensor>& in,
-      const std::map<std::string, AttrValue>& attrs, Device* device,
-      uint64_t seed) {
-    auto built = Attrs::Build(op.name, op.attrs, attrs);
-    if (!built.ok()) return built.status();
-    generator_.ManualSeed(seed);
-    OpContext ctx = ctx_;
-    ctx.device = device;  // creation rows make their outputs here
-    ctx.generator = &generator_;
-    return RunOp(op, in, *built, ctx);
-  }
-
-  // The same values as `u` (on the GPU, 2-d or more) through a transposed
-  // copy: a non-contiguous view.
-  Tensor Transposed(const Tensor& u) {
-    Shape ts = u.shape();
-    std::swap(ts[0], ts[1]);
-    Tensor base = *Tensor::Empty(cuda_, u.dtype(), ts, ctx_.alloc);
-    Strides st = base.strides();
-    std::swap(st[0], st[1]);
-    Tensor view = base.AsStrided(u.shape(), st, 0);
-    EXPECT_TRUE(CopyOnDevice(cuda_, u.view(), view.view(), nullptr).ok());
-    return view;
-  }
-
-  Generator generator_;
-};
-
-Tensor MakeInput(Device* cpu, const AllocContext& alloc, const Shape& shape,
-                 DType dtype, uint64_t seed) {
-  Tensor t = *Tensor::Empty(cpu, dtype, shape, alloc);
-  if (IsFloating(dtype)) {
-    Tensor f = *Tensor::Empty(cpu, DType::kFloat32, shape, alloc);
-    EXPECT_TRUE(
-        cpu::FillRandom(cpu::Distribution::kNormal, seed, 0, f.view()).ok());
-    EXPECT_TRUE(cpu::Copy(f.view(), t.view()).ok());
-  } else {
-    EXPECT_TRUE(cpu::Fill(t.view(), dtype == DType::kBool ? 1 : 0).ok());
-  }
-  return t;
-}
-
-// Element-wise within tol relative to the CPU's value; NaN matches NaN and
-// an infinity the same infinity (log1p(-1) is -inf on both).
-void ExpectClose(const std::vector<double>& a, const std::vector<double>& b,
-                 double tol, const std::string& what) {
-  for (size_t j = 0; j < a.size(); ++j) {
-    if (std::isnan(a[j])) {
-      EXPECT_TRUE(std::isnan(b[j])) << what << " [" << j << "]";
-    } else if (std::isinf(a[j])) {
-      EXPECT_EQ(a[j], b[j]) << what << " [" << j << "]";
-    } else {
-      EXPECT_NEAR(a[j], b[j], tol * (1 + std::fabs(a[j])))
-          << what << " [" << j << "]";
-    }
-  }
-}
+using testing::CudaOpTableTest;
+using testing::ExpectClose;
+using testing::MakeInput;
 
 // Integer inputs are zeros (valid indices everywhere) except scatter's
 // index, whose rows must be distinct: with a repeated index which write
@@ -212,138 +87,6 @@ TEST_F(CudaOpTableTest, EveryRowAgreesWithCpu) {
       }
     }
   }
-}
-
-// Note [Half GEMM]: float16/bfloat16 matmul rows (and linear/addmm through
-// them) run as cuBLAS half GEMMs with float accumulation; they agree with the
-// CPU (which computes in float32 and rounds) within half tolerances, and
-// allocate nothing but their output: no float32 copies of the operands.
-TEST_F(CudaOpTableTest, HalfMatmulRowsMatchCpu) {
-  struct Case {
-    std::string op;
-    std::vector<Shape> shapes;
-    bool transpose_last = false;  // the last input read through a transpose
-  };
-  const std::vector<Case> cases = {
-      {"mm", {{64, 96}, {96, 40}}},
-      {"mm", {{64, 96}, {40, 96}}, true},
-      {"matmul", {{3, 64, 96}, {96, 40}}},
-      {"bmm", {{4, 32, 48}, {4, 48, 24}}},
-      {"linear", {{8, 96}, {40, 96}, {40}}},
-      {"addmm", {{64, 40}, {64, 96}, {96, 40}}},
-  };
-  for (DType d : {DType::kFloat16, DType::kBFloat16}) {
-    for (const Case& c : cases) {
-      const std::string what = c.op + " (" + std::string(DTypeName(d)) +
-                               (c.transpose_last ? ", transposed)" : ")");
-      std::vector<Tensor> cpu_in, cuda_in;
-      for (size_t i = 0; i < c.shapes.size(); ++i) {
-        Tensor t =
-            MakeInput(devices_->cpu(), ctx_.alloc, c.shapes[i], d, i + 1);
-        auto g = ToDevice(t, cuda_, d, ctx_);
-        ASSERT_TRUE(g.ok()) << what << ": " << g.status();
-        Tensor u = *g;
-        if (c.transpose_last && i + 1 == c.shapes.size()) {
-          const Shape& s = c.shapes[i];
-          t = t.AsStrided({s[1], s[0]}, {1, s[1]}, 0);
-          u = u.AsStrided({s[1], s[0]}, {1, s[1]}, 0);
-        }
-        cpu_in.push_back(t);
-        cuda_in.push_back(u);
-      }
-      const OpDef* op = FindOp(c.op);
-      ASSERT_NE(op, nullptr) << c.op;
-      const int64_t allocs_before =
-          cuda_->allocator()->GetStats().device.allocation[kAllPools].allocated;
-      auto got = Run(*op, cuda_in, {}, cuda_, 0);
-      const int64_t allocs = cuda_->allocator()
-                                 ->GetStats()
-                                 .device.allocation[kAllPools]
-                                 .allocated -
-                             allocs_before;
-      auto want = Run(*op, cpu_in, {}, devices_->cpu(), 0);
-      ASSERT_TRUE(got.ok()) << what << ": " << got.status();
-      ASSERT_TRUE(want.ok()) << what << ": " << want.status();
-      if (c.op == "mm" || c.op == "bmm") {
-        EXPECT_EQ(allocs, 1) << what << ": only the output is allocated";
-      }
-      const Tensor& out = (*got)[0];
-      EXPECT_EQ(out.dtype(), d) << what;
-      EXPECT_EQ(out.shape(), (*want)[0].shape()) << what;
-      const auto a = Values((*want)[0]), b = Values(out);
-      ASSERT_EQ(a.size(), b.size()) << what;
-      const double tol = d == DType::kFloat16 ? 5e-3 : 3e-2;
-      ExpectClose(a, b, tol, what);
-    }
-  }
-}
-
-// Note [Native half kernels]: the elementwise rows marked native_half_cuda
-// read and write float16/bfloat16 in the kernel and compute in float; they
-// agree with the CPU (float32 compute, rounded) within one half ulp or so,
-// contiguous and strided, and allocate nothing but their outputs.
-TEST_F(CudaOpTableTest, HalfElementwiseRowsMatchCpu) {
-  int rows = 0;
-  for (const OpDef& op : OpTable()) {
-    if (!op.native_half_cuda || op.cuda == nullptr) continue;
-    if (op.name == "empty" || op.name == "matmul" || op.name == "mm" ||
-        op.name == "bmm") {
-      continue;  // no values; the GEMMs: HalfMatmulRowsMatchCpu
-    }
-    ++rows;
-    std::vector<OpExample> examples = op.examples;
-    if (examples.empty()) {
-      OpExample e;
-      e.shapes.assign(std::max(op.min_inputs, 0), Shape{16, 33});
-      examples.push_back(e);
-    }
-    for (const OpExample& ex : examples) {
-      for (DType half : {DType::kFloat16, DType::kBFloat16}) {
-        for (bool strided : {false, true}) {
-          std::vector<Tensor> cpu_in, cuda_in;
-          for (size_t i = 0; i < ex.shapes.size(); ++i) {
-            DType d = i < ex.dtypes.size() ? ex.dtypes[i] : DType::kFloat32;
-            if (d == DType::kFloat32) d = half;
-            Tensor t =
-                MakeInput(devices_->cpu(), ctx_.alloc, ex.shapes[i], d, i + 1);
-            Tensor u = *ToDevice(t, cuda_, d, ctx_);
-            if (strided && u.ndim() >= 2) u = Transposed(u);
-            cpu_in.push_back(t);
-            cuda_in.push_back(u);
-          }
-          const std::string what = op.name + " (" +
-                                   std::string(DTypeName(half)) +
-                                   (strided ? ", strided)" : ")");
-          const int64_t before = cuda_->allocator()
-                                     ->GetStats()
-                                     .device.allocation[kAllPools]
-                                     .allocated;
-          auto got = Run(op, cuda_in, ex.attrs, cuda_, 7);
-          const int64_t allocs = cuda_->allocator()
-                                     ->GetStats()
-                                     .device.allocation[kAllPools]
-                                     .allocated -
-                                 before;
-          auto want = Run(op, cpu_in, ex.attrs, devices_->cpu(), 7);
-          ASSERT_EQ(want.ok(), got.ok()) << what << ": cpu " << want.status()
-                                         << " vs cuda " << got.status();
-          if (!want.ok()) continue;
-          if (ex.dtypes.empty()) {  // every operand already in `half`
-            EXPECT_EQ(allocs, static_cast<int64_t>(got->size()))
-                << what << ": only the outputs are allocated";
-          }
-          for (size_t k = 0; k < want->size(); ++k) {
-            EXPECT_EQ((*got)[k].dtype(), (*want)[k].dtype()) << what;
-            const auto a = Values((*want)[k]), b = Values((*got)[k]);
-            ASSERT_EQ(a.size(), b.size()) << what;
-            const double tol = half == DType::kFloat16 ? 2e-3 : 1.6e-2;
-            ExpectClose(a, b, tol, what + " output " + std::to_string(k));
-          }
-        }
-      }
-    }
-  }
-  EXPECT_GT(rows, 40);  // the unary, binary, compare and creation rows
 }
 
 // The rows on the bool and int64 operands PyTorch takes for them

@@ -3,7 +3,7 @@
 // ATen's ops: linalg_matrix_exp, linalg_ldl_factor_ex, linalg_ldl_solve,
 // triangular_solve (shared conventions: lapack_ops.cc, lapack_rows.h).
 // Kernels in kernels/cpu/matrix_exp.h, kernels/cpu/ldl.h and
-// kernels/cpu/linalg.h; CPU only (KnownCpuOnly in cuda_op_table_test.cc).
+// kernels/cpu/linalg.h; CPU only (KnownCpuOnly in known_cpu_only.cc).
 // matrix_exp has a native gradient (this row again, on a 2n x 2n block
 // matrix) and so has triangular_solve (derivatives_linalg.cc); the LDL rows
 // none, as PyTorch's. The PyTorch device runs PyTorch's autograd on the

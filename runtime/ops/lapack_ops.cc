@@ -4,7 +4,7 @@
 // _linalg_solve_ex, linalg_inv_ex, _linalg_slogdet and _linalg_det (the
 // Cholesky, eigen and singular value rows: lapack_spectral_ops.cc; shared
 // helpers: lapack_rows.h). Kernels in kernels/cpu/linalg.h; CPU only
-// (KnownCpuOnly in cuda_op_table_test.cc), no native gradients: the PyTorch
+// (KnownCpuOnly in known_cpu_only.cc), no native gradients: the PyTorch
 // device differentiates them with PyTorch's own autograd on the client.
 //
 // Note [LU of the transpose]: for a contiguous A, ATen's det and slogdet

@@ -2,7 +2,7 @@
 // as ATen's ops so the PyTorch device maps them one to one: geqrf,
 // linalg_qr, ormqr, linalg_householder_product and linalg_lstsq (shared
 // conventions: lapack_ops.cc, lapack_rows.h). Kernels in
-// kernels/cpu/linalg_qr.h; CPU only (KnownCpuOnly in cuda_op_table_test.cc:
+// kernels/cpu/linalg_qr.h; CPU only (KnownCpuOnly in known_cpu_only.cc:
 // tensord has no cuSOLVER path yet). linalg_qr, linalg_householder_product,
 // ormqr and linalg_lstsq (full-rank A) have native gradients
 // (derivatives_linalg.cc); geqrf none (PyTorch's neither); the PyTorch

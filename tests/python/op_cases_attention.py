@@ -95,5 +95,5 @@ def attention_cases() -> List[Case]:
     ]
 
 
-# The fused rows have no CUDA kernel (KnownCpuOnly of runtime/ops/cuda_op_table_test.cc).
+# The fused rows have no CUDA kernel (KnownCpuOnly of runtime/ops/known_cpu_only.cc).
 CPU_ONLY = {"scaled_dot_product_flash_attention", "scaled_dot_product_flash_attention_backward"}

@@ -195,6 +195,6 @@ def ctc_cases() -> List[Case]:
     return c
 
 
-# The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/cuda_op_table_test.cc).
+# The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/known_cpu_only.cc).
 CPU_ONLY = {"_embedding_bag", "_embedding_bag_dense_backward",
             "_embedding_bag_per_sample_weights_backward", "_ctc_loss", "_ctc_loss_backward"}

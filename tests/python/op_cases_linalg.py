@@ -138,7 +138,7 @@ def linalg_cases() -> List[Case]:
     return c
 
 
-# The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/cuda_op_table_test.cc), the
+# The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/known_cpu_only.cc), the
 # fused attention, softmax gradient, QR-family and op_cases_nn_rows.py's rows and frexp
 # (op_cases_math.py) included.
 CPU_ONLY = {"linalg_lu_factor_ex", "linalg_lu_solve", "linalg_solve_triangular",

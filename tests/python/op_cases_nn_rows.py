@@ -186,7 +186,7 @@ def nn_row_cases() -> List[Case]:
             embedding_bag_cases() + ctc_cases())
 
 
-# The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/cuda_op_table_test.cc).
+# The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/known_cpu_only.cc).
 CPU_ONLY = {"grid_sampler_3d", "grid_sampler_3d_backward", "multi_margin_loss",
             "multi_margin_loss_backward", "multilabel_margin_loss_forward",
             "multilabel_margin_loss_backward", "segment_reduce",

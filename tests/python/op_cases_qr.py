@@ -127,6 +127,6 @@ def qr_cases() -> List[Case]:
     return c
 
 
-# The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/cuda_op_table_test.cc).
+# The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/known_cpu_only.cc).
 CPU_ONLY = {"geqrf", "linalg_qr", "ormqr", "linalg_householder_product", "linalg_lstsq",
             "linalg_matrix_exp", "linalg_ldl_factor_ex", "linalg_ldl_solve"}

@@ -131,7 +131,7 @@ def resample_cases() -> List[Case]:
     return trilinear_cases() + upsample_aa_cases() + histogramdd_cases()
 
 
-# The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/cuda_op_table_test.cc).
+# The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/known_cpu_only.cc).
 CPU_ONLY = {"_upsample_bilinear2d_aa", "_upsample_bilinear2d_aa_backward",
             "_histogramdd_bin_edges", "_histogramdd_from_bin_cts",
             "_histogramdd_from_bin_tensors"}

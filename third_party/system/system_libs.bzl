@@ -31,6 +31,9 @@ _LIBS = {
     # The daemon's Prometheus metrics (server/metrics_collector.h): the core
     # library's types and text format (Note [Metrics HTTP] says why not pull).
     "prometheus": (["prometheus-cpp-core"], "prometheus-cpp-dev"),
+    # TLS on the bulk socket's lanes when the daemon serves TLS
+    # (server/bulk_tls.h); the same OpenSSL that Debian's gRPC links.
+    "openssl": (["openssl"], "libssl-dev"),
 }
 
 # Libraries Debian ships without a pkg-config file: target name -> (a header

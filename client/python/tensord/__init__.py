@@ -41,6 +41,7 @@ from ._session import DEFAULT_ADDRESS, Session
 from ._shared import SharedBuffer, empty_shared
 from ._catalog_function import CatalogFunction
 from ._tensor import Tensor, is_tensor
+from ._tls import TlsCredentials
 from ._streams import Event, Stream, current_stream, default_stream, set_stream, stream
 
 from . import autograd, backends, nn, optim, profiler  # noqa: E402  (need the names above)
@@ -54,7 +55,7 @@ __all__ = sorted(set(_ops_all) | set(_multi_all) | set(_scan_all) | {"argwhere",
     "ConnectionLost", "DTypeError", "Error", "InvalidArgumentError", "NotFoundError",
     "OutOfMemoryError", "PermissionDenied", "ProtocolError", "ShapeError", "UnimplementedError",
     "autocast", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "Session",
-    "Tensor", "is_tensor", "nn", "optim", "autograd", "profiler", "save", "load", "connect", "close",
+    "Tensor", "TlsCredentials", "is_tensor", "nn", "optim", "autograd", "profiler", "save", "load", "connect", "close",
     "default_session", "synchronize", "manual_seed",
     "set_default_device", "backends", "Stream", "Event", "stream", "current_stream",
     "default_stream", "set_stream", "SharedBuffer", "empty_shared"})
@@ -100,7 +101,8 @@ def connect(address: Optional[str] = None, token: Optional[str] = None, **kwargs
     ``address`` defaults to ``$TENSORD_ADDRESS``, then ``127.0.0.1:50051``; ``token`` to
     ``$TENSORD_TOKEN``. Use it as a statement (the session stays open until ``close()`` or
     exit) or as ``with tensord.connect() as session: ...``, which closes it at the end.
-    Other keyword arguments go to ``Session`` (e.g. ``credentials=`` for TLS, ``resume=False``
+    Other keyword arguments go to ``Session`` (e.g. ``credentials=TlsCredentials(...)`` for
+    TLS on the stream and the bulk socket's lanes alike, ``resume=False``
     to end the session when its connection breaks instead of resuming it, ``resume_timeout=``).
     """
     address = address or os.environ.get("TENSORD_ADDRESS") or DEFAULT_ADDRESS

@@ -1,8 +1,11 @@
 """The bulk socket (docs/protocol.md "Bulk socket"): without a shared-memory
 region (another host, or ``shm=False``), uploads and downloads of ``MIN_BYTES`` or more move
-their bytes on plain TCP connections beside the stream, when the daemon offers them
+their bytes on TCP connections beside the stream, when the daemon offers them
 (``Welcome.bulk_port``): ``sendall`` or ``recv_into`` straight between the array and the
 kernel, instead of 1-4 MiB gRPC messages that grpcio copies several times under the GIL.
+When the session speaks TLS (``credentials=TlsCredentials(...)``, ``_tls.py``), so does every
+lane, with the same roots and client certificate, the hello inside it; a session given opaque
+``grpc`` credentials asks for no socket.
 
 A session's socket has up to ``Welcome.bulk_lanes`` connections ("lanes", proto/bulk_socket.h),
 all connected at the first big transfer (``connect(bulk_lanes=)`` caps how many; 1: lane 0
@@ -21,6 +24,7 @@ thread goes on applying Acks meanwhile. The commands are ``RemoteTransport``'s
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -28,6 +32,7 @@ import numpy as np
 
 from . import _errors
 from ._options import MAX_BULK_LANES, TransportOptions
+from ._tls import TlsCredentials
 
 MIN_BYTES = 1 << 20
 # The hellos and the lanes' split, as proto/bulk_socket.h has them.
@@ -73,28 +78,34 @@ def tcp_host(address: str) -> Optional[str]:
     return host[1:-1] if host.startswith("[") and host.endswith("]") else host
 
 
-def wanted(address: str, options: TransportOptions) -> bool:
+def wanted(address: str, options: TransportOptions, secure: bool = False,
+           tls: Optional[TlsCredentials] = None) -> bool:
     """Whether a session to ``address`` with ``options`` asks for a bulk socket
-    (``Hello.bulk``): allowed, and the address is a TCP one."""
-    return options.bulk and tcp_host(address) is not None
+    (``Hello.bulk``): allowed, the address is a TCP one, and a ``secure`` stream's lanes can be
+    made secure too (``tls``)."""
+    return options.bulk and tcp_host(address) is not None and (tls is not None or not secure)
 
 
-def _hello(host: str, port: int, hello: bytes) -> Optional[socket.socket]:
-    """A connection the daemon accepted with ``hello`` (one lane), else None."""
+def _hello(host: str, port: int, hello: bytes,
+           tls: Optional[TlsCredentials] = None) -> Tuple[Optional[socket.socket], str]:
+    """A connection the daemon accepted with ``hello`` (one lane; through TLS with ``tls``),
+    else None and why. The connection, handshake and answer each wait 10 s at most."""
     try:
         sock = socket.create_connection((host, port), timeout=10.0)
-    except OSError:
-        return None
+    except OSError as e:
+        return None, f"cannot connect: {e}"
     try:
+        if tls is not None:
+            sock = tls.wrap(sock, host)
         sock.sendall(hello)
         if sock.recv(1) != _ACCEPTED:
             sock.close()
-            return None
+            return None, "closed without an answer"
         sock.settimeout(None)  # a transfer may wait for queued work: no timeout
-    except OSError:
+    except OSError as e:  # ssl.SSLError: the TLS handshake failed
         sock.close()
-        return None
-    return sock
+        return None, f"{'TLS: ' if isinstance(e, ssl.SSLError) else ''}{e}"
+    return sock, ""
 
 
 def _wake(socks: List[socket.socket]) -> None:
@@ -173,9 +184,14 @@ class BulkLanes:
     releases around the socket calls (other threads' transfers wait for the session's
     exclusive transfer, not for it)."""
 
-    def __init__(self, address: str, options: TransportOptions) -> None:
+    def __init__(self, address: str, options: TransportOptions, secure: bool = False,
+                 tls: Optional[TlsCredentials] = None) -> None:
         #: the daemon's host when the session asks for a socket (``Hello.bulk``), else None
-        self.host = tcp_host(address) if options.bulk else None
+        self.host = tcp_host(address) if wanted(address, options, secure, tls) else None
+        self.tls = tls  # the lanes' TLS, or None: plain TCP
+        #: why lane 0 did not connect ("": it did, or not tried), e.g. "TLS: [SSL:
+        #: CERTIFICATE_VERIFY_FAILED] ...": the session's transfers then take the stream
+        self.refused = ""
         self.cap = options.bulk_lanes  # the most lanes to connect
         #: None until the first big transfer tries; then whether the lanes work
         self.state: Optional[bool] = None
@@ -209,12 +225,13 @@ class BulkLanes:
         if self.host is None or not w.bulk_port or len(w.bulk_token) != _TOKEN_BYTES:
             return []
         token = w.bulk_token.encode()
-        first = _hello(self.host, w.bulk_port, _MAGIC + token)
+        first, self.refused = _hello(self.host, w.bulk_port, _MAGIC + token, self.tls)
         if first is None:
             return []
         socks = [first]
         for lane in range(1, min(max(w.bulk_lanes, 1), self.cap, MAX_LANES)):
-            sock = _hello(self.host, w.bulk_port, _LANE_MAGIC + token + bytes([lane]))
+            sock, _ = _hello(self.host, w.bulk_port, _LANE_MAGIC + token + bytes([lane]),
+                             self.tls)
             if sock is None:
                 break
             socks.append(sock)

@@ -32,6 +32,7 @@ from . import _bulk, _command_ring, _data_frame, _errors
 from ._errors import ConnectionLost, ProtocolError
 from ._options import TransportOptions
 from ._proto import tensord_pb2 as pb
+from ._tls import TlsCredentials
 
 PROTOCOL_VERSION = pb.PROTOCOL_VERSION_CURRENT
 _MAX_QUEUED = 64  # frames queued for the sender before put() blocks (backpressure)
@@ -46,9 +47,11 @@ class AttemptTimeout(Exception):
 
 
 def hello_frame(token: Optional[str], client_name: str, options: TransportOptions,
-                address: str, resume: Optional[Tuple[str, str, int]] = None) -> pb.ClientFrame:
+                address: str, resume: Optional[Tuple[str, str, int]] = None,
+                secure: bool = False, tls: Optional[TlsCredentials] = None) -> pb.ClientFrame:
     """``ClientFrame{hello}`` of a session to ``address`` with ``options``; ``resume`` is
-    (session id, secret, last acknowledged seq)."""
+    (session id, secret, last acknowledged seq); ``secure``: the stream has credentials,
+    ``tls`` those the bulk socket's lanes can use too (``_bulk.wanted``)."""
     frame = pb.ClientFrame()
     h = frame.hello
     h.protocol_version = PROTOCOL_VERSION
@@ -57,7 +60,7 @@ def hello_frame(token: Optional[str], client_name: str, options: TransportOption
     h.shm_transfer = options.shm
     # Note [Python command ring]
     h.command_ring = options.shm and options.ring and _command_ring.available
-    h.bulk = _bulk.wanted(address, options)
+    h.bulk = _bulk.wanted(address, options, secure, tls)
     h.packed_acks = True  # Note [Packed metas]
     if resume is not None:
         h.resume_session_id, h.resume_secret, h.resume_received_seq = resume

@@ -23,7 +23,9 @@ class RemoteTransport(Transport):
         options = session._options
         self._welcome = welcome  # the bulk socket's port and token
         #: the bulk socket (``_bulk.py``), connected at the first big transfer
-        self.lanes = _bulk.BulkLanes(session.address, options)
+        self.lanes = _bulk.BulkLanes(session.address, options,
+                                     secure=session._credentials is not None,
+                                     tls=session.tls)
         size = options.download_cache_bytes
         if size is None:  # the client's own memory: no daemon quota counts it
             size = DEFAULT_DOWNLOAD_CACHE_BYTES

@@ -52,7 +52,7 @@ import atexit
 import collections
 import threading
 import weakref
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import grpc
 
@@ -72,6 +72,7 @@ from ._replay_log import ReplayLog
 from ._requests import RequestTable
 from ._shared import SharedBuffers
 from ._stream_commands import StreamCommands
+from ._tls import TlsCredentials
 from ._transfer import Transfers
 from ._transport import Transport
 from ._usage_commands import UsageCommands
@@ -109,7 +110,8 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
     def __init__(self, address: str = DEFAULT_ADDRESS, token: Optional[str] = None, *,
                  client_name: str = f"tensord-python/{__version__}", connect_timeout: float = 30.0,
                  flush_interval: float = 0.002, max_batch_commands: int = 1024,
-                 max_batch_bytes: int = _MiB, credentials: Optional[grpc.ChannelCredentials] = None,
+                 max_batch_bytes: int = _MiB,
+                 credentials: Union[grpc.ChannelCredentials, TlsCredentials, None] = None,
                  shm: Optional[bool] = None, resume: bool = True,
                  resume_timeout: float = 20.0, tune_malloc: bool = True,
                  download_cache_bytes: Optional[int] = None,
@@ -172,6 +174,12 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
         #: how many times the stream was resumed
         self.resumes = 0
 
+        #: the PEM bytes of a TLS session (``credentials=TlsCredentials(...)``): its bulk
+        #: socket's lanes speak TLS too; None for plaintext or opaque gRPC credentials
+        self.tls: Optional[TlsCredentials] = (
+            credentials if isinstance(credentials, TlsCredentials) else None)
+        if self.tls is not None:
+            credentials = self.tls.channel_credentials()
         self._credentials = credentials
         self._metadata = [("authorization", f"Bearer {token}")] if token else []
         self._token = token
@@ -333,7 +341,8 @@ class Session(CallPath, Batcher, Receiver, Transfers, SharedBuffers, StreamComma
     def _hello_frame(self, resume: Optional[Tuple[str, str, int]] = None) -> Any:
         """The Hello of this session's first stream, or of a resume (``resume``: id, secret,
         last acknowledged seq)."""
-        return hello_frame(self._token, self._client_name, self._options, self.address, resume)
+        return hello_frame(self._token, self._client_name, self._options, self.address, resume,
+                           secure=self._credentials is not None, tls=self.tls)
 
     def meta(self, handle: int, seq: int, tensor: Any) -> Any:
         """``tensor._info``: made once from the TensorMeta the daemon acknowledged for ``handle``

@@ -1,0 +1,480 @@
+#include "client/local_transport.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <deque>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/chunking.h"
+#include "proto/cma_bind.h"
+#include "proto/mailbox.h"
+
+namespace tensord {
+inline namespace client {
+namespace internal {
+namespace {
+
+// How long the daemon may take to answer a binding.
+constexpr int kCmaBindTimeoutMs = 2000;
+
+}  // namespace
+
+std::unique_ptr<LocalTransport> LocalTransport::Open(
+    const ClientOptions& options, const v1::Welcome& welcome,
+    TransportHost* host) {
+  std::unique_ptr<ShmMapping> shm =
+      ShmMapping::Open(welcome.shm(), options.shm_slot_bytes);
+  if (shm == nullptr) return nullptr;
+  std::unique_ptr<LocalTransport> local(
+      new LocalTransport(options, welcome, host, std::move(shm)));
+  if (options.cma && welcome.cma()) {
+    local->cma_pid_ = static_cast<uint64_t>(getpid());
+    local->BindCma(welcome);
+  }
+  return local;
+}
+
+LocalTransport::LocalTransport(const ClientOptions& options,
+                               const v1::Welcome& welcome, TransportHost* host,
+                               std::unique_ptr<ShmMapping> shm)
+    : Transport(host, welcome),
+      shm_(std::move(shm)),
+      sync_spin_(options.sync_spin),
+      slot_seq_(shm_->num_slots(), 0) {}
+
+absl::StatusOr<uint64_t> LocalTransport::Upload(const char* data,
+                                                uint64_t total,
+                                                const v1::Put& first,
+                                                HandleMeta meta) {
+  if (total < kMinBytes) return UploadInline(data, total, first, meta);
+  if (std::optional<SharedRange> range = FindShared(data, total)) {
+    const uint64_t offset = range->OffsetOf(data);
+    return UploadInPlace(first, std::move(meta), [&](v1::Payload* payload) {
+      v1::RegionSpan* span = payload->mutable_region();
+      span->set_region(range->region);
+      span->set_offset(offset);
+      span->set_size(total);
+    });
+  }
+  // By cross-memory attach the upload returns only once the daemon has read
+  // the bytes, that is after everything queued before it: only when the
+  // daemon has nothing of ours left to run. Behind queued work the region's
+  // slots return at once (two copies, but off the critical path).
+  if (total >= kCmaMinBytes && host_->DaemonCaughtUp() && CmaUsable()) {
+    return UploadInPlace(first, std::move(meta), [&](v1::Payload* payload) {
+      v1::CmaSpan* span = payload->mutable_cma();
+      span->set_address(reinterpret_cast<uint64_t>(data));
+      span->set_size(total);
+    });
+  }
+  return UploadSlots(data, total, first, std::move(meta));
+}
+
+absl::StatusOr<HostTensor> LocalTransport::Download(uint64_t handle,
+                                                    const std::string& site,
+                                                    DownloadTarget target) {
+  // In place: into a shared buffer (from kMinBytes), or into any memory by
+  // cross-memory attach (from kCmaMinBytes); the daemon writes
+  // `target`.
+  std::optional<SharedRange> shared;
+  bool cma = false;
+  if (target.data != nullptr && target.capacity >= kMinBytes) {
+    shared = FindShared(target.data, target.capacity);
+    cma = !shared.has_value() && target.capacity >= kCmaMinBytes && CmaUsable();
+  }
+  if (shared.has_value() || cma) {
+    // The size decides (it may wait for the Ack); poisoned, None and small
+    // tensors take the other paths, which report or carry them.
+    absl::StatusOr<HandleMeta> meta = host_->WaitMeta(handle);
+    std::optional<uint64_t> total;
+    if (meta.ok()) total = HandleTable::HealthyBytes(*meta);
+    if (total.value_or(0) >= (cma ? kCmaMinBytes : kMinBytes)) {
+      const uint64_t offset = shared ? shared->OffsetOf(target.data) : 0;
+      return DownloadInPlace(
+          handle, site, meta->dtype, *total, target, [&](v1::Payload* into) {
+            if (cma) {
+              into->mutable_cma()->set_address(
+                  reinterpret_cast<uint64_t>(target.data));
+            } else {
+              into->mutable_region()->set_region(shared->region);
+              into->mutable_region()->set_offset(offset);
+            }
+          });
+    }
+  }
+  // A size not yet known (no Ack): the first slot's answer tells it, at the
+  // same one round trip as a stream Get. Small, poisoned or None (known as
+  // 0): the stream answers.
+  const std::optional<uint64_t> total = host_->KnownBytes(handle);
+  if (!total.has_value() || *total >= kMinBytes) {
+    return DownloadSlots(handle, site, total, target);
+  }
+  return DownloadInline(handle, site, target);
+}
+
+void LocalTransport::Answered(uint64_t id) {
+  const uint64_t notify = notify_request_.load();
+  if (notify == 0 || (id != 0 && id != notify)) return;
+  std::atomic<uint32_t>* word = shm_->mailbox_word();
+  // Announced (the daemon stores the word before its frame goes out): the
+  // waiter reads the mailbox; the word must stay as it is for it.
+  const uint32_t announced = mailbox::WordFor(notify);
+  if (word->load(std::memory_order_acquire) == announced) return;
+  word->store(announced | mailbox::kLocal, std::memory_order_release);
+  mailbox::Wake(word);
+}
+
+// Shared buffers (docs/protocol.md "Shared buffers"): host memory the daemon
+// maps too.
+
+absl::StatusOr<SharedAllocation> LocalTransport::AllocateShared(size_t bytes) {
+  absl::StatusOr<uint64_t> request_id = host_->SendRequest(
+      [bytes](uint64_t id, v1::Command* command) {
+        command->mutable_allocate_shared()->set_request_id(id);
+        command->mutable_allocate_shared()->set_bytes(bytes);
+      },
+      {}, /*flush=*/true);
+  if (!request_id.ok()) return request_id.status();
+  PendingDownload answer = host_->AwaitAnswer(*request_id);
+  if (!answer.status.ok()) return answer.status;
+  if (!answer.shared) {
+    return absl::InternalError(
+        absl::StrCat("tensord answered AllocateShared (request ", *request_id,
+                     ") with something else than a SharedBuffer"));
+  }
+  const v1::SharedBuffer& reply = answer.shared_reply;
+  SharedAllocation out;
+  out.region = reply.region();
+  out.mapping = RegionMapping::Map(reply.shm(), /*populate=*/true);
+  if (out.region == 0 || out.mapping == nullptr ||
+      out.mapping->size() - out.mapping->data_offset() < bytes) {
+    if (out.region != 0) FreeShared(out.region);
+    return absl::InternalError(
+        absl::StrCat("tensord made shared buffer ", out.region, " of ", bytes,
+                     " bytes, but it cannot be mapped here as described (",
+                     reply.shm().path(), ", ", reply.shm().size(), " bytes)"));
+  }
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(
+      out.mapping->base() + out.mapping->data_offset());
+  MutexLock lock(&shared_mu_);
+  shared_.Add({begin, begin + bytes, out.region, out.mapping->data_offset()});
+  return out;
+}
+
+void LocalTransport::FreeShared(uint64_t region) {
+  {
+    MutexLock lock(&shared_mu_);
+    shared_.Remove(region);
+  }
+  host_->ReleaseShared(region);
+}
+
+std::optional<SharedRange> LocalTransport::FindShared(const void* p,
+                                                      size_t n) const {
+  MutexLock lock(&shared_mu_);
+  return shared_.Find(p, n);
+}
+
+// In place: a shared buffer, or this process's memory by cross-memory
+// attach.
+
+void LocalTransport::BindCma(const v1::Welcome& welcome) {
+  // The daemon asks the kernel which process presented the ticket.
+  cma_bound_.store(welcome.cma() &&
+                   CmaBindThisProcess(welcome.cma_socket(),
+                                      welcome.cma_ticket(), kCmaBindTimeoutMs));
+}
+
+void LocalTransport::Resumed(const v1::Welcome& welcome) {
+  if (cma_pid_ != 0 && static_cast<uint64_t>(getpid()) == cma_pid_) {
+    BindCma(welcome);
+  }
+}
+
+bool LocalTransport::CmaUsable() {
+  // A forked child still holds this session: the daemon would read and
+  // write the parent, the process bound to it.
+  if (!cma_bound_.load() || static_cast<uint64_t>(getpid()) != cma_pid_) {
+    return false;
+  }
+  MutexLock lock(&cma_mu_);
+  if (cma_state_ == CmaState::kUnknown) {
+    cma_state_ = CmaState::kOff;
+    if (ProbeCma()) cma_state_ = CmaState::kWorks;
+  }
+  return cma_state_ == CmaState::kWorks;
+}
+
+bool LocalTransport::ProbeCma() {
+  // Bound is not enough: the kernel may still refuse the daemon's copies
+  // (Yama's ptrace_scope, a seccomp policy without process_vm_readv): a
+  // 4-byte round trip decides, so that a refusal costs a fallback here
+  // instead of a failed upload later. The probe is a Get, whose failure
+  // is its own answer: a refused Put would poison its handle and be the
+  // next Sync's error.
+  const float sent = 1.25f;
+  float back = 0.0f;
+  v1::Put first;
+  first.set_dtype(ToWire(DType::kFloat32));
+  first.add_shape(1);
+  first.set_device("cpu");
+  absl::StatusOr<uint64_t> handle = UploadInline(
+      reinterpret_cast<const char*>(&sent), sizeof(sent), first,
+      HandleMeta{DType::kFloat32, {1}, "cpu", false, absl::OkStatus()});
+  if (!handle.ok()) return false;
+  absl::StatusOr<HostTensor> got = DownloadInPlace(
+      *handle, "", DType::kFloat32, sizeof(back),
+      DownloadTarget{reinterpret_cast<char*>(&back), sizeof(back)},
+      [&](v1::Payload* into) {
+        into->mutable_cma()->set_address(reinterpret_cast<uint64_t>(&back));
+      });
+  host_->QueueRelease(*handle);
+  return got.ok() && back == sent;
+}
+
+absl::StatusOr<uint64_t> LocalTransport::UploadInPlace(
+    const v1::Put& first, HandleMeta meta,
+    absl::FunctionRef<void(v1::Payload*)> payload) {
+  uint64_t seq = 0;
+  absl::StatusOr<uint64_t> handle =
+      AppendWholePut(first, std::move(meta), payload, &seq);
+  if (!handle.ok()) return handle.status();
+  host_->Flush().IgnoreError();  // a broken stream shows below
+  // The lifetime rule (client/shared_buffer.h): back to the caller, who may
+  // rewrite the bytes, only once the daemon has copied them. A resume
+  // resends the Put, so it waits for the Ack of the resent batch.
+  absl::Status copied = host_->AwaitAck(seq);
+  if (!copied.ok()) {
+    host_->QueueRelease(*handle);
+    return copied;
+  }
+  return handle;
+}
+
+absl::StatusOr<HostTensor> LocalTransport::DownloadInPlace(
+    uint64_t handle, const std::string& site, DType dtype, uint64_t total,
+    DownloadTarget target, absl::FunctionRef<void(v1::Payload*)> into) {
+  if (total > target.capacity) {
+    return DestinationTooSmall(target.capacity, total, dtype);
+  }
+  v1::Payload want;
+  into(&want);
+  if (want.has_cma()) {
+    want.mutable_cma()->set_size(total);
+  } else {
+    want.mutable_region()->set_size(total);
+  }
+  absl::StatusOr<uint64_t> request_id = SendGet(
+      handle, site, {}, [&](v1::Get* get) { *get->mutable_into() = want; });
+  if (!request_id.ok()) return request_id.status();
+  PendingDownload got = host_->AwaitAnswer(*request_id);
+  if (!got.status.ok()) return got.status;
+  const v1::Data& reply = got.shm_reply;
+  const v1::Payload& where = reply.payload();
+  const bool as_asked =
+      want.has_cma() ? where.has_cma() && where.cma().size() == total
+                     : where.has_region() &&
+                           where.region().region() == want.region().region() &&
+                           where.region().offset() == want.region().offset() &&
+                           where.region().size() == total;
+  if (!got.shm || !as_asked || reply.offset() != 0 || !reply.last()) {
+    return absl::InternalError(
+        absl::StrCat("tensord answered the in-place Get of handle ", handle,
+                     " with a range it was not asked for"));
+  }
+  // The bytes are in place: the assembler only checks the answer.
+  DataAssembler assembler;
+  assembler.SetDestination(target.data, target.capacity);
+  absl::Status status =
+      assembler.AddBytes(reply, absl::string_view(target.data, total));
+  if (!status.ok()) return status;
+  return assembler.Take();
+}
+
+// The region's slots.
+
+absl::StatusOr<uint64_t> LocalTransport::UploadSlots(const char* data,
+                                                     uint64_t total,
+                                                     const v1::Put& first,
+                                                     HandleMeta meta) {
+  MutexLock lock(&mu_);
+  absl::StatusOr<uint64_t> handle = host_->BeginUpload(&meta);
+  if (!handle.ok()) return handle.status();
+  const int slots = shm_->num_slots();
+  int k = 0;
+  absl::Status status;
+  for (const Chunk& chunk : PlanChunks(total, shm_->slot_bytes())) {
+    const int slot = k++ % slots;
+    // Every Put was flushed when sent, so its Ack is coming (or, while a
+    // resume is under way, comes after the resend).
+    status = host_->AwaitAck(slot_seq_[slot]);
+    if (!status.ok()) break;
+    std::memcpy(shm_->slot(slot), data + chunk.offset, chunk.size);
+    absl::StatusOr<uint64_t> seq =
+        host_->AppendPut(*handle, first, meta, chunk.offset, chunk.last, 0,
+                         [&](v1::Payload* payload) {
+                           v1::RegionSpan* span = payload->mutable_region();
+                           span->set_offset(shm_->slot_offset(slot));
+                           span->set_size(chunk.size);
+                         });
+    status = seq.status();
+    if (!status.ok()) break;
+    slot_seq_[slot] = *seq;
+    // The daemon copies this chunk out while we fill the next slot.
+    status = host_->Flush();
+    if (!status.ok()) break;
+  }
+  return host_->EndUpload(*handle, status);
+}
+
+namespace {
+
+// Spins up to `spin` while `*word` is `seen`; true when it changed.
+bool SpinWhile(const std::atomic<uint32_t>* word, uint32_t seen,
+               absl::Duration spin) {
+  if (spin <= absl::ZeroDuration()) return false;
+  const absl::Time until = absl::Now() + spin;
+  do {
+    for (int i = 0; i < 64; ++i) {
+      if (word->load(std::memory_order_acquire) != seen) return true;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+  } while (absl::Now() < until);
+  return false;
+}
+
+}  // namespace
+
+PendingDownload LocalTransport::AwaitNotified(uint64_t request_id) {
+  std::atomic<uint32_t>* word = shm_->mailbox_word();
+  const uint32_t mine = mailbox::WordFor(request_id);
+  for (;;) {
+    const uint32_t seen = word->load(std::memory_order_acquire);
+    if (seen == mine) {
+      PendingDownload answer;
+      if (!shm_->ReadAnnouncement(request_id, &answer.shm_reply)) break;
+      answer.done = answer.shm = true;
+      // The frame the stream still brings finds no request and is dropped.
+      host_->DropAnswer(request_id);
+      notify_request_.store(0);
+      mailbox_answers_.fetch_add(1, std::memory_order_relaxed);
+      return answer;
+    }
+    if (!host_->AnswerPending(request_id)) break;
+    // Answered changes the word before the reader completes or fails this
+    // request, so either `seen` is stale (no sleep) or it wakes us. Spins
+    // first (ClientOptions::sync_spin): a sleeping thread takes tens of
+    // microseconds to wake, more than the rest of a round trip on a VM.
+    if (!SpinWhile(word, seen, sync_spin_)) mailbox::Wait(word, seen);
+  }
+  notify_request_.store(0);
+  return host_->AwaitAnswer(request_id);
+}
+
+absl::StatusOr<HostTensor> LocalTransport::DownloadSlots(
+    uint64_t handle, const std::string& site, std::optional<uint64_t> total,
+    DownloadTarget target) {
+  MutexLock lock(&mu_);
+  const int slots = shm_->num_slots();
+  struct InFlight {
+    uint64_t request_id;
+    int slot;
+    uint64_t offset;
+    bool notify;
+  };
+  std::deque<InFlight> in_flight;
+  uint64_t next_offset = 0;
+  int k = 0;
+  // Unknown size: one Get for the first slot; its answer says the total.
+  // The first Get is announced in the mailbox (a round trip without the
+  // transport's threads on the way back: what item() waits for). A Put
+  // still reading a slot runs first: the daemon keeps the order.
+  auto issue = [&]() -> absl::Status {
+    const int slot = k++ % slots;
+    const bool notify = k == 1 && shm_->has_mailbox();
+    absl::StatusOr<uint64_t> request_id = SendGet(
+        handle, site, {},
+        [&](v1::Get* get) {
+          v1::RegionSpan* span = get->mutable_into()->mutable_region();
+          span->set_offset(shm_->slot_offset(slot));
+          span->set_size(shm_->slot_bytes());
+          get->set_byte_offset(next_offset);
+          get->set_notify(notify);
+        },
+        /*flush=*/false);
+    if (!request_id.ok()) return request_id.status();
+    if (notify) notify_request_.store(*request_id);
+    in_flight.push_back({*request_id, slot, next_offset, notify});
+    next_offset += shm_->slot_bytes();
+    return absl::OkStatus();
+  };
+  auto fill = [&]() -> absl::Status {
+    // One slot is being copied out by this thread; the others may be busy.
+    while (total.has_value() && next_offset < *total &&
+           static_cast<int>(in_flight.size()) < slots - 1) {
+      absl::Status status = issue();
+      if (!status.ok()) return status;
+    }
+    return absl::OkStatus();
+  };
+  absl::Status status = issue();
+  if (status.ok()) status = fill();
+  if (status.ok()) status = host_->Flush();
+  DataAssembler assembler;
+  if (target.data != nullptr) {
+    assembler.SetDestination(target.data, target.capacity);
+  }
+  while (!in_flight.empty()) {
+    const InFlight want = in_flight.front();
+    in_flight.pop_front();
+    PendingDownload got = want.notify ? AwaitNotified(want.request_id)
+                                      : host_->AwaitAnswer(want.request_id);
+    if (!status.ok()) continue;  // draining the answers after an error
+    if (!got.status.ok()) {
+      status = got.status;
+      continue;
+    }
+    const v1::Data& reply = got.shm_reply;
+    const v1::RegionSpan& span = reply.payload().region();
+    if (!got.shm || !reply.payload().has_region() ||
+        reply.offset() != want.offset || span.region() != 0 ||
+        span.offset() != shm_->slot_offset(want.slot) ||
+        span.size() > shm_->slot_bytes()) {
+      status = absl::InternalError(absl::StrCat(
+          "tensord answered the shared-memory Get of handle ", handle,
+          " at byte ", want.offset, " with a range it was not asked for"));
+      continue;
+    }
+    if (!total.has_value()) {
+      total = reply.total_bytes();
+    } else if (reply.total_bytes() != *total) {
+      status = absl::InternalError(absl::StrCat(
+          "tensord says handle ", handle, " holds ", reply.total_bytes(),
+          " bytes, its metadata says ", *total));
+      continue;
+    }
+    if (!reply.last()) {
+      // The daemon fills the next slots while this one is copied out.
+      status = fill();
+      if (status.ok()) status = host_->Flush();
+      if (!status.ok()) continue;
+    }
+    status = assembler.AddBytes(
+        reply, absl::string_view(shm_->slot(want.slot), span.size()));
+  }
+  if (!status.ok()) return status;
+  if (!assembler.done()) {
+    return absl::InternalError(
+        absl::StrCat("tensord's shared-memory answers for handle ", handle,
+                     " ended before its last byte"));
+  }
+  return assembler.Take();
+}
+
+}  // namespace internal
+}  // namespace client
+}  // namespace tensord

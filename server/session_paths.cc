@@ -1,0 +1,65 @@
+#include "server/session_paths.h"
+
+#include <string>
+#include <utility>
+
+#include "spdlog/spdlog.h"
+
+namespace tensord {
+
+// The cpu allocator: the user's quota there covers what a session holds in
+// host memory outside it (its region, replies kept for a resume).
+CachingAllocator* SessionHostQuota(const SessionParams& params) {
+  Device* cpu = params.devices->Find("cpu");
+  return cpu == nullptr ? nullptr : cpu->allocator();
+}
+
+// The region's bytes count against the user's quota while it lives (Note
+// [Wire limits]): a session the quota cannot hold one for has none, and its
+// client uses the stream.
+std::unique_ptr<ExternalCharge> ChargeSessionRegion(
+    const SessionParams& params) {
+  if (params.shm_bytes == 0) return nullptr;
+  auto charge = ExternalCharge::Make(SessionHostQuota(params), params.number,
+                                     params.shm_bytes);
+  if (!charge.ok()) {
+    spdlog::info(
+        "session {}: no shared-memory transfer (the region's {} bytes: {}); "
+        "using the stream",
+        params.id, params.shm_bytes, std::string(charge.status().message()));
+    return nullptr;
+  }
+  return *std::move(charge);
+}
+
+std::unique_ptr<ShmRegion> MakeSessionRegion(const SessionParams& params,
+                                             const ExternalCharge* charge) {
+  if (params.shm_bytes == 0 || charge == nullptr) return nullptr;
+  auto region = ShmRegion::Create(params.shm_bytes, /*populate=*/false,
+                                  params.ring_bytes);
+  if (!region.ok()) {
+    spdlog::warn("session {}: no shared-memory transfer ({}); using the stream",
+                 params.id, region.status().ToString());
+    return nullptr;
+  }
+  return *std::move(region);
+}
+
+std::shared_ptr<CmaPeer> MakeSessionCmaPeer(const SessionParams& params,
+                                            const ShmRegion* shm) {
+  if (shm == nullptr || !params.cma) return nullptr;
+  auto peer = CmaPeer::Create();
+  if (!peer.ok()) {
+    spdlog::warn("session {}: no cross-memory attach ({})", params.id,
+                 peer.status().ToString());
+    return nullptr;
+  }
+  return *std::move(peer);
+}
+
+std::shared_ptr<BulkChannel> MakeSessionBulk(const SessionParams& params) {
+  if (params.bulk_token.empty()) return nullptr;
+  return std::make_shared<BulkChannel>(params.bulk_stall, params.bulk_lanes);
+}
+
+}  // namespace tensord
