@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/dtype.h"
 #include "client/transport.h"
 
 namespace tensord {
@@ -149,6 +150,26 @@ class FakeTransportHost final : public TransportHost {
   uint64_t seq_ = 0;
   std::map<uint64_t, PendingDownload> answers_;
 };
+
+// The tests' uploads: n bytes of a pattern that no shift or truncation
+// preserves, the first Put of a uint8 tensor of n elements, and its metadata.
+inline std::string Pattern(size_t n) {
+  std::string bytes(n, '\0');
+  for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<char>(i * 7 + i / 251);
+  return bytes;
+}
+
+inline v1::Put FirstOf(uint64_t n) {
+  v1::Put first;
+  first.set_dtype(ToWire(DType::kUInt8));
+  first.add_shape(static_cast<int64_t>(n));
+  return first;
+}
+
+inline HandleMeta MetaOf(uint64_t n) {
+  return HandleMeta{
+      DType::kUInt8, {static_cast<int64_t>(n)}, "", false, absl::OkStatus()};
+}
 
 }  // namespace internal
 }  // namespace client

@@ -26,24 +26,6 @@ namespace {
 
 constexpr size_t kSlot = 256 << 10;
 
-std::string Pattern(size_t n) {
-  std::string bytes(n, '\0');
-  for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<char>(i * 7 + i / 251);
-  return bytes;
-}
-
-v1::Put FirstOf(uint64_t n) {
-  v1::Put first;
-  first.set_dtype(ToWire(DType::kUInt8));
-  first.add_shape(static_cast<int64_t>(n));
-  return first;
-}
-
-HandleMeta MetaOf(uint64_t n) {
-  return HandleMeta{
-      DType::kUInt8, {static_cast<int64_t>(n)}, "", false, absl::OkStatus()};
-}
-
 // A file laid out as a daemon's region: the nonce and the mailbox in its
 // first page, then `bytes`. The test's own mapping of it plays the daemon's.
 struct Region {

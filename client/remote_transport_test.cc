@@ -19,24 +19,6 @@ inline namespace client {
 namespace internal {
 namespace {
 
-std::string Pattern(size_t n) {
-  std::string bytes(n, '\0');
-  for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<char>(i * 7 + i / 251);
-  return bytes;
-}
-
-v1::Put FirstOf(uint64_t n) {
-  v1::Put first;
-  first.set_dtype(ToWire(DType::kUInt8));
-  first.add_shape(static_cast<int64_t>(n));
-  return first;
-}
-
-HandleMeta MetaOf(uint64_t n) {
-  return HandleMeta{
-      DType::kUInt8, {static_cast<int64_t>(n)}, "", false, absl::OkStatus()};
-}
-
 // Answers Gets on the stream, from what was uploaded, in one Data frame.
 void AnswerFromPuts(FakeTransportHost& host) {
   host.answer = [&host](uint64_t id, const v1::Command& command,

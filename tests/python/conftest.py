@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Iterator
+from typing import Iterator, List, Tuple
 
 import pytest
 
@@ -144,3 +144,19 @@ def fake_session(fake: "object") -> Iterator[tensord.Session]:
     """A default session on the fake daemon."""
     with tensord.connect(fake.address) as s:  # type: ignore[attr-defined]
         yield s
+
+
+@pytest.fixture
+def lane_io(monkeypatch: pytest.MonkeyPatch) -> List[Tuple[str, int, int]]:
+    """("upload" or "download", bytes, lanes) of each transfer on the bulk socket."""
+    from tensord._bulk import BulkLanes
+
+    seen: List[Tuple[str, int, int]] = []
+    real = BulkLanes.io
+
+    def spy(self, what, n, lanes, move, lock):
+        seen.append((what.split()[0], n, lanes))
+        return real(self, what, n, lanes, move, lock)
+
+    monkeypatch.setattr(BulkLanes, "io", spy)
+    return seen

@@ -17,7 +17,6 @@ import pytest
 import tensord as td
 from conftest import running_daemon
 from tensord import _bulk
-from tensord._bulk import BulkLanes
 
 MiB = 1 << 20
 
@@ -32,20 +31,6 @@ def daemon_1_lane() -> Iterator[str]:
 def daemon_3_lanes() -> Iterator[str]:
     with running_daemon("--bulk_lanes=3") as address:
         yield address
-
-
-@pytest.fixture
-def lane_io(monkeypatch: pytest.MonkeyPatch) -> List[Tuple[str, int, int]]:
-    """("upload" or "download", bytes, lanes) of each transfer on the bulk socket."""
-    seen: List[Tuple[str, int, int]] = []
-    real = BulkLanes.io
-
-    def spy(self, what, n, lanes, move, lock):
-        seen.append((what.split()[0], n, lanes))
-        return real(self, what, n, lanes, move, lock)
-
-    monkeypatch.setattr(BulkLanes, "io", spy)
-    return seen
 
 
 def _random(nbytes: int, seed: int, dtype=np.float32) -> np.ndarray:

@@ -22,7 +22,6 @@ import torch
 import tensord as td
 from conftest import running_daemon
 from tensord import _bulk
-from tensord._bulk import BulkLanes
 
 MiB = 1 << 20
 
@@ -70,20 +69,6 @@ def mtls_daemon(certs: Dict[str, str]) -> Iterator[str]:
     with running_daemon(f"--tls_cert={certs['server.pem']}", f"--tls_key={certs['server.key']}",
                         f"--tls_client_ca={certs['ca.pem']}") as address:
         yield address
-
-
-@pytest.fixture
-def lane_io(monkeypatch: pytest.MonkeyPatch) -> List[Tuple[str, int, int]]:
-    """("upload" or "download", bytes, lanes) of each transfer on the bulk socket."""
-    seen: List[Tuple[str, int, int]] = []
-    real = BulkLanes.io
-
-    def spy(self, what, n, lanes, move, lock):
-        seen.append((what.split()[0], n, lanes))
-        return real(self, what, n, lanes, move, lock)
-
-    monkeypatch.setattr(BulkLanes, "io", spy)
-    return seen
 
 
 def _tls(certs: Dict[str, str], client_cert: bool = False) -> td.TlsCredentials:
