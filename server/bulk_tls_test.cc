@@ -163,7 +163,7 @@ class TlsListener {
 class BulkTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!TestCerts().made()) GTEST_SKIP() << "openssl could not make certs";
+    ASSERT_TRUE(TestCerts().made()) << "openssl could not make the test certificates";
   }
 };
 
