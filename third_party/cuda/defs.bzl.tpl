@@ -8,23 +8,27 @@ def if_cuda(if_true, if_false = []):
     """Selects `if_true` when the CUDA toolkit was found at configure time."""
     return if_true if CUDA_FOUND else if_false
 
-def _gencode_flags():
+# Note [Device code in the sanitized tree]: the ASan tree (tools/test.sh's one tree) compiles
+# device code to PTX only, at -O1 in NVVM, and its host side at -O1: no ptxas, whose machine code
+# took 7.7 of elementwise.cu's 16.5 s of a core even at -O1 (13.5 s so, 60 s at the default -O3).
+# On a GPU machine the driver compiles the PTX for the GPU it finds the first time a process loads
+# a kernel, and keeps the result in its cache (~/.nv/ComputeCache) for the processes after it; its
+# suites check the code, not its speed (the benchmarks run the plain tree: machine code for
+# CUDA_ARCHS, fully optimised, plus PTX for newer GPUs).
+def _gencode_flags(sanitized):
+    last = CUDA_ARCHS[-1].replace("sm_", "")
+    ptx = "-gencode=arch=compute_%s,code=compute_%s" % (last, last)
+    if sanitized:
+        return ptx
     flags = []
     for arch in CUDA_ARCHS:
         num = arch.replace("sm_", "")
         flags.append("-gencode=arch=compute_%s,code=sm_%s" % (num, num))
-    last = CUDA_ARCHS[-1].replace("sm_", "")
-    flags.append("-gencode=arch=compute_%s,code=compute_%s" % (last, last))
-    return " ".join(flags)
+    return " ".join(flags + [ptx])
 
-# Note [Device code in the sanitized tree]: the ASan tree (tools/test.sh's one tree) compiles
-# device code at -O1 (NVVM and ptxas): kernels/cuda/elementwise.cu took 60 s of a core at the
-# default -O3 and 13.5 s so; on a GPU machine its suites check the code, not its speed (the
-# benchmarks run the plain tree, fully optimised).
-_SANITIZED_TREE_DEVICE_OPT = ["-Xcicc", "-O1", "-Xptxas", "-O1"]
-
-def _nvcc_cmd(src, copts):
-    return ("%s -std=c++17 -O3 %s -Xcompiler -fPIC -I. -I$(GENDIR) " % (NVCC, _gencode_flags()) +
+def _nvcc_cmd(src, copts, sanitized = False):
+    opt = "-O1 -Xcicc -O1" if sanitized else "-O3"
+    return ("%s -std=c++17 %s %s -Xcompiler -fPIC -I. -I$(GENDIR) " % (NVCC, opt, _gencode_flags(sanitized)) +
             "-DTENSORD_WITH_CUDA=1 %s -c $(location %s) -o $@" % (" ".join(copts), src))
 
 def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], nvcc_hdrs = [], **kwargs):
@@ -46,7 +50,7 @@ def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], nvcc_hdrs = [], *
             srcs = [src] + hdrs + nvcc_hdrs,
             outs = [obj],
             cmd = select({
-                "@//:asan_tree": _nvcc_cmd(src, copts + _SANITIZED_TREE_DEVICE_OPT),
+                "@//:asan_tree": _nvcc_cmd(src, copts, sanitized = True),
                 "//conditions:default": _nvcc_cmd(src, copts),
             }),
             message = "nvcc " + src,
