@@ -12,9 +12,11 @@ import pytest
 import torch
 
 import tensord as td
+from tensord import _dtype
 from tensord._staging import Staging
 from tensord._local_transport import LocalTransport
 from tensord._remote_transport import RemoteTransport
+from tensord._transport import PutHeader
 
 BIG = 3 << 20  # bytes: over every threshold of the fast paths
 
@@ -143,4 +145,20 @@ def test_nothing_waits_on_the_mailbox_when_no_read_asked_it(daemon: str) -> None
             t.answered(12345)  # not the mailbox's request: nothing to wake
             t.ended()
         assert t.region.notify_rid == 0
+        assert (td.tensor([2.0]) * 4.0).item() == 8.0
+
+
+def test_the_region_holds_no_payload(daemon: str) -> None:
+    """The session region is its nonce page, mailbox and ring only (bytes go through shared
+    buffers): a Put naming region 0 is refused, its handle poisoned, and the session goes on."""
+    with td.connect(daemon) as s:
+        desc = s.welcome.shm
+        assert desc.data_offset == desc.size
+        header = PutHeader(_dtype.float32.proto, (4,), "cpu", False, "")
+        with s._lock:
+            handle = s._new_handle_locked()
+            s._transport._put_in_place_locked(handle, header, (0, desc.data_offset), 16)
+        with pytest.raises(td.InvalidArgumentError, match="region 0 .* holds no payload"):
+            s.synchronize()
+        s.release(handle)
         assert (td.tensor([2.0]) * 4.0).item() == 8.0
