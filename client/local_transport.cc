@@ -41,8 +41,8 @@ LocalTransport::LocalTransport(const ClientOptions& options,
       shm_(std::move(shm)),
       sync_spin_(options.sync_spin) {
   // Idle shared memory counts in a quota: at most a sixteenth of one.
-  max_staging_ = options.staging_bytes != 0 ? options.staging_bytes
-                                            : kMaxStagingBytes;
+  max_staging_ =
+      options.staging_bytes != 0 ? options.staging_bytes : kMaxStagingBytes;
   if (welcome.quota_bytes() != 0) {
     max_staging_ = std::min<uint64_t>(
         max_staging_, std::max(kFirstStagingBytes, welcome.quota_bytes() / 16));

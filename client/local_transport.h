@@ -145,7 +145,7 @@ class LocalTransport final : public Transport {
   CmaState cma_state_ ABSL_GUARDED_BY(cma_mu_) = CmaState::kUnknown;
 
   Mutex mu_ ABSL_ACQUIRED_AFTER(cma_mu_);
-  uint64_t max_staging_ ABSL_GUARDED_BY(mu_);  // 0: staging off
+  uint64_t max_staging_ ABSL_GUARDED_BY(mu_);      // 0: staging off
   SharedAllocation staging_ ABSL_GUARDED_BY(mu_);  // no mapping: none yet
   uint64_t staging_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // The seq of the last Put that reads the staging buffer (0: none).

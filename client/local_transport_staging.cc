@@ -51,7 +51,8 @@ absl::StatusOr<uint64_t> LocalTransport::UploadStaged(const char* data,
   if (!TakeStaging(total)) return UploadInline(data, total, first, meta);
   absl::StatusOr<uint64_t> handle = host_->BeginUpload(&meta);
   if (!handle.ok()) return handle.status();
-  char* const bytes = staging_.mapping->base() + staging_.mapping->data_offset();
+  char* const bytes =
+      staging_.mapping->base() + staging_.mapping->data_offset();
   absl::Status status;
   for (const Chunk& chunk : PlanChunks(total, staging_bytes_)) {
     // Every Put was flushed when sent, so its Ack is coming (or, while a
@@ -147,8 +148,8 @@ absl::StatusOr<HostTensor> LocalTransport::DownloadStaged(
         });
     if (!request_id.ok()) return request_id.status();
     if (notify) notify_request_.store(*request_id);
-    PendingDownload got = notify ? AwaitNotified(*request_id)
-                                 : host_->AwaitAnswer(*request_id);
+    PendingDownload got =
+        notify ? AwaitNotified(*request_id) : host_->AwaitAnswer(*request_id);
     notify = false;
     if (!got.status.ok()) return got.status;
     const v1::Data& reply = got.shm_reply;

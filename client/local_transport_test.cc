@@ -230,8 +230,8 @@ TEST_F(LocalTransportTest, TheStagingBufferGrowsAndReleasesTheOldOne) {
   Open(/*staging_bytes=*/0);  // up to 64 MiB, 1 MiB first
   const uint64_t small = 300 << 10, big = 3 << 20;
   const std::string a = Pattern(small), b = Pattern(big);
-  ASSERT_TRUE(transport_->Upload(a.data(), small, FirstOf(small),
-                                 MetaOf(small)).ok());
+  ASSERT_TRUE(
+      transport_->Upload(a.data(), small, FirstOf(small), MetaOf(small)).ok());
   absl::StatusOr<uint64_t> handle =
       transport_->Upload(b.data(), big, FirstOf(big), MetaOf(big));
   ASSERT_TRUE(handle.ok()) << handle.status();

@@ -120,9 +120,9 @@ def mailbox_free(r: Region) -> bool:
 def ask_locked(s: Any, handle: int, site: str, region: int, offset: int, capacity: int,
                byte_offset: int = 0, notify: bool = False) -> Any:
     """Queues a Get answered in shared memory: ``capacity`` bytes of ``handle`` from
-    ``byte_offset`` written at ``offset`` of region ``region`` (0: the session's own);
-    returns its request id and pending answer. ``notify``: announced in the region's
-    mailbox too (Note [Python mailbox])."""
+    ``byte_offset`` written at ``offset`` of shared buffer ``region``; returns its request id
+    and pending answer. ``notify``: announced in the session region's mailbox too (Note
+    [Python mailbox])."""
     rid, p = s._request_locked()
     cmd = s._add_locked()
     p.seq = cmd.seq

@@ -1,23 +1,16 @@
 """Note [Staging buffer]: the local transport's own shared buffer (``_shared.py``) for bytes in
-plain memory that no one-copy path can take (docs/protocol.md "Where bytes go").
+plain memory that no one-copy path takes (docs/protocol.md "Where bytes go"): uploads that
+cross-memory attach cannot take (unbound, refused, a forked child) or would hold up (commands
+not yet acknowledged), copied in and sent at once as ``Put{payload: region}`` (the buffer is
+rewritten only after that Put's Ack, so a resent Put still finds its bytes); downloads of a
+size not known yet, into plain memory, or a value read (``Get{into: region}``s, each copied
+out, the first announced in the mailbox when it is free: Note [Python mailbox]).
 
-- Uploads of ``_shm.MIN_BYTES`` or more from memory the daemon does not map, when cross-memory
-  attach cannot be used (unbound, refused, a forked child) or would wait (commands not yet
-  acknowledged: a Put by it returns only after the daemon read the bytes): the bytes are copied
-  into the buffer and sent as ``Put{payload: region}``, at once; the buffer is rewritten only
-  after that Put's Ack (so a resumed session's resent Put still finds its bytes).
-- Downloads of a size not known yet (the first answer says it), into plain memory, or a value
-  read announced in the mailbox (Note [Python mailbox]): ``Get{into: region}``s into the buffer,
-  the first with ``notify`` when the mailbox is free, each copied out.
-
-One buffer per session, made by the first transfer that needs it (an ``AllocateShared`` round
-trip; ``FIRST_BYTES``), grown to the size class (``_download_cache.size_class``) of what a
-transfer asks, never past ``MAX_BYTES`` (or a sixteenth of a quota, at least ``FIRST_BYTES``):
-larger transfers go in pieces of it. A grown
-buffer's predecessor is released with the next batch, after every command that named it. A
-refused allocation keeps the buffer there is, or takes the stream; a refusal other than the
-quota's (shared buffers turned off) turns staging off for the session. Used with the session's
-lock held and the transfer exclusive (``_exclusive_locked``).
+One buffer per session, made at first need (``FIRST_BYTES``), grown to the size class of what
+a transfer asks up to ``MAX_BYTES`` (or a sixteenth of a quota): larger transfers go in pieces.
+A grown buffer's predecessor is released after every command that named it. A refused
+allocation keeps the buffer there is, or takes the stream; a refusal other than the quota's
+turns staging off. Used with the session's lock held and the transfer exclusive.
 """
 
 from __future__ import annotations
@@ -59,8 +52,6 @@ class Staging:
         except _errors.Error as e:
             if not isinstance(e, _errors.OutOfMemoryError):
                 self._max = 0  # shared buffers are off on this daemon
-            return b is not None
-        if not new.is_shared:
             return b is not None
         if b is not None:  # released after the commands that named it (one order)
             b._freed = True
