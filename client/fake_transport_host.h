@@ -1,6 +1,6 @@
 // A TransportHost for the transports' unit tests (local_transport_test,
 // remote_transport_test): it plays the session and the daemon at once.
-// Puts are recorded (on_put sees each as it is appended, while its slot
+// Puts are recorded (on_put sees each as it is appended, while its buffer
 // still holds its bytes) and acknowledged at once; requests are answered
 // at once by `answer` (no answer: the session's error). Single-threaded,
 // as the tests drive it.

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -22,8 +23,7 @@ constexpr int kCmaBindTimeoutMs = 2000;
 std::unique_ptr<LocalTransport> LocalTransport::Open(
     const ClientOptions& options, const v1::Welcome& welcome,
     TransportHost* host) {
-  std::unique_ptr<ShmMapping> shm =
-      ShmMapping::Open(welcome.shm(), options.shm_slot_bytes);
+  std::unique_ptr<ShmMapping> shm = ShmMapping::Open(welcome.shm());
   if (shm == nullptr) return nullptr;
   std::unique_ptr<LocalTransport> local(
       new LocalTransport(options, welcome, host, std::move(shm)));
@@ -39,8 +39,15 @@ LocalTransport::LocalTransport(const ClientOptions& options,
                                std::unique_ptr<ShmMapping> shm)
     : Transport(host, welcome),
       shm_(std::move(shm)),
-      sync_spin_(options.sync_spin),
-      slot_seq_(shm_->num_slots(), 0) {}
+      sync_spin_(options.sync_spin) {
+  // Idle shared memory counts in a quota: at most a sixteenth of one.
+  max_staging_ =
+      options.staging_bytes != 0 ? options.staging_bytes : kMaxStagingBytes;
+  if (welcome.quota_bytes() != 0) {
+    max_staging_ = std::min<uint64_t>(
+        max_staging_, std::max(kFirstStagingBytes, welcome.quota_bytes() / 16));
+  }
+}
 
 absl::StatusOr<uint64_t> LocalTransport::Upload(const char* data,
                                                 uint64_t total,
@@ -58,8 +65,8 @@ absl::StatusOr<uint64_t> LocalTransport::Upload(const char* data,
   }
   // By cross-memory attach the upload returns only once the daemon has read
   // the bytes, that is after everything queued before it: only when the
-  // daemon has nothing of ours left to run. Behind queued work the region's
-  // slots return at once (two copies, but off the critical path).
+  // daemon has nothing of ours left to run. Behind queued work the staging
+  // buffer returns at once (two copies, but off the critical path).
   if (total >= kCmaMinBytes && host_->DaemonCaughtUp() && CmaUsable()) {
     return UploadInPlace(first, std::move(meta), [&](v1::Payload* payload) {
       v1::CmaSpan* span = payload->mutable_cma();
@@ -67,7 +74,7 @@ absl::StatusOr<uint64_t> LocalTransport::Upload(const char* data,
       span->set_size(total);
     });
   }
-  return UploadSlots(data, total, first, std::move(meta));
+  return UploadStaged(data, total, first, std::move(meta));
 }
 
 absl::StatusOr<HostTensor> LocalTransport::Download(uint64_t handle,
@@ -102,12 +109,12 @@ absl::StatusOr<HostTensor> LocalTransport::Download(uint64_t handle,
           });
     }
   }
-  // A size not yet known (no Ack): the first slot's answer tells it, at the
-  // same one round trip as a stream Get. Small, poisoned or None (known as
-  // 0): the stream answers.
+  // A size not yet known (no Ack): the first answer tells it, at the same
+  // one round trip as a stream Get. Small, poisoned or None (known as 0):
+  // the stream answers.
   const std::optional<uint64_t> total = host_->KnownBytes(handle);
   if (!total.has_value() || *total >= kMinBytes) {
-    return DownloadSlots(handle, site, total, target);
+    return DownloadStaged(handle, site, total, target);
   }
   return DownloadInline(handle, site, target);
 }

@@ -12,19 +12,21 @@
 //     Welcome.cma_socket and its ticket: proto/cma_bind.h; never a forked
 //     child, which the daemon would not know from its parent), once a
 //     4-byte probe transfer worked;
-//   - anything else through the region's slots: an upload's chunks copied
-//     into the next slot and sent at once (the daemon copies chunk k out
-//     while chunk k+1 is filled; a slot is refilled only after the Put that
-//     read it was acknowledged, so batches resent after a resume still find
-//     their bytes); a download's ranged Gets, up to num_slots - 1 in flight
-//     while another one's answer is copied out, the first announced in the
-//     region's mailbox (proto/mailbox.h: item() without the stream's
-//     threads on the way back).
+//   - anything else through the staging buffer, a shared buffer of the
+//     transport's own (AllocateShared at first need, grown to a power of
+//     two up to ClientOptions::staging_bytes, bigger transfers in pieces):
+//     an upload's pieces copied in and sent at once (the buffer is
+//     rewritten only after the Put that read it was acknowledged, so
+//     batches resent after a resume still find their bytes); a download's
+//     ranged Gets, one at a time, each copied out, the first announced in
+//     the region's mailbox (proto/mailbox.h: item() without the stream's
+//     threads on the way back). No buffer to be had: the stream.
 // In-place transfers (shared buffer, CMA) are one Put, waited for until
 // acknowledged (the caller may rewrite its bytes then), or one Get.
 //
 // Thread safety: thread-safe. Locks, in order: cma_mu_ (the probe), mu_
-// (the slots; one slot transfer at a time), then the session's; shared_mu_
+// (the staging buffer; one staged transfer at a time), then the session's;
+// shared_mu_
 // is a leaf. The binding is an atomic, never under cma_mu_ (a resume on the
 // reader thread rebinds while a probe may wait for the reader).
 #ifndef TENSORD_CLIENT_LOCAL_TRANSPORT_H_
@@ -34,7 +36,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
@@ -55,6 +56,10 @@ class LocalTransport final : public Transport {
   // cross-memory attach when it works (below it the Put's wait for its Ack
   // costs more than the copy it saves).
   static constexpr uint64_t kCmaMinBytes = 1 << 20;
+  // The staging buffer: its first size (a download of unknown size asks
+  // this much first), and its largest by default.
+  static constexpr uint64_t kFirstStagingBytes = 1 << 20;
+  static constexpr uint64_t kMaxStagingBytes = 64 << 20;
 
   // Maps `welcome`'s region and binds cross-memory attach (when offered and
   // ClientOptions::cma); null when the region does not map here.
@@ -105,15 +110,24 @@ class LocalTransport final : public Transport {
   absl::StatusOr<HostTensor> DownloadInPlace(
       uint64_t handle, const std::string& site, DType dtype, uint64_t total,
       DownloadTarget target, absl::FunctionRef<void(v1::Payload*)> into);
-  absl::StatusOr<uint64_t> UploadSlots(const char* data, uint64_t total,
-                                       const v1::Put& first, HandleMeta meta)
+  // Through the staging buffer, else the stream.
+  absl::StatusOr<uint64_t> UploadStaged(const char* data, uint64_t total,
+                                        const v1::Put& first, HandleMeta meta)
       ABSL_LOCKS_EXCLUDED(mu_);
   // `total`: the tensor's bytes when known (else the first answer says).
-  absl::StatusOr<HostTensor> DownloadSlots(uint64_t handle,
-                                           const std::string& site,
-                                           std::optional<uint64_t> total,
-                                           DownloadTarget target)
+  absl::StatusOr<HostTensor> DownloadStaged(uint64_t handle,
+                                            const std::string& site,
+                                            std::optional<uint64_t> total,
+                                            DownloadTarget target)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // A staging buffer of min(`bytes`, max_staging_) or more, else the one
+  // there is (false: none). A grown buffer's predecessor is released after
+  // the commands that named it; a refusal other than the quota's turns
+  // staging off.
+  bool TakeStaging(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The staging buffer's span in a Put or Get.
+  void StagingSpan(uint64_t size, v1::RegionSpan* span) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The notify Get's answer: woken through the mailbox, where the daemon
   // announces it before its frame goes out, or by Answered when the stream
   // answered first or ended.
@@ -131,8 +145,11 @@ class LocalTransport final : public Transport {
   CmaState cma_state_ ABSL_GUARDED_BY(cma_mu_) = CmaState::kUnknown;
 
   Mutex mu_ ABSL_ACQUIRED_AFTER(cma_mu_);
-  // Per slot, the seq of the last Put that reads it (0: none).
-  std::vector<uint64_t> slot_seq_ ABSL_GUARDED_BY(mu_);
+  uint64_t max_staging_ ABSL_GUARDED_BY(mu_);      // 0: staging off
+  SharedAllocation staging_ ABSL_GUARDED_BY(mu_);  // no mapping: none yet
+  uint64_t staging_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // The seq of the last Put that reads the staging buffer (0: none).
+  uint64_t staging_seq_ ABSL_GUARDED_BY(mu_) = 0;
   // The outstanding notify Get (0: none; Answered reads it on the reader
   // thread), and how many answers were taken from the mailbox (tests).
   std::atomic<uint64_t> notify_request_{0};

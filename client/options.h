@@ -60,14 +60,17 @@ struct ClientOptions {
   // "0"; kOn asks whatever the address.
   enum class ShmMode { kAuto, kOn, kOff };
   ShmMode shm = ShmMode::kAuto;
-  // Largest slot of the region (0: 32 MiB). Four slots pipeline the copies.
-  size_t shm_slot_bytes = 0;
+  // Local: the largest staging shared buffer (0: 64 MiB; at most a sixteenth
+  // of a quota), through which bytes in plain memory go when cross-memory
+  // attach does not take them (client/local_transport.h); bigger transfers
+  // go in pieces of it.
+  size_t staging_bytes = 0;
   // Local: uploads from (when the daemon has caught up with this session's
   // commands), and downloads into, plain memory of LocalTransport::kCmaMinBytes
   // (1 MiB) or more go by cross-memory attach (the daemon copies once,
   // between this process's memory and tensor storage; docs/protocol.md
   // "Cross-memory attach") when the daemon offers it and a 4-byte probe
-  // transfer works, else through the region. False keeps them in the region.
+  // transfer works, else through the staging buffer. False keeps them there.
   bool cma = true;
   // Remote: uploads from and downloads into memory of
   // BulkConnection::kMinBytes (1 MiB) or more move their bytes on a plain

@@ -5,8 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace tensord {
 inline namespace client {
@@ -14,7 +14,7 @@ inline namespace client {
 std::unique_ptr<RegionMapping> RegionMapping::Map(const v1::ShmRegion& desc,
                                                   bool populate) {
   if (desc.path().empty() || desc.nonce().empty() ||
-      desc.data_offset() >= desc.size() || desc.data_offset() % 4096 != 0 ||
+      desc.data_offset() > desc.size() || desc.data_offset() % 4096 != 0 ||
       desc.nonce().size() > desc.data_offset()) {
     return nullptr;
   }
@@ -51,19 +51,11 @@ bool RegionMapping::Matches(const v1::ShmRegion& desc) const {
          desc.size() == size_ && desc.data_offset() == data_offset_;
 }
 
-std::unique_ptr<ShmMapping> ShmMapping::Open(const v1::ShmRegion& desc,
-                                             size_t max_slot_bytes) {
-  if (max_slot_bytes == 0) max_slot_bytes = kDefaultSlotBytes;
-  if (desc.data_offset() >= desc.size()) return nullptr;
-  const size_t usable = desc.size() - desc.data_offset();
-  const size_t slot_bytes =
-      std::min(max_slot_bytes, usable / kMaxSlots) & ~size_t{4095};
-  if (slot_bytes == 0) return nullptr;
+std::unique_ptr<ShmMapping> ShmMapping::Open(const v1::ShmRegion& desc) {
   std::unique_ptr<RegionMapping> region =
       RegionMapping::Map(desc, /*populate=*/false);
   if (region == nullptr) return nullptr;
-  return std::unique_ptr<ShmMapping>(
-      new ShmMapping(std::move(region), slot_bytes, kMaxSlots));
+  return std::unique_ptr<ShmMapping>(new ShmMapping(std::move(region)));
 }
 
 bool ShmMapping::ReadAnnouncement(uint64_t request_id, v1::Data* out) const {
@@ -77,11 +69,8 @@ bool ShmMapping::ReadAnnouncement(uint64_t request_id, v1::Data* out) const {
                              static_cast<int>(length));
 }
 
-ShmMapping::ShmMapping(std::unique_ptr<RegionMapping> region, size_t slot_bytes,
-                       int num_slots)
-    : region_(std::move(region)),
-      slot_bytes_(slot_bytes),
-      num_slots_(num_slots) {}
+ShmMapping::ShmMapping(std::unique_ptr<RegionMapping> region)
+    : region_(std::move(region)) {}
 
 }  // namespace client
 }  // namespace tensord

@@ -3,17 +3,11 @@
 //
 // RegionMapping maps one region (Welcome.shm, or a shared buffer's
 // SharedBuffer.shm) and checks its nonce; ShmMapping is the session's
-// region split into slots so that copies pipeline (the daemon copies out of
-// one slot while the client fills the next).
-//
-// Which slots are free is the local transport's business
-// (client/local_transport.cc): a slot the client wrote is reused only after
-// the Put reading it was acknowledged, a slot the daemon wrote only after
-// the client copied the answer out.
+// region: its nonce page and mailbox (no payload; the command ring, which
+// only Python uses, after them).
 //
 // Ownership: each owns its mapping. Thread safety: immutable after Open;
-// the slots' bytes are guarded by LocalTransport's lock, a shared buffer's
-// by its user.
+// a shared buffer's bytes are guarded by its user.
 #ifndef TENSORD_CLIENT_SHM_MAPPING_H_
 #define TENSORD_CLIENT_SHM_MAPPING_H_
 
@@ -59,22 +53,10 @@ class RegionMapping {
 
 class ShmMapping {
  public:
-  static constexpr int kMaxSlots = 4;
-  static constexpr size_t kDefaultSlotBytes = size_t{32} << 20;
+  // Maps `desc`. Null when RegionMapping::Map is: the caller then uses the
+  // remote transport.
+  static std::unique_ptr<ShmMapping> Open(const v1::ShmRegion& desc);
 
-  // Maps `desc`, with at most kMaxSlots slots of at most `max_slot_bytes`
-  // (0: kDefaultSlotBytes). Null when RegionMapping::Map is, or the region
-  // is too small: the caller then uses the stream.
-  static std::unique_ptr<ShmMapping> Open(const v1::ShmRegion& desc,
-                                          size_t max_slot_bytes);
-
-  int num_slots() const { return num_slots_; }
-  size_t slot_bytes() const { return slot_bytes_; }
-  // Where slot `i` starts in the region (what Put/Get.shm_offset carry).
-  uint64_t slot_offset(int i) const {
-    return region_->data_offset() + i * slot_bytes_;
-  }
-  char* slot(int i) const { return region_->base() + slot_offset(i); }
   bool Matches(const v1::ShmRegion& desc) const {
     return region_->Matches(desc);
   }
@@ -91,12 +73,9 @@ class ShmMapping {
   bool ReadAnnouncement(uint64_t request_id, v1::Data* out) const;
 
  private:
-  ShmMapping(std::unique_ptr<RegionMapping> region, size_t slot_bytes,
-             int num_slots);
+  explicit ShmMapping(std::unique_ptr<RegionMapping> region);
 
   const std::unique_ptr<RegionMapping> region_;
-  const size_t slot_bytes_;
-  const int num_slots_;
 };
 
 }  // namespace client

@@ -174,6 +174,19 @@ TEST(ShmRegionTest, RingSitsBetweenTheMailboxPageAndThePayload) {
   EXPECT_EQ(RegionWithRing(0)->Describe().ring_bytes(), 0u);
 }
 
+// A session's region: the first page and the ring, no payload at all.
+TEST(ShmRegionTest, ASessionRegionHoldsNoPayload) {
+  EXPECT_EQ(ShmRegion::BytesFor(0), 4096u);
+  const size_t bytes = ShmRegion::BytesFor(64 << 10);
+  EXPECT_EQ(bytes, 4096u + 4096u + (64u << 10));
+  auto region = ShmRegion::Create(bytes, false, 64 << 10);
+  ASSERT_TRUE(region.ok()) << region.status();
+  EXPECT_EQ((*region)->Describe().data_offset(), (*region)->size());
+  EXPECT_FALSE((*region)->Slice(bytes, 1, "put").ok());
+  EXPECT_TRUE((*region)->Slice(bytes, 0, "put").ok());
+  EXPECT_FALSE(ShmRegion::Create(bytes - 1, false, 64 << 10).ok());
+}
+
 TEST(CommandRingTest, HandsOverRecordsInOrderAcrossTheWrap) {
   auto region = RegionWithRing(4096);
   Recorder rec;

@@ -1,7 +1,8 @@
 // CommandRunner's same-host transfer paths (server/shm_transfer.h): Put
 // payloads read from a region and ranged Gets written into one, the region
-// being the session's (id 0) or one of its shared buffers
-// (server/shared_buffers.h), which AllocateShared makes; or ranged Gets
+// being one of the session's shared buffers (server/shared_buffers.h), which
+// AllocateShared makes (the session's own, id 0, holds no payload); or
+// ranged Gets
 // written straight into the client's memory by cross-memory attach
 // (server/cma.h; its Puts: command_upload.cc).
 #include <memory>
@@ -18,14 +19,10 @@ namespace tensord {
 absl::StatusOr<std::shared_ptr<const ShmRegion>> CommandRunner::Region(
     uint64_t id, absl::string_view what) const {
   if (id != 0) return shared_.Find(id, what);
-  if (config_.shm == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what,
-        ": region 0 (the session's) without a shared-memory region "
-        "(Welcome.shm was not set)"));
-  }
-  // Not owned: the session's region outlives the runner's downloads.
-  return std::shared_ptr<const ShmRegion>(std::shared_ptr<void>(), config_.shm);
+  return absl::InvalidArgumentError(absl::StrCat(
+      what,
+      ": region 0 (the session's) holds no payload; name a shared buffer "
+      "(AllocateShared)"));
 }
 
 absl::StatusOr<absl::string_view> CommandRunner::PutPayload(
@@ -134,8 +131,8 @@ void CommandRunner::RunShmGet(const v1::Get& get) {
     if (!slice.ok()) return send_error(slice.status());
     dst = *slice;
   }
-  // The slot is written when the bytes are in host memory: at once for the
-  // CPU, after the staged copy for a device (Note [Async downloads]).
+  // The buffer is written when the bytes are in host memory: at once for
+  // the CPU, after the staged copy for a device (Note [Async downloads]).
   v1::ServerFrame frame;
   v1::Data* data = frame.mutable_data();
   data->set_request_id(get.request_id());

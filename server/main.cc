@@ -78,9 +78,10 @@ ABSL_FLAG(int, max_unauthenticated_streams_per_host, 32,
           "of --max_unauthenticated_streams, how many one host (peer address "
           "without its port) may hold, so that one host cannot take them all");
 ABSL_FLAG(uint64_t, shm_bytes, 256 << 20,
-          "size of the shared-memory transfer region offered to same-host "
-          "clients that ask for one (0: off; bytes are only used once "
-          "touched)");
+          "budget of the shared-memory region offered to same-host clients "
+          "that ask for one (0: off, and with it the local transport): the "
+          "region holds a mailbox and the command ring, at most a sixteenth "
+          "of this (4 MiB), no payload (bytes go through shared buffers)");
 ABSL_FLAG(bool, command_ring, true,
           "let same-host clients with a shared-memory region write their "
           "batches into a command ring in it instead of the stream "

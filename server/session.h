@@ -44,7 +44,7 @@ struct SessionParams {
   size_t max_queued_batches = 256;
   size_t max_queued_bytes = 32 << 20;
   size_t replay_bytes = 64 << 20;  // Note [Resume]
-  // Same-host transfer region (shm_transfer.h); 0: none.
+  // Same-host region's budget (shm_transfer.h; its ring's bound); 0: none.
   size_t shm_bytes = 0;
   // Cap on the session's shared buffers (shared_buffers.h); 0: off.
   size_t shared_buffer_bytes = 0;

@@ -16,17 +16,20 @@ CachingAllocator* SessionHostQuota(const SessionParams& params) {
 
 // The region's bytes count against the user's quota while it lives (Note
 // [Wire limits]): a session the quota cannot hold one for has none, and its
-// client uses the stream.
+// client uses the stream. It holds the nonce, the mailbox and the command
+// ring, no payload (bytes go through shared buffers): `shm_bytes` only
+// turns it on and bounds the ring (server/welcome.h).
 std::unique_ptr<ExternalCharge> ChargeSessionRegion(
     const SessionParams& params) {
   if (params.shm_bytes == 0) return nullptr;
-  auto charge = ExternalCharge::Make(SessionHostQuota(params), params.number,
-                                     params.shm_bytes);
+  const size_t bytes = ShmRegion::BytesFor(params.ring_bytes);
+  auto charge =
+      ExternalCharge::Make(SessionHostQuota(params), params.number, bytes);
   if (!charge.ok()) {
     spdlog::info(
         "session {}: no shared-memory transfer (the region's {} bytes: {}); "
         "using the stream",
-        params.id, params.shm_bytes, std::string(charge.status().message()));
+        params.id, bytes, std::string(charge.status().message()));
     return nullptr;
   }
   return *std::move(charge);
@@ -35,8 +38,8 @@ std::unique_ptr<ExternalCharge> ChargeSessionRegion(
 std::unique_ptr<ShmRegion> MakeSessionRegion(const SessionParams& params,
                                              const ExternalCharge* charge) {
   if (params.shm_bytes == 0 || charge == nullptr) return nullptr;
-  auto region = ShmRegion::Create(params.shm_bytes, /*populate=*/false,
-                                  params.ring_bytes);
+  auto region = ShmRegion::Create(ShmRegion::BytesFor(params.ring_bytes),
+                                  /*populate=*/false, params.ring_bytes);
   if (!region.ok()) {
     spdlog::warn("session {}: no shared-memory transfer ({}); using the stream",
                  params.id, region.status().ToString());

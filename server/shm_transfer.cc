@@ -47,10 +47,7 @@ absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Create(
         absl::StrCat("command ring of ", ring_bytes,
                      " bytes: must be a power of two of at least 4096"));
   }
-  const size_t reserved =
-      kDataOffset +
-      (ring_bytes == 0 ? 0 : command_ring::kControlBytes + ring_bytes);
-  if (size <= reserved) {
+  if (size < BytesFor(ring_bytes)) {
     return absl::InvalidArgumentError("shared-memory region too small");
   }
   // Populated memory is taken at once: more than the host has free would
@@ -107,9 +104,12 @@ ShmRegion::ShmRegion(int fd, char* base, size_t size, std::string nonce,
       size_(size),
       nonce_(std::move(nonce)),
       ring_bytes_(ring_bytes),
-      data_offset_(
-          kDataOffset +
-          (ring_bytes == 0 ? 0 : command_ring::kControlBytes + ring_bytes)) {}
+      data_offset_(BytesFor(ring_bytes)) {}
+
+size_t ShmRegion::BytesFor(size_t ring_bytes) {
+  return kDataOffset +
+         (ring_bytes == 0 ? 0 : command_ring::kControlBytes + ring_bytes);
+}
 
 char* ShmRegion::ring_records() const {
   return ring_bytes_ == 0 ? nullptr

@@ -6,22 +6,18 @@
 // SIGBUS), mapped MAP_SHARED. The client opens it as /proc/PID/fd/N, which
 // works only on the same host, in the same pid namespace, as the same user
 // (or root); it checks the random nonce in the region's first bytes and
-// otherwise falls back to the stream. Put/Get then carry offsets into the
-// region instead of bytes; which slots are free is the client's business
-// (it reuses a slot only after the command that read or wrote it was
-// acknowledged). The daemon only bounds-checks offsets.
+// otherwise falls back to the stream. The session region holds the nonce,
+// the mailbox (first page) and, when asked for, the session's command ring
+// (proto/command_ring.h, server/command_ring.h): no payload
+// (Describe().data_offset == size). Bytes go through the session's shared
+// buffers (server/shared_buffers.h): regions of the same kind with a payload
+// area after the first page, created with `populate` (pages allocated and
+// mapped up front, so neither side takes a page fault per 4 KiB while it
+// copies, and a daemon short of memory says so at allocation instead of
+// faulting later). Put/Get carry offsets into them instead of bytes; the
+// daemon only bounds-checks offsets.
 //
-// The same kind of region backs a session's shared buffers
-// (server/shared_buffers.h), created with `populate`: its pages are
-// allocated and mapped up front, so neither side takes a page fault per 4 KiB
-// while it copies, and a daemon short of memory says so at allocation
-// instead of faulting later.
-//
-// A session region may also hold the session's command ring
-// (proto/command_ring.h, server/command_ring.h) between the first page and
-// the payload area, which then starts after it (Describe().data_offset).
-//
-// Thread safety: the payload area is read and written by the session's
+// Thread safety: a payload area is read and written by the session's
 // executor only (the client writes its side between commands); the ring by
 // its reader thread and the client, through its atomic words.
 #ifndef TENSORD_SERVER_SHM_TRANSFER_H_
@@ -43,12 +39,14 @@ class ShmRegion {
   // the payload area's start when there is no ring.
   static constexpr size_t kDataOffset = 4096;
 
-  // A new region of `size` bytes. Its pages are backed once touched, or
-  // with `populate` at once (RESOURCE_EXHAUSTED when memory is short).
-  // `ring_bytes` (a power of two, or 0: none) of command ring records after
-  // the first page and the ring's control page.
+  // A new region of `size` bytes (at least BytesFor(ring_bytes)). Its pages
+  // are backed once touched, or with `populate` at once (RESOURCE_EXHAUSTED
+  // when memory is short). `ring_bytes` (a power of two, or 0: none) of
+  // command ring records after the first page and the ring's control page.
   static absl::StatusOr<std::unique_ptr<ShmRegion>> Create(
       size_t size, bool populate = false, size_t ring_bytes = 0);
+  // The bytes before the payload area: a session region's whole size.
+  static size_t BytesFor(size_t ring_bytes);
   ~ShmRegion();
   ShmRegion(const ShmRegion&) = delete;
   ShmRegion& operator=(const ShmRegion&) = delete;

@@ -30,8 +30,10 @@ struct SessionLimits {
   int max_sessions_per_user = 16;
   size_t max_queued_batches = 256;
   size_t max_queued_bytes = 32 << 20;  // of parsed batches (Session's queue)
-  // Size of the same-host transfer region of a session whose client asks
-  // for one (Hello.shm_transfer); 0 disables it.
+  // Budget of the same-host region of a session whose client asks for one
+  // (Hello.shm_transfer): its command ring is at most a sixteenth of it
+  // (RingBytesFor); the region holds no payload (ShmRegion::BytesFor is its
+  // size). 0 disables it.
   size_t shm_bytes = 256 << 20;
   // The most bytes of shared buffers (AllocateShared) one session may hold;
   // 0 turns them off. Quotas apply on top.

@@ -21,8 +21,8 @@ namespace {
 
 using testing::CuttingProxy;
 
-// The stream carries every byte unless `shm` (then a region of small
-// slots, so that uploads and downloads span several commands to cut).
+// The stream carries every byte unless `shm` (then a small staging buffer,
+// so that uploads and downloads span several commands to cut).
 // Without `bulk`, big transfers without a region take the stream (the bulk
 // socket goes to the daemon directly, past the proxy).
 ClientOptions Through(const CuttingProxy& proxy, bool shm = false,
@@ -33,7 +33,7 @@ ClientOptions Through(const CuttingProxy& proxy, bool shm = false,
       shm ? ClientOptions::ShmMode::kOn : ClientOptions::ShmMode::kOff;
   options.cma = cma;
   options.bulk = bulk;
-  options.shm_slot_bytes = 256 << 10;
+  options.staging_bytes = 256 << 10;
   options.connect_timeout = absl::Seconds(10);
   return options;
 }

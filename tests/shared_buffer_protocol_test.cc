@@ -112,7 +112,8 @@ TEST_F(SharedBufferProtocolTest, BadRequestsAreClearErrorsAndTheSessionGoesOn) {
   const uint64_t unknown = PutFrom(raw, buffer.region() + 1000, base, 16);
   const uint64_t past = PutFrom(raw, buffer.region(), base + kBytes - 8, 16);
   const uint64_t nonce = PutFrom(raw, buffer.region(), 0, 16);
-  // Region 0 is the session's own region, which this session never asked.
+  // Region 0 is the session's own region, which holds no payload (and this
+  // session never asked for one).
   const uint64_t no_region = PutFrom(raw, 0, base, 16);
   const uint64_t good = PutFrom(raw, buffer.region(), base, 16);
   const uint64_t bad_get = GetInto(raw, good, 77, base, 16);
@@ -133,7 +134,7 @@ TEST_F(SharedBufferProtocolTest, BadRequestsAreClearErrorsAndTheSessionGoesOn) {
             std::string::npos)
       << ErrorOf(reply, past);
   EXPECT_NE(ErrorOf(reply, nonce).find("outside"), std::string::npos);
-  EXPECT_NE(ErrorOf(reply, no_region).find("without a shared-memory region"),
+  EXPECT_NE(ErrorOf(reply, no_region).find("holds no payload"),
             std::string::npos)
       << ErrorOf(reply, no_region);
   EXPECT_FALSE(reply.created[good].has_error()) << ErrorOf(reply, good);

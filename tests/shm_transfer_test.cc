@@ -94,7 +94,8 @@ void RoundTrip(Client& client, size_t n, uint32_t seed) {
   }
 }
 
-// The region's payload area is 4 MiB: four slots of 1 MiB.
+// A small --shm_bytes: the local transport's bytes go through shared
+// buffers (the staging buffer), not the region, so it changes nothing.
 constexpr size_t kRegionBytes = (size_t{4} << 20) + 4096;
 
 std::vector<size_t> Sizes() {
@@ -105,7 +106,7 @@ std::vector<size_t> Sizes() {
           (1 << 20) - 1,
           1 << 20,
           (1 << 20) + 1,
-          (4 << 20) + 12345,  // more than the region
+          (4 << 20) + 12345,  // more than --shm_bytes
           (11 << 20) + 7};
 }
 
@@ -119,7 +120,7 @@ TEST(ShmTransferTest, RoundTripsThroughTheRegion) {
   EXPECT_FALSE(client->cma_active());  // ClientOptions::cma false
   uint32_t seed = 1;
   for (size_t n : Sizes()) RoundTrip(*client, n, seed++);
-  // float32 values survive too (4-byte elements across slot boundaries).
+  // float32 values survive too.
   std::vector<float> f((size_t{3} << 20) / 4 + 5);
   for (size_t i = 0; i < f.size(); ++i) f[i] = 0.5f * static_cast<float>(i);
   Tensor x = client->FromVector(f, {static_cast<int64_t>(f.size())});
@@ -146,7 +147,7 @@ TEST(ShmTransferTest, RoundTripsByCrossMemoryAttach) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   uint32_t seed = 20;
   for (size_t n : Sizes()) RoundTrip(*client, n, seed++);
-  // Larger than the region, in one Put and one Get.
+  // Larger than --shm_bytes, in one Put and one Get.
   std::vector<float> f((size_t{9} << 20) / 4 + 3);
   for (size_t i = 0; i < f.size(); ++i) f[i] = 0.25f * static_cast<float>(i);
   Tensor x = client->FromVector(f, {static_cast<int64_t>(f.size())});
@@ -175,7 +176,7 @@ TEST(ShmTransferTest, DaemonWithoutCrossMemoryAttachUsesTheRegion) {
   RoundTrip(*client, (size_t{2} << 20) + 5, 90);
 }
 
-TEST(ShmTransferTest, ErrorsAndConcurrentTransfersKeepTheSlotsConsistent) {
+TEST(ShmTransferTest, ErrorsAndConcurrentTransfersKeepStagingConsistent) {
   auto daemon = testing::DaemonProcess::Start(
       {"--insecure", "--shm_bytes=" + std::to_string(kRegionBytes)});
   ASSERT_TRUE(daemon.ok()) << daemon.status();
@@ -229,7 +230,7 @@ TEST(ShmTransferTest, SmallResultsAreAnsweredInTheMailbox) {
   const uint64_t before = session->transport().mailbox_answers();
   for (int i = 0; i < 50; ++i) {
     // A fresh result: its size is not known yet, so it is asked through the
-    // region (the Ack has not arrived).
+    // staging buffer (the Ack has not arrived).
     absl::StatusOr<float> v = (x.sum() * static_cast<double>(i)).item<float>();
     ASSERT_TRUE(v.ok()) << v.status();
     EXPECT_EQ(*v, -0.5f * static_cast<float>(i));
@@ -256,7 +257,8 @@ TEST(ShmTransferTest, SmallResultsAreAnsweredInTheMailbox) {
     });
   }
   for (std::thread& t : threads) t.join();
-  // Bigger results still take the slots, their first Get announced too.
+  // Bigger results still take the staging buffer, their first Get
+  // announced too.
   std::vector<float> big((size_t{3} << 20) / 4, 0.5f);
   Tensor b = client->FromVector(big, {static_cast<int64_t>(big.size())});
   absl::StatusOr<std::vector<float>> doubled = (b * 2.0).to_vector<float>();

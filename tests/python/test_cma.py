@@ -132,10 +132,11 @@ def test_a_refused_binding_falls_back_to_the_region(daemon: str, cma_puts: list,
         s.synchronize()  # no error left behind
 
 
-def test_uploads_behind_queued_work_take_the_region(daemon: str, cma_puts: list) -> None:
+def test_uploads_behind_queued_work_take_the_staging_buffer(daemon: str,
+                                                           cma_puts: list) -> None:
     # A CMA upload returns only once the daemon read it, after everything queued before it; with
     # an op still unacknowledged (a flush interval of a minute keeps it unsent) the upload takes
-    # the region's slots and returns at once.
+    # the staging buffer (Note [Staging buffer]) and returns at once.
     with td.connect(daemon, flush_interval=60.0) as s:
         assert s._transport.cma_usable()
         x = td.tensor(_random(64, 8))

@@ -65,7 +65,7 @@ def test_held_acks_describe_every_result(daemon: str) -> None:
 
 def test_frames_too_big_for_the_ring_keep_their_order(daemon: str) -> None:
     # A 2 MiB region gets a 128 KiB ring: 96 KiB uploads (inline in their frame, below the
-    # region's slot threshold) go on the stream, the small ops around them through the ring.
+    # staging threshold) go on the stream, the small ops around them through the ring.
     with running_daemon("--shm_bytes=2097152") as address:
         with td.connect(address, shm=True, cma=False) as s:
             ring = _ring(s)

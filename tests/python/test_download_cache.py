@@ -1,8 +1,8 @@
 """The download cache (Note [Download cache], ``tensord/_download_cache.py``) against the real
 daemon: big ``numpy()`` results of a same-host session arrive in cached shared buffers, a
 buffer is reused only once no array shows it, the idle bytes stay under the cap, the daemon's
-refusals fall back to the region's slots, and values are always the tensor's. Results whose
-size is not known yet take the region's slots."""
+refusals fall back to the staging buffer (Note [Staging buffer]), and values are always the
+tensor's. Results whose size is not known yet take the staging buffer."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def test_the_cache_leaves_buffers_for_the_program(daemon: str, gets: list,
     with td.connect(daemon, shm=True) as s:
         x = _random(BIG // 4, 8)
         t = _known(td.tensor(x))
-        kept = [t.numpy() for _ in range(3)]  # the third one takes the slots
+        kept = [t.numpy() for _ in range(3)]  # the third one takes the staging buffer
         assert len(gets) == 2 and all(np.array_equal(k, x) for k in kept)
         mine = [td.empty_shared(1 << 18) for _ in range(3)]  # the program's own still fit
         assert all(m.base._owner.is_shared for m in mine)
@@ -134,24 +134,24 @@ def test_the_cache_leaves_buffers_for_the_program(daemon: str, gets: list,
         assert s._transport.cache._owned == 2
 
 
-def test_sizes_not_known_yet_take_the_slots(daemon: str, gets: list,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """A result whose Ack has not arrived: ``numpy()`` asks through the region's slots and
-    learns the size from the first answer (several slots for a big one); ``item()`` takes the
-    mailbox (or the stream without its C module); an error arrives as the op's."""
-    from tensord import _shm
+def test_sizes_not_known_yet_take_the_staging_buffer(daemon: str, gets: list,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A result whose Ack has not arrived: ``numpy()`` asks through the staging buffer and
+    learns the size from the first answer (two Gets for one larger than the first buffer);
+    ``item()`` takes the mailbox (or the stream without its C module); an error arrives as the
+    op's."""
+    from tensord import _staging
     totals = []
-    real = _shm.download
+    real = _staging.Staging.download_locked
 
-    def spy(s, r, handle, total, site, out=None):
+    def spy(self, r, handle, total, site, out):
         totals.append(total)
-        return real(s, r, handle, total, site, out)
+        return real(self, r, handle, total, site, out)
 
-    monkeypatch.setattr(_shm, "download", spy)
+    monkeypatch.setattr(_staging.Staging, "download_locked", spy)
     # No timer flush: an op's Ack cannot arrive before the numpy() that sends it.
     with td.connect(daemon, shm=True, flush_interval=600.0) as s:
-        slot = s._transport.region.slot_bytes
-        x = _random(slot // 4 + 12345, 9)  # more than one slot
+        x = _random(_staging.FIRST_BYTES // 4 + 12345, 9)  # more than the first buffer
         t = _known(td.tensor(x))
         for make, want in ((lambda: t * 2, x * 2), (lambda: t[:7] + 1, x[:7] + 1),
                            (lambda: t[:0] * 1, x[:0])):
@@ -175,7 +175,7 @@ def test_turned_off(daemon: str, gets: list) -> None:
     assert gets == []
 
 
-def test_refused_buffers_fall_back_to_the_slots() -> None:
+def test_refused_buffers_fall_back() -> None:
     tokens = os.path.join(tempfile.mkdtemp(prefix="tensord-tokens-"), "tokens")
     with open(tokens, "w") as f:
         f.write("bob tok-bob quota=24MiB\n")
@@ -190,7 +190,7 @@ def test_refused_buffers_fall_back_to_the_slots() -> None:
             b = t.numpy()
             yv = _random(8 << 20 >> 2, 7)
             y = _known(td.tensor(yv))  # 13 MiB of tensors, 10 of buffers
-            c = y.numpy()  # no room for an 8 MiB buffer even after emptying: the slots
+            c = y.numpy()  # no room for an 8 MiB buffer even after emptying: staging or stream
             assert np.array_equal(a, x) and np.array_equal(b, x) and np.array_equal(c, yv)
             assert s._transport.cache.idle_bytes() == 0
             del a, b  # idle now, and counted: the 5 MiB op does not fit

@@ -1,7 +1,7 @@
 """Several Python threads on one session while big transfers run (the real daemon, a small
-shared-memory region so that big uploads and downloads take several slots and wait for Acks
-mid-transfer): handles must reach the daemon in increasing order, every transfer's chunks must
-stay consecutive, and every value must arrive intact.
+staging buffer, Note [Staging buffer], so that big uploads and downloads take several pieces
+and wait for Acks mid-transfer): handles must reach the daemon in increasing order, every
+transfer's chunks must stay consecutive, and every value must arrive intact.
 
 Handles are allocated in command order (``_session``): a thread that has to wait for another
 thread's exclusive transfer (``Batcher._exclusive_locked``) allocates its handle only once it
@@ -18,34 +18,29 @@ import numpy as np
 import pytest
 
 import tensord as td
-from conftest import running_daemon
-from tensord import _shm
+from tensord import _shm, _staging
 
-SLOT = 1 << 20  # the region's slots: a 4 MiB region, 4 slots
+PIECE = 1 << 20  # the staging buffer's size here
 ROUNDS = 40
 UPLOADERS = 2
 CREATORS = 2
 
 
-@pytest.fixture(scope="module")
-def small_region_daemon():
-    # no command ring: it would take part of the region (the slots' size is the point here)
-    with running_daemon(f"--shm_bytes={4096 + 4 * SLOT}", "--command_ring=false") as address:
-        yield address
-
-
-def test_threads_creating_tensors_around_big_uploads(small_region_daemon: str) -> None:
-    with td.connect(small_region_daemon, shm=True) as s:
-        assert s._transport.shares_memory and s._transport.region.slot_bytes == SLOT
+def test_threads_creating_tensors_around_big_uploads(daemon: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_staging, "MAX_BYTES", PIECE)
+    # neither cross-memory attach nor the download cache: every big transfer is staged
+    with td.connect(daemon, shm=True, cma=False, download_cache_bytes=0) as s:
+        assert s._transport.shares_memory
         start = threading.Barrier(UPLOADERS + CREATORS)
         errors: List[BaseException] = []
 
         def uploader(k: int) -> None:
-            # Multi-slot uploads through the region (exclusive, waiting for slot Acks) and
-            # their multi-slot downloads; in between, a one-chunk stream upload.
+            # Uploads of two pieces through the staging buffer (exclusive, waiting for the
+            # first piece's Ack) and their two-piece downloads; between, a stream upload.
             start.wait()
             for i in range(ROUNDS):
-                n = (5 * SLOT) // 4 + 1024 * (i % 7)
+                n = (5 * PIECE) // 16 + 1024 * (i % 7)  # floats: 5/4 of a piece
                 a = np.full(n, k * 10_000 + i, dtype=np.float32)
                 assert a.nbytes >= _shm.MIN_BYTES
                 t = td.tensor(a)
@@ -78,3 +73,4 @@ def test_threads_creating_tensors_around_big_uploads(small_region_daemon: str) -
         assert not any(t.is_alive() for t in threads), "a thread hung"
         assert not errors, errors[0]
         s.synchronize()  # no frame error (a refused handle) either
+        assert s._transport.staging.buffer.nbytes == PIECE  # the transfers were staged

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tensord as td
-from tensord import _shm
+from tensord import _shm, _staging
 
 SIZES = [0, 1, 1000, _shm.MIN_BYTES // 4, (_shm.MIN_BYTES * 3) // 4 + 7, 9 << 20]
 
@@ -31,10 +31,10 @@ def test_shm_round_trip_bit_exact(daemon: str, n: int) -> None:
         _round_trip(s, n // 2 + 1, np.float64)
 
 
-def test_shm_large_multi_slot_and_poisoned(daemon: str) -> None:
-    with td.connect(daemon, shm=True) as s:
-        slot = s._transport.region.slot_bytes
-        n = (slot * 5) // 4 + 3  # more slots than SLOTS: slots are reused
+def test_shm_large_in_pieces_and_poisoned(daemon: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_staging, "MAX_BYTES", 1 << 20)  # pieces of 1 MiB: reused 3 times
+    with td.connect(daemon, shm=True, cma=False, download_cache_bytes=0):
+        n = (1 << 20) * 3 // 8 + 3  # int64: more than 3 pieces
         a = np.arange(n, dtype=np.int64)
         t = td.tensor(a)
         assert np.array_equal(t.numpy(), a)

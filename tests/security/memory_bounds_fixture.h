@@ -1,8 +1,8 @@
 // The fixture of the "memory outside the quota" tests (Issue 24;
 // docs/reliability.md "What one user can make the daemon hold"): one daemon
-// per suite where mallory (the attacker) has a 64 MiB quota and 4 MiB
-// shared-memory regions and alice (the other tenant) has no quota, and the
-// daemon's resident memory to measure the attacks by.
+// per suite where mallory (the attacker) has a 64 MiB quota and a 4 MiB
+// shared-memory region budget and alice (the other tenant) has no quota, and
+// the daemon's resident memory to measure the attacks by.
 #ifndef TENSORD_TESTS_SECURITY_MEMORY_BOUNDS_FIXTURE_H_
 #define TENSORD_TESTS_SECURITY_MEMORY_BOUNDS_FIXTURE_H_
 
@@ -59,8 +59,8 @@ class MemoryBoundsTest : public testing::DaemonSuite {
     const std::string path = ::testing::TempDir() + "/memory_bounds_tokens";
     std::ofstream(path) << "mallory tok-mallory quota=64MiB\n"
                            "alice tok-alice\n";
-    // Mallory's regions are 4 MiB (a sixteenth of the quota, under the
-    // daemon's 16 MiB): sixteen of them fill the quota.
+    // Mallory's region budget is 4 MiB (a sixteenth of the quota, under
+    // the daemon's 16 MiB): regions with a ring of 256 KiB, no payload.
     StartDaemon({"--tokens_file=" + path, "--shm_bytes=16777216",
                  "--max_sessions_per_user=20"});
   }

@@ -2,7 +2,7 @@
 //
 //   tiny_ops_bench --address=127.0.0.1:PORT [--ops=100000] [--reps=5]
 //                  [--sync_iters=2000] [--transfer_mib=256]
-//                  [--transfer=stream|shm|shared|all] [--shm_slot_mib=0]
+//                  [--transfer=stream|shm|shared|all] [--staging_mib=0]
 //                  [--host_memory=thp|plain]
 //
 // Prints one JSON object on stdout with, each as the median over `reps`
@@ -22,10 +22,11 @@
 //                   (ClientOptions::bulk = false);
 //   shm_upload_gbps / shm_download_gbps: the same on a same-host session:
 //                   by cross-memory attach when it works (cma: 1), else
-//                   through the daemon's shared-memory region (0 when it
+//                   through the staging shared buffer (0 when the region
 //                   could not be mapped);
-//   region_upload_gbps / region_download_gbps: through the region even so
-//                   (ClientOptions::cma = false: two copies per byte);
+//   region_upload_gbps / region_download_gbps: through the staging buffer
+//                   even so (ClientOptions::cma = false: two copies per
+//                   byte; the name is the old one of the path);
 //   shared_upload_gbps / shared_download_gbps: the same from and into
 //                   shared buffers (Client::AllocateShared, one copy; 0
 //                   without shared memory).
@@ -173,8 +174,8 @@ class HostBuffer {
 };
 
 // Medians of `reps` transfers (after a warm-up) on a session of its own:
-// without a region (the bulk socket or the stream), through the session's
-// region, or from and into shared buffers (false when the path is not
+// without a region (the bulk socket or the stream), through the local
+// transport, or from and into shared buffers (false when the path is not
 // available). `direct`: whether the path's own mechanism carried them (the
 // bulk socket without a region, cross-memory attach with one); `lanes`: how
 // many lanes the bulk socket had.
@@ -246,7 +247,7 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   std::string address, value;
   int ops = 100000, reps = 5, sync_iters = 2000, transfer_mib = 256;
-  int shm_slot_mib = 0;
+  int staging_mib = 0;
   std::string transfer = "all", host_memory = "thp";
   for (int i = 1; i < argc; ++i) {
     if (Flag(argv[i], "address", &value)) {
@@ -263,8 +264,8 @@ int main(int argc, char** argv) {
       transfer = value;
     } else if (Flag(argv[i], "host_memory", &value)) {
       host_memory = value;
-    } else if (Flag(argv[i], "shm_slot_mib", &value)) {
-      (void)absl::SimpleAtoi(value, &shm_slot_mib);
+    } else if (Flag(argv[i], "staging_mib", &value)) {
+      (void)absl::SimpleAtoi(value, &staging_mib);
     } else {
       std::fprintf(stderr, "tiny_ops_bench: unknown argument %s\n", argv[i]);
       return 2;
@@ -294,7 +295,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i);
     const int transfer_reps = std::max(3, reps / 2);
     const bool huge = host_memory != "plain";
-    options.shm_slot_bytes = static_cast<size_t>(shm_slot_mib) << 20;
+    options.staging_bytes = static_cast<size_t>(staging_mib) << 20;
     auto wanted = [&transfer](const char* name) {
       return transfer == "all" || transfer == name;
     };

@@ -7,7 +7,7 @@ daemon's reader thread is woken by a futex, instead of going through gRPC Python
 (its own thread, the GIL hand-offs, 60-150 us a frame on 2 vCPUs). Replies still come on the
 stream, except the answers the mailbox brings (``_shm.py``), and the daemon holds back the Acks
 of the batches its ring reader runs (value reads) for up to a millisecond, sending them as one:
-a thread that waits for an Ack (a fresh tensor's shape, a slot or window to reuse) asks for them
+a thread that waits for an Ack (a fresh tensor's shape, a staging buffer or window to reuse) asks for them
 through the ring's ``ack_wanted`` word (``want_ack``; Note [Held acks] in
 server/session_outbox.h).
 

@@ -1,7 +1,7 @@
 """Note [Download cache]: big ``numpy()`` downloads land in shared buffers the client keeps.
 
-A same-host download through the session's region costs two copies per byte (the daemon's into
-a slot, the client's out of it) and, for a new array of hundreds of MiB, a page fault for every
+A same-host download through the staging buffer (Note [Staging buffer]) costs two copies per
+byte (the daemon's into it, the client's out of it) and, for a new array of hundreds of MiB, a page fault for every
 page of it: 0.05-0.5x of a memcpy in BENCHMARKS.md. A download into a shared buffer is one copy,
 the daemon's, into memory already mapped on both sides. So ``numpy()`` without ``out=`` of at
 least ``MIN_BYTES`` on a session that shares memory with its daemon takes a shared buffer from
@@ -29,10 +29,10 @@ Rules:
   ``max_idle_bytes`` are kept (``connect(download_cache_bytes=)``, 1 GiB by default; 0 turns
   the cache off), the oldest freed first. When the daemon refuses a new buffer (over quota or its
   caps), the idle ones are freed and it is asked again; a second refusal makes that download
-  take the region's slots as before. ``Session.empty_download_cache()`` frees them on demand.
+  take the staging buffer. ``Session.empty_download_cache()`` frees them on demand.
 - The daemon allows a session 64 shared buffers (and `--shared_buffer_bytes` of them); the
   cache owns at most ``MAX_BUFFERS`` (idle or shown by arrays), so that the program's own
-  ``empty_shared`` keeps room: past that, downloads take the region's slots.
+  ``empty_shared`` keeps room: past that, downloads take the staging buffer.
 - Leases end in finalizers (any thread, any time): they only append to a deque; the cache
   takes returned buffers back, and trims, on the next ``take``.
 """

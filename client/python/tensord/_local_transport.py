@@ -1,10 +1,11 @@
 """The same-host transport (Note [Python transports] in ``_transport.py``; its paths, in the
-order tried: docs/transport.md "Two transports"): the session's shared-memory region
-(``_shm``) with its command ring (Note [Python command ring]), mailbox (Note [Python mailbox])
-and slots, cross-memory attach (``_cma``), shared buffers (``_shared``) and the download cache
-of shared buffers (Note [Download cache]). Uploads of ``_shm.MIN_BYTES`` or more take a shared
-buffer's one Put, else cross-memory attach, else the slots; downloads a shared buffer (``out=``
-or the cache's), else the slots; the rest the stream."""
+order tried: docs/protocol.md "Where bytes go"): the session's shared-memory region (``_shm``)
+with its command ring (Note [Python command ring]) and mailbox (Note [Python mailbox]),
+cross-memory attach (``_cma``), shared buffers (``_shared``), the download cache of shared
+buffers (Note [Download cache]) and the transport's staging buffer (Note [Staging buffer]).
+Uploads of ``_shm.MIN_BYTES`` or more take a shared buffer's one Put, else cross-memory attach,
+else the staging buffer; downloads a shared buffer (``out=`` or the cache's), else the staging
+buffer; the rest the stream."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from . import _cma, _download_cache, _dtype, _errors, _shm
+from . import _cma, _download_cache, _dtype, _errors, _shm, _staging
 from ._options import DEFAULT_DOWNLOAD_CACHE_BYTES
 from ._transport import PutHeader, Transport, stream_answer
 
@@ -35,6 +36,7 @@ class LocalTransport(Transport):
         if size is None:  # idle shared buffers count in a user's quota: off under one
             size = 0 if welcome.quota_bytes else DEFAULT_DOWNLOAD_CACHE_BYTES
         self.cache = _download_cache.DownloadCache(session, size) if size > 0 else None
+        self.staging = _staging.Staging(session, welcome.quota_bytes)
 
     # ---------------------------------------------------------------- commands
 
@@ -58,13 +60,13 @@ class LocalTransport(Transport):
     def resumed(self, welcome: Any, resent: bool) -> str:
         """Binds cross-memory attach again (the daemon dropped the binding; a resent Put may
         use it) and keeps the region, or maps the resumed session's new one when no transfer
-        through the old one is in flight."""
+        (which may wait in its mailbox) is in flight."""
         s = self._s
         self.cma.rebind(welcome)
         old = self.region
         desc = welcome.shm if welcome.HasField("shm") else None
         if desc is None or not old.matches(desc):
-            if s._busy is not None or max(old.slot_seq) > welcome.resumed_applied_seq:
+            if s._busy is not None:
                 return ("the daemon's shared-memory region changed while a transfer through "
                         "it was in flight")
             region = _shm.Region.open(desc, s._options) if desc is not None else None
@@ -84,17 +86,19 @@ class LocalTransport(Transport):
         big = flat is not None and total >= _shm.MIN_BYTES
         where = s._find_shared(flat.ctypes.data, total) if big and s._shared_ranges else None
         # By cross-memory attach a Put returns once the daemon has read the bytes, after all
-        # queued before it: only when the daemon has caught up (else the slots return at once)
+        # queued before it: only when the daemon has caught up (else staging returns at once)
         if (where is None and big and total >= CMA_MIN_BYTES and self.cma.bound
                 and max(s._acked_seq, s._requests.answered_seq) >= s._seq and self.cma_usable()):
             where = flat.ctypes.data  # the daemon reads this process's memory
         with s._lock:
-            handle = s._new_handle_locked()
             if where is not None:  # a shared buffer's (region, offset), or an address
+                handle = s._new_handle_locked()
                 return handle, self._put_in_place_locked(handle, header, where, total)
-            if big:
-                return handle, s._exclusive_locked(
-                    lambda: _shm.upload(s, self.region, flat, handle, header))
+            staged = s._exclusive_locked(
+                lambda: self.staging.upload_locked(flat, header)) if big else None
+            if staged is not None:
+                return staged
+            handle = s._new_handle_locked()
             return handle, self._upload_stream_locked(raw, handle, header)
 
     def download(self, handle: int, site: str, nbytes: Optional[int],
@@ -120,8 +124,10 @@ class LocalTransport(Transport):
         with s._lock:  # Note [Python mailbox]: item() without gRPC's threads
             s._check_open_locked()
             if big or out is None and (nbytes is None and maybe_big or _shm.mailbox_free(r)):
-                return s._exclusive_locked(
-                    lambda: _shm.download(s, r, handle, nbytes, site, out))
+                staged = s._exclusive_locked(
+                    lambda: self.staging.download_locked(r, handle, nbytes, site, out))
+                if staged is not None:
+                    return staged
             p = self._get_on_stream_locked(handle, site)
         return stream_answer(p, handle, out)
 

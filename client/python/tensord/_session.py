@@ -10,7 +10,7 @@ Threads (see docs/protocol.md for the wire semantics):
   command, unless a value read, a sync, or the size/count threshold sent it first; it is woken
   only from its idle sleep, never per batch (``Batcher._flush_loop``);
 - flushed frames and tensor bytes go by the session's transport, chosen once at the Welcome
-  (Note [Python transports]): ``LocalTransport`` (the region's command ring, slots, mailbox,
+  (Note [Python transports]): ``LocalTransport`` (the region's command ring and mailbox, staging,
   cross-memory attach) or ``RemoteTransport`` (the stream, whose queue gRPC's own sender
   thread drains, and the bulk socket);
 - a receiver thread (``_receiver``) applies replies and wakes waiters through ``_replies``;

@@ -5,7 +5,7 @@
 array whose memory the daemon maps too. Uploading such an array (``tensord.tensor(a)``,
 ``from_numpy``, ``as_tensor``) and downloading into one (``t.numpy(out=a)``) are then one
 ``Put``/``Get`` naming the buffer: the daemon's copy between the buffer and tensor storage is
-the only one, with no staging copy, slots or chunks. Transfers under 256 KiB and any other
+the only one, with no staging copy or chunks. Transfers under 256 KiB and any other
 memory take the ordinary path.
 
 Lifetime rule: an upload from a shared array returns only once the daemon has acknowledged the
@@ -52,7 +52,7 @@ class SharedBuffer:
     """``nbytes`` bytes of host memory shared with the daemon of ``session`` (default: the
     default session), zero-filled. See the module docstring for the rules."""
 
-    def __init__(self, nbytes: int, session: Any = None) -> None:
+    def __init__(self, nbytes: int, session: Any = None, locked: bool = False) -> None:
         if nbytes <= 0:
             raise ValueError(f"a shared buffer needs at least one byte, got {nbytes}")
         s = session if session is not None else _context.default_session()
@@ -61,7 +61,8 @@ class SharedBuffer:
         #: the daemon's id for the buffer (a ``RegionSpan.region``); 0 for plain memory
         self.region = 0
         self._freed = False
-        got = s._allocate_shared(self.nbytes)
+        # ``locked``: the session's lock is held, this thread's transfer exclusive (``_staging``)
+        got = s._allocate_shared_locked(self.nbytes) if locked else s._allocate_shared(self.nbytes)
         if got is None:  # no shared memory with this daemon: plain memory
             self._mm = mmap.mmap(-1, self.nbytes)
             offset = 0
@@ -149,15 +150,21 @@ class SharedBuffers:
         if not self._transport.shares_memory:  # the daemon's memory is not reachable from here
             return None
         with self._lock:
-            self._check_open_locked()
-            self._wait_not_busy_locked()
-            self._drain_released_locked()  # buffers freed before go first (the quota)
-            rid, p = self._request_locked()
-            cmd = self._add_locked()
-            cmd.allocate_shared.request_id = rid
-            cmd.allocate_shared.bytes = nbytes
-            self._flush_locked()
-            self._wait_locked(p, rid)
+            return self._allocate_shared_locked(nbytes)
+
+    def _allocate_shared_locked(self, nbytes: int) -> Optional[Tuple[int, mmap.mmap, int]]:
+        """``_allocate_shared`` with the lock held (released while waiting for the answer)."""
+        if not self._transport.shares_memory:
+            return None
+        self._check_open_locked()
+        self._wait_not_busy_locked()
+        self._drain_released_locked()  # buffers freed before go first (the quota)
+        rid, p = self._request_locked()
+        cmd = self._add_locked()
+        cmd.allocate_shared.request_id = rid
+        cmd.allocate_shared.bytes = nbytes
+        self._flush_locked()
+        self._wait_locked(p, rid)
         if p.error is not None:
             raise _errors.fresh(p.error)
         reply = p.meta
@@ -165,7 +172,7 @@ class SharedBuffers:
         if mm is None or reply.shm.size - reply.shm.data_offset < nbytes:
             if mm is not None:
                 mm.close()
-            self._free_shared(reply.region)
+            self._free_shared(reply.region, from_finalizer=True)  # no lock taken
             raise ProtocolError(f"the daemon made shared buffer {reply.region} of {nbytes} bytes "
                                 f"but it cannot be mapped here as described ({reply.shm.path})",
                                 op="allocate_shared")

@@ -1,17 +1,15 @@
-"""Same-host transfer through the session's shared-memory region (docs/protocol.md "Shared
-memory").
+"""The session's shared-memory region (docs/protocol.md "Shared memory"): its nonce page,
+mailbox and, with a ring, command ring; no payload (bytes go through shared buffers: Note
+[Staging buffer] in ``_staging.py``).
 
 The daemon offers a region (``Welcome.shm``: a sealed memfd reachable as ``/proc/PID/fd/N``)
 when the Hello asked for one. ``Region.open`` maps it and checks the nonce; any failure means
-the daemon is elsewhere (or another user) and the stream is used instead. The payload area is
-split into ``SLOTS`` slots so that copies pipeline: while the daemon copies chunk k out of one
-slot, the client fills the next. A slot is reused only after the command that used it was
-acknowledged (uploads) or answered (downloads).
+the daemon is elsewhere (or another user) and the stream is used instead.
 
 ``map_region`` is also how shared buffers (``_shared.py``) are mapped.
 
-Note [Python mailbox]: the first Get of a download through the region asks the daemon to
-announce its answer in the region's mailbox (docs/protocol.md "Mailbox", proto/mailbox.h) when
+Note [Python mailbox]: the first Get of a download through the staging buffer asks the daemon
+to announce its answer in the region's mailbox (docs/protocol.md "Mailbox", proto/mailbox.h) when
 the C module ``_mailbox`` is built, the session wants it (``TransportOptions.mailbox_wanted``:
 with the command ring, or on hosts of 4 or more CPUs) and no other Get of the session holds the
 mailbox. The waiting thread then waits on the mailbox word without the GIL (``_mailbox.wait``:
@@ -26,11 +24,11 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import Any, List, Optional
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from . import _errors, _options
+from . import _options
 from ._command_ring import CommandRing
 from ._errors import ProtocolError
 from ._options import TransportOptions
@@ -43,8 +41,6 @@ except ImportError:
 if _options.pure_python():
     _mailbox = None  # no C module at all: the stream's answer
 
-SLOTS = 4
-MAX_SLOT = 32 << 20
 MIN_BYTES = 256 << 10  # smaller transfers go through the stream (no gain, one more copy)
 
 # The mailbox's layout (proto/mailbox.h): the word, the announced request id and length, the
@@ -61,11 +57,6 @@ class Region:
         self.mm = mm
         self.view = np.frombuffer(mm, dtype=np.uint8)
         data_offset = desc.data_offset
-        usable = desc.size - data_offset
-        slot = min(MAX_SLOT, usable // SLOTS) & ~4095
-        self.slot_bytes = slot
-        self.slots = [data_offset + i * slot for i in range(SLOTS)] if slot > 0 else []
-        self.slot_seq = [0] * len(self.slots)  # last command seq that used each slot
         self.path = desc.path
         self.nonce = bytes(desc.nonce)
         base = self.view.ctypes.data
@@ -91,8 +82,7 @@ class Region:
         mm = map_region(desc)
         if mm is None:
             return None
-        r = cls(mm, desc, options)
-        return r if r.slots else None
+        return cls(mm, desc, options)
 
 
 def map_region(desc: Any, populate: bool = False) -> Optional[mmap.mmap]:
@@ -100,7 +90,7 @@ def map_region(desc: Any, populate: bool = False) -> Optional[mmap.mmap]:
     read-write and checks its nonce; None when it is not reachable from here (another host, pid
     namespace or user), malformed, or someone else's. ``populate``: every page mapped now
     (``MAP_POPULATE``), so copies through it take no page faults."""
-    if (not desc.path or not desc.nonce or desc.data_offset >= desc.size
+    if (not desc.path or not desc.nonce or desc.data_offset > desc.size
             or desc.data_offset % 4096 or len(desc.nonce) > desc.data_offset):
         return None
     try:
@@ -122,41 +112,6 @@ def map_region(desc: Any, populate: bool = False) -> Optional[mmap.mmap]:
     return mm
 
 
-def upload(s: Any, r: Region, raw: np.ndarray, handle: int, header: Any) -> int:
-    """Sends the Put chunks of ``raw`` (uint8, C-contiguous) for ``handle`` through the region
-    ``r`` of session ``s``; called with the session's lock held and ``s._busy`` set to this
-    thread. ``header`` (a ``PutHeader``) fills the first chunk. Returns the last chunk's seq."""
-    total = raw.nbytes
-    offset = 0
-    k = 0
-    seq = 0
-    while True:
-        n = min(r.slot_bytes, total - offset)
-        slot = k % len(r.slots)
-        wait = r.slot_seq[slot]
-        if wait > s._acked_seq:
-            s._want_ack_locked(wait)
-            s._replies.wait_for(lambda: s._acked_seq >= wait or s._broken is not None)
-            s._check_open_locked()
-        r.view[r.slots[slot]:r.slots[slot] + n] = raw[offset:offset + n]
-        cmd = s._add_locked()
-        p = cmd.put
-        if offset == 0:
-            header.fill(p, handle)
-        else:
-            p.handle, p.offset = handle, offset
-        p.last = offset + n >= total
-        span = p.payload.region
-        span.offset = r.slots[slot]
-        span.size = n
-        seq = r.slot_seq[slot] = cmd.seq
-        s._flush_locked()  # the daemon copies this chunk out while we fill the next
-        offset += n
-        k += 1
-        if p.last:
-            return seq
-
-
 def mailbox_free(r: Region) -> bool:
     """Whether a download may ask for the mailbox now (lock held): Note [Python mailbox]."""
     return r.word != 0 and r.notify_rid == 0
@@ -165,9 +120,9 @@ def mailbox_free(r: Region) -> bool:
 def ask_locked(s: Any, handle: int, site: str, region: int, offset: int, capacity: int,
                byte_offset: int = 0, notify: bool = False) -> Any:
     """Queues a Get answered in shared memory: ``capacity`` bytes of ``handle`` from
-    ``byte_offset`` written at ``offset`` of region ``region`` (0: the session's own);
-    returns its request id and pending answer. ``notify``: announced in the region's
-    mailbox too (Note [Python mailbox])."""
+    ``byte_offset`` written at ``offset`` of shared buffer ``region``; returns its request id
+    and pending answer. ``notify``: announced in the session region's mailbox too (Note
+    [Python mailbox])."""
     rid, p = s._request_locked()
     cmd = s._add_locked()
     p.seq = cmd.seq
@@ -180,66 +135,7 @@ def ask_locked(s: Any, handle: int, site: str, region: int, offset: int, capacit
     return rid, p
 
 
-def download(s: Any, r: Region, handle: int, total: Optional[int], site: str,
-             out: Optional[np.ndarray] = None) -> Any:
-    """Downloads ``total`` bytes of ``handle`` through the region ``r`` with up to ``SLOTS``
-    ranged Gets in flight, into ``out`` (uint8, ``total`` bytes) or a new array; lock held,
-    ``s._busy`` set. Returns (TensorMeta, the uint8 array); raises the handle's error.
-    ``total`` None: not known yet; the first answer (one slot) tells it. The first Get asks
-    for the mailbox when it is free (Note [Python mailbox])."""
-    if out is None and total is not None:
-        out = np.empty(total, dtype=np.uint8)
-    inflight: List[Any] = []  # (rid, pending, slot, byte_offset)
-    next_offset = 0
-    k = 0
-    meta = None
-
-    notify = mailbox_free(r)
-
-    def issue() -> None:
-        nonlocal next_offset, k
-        slot = k % len(r.slots)
-        ask = notify and k == 0
-        rid, p = ask_locked(s, handle, site, 0, r.slots[slot], r.slot_bytes, next_offset,
-                            notify=ask)
-        if ask:
-            r.notify_rid = rid
-        inflight.append((rid, p, slot, next_offset))
-        next_offset += r.slot_bytes
-        k += 1
-
-    issue()
-    s._flush_locked()
-    while inflight:
-        rid, p, slot, off = inflight.pop(0)
-        if rid == r.notify_rid:
-            _await_notified(s, r, p, rid, r.slots[slot])
-        else:
-            s._wait_locked(p, rid)
-        if p.error is not None:
-            for rid2, p2, _, _ in inflight:  # drain the rest before raising
-                s._wait_locked(p2, rid2)
-            raise _errors.fresh(p.error)
-        if meta is None:
-            meta = p.meta
-        if total is None:  # the first answer: now the size is known
-            total = p.total
-            out = np.empty(total, dtype=np.uint8)
-        if p.total != total:
-            raise ProtocolError(f"the daemon says handle {handle} holds {p.total} bytes, its "
-                                f"metadata says {total}", op="get")
-        while len(inflight) < len(r.slots) - 1 and next_offset < total:
-            issue()
-        if inflight:
-            s._flush_locked()  # the daemon fills the next slots while we copy this one
-        out[off:off + p.span_size] = r.view[r.slots[slot]:r.slots[slot] + p.span_size]
-        if off + p.span_size < total and not inflight and next_offset < total:
-            issue()
-            s._flush_locked()
-    return meta, out
-
-
-def _await_notified(s: Any, r: Region, p: Any, rid: int, slot_offset: int) -> None:
+def await_notified(s: Any, r: Region, p: Any, rid: int, where: Tuple[int, int]) -> None:
     """Waits for the answer to ``rid`` in the mailbox, else the stream's (lock held, released
     while waiting); ``p`` is then answered as the receiver would have answered it, and
     ``_wait_locked`` does the bookkeeping of either (the stream's copy then finds no request)."""
@@ -252,7 +148,7 @@ def _await_notified(s: Any, r: Region, p: Any, rid: int, slot_offset: int) -> No
             finally:
                 s._lock.acquire()
             if word == mine and not p.done:  # announced by the daemon
-                if _read_announcement(r, rid, p, slot_offset):
+                if _read_announcement(r, rid, p, where):
                     r.answers += 1
                 elif r.ring is not None:  # a ring's daemon sends no copy on the stream
                     p.error = ProtocolError(f"the mailbox's announcement of request {rid} "
@@ -266,9 +162,9 @@ def _await_notified(s: Any, r: Region, p: Any, rid: int, slot_offset: int) -> No
     s._wait_locked(p, rid)
 
 
-def _read_announcement(r: Region, rid: int, p: Any, slot_offset: int) -> bool:
-    """Fills ``p`` from the mailbox's announcement of ``rid``: a shared-memory Data of the slot
-    at ``slot_offset``. False when it is not that (the waiter then takes the stream's)."""
+def _read_announcement(r: Region, rid: int, p: Any, where: Tuple[int, int]) -> bool:
+    """Fills ``p`` from the mailbox's announcement of ``rid``: a shared-memory Data at
+    ``where`` (region, offset). False when it is not that (the waiter then takes the stream's)."""
     mm = r.mm
     announced = int.from_bytes(mm[_REQUEST:_REQUEST + 8], "little")
     length = int.from_bytes(mm[_LENGTH:_LENGTH + 4], "little")
@@ -276,8 +172,8 @@ def _read_announcement(r: Region, rid: int, p: Any, slot_offset: int) -> bool:
         return False
     d = pb.Data.FromString(mm[_PAYLOAD:_PAYLOAD + length])
     span = d.payload.region
-    if (d.request_id != rid or d.payload.WhichOneof("where") != "region" or span.region != 0
-            or span.offset != slot_offset):
+    if (d.request_id != rid or d.payload.WhichOneof("where") != "region"
+            or (span.region, span.offset) != where):
         return False
     p.finish_in_place(d.meta if d.HasField("meta") else None, d.total_bytes, span.size)
     return True
