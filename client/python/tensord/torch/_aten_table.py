@@ -12,6 +12,7 @@ from . import _aten_map_select, _aten_map_scan, _data_sized, _resize  # noqa: F4
 from . import _aten_map_linalg, _aten_map_qr  # noqa: F401
 from . import _aten_map_distance, _histogram  # noqa: F401
 from . import _attention  # noqa: F401 (flash attention's backward rule)
+from . import _linear  # noqa: F401 (aten.linear as one Call: Note [One linear])
 from . import _convolution  # noqa: F401
 from . import _grid_sample  # noqa: F401
 from . import _ctc_loss, _embedding_bag, _margin_loss, _segment_reduce  # noqa: F401
