@@ -68,7 +68,7 @@ def test_foreach_calls_match_torch(production: Any, name: str) -> None:
 
 
 def test_versions_are_bumped(production: Any) -> None:
-    xs = [torch.randn(3).to(D) for _ in range(3)]
+    xs = [torch.randn(13).to(D) for _ in range(3)]
     for k in KS:
         versions = [x._version for x in xs]
         torch._foreach_mul_(xs, k)
@@ -77,17 +77,17 @@ def test_versions_are_bumped(production: Any) -> None:
 
 def test_tensors_without_a_payload_yet(production: Any) -> None:
     for k in KS:
-        xs = [torch.ones(2, 3, device=D), torch.empty(2, 3, device=D).fill_(2.0)]
+        xs = [torch.ones(2, 13, device=D), torch.empty(2, 13, device=D).fill_(2.0)]
         ys = torch._foreach_mul(xs, k)
         torch._foreach_add_(xs, ys)
-        assert torch.equal(xs[0].cpu(), torch.full((2, 3), 1.0 + k)), k
-        assert torch.equal(xs[1].cpu(), torch.full((2, 3), 2.0 + 2.0 * k)), k
+        assert torch.equal(xs[0].cpu(), torch.full((2, 13), 1.0 + k)), k
+        assert torch.equal(xs[1].cpu(), torch.full((2, 13), 2.0 + 2.0 * k)), k
 
 
 def test_lists_of_new_tensors_each_call(production: Any) -> None:
     # An optimizer's lists are rebuilt every step; the key holds metadata only.
     for k in KS:
-        cpu = [torch.randn(4, 2) for _ in range(3)]
+        cpu = [torch.randn(4, 12) for _ in range(3)]
         dev = [x.to(D) for x in cpu]
         torch._foreach_mul_(cpu, k)
         torch._foreach_mul_(dev, k)
@@ -96,9 +96,9 @@ def test_lists_of_new_tensors_each_call(production: Any) -> None:
 
 
 def test_a_list_sharing_one_tensor(production: Any) -> None:
-    x = torch.randn(3)
+    x = torch.randn(11)
     dx = x.to(D)
-    y = torch.randn(3)
+    y = torch.randn(11)
     dy = y.to(D)
     for k in KS:  # [x, y] recorded, then [x, x]: the same key, x written twice
         for c, d in (([x, y], [dx, dy]), ([x, x], [dx, dx])):
@@ -106,3 +106,25 @@ def test_a_list_sharing_one_tensor(production: Any) -> None:
             torch._foreach_add_(d, k)
             torch.testing.assert_close(dx.cpu(), x, msg=f"number {k}")
             torch.testing.assert_close(dy.cpu(), y, msg=f"number {k}")
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: torch.optim.AdamW(p, lr=0.05, weight_decay=0.1, foreach=True),
+    lambda p: torch.optim.Adam(p, lr=0.05, amsgrad=True, foreach=True),
+    lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True, foreach=True),
+], ids=["adamw", "adam_amsgrad", "sgd_nesterov"])
+def test_foreach_optimizers_match_torch(production: Any, make: Any) -> None:
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3))
+    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3))
+    model.load_state_dict(ref.state_dict())
+    model.to(D)
+    o_ref, o_dev = make(ref.parameters()), make(model.parameters())
+    for step in range(6):
+        x, y = torch.randn(7, 6), torch.randn(7, 3)
+        for m, o, a, b in ((ref, o_ref, x, y), (model, o_dev, x.to(D), y.to(D))):
+            o.zero_grad()
+            torch.nn.functional.mse_loss(m(a), b).backward()
+            o.step()
+        for p, q in zip(ref.parameters(), model.parameters()):
+            torch.testing.assert_close(q.detach().cpu(), p.detach(), msg=f"step {step}")

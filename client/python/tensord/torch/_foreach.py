@@ -37,12 +37,19 @@ Slot = Tuple[Any, bool]  # (foreach argument index or keyword name, an element o
 class _Op:
     """What a foreach overload runs: its per-tensor op, in place or not, pointwise or not."""
 
-    __slots__ = ("per", "inplace", "pointwise", "kwarg_only")
+    __slots__ = ("per", "inplace", "pointwise", "kwarg_only", "functional")
 
     def __init__(self, func: Any, args: tuple) -> None:
         name = func._schema.name.split("::")[-1][len("_foreach_"):]
-        self.per = _per_tensor_op(name, func, args)
         self.inplace = name.endswith("_")
+        # An in-place foreach op whose per-tensor op ATen lacks (``_foreach_maximum_``: no
+        # ``maximum_``) runs as its functional foreach op and ``_foreach_copy_``.
+        self.functional = None
+        if self.inplace and not hasattr(aten, name):
+            self.functional = getattr(getattr(aten, "_foreach_" + name[:-1]),
+                                      func._overloadname)
+            name = name[:-1]
+        self.per = _per_tensor_op(name, func, args)
         self.pointwise = _meta.is_pointwise(self.per)
         # The foreach op's positional arguments fill the per-tensor op's parameters in order,
         # keyword-only ones by name (addcdiv_'s ``value`` is the foreach op's ``scalars``).
@@ -96,6 +103,10 @@ def run(func: Any, args: tuple, kwargs: Dict[str, Any], dispatch: Callable[..., 
         if args[0]:  # (an empty list cannot tell _per_tensor_op which overload it is)
             _meta.is_pointwise(func)  # keeps func alive under its id
             _ops[id(func)] = op
+    if op.functional is not None:
+        outs = run(op.functional, args, kwargs, dispatch, check)
+        run(aten._foreach_copy_.default, (args[0], outs), {}, dispatch, check)
+        return None
     key = None if check else _key(func, args, kwargs, op.pointwise)
     plan = _plans.get(key) if key is not None else None
     outs: List[Any] = []
@@ -325,12 +336,14 @@ def _per_tensor_op(name: str, func: Any, args: tuple) -> Any:
                    and isinstance(args[1][0], torch.Tensor))
     if over in ("Scalar", "ScalarList"):
         cand = ["Scalar", "default", "Tensor"]
-    elif over in ("List", "Tensor") or tensor_list:
+    elif over in ("List", "Tensor"):
         cand = ["Tensor", "default"]
+    elif tensor_list:  # _foreach_copy_'s: copy_.default (copy_.Tensor is TorchScript's)
+        cand = ["default", "Tensor"] if over == "default" else ["Tensor", "default"]
     else:
         cand = [over, "default", "Scalar", "Tensor"]
+    overloads = packet.overloads()
     for c in cand:
-        op = getattr(packet, c, None)
-        if op is not None:
-            return op
+        if c in overloads:
+            return getattr(packet, c)
     raise NotImplementedError(f"{func}: no per-tensor op aten.{name} to loop over")
