@@ -62,7 +62,7 @@ class _Plan:
     (a ``_direct._Entry``'s, its sources as foreach slots), each position's output metadata."""
 
     __slots__ = ("session", "op_id", "op_part", "slots", "numbers", "attr_slots", "attr_parts",
-                 "metas", "one_list", "listed_attrs")
+                 "metas", "lead", "listed_attrs")
 
     def __init__(self, session: Any, entry: Any, slots: Tuple[Slot, ...],
                  attr_slots: Tuple[Slot, ...], metas: Optional[List[tuple]]) -> None:
@@ -70,8 +70,11 @@ class _Plan:
         self.numbers, self.attr_parts = entry.numbers, entry.attr_parts
         self.slots, self.attr_slots = slots, attr_slots
         self.metas = metas  # (shape, stride, dtype) of each fresh output; None in place
-        # ``_replay``'s common case: the first input from a list, no other from one
-        self.one_list = bool(slots) and slots[0][1] and not any(sl[1] for sl in slots[1:])
+        # ``_replay``'s common cases: the first one or two inputs from lists, no other from one
+        lead = 0
+        while lead < len(slots) and slots[lead][1]:
+            lead += 1
+        self.lead = lead if lead <= 2 and not any(sl[1] for sl in slots[lead:]) else 0
         self.listed_attrs = any(sl[1] for sl in attr_slots)
 
     def same(self, entry: Any, slots: Tuple[Slot, ...], attr_slots: Tuple[Slot, ...]) -> bool:
@@ -222,19 +225,23 @@ def _replay(plan: _Plan, args: tuple, kwargs: Dict[str, Any], outs: List[Any]) -
             return _replay_each(plan, site, args, kwargs, 0, outs)
         op_part = plan.attr_parts.part(tuple([_column(args, kwargs, sl)
                                               for sl in plan.attr_slots]))
-    if not plan.one_list:
+    lead = plan.lead
+    if not lead:
         return _replay_each(plan, site, args, kwargs, 0, outs)
-    # The common case (``_foreach_mul_(params, 0.9)``, ``_foreach_sqrt(xs)``): the first input
-    # from a list of tensors, the others the same tensors or numbers at every position.
+    # The common cases: the first one or two inputs from lists (``_foreach_mul_(params, 0.9)``,
+    # ``_foreach_add_(params, grads, alpha=-lr)``, ``_foreach_div_(xs, [numbers])``), the
+    # others the same tensors or numbers at every position.
     xs = _column(args, kwargs, slots[0])
-    x = xs[0]
-    td = x._td
+    td = xs[0]._td
     if td is None:
         return _replay_each(plan, site, args, kwargs, 0, outs)
     dev = td._dev
+    ys = _column(args, kwargs, slots[1]) if lead == 2 else xs
+    numbers_y = lead == 2 and ys[0].__class__ is not TensordTensor
+    numbers = plan.numbers
     rest = b""
     keep = []  # number handles stay alive until their Calls are queued
-    for slot in slots[1:]:
+    for slot in slots[lead:]:
         v = _column(args, kwargs, slot)
         if v.__class__ is TensordTensor:
             td = v._td
@@ -242,7 +249,7 @@ def _replay(plan: _Plan, args: tuple, kwargs: Dict[str, Any], outs: List[Any]) -
                 return _replay_each(plan, site, args, kwargs, 0, outs)
             rest += td._hv
         else:
-            t = plan.numbers.tensor(v, dev)
+            t = numbers.tensor(v, dev)
             if t is None:
                 return _replay_each(plan, site, args, kwargs, 0, outs)
             keep.append(t)
@@ -250,11 +257,23 @@ def _replay(plan: _Plan, args: tuple, kwargs: Dict[str, Any], outs: List[Any]) -
     op_id, metas = plan.op_id, plan.metas
     written: List[int] = []
     i = 0
-    for x in xs:
+    for x, y in zip(xs, ys):
         td = x._td
         if td is None or td._dev != dev:
             break  # a payload to make, or another device: position by position from here
-        ins = td._hv + rest
+        if lead == 1:
+            ins = td._hv + rest
+        elif numbers_y:
+            t = numbers.tensor(y, dev)
+            if t is None:
+                break  # (the wire cannot hold it: _replay_each says where)
+            keep.append(t)
+            ins = td._hv + t._hv + rest
+        else:
+            ty = y._td
+            if ty is None or ty._dev != dev:
+                break
+            ins = td._hv + ty._hv + rest
         r = fast_call(s, ins, site, op_part) if fast_call is not None else None
         first, seq, first_v = r if r is not None else s._call_python(op_id, ins, 1, site,
                                                                      op_part)
