@@ -13,7 +13,9 @@ itself). A later call with the key queues the positions' Calls in one loop. The 
 fixes every per-tensor key, so the plan is exactly what the per-tensor replays would queue;
 numbers and number attributes are taken from the call, as ``_direct.run`` takes them. A
 position whose number the wire cannot hold ends the plan's loop, and the per-tensor path
-finishes the call from there (its Calls before are queued already).
+finishes the call from there (its Calls before are queued already). The loop is written out
+for plans whose first one or two inputs come from lists and the rest are the same at every
+position (``_replay``: ~0.6 us a tensor); others go position by position (``_replay_each``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from ._tensor import TensordTensor, make
 
 aten = torch.ops.aten
 _MAX_PLANS = 1 << 12
-_MAX_TRIES = 4  # calls that may try to build a key's plan (the first two cannot: Note above)
+_MAX_TRIES = 4  # calls that may try to build a key's plan (the first cannot: Note above)
 Slot = Tuple[Any, bool]  # (foreach argument index or keyword name, an element of a list)
 
 
