@@ -93,6 +93,47 @@ def training_table(address: str, models: list, threads: int, steps: int) -> None
         print(f"{model:38s} {dev:14.2f} {nat:15.2f} {loc:15.2f} {dev / loc:18.2f}")
 
 
+def more_rows(a, b, da, db, na, nb) -> list:
+    """Issue 26's other rows: a reflected number, a CPU scalar tensor, ``F.linear`` (with and
+    without a weight that wants its gradient), and the optimizers' foreach steps over four
+    tensors (the native client: its in-place ops in a loop; no row where it has none)."""
+    dev = "tensord"
+    w, bias = torch.randn(16, 16), torch.randn(16)
+    dw, dbias = w.to(dev), bias.to(dev)
+    dwg = dw.detach().clone().requires_grad_()
+    nw, nbias = td.tensor(w.numpy()), td.tensor(bias.numpy())
+    scalar = torch.tensor(2.0)
+    ps = [torch.randn(16, 16) for _ in range(4)]
+    qs = [torch.randn(16, 16) for _ in range(4)]
+    rs = [torch.rand(16, 16) + 1 for _ in range(4)]
+    dps, dqs, drs = ([x.to(dev) for x in xs] for xs in (ps, qs, rs))
+    nps, nqs = ([td.tensor(x.numpy()) for x in xs] for xs in (ps, qs))
+    steps = [-0.01, -0.02, -0.01, -0.03]
+
+    def native_loop(fn):
+        return lambda: [fn(x, y) for x, y in zip(nps, nqs)]
+
+    return [
+        ("2.0 - x", lambda: 2.0 - da, lambda: 2.0 - na, lambda: 2.0 - a),
+        ("x * torch.tensor(2.0)", lambda: da * scalar, None, lambda: a * scalar),
+        ("F.linear(x, w, b)", lambda: F.linear(da, dw, dbias),
+         lambda: td.nn.functional.linear(na, nw, nbias), lambda: F.linear(a, w, bias)),
+        ("F.linear, w grad", lambda: F.linear(da, dwg, dbias), None,
+         lambda: F.linear(a, w.requires_grad_(), bias)),
+        ("_foreach_mul_ x4", lambda: torch._foreach_mul_(dps, 0.999),
+         native_loop(lambda x, y: x.mul_(0.999)), lambda: torch._foreach_mul_(ps, 0.999)),
+        ("_foreach_add_ x4 alpha", lambda: torch._foreach_add_(dps, dqs, alpha=-0.001),
+         native_loop(lambda x, y: x.add_(y, alpha=-0.001)),
+         lambda: torch._foreach_add_(ps, qs, alpha=-0.001)),
+        ("_foreach_sqrt x4", lambda: torch._foreach_sqrt(drs), None,
+         lambda: torch._foreach_sqrt(rs)),
+        ("_foreach_addcdiv_ x4", lambda: torch._foreach_addcdiv_(dps, dqs, drs, steps), None,
+         lambda: torch._foreach_addcdiv_(ps, qs, rs, steps)),
+        ("_foreach_lerp_ x4", lambda: torch._foreach_lerp_(dqs, dps, 0.1), None,
+         lambda: torch._foreach_lerp_(qs, ps, 0.1)),
+    ]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=2)
@@ -115,11 +156,13 @@ def main() -> None:
             ("x.add_(y)", lambda: da.add_(db), lambda: na.add_(nb), lambda: a.add_(b)),
             ("torch.cat([x, y])", lambda: torch.cat([da, db]), lambda: td.cat([na, nb]),
              lambda: torch.cat([a, b]))]
+    rows += more_rows(a, b, da, db, na, nb)
     print("client CPU per op (us)    tensord device   native client   local PyTorch")
     nothing = lambda: None  # noqa: E731
     for name, f_dev, f_nat, f_loc in rows:
+        nat = f"{per_op_us(f_nat, native.synchronize):15.1f}" if f_nat else f"{'-':>15s}"
         print(f"{name:24s} {per_op_us(f_dev, tdt.synchronize):14.1f} "
-              f"{per_op_us(f_nat, native.synchronize):15.1f} {per_op_us(f_loc, nothing):15.1f}")
+              f"{nat} {per_op_us(f_loc, nothing):15.1f}")
 
     torch.manual_seed(0)
     ref = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),

@@ -27,8 +27,13 @@ constants of the key. So a rule passes a pointwise op's number unchanged or as a
 a function that returns its argument for some values only (``max(v, 0.0)``, ``abs`` of an
 int) would look like passing it unchanged, and later calls would skip it.
 
-Not recorded, so always run by their rules: seeded random ops; calls with a CPU tensor (a
-scalar's value is not in the key); rules that queue anything else (an upload but a number's, a
+CPU scalar tensors (``x * torch.tensor(2.0)``: 0-dim CPU tensors, which rules take as their
+``item()``, Note [Number handles]) are numbers whose value no key holds, whatever the op: the
+record requires each to fill exactly one input, or one number attribute of a pointwise op, and
+replays take ``item()`` of the call's tensor there.
+
+Not recorded, so always run by their rules: seeded random ops; calls with another CPU tensor
+(uploaded), or a CPU tensor in a list; rules that queue anything else (an upload but a number's, a
 second op); two tensor arguments sharing one payload, or two number arguments one object
 (which of them fills an input would be undecided for later calls); a number input of a view
 op (its output could alias the shared number); and calls made while ``TENSORD_TORCH_CHECK``
@@ -119,7 +124,7 @@ def run(entry: _Entry, args: tuple, kwargs: Dict[str, Any]) -> Optional[NativeTe
                 parts.append(td._hv)
                 dev = dev or td._dev
             else:
-                parts.append(x)  # a number: its handle once the device is known
+                parts.append(_value(x))  # a number: its handle once the device is known
         numbers = entry.numbers
         if numbers is not None:
             keep = []
@@ -134,12 +139,24 @@ def run(entry: _Entry, args: tuple, kwargs: Dict[str, Any]) -> Optional[NativeTe
         op_part = entry.op_part
         if entry.attr_parts is not None:
             op_part = entry.attr_parts.part(tuple([
-                (args[w] if w.__class__ is int else kwargs[w]) for w, _ in entry.attr_sources]))
+                _value(args[w] if w.__class__ is int else kwargs[w])
+                for w, _ in entry.attr_sources]))
     # The program's frame is above __torch_dispatch__, run_rule and dispatch (site_field skips
     # any other tensord and PyTorch frames on its way up).
     first, seq, first_v = s.call(entry.op_id, ins, 1, site_field(4), op_part)
     del keep
     return NativeTensor._make(s, first, seq, dev, first_v)
+
+
+def _cpu_scalar(v: Any) -> bool:
+    """A 0-dim CPU tensor, which acts as its value (``_dispatch.unwrap``: ``item()``)."""
+    return isinstance(v, torch.Tensor) and type(v) is not TensordTensor and v.dim() == 0 \
+        and v.device.type == "cpu"
+
+
+def _value(x: Any) -> Any:
+    """A number source's value in this call: the number, or a CPU scalar tensor's item."""
+    return x.item() if isinstance(x, torch.Tensor) else x
 
 
 def _eligible(func: Any, args: tuple, kwargs: Dict[str, Any], pointwise: bool) -> bool:
@@ -149,8 +166,8 @@ def _eligible(func: Any, args: tuple, kwargs: Dict[str, Any], pointwise: bool) -
     if seeded:
         return False
     for v in (*args, *kwargs.values()):
-        if isinstance(v, torch.Tensor) and type(v) is not TensordTensor:
-            return False  # a CPU scalar tensor: its value is not in the key
+        if isinstance(v, torch.Tensor) and type(v) is not TensordTensor and not _cpu_scalar(v):
+            return False  # another device's tensor: uploaded by the rule
         if isinstance(v, (list, tuple)):
             if any((isinstance(e, torch.Tensor) and type(e) is not TensordTensor)
                    or (pointwise and type(e) in _NUMBERS) for e in v):
@@ -162,11 +179,13 @@ _AMBIGUOUS: Source = (None, None)
 
 
 def _sources(args: tuple, kwargs: Dict[str, Any], uargs: list, ukwargs: Dict[str, Any]
-             ) -> Tuple[Dict[int, Source], Dict[int, Any]]:
+             ) -> Tuple[Dict[int, Source], Dict[int, Any], set]:
     """id(unwrapped value) -> its source, for the tensors' payloads and the numbers (an id of
-    two sources: ``_AMBIGUOUS``); and the numbers by id."""
+    two sources: ``_AMBIGUOUS``); the numbers by id; and the ids of the CPU scalar tensors'
+    values (numbers too, whose values no key holds)."""
     found: Dict[int, Source] = {}
     numbers: Dict[int, Any] = {}
+    scalars: set = set()
 
     def add(u: Any, where: Any, j: Optional[int]) -> None:
         k = id(u)
@@ -176,9 +195,11 @@ def _sources(args: tuple, kwargs: Dict[str, Any], uargs: list, ukwargs: Dict[str
         t = type(a)
         if t is TensordTensor:
             add(u, where, None)
-        elif t in _NUMBERS:
+        elif t in _NUMBERS or (t is not TensordTensor and _cpu_scalar(a)):
             add(u, where, None)
             numbers[id(u)] = u
+            if t not in _NUMBERS:
+                scalars.add(id(u))
         elif t is list or t is tuple:
             for j, (e, ue) in enumerate(zip(a, u)):
                 if type(e) is TensordTensor:
@@ -188,7 +209,7 @@ def _sources(args: tuple, kwargs: Dict[str, Any], uargs: list, ukwargs: Dict[str
         scan(a, uargs[i], i)
     for name, v in kwargs.items():
         scan(v, ukwargs[name], name)
-    return found, numbers
+    return found, numbers, scalars
 
 
 def record(func: Any, session: Any, args: tuple, kwargs: Dict[str, Any], uargs: list,
@@ -212,11 +233,18 @@ def record(func: Any, session: Any, args: tuple, kwargs: Dict[str, Any], uargs: 
     if (s is not session or out is not native or type(native) is not NativeTensor
             or op.num_outputs != 1):
         return native, None
-    found, numbers = _sources(args, kwargs, uargs, ukwargs)
+    found, numbers, scalars = _sources(args, kwargs, uargs, ukwargs)
     sources = tuple(found.get(id(x), _AMBIGUOUS) for x in inputs)
     if _AMBIGUOUS in sources:
         return native, None
     n_numbers = sum(1 for x in inputs if id(x) in numbers)
+    if scalars:
+        # A CPU scalar tensor's value is in no key: it must fill one input, or one number
+        # attribute of a pointwise op (taken from each call below), and nothing else.
+        used = [id(x) for x in inputs] + [id(v) for v in (attrs or {}).values()]
+        if any(used.count(k) != 1 for k in scalars) or (
+                not pointwise and any(id(v) in scalars for v in (attrs or {}).values())):
+            return native, None
     # One command in all (no upload but the numbers', no second op, nothing queued outside
     # ``c``) and it is the rule's result.
     if session._seq != seq0 + 1 + n_numbers or (n_numbers and view):

@@ -2,7 +2,7 @@
 
 In order: the device's own handlers (copies, reads, factories' fills; ``_special``), a rule
 mapping the op onto the daemon's catalog (``_aten_table.RULES``), a ``_foreach_`` op as its
-per-tensor op in a loop, an ``out=`` or in-place op as its functional twin plus ``copy_``
+per-tensor op in a loop (``_foreach``, its recorded Calls replayed: Note [Foreach replay]), an ``out=`` or in-place op as its functional twin plus ``copy_``
 (``_twins``), PyTorch's decomposition into ops that map (``torch._decomp``), and last the
 counted CPU fallback (``_fallback``). Rules queue commands and
 return at once: output metadata comes from PyTorch's meta functions (``_meta``), never from the
@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 import torch
 from torch._decomp import decomposition_table
 
-from . import _aten_table, _connection, _direct, _fallback, _meta, _special, _twins, _transfer
+from . import (_aten_table, _connection, _direct, _fallback, _foreach, _meta, _special, _twins,
+               _transfer)
 from .. import _errors
 from .._tensor import Tensor as NativeTensor
 from .._tensor import call as native_call
@@ -88,7 +89,7 @@ def dispatch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
             return out
     name = func.__name__
     if name.startswith("_foreach_"):
-        return _foreach(func, args, kwargs)
+        return _foreach.run(func, args, kwargs, dispatch, CHECK)
     if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
         return func.decompose(*args, **kwargs)
     twin = _twins.functional_twin(func)
@@ -294,50 +295,3 @@ def _functional_twin(func: Any) -> Optional[Any]:
     if packet is None:
         return None
     return getattr(packet, func._overloadname, None)
-
-
-def _foreach(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
-    """A ``_foreach_<op>[_]`` op as ``<op>[_]`` on each tensor of its lists (the optimizers'
-    ``foreach`` implementations): the same commands, one per tensor, none waiting."""
-    name = func._schema.name.split("::")[-1][len("_foreach_"):]
-    per = _per_tensor_op(name, func, args)
-    # The foreach op's positional arguments fill the per-tensor op's parameters in order,
-    # keyword-only ones by name (addcdiv_'s ``value`` is the foreach op's ``scalars``).
-    params = per._schema.arguments
-    outs: List[Any] = []
-    for i in range(len(args[0])):
-        a: List[Any] = []
-        k = {key: (v[i] if isinstance(v, (list, tuple)) else v) for key, v in kwargs.items()}
-        for j, v in enumerate(args):
-            v = v[i] if isinstance(v, (list, tuple)) else v
-            if j < len(params) and params[j].kwarg_only:
-                k[params[j].name] = v
-            else:
-                a.append(v)
-        # Already below autograd (as the per-tensor call would run from here): a tensord
-        # tensor's op goes to ``dispatch`` directly, without PyTorch's dispatcher again.
-        outs.append(dispatch(per, tuple(a), k) if type(a[0]) is TensordTensor else per(*a, **k))
-    if name.endswith("_"):
-        # PyTorch's per-tensor kernels bump each written tensor's version; below autograd
-        # here, the per-tensor ops do not (nor does the foreach op's own dispatch).
-        torch._C._increment_version(args[0])
-        return None
-    return outs
-
-
-def _per_tensor_op(name: str, func: Any, args: tuple) -> Any:
-    packet = getattr(aten, name)
-    over = func._overloadname
-    tensor_list = (len(args) > 1 and isinstance(args[1], (list, tuple)) and len(args[1]) > 0
-                   and isinstance(args[1][0], torch.Tensor))
-    if over in ("Scalar", "ScalarList"):
-        cand = ["Scalar", "default", "Tensor"]
-    elif over in ("List", "Tensor") or tensor_list:
-        cand = ["Tensor", "default"]
-    else:
-        cand = [over, "default", "Scalar", "Tensor"]
-    for c in cand:
-        op = getattr(packet, c, None)
-        if op is not None:
-            return op
-    raise NotImplementedError(f"{func}: no per-tensor op aten.{name} to loop over")

@@ -165,8 +165,9 @@ def _register_factories() -> None:
     _lib.impl("arange", lambda end, **kw: arange(0, end, 1, **kw), "PrivateUse1")
     _lib.impl("_copy_from", copy_from, "PrivateUse1")
     _lib.impl("_efficientzerotensor", efficient_zeros, "PrivateUse1")
-    from . import _attention
+    from . import _attention, _linear
     _attention.register(_lib)  # F.scaled_dot_product_attention on the fused rows
+    _linear.register(_lib)  # F.linear as one daemon Call (Note [One linear])
 
 
 def _check_index(device: Any) -> None:
