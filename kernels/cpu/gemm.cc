@@ -65,13 +65,25 @@ void Blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
   }
 }
 
+// C[r0, r1) x [c0, c1) = bias[c0, c1), down the rows (GemmBias).
+template <typename T>
+void FillBias(const T* bias, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+              T* c, int64_t ldc) {
+  for (int64_t r = r0; r < r1; ++r) {
+    std::copy(bias + c0, bias + c1, c + r * ldc + c0);
+  }
+}
+
 // C's rows (or columns) split over the pool in kBlocksPerThread * parts
 // blocks, claimed by whichever thread is free (Note [Claimed items] in
 // parallel.h).
+// With a bias, each block of C is set to it just before its product (beta
+// 1), on the thread that computes the block.
 template <typename T>
 void SplitRowsOrColumns(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                         const T* a, int64_t lda, const T* b, int64_t ldb,
-                        T beta, T* c, int64_t ldc, int64_t parts) {
+                        T beta, const T* bias, T* c, int64_t ldc,
+                        int64_t parts) {
   const bool by_rows = m >= n;
   const int64_t len = by_rows ? m : n;
   const int64_t want = std::min(parts * kBlocksPerThread, len / kMinBlock);
@@ -80,11 +92,19 @@ void SplitRowsOrColumns(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
   const int64_t blocks = (len + step - 1) / step;
   ParallelForClaimed(blocks, [&](int64_t i) {
     const int64_t lo = i * step, rows = std::min(len, lo + step) - lo;
+    if (bias != nullptr) {
+      if (by_rows) {
+        FillBias(bias, lo, lo + rows, 0, n, c, ldc);
+      } else {
+        FillBias(bias, 0, m, lo, lo + rows, c, ldc);
+      }
+    }
+    const T bt = bias != nullptr ? T{1} : beta;
     if (by_rows) {
-      Blas(ta, tb, rows, n, k, a + (ta ? lo : lo * lda), lda, b, ldb, beta,
+      Blas(ta, tb, rows, n, k, a + (ta ? lo : lo * lda), lda, b, ldb, bt,
            c + lo * ldc, ldc);
     } else {
-      Blas(ta, tb, m, rows, k, a, lda, b + (tb ? lo * ldb : lo), ldb, beta,
+      Blas(ta, tb, m, rows, k, a, lda, b + (tb ? lo * ldb : lo), ldb, bt,
            c + lo, ldc);
     }
   });
@@ -119,24 +139,45 @@ void SplitDepth(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
   }
 }
 
+// Gemm and GemmBias (bias: nullptr, or C starts as it, beta 1).
+template <typename T>
+void GemmImpl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
+              int64_t lda, const T* b, int64_t ldb, T beta, const T* bias, T* c,
+              int64_t ldc) {
+  SingleThreadedBlas();
+  const int threads = NumThreads();
+  const int64_t parts = std::min<int64_t>(threads, std::max(m, n) / kMinBlock);
+  const int64_t depth_parts = std::min<int64_t>(threads, k / kMinDepth);
+  const bool split_c = parts >= threads || (parts > 1 && depth_parts <= parts);
+  if (!InParallelRegion() && m * n * k >= kWideGemmFlops && split_c) {
+    SplitRowsOrColumns(ta, tb, m, n, k, a, lda, b, ldb, beta, bias, c, ldc,
+                       parts);
+    return;
+  }
+  if (bias != nullptr) {
+    FillBias(bias, 0, m, 0, n, c, ldc);
+    beta = 1;
+  }
+  if (!InParallelRegion() && m * n * k >= kWideGemmFlops && depth_parts > 1) {
+    SplitDepth(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, depth_parts);
+  } else {
+    Blas(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  }
+}
+
 }  // namespace
 
 template <typename T>
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  SingleThreadedBlas();
-  const int threads = NumThreads();
-  const int64_t parts = std::min<int64_t>(threads, std::max(m, n) / kMinBlock);
-  const int64_t depth_parts = std::min<int64_t>(threads, k / kMinDepth);
-  if (InParallelRegion() || m * n * k < kWideGemmFlops) {
-    Blas(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
-  } else if (parts >= threads || (parts > 1 && depth_parts <= parts)) {
-    SplitRowsOrColumns(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, parts);
-  } else if (depth_parts > 1) {
-    SplitDepth(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, depth_parts);
-  } else {
-    Blas(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
-  }
+  GemmImpl<T>(ta, tb, m, n, k, a, lda, b, ldb, beta, nullptr, c, ldc);
+}
+
+template <typename T>
+void GemmBias(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
+              int64_t lda, const T* b, int64_t ldb, const T* bias, T* c,
+              int64_t ldc) {
+  GemmImpl<T>(ta, tb, m, n, k, a, lda, b, ldb, T{1}, bias, c, ldc);
 }
 
 template void Gemm<float>(bool, bool, int64_t, int64_t, int64_t, const float*,
@@ -145,6 +186,12 @@ template void Gemm<float>(bool, bool, int64_t, int64_t, int64_t, const float*,
 template void Gemm<double>(bool, bool, int64_t, int64_t, int64_t, const double*,
                            int64_t, const double*, int64_t, double, double*,
                            int64_t);
+template void GemmBias<float>(bool, bool, int64_t, int64_t, int64_t,
+                              const float*, int64_t, const float*, int64_t,
+                              const float*, float*, int64_t);
+template void GemmBias<double>(bool, bool, int64_t, int64_t, int64_t,
+                               const double*, int64_t, const double*, int64_t,
+                               const double*, double*, int64_t);
 
 }  // namespace cpu
 }  // namespace tensord

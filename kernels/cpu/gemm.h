@@ -34,6 +34,15 @@ template <typename T>
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
+// C = op(A) op(B) + bias, the [n] bias added to every row (nn.Linear's
+// forward: Note [Fused linear] in linalg_ops.cc). Each block of C a thread
+// computes is set to the bias right before its product, so the bias costs
+// no pass of its own over C (nor a wake-up of the pool's workers).
+template <typename T>
+void GemmBias(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
+              int64_t lda, const T* b, int64_t ldb, const T* bias, T* c,
+              int64_t ldc);
+
 }  // namespace cpu
 }  // namespace tensord
 

@@ -1,9 +1,11 @@
-// Gemm (Note [GEMM threads]) against a triple loop in double precision, for
-// every transpose pair, beta 0 and 1, shapes split by rows, by columns and
-// by depth and ones too small to split, with 4 pool threads (BUILD), from the
-// caller and from inside a ParallelFor body (where it must not split again).
+// Gemm (Note [GEMM threads]) and GemmBias against a triple loop in double
+// precision, for every transpose pair, beta 0 and 1, shapes split by rows, by
+// columns and by depth and ones too small to split, with 4 pool threads
+// (BUILD), from the caller and from inside a ParallelFor body (where it must
+// not split again).
 #include "kernels/cpu/gemm.h"
 
+#include <algorithm>
 #include <random>
 #include <thread>
 #include <vector>
@@ -40,10 +42,14 @@ std::vector<double> Reference(bool ta, bool tb, Shape3 s,
   return out;
 }
 
-void Check(bool ta, bool tb, Shape3 s, float beta, bool nested) {
+// GemmBias when with_bias: C's prior contents ignored, the bias added to
+// every row (the reference: C set to the bias, beta 1).
+void Check(bool ta, bool tb, Shape3 s, float beta, bool nested,
+           bool with_bias = false) {
   SCOPED_TRACE(testing::Message()
                << "ta=" << ta << " tb=" << tb << " m=" << s.m << " n=" << s.n
-               << " k=" << s.k << " beta=" << beta << " nested=" << nested);
+               << " k=" << s.k << " beta=" << beta << " nested=" << nested
+               << " bias=" << with_bias);
   std::mt19937 rng(s.m * 31 + s.n * 7 + s.k);
   std::uniform_real_distribution<float> u(-1, 1);
   // Leading dimensions wider than the rows, as for views into a bigger
@@ -55,10 +61,24 @@ void Check(bool ta, bool tb, Shape3 s, float beta, bool nested) {
   for (auto& x : a) x = u(rng);
   for (auto& x : b) x = u(rng);
   for (auto& x : c) x = u(rng);
-  const auto want = Reference(ta, tb, s, a, lda, b, ldb, beta, c, ldc);
+  std::vector<float> bias(s.n);
+  for (auto& x : bias) x = u(rng);
+  std::vector<float> start = c;  // the reference's C: the bias, or c
+  if (with_bias) {
+    for (int64_t i = 0; i < s.m; ++i) {
+      std::copy(bias.begin(), bias.end(), start.begin() + i * ldc);
+    }
+  }
+  const auto want =
+      Reference(ta, tb, s, a, lda, b, ldb, with_bias ? 1.0f : beta, start, ldc);
   auto run = [&] {
-    Gemm<float>(ta, tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, beta,
-                c.data(), ldc);
+    if (with_bias) {
+      GemmBias<float>(ta, tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb,
+                      bias.data(), c.data(), ldc);
+    } else {
+      Gemm<float>(ta, tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, beta,
+                  c.data(), ldc);
+    }
   };
   if (nested) {
     // Two ranges, so the body runs on the pool; the first one does the GEMM.
@@ -96,9 +116,11 @@ TEST(GemmTest, MatchesTripleLoopSplitOrNot) {
         for (float beta : {0.0f, 1.0f}) {
           Check(ta, tb, s, beta, /*nested=*/false);
         }
+        Check(ta, tb, s, 0.0f, /*nested=*/false, /*with_bias=*/true);
       }
     }
     Check(false, true, s, 1.0f, /*nested=*/true);
+    Check(false, true, s, 0.0f, /*nested=*/true, /*with_bias=*/true);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "kernels/cpu/index.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -196,6 +197,32 @@ absl::Status Scatter(const StridedView& out, int dim, const StridedView& index,
         o[t] = sv[s];
       }
     });
+  });
+}
+
+absl::Status ScatterAddRows(const StridedView& out, const int64_t* index,
+                            int64_t stride, int64_t n, const StridedView& src) {
+  const int64_t rows = out.sizes[0],
+                d = out.numel() / std::max<int64_t>(rows, 1);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t k = index[i * stride];
+    if (k < -rows || k >= rows) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("scatter_add: index ", k,
+                       " is out of bounds for dimension with size ", rows));
+    }
+  }
+  return DispatchFloat(out.dtype, "scatter_add", [&](auto tag) {
+    using T = decltype(tag);
+    T* o = out.ptr<T>();
+    const T* sv = src.ptr<const T>();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t k =
+          index[i * stride] < 0 ? index[i * stride] + rows : index[i * stride];
+      T* row = o + k * d;
+      const T* from = sv + i * d;
+      for (int64_t j = 0; j < d; ++j) row[j] += from[j];
+    }
   });
 }
 

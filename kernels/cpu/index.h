@@ -27,6 +27,16 @@ absl::Status Gather(const StridedView& in, int dim, const StridedView& index,
 absl::Status Scatter(const StridedView& out, int dim, const StridedView& index,
                      const StridedView& src, bool add);
 
+// Note [Row scatter_add]: out[index[i], :] += src[i, :] for i < n, out [V,
+// D] and src [n, D] contiguous float32/float64, index's n entries `stride`
+// apart (the column an expanded [n, D] index repeats: index_select's
+// gradient along dim 0, an embedding's, which built that index contiguous
+// and scattered element by element). Negative entries count from the end;
+// an entry out of [-V, V) is INVALID_ARGUMENT (Scatter's message), checked
+// before anything is written. Serial in row order, as Scatter.
+absl::Status ScatterAddRows(const StridedView& out, const int64_t* index,
+                            int64_t stride, int64_t n, const StridedView& src);
+
 // torch.scatter_reduce on `out`, which already holds self's values: for p
 // over index's shape, out[p with p[dim] = index[p]] is reduced with src[p]
 // by op (kSum, kProd, kMean, kMax = amax, kMin = amin); without include_self

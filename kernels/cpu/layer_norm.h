@@ -2,8 +2,9 @@
 // float32/float64 data seen as [M, N] (N: the product of normalized_shape,
 // M: the rest). The composite they replace took ~10 ops and as many passes
 // over x forward; each of these reads its inputs once (a row stays in L1
-// between its passes). Rows are split over the intra-op pool; each row's
-// sums run in double.
+// between its passes). Rows are split over the intra-op pool (large passes
+// only: Note [CPU layer_norm] in layer_norm.cc); each row's sums end in
+// double.
 #ifndef TENSORD_KERNELS_CPU_LAYER_NORM_H_
 #define TENSORD_KERNELS_CPU_LAYER_NORM_H_
 

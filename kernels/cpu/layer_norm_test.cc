@@ -97,8 +97,19 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LayerNormTest,
                          ::testing::Values(Case{3, 5, true}, Case{4, 17, false},
                                            Case{2, 1, true}, Case{6, 9, true}));
 
-TEST(LayerNorm, Float32MatchesFloat64) {
-  const int64_t m = 64, n = 768;
+// Float32 takes the AVX2 rows where the CPU has them (Note [CPU layer_norm]):
+// row lengths with and without a tail past the 32- and 8-lane loops, weight
+// and bias, weight alone, neither.
+struct Float32Case {
+  int64_t m, n;
+  bool weight, bias;
+};
+
+class LayerNormFloat32Test : public ::testing::TestWithParam<Float32Case> {};
+
+TEST_P(LayerNormFloat32Test, MatchesFloat64) {
+  const int64_t m = GetParam().m, n = GetParam().n;
+  const bool weight = GetParam().weight, bias = GetParam().bias;
   std::mt19937 rng(3);
   auto xd = Random(m * n, &rng, -3, 5), gd = Random(m * n, &rng);
   auto wd = Random(n, &rng), bd = Random(n, &rng);
@@ -106,33 +117,59 @@ TEST(LayerNorm, Float32MatchesFloat64) {
       wf(wd.begin(), wd.end()), bf(bd.begin(), bd.end());
   std::vector<double> yd(m * n), md(m), rd(m), dxd(m * n), dwd(n), dbd(n);
   std::vector<float> yf(m * n), mf(m), rf(m), dxf(m * n), dwf(n), dbf(n);
-  ASSERT_TRUE(LayerNormForward(View(xd, {m, n}), m, n, View(wd, {n}),
-                               View(bd, {n}), kEps, View(yd, {m, n}),
+  const StridedView none{nullptr};
+  auto opt = [&](auto& v, bool on) { return on ? View(v, {n}) : none; };
+  ASSERT_TRUE(LayerNormForward(View(xd, {m, n}), m, n, opt(wd, weight),
+                               opt(bd, bias), kEps, View(yd, {m, n}),
                                View(md, {m}), View(rd, {m}))
                   .ok());
-  ASSERT_TRUE(LayerNormForward(View(xf, {m, n}), m, n, View(wf, {n}),
-                               View(bf, {n}), kEps, View(yf, {m, n}),
+  ASSERT_TRUE(LayerNormForward(View(xf, {m, n}), m, n, opt(wf, weight),
+                               opt(bf, bias), kEps, View(yf, {m, n}),
                                View(mf, {m}), View(rf, {m}))
                   .ok());
   ASSERT_TRUE(LayerNormBackward(View(gd, {m, n}), View(xd, {m, n}), m, n,
-                                View(md, {m}), View(rd, {m}), View(wd, {n}),
-                                View(dxd, {m, n}), View(dwd, {n}),
-                                View(dbd, {n}))
+                                View(md, {m}), View(rd, {m}), opt(wd, weight),
+                                View(dxd, {m, n}), opt(dwd, weight),
+                                opt(dbd, bias))
                   .ok());
   ASSERT_TRUE(LayerNormBackward(View(gf, {m, n}), View(xf, {m, n}), m, n,
-                                View(mf, {m}), View(rf, {m}), View(wf, {n}),
-                                View(dxf, {m, n}), View(dwf, {n}),
-                                View(dbf, {n}))
+                                View(mf, {m}), View(rf, {m}), opt(wf, weight),
+                                View(dxf, {m, n}), opt(dwf, weight),
+                                opt(dbf, bias))
                   .ok());
+  // The forward against the textbook formula (not the float64 kernel, which
+  // shares the portable rows), the backward against the float64 kernel
+  // (checked by finite differences above).
+  for (int64_t i = 0; i < m; ++i) {
+    double sum = 0, sq = 0;
+    for (int64_t k = 0; k < n; ++k) sum += xd[i * n + k];
+    const double mu = sum / n;
+    for (int64_t k = 0; k < n; ++k) sq += std::pow(xd[i * n + k] - mu, 2);
+    const double inv = 1 / std::sqrt(sq / n + kEps);
+    ASSERT_NEAR(mf[i], mu, 1e-5 * (1 + std::abs(mu))) << i;
+    ASSERT_NEAR(rf[i], inv, 1e-5 * (1 + std::abs(inv))) << i;
+    for (int64_t k = 0; k < n; ++k) {
+      const double want = (xd[i * n + k] - mu) * inv * (weight ? wd[k] : 1) +
+                          (bias ? bd[k] : 0);
+      ASSERT_NEAR(yf[i * n + k], want, 1e-5 * (1 + std::abs(want))) << i;
+    }
+  }
   for (int64_t i = 0; i < m * n; ++i) {
-    ASSERT_NEAR(yf[i], yd[i], 1e-5 * (1 + std::abs(yd[i]))) << i;
     ASSERT_NEAR(dxf[i], dxd[i], 1e-4 * (1 + std::abs(dxd[i]))) << i;
   }
   for (int64_t k = 0; k < n; ++k) {
-    ASSERT_NEAR(dwf[k], dwd[k], 1e-4 * (1 + std::abs(dwd[k]))) << k;
-    ASSERT_NEAR(dbf[k], dbd[k], 1e-4 * (1 + std::abs(dbd[k]))) << k;
+    if (weight) ASSERT_NEAR(dwf[k], dwd[k], 1e-4 * (1 + std::abs(dwd[k]))) << k;
+    if (bias) ASSERT_NEAR(dbf[k], dbd[k], 1e-4 * (1 + std::abs(dbd[k]))) << k;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Shapes, LayerNormFloat32Test,
+                         ::testing::Values(Float32Case{64, 768, true, true},
+                                           Float32Case{512, 128, true, true},
+                                           Float32Case{9, 45, true, true},
+                                           Float32Case{7, 3, true, true},
+                                           Float32Case{5, 77, true, false},
+                                           Float32Case{6, 40, false, false}));
 
 TEST(LayerNorm, NoRowsGiveZeroParameterGradients) {
   std::vector<double> empty, dw(4, 7.0), db(4, 7.0), w(4, 1.0);

@@ -50,10 +50,14 @@
 //
 // Note [Scrub]: no session ever reads bytes another session wrote. Backends
 // return zeroed memory from Malloc. A block remembers whose bytes it holds
-// (last_owner): kFreshMemory for never-used memory, a session id, or
-// kMixedOwners after blocks of different sessions merged. When a block goes
-// to a session other than its last owner (and it is not fresh), it is zeroed
-// first, on the new owner's stream, after the lock is dropped.
+// (last_owner): kFreshMemory for never-used (or zeroed) memory, a session id,
+// or kMixedOwners after blocks of different sessions merged. When a block
+// goes to a session other than its last owner (and it is not fresh), it is
+// zeroed first, on the new owner's stream, after the lock is dropped; if it
+// is split, the remainder is zeroed too, under the lock (up to kLargeBuffer),
+// and becomes fresh. Left with the old owner's bytes, the remainder made the
+// new owner's freed block mixed, zeroed again at each later allocation (a
+// memset per op output in every session after a daemon's first).
 //
 // Statistics follow torch.cuda.memory_stats() (see allocator_stats.h).
 #include "runtime/memory/caching_allocator.h"
@@ -125,13 +129,22 @@ absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes,
       split = q != quotas_.end() &&
               held + static_cast<int64_t>(block->size) > q->second;
     }
-    if (split) SplitBlock(block, rounded);
+    scrub =
+        block->last_owner != kFreshMemory && block->last_owner != ctx.session;
+    if (split) {  // Note [Scrub]: the remainder is zeroed too
+      const size_t rest = block->size - rounded;
+      const bool rest_zeroed =
+          scrub && rest <= kLargeBuffer &&
+          backend_
+              ->Zero(static_cast<char*>(block->ptr) + rounded, rest, ctx.stream)
+              .ok();
+      SplitBlock(block, rounded);
+      if (rest_zeroed) block->next->last_owner = kFreshMemory;
+    }
 
     block->allocated = true;
     block->requested = bytes;
     block->session = ctx.session;
-    scrub =
-        block->last_owner != kFreshMemory && block->last_owner != ctx.session;
     block->last_owner = ctx.session;
     allocated_.emplace(block->ptr, block);
 

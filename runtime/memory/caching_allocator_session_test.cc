@@ -95,12 +95,12 @@ TEST_F(SessionTest, MergedBlocksOfTwoSessionsAreZeroedForEither) {
   alloc_->Free(c);
 }
 
-TEST_F(SessionTest, SplitRemainderKeepsItsOwner) {
+TEST_F(SessionTest, SplitRemainderIsZeroedForItsNextOwner) {
   void* a = Alloc(8 * kKiB, 1);
   std::memset(a, 7, 8 * kKiB);
   alloc_->Free(a);
-  // Session 2 takes the front 4 KiB; the back 4 KiB still holds session 1's
-  // bytes and must be zeroed when session 3 takes it.
+  // Session 2 takes the front 4 KiB; the back 4 KiB held session 1's bytes
+  // and must be zero when session 3 takes it.
   void* b = Alloc(4 * kKiB, 2);
   void* c = Alloc(4 * kKiB, 3);
   EXPECT_EQ(b, a);
@@ -109,6 +109,36 @@ TEST_F(SessionTest, SplitRemainderKeepsItsOwner) {
   EXPECT_TRUE(AllZero(c, 4 * kKiB));
   alloc_->Free(b);
   alloc_->Free(c);
+}
+
+// Note [Scrub]: the remainder of a scrubbed block that was split is zeroed
+// with it, so the new owner's block, freed, merges with zeros, not with the
+// old owner's bytes: its later allocations from the merged block are not
+// scrubbed again (they were, each one, when the merge made it mixed).
+TEST_F(SessionTest, AScrubbedBlockIsNotScrubbedAgainForItsOwner) {
+  for (size_t bytes : {4 * kKiB, 3 * kMiB}) {  // small and large pool
+    void* a = Alloc(bytes, 1);
+    std::memset(a, 7, bytes);
+    alloc_->Free(a);  // merges with the rest of its segment: session 1's
+    void* b = Alloc(bytes, 2);
+    ASSERT_EQ(b, a);
+    EXPECT_TRUE(AllZero(b, bytes));
+    const int64_t zeros = backend_->num_zero_calls();
+    for (int i = 0; i < 4; ++i) {
+      std::memset(b, 9, bytes);
+      alloc_->Free(b);
+      b = Alloc(bytes, 2);
+      ASSERT_EQ(b, a);
+      EXPECT_EQ(static_cast<unsigned char*>(b)[bytes - 1], 9);  // its own
+    }
+    alloc_->Free(b);
+    EXPECT_EQ(backend_->num_zero_calls(), zeros) << bytes;
+    // Session 3 gets zeros: session 2's bytes scrubbed, then the remainder.
+    void* c = Alloc(2 * bytes, 3);
+    ASSERT_EQ(c, a);
+    EXPECT_TRUE(AllZero(c, 2 * bytes));
+    alloc_->Free(c);
+  }
 }
 
 TEST_F(SessionTest, QuotaIsCheckedBeforeAllocating) {

@@ -115,6 +115,9 @@ Grads CatGrad(GradCtx& g) {
 }
 
 // index_select along dim: the gradient rows are added back at the indices.
+// The index is expanded to the gradient's shape as a view: scatter_add makes
+// it contiguous itself, except on the CPU's row path for dim 0 (an
+// embedding's gradient: Note [Row scatter_add] in kernels/cpu/index.h).
 Grads IndexSelectGrad(GradCtx& g) {
   GradValue gr = G(g);
   if (!gr.value().ok()) return {gr, GradValue()};
@@ -124,8 +127,7 @@ Grads IndexSelectGrad(GradCtx& g) {
   Ints idx_shape(rank, 1);
   if (rank > 0) idx_shape[d] = s[d];
   GradValue idx = g.Op("reshape", {g.in(1)}, {{"shape", idx_shape}});
-  idx = g.Op("contiguous",
-             {g.Op("expand", {idx}, {{"size", Ints(s.begin(), s.end())}})});
+  idx = g.Op("expand", {idx}, {{"size", Ints(s.begin(), s.end())}});
   GradValue zeros = Cast(g, g.ZerosOfInput(0), gr.value()->dtype());
   return {g.Op("scatter_add", {zeros, idx, gr}, {{"dim", d}}), GradValue()};
 }

@@ -115,6 +115,20 @@ Specs InferScatter(absl::Span<const Tensor> in, const Attrs& attrs,
       {in[0].dtype(), in[0].shape(), in[0].device()}};
 }
 
+// Note [Row scatter_add] (kernels/cpu/index.h): scatter_add along dim 0 of a
+// CPU float matrix whose [n, D] index repeats one column (an expanded view:
+// index_select's gradient) adds whole rows, reading the column in place.
+bool RowScatterAdd(const Tensor& out, const Tensor& index, const Tensor& src,
+                   int dim) {
+  const DType t = out.dtype();
+  return dim == 0 && out.device()->kind() == DeviceKind::kCpu &&
+         (t == DType::kFloat32 || t == DType::kFloat64) && out.ndim() == 2 &&
+         index.ndim() == 2 && index.strides()[1] == 0 &&
+         index.shape()[1] == out.shape()[1] && src.dtype() == t &&
+         src.device() == out.device() && src.ndim() == 2 &&
+         src.shape() == index.shape() && src.is_contiguous();
+}
+
 template <bool kAdd>
 absl::Status CpuScatter(absl::Span<const Tensor> in,
                         absl::Span<const Tensor> out, const Attrs& attrs,
@@ -123,6 +137,11 @@ absl::Status CpuScatter(absl::Span<const Tensor> in,
   TD_RETURN_IF_ERROR(CopyOnDevice(out[0].device(), in[0].view(), out[0].view(),
                                   ctx.alloc.stream));
   if (in[1].numel() == 0) return absl::OkStatus();
+  if (kAdd && RowScatterAdd(out[0], in[1], in[2], d)) {
+    return cpu::ScatterAddRows(
+        out[0].view(), static_cast<const int64_t*>(in[1].data()),
+        in[1].strides()[0], in[1].shape()[0], in[2].view());
+  }
   TD_ASSIGN_OR_RETURN(Tensor idx, Contiguous(in[1], ctx));
   Tensor src = in[2];
   if (src.ndim() == 0 && in[1].ndim() > 0) {

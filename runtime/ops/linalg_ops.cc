@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/matmul.h"
-#include "kernels/cpu/parallel.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/compose.h"
 #include "runtime/ops/cuda_kernels.h"
@@ -193,9 +192,11 @@ absl::StatusOr<std::vector<Tensor>> Addmm(absl::Span<const Tensor> in,
 
 // Note [Fused linear]: on the CPU, contiguous float32/float64 operands with a
 // 2-d weight (nn.Linear's case) take one GEMM whose output starts as the
-// bias, broadcast down the rows (beta = 1), instead of t, matmul and a
-// broadcast add: no second pass over the output, no temporary, one row and
-// one graph node (the formula in derivatives_nn.cc) where there were three.
+// bias, broadcast down the rows (beta = 1; cpu::GemmBias sets each block of
+// the output to it on the thread that computes the block, right before its
+// product), instead of t, matmul and a broadcast add: no second pass over
+// the output, no temporary, one row and one graph node (the formula in
+// derivatives_nn.cc) where there were three.
 bool FusedLinearApplies(absl::Span<const Tensor> in) {
   const Tensor &x = in[0], &w = in[1];
   if (x.device()->kind() != DeviceKind::kCpu ||
@@ -220,18 +221,14 @@ bool FusedLinearApplies(absl::Span<const Tensor> in) {
 template <typename T>
 void LinearInto(absl::Span<const Tensor> in, int64_t m, int64_t n, int64_t k,
                 T* out) {
-  T beta = 0;
+  const T* x = static_cast<const T*>(in[0].data());
+  const T* w = static_cast<const T*>(in[1].data());
   if (in.size() == 3) {
-    const T* bias = static_cast<const T*>(in[2].data());
-    cpu::ParallelFor(m, n, [&](int64_t first, int64_t last) {
-      for (int64_t r = first; r < last; ++r) {
-        std::copy(bias, bias + n, out + r * n);
-      }
-    });
-    beta = 1;
+    cpu::GemmBias<T>(false, true, m, n, k, x, k, w, k,
+                     static_cast<const T*>(in[2].data()), out, n);
+  } else {
+    cpu::Gemm<T>(false, true, m, n, k, x, k, w, k, T{0}, out, n);
   }
-  cpu::Gemm<T>(false, true, m, n, k, static_cast<const T*>(in[0].data()), k,
-               static_cast<const T*>(in[1].data()), k, beta, out, n);
 }
 
 absl::StatusOr<std::vector<Tensor>> FusedLinear(absl::Span<const Tensor> in,
