@@ -50,11 +50,19 @@ venv_pid=$!
 trap 'kill -TERM "$venv_pid" 2>/dev/null; print_timeline' EXIT
 jobs_flag=()
 [ -n "${TENSORD_BAZEL_JOBS:-}" ] && jobs_flag=(--jobs="$TENSORD_BAZEL_JOBS")
-# pytest-xdist workers per Python suite, each with a daemon of its own: one test keeps about one
-# core busy between the client and its daemon (Note [Overlapped suites]).
+# pytest-xdist workers per Python suite, each with a daemon of its own. The PyTorch device's
+# suites keep about one core busy per worker (PyTorch's meta functions and the OpInfo samples on
+# the client): as many workers as cores, up to 4. The Python client's suite waits on its
+# daemon's round trips (and on real time: resumes, grace periods) more than it computes: twice
+# as many, up to 8 (its -n 2 / 3 / 4 / 6 on the 2-vCPU VM with the -O2 daemon, otherwise idle:
+# 134 / 111 / 104 / 118 s; the device's suite at -n 4 took 174 s, at -n 2 124 s).
+# TENSORD_TEST_WORKERS sets both.
 workers="${TENSORD_TEST_WORKERS:-$(( $(nproc) < 4 ? $(nproc) : 4 ))}"
+client_workers="${TENSORD_TEST_WORKERS:-$(( $(nproc) < 4 ? 2 * $(nproc) : 8 ))}"
 pytest_par=()
 [ "$workers" -gt 1 ] && pytest_par=(-n "$workers")
+client_par=()
+[ "$client_workers" -gt 1 ] && client_par=(-n "$client_workers")
 # A suite whose daemon is missing, or a test whose C module of the client is (outside
 # TENSORD_PURE_PYTHON=1), fails here instead of skipping (tests/python/daemon_launcher.py,
 # tests/python/c_modules.py).
@@ -128,10 +136,10 @@ if [ -z "${TENSORD_SKIP_ASAN:-}" ]; then
   client_kind="under AddressSanitizer + UBSan"
 fi
 section "Python client tests (pytest, real daemon, PyTorch reference; C speedups $client_kind)"
-env "${client_env[@]}" "$PYTHON" -m pytest -q -rs "${pytest_par[@]}" tests/python  # -rs: every skip with its reason
+env "${client_env[@]}" "$PYTHON" -m pytest -q -rs "${client_par[@]}" tests/python  # -rs: every skip with its reason
 if [ -n "${asan_client:-}" ]; then rm -rf "$asan_client"; fi
 section "Python client tests again without its C extensions (TENSORD_PURE_PYTHON=1)"
-TENSORD_PURE_PYTHON=1 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q "${pytest_par[@]}" tests/python
+TENSORD_PURE_PYTHON=1 PYTHONPATH="$root/client/python" "$PYTHON" -m pytest -q "${client_par[@]}" tests/python
 # The tensord PyTorch device runs under PyPI's current torch, in the venv install_deps.sh made;
 # without that venv (TENSORD_SKIP_TORCH_VENV=1) the suite runs on Debian's and skips, saying why.
 # The PyTorch device's suite runs twice: once with every op's result checked against its meta

@@ -12,6 +12,7 @@ daemon.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import Any, Dict, Optional
 
@@ -89,7 +90,7 @@ def dispatch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
             return out
     name = func.__name__
     if name.startswith("_foreach_"):
-        return _foreach.run(func, args, kwargs, dispatch, CHECK)
+        return _foreach.run_bound(func, args, kwargs)
     if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
         return func.decompose(*args, **kwargs)
     twin = _twins.functional_twin(func)
@@ -295,3 +296,6 @@ def _functional_twin(func: Any) -> Optional[Any]:
     if packet is None:
         return None
     return getattr(packet, func._overloadname, None)
+
+
+_foreach.bind(sys.modules[__name__])

@@ -99,6 +99,24 @@ _ops: Dict[int, _Op] = {}  # id(foreach op) -> _Op (the op stays alive in _meta'
 _plans: Dict[Any, Any] = {}  # foreach key -> _Plan, or the number of calls that tried
 
 
+# The device's dispatcher module (``dispatch`` and its ``CHECK``, read at each call: tests
+# switch the check off), set by ``_dispatch`` when it loads, for the foreach composites
+# (``_foreach_composites``), which the rule table imports before it and so cannot import
+# ``_dispatch`` themselves.
+_dispatcher: Any = None
+
+
+def bind(dispatcher_module: Any) -> None:
+    global _dispatcher
+    _dispatcher = dispatcher_module
+
+
+def run_bound(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """``run`` through the dispatcher ``bind`` set."""
+    d = _dispatcher
+    return run(func, args, kwargs, d.dispatch, d.CHECK)
+
+
 def run(func: Any, args: tuple, kwargs: Dict[str, Any], dispatch: Callable[..., Any],
         check: bool) -> Any:
     """``func`` on the device (the module's docstring); ``check``: TENSORD_TORCH_CHECK."""

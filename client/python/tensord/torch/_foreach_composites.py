@@ -17,7 +17,7 @@ from typing import Any, Dict, List
 
 import torch
 
-from . import _dispatch, _foreach
+from . import _foreach
 from ._special import _handles
 from ._tensor import TensordTensor
 
@@ -27,8 +27,7 @@ aten = torch.ops.aten
 def _run(func: Any, *args: Any, **kwargs: Any) -> Any:
     """``func`` (a foreach op) as the device runs it, without PyTorch's dispatcher again (this
     is below autograd already): its plan, or its per-tensor op on each tensor."""
-    d = _dispatch
-    return _foreach.run(func, args, kwargs, d.dispatch, d.CHECK)
+    return _foreach.run_bound(func, args, kwargs)
 
 
 def _same_float(*lists: Any) -> bool:
