@@ -69,6 +69,26 @@ def test_scalar_gradients(production: Any) -> None:
         torch.testing.assert_close(x.grad.cpu(), cx.grad, msg=f"scalar {v}")
 
 
+# Ops whose value may be a CPU scalar tensor beside a device's tensors, as PyTorch's CUDA
+# kernels allow: masked_fill's reference checks the device by name (so its meta function gets a
+# meta scalar), index_fill runs as PyTorch's decomposition (which gets the scalar on the device).
+VALUE_CASES = {
+    "masked_fill": lambda x, s: x.masked_fill(x > 0, s),
+    "masked_fill_": lambda x, s: x.clone().masked_fill_(x < 0, s),
+    "index_fill": lambda x, s: x.index_fill(1, torch.tensor([0, 2], device=x.device), s),
+    "index_fill_": lambda x, s: x.clone().index_fill_(0, torch.tensor([1], device=x.device), s),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VALUE_CASES))
+def test_cpu_scalar_values(td: Any, name: str) -> None:
+    fn = VALUE_CASES[name]
+    x = torch.randn(3, 5)
+    for v in (2.0, -0.5):
+        s = torch.tensor(v)
+        torch.testing.assert_close(fn(x.to(D), s).cpu(), fn(x, s), msg=f"value {v}")
+
+
 # Numbers in lists: every op taking one is not pointwise (no pointwise ATen overload takes a
 # number list), so the key holds the list's values, and a new list is a new key.
 LIST_CASES = {

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 from torch._decomp import decomposition_table
@@ -106,12 +106,32 @@ def dispatch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     if decomp is not None and func not in active:
         active.add(func)
         try:
+            args, kwargs = _cpu_scalars_moved(args, kwargs)
             out = decomp(*args, **kwargs)
         finally:
             active.discard(func)
         if out is not NotImplemented:
             return out
     return _fallback.run(func, args, kwargs)
+
+
+def _cpu_scalars_moved(args: tuple, kwargs: Dict[str, Any]) -> Tuple[tuple, Dict[str, Any]]:
+    """``args`` and ``kwargs`` with each CPU scalar tensor (0-d) on the device of their first
+    tensord tensor: PyTorch's kernels take one beside a device's tensors (``index_fill``'s
+    value), its decompositions into other ops do not."""
+    flat = [*args, *kwargs.values()]
+    if not any(type(x) is torch.Tensor and x.ndim == 0 and x.device.type == "cpu" for x in flat):
+        return args, kwargs
+    device = next((x.device for x in flat if type(x) is TensordTensor), None)
+    if device is None:
+        return args, kwargs
+
+    def move(x: Any) -> Any:
+        if type(x) is torch.Tensor and x.ndim == 0 and x.device.type == "cpu":
+            return x.to(device)
+        return x
+
+    return tuple(move(x) for x in args), {k: move(v) for k, v in kwargs.items()}
 
 
 def poisoned(func: Any, args: tuple, kwargs: Dict[str, Any], error: Exception) -> Any:

@@ -37,7 +37,11 @@ def to_meta(x: Any) -> Any:
         return _empty_strided(x.shape, x.stride(), dtype=x.dtype, device=_META)
     if isinstance(x, torch.device) and x.type == "tensord":
         return _META
-    return x  # a CPU scalar tensor mixes with any device, as in PyTorch
+    if isinstance(x, torch.Tensor) and x.ndim == 0 and x.device.type == "cpu":
+        # A CPU scalar tensor mixes with a device's tensors, as in PyTorch: on meta too (some
+        # references allow it only beside a device they name, e.g. masked_fill's value)
+        return _empty_strided((), (), dtype=x.dtype, device=_META)
+    return x
 
 
 _NUMBERS = (int, float, bool)
