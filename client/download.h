@@ -40,8 +40,8 @@ class DataAssembler {
   absl::Status Add(const v1::Data& chunk) {
     return AddBytes(chunk, chunk.payload().data());
   }
-  // The same for a chunk whose bytes are elsewhere (a region span: the slot
-  // of the shared-memory region it names); `bytes` is copied.
+  // The same for a chunk whose bytes are elsewhere (a region span: the
+  // shared buffer it names); `bytes` is copied.
   absl::Status AddBytes(const v1::Data& chunk, absl::string_view bytes) {
     return AddPieces(chunk, {bytes});
   }

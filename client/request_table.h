@@ -37,7 +37,7 @@ struct PendingDownload {
   DataAssembler assembler;
   bool done = false;
   absl::Status status;
-  // A ranged shm Get's answer: its bytes are in the slot it names and are
+  // A ranged shm Get's answer: its bytes are in the buffer it names and are
   // copied out by the downloading thread, not the reader. (Likewise an
   // answer whose bytes the daemon wrote in place or sends on the bulk
   // socket.)

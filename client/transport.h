@@ -3,8 +3,9 @@
 // implementations chosen once from the Welcome and the options
 // (Transport::Make):
 //   - LocalTransport (client/local_transport.h): the daemon is on this host
-//     and its shared-memory region is mapped: region slots, shared buffers,
-//     cross-memory attach, the mailbox;
+//     and its shared-memory region is mapped: shared buffers (the
+//     transport's staging buffer among them), cross-memory attach, the
+//     mailbox;
 //   - RemoteTransport (client/remote_transport.h): anything else: the
 //     stream's 1 MiB chunks, and the bulk socket's lanes when the daemon
 //     offers them.
