@@ -50,7 +50,7 @@ int Connect(const std::string& host, uint32_t port) {
 // One lane's part of a transfer: how far it got, and why it stopped.
 struct LaneMove {
   size_t moved = 0;
-  int error = 0;  // errno after a short move; 0: the peer closed
+  int error = 0;          // errno after a short move; 0: the peer closed
   std::string tls_error;  // with EPROTO: TLS's reason
 };
 
@@ -242,11 +242,10 @@ absl::Status BulkConnection::MoveLocked(bool upload, uint64_t handle,
                                 m.moved, " of its ", span.end - span.begin,
                                 " bytes (", n, " in all)");
   const std::string why = !m.tls_error.empty() ? m.tls_error
-                          : m.error != 0      ? strerror(m.error)
-                                              : "";
-  return absl::UnavailableError(
-      absl::StrCat(what, ": ", where, why.empty() ? "" : " (", why,
-                   why.empty() ? "" : ")"));
+                          : m.error != 0       ? strerror(m.error)
+                                               : "";
+  return absl::UnavailableError(absl::StrCat(
+      what, ": ", where, why.empty() ? "" : " (", why, why.empty() ? "" : ")"));
 }
 
 void BulkConnection::DropLocked() {

@@ -91,8 +91,8 @@ Bio PemBio(const std::string& pem) {
 int AddRoots(SSL_CTX* ctx, const std::string& pem) {
   Bio bio = PemBio(pem);
   int added = 0;
-  while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, NoPassphrase,
-                                        nullptr)) {
+  while (X509* cert =
+             PEM_read_bio_X509(bio.get(), nullptr, NoPassphrase, nullptr)) {
     added += X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), cert);
     X509_free(cert);
   }
@@ -107,8 +107,8 @@ bool UseClientCert(SSL_CTX* ctx, const TlsCredentials& c) {
   const bool leaf_used = leaf != nullptr && SSL_CTX_use_certificate(ctx, leaf);
   X509_free(leaf);
   if (!leaf_used) return false;
-  while (X509* ca = PEM_read_bio_X509(chain.get(), nullptr, NoPassphrase,
-                                      nullptr)) {
+  while (X509* ca =
+             PEM_read_bio_X509(chain.get(), nullptr, NoPassphrase, nullptr)) {
     if (SSL_CTX_add0_chain_cert(ctx, ca) != 1) X509_free(ca);
   }
   ERR_clear_error();
@@ -274,8 +274,9 @@ BulkTlsClient::~BulkTlsClient() { SSL_CTX_free(ctx_); }
 absl::StatusOr<LaneSocket> BulkTlsClient::Handshake(
     int fd, const std::string& host, absl::Duration timeout) const {
   auto failed = [&host](absl::string_view why) {
-    return absl::UnavailableError(absl::StrCat(
-        "TLS handshake with tensord's bulk socket at ", host, " failed: ", why));
+    return absl::UnavailableError(
+        absl::StrCat("TLS handshake with tensord's bulk socket at ", host,
+                     " failed: ", why));
   };
   SSL* ssl = SSL_new(ctx_);
   BIO* bio = BIO_new(LaneBio());
@@ -298,7 +299,9 @@ absl::StatusOr<LaneSocket> BulkTlsClient::Handshake(
       ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str()) == 1
          : SSL_set_tlsext_host_name(ssl, host.c_str()) == 1 &&
                SSL_set1_host(ssl, host.c_str()) == 1;
-  if (!pinned) return failed(absl::StrCat("cannot check the name: ", SslReason()));
+  if (!pinned) {
+    return failed(absl::StrCat("cannot check the name: ", SslReason()));
+  }
   ERR_clear_error();
   errno = 0;
   const int r = SSL_connect(ssl);

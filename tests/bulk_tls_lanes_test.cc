@@ -65,9 +65,7 @@ class Certs {
     made_ = std::system(script.c_str()) == 0;
   }
   bool made() const { return made_; }
-  std::string path(const std::string& name) const {
-    return dir_ + "/" + name;
-  }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
   // Verifies against `ca` ("ca.pem" or "other.pem"); with the client
   // certificate if `mutual`.
   TlsCredentials Tls(const std::string& ca, bool mutual) const {
@@ -157,8 +155,9 @@ TEST_F(BulkTlsLanesTest, StripedTransfersThroughTlsLanesArriveAsSent) {
   const std::string up = Bytes((size_t{9} << 20) + 77, 3);
   std::string got(up.size(), '\0');
   absl::Status read;
-  std::thread daemon(
-      [&] { read = listener.channel().Read(got.data(), got.size(), "put", 2); });
+  std::thread daemon([&] {
+    read = listener.channel().Read(got.data(), got.size(), "put", 2);
+  });
   {
     MutexLock lock(lanes->mu());
     EXPECT_TRUE(lanes->SendLocked(7, up.data(), up.size(), 2).ok());
