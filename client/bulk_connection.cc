@@ -1,5 +1,6 @@
-// The bulk socket's connection: connect, hello, and exact sends and
-// receives. See client/bulk_connection.h.
+// The bulk socket's connection: connect, TLS handshake (when the session has
+// ClientOptions::tls), hello, and striped transfers. See
+// client/bulk_connection.h.
 #include "client/bulk_connection.h"
 
 #include <netdb.h>
@@ -23,8 +24,8 @@ inline namespace client {
 namespace internal {
 namespace {
 
-// Connects to host:port within `timeout`; -1 on failure.
-int Connect(const std::string& host, uint32_t port, absl::Duration timeout) {
+// Connects to host:port; -1 on failure.
+int Connect(const std::string& host, uint32_t port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -43,50 +44,22 @@ int Connect(const std::string& host, uint32_t port, absl::Duration timeout) {
     }
   }
   freeaddrinfo(found);
-  if (fd >= 0) {
-    // Bounds the hello's answer; transfers themselves wait as long as the
-    // daemon needs to reach their command.
-    timeval tv{static_cast<time_t>(absl::ToInt64Seconds(timeout)), 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  }
   return fd;
-}
-
-// Moves exactly `n` bytes; the count moved before a failure otherwise.
-size_t SendAll(int fd, const char* p, size_t n) {
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t r = send(fd, p + done, n - done, MSG_NOSIGNAL);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    done += static_cast<size_t>(r);
-  }
-  return done;
-}
-
-size_t RecvAll(int fd, char* p, size_t n) {
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t r = recv(fd, p + done, n - done, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    done += static_cast<size_t>(r);
-  }
-  return done;
 }
 
 // One lane's part of a transfer: how far it got, and why it stopped.
 struct LaneMove {
   size_t moved = 0;
-  int error = 0;  // errno after a short move; 0: the peer closed
+  int error = 0;          // errno after a short move; 0: the peer closed
+  std::string tls_error;  // with EPROTO: TLS's reason
 };
 
 }  // namespace
 
 bool BulkConnection::Wanted(const ClientOptions& options) {
-  // A daemon serving TLS makes its lanes TLS too (server/bulk_tls.h); this
-  // client's lanes speak plain TCP only, so a session with credentials keeps
-  // every byte on its (secure) stream.
+  // A daemon serving TLS makes its lanes TLS too (server/bulk_tls.h): this
+  // client's are made from ClientOptions::tls. Opaque credentials cannot be
+  // read back, so such a session keeps every byte on its (secure) stream.
   return options.credentials == nullptr &&
          Wanted(options.bulk, options.address);
 }
@@ -105,7 +78,8 @@ BulkConnection::BulkConnection(const ClientOptions& options, uint32_t port,
       port_(port),
       token_(std::move(token)),
       lanes_offered_(std::clamp<uint32_t>(lanes, 1, kBulkMaxLanes)),
-      lanes_option_(options.bulk_lanes) {}
+      lanes_option_(options.bulk_lanes),
+      tls_credentials_(options.tls) {}
 
 BulkConnection::~BulkConnection() { Close(); }
 
@@ -119,28 +93,65 @@ uint32_t BulkConnection::lanes() {
   return lanes_locked();
 }
 
+std::string BulkConnection::refusal() {
+  MutexLock lock(&mu_);
+  return refusal_;
+}
+
 uint32_t BulkConnection::LanesWanted() const {
   const uint32_t cap = lanes_option_;
   return cap == 0 ? lanes_offered_ : std::min(cap, lanes_offered_);
 }
 
-int BulkConnection::ConnectLane(uint32_t lane) const {
-  const int fd = Connect(TcpHostOf(address_), port_, connect_timeout_);
-  if (fd < 0) return -1;
+absl::StatusOr<LaneSocket> BulkConnection::ConnectLane(
+    uint32_t lane, const BulkTlsClient* tls) const {
+  const std::string host = TcpHostOf(address_);
+  const int fd = Connect(host, port_);
+  if (fd < 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot connect to tensord's bulk socket at ", host, ":", port_));
+  }
+  // Each read and write of the handshake and the hello's answer waits
+  // connect_timeout_ at most.
+  LaneSocket socket;
+  if (tls != nullptr) {
+    absl::StatusOr<LaneSocket> secured =
+        tls->Handshake(fd, host, connect_timeout_);
+    if (!secured.ok()) return secured.status();
+    socket = *std::move(secured);
+  } else {
+    socket = LaneSocket(fd);
+    socket.SetTimeout(connect_timeout_);
+  }
   std::string hello =
       absl::StrCat(absl::string_view(lane == 0 ? kBulkMagic : kBulkLaneMagic,
                                      kBulkMagicBytes),
                    token_);
   if (lane != 0) hello.push_back(static_cast<char>(lane));
   char answer = 0;
-  if (SendAll(fd, hello.data(), hello.size()) != hello.size() ||
-      RecvAll(fd, &answer, 1) != 1 || answer != kBulkAccepted) {
-    close(fd);  // refused (e.g. the token was used): the stream serves
-    return -1;
+  if (socket.SendAll(hello.data(), hello.size()) != hello.size() ||
+      socket.RecvAll(&answer, 1) != 1 || answer != kBulkAccepted) {
+    // Refused (e.g. the token was used, or mutual TLS refused this client's
+    // certificate): the stream serves.
+    return absl::UnavailableError(absl::StrCat(
+        "tensord's bulk socket at ", host, ":", port_, " refused lane ", lane,
+        socket.tls_error().empty() ? "" : ": ", socket.tls_error()));
   }
-  timeval none{0, 0};  // transfers may wait for queued work: no timeout
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
-  return fd;
+  socket.SetTimeout(absl::ZeroDuration());  // transfers may wait for queued
+                                            // work: no timeout
+  return socket;
+}
+
+bool BulkConnection::MakeTlsLocked(std::shared_ptr<const BulkTlsClient>* tls) {
+  if (!tls_credentials_.has_value()) return true;
+  absl::StatusOr<std::shared_ptr<const BulkTlsClient>> made =
+      BulkTlsClient::Create(*tls_credentials_);
+  if (!made.ok()) {
+    refusal_ = std::string(made.status().message());
+    return false;
+  }
+  *tls = *std::move(made);
+  return true;
 }
 
 bool BulkConnection::UsableLocked() {
@@ -150,13 +161,20 @@ bool BulkConnection::UsableLocked() {
       token_.size() != kBulkTokenBytes) {
     return false;
   }
+  // One context for the session's lanes (they outlive it: each SSL holds a
+  // reference to it).
+  std::shared_ptr<const BulkTlsClient> tls;
+  if (!MakeTlsLocked(&tls)) return false;
   const uint32_t wanted = LanesWanted();
   for (uint32_t lane = 0; lane < wanted; ++lane) {
-    const int fd = ConnectLane(lane);
-    if (fd < 0) break;  // the lanes before it serve
-    fds_.push_back(fd);
+    absl::StatusOr<LaneSocket> socket = ConnectLane(lane, tls.get());
+    if (!socket.ok()) {  // the lanes before it serve
+      if (lane == 0) refusal_ = std::string(socket.status().message());
+      break;
+    }
+    lanes_.push_back(*std::move(socket));
   }
-  if (fds_.empty()) return false;
+  if (lanes_.empty()) return false;
   state_ = State::kWorks;
   return true;
 }
@@ -177,27 +195,31 @@ absl::Status BulkConnection::MoveLocked(bool upload, uint64_t handle,
   lanes = std::max<uint32_t>(lanes, 1);
   const std::string what =
       absl::StrCat(upload ? "upload" : "download", " of handle ", handle);
-  if (lanes > fds_.size()) {
-    const size_t connected = fds_.size();
+  if (lanes > lanes_.size()) {
+    const size_t connected = lanes_.size();
     DropLocked();
     return absl::InternalError(absl::StrCat(what, ": striped over ", lanes,
                                             " lanes of the bulk socket, but ",
                                             connected, " are connected"));
   }
-  const std::vector<int> fds(fds_.begin(), fds_.begin() + lanes);
+  // Each lane's socket is used by its lane's thread; the lanes outlive the
+  // move (mu_ is held throughout, so no Drop runs meanwhile).
+  LaneSocket* const sockets = lanes_.data();
   std::vector<LaneMove> moves(lanes);
   std::atomic<bool> failed{false};
   auto run = [&](uint32_t lane) {
     const BulkLaneSpan span = BulkLane(n, lanes, lane);
     const size_t len = span.end - span.begin;
     errno = 0;
-    moves[lane].moved = upload ? SendAll(fds[lane], data + span.begin, len)
-                               : RecvAll(fds[lane], data + span.begin, len);
+    LaneSocket& socket = sockets[lane];
+    moves[lane].moved = upload ? socket.SendAll(data + span.begin, len)
+                               : socket.RecvAll(data + span.begin, len);
     if (moves[lane].moved == len) return;
     moves[lane].error = errno;
+    moves[lane].tls_error = socket.tls_error();
     // The other lanes may wait on a peer that gave up: wake them.
     if (!failed.exchange(true)) {
-      for (int fd : fds) shutdown(fd, SHUT_RDWR);
+      for (uint32_t i = 0; i < lanes; ++i) sockets[i].Wake();
     }
   };
   MoveLanesAtOnce(n, lanes, run);
@@ -219,14 +241,15 @@ absl::Status BulkConnection::MoveLocked(bool upload, uint64_t handle,
                                 " of the bulk socket to tensord broke after ",
                                 m.moved, " of its ", span.end - span.begin,
                                 " bytes (", n, " in all)");
+  const std::string why = !m.tls_error.empty() ? m.tls_error
+                          : m.error != 0       ? strerror(m.error)
+                                               : "";
   return absl::UnavailableError(absl::StrCat(
-      what, ": ", where,
-      m.error != 0 ? absl::StrCat(" (", strerror(m.error), ")") : ""));
+      what, ": ", where, why.empty() ? "" : " (", why, why.empty() ? "" : ")"));
 }
 
 void BulkConnection::DropLocked() {
-  for (int fd : fds_) close(fd);
-  fds_.clear();
+  lanes_.clear();  // closes them
   state_ = State::kOff;
 }
 

@@ -1,8 +1,9 @@
 // The client end of the bulk socket (docs/protocol.md "Bulk socket"; the
 // daemon's side is server/bulk_socket.h, the hellos and lanes
-// proto/bulk_socket.h): plain TCP connections ("lanes") beside a session's
-// stream that carry the bytes of large uploads and downloads when the
-// client has no shared-memory region. A transfer's command still goes on
+// proto/bulk_socket.h): TCP connections ("lanes") beside a session's stream
+// that carry the bytes of large uploads and downloads when the client has no
+// shared-memory region; TLS connections (client/bulk_tls_client.h) when the
+// session has ClientOptions::tls. A transfer's command still goes on
 // the stream; its bytes follow here, in command order, striped over the
 // lanes the command names, each lane's span moved at once on a thread of
 // its own (lane 0 on the caller's). What a transfer sends and checks is
@@ -19,19 +20,24 @@
 // bytes follow the commands' order. Lock order (client/transport.h): mu() is
 // taken before the Session's locks, never while one of those is held. The
 // first UsableLocked connects holding mu(),
-// waiting up to ClientOptions::connect_timeout for the hello's answer.
+// each read and write of a lane's TLS handshake and hello waiting up to
+// ClientOptions::connect_timeout.
 #ifndef TENSORD_CLIENT_BULK_CONNECTION_H_
 #define TENSORD_CLIENT_BULK_CONNECTION_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "client/bulk_tls_client.h"
 #include "client/options.h"
 #include "runtime/core/mutex.h"
 
@@ -45,9 +51,10 @@ class BulkConnection {
   static constexpr uint64_t kMinBytes = 1 << 20;
 
   // Whether a client with `options` asks for one (Hello.bulk):
-  // ClientOptions::bulk, $TENSORD_BULK not "0", a TCP address, and no
-  // credentials (the lanes of a daemon serving TLS are TLS, which this
-  // client does not speak: such a session moves its bytes on the stream).
+  // ClientOptions::bulk, $TENSORD_BULK not "0", a TCP address, and no opaque
+  // ClientOptions::credentials (the lanes of a daemon serving TLS are TLS,
+  // made from ClientOptions::tls; opaque credentials cannot be read back,
+  // so such a session moves its bytes on the stream).
   static bool Wanted(const ClientOptions& options);
 
   // The daemon's offer: `port` (Welcome.bulk_port) on the host of
@@ -65,15 +72,20 @@ class BulkConnection {
   // True while the socket works. The first call connects lane 0 and the
   // other lanes wanted (ClientOptions::bulk_lanes) and
   // sends their hellos (when still Wanted and the offer is well-formed);
-  // false for good once lane 0 failed, the daemon refused it, a transfer
-  // failed or Close ran. A refused later lane leaves the lanes before it.
+  // false for good once lane 0 failed (its TLS handshake included), the
+  // daemon refused it, a transfer failed or Close ran: the transfers then
+  // take the stream. A refused later lane leaves the lanes before it.
   bool UsableLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Usable() ABSL_LOCKS_EXCLUDED(mu_);
   // How many lanes are connected (0 before the first UsableLocked).
   uint32_t lanes() ABSL_LOCKS_EXCLUDED(mu_);
   uint32_t lanes_locked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return static_cast<uint32_t>(fds_.size());
+    return static_cast<uint32_t>(lanes_.size());
   }
+  // Why lane 0 did not connect (e.g. "TLS handshake with tensord's bulk
+  // socket at 10.0.0.2 failed: certificate verify failed: hostname
+  // mismatch"); empty when it did or was not tried.
+  std::string refusal() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Moves exactly `n` bytes of the upload (Send) or download (Receive) of
   // `handle`, striped over lanes 0..lanes-1 (BulkLane; 0 or 1: lane 0
@@ -97,8 +109,14 @@ class BulkConnection {
   static bool Wanted(bool enabled, const std::string& address);
   // How many lanes to open: the offer, capped by the options.
   uint32_t LanesWanted() const;
-  // Connects lane `lane` and has its hello accepted; -1 otherwise.
-  int ConnectLane(uint32_t lane) const;
+  // Connects lane `lane` (through `tls` unless null) and has its hello
+  // accepted; UNAVAILABLE saying why otherwise.
+  absl::StatusOr<LaneSocket> ConnectLane(uint32_t lane,
+                                         const BulkTlsClient* tls) const;
+  // The lanes' TLS context (null: plain TCP); false, with refusal_ set, when
+  // ClientOptions::tls cannot be used.
+  bool MakeTlsLocked(std::shared_ptr<const BulkTlsClient>* tls)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves the n bytes over `lanes` lanes at once, `upload` or not; OK when
   // all moved, else UNAVAILABLE (naming the first lane that fell short) and
   // the sockets dropped.
@@ -112,10 +130,12 @@ class BulkConnection {
   const std::string token_;
   const uint32_t lanes_offered_;
   const uint32_t lanes_option_;  // ClientOptions::bulk_lanes
+  const std::optional<TlsCredentials> tls_credentials_;  // ClientOptions::tls
 
   Mutex mu_;
   State state_ ABSL_GUARDED_BY(mu_) = State::kUnknown;
-  std::vector<int> fds_ ABSL_GUARDED_BY(mu_);  // lane i's socket at i
+  std::vector<LaneSocket> lanes_ ABSL_GUARDED_BY(mu_);  // lane i's at i
+  std::string refusal_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace internal

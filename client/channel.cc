@@ -8,6 +8,36 @@
 namespace tensord {
 inline namespace client {
 namespace internal {
+namespace {
+
+// The stream's credentials: ClientOptions::tls as gRPC's SSL credentials, or
+// ClientOptions::credentials, or none (plaintext).
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> CredentialsOf(
+    const ClientOptions& options) {
+  if (!options.tls.has_value()) {
+    return options.credentials ? options.credentials
+                               : grpc::InsecureChannelCredentials();
+  }
+  if (options.credentials != nullptr) {
+    return absl::InvalidArgumentError(
+        "set ClientOptions::tls or ClientOptions::credentials, not both (tls "
+        "secures the stream and the bulk socket's lanes, credentials the "
+        "stream alone)");
+  }
+  const TlsCredentials& tls = *options.tls;
+  if (tls.private_key.empty() != tls.certificate_chain.empty()) {
+    return absl::InvalidArgumentError(
+        "ClientOptions::tls: private_key and certificate_chain go together "
+        "(both for mutual TLS, neither otherwise)");
+  }
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = tls.root_certificates;
+  ssl.pem_private_key = tls.private_key;
+  ssl.pem_cert_chain = tls.certificate_chain;
+  return grpc::SslCredentials(ssl);
+}
+
+}  // namespace
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> ConnectChannel(
     const ClientOptions& options) {
@@ -28,11 +58,11 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> ConnectChannel(
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   }
-  std::shared_ptr<grpc::ChannelCredentials> credentials =
-      options.credentials ? options.credentials
-                          : grpc::InsecureChannelCredentials();
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      CredentialsOf(options);
+  if (!credentials.ok()) return credentials.status();
   std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(options.address, credentials, args);
+      grpc::CreateCustomChannel(options.address, *credentials, args);
   if (!channel->WaitForConnected(
           std::chrono::system_clock::now() +
           absl::ToChronoMilliseconds(options.connect_timeout))) {

@@ -108,6 +108,9 @@ absl::Status Client::Flush() { return session_->Flush(); }
 bool Client::shm_active() const { return session_->transport().local(); }
 bool Client::cma_active() const { return session_->transport().cma_active(); }
 bool Client::bulk_active() const { return session_->transport().bulk_active(); }
+std::string Client::bulk_refusal() const {
+  return session_->transport().bulk_refusal();
+}
 uint32_t Client::bulk_lanes() const {
   return session_->transport().bulk_lanes();
 }

@@ -147,6 +147,11 @@ class Client {
   // How many connections ("lanes", ClientOptions::bulk_lanes) the bulk
   // socket has: large transfers are striped over them. 0 while none.
   uint32_t bulk_lanes() const;
+  // Why the bulk socket did not connect, e.g. "TLS handshake with tensord's
+  // bulk socket at 10.0.0.2 failed: certificate verify failed: hostname
+  // mismatch" (large transfers then go on the stream); empty when it did or
+  // was not tried.
+  std::string bulk_refusal() const;
 
   // Library-internal (ops.h).
   const std::shared_ptr<internal::Session>& internal_session() const {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -18,6 +19,20 @@ inline namespace client {
 
 inline constexpr char kDefaultAddress[] = "127.0.0.1:50051";
 
+// PEM text for a TLS session, used for both of its channels: the gRPC stream
+// (grpc::SslCredentials made from it) and the bulk socket's lanes
+// (client/bulk_tls_client.h). Python's tensord.TlsCredentials holds the same.
+struct TlsCredentials {
+  // The CAs the daemon's certificate must chain to. Empty: the system's
+  // (gRPC's default roots for the stream, OpenSSL's default verify paths for
+  // the lanes).
+  std::string root_certificates;
+  // The client's key and certificate chain, for a daemon that asks for client
+  // certificates (mutual TLS, --tls_client_ca); both or neither.
+  std::string private_key;
+  std::string certificate_chain;
+};
+
 struct ClientOptions {
   // "host:port". Empty: $TENSORD_ADDRESS, else 127.0.0.1:50051.
   std::string address;
@@ -25,7 +40,14 @@ struct ClientOptions {
   std::string token;
   // Shown by `tensorctl sessions`.
   std::string client_name = "tensord-cpp";
-  // Null: plaintext (local development, or a daemon started --insecure).
+  // TLS (docs/clients.md "TLS"): the stream and the bulk socket's lanes
+  // alike verify the daemon against tls->root_certificates and present the
+  // client certificate if any. Set this or `credentials`, not both.
+  std::optional<TlsCredentials> tls;
+  // Opaque gRPC credentials for the stream alone: their certificates cannot be
+  // read back, so such a session asks for no bulk socket (its large transfers
+  // go on the stream). Null, and no `tls`: plaintext (local development, or
+  // a daemon started --insecure).
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   // How long Connect waits for the channel before UNAVAILABLE.
   absl::Duration connect_timeout = absl::Seconds(10);
@@ -73,11 +95,14 @@ struct ClientOptions {
   // transfer works, else through the staging buffer. False keeps them there.
   bool cma = true;
   // Remote: uploads from and downloads into memory of
-  // BulkConnection::kMinBytes (1 MiB) or more move their bytes on a plain
-  // TCP connection beside the stream (docs/protocol.md "Bulk socket") when
-  // the daemon offers one, at the speed of a bare socket instead of through
-  // HTTP/2 frames. False, or $TENSORD_BULK=0, keeps them on the stream. Its
-  // bytes are not encrypted: the daemon offers none with TLS.
+  // BulkConnection::kMinBytes (1 MiB) or more move their bytes on TCP
+  // connections beside the stream (docs/protocol.md "Bulk socket") when the
+  // daemon offers them, at the speed of a bare socket instead of through
+  // HTTP/2 frames. Plaintext sessions use plain TCP; with `tls` every lane is
+  // a TLS connection verified as the stream is (client/bulk_tls_client.h),
+  // and a lane whose handshake fails leaves the transfers on the stream; with
+  // opaque `credentials` none is asked for. False, or $TENSORD_BULK=0, keeps
+  // them on the stream.
   bool bulk = true;
   // The most connections ("lanes", proto/bulk_socket.h) of the bulk socket
   // to open; a transfer of 8 MiB or more is striped over them, each lane's

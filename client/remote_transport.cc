@@ -38,6 +38,10 @@ uint32_t RemoteTransport::bulk_lanes() {
   return bulk_ != nullptr && bulk_->Usable() ? bulk_->lanes() : 0;
 }
 
+std::string RemoteTransport::bulk_refusal() {
+  return bulk_ != nullptr ? bulk_->refusal() : "";
+}
+
 absl::StatusOr<uint64_t> RemoteTransport::Upload(const char* data,
                                                  uint64_t total,
                                                  const v1::Put& first,

@@ -47,6 +47,7 @@ class RemoteTransport final : public Transport {
   bool cma_active() override { return false; }
   bool bulk_active() override;
   uint32_t bulk_lanes() override;
+  std::string bulk_refusal() override;
   uint64_t mailbox_answers() const override { return 0; }
 
  private:

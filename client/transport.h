@@ -133,6 +133,9 @@ class Transport {
   virtual bool cma_active() = 0;
   virtual bool bulk_active() = 0;
   virtual uint32_t bulk_lanes() = 0;
+  // Why the bulk socket's lane 0 did not connect; empty if it did or was
+  // not tried (RemoteTransport only).
+  virtual std::string bulk_refusal() { return ""; }
   virtual uint64_t mailbox_answers() const = 0;
 
  protected:
