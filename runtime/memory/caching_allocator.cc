@@ -48,16 +48,13 @@
 // is split even where it normally would not be, so quota enforcement is
 // exact.
 //
-// Note [Scrub]: no session ever reads bytes another session wrote. Backends
-// return zeroed memory from Malloc. A block remembers whose bytes it holds
-// (last_owner): kFreshMemory for never-used (or zeroed) memory, a session id,
-// or kMixedOwners after blocks of different sessions merged. When a block
-// goes to a session other than its last owner (and it is not fresh), it is
-// zeroed first, on the new owner's stream, after the lock is dropped; if it
-// is split, the remainder is zeroed too, under the lock (up to kLargeBuffer),
-// and becomes fresh. Left with the old owner's bytes, the remainder made the
-// new owner's freed block mixed, zeroed again at each later allocation (a
-// memset per op output in every session after a daemon's first).
+// Note [Scrub]: no session reads bytes another wrote. Backends return zeroed
+// memory. A block remembers whose bytes it holds (last_owner: kFreshMemory,
+// a session id, or kMixedOwners after merges). A block going to a session
+// other than its last owner (not fresh) is zeroed on the new owner's stream
+// after the lock is dropped; a split remainder is zeroed under the lock (up
+// to kLargeBuffer) and becomes fresh: left with the old owner's bytes it made
+// the new owner's freed block mixed, zeroed again at every allocation.
 //
 // Statistics follow torch.cuda.memory_stats() (see allocator_stats.h).
 #include "runtime/memory/caching_allocator.h"
