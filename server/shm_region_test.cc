@@ -1,11 +1,10 @@
 // The shared-memory region's layout (server/shm_transfer.h): the nonce and
 // mailbox page, the command ring after it, and the payload area a shared
 // buffer has and a session's region does not.
-#include "server/shm_transfer.h"
-
 #include <memory>
 
 #include "gtest/gtest.h"
+#include "server/shm_transfer.h"
 
 namespace tensord {
 namespace {
