@@ -112,30 +112,16 @@ def run(entry: _Entry, args: tuple, kwargs: Dict[str, Any]) -> Optional[NativeTe
             dev = dev or td._dev
         op_part = entry.op_part
     else:
-        parts: List[Any] = []
+        values: List[Any] = []
         for where, j in entry.sources:
             x = args[where] if where.__class__ is int else kwargs[where]
             if j is not None:
                 x = x[j]
-            if x.__class__ is TensordTensor:
-                td = x._td
-                if td is None:
-                    td = _payload(x)
-                parts.append(td._hv)
-                dev = dev or td._dev
-            else:
-                parts.append(_value(x))  # a number: its handle once the device is known
-        numbers = entry.numbers
-        if numbers is not None:
-            keep = []
-            for k, x in enumerate(parts):
-                if x.__class__ is not bytes:
-                    t = numbers.tensor(x, dev)
-                    if t is None:
-                        return None
-                    keep.append(t)
-                    parts[k] = t._hv
-        ins = b"".join(parts)
+            values.append(x if x.__class__ is TensordTensor else _value(x))
+        got = inputs_of(values, entry.numbers)
+        if got is None:
+            return None
+        ins, dev, keep = got
         op_part = entry.op_part
         if entry.attr_parts is not None:
             op_part = entry.attr_parts.part(tuple([
@@ -146,6 +132,34 @@ def run(entry: _Entry, args: tuple, kwargs: Dict[str, Any]) -> Optional[NativeTe
     first, seq, first_v = s.call(entry.op_id, ins, 1, site_field(4), op_part)
     del keep
     return NativeTensor._make(s, first, seq, dev, first_v)
+
+
+def inputs_of(values: List[Any], numbers: Any) -> Optional[Tuple[bytes, Any, List[Any]]]:
+    """A Call's inputs from ``values`` (tensord tensors, and numbers that ``numbers`` makes
+    wrapped-number handles of on the tensors' device): (the handles' bytes, that device, the
+    number tensors to keep alive until the Call is queued), or None for a number the wire cannot
+    hold."""
+    parts: List[Any] = []
+    dev = None
+    for x in values:
+        if x.__class__ is TensordTensor:
+            td = x._td
+            if td is None:
+                td = _payload(x)
+            parts.append(td._hv)
+            dev = dev or td._dev
+        else:
+            parts.append(x)  # a number: its handle once the device is known
+    keep: List[Any] = []
+    if numbers is not None:
+        for k, x in enumerate(parts):
+            if x.__class__ is not bytes:
+                t = numbers.tensor(x, dev)
+                if t is None:
+                    return None
+                keep.append(t)
+                parts[k] = t._hv
+    return b"".join(parts), dev, keep
 
 
 def _cpu_scalar(v: Any) -> bool:

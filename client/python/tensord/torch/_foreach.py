@@ -28,6 +28,7 @@ from . import _connection, _meta
 from .._fast import session_call as fast_call
 from .._site import site_field
 from .._tensor import Tensor as NativeTensor
+from ._direct import inputs_of
 from ._tensor import TensordTensor, make
 
 aten = torch.ops.aten
@@ -313,40 +314,22 @@ def _replay_each(plan: _Plan, site: bytes, args: tuple, kwargs: Dict[str, Any], 
                  outs: List[Any]) -> int:
     """``_replay`` from position ``start`` on, each position as ``_direct.run`` queues its
     Call; returns the positions done."""
-    from ._dispatch import payload
     s = plan.session
-    numbers = plan.numbers
     cols = [(_column(args, kwargs, sl), sl[1]) for sl in plan.slots]
     attr_cols = [(_column(args, kwargs, sl), sl[1]) for sl in plan.attr_slots]
     written: List[int] = []
     n = len(args[0])
     for i in range(start, n):
-        parts: List[Any] = []
-        dev = None
-        for v, listed in cols:
-            x = v[i] if listed else v
-            if x.__class__ is TensordTensor:
-                td = x._td
-                if td is None:
-                    td = payload(x)
-                parts.append(td._hv)
-                dev = dev or td._dev
-            else:
-                parts.append(x)  # a number: its handle once the device is known
-        keep = []  # number handles stay alive until the Call is queued
-        for j, x in enumerate(parts):
-            if x.__class__ is not bytes:
-                t = numbers.tensor(x, dev)
-                if t is None:
-                    _release(s, written)
-                    return i
-                keep.append(t)
-                parts[j] = t._hv
+        got = inputs_of([v[i] if listed else v for v, listed in cols], plan.numbers)
+        if got is None:
+            _release(s, written)
+            return i
+        ins, dev, keep = got
         op_part = plan.op_part
         if plan.attr_parts is not None:
             op_part = plan.attr_parts.part(tuple([v[i] if listed else v
                                                   for v, listed in attr_cols]))
-        first, seq, first_v = s.call(plan.op_id, b"".join(parts), 1, site, op_part)
+        first, seq, first_v = s.call(plan.op_id, ins, 1, site, op_part)
         del keep
         if plan.metas is None:
             written.append(first)  # an in-place op's output: self's value, released
