@@ -24,17 +24,10 @@ __attribute__((always_inline)) inline void ForwardRows(
   for (int64_t r = first; r < last; ++r) {
     const T* p = x + r * n;
     T* q = y + r * n;
-    T sums[kLanes] = {};
-    int64_t i = 0;
-    for (; i + kLanes <= n; i += kLanes) {
-      for (int j = 0; j < kLanes; ++j) sums[j] += p[i + j];
-    }
-    double sum = 0;
-    for (; i < n; ++i) sum += p[i];
-    for (int j = 0; j < kLanes; ++j) sum += sums[j];
-    const T tm = static_cast<T>(sum / static_cast<double>(n));
+    const T tm =
+        static_cast<T>(internal::RowSum(p, n) / static_cast<double>(n));
     T lanes[kLanes] = {};
-    i = 0;
+    int64_t i = 0;
     for (; i + kLanes <= n; i += kLanes) {
       for (int j = 0; j < kLanes; ++j) {
         const T d = p[i + j] - tm;
