@@ -25,6 +25,7 @@
 #include "server/bulk_listener.h"
 #include "server/bulk_socket.h"
 #include "tests/socket_io.h"
+#include "tests/test_certs.h"
 
 namespace tensord {
 namespace {
@@ -40,36 +41,11 @@ std::string Bytes(size_t n, char seed) {
   return s;
 }
 
-// A CA, a server certificate for 127.0.0.1 and a client certificate.
-class Certs {
- public:
-  Certs() : dir_(::testing::TempDir() + "/bulk_tls_certs") {
-    const std::string req = "openssl req -newkey rsa:2048 -nodes ";
-    const std::string sign =
-        "openssl x509 -req -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 ";
-    const std::string script = absl::StrCat(
-        "set -e; mkdir -p ", dir_, "; cd ", dir_, "; exec 2>/dev/null;",
-        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem "
-        "-days 1 -subj /CN=test-ca;",
-        "printf 'subjectAltName=IP:127.0.0.1' > san.ext;", req,
-        "-keyout server.key -out server.csr -subj /CN=server;", sign,
-        "-in server.csr -out server.pem -extfile san.ext;", req,
-        "-keyout client.key -out client.csr -subj /CN=client;", sign,
-        "-in client.csr -out client.pem");
-    made_ = std::system(script.c_str()) == 0;
-  }
-  bool made() const { return made_; }
-  std::string operator[](const std::string& name) const {
-    return dir_ + "/" + name;
-  }
-
- private:
-  std::string dir_;
-  bool made_ = false;
-};
-
-const Certs& TestCerts() {
-  static const Certs* certs = new Certs();
+// A CA, a server certificate for 127.0.0.1 and a client certificate
+// (tests/test_certs.h).
+const ::tensord::testing::TestCerts& Certs() {
+  static const auto* certs =
+      new ::tensord::testing::TestCerts("bulk_tls_certs", "IP:127.0.0.1");
   return *certs;
 }
 
@@ -78,12 +54,12 @@ const Certs& TestCerts() {
 class TlsClient {
  public:
   TlsClient(int port, bool cert) : ctx_(SSL_CTX_new(TLS_client_method())) {
-    const Certs& c = TestCerts();
-    SSL_CTX_load_verify_locations(ctx_, c["ca.pem"].c_str(), nullptr);
+    const auto& c = Certs();
+    SSL_CTX_load_verify_locations(ctx_, c.path("ca.pem").c_str(), nullptr);
     SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
     if (cert) {
-      SSL_CTX_use_certificate_chain_file(ctx_, c["client.pem"].c_str());
-      SSL_CTX_use_PrivateKey_file(ctx_, c["client.key"].c_str(),
+      SSL_CTX_use_certificate_chain_file(ctx_, c.path("client.pem").c_str());
+      SSL_CTX_use_PrivateKey_file(ctx_, c.path("client.key").c_str(),
                                   SSL_FILETYPE_PEM);
     }
     fd_ = ConnectLoopback(port);
@@ -139,9 +115,9 @@ class TlsListener {
   explicit TlsListener(uint32_t lanes, bool mutual = false,
                        absl::Duration stall = absl::Seconds(600))
       : channel_(std::make_shared<BulkChannel>(stall, lanes)) {
-    const Certs& c = TestCerts();
-    auto tls = BulkTls::Create(c["server.pem"], c["server.key"],
-                               mutual ? c["ca.pem"] : "");
+    const auto& c = Certs();
+    auto tls = BulkTls::Create(c.path("server.pem"), c.path("server.key"),
+                               mutual ? c.path("ca.pem") : "");
     EXPECT_TRUE(tls.ok()) << tls.status();
     auto listener = BulkListener::Start(
         "127.0.0.1", 0,
@@ -163,7 +139,8 @@ class TlsListener {
 class BulkTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(TestCerts().made()) << "openssl could not make the test certificates";
+    ASSERT_TRUE(Certs().made())
+        << "openssl could not make the test certificates";
   }
 };
 
@@ -265,11 +242,12 @@ TEST_F(BulkTlsTest, APeerThatStopsMidTransferFailsItWithinTheStall) {
 }
 
 TEST_F(BulkTlsTest, FilesOpenSslRefusesAreAnError) {
-  const Certs& c = TestCerts();
-  auto missing = BulkTls::Create(c["nope.pem"], c["server.key"], "");
+  const auto& c = Certs();
+  auto missing = BulkTls::Create(c.path("nope.pem"), c.path("server.key"), "");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(missing.status().message(), HasSubstr("nope.pem"));
-  auto mismatched = BulkTls::Create(c["server.pem"], c["client.key"], "");
+  auto mismatched =
+      BulkTls::Create(c.path("server.pem"), c.path("client.key"), "");
   EXPECT_EQ(mismatched.status().code(), absl::StatusCode::kInvalidArgument);
 }
 

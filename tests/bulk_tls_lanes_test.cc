@@ -8,9 +8,7 @@
 // Connect (its stream checks the same roots), as the Python client's does.
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -28,6 +26,7 @@
 #include "server/bulk_socket.h"
 #include "server/bulk_tls.h"
 #include "tests/daemon_process.h"
+#include "tests/test_certs.h"
 
 namespace tensord {
 namespace {
@@ -36,56 +35,24 @@ using ::tensord::internal::BulkConnection;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+// Two CAs; a server certificate for IP 127.0.0.1 alone and a client
+// certificate, both signed by the first (tests/test_certs.h).
+const ::tensord::testing::TestCerts& Certs() {
+  static const auto* certs =
+      new ::tensord::testing::TestCerts("bulk_tls_lanes_certs", "IP:127.0.0.1");
+  return *certs;
 }
 
-// Two CAs; a server certificate for IP 127.0.0.1 alone (CN=server) and a
-// client certificate, both signed by the first.
-class Certs {
- public:
-  Certs() : dir_(::testing::TempDir() + "/bulk_tls_lanes_certs") {
-    const std::string req = "openssl req -newkey rsa:2048 -nodes ";
-    const std::string sign =
-        "openssl x509 -req -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 ";
-    const std::string script = absl::StrCat(
-        "set -e; mkdir -p ", dir_, "; cd ", dir_, "; exec 2>/dev/null;",
-        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem "
-        "-days 1 -subj /CN=test-ca;",
-        "openssl req -x509 -newkey rsa:2048 -nodes -keyout other.key -out "
-        "other.pem -days 1 -subj /CN=other-ca;",
-        "printf 'subjectAltName=IP:127.0.0.1' > san.ext;", req,
-        "-keyout server.key -out server.csr -subj /CN=server;", sign,
-        "-in server.csr -out server.pem -extfile san.ext;", req,
-        "-keyout client.key -out client.csr -subj /CN=client;", sign,
-        "-in client.csr -out client.pem");
-    made_ = std::system(script.c_str()) == 0;
+// Verifies against `ca` ("ca.pem" or "other.pem"); with the client
+// certificate if `mutual`.
+TlsCredentials Tls(const std::string& ca, bool mutual) {
+  TlsCredentials tls;
+  tls.root_certificates = Certs().Read(ca);
+  if (mutual) {
+    tls.private_key = Certs().Read("client.key");
+    tls.certificate_chain = Certs().Read("client.pem");
   }
-  bool made() const { return made_; }
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-  // Verifies against `ca` ("ca.pem" or "other.pem"); with the client
-  // certificate if `mutual`.
-  TlsCredentials Tls(const std::string& ca, bool mutual) const {
-    TlsCredentials tls;
-    tls.root_certificates = Read(path(ca));
-    if (mutual) {
-      tls.private_key = Read(path("client.key"));
-      tls.certificate_chain = Read(path("client.pem"));
-    }
-    return tls;
-  }
-
- private:
-  std::string dir_;
-  bool made_ = false;
-};
-
-const Certs& TestCerts() {
-  static const Certs* certs = new Certs();
-  return *certs;
+  return tls;
 }
 
 std::string Bytes(size_t n, char seed) {
@@ -102,7 +69,7 @@ class TlsListener {
  public:
   TlsListener(uint32_t lanes, bool mutual)
       : channel_(std::make_shared<BulkChannel>(absl::Seconds(60), lanes)) {
-    const Certs& c = TestCerts();
+    const auto& c = Certs();
     auto tls = BulkTls::Create(c.path("server.pem"), c.path("server.key"),
                                mutual ? c.path("ca.pem") : "");
     EXPECT_TRUE(tls.ok()) << tls.status();
@@ -138,14 +105,14 @@ std::unique_ptr<BulkConnection> Lanes(const TlsListener& listener,
 class BulkTlsLanesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(TestCerts().made())
+    ASSERT_TRUE(Certs().made())
         << "openssl could not make the test certificates";
   }
 };
 
 TEST_F(BulkTlsLanesTest, StripedTransfersThroughTlsLanesArriveAsSent) {
   TlsListener listener(2, /*mutual=*/false);
-  auto lanes = Lanes(listener, TestCerts().Tls("ca.pem", false), 2);
+  auto lanes = Lanes(listener, Tls("ca.pem", false), 2);
   ASSERT_TRUE(lanes->Usable()) << lanes->refusal();
   EXPECT_EQ(lanes->lanes(), 2u);
   EXPECT_EQ(lanes->refusal(), "");
@@ -185,7 +152,7 @@ TEST_F(BulkTlsLanesTest, StripedTransfersThroughTlsLanesArriveAsSent) {
 
 TEST_F(BulkTlsLanesTest, AWrongCaLeavesTheLanesOffSayingWhy) {
   TlsListener listener(2, false);
-  auto lanes = Lanes(listener, TestCerts().Tls("other.pem", false), 2);
+  auto lanes = Lanes(listener, Tls("other.pem", false), 2);
   EXPECT_FALSE(lanes->Usable());
   EXPECT_EQ(lanes->lanes(), 0u);
   EXPECT_THAT(lanes->refusal(),
@@ -199,15 +166,14 @@ TEST_F(BulkTlsLanesTest, ACertificateForAnotherHostIsRefused) {
   // The certificate names IP 127.0.0.1 only; "localhost" is checked against
   // its DNS names (none) and then its CN ("server").
   TlsListener listener(1, false);
-  auto lanes =
-      Lanes(listener, TestCerts().Tls("ca.pem", false), 1, "localhost");
+  auto lanes = Lanes(listener, Tls("ca.pem", false), 1, "localhost");
   EXPECT_FALSE(lanes->Usable());
   EXPECT_THAT(lanes->refusal(), HasSubstr("hostname mismatch"));
 }
 
 TEST_F(BulkTlsLanesTest, MutualTlsPresentsTheClientCertificate) {
   TlsListener listener(2, /*mutual=*/true);
-  auto with_cert = Lanes(listener, TestCerts().Tls("ca.pem", true), 2);
+  auto with_cert = Lanes(listener, Tls("ca.pem", true), 2);
   ASSERT_TRUE(with_cert->Usable()) << with_cert->refusal();
   EXPECT_EQ(with_cert->lanes(), 2u);
   const std::string up = Bytes(size_t{3} << 20, 5);
@@ -226,7 +192,7 @@ TEST_F(BulkTlsLanesTest, MutualTlsPresentsTheClientCertificate) {
 
 TEST_F(BulkTlsLanesTest, MutualTlsWithoutAClientCertificateIsRefused) {
   TlsListener listener(1, /*mutual=*/true);
-  auto anonymous = Lanes(listener, TestCerts().Tls("ca.pem", false), 1);
+  auto anonymous = Lanes(listener, Tls("ca.pem", false), 1);
   EXPECT_FALSE(anonymous->Usable());
   // TLS 1.3 ends the client's handshake before the daemon checks it: the
   // refusal comes as an alert in the hello's answer (TLS 1.2: in the
@@ -237,14 +203,14 @@ TEST_F(BulkTlsLanesTest, MutualTlsWithoutAClientCertificateIsRefused) {
 
 TEST_F(BulkTlsLanesTest, UnusablePemTextIsNamedNotShown) {
   TlsListener listener(1, false);
-  TlsCredentials bad = TestCerts().Tls("ca.pem", true);
+  TlsCredentials bad = Tls("ca.pem", true);
   bad.root_certificates = "not a certificate";
   auto no_roots = Lanes(listener, bad, 1);
   EXPECT_FALSE(no_roots->Usable());
   EXPECT_THAT(no_roots->refusal(),
               HasSubstr("root_certificates holds no PEM certificate"));
-  bad = TestCerts().Tls("ca.pem", true);
-  bad.private_key = Read(TestCerts().path("other.key"));  // not the cert's
+  bad = Tls("ca.pem", true);
+  bad.private_key = Certs().Read("other.key");  // not the cert's
   auto mismatched = Lanes(listener, bad, 1);
   EXPECT_FALSE(mismatched->Usable());
   EXPECT_THAT(mismatched->refusal(), HasSubstr("cannot use "
@@ -295,33 +261,33 @@ void MovesThirtyTwoMiBOverTheLanes(Client& client) {
 
 TEST_F(BulkTlsLanesTest, TheClientMovesLargeTensorsOverTlsLanes) {
   auto d = testing::DaemonProcess::Start(
-      {"--insecure", "--tls_cert=" + TestCerts().path("server.pem"),
-       "--tls_key=" + TestCerts().path("server.key")});
+      {"--insecure", "--tls_cert=" + Certs().path("server.pem"),
+       "--tls_key=" + Certs().path("server.key")});
   ASSERT_TRUE(d.ok()) << d.status();
-  auto c = ConnectTls((*d)->address(), TestCerts().Tls("ca.pem", false));
+  auto c = ConnectTls((*d)->address(), Tls("ca.pem", false));
   ASSERT_TRUE(c.ok()) << c.status();
   MovesThirtyTwoMiBOverTheLanes(**c);
 }
 
 TEST_F(BulkTlsLanesTest, MutualTlsSessionsUseTheLanesToo) {
   auto d = testing::DaemonProcess::Start(
-      {"--insecure", "--tls_cert=" + TestCerts().path("server.pem"),
-       "--tls_key=" + TestCerts().path("server.key"),
-       "--tls_client_ca=" + TestCerts().path("ca.pem")});
+      {"--insecure", "--tls_cert=" + Certs().path("server.pem"),
+       "--tls_key=" + Certs().path("server.key"),
+       "--tls_client_ca=" + Certs().path("ca.pem")});
   ASSERT_TRUE(d.ok()) << d.status();
-  auto c = ConnectTls((*d)->address(), TestCerts().Tls("ca.pem", true));
+  auto c = ConnectTls((*d)->address(), Tls("ca.pem", true));
   ASSERT_TRUE(c.ok()) << c.status();
   MovesThirtyTwoMiBOverTheLanes(**c);
 }
 
 TEST_F(BulkTlsLanesTest, AWrongCaFailsTheSessionAtConnect) {
   auto d = testing::DaemonProcess::Start(
-      {"--insecure", "--tls_cert=" + TestCerts().path("server.pem"),
-       "--tls_key=" + TestCerts().path("server.key")});
+      {"--insecure", "--tls_cert=" + Certs().path("server.pem"),
+       "--tls_key=" + Certs().path("server.key")});
   ASSERT_TRUE(d.ok()) << d.status();
   ClientOptions options;
   options.address = (*d)->address();
-  options.tls = TestCerts().Tls("other.pem", false);
+  options.tls = Tls("other.pem", false);
   options.connect_timeout = absl::Seconds(3);  // it can only time out
   auto c = Client::Connect(options);
   ASSERT_FALSE(c.ok());
@@ -331,7 +297,7 @@ TEST_F(BulkTlsLanesTest, AWrongCaFailsTheSessionAtConnect) {
 TEST_F(BulkTlsLanesTest, TlsAndOpaqueCredentialsDoNotMix) {
   ClientOptions options;
   options.address = "127.0.0.1:1";
-  options.tls = TestCerts().Tls("ca.pem", false);
+  options.tls = Tls("ca.pem", false);
   options.credentials = grpc::InsecureChannelCredentials();
   auto c = Client::Connect(options);
   ASSERT_FALSE(c.ok());

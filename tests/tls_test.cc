@@ -4,53 +4,21 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "client/tensord_client.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/daemon_process.h"
+#include "tests/test_certs.h"
 
 namespace tensord {
 namespace {
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ::tensord::testing::TestCerts;
 
-// A CA, a server certificate for 127.0.0.1 and a client certificate.
-class Certs {
- public:
-  Certs() : dir_(::testing::TempDir() + "/certs") {
-    const std::string script = absl::StrCat(
-        "set -e; mkdir -p ", dir_, "; cd ", dir_, ";",
-        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem "
-        "-days 1 -subj /CN=tensord-test-ca 2>/dev/null;",
-        "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > san.ext;",
-        "openssl req -newkey rsa:2048 -nodes -keyout server.key -out "
-        "server.csr "
-        "-subj /CN=localhost 2>/dev/null;",
-        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key "
-        "-CAcreateserial -out server.pem -days 1 -extfile san.ext 2>/dev/null;",
-        "openssl req -newkey rsa:2048 -nodes -keyout client.key -out "
-        "client.csr "
-        "-subj /CN=alice 2>/dev/null;",
-        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key "
-        "-CAcreateserial -out client.pem -days 1 2>/dev/null");
-    ok_ = std::system(("bash -c '" + script + "'").c_str()) == 0;
-  }
-  bool ok() const { return ok_; }
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-
- private:
-  std::string dir_;
-  bool ok_;
-};
+// The server certificate's names: the loopback address and localhost.
+constexpr char kSan[] = "IP:127.0.0.1,DNS:localhost";
 
 // A connection the daemon must accept gets a generous deadline (a loaded CI
 // machine can take seconds over a TLS handshake); one it must refuse can only
@@ -69,14 +37,14 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectWith(
 }
 
 TEST(TlsTest, TlsServesTlsClientsOnly) {
-  Certs certs;
-  ASSERT_TRUE(certs.ok()) << "openssl failed";
+  TestCerts certs("tls_certs", kSan);
+  ASSERT_TRUE(certs.made()) << "openssl failed";
   auto d = testing::DaemonProcess::Start(
       {"--insecure", "--tls_cert=" + certs.path("server.pem"),
        "--tls_key=" + certs.path("server.key")});
   ASSERT_TRUE(d.ok()) << d.status();
   grpc::SslCredentialsOptions ssl;
-  ssl.pem_root_certs = Read(certs.path("ca.pem"));
+  ssl.pem_root_certs = certs.Read("ca.pem");
   auto c = ConnectWith((*d)->address(), grpc::SslCredentials(ssl), kAccepted);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(*(*c)->FromVector<float>({4, 5}, {2}).sum().item<float>(), 9.0f);
@@ -86,21 +54,21 @@ TEST(TlsTest, TlsServesTlsClientsOnly) {
 }
 
 TEST(TlsTest, MutualTlsRequiresAClientCertificate) {
-  Certs certs;
-  ASSERT_TRUE(certs.ok());
+  TestCerts certs("tls_certs", kSan);
+  ASSERT_TRUE(certs.made());
   auto d = testing::DaemonProcess::Start(
       {"--insecure", "--tls_cert=" + certs.path("server.pem"),
        "--tls_key=" + certs.path("server.key"),
        "--tls_client_ca=" + certs.path("ca.pem")});
   ASSERT_TRUE(d.ok()) << d.status();
   grpc::SslCredentialsOptions anonymous;
-  anonymous.pem_root_certs = Read(certs.path("ca.pem"));
+  anonymous.pem_root_certs = certs.Read("ca.pem");
   EXPECT_FALSE(
       ConnectWith((*d)->address(), grpc::SslCredentials(anonymous), kRefused)
           .ok());
   grpc::SslCredentialsOptions with_cert = anonymous;
-  with_cert.pem_private_key = Read(certs.path("client.key"));
-  with_cert.pem_cert_chain = Read(certs.path("client.pem"));
+  with_cert.pem_private_key = certs.Read("client.key");
+  with_cert.pem_cert_chain = certs.Read("client.pem");
   auto c =
       ConnectWith((*d)->address(), grpc::SslCredentials(with_cert), kAccepted);
   ASSERT_TRUE(c.ok()) << c.status();
