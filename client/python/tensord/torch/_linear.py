@@ -35,12 +35,17 @@ def _linear_rule(input: Any, weight: Any, bias: Any = None) -> Any:
     return c("linear", [input, weight] if bias is None else [input, weight, bias])
 
 
+_run_rule: Any = None  # _dispatch.run_rule, found at the first call (_dispatch imports this)
+
+
 def _forward(input: Any, weight: Any, bias: Any) -> Any:
+    global _run_rule
     if torch._C._len_torch_dispatch_stack():
         with torch._C._AutoDispatchBelowAutograd():
             return _LINEAR(input, weight, bias)
-    from ._dispatch import run_rule
-    return run_rule(_LINEAR, _linear_rule, (input, weight, bias), {})
+    if _run_rule is None:
+        from ._dispatch import run_rule as _run_rule
+    return _run_rule(_LINEAR, _linear_rule, (input, weight, bias), {})
 
 
 class _Linear(torch.autograd.Function):
