@@ -46,7 +46,7 @@ work="${TENSORD_FUZZ_DIR:-${TMPDIR:-/tmp}/tensord-fuzz}"
 mkdir -p "$work"
 echo "== building ${labels[*]} (--config=asan; log: $work/build.log)"
 if ! bazel build "${bazel_flags[@]}" "${labels[@]}" >"$work/build.log" 2>&1; then
-  grep -v 'linux-sandbox\|ld.gold: warning' "$work/build.log" | tail -n 40 >&2
+  grep -v 'ld.gold: warning' "$work/build.log" | tail -n 40 >&2
   exit 1
 fi
 bin="$(bazel info "${bazel_flags[@]}" bazel-bin 2>/dev/null)"
