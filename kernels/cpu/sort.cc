@@ -62,9 +62,11 @@ absl::Status Sort(const StridedView& in, int dim, bool descending,
     auto less = [](T a, T b) { return (IsNan(b) && !IsNan(a)) || a < b; };
     using Pair = std::pair<T, int64_t>;
     auto before = [&](const Pair& a, const Pair& b) {
-      const bool lt = descending ? less(b.first, a.first) : less(a.first, b.first);
+      const bool lt =
+          descending ? less(b.first, a.first) : less(a.first, b.first);
       if (lt) return true;
-      const bool gt = descending ? less(a.first, b.first) : less(b.first, a.first);
+      const bool gt =
+          descending ? less(a.first, b.first) : less(b.first, a.first);
       return !gt && a.second < b.second;
     };
     ParallelFor(l.outer * l.inner, l.size, [&](int64_t begin, int64_t end) {
@@ -72,7 +74,8 @@ absl::Status Sort(const StridedView& in, int dim, bool descending,
       for (int64_t slice = begin; slice < end; ++slice) {
         const int64_t o = slice / l.inner, i = slice % l.inner;
         const int64_t base = o * l.size * l.inner + i;
-        for (int64_t k = 0; k < l.size; ++k) row[k] = {x[base + k * l.inner], k};
+        for (int64_t k = 0; k < l.size; ++k)
+          row[k] = {x[base + k * l.inner], k};
         std::sort(row.begin(), row.end(), before);
         for (int64_t k = 0; k < l.size; ++k) {
           v[base + k * l.inner] = row[k].first;
@@ -100,8 +103,10 @@ absl::Status TopKIndices(const StridedView& in, int dim, int64_t k,
     // Sort's order with ties by position: its first k are the stable
     // sort's first k whichever partial algorithm finds them.
     auto before = [&](const Pair& a, const Pair& b) {
-      if (largest ? less(b.first, a.first) : less(a.first, b.first)) return true;
-      const bool after = largest ? less(a.first, b.first) : less(b.first, a.first);
+      if (largest ? less(b.first, a.first) : less(a.first, b.first))
+        return true;
+      const bool after =
+          largest ? less(a.first, b.first) : less(b.first, a.first);
       return !after && a.second < b.second;
     };
     if (k == 0) return;
@@ -116,11 +121,13 @@ absl::Status TopKIndices(const StridedView& in, int dim, int64_t k,
             const Pair e{x[base + j * l.inner], j};
             if (n == k && !before(e, best[k - 1])) continue;  // most entries
             int64_t at = n < k ? n++ : k - 1;
-            for (; at > 0 && before(e, best[at - 1]); --at) best[at] = best[at - 1];
+            for (; at > 0 && before(e, best[at - 1]); --at)
+              best[at] = best[at - 1];
             best[at] = e;
           }
           const int64_t out_base = o * k * l.inner + i;
-          for (int64_t j = 0; j < k; ++j) idx[out_base + j * l.inner] = best[j].second;
+          for (int64_t j = 0; j < k; ++j)
+            idx[out_base + j * l.inner] = best[j].second;
         }
       });
       return;
@@ -130,13 +137,16 @@ absl::Status TopKIndices(const StridedView& in, int dim, int64_t k,
       for (int64_t slice = begin; slice < end; ++slice) {
         const int64_t o = slice / l.inner, i = slice % l.inner;
         const int64_t base = o * l.size * l.inner + i;
-        for (int64_t j = 0; j < l.size; ++j) row[j] = {x[base + j * l.inner], j};
+        for (int64_t j = 0; j < l.size; ++j)
+          row[j] = {x[base + j * l.inner], j};
         if (k < l.size) {  // the k first to the front, then in order
-          std::nth_element(row.begin(), row.begin() + (k - 1), row.end(), before);
+          std::nth_element(row.begin(), row.begin() + (k - 1), row.end(),
+                           before);
         }
         std::sort(row.begin(), row.begin() + k, before);
         const int64_t out_base = o * k * l.inner + i;
-        for (int64_t j = 0; j < k; ++j) idx[out_base + j * l.inner] = row[j].second;
+        for (int64_t j = 0; j < k; ++j)
+          idx[out_base + j * l.inner] = row[j].second;
       }
     });
   });
@@ -172,21 +182,23 @@ absl::Status CumScan(const StridedView& in, int dim, bool product,
     // accumulation is unchanged), blocks split over the pool.
     constexpr int64_t kBlock = 512;
     const int64_t blocks = (l.inner + kBlock - 1) / kBlock;
-    ParallelFor(l.outer * blocks, l.size * kBlock, [&](int64_t begin, int64_t end) {
-      for (int64_t job = begin; job < end; ++job) {
-        const int64_t o = job / blocks, i0 = (job % blocks) * kBlock;
-        const int64_t n = std::min(kBlock, l.inner - i0);
-        const T* xs = x + o * l.size * l.inner + i0;
-        T* ys = y + o * l.size * l.inner + i0;
-        for (int64_t i = 0; i < n; ++i) ys[i] = step(product ? T(1) : T(0), xs[i]);
-        for (int64_t k = 1; k < l.size; ++k) {
-          const T* xk = xs + k * l.inner;
-          const T* prev = ys + (k - 1) * l.inner;
-          T* yk = ys + k * l.inner;
-          for (int64_t i = 0; i < n; ++i) yk[i] = step(prev[i], xk[i]);
-        }
-      }
-    });
+    ParallelFor(
+        l.outer * blocks, l.size * kBlock, [&](int64_t begin, int64_t end) {
+          for (int64_t job = begin; job < end; ++job) {
+            const int64_t o = job / blocks, i0 = (job % blocks) * kBlock;
+            const int64_t n = std::min(kBlock, l.inner - i0);
+            const T* xs = x + o * l.size * l.inner + i0;
+            T* ys = y + o * l.size * l.inner + i0;
+            for (int64_t i = 0; i < n; ++i)
+              ys[i] = step(product ? T(1) : T(0), xs[i]);
+            for (int64_t k = 1; k < l.size; ++k) {
+              const T* xk = xs + k * l.inner;
+              const T* prev = ys + (k - 1) * l.inner;
+              T* yk = ys + k * l.inner;
+              for (int64_t i = 0; i < n; ++i) yk[i] = step(prev[i], xk[i]);
+            }
+          }
+        });
   });
 }
 

@@ -43,16 +43,15 @@ Outs CpuTopK(const Tensor& input, int d, int64_t k, bool largest,
              const OpContext& ctx) {
   std::vector<int64_t> shape(input.shape().begin(), input.shape().end());
   shape[d] = k;
-  TD_ASSIGN_OR_RETURN(Tensor idx,
-                      Call1("empty", {},
-                            {{"shape", shape},
-                             {"dtype", DType::kInt64},
-                             {"device", input.device()->name()}},
-                            ctx));
+  TD_ASSIGN_OR_RETURN(Tensor idx, Call1("empty", {},
+                                        {{"shape", shape},
+                                         {"dtype", DType::kInt64},
+                                         {"device", input.device()->name()}},
+                                        ctx));
   TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(input, ctx));
   TD_RETURN_IF_ERROR(cpu::TopKIndices(x.view(), d, k, largest, idx.view()));
-  TD_ASSIGN_OR_RETURN(Tensor values, Call1("gather", {input, idx},
-                                           {{"dim", int64_t{d}}}, ctx));
+  TD_ASSIGN_OR_RETURN(
+      Tensor values, Call1("gather", {input, idx}, {{"dim", int64_t{d}}}, ctx));
   return std::vector<Tensor>{values, idx};
 }
 
