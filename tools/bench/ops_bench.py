@@ -11,6 +11,9 @@ The training rows (layer_norm, cross_entropy, gelu: "fwd+bwd") time a forward an
 backward at a transformer's shapes (64 x 128 tokens); tensord's ``backward`` is one command and
 a synchronize, PyTorch's runs in this process; both accumulate into the leaves' ``.grad``.
 
+ops_bench_hot.py adds issue 25's hot ops: causal SDPA, group_norm, embedding's backward, cumsum,
+topk, sort, conv_transpose2d and index_put, at the shapes of the models that use them.
+
 Usage: /usr/bin/python3 tools/bench/ops_bench.py [--threads N] [--repeat K] [--only SUBSTR,...]
 (the reference is whichever torch the interpreter imports: .venv-torch/bin/python for PyPI's)
 """
