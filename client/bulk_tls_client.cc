@@ -1,5 +1,4 @@
-// The bulk socket's lanes, bare or through TLS. See
-// client/bulk_tls_client.h.
+// The client's TLS for the bulk socket's lanes. See client/bulk_tls_client.h.
 #include "client/bulk_tls_client.h"
 
 #include <arpa/inet.h>
@@ -9,14 +8,9 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
-#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -28,55 +22,6 @@ namespace {
 
 // The TLS read buffer of a lane: several 16 KiB records per read.
 constexpr int kReadBufferBytes = 256 << 10;
-
-// OpenSSL's reason for the last failure on this thread (no key or
-// certificate bytes: reasons name what failed), and the queue cleared.
-std::string SslReason() {
-  char buf[256] = "unknown reason";
-  const unsigned long e = ERR_get_error();  // NOLINT(runtime/int)
-  if (e != 0) ERR_error_string_n(e, buf, sizeof(buf));
-  ERR_clear_error();
-  return buf;
-}
-
-// The lanes' BIO: OpenSSL's socket BIO writes with write(2), which raises
-// SIGPIPE when the daemon has gone; this one sends with MSG_NOSIGNAL.
-int FdOf(BIO* b) {
-  return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(b)));
-}
-int BioWrite(BIO* b, const char* in, int n) {
-  ssize_t r;
-  do r = send(FdOf(b), in, static_cast<size_t>(n), MSG_NOSIGNAL);
-  while (r < 0 && errno == EINTR);
-  return static_cast<int>(r);
-}
-int BioRead(BIO* b, char* out, int n) {
-  ssize_t r;
-  do r = recv(FdOf(b), out, static_cast<size_t>(n), 0);
-  while (r < 0 && errno == EINTR);
-  return static_cast<int>(r);
-}
-long BioCtrl(BIO*, int cmd, long, void*) {  // NOLINT(runtime/int)
-  return cmd == BIO_CTRL_FLUSH ? 1 : 0;
-}
-int BioCreate(BIO* b) {
-  BIO_set_init(b, 1);
-  return 1;
-}
-const BIO_METHOD* LaneBio() {
-  static const BIO_METHOD* const method = [] {
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK,
-                                 "tensord bulk lane");
-    if (m != nullptr) {
-      BIO_meth_set_write(m, BioWrite);
-      BIO_meth_set_read(m, BioRead);
-      BIO_meth_set_ctrl(m, BioCtrl);
-      BIO_meth_set_create(m, BioCreate);
-    }
-    return m;
-  }();
-  return method;
-}
 
 // Never a passphrase prompt on the terminal for an encrypted key: refused.
 int NoPassphrase(char*, int, int, void*) { return 0; }
@@ -140,100 +85,10 @@ std::string HandshakeFailure(SSL* ssl, int r) {
 
 }  // namespace
 
-LaneSocket::LaneSocket(LaneSocket&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)),
-      ssl_(std::exchange(other.ssl_, nullptr)),
-      tls_error_(std::move(other.tls_error_)) {}
-
-LaneSocket& LaneSocket::operator=(LaneSocket&& other) noexcept {
-  if (this != &other) {
-    Close();
-    fd_ = std::exchange(other.fd_, -1);
-    ssl_ = std::exchange(other.ssl_, nullptr);
-    tls_error_ = std::move(other.tls_error_);
-  }
-  return *this;
-}
-
-LaneSocket::~LaneSocket() { Close(); }
-
-void LaneSocket::Close() {
-  if (ssl_ != nullptr) SSL_free(ssl_);  // frees the BIO, not the socket
-  ssl_ = nullptr;
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
-}
-
-void LaneSocket::Wake() {
-  if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
-}
-
-void LaneSocket::SetTimeout(absl::Duration timeout) {
-  const timeval tv = absl::ToTimeval(timeout);
-  setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
-int LaneSocket::TlsFailure(int r) {
-  const int saved = errno;  // the socket call's, for SSL_ERROR_SYSCALL
-  switch (SSL_get_error(ssl_, r)) {
-    case SSL_ERROR_ZERO_RETURN:  // close_notify
-      ERR_clear_error();
-      return 0;
-    case SSL_ERROR_SYSCALL:
-      ERR_clear_error();
-      return saved;
-    default:  // e.g. an alert: the daemon refused the client certificate
-      tls_error_ = SslReason();
-      return EPROTO;
-  }
-}
-
-size_t LaneSocket::SendAll(const char* p, size_t n) {
-  size_t done = 0;
-  while (done < n) {
-    size_t moved = 0;
-    if (ssl_ == nullptr) {
-      const ssize_t r = send(fd_, p + done, n - done, MSG_NOSIGNAL);
-      if (r < 0 && errno == EINTR) continue;
-      if (r > 0) moved = static_cast<size_t>(r);
-    } else {
-      ERR_clear_error();
-      errno = 0;
-      const int r = SSL_write_ex(ssl_, p + done, n - done, &moved);
-      if (r != 1) errno = TlsFailure(r);
-    }
-    if (moved == 0) break;
-    done += moved;
-  }
-  return done;
-}
-
-size_t LaneSocket::RecvAll(char* p, size_t n) {
-  size_t done = 0;
-  while (done < n) {
-    size_t moved = 0;
-    if (ssl_ == nullptr) {
-      const ssize_t r = recv(fd_, p + done, n - done, 0);
-      if (r < 0 && errno == EINTR) continue;
-      if (r > 0) moved = static_cast<size_t>(r);
-      if (r == 0) errno = 0;
-    } else {
-      ERR_clear_error();
-      errno = 0;
-      const int r = SSL_read_ex(ssl_, p + done, n - done, &moved);
-      if (r != 1) errno = TlsFailure(r);
-    }
-    if (moved == 0) break;
-    done += moved;
-  }
-  return done;
-}
-
 absl::StatusOr<std::shared_ptr<const BulkTlsClient>> BulkTlsClient::Create(
     const TlsCredentials& credentials) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-  if (ctx == nullptr || LaneBio() == nullptr) {
+  if (ctx == nullptr) {
     if (ctx != nullptr) SSL_CTX_free(ctx);
     return absl::InternalError(
         absl::StrCat("bulk socket TLS: no OpenSSL context: ", SslReason()));
@@ -279,16 +134,8 @@ absl::StatusOr<LaneSocket> BulkTlsClient::Handshake(
                      " failed: ", why));
   };
   SSL* ssl = SSL_new(ctx_);
-  BIO* bio = BIO_new(LaneBio());
-  if (ssl == nullptr || bio == nullptr) {
-    if (ssl != nullptr) SSL_free(ssl);
-    if (bio != nullptr) BIO_free(bio);
-    close(fd);
-    return failed(SslReason());
-  }
-  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
-  SSL_set_bio(ssl, bio, bio);  // one reference, owned by ssl
-  LaneSocket lane(fd, ssl);    // closes both on failure
+  LaneSocket lane(fd, ssl);  // closes both on failure
+  if (ssl == nullptr || !UseNoSignalBio(ssl, fd)) return failed(SslReason());
   lane.SetTimeout(timeout);
   // The name the certificate must carry, as gRPC checks the stream's.
   in_addr v4;

@@ -12,13 +12,12 @@
 //   - the client certificate and key are presented when the options carry
 //     them (mutual TLS; a daemon that refuses them closes the lane, which
 //     the hello's answer then shows, under TLS 1.3 after the handshake).
-// Writes use send(MSG_NOSIGNAL): a daemon gone away is EPIPE, never SIGPIPE
-// in the application.
+// A lane is a LaneSocket (proto/lane_socket.h, shared with the daemon) used
+// blocking; its TLS writes use send(MSG_NOSIGNAL): a daemon gone away is
+// EPIPE, never SIGPIPE in the application.
 //
-// Ownership: LaneSocket owns its socket and TLS session; BulkTlsClient owns
-// the OpenSSL context that every lane of a session shares.
-// Thread safety: BulkTlsClient is immutable after Create. A LaneSocket is
-// used by one thread at a time, except Wake, which any thread may call.
+// Ownership: BulkTlsClient owns the OpenSSL context that every lane of a
+// session shares. Thread safety: immutable after Create.
 #ifndef TENSORD_CLIENT_BULK_TLS_CLIENT_H_
 #define TENSORD_CLIENT_BULK_TLS_CLIENT_H_
 
@@ -29,47 +28,13 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/options.h"
+#include "proto/lane_socket.h"
 
-typedef struct ssl_st SSL;
 typedef struct ssl_ctx_st SSL_CTX;
 
 namespace tensord {
 inline namespace client {
 namespace internal {
-
-// One lane's connection, on a blocking socket.
-class LaneSocket {
- public:
-  LaneSocket() = default;
-  explicit LaneSocket(int fd, SSL* ssl = nullptr) : fd_(fd), ssl_(ssl) {}
-  LaneSocket(LaneSocket&& other) noexcept;
-  LaneSocket& operator=(LaneSocket&& other) noexcept;
-  ~LaneSocket();  // Close()
-
-  bool open() const { return fd_ >= 0; }
-  bool tls() const { return ssl_ != nullptr; }
-
-  // Moves exactly `n` bytes; the count moved before a failure otherwise,
-  // errno then saying why (0: the daemon closed; EPROTO: TLS failed, its
-  // reason in tls_error(); EAGAIN: a timeout of SetTimeout ran out).
-  size_t SendAll(const char* p, size_t n);
-  size_t RecvAll(char* p, size_t n);
-  const std::string& tls_error() const { return tls_error_; }
-  // How long each later receive and send may wait (zero: forever).
-  void SetTimeout(absl::Duration timeout);
-  // Ends a SendAll or RecvAll in progress on another thread (shutdown, not
-  // close).
-  void Wake();
-  void Close();
-
- private:
-  // errno after a TLS call that moved nothing (EPROTO: tls_error_ set).
-  int TlsFailure(int r);
-
-  int fd_ = -1;
-  SSL* ssl_ = nullptr;
-  std::string tls_error_;
-};
 
 class BulkTlsClient {
  public:

@@ -72,6 +72,7 @@ Tensor Client::UploadBytes(const void* data, size_t size_bytes, DType dtype,
 }
 
 absl::Status Client::synchronize() { return session_->Sync(); }
+int64_t Client::waits() const { return session_->waits(); }
 
 absl::Status Client::manual_seed(uint64_t seed) {
   v1::SetOptions options;

@@ -134,6 +134,11 @@ class Client {
   absl::Status wait_event(uint64_t event);
   // Sends pending commands now (normally the batching timer does).
   absl::Status Flush();
+  // How many times the client blocked waiting for the daemon (a value read,
+  // synchronize(), a fresh tensor's shape...): each is at least a round trip
+  // to a remote daemon. A training step (upload, zero_grad, backward, step,
+  // loss.item()) waits once. Python's Session.waits.
+  int64_t waits() const;
   // True when tensor bytes travel through the daemon's shared-memory region
   // (ClientOptions::shm) rather than the stream.
   bool shm_active() const;

@@ -150,6 +150,14 @@ class Session final : public TransportHost {
   absl::Status EnqueueSetGrad(uint64_t handle, uint64_t grad);
   // Records a client-side change of `handle`'s requires_grad in its meta.
   void NoteRequiresGrad(uint64_t handle, bool requires_grad);
+  // Note [Deferred backward errors]: queues a host-only Sync nobody waits
+  // for after a Backward; the next Download or Sync returns what it reports.
+  absl::Status QueueCheck();
+
+  // Blocking waits so far: each wait for a reply whose answer was not there
+  // yet (each at least a round trip to a remote daemon). For tests and
+  // benchmarks: a training step should wait once, for its loss read.
+  int64_t waits() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Drops the client's reference to `handle` (batched). Never blocks on I/O.
   void QueueRelease(uint64_t handle) override;
@@ -229,6 +237,13 @@ class Session final : public TransportHost {
   absl::StatusOr<uint64_t> ReserveHandles(int count, HandleMeta* meta = nullptr)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CheckOpenLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // mu_.Await, counted in waits_ when `ready` does not hold already.
+  void AwaitLocked(const absl::Condition& ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Deferred backward errors]: waits for the queued checks' answers
+  // and forgets them; returns the first error they report (or the stream's
+  // when it broke before they were answered).
+  absl::Status TakeChecksLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // TransportHost (session_upload.cc).
   // BeginUpload holds enqueue_mu_ when it succeeds, until EndUpload.
@@ -293,6 +308,9 @@ class Session final : public TransportHost {
   uint64_t acked_seq_ ABSL_GUARDED_BY(mu_) = 0;
   HandleTable handles_ ABSL_GUARDED_BY(mu_);
   RequestTable requests_ ABSL_GUARDED_BY(mu_);
+  // Request ids of the checks queued after Backwards, oldest first.
+  std::vector<uint64_t> checks_ ABSL_GUARDED_BY(mu_);
+  int64_t waits_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status frame_error_ ABSL_GUARDED_BY(mu_);   // Error{request_id=0}
   absl::Status stream_error_ ABSL_GUARDED_BY(mu_);  // non-OK: stream is over
   bool closed_ ABSL_GUARDED_BY(mu_) = false;        // Close() started

@@ -3,6 +3,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "client/data_frame.h"
 #include "client/session.h"
@@ -129,6 +130,13 @@ void Session::HandleFrame(const v1::ServerFrame& frame,
     // Sync.
     absl::Status unanswered = requests_.Apply(frame, payload);
     if (!unanswered.ok() && frame_error_.ok()) frame_error_ = unanswered;
+    // Note [Deferred backward errors]: a check that reports an error stands
+    // for the frame errors before it (the daemon counts them in its report,
+    // and a failed Backward sends one), as a Sync's answer does.
+    if (frame.has_sync_done() && frame.sync_done().error().code() != 0 &&
+        absl::c_linear_search(checks_, frame.sync_done().request_id())) {
+      frame_error_ = absl::OkStatus();
+    }
   }
   const uint64_t answered = frame.has_data()    ? frame.data().request_id()
                             : frame.has_error() ? frame.error().request_id()
@@ -152,11 +160,26 @@ absl::Status Session::Sync() {
   auto ready = [this, request_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return requests_.SyncDone(request_id) || !stream_error_.ok();
   };
-  mu_.Await(absl::Condition(&ready));
+  AwaitLocked(absl::Condition(&ready));
   std::optional<absl::Status> result = requests_.TakeSync(request_id);
   if (!result.has_value()) return stream_error_;
+  // The checks before this Sync were answered before it: their reports
+  // come first, as the daemon raised them first.
+  absl::Status checked = TakeChecksLocked();
   absl::Status frame_error = std::exchange(frame_error_, absl::OkStatus());
+  if (!checked.ok()) return checked;
   return result->ok() ? frame_error : *result;
+}
+
+void Session::AwaitLocked(const absl::Condition& ready) {
+  if (ready.Eval()) return;
+  ++waits_;
+  mu_.Await(ready);
+}
+
+int64_t Session::waits() const {
+  MutexLock lock(&mu_);
+  return waits_;
 }
 
 std::optional<uint64_t> Session::KnownBytes(uint64_t handle) {
@@ -192,7 +215,7 @@ absl::StatusOr<HandleMeta> Session::WaitMeta(uint64_t handle) {
     return entry == nullptr || entry->known || acked_seq_ >= seq ||
            !stream_error_.ok();
   };
-  mu_.Await(absl::Condition(&ready));
+  AwaitLocked(absl::Condition(&ready));
   const HandleTable::Entry* entry = handles_.Find(handle);
   if (entry == nullptr) {
     return absl::FailedPreconditionError(

@@ -33,7 +33,13 @@ absl::StatusOr<uint64_t> Session::EnqueueUpload(
 absl::StatusOr<HostTensor> Session::Download(uint64_t handle,
                                              const std::string& site,
                                              DownloadTarget target) {
-  return transport_->Download(handle, site, target);
+  absl::StatusOr<HostTensor> got = transport_->Download(handle, site, target);
+  if (!got.ok()) return got;  // the checks' reports wait for the next read
+  MutexLock lock(&mu_);
+  if (checks_.empty()) return got;
+  absl::Status checked = TakeChecksLocked();  // Note [Deferred backward errors]
+  if (!checked.ok()) return checked;
+  return got;
 }
 
 absl::StatusOr<uint64_t> Session::BeginUpload(HandleMeta* meta) {
@@ -105,7 +111,7 @@ PendingDownload Session::AwaitAnswer(uint64_t id) {
   auto ready = [this, id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return requests_.DownloadDone(id) || !stream_error_.ok();
   };
-  mu_.Await(absl::Condition(&ready));
+  AwaitLocked(absl::Condition(&ready));
   PendingDownload download = requests_.TakeDownload(id);
   if (!download.done) {
     download.done = true;
@@ -129,7 +135,7 @@ absl::Status Session::AwaitAck(uint64_t seq) {
   auto acked = [this, seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return acked_seq_ >= seq || !stream_error_.ok() || closed_;
   };
-  mu_.Await(absl::Condition(&acked));
+  AwaitLocked(absl::Condition(&acked));
   if (acked_seq_ >= seq) return absl::OkStatus();
   absl::Status open = CheckOpenLocked();
   return open.ok() ? absl::UnavailableError("the tensord session ended") : open;

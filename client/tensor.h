@@ -152,9 +152,13 @@ class Tensor {
   // (client/tensor_autograd.cc; free functions and NoGradGuard in
   // client/autograd.h). The graph lives in the daemon.
   //
-  // One Backward command, then a synchronize: a failing backward (graph
-  // freed, saved tensor modified in place, root without grad) is returned
-  // here. `gradient`: undefined for a scalar root.
+  // One Backward command, queued: nothing waits for the daemon (issue 27).
+  // A failing backward (graph freed, saved tensor modified in place, root
+  // without grad) is returned by the next read (to_vector, item) or
+  // synchronize(), naming the backward's call site (Note [Deferred backward
+  // errors] in client/session_autograd.cc); here only what the client sees
+  // itself (an undefined or locally poisoned tensor). `gradient`: undefined
+  // for a scalar root.
   absl::Status backward(const Tensor& gradient = Tensor(),
                         bool retain_graph = false, bool create_graph = false,
                         Site site = Site::Current()) const;

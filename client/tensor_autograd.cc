@@ -52,7 +52,8 @@ absl::Status Tensor::backward(const Tensor& gradient, bool retain_graph,
       s->EnqueueBackward({(*impl)->handle}, grads, retain_graph || create_graph,
                          create_graph, {}, false, site.ToString());
   if (!out.ok()) return out.status();
-  return s->Sync();
+  // Note [Deferred backward errors]: no wait; the next read reports them.
+  return s->QueueCheck();
 }
 
 absl::StatusOr<Tensor> Tensor::grad() const {

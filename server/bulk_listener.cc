@@ -37,21 +37,21 @@ size_t HelloBytes(const char* hello, size_t got) {
 // A lane's TLS connection while its handshake and hello arrive.
 class TlsHelloStream : public HelloStream {
  public:
-  explicit TlsHelloStream(BulkConn conn) : conn_(std::move(conn)) {}
+  explicit TlsHelloStream(LaneSocket conn) : conn_(std::move(conn)) {}
   int fd() const override { return conn_.fd(); }
   ssize_t ReadSome(char* dst, size_t len, short* want) override {
     const ssize_t r = conn_.Recv(dst, len, want);
     if (r < 0 && errno == EPROTO) {
       // A client speaking plaintext, or one whose certificate failed.
-      spdlog::info("bulk socket: a connection refused: {}",
+      spdlog::info("bulk socket: a connection refused: TLS: {}",
                    conn_.tls_error());
     }
     return r;
   }
-  BulkConn Take() { return std::move(conn_); }
+  LaneSocket Take() { return std::move(conn_); }
 
  private:
-  BulkConn conn_;
+  LaneSocket conn_;
 };
 
 }  // namespace
@@ -105,7 +105,7 @@ absl::StatusOr<std::unique_ptr<BulkListener>> BulkListener::Start(
   };
   if (tls != nullptr) {
     hooks.open = [tls](int conn) -> std::unique_ptr<HelloStream> {
-      BulkConn accepted = tls->Accept(conn);
+      LaneSocket accepted = tls->Accept(conn);
       if (!accepted.open()) return nullptr;
       return std::make_unique<TlsHelloStream>(std::move(accepted));
     };
@@ -141,7 +141,7 @@ std::shared_ptr<BulkChannel> BulkListener::Find(const char* hello,
   return channel;
 }
 
-void BulkListener::AdmitTls(BulkConn conn, const char* hello) {
+void BulkListener::AdmitTls(LaneSocket conn, const char* hello) {
   uint32_t lane = 0;
   std::shared_ptr<BulkChannel> channel = Find(hello, &lane);
   if (channel != nullptr) channel->Attach(std::move(conn), lane, true);

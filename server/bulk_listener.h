@@ -47,7 +47,7 @@ class BulkListener {
   // Attaches `fd` to the session its complete `hello` names, or closes it.
   void Admit(int fd, const char* hello);
   // The same for a TLS connection (answered through TLS).
-  void AdmitTls(BulkConn conn, const char* hello);
+  void AdmitTls(LaneSocket conn, const char* hello);
   // The session channel and lane a complete hello names, or null.
   std::shared_ptr<BulkChannel> Find(const char* hello, uint32_t* lane) const;
 

@@ -28,10 +28,10 @@ BulkChannel::BulkChannel(absl::Duration stall, uint32_t lanes)
 BulkChannel::~BulkChannel() = default;  // the connections close themselves
 
 bool BulkChannel::Attach(int fd, uint32_t lane) {
-  return Attach(BulkConn(fd), lane, /*answer=*/false);
+  return Attach(LaneSocket(fd), lane, /*answer=*/false);
 }
 
-bool BulkChannel::Attach(BulkConn conn, uint32_t lane, bool answer) {
+bool BulkChannel::Attach(LaneSocket conn, uint32_t lane, bool answer) {
   MutexLock lock(&mu_);
   if (lane >= conns_.size() || conns_[lane].open() || shut_down_ ||
       !broken_.ok()) {
@@ -71,15 +71,15 @@ void BulkChannel::Shutdown() {
   shut_down_ = true;
   // Not closed here: the executor may be inside recv/send on them; shutdown
   // ends those at once, and the executor's Break closes them.
-  for (BulkConn& conn : conns_) conn.Wake();
+  for (LaneSocket& conn : conns_) conn.Wake();
 }
 
 void BulkChannel::WakeAll() {
   MutexLock lock(&mu_);
-  for (BulkConn& conn : conns_) conn.Wake();
+  for (LaneSocket& conn : conns_) conn.Wake();
 }
 
-absl::StatusOr<std::vector<BulkConn*>> BulkChannel::Usable(
+absl::StatusOr<std::vector<LaneSocket*>> BulkChannel::Usable(
     absl::string_view what, uint32_t lanes) {
   lanes = std::max<uint32_t>(lanes, 1);
   {
@@ -100,8 +100,8 @@ absl::StatusOr<std::vector<BulkConn*>> BulkChannel::Usable(
     }
     if (lanes <= conns_.size() &&
         std::all_of(conns_.begin(), conns_.begin() + lanes,
-                    [](const BulkConn& conn) { return conn.open(); })) {
-      std::vector<BulkConn*> usable;
+                    [](const LaneSocket& conn) { return conn.open(); })) {
+      std::vector<LaneSocket*> usable;
       for (uint32_t i = 0; i < lanes; ++i) usable.push_back(&conns_[i]);
       return usable;
     }
@@ -122,11 +122,11 @@ absl::Status BulkChannel::Break(absl::Status status) {
                      "failure (",
                      status.message(), ")"));
   }
-  for (BulkConn& conn : conns_) conn.Close();
+  for (LaneSocket& conn : conns_) conn.Close();
   return status;
 }
 
-absl::Status BulkChannel::MoveLane(short events, BulkConn& conn,
+absl::Status BulkChannel::MoveLane(short events, LaneSocket& conn,
                                    uint32_t lane, uint32_t lanes,
                                    uint64_t begin, uint64_t end, size_t n,
                                    absl::string_view what, Step step) {
@@ -168,7 +168,7 @@ absl::Status BulkChannel::MoveLane(short events, BulkConn& conn,
           r == 0 ? "closed"
                  : absl::StrCat("failed (",
                                 errno == EPROTO && conn.tls()
-                                    ? conn.tls_error()
+                                    ? "TLS: " + conn.tls_error()
                                     : std::string(strerror(errno)),
                                 ")");
       return absl::UnavailableError(failure(why, pos - begin));
@@ -180,7 +180,7 @@ absl::Status BulkChannel::MoveLane(short events, BulkConn& conn,
 
 absl::Status BulkChannel::Transfer(short events, size_t n, uint32_t lanes,
                                    absl::string_view what, Step step) {
-  absl::StatusOr<std::vector<BulkConn*>> fds = Usable(what, lanes);
+  absl::StatusOr<std::vector<LaneSocket*>> fds = Usable(what, lanes);
   if (!fds.ok()) return fds.status();
   lanes = static_cast<uint32_t>(fds->size());
   // The first lane to fail wakes the others (the peer may have stopped
@@ -209,7 +209,7 @@ absl::Status BulkChannel::Transfer(short events, size_t n, uint32_t lanes,
 absl::Status BulkChannel::Read(char* dst, size_t n, absl::string_view what,
                                uint32_t lanes) {
   return Transfer(POLLIN, n, lanes, what,
-                  [dst](uint32_t, BulkConn& conn, uint64_t pos, size_t len,
+                  [dst](uint32_t, LaneSocket& conn, uint64_t pos, size_t len,
                         short* want) {
                     return conn.Recv(dst + pos, len, want);
                   });
@@ -223,7 +223,7 @@ absl::Status BulkChannel::Discard(size_t n, absl::string_view what,
   const size_t each = scratch.size() / slots;
   return Transfer(
       POLLIN, n, lanes, what,
-      [&](uint32_t lane, BulkConn& conn, uint64_t, size_t len, short* want) {
+      [&](uint32_t lane, LaneSocket& conn, uint64_t, size_t len, short* want) {
         return conn.Recv(scratch.data() + each * lane, std::min(len, each),
                          want);
       });
@@ -232,7 +232,7 @@ absl::Status BulkChannel::Discard(size_t n, absl::string_view what,
 absl::Status BulkChannel::Write(const char* src, size_t n,
                                 absl::string_view what, uint32_t lanes) {
   return Transfer(POLLOUT, n, lanes, what,
-                  [src](uint32_t, BulkConn& conn, uint64_t pos, size_t len,
+                  [src](uint32_t, LaneSocket& conn, uint64_t pos, size_t len,
                         short* want) {
                     return conn.Send(src + pos, len, want);
                   });

@@ -71,7 +71,7 @@ class BulkChannel {
   // The same for a lane's connection (a TLS one: server/bulk_tls.h); with
   // `answer`, kBulkAccepted is sent on it once attached, before any transfer
   // can use it.
-  bool Attach(BulkConn conn, uint32_t lane, bool answer);
+  bool Attach(LaneSocket conn, uint32_t lane, bool answer);
   // Whether lane 0 is attached; how many lanes from 0 on are.
   bool attached() const;
   uint32_t lanes_attached() const;
@@ -95,21 +95,21 @@ class BulkChannel {
 
  private:
   // Moves a lane's bytes: `step(lane, conn, pos, len, want)` is one Recv or
-  // Send (BulkConn's, `want` its) of at most `len` bytes at byte `pos` of
+  // Send (LaneSocket's, `want` its) of at most `len` bytes at byte `pos` of
   // the transfer.
-  using Step = absl::FunctionRef<ssize_t(uint32_t lane, BulkConn& conn,
+  using Step = absl::FunctionRef<ssize_t(uint32_t lane, LaneSocket& conn,
                                          uint64_t pos, size_t len,
                                          short* want)>;
 
   // The connections of lanes 0..lanes-1, or the error every call now gets.
-  absl::StatusOr<std::vector<BulkConn*>> Usable(absl::string_view what,
+  absl::StatusOr<std::vector<LaneSocket*>> Usable(absl::string_view what,
                                                 uint32_t lanes);
   // Moves the n bytes over `lanes` lanes at once, each by `step` whenever
   // poll reports `events` on it, within the stall timeout.
   absl::Status Transfer(short events, size_t n, uint32_t lanes,
                         absl::string_view what, Step step);
   // One lane's span [begin, end) of an n-byte transfer.
-  absl::Status MoveLane(short events, BulkConn& conn, uint32_t lane,
+  absl::Status MoveLane(short events, LaneSocket& conn, uint32_t lane,
                         uint32_t lanes, uint64_t begin, uint64_t end, size_t n,
                         absl::string_view what, Step step);
   // Wakes every lane's transfer (shutdown, not close: they may be in a
@@ -122,7 +122,7 @@ class BulkChannel {
   mutable Mutex mu_;
   // Per lane; a closed one: not attached. Only Attach (an unattached lane)
   // and Break (no transfer in progress) replace one.
-  std::vector<BulkConn> conns_ ABSL_GUARDED_BY(mu_);
+  std::vector<LaneSocket> conns_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
 };

@@ -2,62 +2,25 @@
 // daemon serves TLS, every lane is a TLS connection made with the gRPC
 // listener's certificate and key (and, for mutual TLS, its client CA), and
 // the lane's hello, answer and bytes all travel inside it. BulkTls holds the
-// OpenSSL context; BulkConn is one lane's connection, bare or through TLS,
-// moved without blocking (the caller polls).
+// OpenSSL context; a lane's connection is a LaneSocket (proto/lane_socket.h,
+// shared with the client), bare (a blocking socket, as plaintext lanes always
+// were) or through TLS on a non-blocking socket, moved as poll says (Send,
+// Recv; the handshake runs in the first reads).
 //
 // Thread safety: BulkTls is immutable after Create (OpenSSL contexts may be
-// shared between threads). A BulkConn is used by one thread at a time, except
-// Wake, which any thread may call.
+// shared between threads).
 #ifndef TENSORD_SERVER_BULK_TLS_H_
 #define TENSORD_SERVER_BULK_TLS_H_
 
-#include <sys/types.h>
-
-#include <cstddef>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "proto/lane_socket.h"
 
-typedef struct ssl_st SSL;
 typedef struct ssl_ctx_st SSL_CTX;
 
 namespace tensord {
-
-// One lane's connection: a socket read and written bare (a blocking socket,
-// as plaintext lanes always were), or through a server-side TLS session over
-// it (a non-blocking socket; the handshake runs in the first reads).
-class BulkConn {
- public:
-  BulkConn() = default;
-  explicit BulkConn(int fd, SSL* ssl = nullptr) : fd_(fd), ssl_(ssl) {}
-  BulkConn(BulkConn&& other) noexcept;
-  BulkConn& operator=(BulkConn&& other) noexcept;
-  ~BulkConn();  // Close()
-
-  int fd() const { return fd_; }
-  bool open() const { return fd_ >= 0; }
-  bool tls() const { return ssl_ != nullptr; }
-
-  // Up to `len` bytes into `dst` / from `src`: the count moved (> 0); 0 when
-  // the peer closed; -1 with errno set, EAGAIN (TLS) meaning: poll the socket
-  // for `*want` (POLLIN or POLLOUT), then call again with the same arguments.
-  // A TLS failure sets EPROTO, its reason then in tls_error().
-  ssize_t Recv(char* dst, size_t len, short* want);
-  ssize_t Send(const char* src, size_t len, short* want);
-  const std::string& tls_error() const { return tls_error_; }
-  // Whether TLS holds bytes read from the socket already (decrypted or not),
-  // which poll cannot see; a Recv may still need more (EAGAIN).
-  bool Buffered() const;
-  // Ends a Recv or Send in progress on another thread (shutdown, not close).
-  void Wake();
-  void Close();
-
- private:
-  int fd_ = -1;
-  SSL* ssl_ = nullptr;
-  std::string tls_error_;
-};
 
 class BulkTls {
  public:
@@ -72,9 +35,9 @@ class BulkTls {
   BulkTls& operator=(const BulkTls&) = delete;
 
   // The accepted socket `fd` (owned from here) as a TLS connection awaiting
-  // its handshake, `fd` made non-blocking; a closed BulkConn if OpenSSL
+  // its handshake, `fd` made non-blocking; a closed LaneSocket if OpenSSL
   // cannot make a session.
-  BulkConn Accept(int fd) const;
+  LaneSocket Accept(int fd) const;
   bool mutual() const { return mutual_; }
 
  private:

@@ -36,6 +36,9 @@ class TrainingTest : public testing::DaemonSuite {
     client_ = *std::move(c);
     Tensor probe = client_->FromVector<float>({1, 2}, {2}, {"", true});
     absl::Status s = (probe * 2.0).sum().backward();
+    // A backward's errors come back from the next read (Note [Deferred
+    // backward errors] in client/session_autograd.cc).
+    if (s.ok()) s = client_->synchronize();
     if (s.code() == absl::StatusCode::kUnimplemented) {
       GTEST_SKIP() << "the daemon has no autograd yet: " << s;
     }
@@ -89,11 +92,14 @@ TEST_F(TrainingTest, GradientsMatchHandComputedValues) {
   EXPECT_NEAR((*g)[0].to_vector<float>()->at(0), gw0, 1e-4);
   EXPECT_NEAR(*(*g)[1].item<float>(), gb, 1e-4);
   EXPECT_NEAR(*b.grad()->item<float>(), gb, 1e-4);
-  // Backward twice through a freed graph is an error; the session goes on.
+  // Backward twice through a freed graph is an error, reported by the next
+  // read (FailingBackwardRaisesAtTheNextRead); the session goes on.
   Tensor loss = Loss(w, b);
   ASSERT_TRUE(loss.backward().ok());
-  EXPECT_FALSE(loss.backward().ok());
+  ASSERT_TRUE(loss.backward().ok());
+  EXPECT_FALSE(client_->synchronize().ok());
   EXPECT_TRUE(Loss(w, b).backward(Tensor(), /*retain_graph=*/true).ok());
+  EXPECT_TRUE(client_->synchronize().ok());
   ASSERT_TRUE(w.set_grad(Tensor()).ok());
   EXPECT_FALSE(w.grad()->defined());
 }
@@ -189,6 +195,78 @@ TEST_F(TrainingTest, StepsSkipParametersWithoutGradient) {
   EXPECT_EQ(counts, (std::vector<float>{3, 3, 0}));
   ASSERT_TRUE(sgd.zero_grad(/*set_to_none=*/false).ok());
   EXPECT_EQ(w.grad()->to_vector<float>().value(), (std::vector<float>{0, 0}));
+  EXPECT_TRUE(client_->synchronize().ok());
+}
+
+// Issue 27: uploading the batch, zero_grad, backward() and step() are
+// queued; a step's one wait is the loss read the program asks for
+// (Client::waits counts blocking waits, each at least a round trip to a
+// remote daemon), from the first step on. The session is remote-like (no
+// shared memory), as tools/bench/wan_bench.py runs it.
+TEST_F(TrainingTest, AStepWaitsOnceForItsLossRead) {
+  NeedOptimizers();
+  ClientOptions options;
+  options.address = daemon_->address();
+  options.shm = ClientOptions::ShmMode::kOff;
+  auto c = Client::Connect(options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::unique_ptr<Client> client = *std::move(c);
+  for (int which = 0; which < 3; ++which) {
+    Tensor w = client->FromVector<float>({0.5f, -0.5f}, {2, 1}, {"", true});
+    Tensor b = client->FromVector<float>({0.1f}, {1}, {"", true});
+    optim::SGD sgd({w, b}, {.lr = 0.05, .momentum = which == 1 ? 0.9 : 0.0});
+    optim::Adam adam({w, b}, optim::AdamOptions());
+    ASSERT_TRUE(client->synchronize().ok());
+    std::vector<int64_t> waits;
+    std::vector<float> losses;
+    for (int step = 0; step < 4; ++step) {
+      const int64_t before = client->waits();
+      Tensor x = client->FromVector<float>(kX, {kN, 2});
+      Tensor y = client->FromVector<float>(Targets(), {kN, 1});
+      const bool set_to_none = step % 2 == 0;
+      ASSERT_TRUE((which == 2 ? adam.zero_grad(set_to_none)
+                              : sgd.zero_grad(set_to_none))
+                      .ok());
+      Tensor r = x.matmul(w) + b - y;
+      Tensor loss = (r * r).mean();
+      ASSERT_TRUE(loss.backward().ok());
+      ASSERT_TRUE((which == 2 ? adam.step() : sgd.step()).ok());
+      absl::StatusOr<float> value = loss.item<float>();
+      ASSERT_TRUE(value.ok()) << value.status();
+      losses.push_back(*value);
+      waits.push_back(client->waits() - before);
+    }
+    EXPECT_EQ(waits, (std::vector<int64_t>{1, 1, 1, 1}))
+        << "blocking waits per step, optimizer " << which;
+    EXPECT_LT(losses.back(), losses.front()) << "optimizer " << which;
+  }
+}
+
+// Note [Deferred backward errors]: backward() does not wait, so a failing
+// one (here a second pass through a freed graph) is reported by the next
+// read, naming what happened; that read's value is lost, the session goes
+// on and later reads and backwards work.
+TEST_F(TrainingTest, FailingBackwardRaisesAtTheNextRead) {
+  Tensor w = Leaf({0.5f, -0.5f}, {2, 1});
+  Tensor b = Leaf({0.1f}, {1});
+  Tensor loss = Loss(w, b);
+  ASSERT_TRUE(loss.backward().ok());
+  const int64_t before = client_->waits();
+  ASSERT_TRUE(loss.backward().ok());  // queued: the error comes later
+  EXPECT_EQ(client_->waits(), before);
+  absl::StatusOr<float> read = loss.item<float>();
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("a second time"), std::string::npos)
+      << read.status();
+  // Reported once: the next reads and a fresh backward are fine.
+  EXPECT_TRUE(loss.item<float>().ok());
+  absl::Status after = client_->synchronize();
+  EXPECT_TRUE(after.ok()) << after;
+  ASSERT_TRUE(w.set_grad(Tensor()).ok());
+  ASSERT_TRUE(Loss(w, b).backward().ok());
+  absl::StatusOr<std::vector<float>> grad = w.grad()->to_vector<float>();
+  ASSERT_TRUE(grad.ok()) << grad.status();
+  EXPECT_EQ(grad->size(), 2u);
   EXPECT_TRUE(client_->synchronize().ok());
 }
 

@@ -21,6 +21,13 @@ namespace cpu {
 absl::Status Sort(const StridedView& in, int dim, bool descending,
                   const StridedView& values, const StridedView& indices);
 
+// indices (in's shape with dim's size k) = the positions of the k largest
+// (smallest unless `largest`) entries of each row along dim, in the order
+// Sort's stable order gives them (NaN largest; ties by position): topk's
+// indices without sorting the whole row. 0 <= k <= the dim's size.
+absl::Status TopKIndices(const StridedView& in, int dim, int64_t k,
+                         bool largest, const StridedView& indices);
+
 // out = running sum (or product) of in along dim; in and out have one dtype.
 absl::Status CumScan(const StridedView& in, int dim, bool product,
                      const StridedView& out);

@@ -7,6 +7,7 @@
 #include "kernels/cpu/random.h"
 #include "kernels/cpu/sort.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device.h"
 #include "runtime/ops/compose.h"
 #include "runtime/ops/cuda_kernels.h"
 #include "runtime/ops/dispatch.h"
@@ -35,6 +36,25 @@ absl::Status CpuSort(absl::Span<const Tensor> in, absl::Span<const Tensor> out,
                    attrs.Bool("descending"), out[0].view(), out[1].view());
 }
 
+// topk on the CPU: the indices from a partial selection (cpu::TopKIndices,
+// O(n + k log k) a row rather than a whole sort), the values gathered at
+// them, so that the gradient is gather's (the same scatter as sort's).
+Outs CpuTopK(const Tensor& input, int d, int64_t k, bool largest,
+             const OpContext& ctx) {
+  std::vector<int64_t> shape(input.shape().begin(), input.shape().end());
+  shape[d] = k;
+  TD_ASSIGN_OR_RETURN(Tensor idx, Call1("empty", {},
+                                        {{"shape", shape},
+                                         {"dtype", DType::kInt64},
+                                         {"device", input.device()->name()}},
+                                        ctx));
+  TD_ASSIGN_OR_RETURN(Tensor x, Contiguous(input, ctx));
+  TD_RETURN_IF_ERROR(cpu::TopKIndices(x.view(), d, k, largest, idx.view()));
+  TD_ASSIGN_OR_RETURN(
+      Tensor values, Call1("gather", {input, idx}, {{"dim", int64_t{d}}}, ctx));
+  return std::vector<Tensor>{values, idx};
+}
+
 // topk as the first k of a stable sort: PyTorch's values, and its indices
 // wherever the k-th value is not tied. Bool input is refused as PyTorch
 // refuses it ("topk_cpu" not implemented for 'Bool'), though sort takes it.
@@ -52,6 +72,9 @@ Outs TopK(absl::Span<const Tensor> in, const Attrs& attrs,
     return absl::InvalidArgumentError(absl::StrCat(
         "topk(): k (", k, ") is out of range for dimension ", d, " of size ",
         size, " (shape ", ShapeToString(in[0].shape()), ")"));
+  }
+  if (in[0].device()->kind() == DeviceKind::kCpu && in[0].ndim() > 0) {
+    return CpuTopK(in[0], d, k, attrs.Bool("largest"), ctx);
   }
   TD_ASSIGN_OR_RETURN(auto sorted,
                       CallOp("sort", {in[0]},

@@ -99,3 +99,37 @@ def test_bad_calls_are_clear_errors():
         with pytest.raises(td.Error, match=match):
             fn().numpy()
     assert x.sum().item() == 6.0  # the session goes on
+
+
+@pytest.mark.parametrize("k", [1, 5, 32, 33, 70])  # both CPU paths: buffer (k <= 32), selection
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_is_the_stable_sorts_first_k(k, largest):
+    g = torch.Generator().manual_seed(k)
+    x = torch.randint(-4, 5, (3, 70, 5), generator=g).double()  # many ties
+    x[0, 7, 1] = x[2, 3, 4] = x[1, 50, 0] = float("nan")
+    for dim, t in ((1, x), (-1, x.transpose(1, 2)), (0, x.transpose(0, 1)[:3])):
+        if k > t.shape[dim]:
+            continue
+        v, i = td.topk(from_torch(t), k, dim=dim, largest=largest)
+        want = torch.sort(t, dim=dim, descending=largest, stable=True)
+        assert to_torch(i).tolist() == want.indices.narrow(dim, 0, k).tolist()
+        torch.testing.assert_close(to_torch(v), want.values.narrow(dim, 0, k), equal_nan=True)
+    ints = torch.randint(-100, 100, (4, 41), generator=g)
+    assert_same(td.topk(from_torch(ints), k % 41 or 1)[1],
+                torch.sort(ints, descending=True, stable=True).indices[:, :k % 41 or 1])
+    empty = torch.zeros(0, 40)
+    v, i = td.topk(from_torch(empty), min(k, 40))
+    assert tuple(v.shape) == tuple(i.shape) == (0, min(k, 40))
+
+
+def test_cumsum_along_a_leading_dim_matches_pytorch():
+    g = torch.Generator().manual_seed(5)
+    for shape, dim in (((7, 1100), 0), ((3, 9, 513), 1), ((2, 5, 1), 1), ((0, 600), 0)):
+        x = torch.randn(*shape, generator=g)
+        assert_same(td.cumsum(from_torch(x), dim=dim), torch.cumsum(x, dim))
+        assert_same(td.cumprod(from_torch(x), dim=dim), torch.cumprod(x, dim))
+    wrap = torch.full((5, 600), 2**62, dtype=torch.int64)  # integers wrap as PyTorch's
+    assert_same(td.cumsum(from_torch(wrap), dim=0), torch.cumsum(wrap, 0))
+    b = torch.rand(6, 530, generator=g) > 0.7
+    assert_same(td.cumsum(from_torch(b), dim=0), torch.cumsum(b, 0))
+    assert_same(td.cumsum(from_torch(x.t()), dim=1), torch.cumsum(x.t(), 1))  # non-contiguous

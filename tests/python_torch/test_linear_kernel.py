@@ -105,3 +105,37 @@ def test_a_dispatch_mode_sees_linear(production: Any) -> None:
 def test_errors_are_pytorchs(production: Any) -> None:
     with pytest.raises(RuntimeError):
         F.linear(torch.randn(4, 3, device=D), torch.randn(5, 2, device=D))
+
+
+# Biases the one Call does not take (2-d, or one element broadcast over the features), which
+# PyTorch's composite runs; a non-contiguous weight, which the Call takes.
+@pytest.mark.parametrize("bias_shape", [(1, 5), (1,), (5,)], ids=str)
+def test_bias_shapes_at_the_kernels_edge(production: Any, bias_shape: tuple) -> None:
+    x, w, b = torch.randn(4, 3), torch.randn(3, 5).t(), torch.randn(*bias_shape)
+    for call in range(3):
+        out = F.linear(x.to(D), w.to(D), b.to(D))
+        torch.testing.assert_close(out.cpu(), F.linear(x, w, b), msg=f"call {call}")
+
+
+def test_mixed_dtypes_fail_as_pytorchs(production: Any) -> None:
+    x, w = torch.randn(4, 3), torch.randn(5, 3, dtype=torch.float64)
+    with pytest.raises(RuntimeError) as cpu:
+        F.linear(x, w)
+    with pytest.raises(RuntimeError) as dev:
+        F.linear(x.to(D), w.to(D))
+    assert type(dev.value) is type(cpu.value)
+
+
+@pytest.mark.parametrize("product", [
+    lambda a, b: torch.mm(a, b), lambda a, b: torch.bmm(a[None], b[None]),
+    lambda a, b: torch.addmm(torch.zeros(4, 5, dtype=a.dtype, device=a.device), a, b),
+    lambda a, b: torch.addmm(torch.zeros(4, 5, dtype=b.dtype, device=b.device), a, b)],
+    ids=["mm", "bmm", "addmm", "addmm_self_as_mat2"])
+def test_products_of_mixed_dtypes_fail_as_pytorchs(production: Any, product: Any) -> None:
+    a, b = torch.randn(4, 3), torch.randn(3, 5, dtype=torch.float64)
+    with pytest.raises(RuntimeError):
+        product(a, b)
+    with pytest.raises(RuntimeError):
+        product(a.to(D), b.to(D))
+    same = product(a.to(D), b.to(a.dtype).to(D))  # one dtype: the product as ever
+    torch.testing.assert_close(same.cpu(), product(a, b.to(a.dtype)))

@@ -11,6 +11,9 @@ The training rows (layer_norm, cross_entropy, gelu: "fwd+bwd") time a forward an
 backward at a transformer's shapes (64 x 128 tokens); tensord's ``backward`` is one command and
 a synchronize, PyTorch's runs in this process; both accumulate into the leaves' ``.grad``.
 
+ops_bench_hot.py adds issue 25's hot ops: causal SDPA, group_norm, embedding's backward, cumsum,
+topk, sort, conv_transpose2d and index_put, at the shapes of the models that use them.
+
 Usage: /usr/bin/python3 tools/bench/ops_bench.py [--threads N] [--repeat K] [--only SUBSTR,...]
 (the reference is whichever torch the interpreter imports: .venv-torch/bin/python for PyPI's)
 """
@@ -30,6 +33,7 @@ sys.path.insert(0, os.path.join(REPO, "client", "python"))
 import torch  # noqa: E402
 
 import tensord as td  # noqa: E402
+from ops_bench_hot import hot_op_cases  # noqa: E402
 
 
 def start_daemon(threads: int) -> tuple:
@@ -106,6 +110,10 @@ def training_cases(g: "torch.Generator") -> list:
         cases.append((f"{name} [8, 4, 64, 64] dim=-1 fwd+bwd", 20,
                       lambda f=getattr(T, name): fwd_bwd(lambda t: f(t, -1), [ps], gs),
                       lambda f=getattr(D, name): fwd_bwd(lambda t: f(t, -1), [ts], tgs)))
+    for approx in ("none", "tanh"):
+        cases.append((f"gelu {approx} [8192, 3072] fwd+bwd", 3,
+                      lambda a=approx: fwd_bwd(lambda t: T.gelu(t, approximate=a), [ph], gh),
+                      lambda a=approx: fwd_bwd(lambda t: D.gelu(t, approximate=a), [th], tgh)))
     return cases
 
 
@@ -122,11 +130,6 @@ def attention_bmm_cases(g: "torch.Generator") -> list:
         cases.append((f"bmm [32, {m}, {k}] x [32, {k}, {n}], both .mT", 50,
                       lambda a=at, b=bt: torch.bmm(a.mT, b.mT),
                       lambda a=tat, b=tbt: td.matmul(a.mT, b.mT)))
-    return cases
-    for approx in ("none", "tanh"):
-        cases.append((f"gelu {approx} [8192, 3072] fwd+bwd", 3,
-                      lambda a=approx: fwd_bwd(lambda t: T.gelu(t, approximate=a), [ph], gh),
-                      lambda a=approx: fwd_bwd(lambda t: D.gelu(t, approximate=a), [th], tgh)))
     return cases
 
 
@@ -161,13 +164,13 @@ def main() -> None:
              lambda: softmax(ts, dim=-1)),
             ("softmax [8, 4, 64, 64] dim=-1", 50, lambda: torch.softmax(s4, -1),
              lambda: softmax(ts4, dim=-1)),
-        ] + attention_bmm_cases(g) + training_cases(g)
+        ] + attention_bmm_cases(g) + training_cases(g) + hot_op_cases(g)
         if args.only:
             keys = args.only.split(",")
             cases = [c for c in cases if any(k in c[0] for k in keys)]
         print(f"tensord ops_bench: {args.threads} threads, best of {args.repeat}; "
               f"torch {torch.__version__}")
-        print(f"{'op':36s} {'torch ms':>10s} {'tensord ms':>11s} {'ratio':>7s}")
+        print(f"{'op':50s} {'torch ms':>10s} {'tensord ms':>11s} {'ratio':>7s}")
         for name, n, torch_fn, td_fn in cases:
             def run_torch(k: int = 1) -> None:
                 for _ in range(k):
@@ -180,7 +183,7 @@ def main() -> None:
 
             t_torch = best_of(run_torch, n, args.repeat)
             t_td = best_of(run_td, n, args.repeat)
-            print(f"{name:36s} {t_torch * 1e3:10.2f} {t_td * 1e3:11.2f} {t_td / t_torch:7.2f}")
+            print(f"{name:50s} {t_torch * 1e3:10.2f} {t_td * 1e3:11.2f} {t_td / t_torch:7.2f}")
         td.close()
     finally:
         proc.terminate()

@@ -96,7 +96,8 @@ def training_table(address: str, models: list, threads: int, steps: int) -> None
 def more_rows(a, b, da, db, na, nb) -> list:
     """Issue 26's other rows: a reflected number, a CPU scalar tensor, ``F.linear`` (with and
     without a weight that wants its gradient), and the optimizers' foreach steps over four
-    tensors (the native client: its in-place ops in a loop; no row where it has none)."""
+    tensors, Adam's composites among them, and Adam's whole foreach step (the native client:
+    its in-place ops in a loop; no row where it has none)."""
     dev = "tensord"
     w, bias = torch.randn(16, 16), torch.randn(16)
     dw, dbias = w.to(dev), bias.to(dev)
@@ -129,9 +130,23 @@ def more_rows(a, b, da, db, na, nb) -> list:
          lambda: torch._foreach_sqrt(rs)),
         ("_foreach_addcdiv_ x4", lambda: torch._foreach_addcdiv_(dps, dqs, drs, steps), None,
          lambda: torch._foreach_addcdiv_(ps, qs, rs, steps)),
+        ("_foreach_addcmul_ x4", lambda: torch._foreach_addcmul_(dqs, dps, dps, 0.001),
+         None, lambda: torch._foreach_addcmul_(qs, ps, ps, 0.001)),
         ("_foreach_lerp_ x4", lambda: torch._foreach_lerp_(dqs, dps, 0.1), None,
          lambda: torch._foreach_lerp_(qs, ps, 0.1)),
+        ("Adam(foreach) step x4", adam_step([x.to(dev) for x in ps], qs),
+         None, adam_step([x.clone() for x in ps], qs)),
     ]
+
+
+def adam_step(params: list, grads: list):
+    """Adam's ``foreach`` step over ``params`` (each with a ``grad`` of ``grads``' values on
+    its device): the optimizer's whole client cost, its foreach composites included."""
+    params = [p.requires_grad_() for p in params]
+    for p, g in zip(params, grads):
+        p.grad = g.to(p.device)
+    opt = torch.optim.Adam(params, lr=1e-3, foreach=True)
+    return opt.step
 
 
 def main() -> None:

@@ -294,15 +294,33 @@ for _n in ["any", "all"]:
 
 
 # ---------------------------------------------------------------- linear algebra
-same_name("mm", aten.mm.default)
+def _one_dtype(*ts: Any) -> list:
+    """The products' tensors, of one dtype as ATen's CPU kernels require (the daemon would
+    promote): PyTorch's error otherwise."""
+    for t in ts[1:]:
+        if t.dtype != ts[0].dtype:
+            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                               f"{ts[0].dtype} != {t.dtype}")
+    return list(ts)
+
+
+@rule(aten.mm.default)
+def _mm(self: Any, mat2: Any) -> Any:
+    return c("mm", _one_dtype(self, mat2))
+
+
+@rule(aten.bmm.default)
+def _bmm(self: Any, mat2: Any) -> Any:
+    return c("bmm", _one_dtype(self, mat2))
+
+
 for _n in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
     same_name(_n, getattr(aten, _n).Tensor)
-same_name("bmm", aten.bmm.default)
 
 
 @rule(aten.addmm.default)
 def _addmm(self: Any, mat1: Any, mat2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
-    return c("addmm", [self, mat1, mat2], beta=float(beta), alpha=float(alpha))
+    return c("addmm", _one_dtype(self, mat1, mat2), beta=float(beta), alpha=float(alpha))
 
 
 # ---------------------------------------------------------------- views and shapes

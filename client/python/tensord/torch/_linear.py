@@ -77,13 +77,17 @@ class _Linear(torch.autograd.Function):
 def _fusable(input: Any, weight: Any, bias: Optional[Any]) -> bool:
     if type(input) is not TensordTensor or type(weight) is not TensordTensor:
         return False
-    dtype = input.dtype
-    if not dtype.is_floating_point or weight.dtype != dtype or weight.dim() != 2 or \
-            input.dim() < 2 or input.size(-1) != weight.size(1):
+    # (``shape`` once, then tuple reads: cheaper than ``dim()`` and ``size()`` calls)
+    dtype, shape, w_shape = input.dtype, input.shape, weight.shape
+    if not dtype.is_floating_point or weight.dtype != dtype or len(w_shape) != 2 or \
+            len(shape) < 2 or shape[-1] != w_shape[1]:
         return False
-    if bias is not None and (type(bias) is not TensordTensor or bias.dtype != dtype or
-                             bias.dim() != 1 or bias.size(0) != weight.size(0)):
-        return False
+    if bias is not None:
+        if type(bias) is not TensordTensor or bias.dtype != dtype:
+            return False
+        b_shape = bias.shape
+        if len(b_shape) != 1 or b_shape[0] != w_shape[0]:
+            return False
     return _fwad._current_level < 0 and not torch._C._are_functorch_transforms_active()
 
 
