@@ -184,7 +184,8 @@ def _register_factories() -> None:
     _lib.impl("linspace", linspace, "PrivateUse1")
     _lib.impl("_copy_from", copy_from, "PrivateUse1")
     _lib.impl("_efficientzerotensor", efficient_zeros, "PrivateUse1")
-    from . import _attention, _linear
+    from . import _attention, _linear, _out_rebinding
+    _out_rebinding.register(_lib)  # out= composites that rebind instead of writing
     _attention.register(_lib)  # F.scaled_dot_product_attention on the fused rows
     _linear.register(_lib)  # F.linear as one daemon Call (Note [One linear])
 
