@@ -86,7 +86,9 @@ def grads(sample: Any, out: Any, inputs: List[torch.Tensor],
     pairs = [(o, c) for o, c in zip(outs, cotangents) if o.requires_grad and c is not None]
     if not pairs or not inputs:
         return None
-    return torch.autograd.grad([o for o, _ in pairs], inputs, [c for _, c in pairs],
+    # each cotangent on its output's device: an output left on the CPU (to("cpu")) has a CPU
+    # one, a device output a device one (PyTorch's engine asserts on a mismatch)
+    return torch.autograd.grad([o for o, _ in pairs], inputs, [c.to(o.device) for o, c in pairs],
                                allow_unused=True)
 
 

@@ -105,6 +105,12 @@ def check_sample(op: Any, sample: Any, grad: bool, keep_cpu: Optional[List[bool]
             template = op.op(sample.input, *sample.args, **sample.kwargs) \
                 if variant == V.OUT else None
             ref = V.runner(op, variant, template, "cpu")
+            if variant != V.OUT:
+                want = ref(sample.input, *sample.args, **sample.kwargs)
+        if variant == V.OUT and not mode.seeded:
+            # Outside the mode: under any dispatch mode some out= composites assign their
+            # result to the C++ reference instead of writing out= (Note [Rebound out=] of
+            # tensord/torch/_out_rebinding.py), which left the CPU's reference uninitialised.
             want = ref(sample.input, *sample.args, **sample.kwargs)
     except Exception as e:  # noqa: BLE001
         raise NotComparable(f"PyTorch raises on the CPU: {short(e)}") from e

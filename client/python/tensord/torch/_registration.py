@@ -5,7 +5,7 @@ backend's name, generated ``Tensor.tensord()``/``is_tensord`` methods, a device 
 (``torch.tensord``: ``synchronize``, ``manual_seed``, ``device_count`` ...), the PrivateUse1
 hooks and device guard (the autograd engine asks them for devices), and kernels for the two
 factory ops that take no tensor, ``empty.memory_format``, ``empty_strided`` and
-``arange.start_step`` (one daemon op instead of an ``out=`` op) and ``_efficientzerotensor``: every other factory
+``arange.start_step`` and ``linspace`` (one daemon op instead of an ``out=`` op) and ``_efficientzerotensor``: every other factory
 (``zeros``, ``randn``, ``full``, ``to``) is one of those plus an op on the new tensor, which then
 reaches ``TensordTensor.__torch_dispatch__``; and ``_copy_from``, which PyTorch calls below the
 Python key (``torch.tensor(data, device="tensord")``).
@@ -140,6 +140,24 @@ def _register_factories() -> None:
                             session=session())
         return t
 
+    def linspace(start: Any, end: Any, steps: int, dtype: Any = None, layout: Any = None,
+                 device: Any = None, pin_memory: Any = None) -> torch.Tensor:
+        # The daemon's linspace, as PyTorch's CPU kernel: an integer dtype truncates the bounds
+        # first (PyTorch's Python decomposition, which the device would otherwise run, does not:
+        # linspace(0.5, 9.7, 6, dtype=int64) is [0, 1, 3, 5, 7, 9] on the CPU, [0, 2, 4, 6, 7, 9]
+        # decomposed). Floating dtypes: within an ulp of PyTorch's (whose own vectorised lanes
+        # differ from its scalar loop, and with the CPU's vector width).
+        _check_index(device)
+        dtype = dtype or torch.get_default_dtype()
+        if steps < 0:
+            raise RuntimeError("linspace(): number of steps must be non-negative")
+        t = new_lazy((steps,), dtype)
+        t._td = native_call("linspace", [], {"start": float(start), "end": float(end),
+                                             "steps": int(steps),
+                                             "dtype": _transfer.native_dtype(dtype)},
+                            session=session())
+        return t
+
     def efficient_zeros(size: Any, dtype: Any = None, layout: Any = None, device: Any = None,
                         pin_memory: Any = None) -> torch.Tensor:
         # PyTorch's zero tensor for a gradient that is zero by construction (sgn's backward):
@@ -163,9 +181,11 @@ def _register_factories() -> None:
     _lib.impl("arange.start_step", arange, "PrivateUse1")
     _lib.impl("arange.start", lambda start, end, **kw: arange(start, end, 1, **kw), "PrivateUse1")
     _lib.impl("arange", lambda end, **kw: arange(0, end, 1, **kw), "PrivateUse1")
+    _lib.impl("linspace", linspace, "PrivateUse1")
     _lib.impl("_copy_from", copy_from, "PrivateUse1")
     _lib.impl("_efficientzerotensor", efficient_zeros, "PrivateUse1")
-    from . import _attention, _linear
+    from . import _attention, _linear, _out_rebinding
+    _out_rebinding.register(_lib)  # out= composites that rebind instead of writing
     _attention.register(_lib)  # F.scaled_dot_product_attention on the fused rows
     _linear.register(_lib)  # F.linear as one daemon Call (Note [One linear])
 
