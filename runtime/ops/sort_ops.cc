@@ -73,7 +73,12 @@ Outs TopK(absl::Span<const Tensor> in, const Attrs& attrs,
         "topk(): k (", k, ") is out of range for dimension ", d, " of size ",
         size, " (shape ", ShapeToString(in[0].shape()), ")"));
   }
-  if (in[0].device()->kind() == DeviceKind::kCpu && in[0].ndim() > 0) {
+  // The partial selection's kernel takes the CPU kernels' own dtypes; half
+  // types go through sort, which widens them.
+  const bool half = in[0].dtype() == DType::kFloat16 ||
+                    in[0].dtype() == DType::kBFloat16;
+  if (in[0].device()->kind() == DeviceKind::kCpu && in[0].ndim() > 0 &&
+      !half) {
     return CpuTopK(in[0], d, k, attrs.Bool("largest"), ctx);
   }
   TD_ASSIGN_OR_RETURN(auto sorted,
