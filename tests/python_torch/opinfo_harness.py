@@ -5,10 +5,10 @@ Shared by the conformance suite (``test_opinfo.py``) and the coverage report
 (``opinfo_variants.py``: ``plain``, ``noncontig``, ``inplace``, ``out``): its sample inputs of
 that dtype (drawn with a fixed seed, so every run sees the same values; up to ``max_samples``)
 run in that form, the forward values held to PyTorch's on the CPU (``opinfo_compare.py``:
-tolerances per dtype, integers exactly), and, for floating dtypes of entries that support
-autograd, the gradients of every input that requires one for a random cotangent. An op that
-leaves the daemon for the CPU fallback (``tensord.torch.fallback_counts()``) counts as falling
-back, whatever its values.
+tolerances per dtype, integers exactly, eigenvectors up to their signs), and, for floating
+dtypes of entries that support autograd, the gradients of every input that requires one for a
+random cotangent. An op that leaves the daemon for the CPU fallback
+(``tensord.torch.fallback_counts()``) counts as falling back, whatever its values.
 
 Not checked: random ops (their values follow tensord's generator, not PyTorch's: ``RANDOM``,
 and samples whose reference draws from PyTorch's generator: ``NotComparable``). A case whose
@@ -27,8 +27,9 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 import opinfo_variants as V
-from opinfo_compare import (DEVICE, NotComparable, SeededOps, close, close_grads, cotangents,
-                            differentiable_inputs, grads, grads_float64, short, tolerance)
+from opinfo_compare import (DEVICE, SIGN_FREE_COLUMNS, NotComparable, SeededOps, close,
+                            close_grads, cotangents, differentiable_inputs, grads,
+                            grads_float64, short, tolerance)
 
 DTYPE = torch.float32  # the dtype of the base case (every listed entry is held to it)
 # The dtypes a case may have: those the device holds and PyTorch's OpInfos generate.
@@ -124,7 +125,7 @@ def check_sample(op: Any, sample: Any, grad: bool, keep_cpu: Optional[List[bool]
     fn = V.runner(op, variant, template, DEVICE)
     got = fn(dev.input, *dev.args, **dev.kwargs)
     try:
-        close(got, want)
+        close(got, want, SIGN_FREE_COLUMNS.get(entry_name(op)))
     except Exception as e:  # noqa: BLE001 (any failure is this sample's verdict)
         return False, None, f"forward: {short(e)}"
     if not grad:
