@@ -45,6 +45,32 @@ void ForEachRow(const Layout& l, Fn&& fn) {
   });
 }
 
+// A (value, position) pair of a row, and the stable order on them: NaN the
+// largest value (PyTorch's order), ties by position. std::sort with it gives
+// a stable sort; any partial selection with it gives the stable sort's first k.
+template <typename T>
+using Pair = std::pair<T, int64_t>;
+
+template <typename T>
+struct StableOrder {
+  bool descending;
+  static bool Less(T a, T b) { return (IsNan(b) && !IsNan(a)) || a < b; }
+  bool operator()(const Pair<T>& a, const Pair<T>& b) const {
+    if (descending ? Less(b.first, a.first) : Less(a.first, b.first))
+      return true;
+    const bool after =
+        descending ? Less(a.first, b.first) : Less(b.first, a.first);
+    return !after && a.second < b.second;
+  }
+};
+
+// Copies the row of `l` starting at x[base] into `row` as (value, position).
+template <typename T>
+void CopyRow(const T* x, const Layout& l, int64_t base,
+             std::vector<Pair<T>>* row) {
+  for (int64_t k = 0; k < l.size; ++k) (*row)[k] = {x[base + k * l.inner], k};
+}
+
 }  // namespace
 
 absl::Status Sort(const StridedView& in, int dim, bool descending,
@@ -59,23 +85,13 @@ absl::Status Sort(const StridedView& in, int dim, bool descending,
     // contiguous (value, position) pairs and sorted with ties broken by
     // position: the stable order, from std::sort (faster than stable_sort)
     // on data that stays in cache rather than an index sort reading x.
-    auto less = [](T a, T b) { return (IsNan(b) && !IsNan(a)) || a < b; };
-    using Pair = std::pair<T, int64_t>;
-    auto before = [&](const Pair& a, const Pair& b) {
-      const bool lt =
-          descending ? less(b.first, a.first) : less(a.first, b.first);
-      if (lt) return true;
-      const bool gt =
-          descending ? less(a.first, b.first) : less(b.first, a.first);
-      return !gt && a.second < b.second;
-    };
+    const StableOrder<T> before{descending};
     ParallelFor(l.outer * l.inner, l.size, [&](int64_t begin, int64_t end) {
-      std::vector<Pair> row(l.size);
+      std::vector<Pair<T>> row(l.size);
       for (int64_t slice = begin; slice < end; ++slice) {
         const int64_t o = slice / l.inner, i = slice % l.inner;
         const int64_t base = o * l.size * l.inner + i;
-        for (int64_t k = 0; k < l.size; ++k)
-          row[k] = {x[base + k * l.inner], k};
+        CopyRow(x, l, base, &row);
         std::sort(row.begin(), row.end(), before);
         for (int64_t k = 0; k < l.size; ++k) {
           v[base + k * l.inner] = row[k].first;
@@ -98,27 +114,17 @@ absl::Status TopKIndices(const StridedView& in, int dim, int64_t k,
     using T = decltype(tag);
     const T* x = in.ptr<T>();
     int64_t* idx = indices.ptr<int64_t>();
-    auto less = [](T a, T b) { return (IsNan(b) && !IsNan(a)) || a < b; };
-    using Pair = std::pair<T, int64_t>;
-    // Sort's order with ties by position: its first k are the stable
-    // sort's first k whichever partial algorithm finds them.
-    auto before = [&](const Pair& a, const Pair& b) {
-      if (largest ? less(b.first, a.first) : less(a.first, b.first))
-        return true;
-      const bool after =
-          largest ? less(a.first, b.first) : less(b.first, a.first);
-      return !after && a.second < b.second;
-    };
+    const StableOrder<T> before{largest};
     if (k == 0) return;
     if (k <= kSmallTopK) {  // one pass: a sorted buffer of the best k so far
       ParallelFor(l.outer * l.inner, l.size, [&](int64_t begin, int64_t end) {
-        Pair best[kSmallTopK];
+        Pair<T> best[kSmallTopK];
         for (int64_t slice = begin; slice < end; ++slice) {
           const int64_t o = slice / l.inner, i = slice % l.inner;
           const int64_t base = o * l.size * l.inner + i;
           int64_t n = 0;
           for (int64_t j = 0; j < l.size; ++j) {
-            const Pair e{x[base + j * l.inner], j};
+            const Pair<T> e{x[base + j * l.inner], j};
             if (n == k && !before(e, best[k - 1])) continue;  // most entries
             int64_t at = n < k ? n++ : k - 1;
             for (; at > 0 && before(e, best[at - 1]); --at)
@@ -133,12 +139,11 @@ absl::Status TopKIndices(const StridedView& in, int dim, int64_t k,
       return;
     }
     ParallelFor(l.outer * l.inner, l.size, [&](int64_t begin, int64_t end) {
-      std::vector<Pair> row(l.size);
+      std::vector<Pair<T>> row(l.size);
       for (int64_t slice = begin; slice < end; ++slice) {
         const int64_t o = slice / l.inner, i = slice % l.inner;
         const int64_t base = o * l.size * l.inner + i;
-        for (int64_t j = 0; j < l.size; ++j)
-          row[j] = {x[base + j * l.inner], j};
+        CopyRow(x, l, base, &row);
         if (k < l.size) {  // the k first to the front, then in order
           std::nth_element(row.begin(), row.begin() + (k - 1), row.end(),
                            before);
@@ -266,12 +271,11 @@ absl::Status Mode(const StridedView& in, int dim, const StridedView& values,
     int64_t* idx = indices.ptr<int64_t>();
     if (l.size == 0) return;
     ParallelFor(l.outer * l.inner, l.size, [&](int64_t begin, int64_t end) {
-      std::vector<std::pair<T, int64_t>> row(l.size);
+      std::vector<Pair<T>> row(l.size);
       for (int64_t slice = begin; slice < end; ++slice) {
         const int64_t o = slice / l.inner, i = slice % l.inner;
         const int64_t base = o * l.size * l.inner + i;
-        for (int64_t k = 0; k < l.size; ++k)
-          row[k] = {x[base + k * l.inner], k};
+        CopyRow(x, l, base, &row);
         std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) {
           return a.first < b.first;
         });
