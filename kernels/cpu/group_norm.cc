@@ -236,7 +236,7 @@ absl::Status GroupNormForward(const StridedView& x, const GroupNormShape& s,
     if (s.n * s.groups == 0) return;
     T* mu = mean.ptr<T>();
     T* rs = rstd.ptr<T>();
-    if (s.c * s.hw == 0) {  // empty groups: PyTorch's mean 0, rstd 1/sqrt(eps)
+    if (s.c * s.hw == 0) {  // empty groups: mean 0, variance 0
       std::fill(mu, mu + s.n * s.groups, T(0));
       std::fill(rs, rs + s.n * s.groups, static_cast<T>(1 / std::sqrt(eps)));
       return;
