@@ -76,6 +76,18 @@ def test_group_norm_non_contiguous_input():
                      [x, rand(6, seed=1), rand(6, seed=2)], grad_inputs=[0, 1, 2])
 
 
+def test_group_norm_bfloat16_computes_in_float32():
+    """A bfloat16 input (and parameters) takes the fused row too, computed in float32 and
+    rounded once: PyTorch's float32 result on the same rounded values, rounded."""
+    x, w = rand(3, 6, 7) * 2 + 1, rand(6, seed=1, low=0.5, high=1.5)
+    got = F.group_norm(td.tensor(x).bfloat16(), 3, td.tensor(w).bfloat16())
+    tx, tw = (torch.tensor(v).bfloat16().float() for v in (x, w))
+    want = TF.group_norm(tx, 3, tw).bfloat16()
+    assert got.dtype == td.bfloat16
+    torch.testing.assert_close(torch.from_numpy(got.float().numpy()), want.float(),
+                               rtol=8e-3, atol=8e-3)
+
+
 def test_group_norm_second_order():
     """create_graph through the fused row: the recorded composite's gradient of the gradient."""
     x, w, b = rand(2, 4, 3), rand(4, seed=1, low=0.5, high=1.5), rand(4, seed=2)

@@ -17,7 +17,7 @@ import math
 import operator
 from typing import Any, List, Optional, Sequence, Union
 
-from .. import _context, _dtype, _tensor
+from .. import _context, _tensor
 from .._multi_ops import batch_norm, layer_norm  # noqa: F401 (PyTorch's F names)
 from .._catalog_function import CatalogFunction
 from .._tensor import Tensor, call
@@ -251,7 +251,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
     for s in shape[1:]:
         group_size *= s
     group_size //= num_groups
-    if input.device.type == "cpu" and input.dtype in (_dtype.float32, _dtype.float64) and all(
+    if input.device.type == "cpu" and input.dtype.is_floating_point and all(
             t is None or t.dtype == input.dtype for t in (weight, bias)):
         ins: List[Any] = [input]
         if weight is not None or bias is not None:
