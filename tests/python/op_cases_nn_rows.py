@@ -3,7 +3,8 @@ grid sampler, the multi-class margin losses, segment_reduce and the fused group_
 (runtime/ops/grid_sample_3d_ops.cc, margin_loss_ops.cc, segment_reduce_ops.cc,
 group_norm_ops.cc), each with its backward row; embedding_bag's and the CTC loss's in
 op_cases_bag_ctc.py. The references are ATen's own ops (torch.ops.aten.<name>), the daemon's
-string attributes mapped to ATen's enums. The rows are CPU-only (KnownCpuOnly): cuda:0 skips them."""
+string attributes mapped to ATen's enums. The rows are CPU-only (KnownCpuOnly): cuda:0 skips
+them."""
 
 from __future__ import annotations
 
