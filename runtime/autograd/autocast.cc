@@ -54,6 +54,7 @@ std::vector<AutocastPolicy> BuildPolicies() {
                              "layer_norm",
                              "rms_norm",
                              "group_norm",
+                             "native_group_norm",
                              "norm",
                              "cosine_similarity",
                              "nll_loss",

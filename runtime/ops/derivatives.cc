@@ -11,7 +11,7 @@ void AttachGradients(std::vector<OpDef>* table) {
                       PoolGrads, MathGrads, DistanceGrads, AttentionGrads,
                       EmbeddingBagGrads, GridSample3dGrads, CtcLossGrads,
                       SegmentReduceGrads, MarginLossGrads, LinalgGrads,
-                      UpsampleAaGrads}) {
+                      UpsampleAaGrads, GroupNormGrads}) {
     for (GradRow& r : family()) rows.push_back(std::move(r));
   }
   auto find = [&](const std::string& name) -> OpDef* {

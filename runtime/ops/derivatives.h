@@ -38,6 +38,7 @@ std::vector<GradRow> CtcLossGrads();        // ctc_loss_ops.cc
 std::vector<GradRow> SegmentReduceGrads();  // segment_reduce_ops.cc
 std::vector<GradRow> MarginLossGrads();     // margin_loss_ops.cc
 std::vector<GradRow> UpsampleAaGrads();     // upsample_aa_ops.cc
+std::vector<GradRow> GroupNormGrads();      // group_norm_ops.cc
 std::vector<GradRow> LinalgGrads();  // derivatives_linalg.cc: LAPACK rows
 
 void AttachGradients(std::vector<OpDef>* table);

@@ -36,6 +36,9 @@ const std::set<std::string>& KnownCpuOnly() {
       "_upsample_bilinear2d_aa", "_upsample_bilinear2d_aa_backward",
       "_histogramdd_bin_edges", "_histogramdd_from_bin_cts",
       "_histogramdd_from_bin_tensors",
+      // group_norm_ops.cc: no sibling CUDA kernel yet (the clients compose
+      // group_norm off the CPU).
+      "native_group_norm", "native_group_norm_backward",
       // nn_ops.cc: CUDA composes softmax's and log_softmax's gradients.
       "softmax_backward", "log_softmax_backward",
       // Fused attention (attention_ops.cc): CUDA composes

@@ -21,7 +21,7 @@ const std::vector<OpDef>& OpTable() {
           DistanceOps,     AttentionOps,      LapackQrOps,      LapackMatrixOps,
           EmbeddingBagOps, MarginLossOps,     GridSample3dOps,  CtcLossOps,
           SegmentReduceOps, TrilinearOps,     UpsampleAaOps,
-          HistogramddOps}) {
+          HistogramddOps,  GroupNormOps}) {
       for (OpDef& def : family()) t->push_back(std::move(def));
     }
     AttachGradients(t);

@@ -68,6 +68,7 @@ std::vector<OpDef> ScanOps();
 std::vector<OpDef> SelectOps();  // select_ops.cc: tril, triu, leaky_relu, ...
 std::vector<OpDef> LossOps();    // loss_ops.cc: binary_cross_entropy, ...
 std::vector<OpDef> LayerNormOps();     // layer_norm_ops.cc: fused, CPU
+std::vector<OpDef> GroupNormOps();     // group_norm_ops.cc: fused, CPU
 std::vector<OpDef> CrossEntropyOps();  // cross_entropy_ops.cc: fused, CPU
 std::vector<OpDef> GeluOps();          // gelu_ops.cc: gelu, gelu_backward
 std::vector<OpDef> StridedOps();       // strided_ops.cc: as_strided

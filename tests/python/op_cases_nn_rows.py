@@ -1,9 +1,10 @@
 """Reference cases of op_cases.py for the neural-net rows added with ATen's schemas: the 3-d
-grid sampler, the multi-class margin losses and segment_reduce (runtime/ops/
-grid_sample_3d_ops.cc, margin_loss_ops.cc, segment_reduce_ops.cc), each with its backward
-row; embedding_bag's and the CTC loss's in op_cases_bag_ctc.py. The references are ATen's own
-ops (torch.ops.aten.<name>), the daemon's string attributes mapped to ATen's enums. The rows
-are CPU-only (KnownCpuOnly): cuda:0 skips them."""
+grid sampler, the multi-class margin losses, segment_reduce and the fused group_norm
+(runtime/ops/grid_sample_3d_ops.cc, margin_loss_ops.cc, segment_reduce_ops.cc,
+group_norm_ops.cc), each with its backward row; embedding_bag's and the CTC loss's in
+op_cases_bag_ctc.py. The references are ATen's own ops (torch.ops.aten.<name>), the daemon's
+string attributes mapped to ATen's enums. The rows are CPU-only (KnownCpuOnly): cuda:0 skips
+them."""
 
 from __future__ import annotations
 
@@ -181,13 +182,61 @@ def segment_reduce_cases() -> List[Case]:
     return c
 
 
+# ------------------------------------------------------------------------------- group_norm
+def _group_norm(x: torch.Tensor, w: torch.Tensor = None, b: torch.Tensor = None, N: int = 0,
+                C: int = 0, HxW: int = 0, group: int = 1, eps: float = 1e-5) -> tuple:
+    """F.group_norm's output and the [N, group] statistics, carrying no gradient (as ATen's
+    native_group_norm's)."""
+    g = x.reshape(N, group, C // group * HxW)
+    var, mean = torch.var_mean(g, -1, unbiased=False)
+    y = torch.nn.functional.group_norm(x, group, w, b, eps)
+    return y, mean.detach(), (var + eps).rsqrt().detach()
+
+
+def _group_norm_backward(go: torch.Tensor, x: torch.Tensor, mean: torch.Tensor,
+                         rstd: torch.Tensor, w: torch.Tensor = None, N: int = 0, C: int = 0,
+                         HxW: int = 0, group: int = 1, output_mask: Any = (1, 1, 1)) -> tuple:
+    """ATen's, with the gradients it does not compute (output_mask 0) zeros, as the row's.
+    Without a weight: ones (torch 1.13's kernel fails on None; the gradients are the same)."""
+    w = x.new_ones(C) if w is None else w
+    out = aten.native_group_norm_backward(go, x, mean, rstd, w, N, C, HxW, group,
+                                          [bool(m) for m in output_mask])
+    like = (x, x.new_zeros(C), x.new_zeros(C))
+    return tuple(torch.zeros_like(z) if o is None else o for o, z in zip(out, like))
+
+
+def group_norm_cases() -> List[Case]:
+    def geo(n: int, c: int, hw: int, group: int, **kw: Any) -> dict:
+        return {"N": n, "C": c, "HxW": hw, "group": group, **kw}
+
+    fwd = [  # odd HxW, one group, C == groups, no affine, non-contiguous, an empty batch
+        ([R(2, 6, 5, 3), R(6, seed=1), R(6, seed=2)], geo(2, 6, 15, 3)),
+        ([R(3, 4, 7, dtype=F64), R(4, dtype=F64, seed=1)], geo(3, 4, 7, 1, eps=1e-3)),
+        ([R(2, 5, 3, dtype=F64), R(5, dtype=F64, seed=1), R(5, dtype=F64, seed=2)],
+         geo(2, 5, 3, 5)),
+        ([R(2, 4, 9)], geo(2, 4, 9, 2)),
+        ([NC(R(3, 6, 5, dtype=F64)), R(6, dtype=F64, seed=1), R(6, dtype=F64, seed=2)],
+         geo(3, 6, 5, 2)),
+        ([R(0, 4, 3), R(4, seed=1), R(4, seed=2)], geo(0, 4, 3, 2)),
+    ]
+    c = [Case("native_group_norm", a, k, ref=_group_norm, nout=3) for a, k in fwd]
+    for dtype, w, mask in ((torch.float32, True, (1, 1, 1)), (F64, False, (1, 1, 1)),
+                           (F64, True, (0, 1, 1)), (torch.float32, True, (1, 0, 0))):
+        ins = [R(2, 6, 5, dtype=dtype, seed=1), R(2, 6, 5, dtype=dtype), R(2, 3, dtype=dtype),
+               R(2, 3, dtype=dtype, lo=0.5)] + ([R(6, dtype=dtype, seed=2)] if w else [])
+        c.append(Case("native_group_norm_backward", ins, geo(2, 6, 5, 3, output_mask=mask),
+                      ref=_group_norm_backward, nout=3, rtol=1e-4))
+    return c
+
+
 def nn_row_cases() -> List[Case]:
     return (grid_sampler_cases() + margin_loss_cases() + segment_reduce_cases() +
-            embedding_bag_cases() + ctc_cases())
+            embedding_bag_cases() + ctc_cases() + group_norm_cases())
 
 
 # The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/known_cpu_only.cc).
 CPU_ONLY = {"grid_sampler_3d", "grid_sampler_3d_backward", "multi_margin_loss",
             "multi_margin_loss_backward", "multilabel_margin_loss_forward",
             "multilabel_margin_loss_backward", "segment_reduce",
-            "_segment_reduce_backward"} | BAG_CTC_CPU_ONLY
+            "_segment_reduce_backward", "native_group_norm",
+            "native_group_norm_backward"} | BAG_CTC_CPU_ONLY

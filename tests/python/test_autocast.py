@@ -31,6 +31,7 @@ def test_dtypes_and_values_follow_the_policy(session: td.Session, low: str) -> N
         lin = td.nn.functional.linear(x, w)          # low
         mm = x @ w.t()                               # low
         norm = td.nn.functional.layer_norm(lin, [5])  # float32
+        group = td.nn.functional.group_norm(lin, 1)   # float32 (native_group_norm)
         total = lin.sum()                            # float32
         soft = lin.softmax(-1)                       # float32
         plain = lin.relu()                           # as called
@@ -44,6 +45,8 @@ def test_dtypes_and_values_follow_the_policy(session: td.Session, low: str) -> N
     torch.testing.assert_close(values(lin), ref.float())
     torch.testing.assert_close(values(mm), ref.float())
     torch.testing.assert_close(values(norm), F.layer_norm(ref.float(), [5]))
+    assert group.dtype == td.float32
+    torch.testing.assert_close(values(group), F.group_norm(ref.float(), 1))
     torch.testing.assert_close(values(soft), ref.float().softmax(-1))
     torch.testing.assert_close(values(total), ref.float().sum(), rtol=1e-3, atol=1e-3)
 

@@ -42,6 +42,69 @@ def test_group_norm_functional_and_errors():
         F.group_norm(td.tensor(rand(2, 5, 3)), 2)
 
 
+# F.group_norm on the CPU is the fused native_group_norm row: odd HxW, one group, C == groups,
+# weight and bias each absent, float64, an empty batch.
+@pytest.mark.parametrize("shape,groups", [((3, 6, 5, 7), 3), ((2, 4, 9), 1), ((2, 5, 3), 5),
+                                          ((0, 4, 3), 2), ((4, 6), 2)])
+@pytest.mark.parametrize("affine", ["both", "weight", "bias", "none"])
+@pytest.mark.parametrize("f64", [False, True])
+def test_group_norm_functional_cases(shape, groups, affine, f64):
+    c = shape[1]
+    cast = (lambda a: a.astype(np.float64)) if f64 else (lambda a: a)
+    w = cast(rand(c, seed=1, low=0.5, high=1.5)) if affine in ("both", "weight") else None
+    b = cast(rand(c, seed=2)) if affine in ("both", "bias") else None
+    params = [p for p in (w, b) if p is not None]
+
+    def call(fn, x, *ps):
+        it = iter(ps)
+        weight = next(it) if w is not None else None
+        bias = next(it) if b is not None else None
+        if fn is TF.group_norm and weight is None and bias is not None:
+            weight = torch.ones_like(bias)  # torch 1.13's backward fails on a bias alone
+        return fn(x, groups, weight, bias, eps=1e-4)
+
+    compare_function(lambda x, *ps: call(F.group_norm, x, *ps),
+                     lambda x, *ps: call(TF.group_norm, x, *ps),
+                     [cast(rand(*shape) * 2 + 1)] + params, grad_inputs=range(1 + len(params)),
+                     rtol=1e-9 if f64 else 1e-4, atol=1e-10 if f64 else 1e-5)
+
+
+def test_group_norm_non_contiguous_input():
+    x = rand(5, 6, 4)  # the daemon's input is a transposed view [4, 6, 5]
+    compare_function(lambda a, w, bb: F.group_norm(a.transpose(0, 2), 2, w, bb),
+                     lambda a, w, bb: TF.group_norm(a.transpose(0, 2), 2, w, bb),
+                     [x, rand(6, seed=1), rand(6, seed=2)], grad_inputs=[0, 1, 2])
+
+
+def test_group_norm_bfloat16_computes_in_float32():
+    """A bfloat16 input (and parameters) takes the fused row too, computed in float32 and
+    rounded once: PyTorch's float32 result on the same rounded values, rounded."""
+    x, w = rand(3, 6, 7) * 2 + 1, rand(6, seed=1, low=0.5, high=1.5)
+    got = F.group_norm(td.tensor(x).bfloat16(), 3, td.tensor(w).bfloat16())
+    tx, tw = (torch.tensor(v).bfloat16().float() for v in (x, w))
+    want = TF.group_norm(tx, 3, tw).bfloat16()
+    assert got.dtype == td.bfloat16
+    torch.testing.assert_close(torch.from_numpy(got.float().numpy()), want.float(),
+                               rtol=8e-3, atol=8e-3)
+
+
+def test_group_norm_second_order():
+    """create_graph through the fused row: the recorded composite's gradient of the gradient."""
+    x, w, b = rand(2, 4, 3), rand(4, seed=1, low=0.5, high=1.5), rand(4, seed=2)
+    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
+    dx, dw, db = (td.tensor(v, requires_grad=True) for v in (x, w, b))
+    gy = rand(2, 4, 3, seed=3)
+    for fn, xs, make in ((TF.group_norm, (tx, tw, tb), torch.tensor),
+                         (F.group_norm, (dx, dw, db), td.tensor)):
+        y = fn(xs[0], 2, xs[1], xs[2])
+        g = torch.autograd.grad if fn is TF.group_norm else td.autograd.grad
+        gx, gw = g([(y * make(gy)).sum()], [xs[0], xs[1]], create_graph=True)
+        ((gx * gx).sum() + (gw * gw).sum()).backward()
+    assert db.grad is None and tb.grad is None  # the input's and weight's do not depend on it
+    for d, t in ((dx, tx), (dw, tw)):
+        np.testing.assert_allclose(d.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
 REDUCTIONS = ["mean", "sum", "none"]
 
 

@@ -66,8 +66,8 @@ def _nll_loss_forward(targs: tuple, self: Any, target: Any, weight: Any, reducti
 
 def _fused_rows() -> bool:
     """Whether the device's daemon tensors are on the CPU, where the fused rows run
-    (native_layer_norm(_backward), gelu_backward, (log_)softmax_backward: CPU-only, CUDA
-    keeps the composites)."""
+    (native_layer_norm(_backward), native_group_norm(_backward), gelu_backward,
+    (log_)softmax_backward: CPU-only, CUDA keeps the composites)."""
     dev = _connection.daemon_device() or _connection.session().default_device
     return str(dev).startswith("cpu")
 
@@ -102,6 +102,43 @@ def _native_layer_norm_backward(grad_out: Any, input: Any, normalized_shape: Any
     return (gi if output_mask[0] else None,
             gw if output_mask[1] and weight is not None else None,
             gb if output_mask[2] and bias is not None else None)
+
+
+def _one_dtype(*ts: Any) -> bool:
+    """Whether the given PyTorch tensors (None skipped) share one floating dtype, as the
+    daemon's fused norm rows want their inputs."""
+    dts = {t.dtype for t in ts if t is not None}
+    return len(dts) == 1 and next(iter(dts)).is_floating_point
+
+
+@rule(aten.native_group_norm.default)
+@torch_args
+def _native_group_norm(targs: tuple, input: Any, weight: Any, bias: Any,  # noqa: A002
+                       N: int, C: int, HxW: int, group: int, eps: float) -> Any:  # noqa: N803
+    """The daemon's fused native_group_norm on the CPU (output, and mean and 1/std [N, group]
+    as ATen's); elsewhere, with a bias alone or mixed dtypes, ATen's decomposition."""
+    if not _fused_rows() or (weight is None and bias is not None) or \
+            not _one_dtype(*targs[:3]):
+        return NotImplemented
+    ins = [input] + [t for t in (weight, bias) if t is not None]
+    return tuple(c("native_group_norm", ins, N=int(N), C=int(C), HxW=int(HxW), group=int(group),
+                   eps=float(eps)))
+
+
+@rule(aten.native_group_norm_backward.default)
+@torch_args
+def _native_group_norm_backward(targs: tuple, grad_out: Any, input: Any,  # noqa: A002
+                                mean: Any, rstd: Any, weight: Any, N: int, C: int,  # noqa: N803
+                                HxW: int, group: int, output_mask: Any) -> Any:  # noqa: N803
+    """The daemon's fused backward on the CPU; the gradients output_mask leaves out are
+    None, as ATen's."""
+    if not _fused_rows() or not _one_dtype(*targs[:5]):
+        return NotImplemented
+    ins = [grad_out, input, mean, rstd] + ([weight] if weight is not None else [])
+    mask = [1 if m else 0 for m in output_mask]
+    out = c("native_group_norm_backward", ins, N=int(N), C=int(C), HxW=int(HxW),
+            group=int(group), output_mask=mask)
+    return tuple(o if m else None for o, m in zip(out, mask))
 
 
 @rule(aten.gelu_backward.default)
