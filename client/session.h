@@ -237,8 +237,10 @@ class Session final : public TransportHost {
   absl::StatusOr<uint64_t> ReserveHandles(int count, HandleMeta* meta = nullptr)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CheckOpenLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // mu_.Await, counted in waits_ when `ready` does not hold already.
-  void AwaitLocked(const absl::Condition& ready)
+  // mu_.Await, counted in waits_ when `ready` does not hold already, or
+  // always for a `round_trip` (the answer to a request just sent: whether it
+  // arrived before the wait began is a race, not the program's doing).
+  void AwaitLocked(const absl::Condition& ready, bool round_trip = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Note [Deferred backward errors]: waits for the queued checks' answers
   // and forgets them; returns the first error they report (or the stream's

@@ -160,7 +160,7 @@ absl::Status Session::Sync() {
   auto ready = [this, request_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return requests_.SyncDone(request_id) || !stream_error_.ok();
   };
-  AwaitLocked(absl::Condition(&ready));
+  AwaitLocked(absl::Condition(&ready), /*round_trip=*/true);
   std::optional<absl::Status> result = requests_.TakeSync(request_id);
   if (!result.has_value()) return stream_error_;
   // The checks before this Sync were answered before it: their reports
@@ -171,9 +171,10 @@ absl::Status Session::Sync() {
   return result->ok() ? frame_error : *result;
 }
 
-void Session::AwaitLocked(const absl::Condition& ready) {
+void Session::AwaitLocked(const absl::Condition& ready, bool round_trip) {
+  if (round_trip) ++waits_;
   if (ready.Eval()) return;
-  ++waits_;
+  if (!round_trip) ++waits_;
   mu_.Await(ready);
 }
 

@@ -111,7 +111,7 @@ PendingDownload Session::AwaitAnswer(uint64_t id) {
   auto ready = [this, id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return requests_.DownloadDone(id) || !stream_error_.ok();
   };
-  AwaitLocked(absl::Condition(&ready));
+  AwaitLocked(absl::Condition(&ready), /*round_trip=*/true);
   PendingDownload download = requests_.TakeDownload(id);
   if (!download.done) {
     download.done = true;
