@@ -32,7 +32,7 @@ StridedView Int32View(std::vector<int32_t>& v) {
 const std::vector<float> kGrad = {1, 2, 3, 4, 5, 6};
 const std::vector<int64_t> kIndex = {2, 0, 2};
 
-std::vector<float> Run(int64_t padding_idx, bool freq) {
+std::vector<float> Backward(int64_t padding_idx, bool freq) {
   std::vector<float> grad = kGrad, out(8, 7.0f);  // 7: overwritten
   std::vector<int64_t> index = kIndex;
   EXPECT_TRUE(EmbeddingDenseBackward(View(grad, {3, 2}), View(index, {3}),
@@ -42,17 +42,17 @@ std::vector<float> Run(int64_t padding_idx, bool freq) {
 }
 
 TEST(EmbeddingDenseBackward, SumsRepeatedRowsAndZeroesTheRest) {
-  EXPECT_EQ(Run(-1, false), (std::vector<float>{3, 4, 0, 0, 6, 8, 0, 0}));
+  EXPECT_EQ(Backward(-1, false), (std::vector<float>{3, 4, 0, 0, 6, 8, 0, 0}));
 }
 
 TEST(EmbeddingDenseBackward, PaddingRowStaysZero) {
-  EXPECT_EQ(Run(2, false), (std::vector<float>{3, 4, 0, 0, 0, 0, 0, 0}));
-  EXPECT_EQ(Run(0, false), (std::vector<float>{0, 0, 0, 0, 6, 8, 0, 0}));
+  EXPECT_EQ(Backward(2, false), (std::vector<float>{3, 4, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(Backward(0, false), (std::vector<float>{0, 0, 0, 0, 6, 8, 0, 0}));
 }
 
 TEST(EmbeddingDenseBackward, ScaleGradByFreqDividesByTheCount) {
   // row 2 occurs twice: (1 + 5) / 2, (2 + 6) / 2.
-  EXPECT_EQ(Run(-1, true), (std::vector<float>{3, 4, 0, 0, 3, 4, 0, 0}));
+  EXPECT_EQ(Backward(-1, true), (std::vector<float>{3, 4, 0, 0, 3, 4, 0, 0}));
 }
 
 TEST(EmbeddingDenseBackward, Int32Indices) {
