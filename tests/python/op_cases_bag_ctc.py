@@ -1,12 +1,12 @@
 """Reference cases of op_cases.py for the embedding, embedding_bag and CTC loss rows
-(runtime/ops/embedding_ops.cc, embedding_bag_ops.cc, ctc_loss_ops.cc): named and shaped as ATen's ops, so the
-references are ATen's own. Where the daemon defines what ATen's CPU kernels leave unset or
-shape otherwise (the meta function's geometry), the reference derives the same from ATen's
-values: embedding_bag's offset2bag and bag_size from its mean mode in float64 (the path that
-fills them), max_indices -1 for a bag with nothing in it (Note [Embedding bag geometry]);
-log_alpha's unreached entries -inf (Note [CTC log_alpha width]). The rows are CPU-only
-(KnownCpuOnly): cuda:0 skips them; embedding itself runs everywhere (its gradient composes
-scatter_add off the CPU)."""
+(runtime/ops/embedding_ops.cc, embedding_bag_ops.cc, ctc_loss_ops.cc): named and shaped as
+ATen's ops, so the references are ATen's own. Where the daemon defines what ATen's CPU kernels
+leave unset or shape otherwise (the meta function's geometry), the reference derives the same
+from ATen's values: embedding_bag's offset2bag and bag_size from its mean mode in float64 (the
+path that fills them), max_indices -1 for a bag with nothing in it (Note [Embedding bag
+geometry]); log_alpha's unreached entries -inf (Note [CTC log_alpha width]). The rows are
+CPU-only (KnownCpuOnly): cuda:0 skips them; embedding itself runs everywhere (its gradient
+composes scatter_add off the CPU)."""
 
 from __future__ import annotations
 
