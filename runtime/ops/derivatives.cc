@@ -11,7 +11,8 @@ void AttachGradients(std::vector<OpDef>* table) {
                       PoolGrads, MathGrads, DistanceGrads, AttentionGrads,
                       EmbeddingBagGrads, GridSample3dGrads, CtcLossGrads,
                       SegmentReduceGrads, MarginLossGrads, LinalgGrads,
-                      UpsampleAaGrads, GroupNormGrads}) {
+                      UpsampleAaGrads, GroupNormGrads,
+                      EmbeddingGrads}) {
     for (GradRow& r : family()) rows.push_back(std::move(r));
   }
   auto find = [&](const std::string& name) -> OpDef* {

@@ -33,6 +33,7 @@ std::vector<GradRow> MathGrads();           // derivatives_math.cc
 std::vector<GradRow> DistanceGrads();       // distance_ops.cc
 std::vector<GradRow> AttentionGrads();      // attention_compose.cc
 std::vector<GradRow> EmbeddingBagGrads();   // embedding_bag_ops.cc
+std::vector<GradRow> EmbeddingGrads();      // embedding_ops.cc
 std::vector<GradRow> GridSample3dGrads();   // grid_sample_3d_ops.cc
 std::vector<GradRow> CtcLossGrads();        // ctc_loss_ops.cc
 std::vector<GradRow> SegmentReduceGrads();  // segment_reduce_ops.cc

@@ -1,5 +1,6 @@
-// Indexing: index_select, gather, scatter, scatter_add, embedding, index_put,
-// nonzero_static (scatter_reduce, index_reduce: scatter_reduce_ops.cc). Index
+// Indexing: index_select, gather, scatter, scatter_add, index_put,
+// nonzero_static (scatter_reduce, index_reduce: scatter_reduce_ops.cc;
+// embedding: embedding_ops.cc). Index
 // tensors are int64; their values are checked by the kernels before any write
 // (they are data, not shapes).
 #include <algorithm>
@@ -153,28 +154,6 @@ absl::Status CpuScatter(absl::Span<const Tensor> in,
                        AtLeast1d(idx.view()), AtLeast1d(src.view()), kAdd);
 }
 
-// embedding(weight, indices) as torch.embedding: rows of weight.
-absl::StatusOr<std::vector<Tensor>> Embedding(absl::Span<const Tensor> in,
-                                              const Attrs&,
-                                              const OpContext& ctx) {
-  if (in[0].ndim() != 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("embedding: 'weight' must be 2-D, got shape ",
-                     ShapeToString(in[0].shape())));
-  }
-  TD_RETURN_IF_ERROR(RequireInt64(in[1], "embedding"));
-  TD_ASSIGN_OR_RETURN(
-      Tensor flat,
-      Call1("reshape", {in[1]}, {{"shape", std::vector<int64_t>{-1}}}, ctx));
-  TD_ASSIGN_OR_RETURN(Tensor rows, Call1("index_select", {in[0], flat},
-                                         {{"dim", int64_t{0}}}, ctx));
-  std::vector<int64_t> shape(in[1].shape().begin(), in[1].shape().end());
-  shape.push_back(in[0].shape()[1]);
-  TD_ASSIGN_OR_RETURN(Tensor out,
-                      Call1("reshape", {rows}, {{"shape", shape}}, ctx));
-  return std::vector<Tensor>{out};
-}
-
 // index_put(input, values, index; accumulate): item assignment with one
 // index, input[index] = values (+= when accumulate). A bool index masks the
 // leading dims of input and values broadcast to the rest (x[mask] = 0):
@@ -301,13 +280,6 @@ std::vector<OpDef> IndexOps() {
                             {DType::kFloat32, DType::kInt64, DType::kFloat32})};
     ops.push_back(std::move(def));
   }
-  OpDef emb =
-      MakeOp("embedding", 2, 2, {},
-             "Rows of weight picked by int64 indices (torch.embedding).");
-  emb.composite = Embedding;
-  emb.examples = {
-      Example({{5, 3}, {2, 4}}, {}, {DType::kFloat32, DType::kInt64})};
-  ops.push_back(std::move(emb));
   OpDef put = MakeOp("index_put", 3, 3,
                      {Optional("accumulate", AttrType::kBool, false)},
                      "input with values written (added, when accumulate) at "

@@ -52,11 +52,43 @@ absl::Status CheckFits(const Tensor& self, const Tensor& result) {
 
 constexpr const char* kTwins[] = {"add", "sub", "mul", "div", "clamp", "relu"};
 
+// Note [In-place arithmetic]: add_/sub_/mul_/div_ of a contiguous CPU float
+// tensor by a same-dtype operand of its shape that does not overlap it (or is
+// it, element for element) write through in one pass: the twin's kernel with
+// self as its output, no temporary and no copy back (AccumulateGrad's .grad
+// += g is one). Elementwise, so reading and writing self at one index is
+// safe; anything else takes the twin + copy path.
+constexpr cpu::BinaryOp kTwinOps[] = {cpu::BinaryOp::kAdd, cpu::BinaryOp::kSub,
+                                      cpu::BinaryOp::kMul, cpu::BinaryOp::kDiv};
+
+bool WritesThrough(int twin, absl::Span<const Tensor> in, const Attrs& attrs) {
+  if (twin > 3 || in.size() != 2) return false;
+  const Tensor &self = in[0], &other = in[1];
+  const DType t = self.dtype();
+  if ((t != DType::kFloat32 && t != DType::kFloat64) || other.dtype() != t ||
+      self.device()->kind() != DeviceKind::kCpu ||
+      other.device() != self.device() || !self.is_contiguous() ||
+      other.shape() != self.shape()) {
+    return false;
+  }
+  if (twin == 3 && !attrs.String("rounding_mode").empty()) return false;
+  return other.storage() != self.storage() ||
+         (other.data() == self.data() && other.is_contiguous());
+}
+
 template <int kTwin>
 Views InPlace(absl::Span<const Tensor> in, const Attrs& attrs,
               const OpContext& ctx) {
   const Tensor& self = in[0];
   TD_RETURN_IF_ERROR(CheckWritable(self));
+  if (WritesThrough(kTwin, in, attrs)) {
+    const double alpha = kTwin <= 1 ? attrs.Float("alpha") : 1.0;
+    TD_RETURN_IF_ERROR(cpu::Binary(kTwinOps[kTwin < 4 ? kTwin : 0],
+                                   self.view(), in[1].view(), alpha,
+                                   self.view()));
+    self.storage()->BumpVersion();
+    return Views(std::vector<Tensor>{self});
+  }
   TD_ASSIGN_OR_RETURN(std::vector<Tensor> result,
                       RunOp(*FindOp(kTwins[kTwin]), in, attrs, ctx));
   TD_RETURN_IF_ERROR(CheckFits(self, result[0]));

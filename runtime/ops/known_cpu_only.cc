@@ -24,6 +24,9 @@ const std::set<std::string>& KnownCpuOnly() {
       // embedding_bag_ops.cc: no sibling CUDA kernel yet.
       "_embedding_bag", "_embedding_bag_dense_backward",
       "_embedding_bag_per_sample_weights_backward",
+      // embedding_ops.cc: embedding's formula composes scatter_add off the
+      // CPU.
+      "embedding_dense_backward",
       // margin_loss_ops.cc: no sibling CUDA kernel yet.
       "multi_margin_loss", "multilabel_margin_loss_forward",
       "multi_margin_loss_backward", "multilabel_margin_loss_backward",

@@ -12,7 +12,8 @@ const std::vector<OpDef>& OpTable() {
     for (auto family :
          {CreationOps,     UnaryOps,          PointwiseOps,     CompareOps,
           InPlaceOps,      ReductionOps,      LinalgOps,        ViewOps,
-          ShapeOps,        IndexOps,          ScatterReduceOps, NnOps,
+          ShapeOps,        IndexOps,          EmbeddingOps,     ScatterReduceOps,
+          NnOps,
           ConvOps,         ConvGradOps,       MaxPoolOps,       AdaptiveMaxPoolOps,
           AvgPool3dOps,    BatchNormOps,      OptimOps,         SortOps,
           ScanOps,         SelectOps,         LossOps,          LayerNormOps,

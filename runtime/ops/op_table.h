@@ -40,6 +40,7 @@ std::vector<OpDef> Conv3dOps();     // conv3d_ops.cc: conv3d and its gradients
 std::vector<OpDef> GridSampleOps();  // grid_sample_ops.cc: grid_sampler_2d's backward
 // embedding_bag_ops.cc: _embedding_bag and its two backward rows
 std::vector<OpDef> EmbeddingBagOps();
+std::vector<OpDef> EmbeddingOps();  // embedding_ops.cc
 // margin_loss_ops.cc: multi_margin_loss_backward, multilabel_margin_loss_backward
 std::vector<OpDef> MarginLossOps();
 // grid_sample_3d_ops.cc: grid_sampler_3d and its backward

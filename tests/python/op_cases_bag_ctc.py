@@ -1,11 +1,12 @@
-"""Reference cases of op_cases.py for the embedding_bag and CTC loss rows
-(runtime/ops/embedding_bag_ops.cc, ctc_loss_ops.cc): named and shaped as ATen's ops, so the
-references are ATen's own. Where the daemon defines what ATen's CPU kernels leave unset or
-shape otherwise (the meta function's geometry), the reference derives the same from ATen's
-values: embedding_bag's offset2bag and bag_size from its mean mode in float64 (the path that
-fills them), max_indices -1 for a bag with nothing in it (Note [Embedding bag geometry]);
-log_alpha's unreached entries -inf (Note [CTC log_alpha width]). The rows are CPU-only
-(KnownCpuOnly): cuda:0 skips them."""
+"""Reference cases of op_cases.py for the embedding, embedding_bag and CTC loss rows
+(runtime/ops/embedding_ops.cc, embedding_bag_ops.cc, ctc_loss_ops.cc): named and shaped as
+ATen's ops, so the references are ATen's own. Where the daemon defines what ATen's CPU kernels
+leave unset or shape otherwise (the meta function's geometry), the reference derives the same
+from ATen's values: embedding_bag's offset2bag and bag_size from its mean mode in float64 (the
+path that fills them), max_indices -1 for a bag with nothing in it (Note [Embedding bag
+geometry]); log_alpha's unreached entries -inf (Note [CTC log_alpha width]). The rows are
+CPU-only (KnownCpuOnly): cuda:0 skips them; embedding itself runs everywhere (its gradient
+composes scatter_add off the CPU)."""
 
 from __future__ import annotations
 
@@ -87,6 +88,34 @@ def _psw_backward(g: torch.Tensor, w: torch.Tensor, i: torch.Tensor, o: torch.Te
 def _bag(w: Any, o: torch.Tensor = OFFSETS, psw: Any = None, **kw: Any) -> Case:
     args = [w, INDICES, o] + ([psw] if psw is not None else [])
     return Case("_embedding_bag", args, kw, ref=_embedding_bag)
+
+
+# ---------------------------------------------------------------------------------- embedding
+def embedding_cases() -> List[Case]:
+    """torch.embedding with int64/int32 indices, padding_idx and scale_grad_by_freq (their
+    gradients: test_autograd_reference.py), and ATen's embedding_dense_backward row on a
+    non-contiguous grad."""
+    idx = torch.tensor([[1, 3, 0], [3, 5, 3]])
+    c = [Case("embedding", [R(6, 4), idx]),
+         Case("embedding", [R(6, 3, dtype=F64, seed=1), idx.to(torch.int32)]),
+         Case("embedding", [R(6, 4, seed=2), idx], {"padding_idx": 3}),
+         Case("embedding", [R(6, 4, seed=3), idx.to(torch.int32)],
+              {"scale_grad_by_freq": True}),
+         Case("embedding", [R(6, 3, dtype=F64, seed=4), idx],
+              {"padding_idx": 0, "scale_grad_by_freq": True})]
+    dense = aten.embedding_dense_backward
+    for dtype, index, pad, freq in ((torch.float32, idx, -1, False),
+                                    (F64, idx.to(torch.int32), 3, False),
+                                    (torch.float32, idx, 5, True),
+                                    (F64, idx.to(torch.int32), -1, True)):
+        kw = {"num_weights": 7, "padding_idx": pad, "scale_grad_by_freq": freq}
+        c.append(Case("embedding_dense_backward", [R(2, 3, 4, dtype=dtype, seed=5), index], kw,
+                      ref=lambda g, i, **k: dense(g, i, k["num_weights"], k["padding_idx"],
+                                                 k["scale_grad_by_freq"])))
+    c.append(Case("embedding_dense_backward", [NC(R(6, 4, seed=6)), idx.reshape(-1)],
+                  {"num_weights": 6},
+                  ref=lambda g, i, num_weights: dense(g, i, num_weights, -1, False)))
+    return c
 
 
 def embedding_bag_cases() -> List[Case]:
@@ -196,5 +225,5 @@ def ctc_cases() -> List[Case]:
 
 
 # The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/known_cpu_only.cc).
-CPU_ONLY = {"_embedding_bag", "_embedding_bag_dense_backward",
+CPU_ONLY = {"embedding_dense_backward", "_embedding_bag", "_embedding_bag_dense_backward",
             "_embedding_bag_per_sample_weights_backward", "_ctc_loss", "_ctc_loss_backward"}

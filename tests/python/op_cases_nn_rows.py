@@ -14,7 +14,7 @@ import torch
 
 from op_case_inputs import NC, Case, I, R
 from op_cases_bag_ctc import CPU_ONLY as BAG_CTC_CPU_ONLY
-from op_cases_bag_ctc import ctc_cases, embedding_bag_cases
+from op_cases_bag_ctc import ctc_cases, embedding_bag_cases, embedding_cases
 
 F64 = torch.float64
 aten = torch.ops.aten
@@ -231,7 +231,7 @@ def group_norm_cases() -> List[Case]:
 
 def nn_row_cases() -> List[Case]:
     return (grid_sampler_cases() + margin_loss_cases() + segment_reduce_cases() +
-            embedding_bag_cases() + ctc_cases() + group_norm_cases())
+            embedding_cases() + embedding_bag_cases() + ctc_cases() + group_norm_cases())
 
 
 # The rows without a CUDA kernel (KnownCpuOnly of runtime/ops/known_cpu_only.cc).

@@ -214,13 +214,23 @@ def adaptive_avg_pool2d(input: Tensor, output_size: _IntOrPair) -> Tensor:
 def embedding(input: Tensor, weight: Tensor, padding_idx: Optional[int] = None,
               max_norm: Optional[float] = None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
-    """Rows of ``weight`` picked by the int64 indices ``input`` (the daemon's op takes
-    ``(weight, indices)``, like ``torch.embedding``). ``padding_idx`` rows still get
-    gradients here (unlike PyTorch): keep them zero by not training them, or mask."""
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding(max_norm=, scale_grad_by_freq=, sparse=) are not "
-                                  "supported by the daemon")
-    return call("embedding", [weight, input])
+    """Rows of ``weight`` picked by the int64 or int32 indices ``input`` (the daemon's op
+    takes ``(weight, indices)``, like ``torch.embedding``). As PyTorch, the ``padding_idx``
+    row gets no gradient and ``scale_grad_by_freq`` divides each row's gradient by how often
+    its index occurs in ``input``."""
+    if max_norm is not None or sparse:
+        raise NotImplementedError("embedding(max_norm=, sparse=True) are not supported by the "
+                                  "daemon")
+    if padding_idx is None:
+        padding_idx = -1
+    else:
+        rows = weight.shape[0]
+        if not -rows <= padding_idx < rows:
+            raise ValueError(f"embedding: padding_idx {padding_idx} must be within "
+                             f"num_embeddings ({rows})")
+        padding_idx = padding_idx % rows
+    return call("embedding", [weight, input],
+                {"padding_idx": padding_idx, "scale_grad_by_freq": bool(scale_grad_by_freq)})
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

@@ -117,6 +117,8 @@ class Embedding(Module):
         if padding_idx is not None and padding_idx < 0:
             padding_idx += num_embeddings
         self.padding_idx = padding_idx
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if _weight is not None:
             self.weight = Parameter(_weight)
             return
@@ -127,7 +129,8 @@ class Embedding(Module):
         self.weight = Parameter._adopt(w)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
